@@ -1,0 +1,168 @@
+//! The records kept in a history partition.
+
+use serde::{Deserialize, Serialize};
+
+use crate::key::WorkspaceKey;
+
+/// Most paths kept per list (`restored`, `deleted`, `skipped`, `failed`) of
+/// one entry. The counts always hold the full numbers; when a list is longer
+/// than this, its first paths are kept and the rest dropped, so one huge
+/// rewind cannot blow up the history file.
+pub const MAX_PATHS_PER_LIST: usize = 200;
+
+/// How a rewind's file half ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Every planned file action succeeded (the restore journal completed).
+    Done,
+    /// Some file actions failed; the journal stays open.
+    Partial,
+    /// The file half failed as a whole (the conversation half may still have run).
+    Failed,
+}
+
+/// How an undo of a rewind ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UndoOutcome {
+    /// Every file was put back.
+    Ok,
+    /// Some files were put back, some failed.
+    Partial,
+    /// The undo ran and failed.
+    Failed,
+}
+
+/// What an undo put back.
+///
+/// Adding a mode is a format change: it comes with a new
+/// [`FORMAT_VERSION`](crate::FORMAT_VERSION), so an older build refuses the
+/// file instead of misreading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UndoMode {
+    /// Files only; the conversation stays rewound.
+    Files,
+}
+
+/// Numbers of paths per action of a rewind's file half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Files written back from a backup.
+    pub restored: u64,
+    /// Files deleted because they did not exist at the target.
+    pub deleted: u64,
+    /// Paths left alone (already matching, links, over the cap, …).
+    pub skipped: u64,
+    /// Paths whose action failed.
+    pub failed: u64,
+}
+
+/// The paths per action of a rewind's file half (workspace-relative strings,
+/// each list at most [`MAX_PATHS_PER_LIST`] long).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paths {
+    /// Files written back from a backup.
+    #[serde(default)]
+    pub restored: Vec<String>,
+    /// Files deleted.
+    #[serde(default)]
+    pub deleted: Vec<String>,
+    /// Paths left alone.
+    #[serde(default)]
+    pub skipped: Vec<String>,
+    /// Paths whose action failed.
+    #[serde(default)]
+    pub failed: Vec<String>,
+}
+
+impl Paths {
+    /// The counts of these lists (use it when the lists are complete).
+    pub fn counts(&self) -> Counts {
+        let n = |v: &Vec<String>| v.len() as u64;
+        Counts { restored: n(&self.restored), deleted: n(&self.deleted), skipped: n(&self.skipped), failed: n(&self.failed) }
+    }
+
+    pub(crate) fn truncate(&mut self) {
+        for list in [&mut self.restored, &mut self.deleted, &mut self.skipped, &mut self.failed] {
+            list.truncate(MAX_PATHS_PER_LIST);
+        }
+    }
+}
+
+/// Fork information of a rewind whose files went into a forked child session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkInfo {
+    /// The id of the child session the fork created.
+    pub child_session_id: String,
+}
+
+/// One rewind in the audit trail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// The rewind's operation id (shared with its restore journal).
+    pub op_id: String,
+    /// The session the rewind ran in.
+    pub session_id: String,
+    /// The partition key of the session's workspace.
+    pub workspace: String,
+    /// The log seq of the user message the rewind went back to.
+    pub target_seq: u64,
+    /// When the rewind ran, milliseconds since the Unix epoch.
+    pub time: u64,
+    /// How the file half ended.
+    pub outcome: Outcome,
+    /// Full numbers of paths per action.
+    pub counts: Counts,
+    /// Paths per action (each list possibly cut to [`MAX_PATHS_PER_LIST`]).
+    #[serde(default)]
+    pub paths: Paths,
+    /// Set when the rewind forked into a child session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkInfo>,
+    /// When the rewind was undone, milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undone_at: Option<u64>,
+    /// How the undo ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_outcome: Option<UndoOutcome>,
+    /// What the undo put back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_mode: Option<UndoMode>,
+}
+
+impl Entry {
+    /// A new, not-yet-undone entry; the counts are taken from `paths`.
+    pub fn new(
+        op_id: impl Into<String>,
+        session_id: impl Into<String>,
+        workspace: &WorkspaceKey,
+        target_seq: u64,
+        time: u64,
+        outcome: Outcome,
+        paths: Paths,
+    ) -> Self {
+        Self {
+            op_id: op_id.into(),
+            session_id: session_id.into(),
+            workspace: workspace.as_str().to_owned(),
+            target_seq,
+            time,
+            outcome,
+            counts: paths.counts(),
+            paths,
+            fork: None,
+            undone_at: None,
+            undo_outcome: None,
+            undo_mode: None,
+        }
+    }
+
+    /// Whether the entry was undone.
+    pub fn is_undone(&self) -> bool {
+        self.undone_at.is_some()
+    }
+}

@@ -1,0 +1,505 @@
+//! The history store: partitions on disk, serialized atomic writes.
+
+use std::collections::HashMap;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::entry::{Entry, UndoMode, UndoOutcome};
+use crate::error::{AppendError, ClearError, MarkUndoneError, OpenError, ReadError, WriteError};
+use crate::key::WorkspaceKey;
+
+/// The newest history format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Entries kept per partition unless configured otherwise.
+pub const DEFAULT_HISTORY_LIMIT: usize = 10;
+/// The largest accepted `historyLimit`; larger values are clamped to it.
+pub const MAX_HISTORY_LIMIT: usize = 1000;
+/// File name of a partition's history.
+pub const HISTORY_FILE: &str = "history.json";
+/// File name of a partition's lock file (an OS lock is taken on it around every write).
+pub const LOCK_FILE: &str = ".history.lock";
+const TMP_PREFIX: &str = "history.json.tmp-";
+const CORRUPT_PREFIX: &str = "history.json.corrupt-";
+
+/// A step of the atomic write, in order; the crash seam is called after each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WriteStep {
+    /// The temp file was created, empty.
+    TempCreated,
+    /// Half of the new bytes are in the temp file.
+    TempHalfWritten,
+    /// All new bytes are in the temp file, not yet synced.
+    TempWritten,
+    /// The temp file was synced to disk.
+    TempSynced,
+    /// The temp file was renamed over `history.json`.
+    Renamed,
+    /// The partition directory was synced: the write is durable.
+    DirSynced,
+}
+
+impl WriteStep {
+    /// Every step, in the order a write passes them.
+    pub const ALL: [WriteStep; 6] =
+        [Self::TempCreated, Self::TempHalfWritten, Self::TempWritten, Self::TempSynced, Self::Renamed, Self::DirSynced];
+
+    /// The step's kebab-case name (`temp-created`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TempCreated => "temp-created",
+            Self::TempHalfWritten => "temp-half-written",
+            Self::TempWritten => "temp-written",
+            Self::TempSynced => "temp-synced",
+            Self::Renamed => "renamed",
+            Self::DirSynced => "dir-synced",
+        }
+    }
+
+    /// The step with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// A hook called after each [`WriteStep`] (tests use it to kill the writer there).
+pub type CrashSeam = Arc<dyn Fn(WriteStep) + Send + Sync>;
+/// A clock returning milliseconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The system clock, milliseconds since the Unix epoch.
+pub fn system_clock() -> Clock {
+    Arc::new(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+}
+
+/// The content of one partition file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    /// The format version ([`FORMAT_VERSION`] when written by this build).
+    pub version: u32,
+    /// The partition key.
+    pub workspace: String,
+    /// The entries, oldest first.
+    pub entries: Vec<Entry>,
+}
+
+impl Partition {
+    /// An empty partition for `key`.
+    pub fn empty(key: &WorkspaceKey) -> Self {
+        Self { version: FORMAT_VERSION, workspace: key.as_str().to_owned(), entries: Vec::new() }
+    }
+
+    /// The entries, newest first (the order the history page shows).
+    pub fn newest_first(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().rev()
+    }
+
+    /// The entry with this op id.
+    pub fn find(&self, op_id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.op_id == op_id)
+    }
+
+    /// The chain tail of a session: its newest not-yet-undone entry.
+    pub fn chain_tail(&self, session_id: &str) -> Option<&Entry> {
+        self.newest_first().find(|e| e.session_id == session_id && !e.is_undone())
+    }
+
+    /// The partition as pretty JSON (the export format; identical to the file).
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings and numbers cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// What a write did besides its change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteNotes {
+    /// A corrupt `history.json` found by the write was renamed to this name
+    /// (inside the partition directory) and replaced.
+    pub quarantined: Option<String>,
+}
+
+/// Result of [`HistoryStore::append`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppendReport {
+    /// Entries dropped to keep the limit, oldest first.
+    pub dropped: Vec<String>,
+    /// What else the write did.
+    pub notes: WriteNotes,
+}
+
+/// Result of [`HistoryStore::clear`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClearReport {
+    /// Number of entries removed.
+    pub cleared: usize,
+    /// What else the write did.
+    pub notes: WriteNotes,
+}
+
+/// Result of [`HistoryStore::mark_undone`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MarkReport {
+    /// The entry as written.
+    pub entry: Entry,
+    /// What else the write did.
+    pub notes: WriteNotes,
+}
+
+fn process_lock(id: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let map = LOCKS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(id.to_path_buf()).or_default().clone()
+}
+
+enum ParseFailure {
+    Newer(u64),
+    Corrupt(String),
+}
+
+fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
+    let version = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| ParseFailure::Corrupt("missing or non-numeric \"version\"".into()))?;
+    if version > u64::from(FORMAT_VERSION) {
+        return Err(ParseFailure::Newer(version));
+    }
+    if version == 0 {
+        return Err(ParseFailure::Corrupt("version 0 is not a valid history version".into()));
+    }
+    let partition: Partition = serde_json::from_value(value).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
+    if partition.workspace != key.as_str() {
+        return Err(ParseFailure::Corrupt(format!(
+            "file names workspace {:?} but lives in partition {:?}",
+            partition.workspace,
+            key.as_str()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for e in &partition.entries {
+        if e.op_id.is_empty() || e.session_id.is_empty() {
+            return Err(ParseFailure::Corrupt("an entry has an empty opId or sessionId".into()));
+        }
+        if e.workspace != partition.workspace {
+            return Err(ParseFailure::Corrupt(format!("entry {} names workspace {:?}", e.op_id, e.workspace)));
+        }
+        if !seen.insert(e.op_id.as_str()) {
+            return Err(ParseFailure::Corrupt(format!("op id {} appears twice", e.op_id)));
+        }
+    }
+    Ok(partition)
+}
+
+fn rel(key: &WorkspaceKey, name: &str) -> PathBuf {
+    Path::new(key.as_str()).join(name)
+}
+
+/// Per-workspace rewind history under one root directory.
+///
+/// Layout: `<root>/<workspace key>/history.json`, next to a `.history.lock`
+/// lock file. The ambient root path enters only in [`HistoryStore::open`];
+/// everything else goes through a capability handle on it.
+///
+/// Writes (`append`, `clear`, `mark_undone`) are serialized per partition by
+/// a process-wide lock and an OS file lock (so threads and processes never
+/// interleave) and are atomic: the new content goes to a temp file which is
+/// synced, renamed over `history.json`, and the directory synced. A reader
+/// sees the old file or the new one, never a torn one.
+pub struct HistoryStore {
+    root: Dir,
+    root_path: PathBuf,
+    limit: usize,
+    clock: Clock,
+    crash: Option<CrashSeam>,
+}
+
+impl std::fmt::Debug for HistoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryStore").field("root", &self.root_path).field("limit", &self.limit).finish_non_exhaustive()
+    }
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl HistoryStore {
+    /// Opens (creating it if missing) the history root, e.g.
+    /// `<dsh home>/rewind-history`. The only place an ambient path enters.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self, OpenError> {
+        let root = root.as_ref();
+        let io = |source| OpenError::Io { path: root.to_path_buf(), source };
+        std::fs::create_dir_all(root).map_err(io)?;
+        let canonical = std::fs::canonicalize(root).map_err(io)?;
+        let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(io)?;
+        Ok(Self { root: dir, root_path: canonical, limit: DEFAULT_HISTORY_LIMIT, clock: system_clock(), crash: None })
+    }
+
+    /// Sets the number of entries kept per partition (`historyLimit`),
+    /// clamped to `1..=`[`MAX_HISTORY_LIMIT`]. Applies at the next write.
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit.clamp(1, MAX_HISTORY_LIMIT);
+        self
+    }
+
+    /// Replaces the clock (used to name renamed-aside corrupt files).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Installs a hook called after every step of an atomic write.
+    pub fn with_crash_seam(mut self, seam: CrashSeam) -> Self {
+        self.crash = Some(seam);
+        self
+    }
+
+    /// The configured entry limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The canonical root path (for messages only).
+    pub fn root_path(&self) -> &Path {
+        &self.root_path
+    }
+
+    fn partition_dir(&self, key: &WorkspaceKey, create: bool) -> Result<Option<Dir>, WriteError> {
+        let path = PathBuf::from(key.as_str());
+        match self.root.symlink_metadata(key.as_str()) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(WriteError::NotADirectory { path }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if !create {
+                    return Ok(None);
+                }
+                match self.root.create_dir(key.as_str()) {
+                    Ok(()) => self.sync_root().map_err(|source| WriteError::Io { op: "sync", path: ".".into(), source })?,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(source) => return Err(WriteError::Io { op: "create dir", path, source }),
+                }
+                if !self.root.symlink_metadata(key.as_str()).map(|m| m.is_dir()).unwrap_or(false) {
+                    return Err(WriteError::NotADirectory { path });
+                }
+            }
+            Err(source) => return Err(WriteError::Io { op: "stat", path, source }),
+        }
+        self.root.open_dir(key.as_str()).map(Some).map_err(|source| WriteError::Io { op: "open dir", path, source })
+    }
+
+    fn sync_root(&self) -> io::Result<()> {
+        self.root.try_clone()?.into_std_file().sync_all()
+    }
+
+    /// Reads a partition. A missing partition reads as empty. Never changes
+    /// anything on disk.
+    pub fn read(&self, key: &WorkspaceKey) -> Result<Partition, ReadError> {
+        let dir = match self.partition_dir(key, false) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(Partition::empty(key)),
+            Err(WriteError::NotADirectory { path }) => return Err(ReadError::NotADirectory { path }),
+            Err(WriteError::Io { op, path, source }) => return Err(ReadError::Io { op, path, source }),
+            Err(WriteError::NewerVersion { path, found, supported }) => {
+                return Err(ReadError::NewerVersion { path, found, supported });
+            }
+        };
+        let path = rel(key, HISTORY_FILE);
+        let bytes = match dir.read(HISTORY_FILE) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Partition::empty(key)),
+            Err(source) => return Err(ReadError::Io { op: "read", path, source }),
+        };
+        parse(&bytes, key).map_err(|f| match f {
+            ParseFailure::Newer(found) => ReadError::NewerVersion { path, found, supported: FORMAT_VERSION },
+            ParseFailure::Corrupt(detail) => ReadError::Corrupt { path, detail },
+        })
+    }
+
+    /// The partition as JSON (pretty, the same shape as the file; an empty
+    /// partition when none exists).
+    pub fn export(&self, key: &WorkspaceKey) -> Result<String, ReadError> {
+        self.read(key).map(|p| p.to_json())
+    }
+
+    /// Appends an entry, then drops the oldest entries beyond the limit.
+    pub fn append(&self, key: &WorkspaceKey, entry: Entry) -> Result<AppendReport, AppendError> {
+        if entry.op_id.is_empty() {
+            return Err(AppendError::EmptyField { field: "opId" });
+        }
+        if entry.session_id.is_empty() {
+            return Err(AppendError::EmptyField { field: "sessionId" });
+        }
+        if entry.workspace != key.as_str() {
+            return Err(AppendError::WrongWorkspace {
+                op_id: entry.op_id,
+                entry_workspace: entry.workspace,
+                partition: key.as_str().to_owned(),
+            });
+        }
+        let limit = self.limit;
+        let (dropped, notes) = self.update(key, move |p| {
+            if p.find(&entry.op_id).is_some() {
+                return Err(AppendError::DuplicateOp { op_id: entry.op_id });
+            }
+            let mut entry = entry;
+            entry.paths.truncate();
+            p.entries.push(entry);
+            let excess = p.entries.len().saturating_sub(limit);
+            let dropped = p.entries.drain(..excess).map(|e| e.op_id).collect();
+            Ok((dropped, true))
+        })?;
+        Ok(AppendReport { dropped, notes })
+    }
+
+    /// Removes every entry of a partition (records only; snapshots and
+    /// conversations are elsewhere and untouched).
+    pub fn clear(&self, key: &WorkspaceKey) -> Result<ClearReport, ClearError> {
+        let (cleared, notes) = self.update(key, |p| {
+            let n = p.entries.len();
+            p.entries.clear();
+            Ok::<_, WriteError>((n, true))
+        })?;
+        Ok(ClearReport { cleared, notes })
+    }
+
+    /// Records that the entry `op_id` was undone at `time` (ms since the epoch).
+    pub fn mark_undone(
+        &self,
+        key: &WorkspaceKey,
+        op_id: &str,
+        outcome: UndoOutcome,
+        mode: UndoMode,
+        time: u64,
+    ) -> Result<MarkReport, MarkUndoneError> {
+        let (entry, notes) = self.update(key, |p| {
+            let Some(e) = p.entries.iter_mut().find(|e| e.op_id == op_id) else {
+                return Err(MarkUndoneError::UnknownEntry { op_id: op_id.to_owned() });
+            };
+            if let Some(undone_at) = e.undone_at {
+                return Err(MarkUndoneError::AlreadyUndone { op_id: op_id.to_owned(), undone_at });
+            }
+            e.undone_at = Some(time);
+            e.undo_outcome = Some(outcome);
+            e.undo_mode = Some(mode);
+            Ok((e.clone(), true))
+        })?;
+        Ok(MarkReport { entry, notes })
+    }
+
+    /// Read-modify-write of one partition under both locks. `f` returns its
+    /// result and whether the partition changed.
+    fn update<R, E: From<WriteError>>(
+        &self,
+        key: &WorkspaceKey,
+        f: impl FnOnce(&mut Partition) -> Result<(R, bool), E>,
+    ) -> Result<(R, WriteNotes), E> {
+        let dir = self.partition_dir(key, true)?.ok_or_else(|| WriteError::NotADirectory { path: key.as_str().into() })?;
+        let guard = process_lock(&self.root_path.join(key.as_str()));
+        let _held = guard.lock().unwrap_or_else(|p| p.into_inner());
+        let lock_path = rel(key, LOCK_FILE);
+        let lock_file = dir
+            .open_with(LOCK_FILE, OpenOptions::new().read(true).write(true).create(true))
+            .map_err(|source| WriteError::Io { op: "open lock", path: lock_path.clone(), source })?
+            .into_std();
+        fs4::FileExt::lock(&lock_file).map_err(|source| WriteError::Io { op: "lock", path: lock_path, source })?;
+
+        self.remove_stale_temps(&dir);
+        let mut notes = WriteNotes::default();
+        let path = rel(key, HISTORY_FILE);
+        let mut partition = match dir.read(HISTORY_FILE) {
+            Ok(bytes) => match parse(&bytes, key) {
+                Ok(p) => p,
+                Err(ParseFailure::Newer(found)) => {
+                    return Err(WriteError::NewerVersion { path, found, supported: FORMAT_VERSION }.into());
+                }
+                Err(ParseFailure::Corrupt(_)) => {
+                    notes.quarantined = Some(self.quarantine(&dir, key)?);
+                    Partition::empty(key)
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Partition::empty(key),
+            Err(source) => return Err(WriteError::Io { op: "read", path, source }.into()),
+        };
+        let (result, changed) = f(&mut partition)?;
+        if changed {
+            partition.version = FORMAT_VERSION;
+            self.write_atomic(&dir, key, partition.to_json().as_bytes())?;
+        }
+        drop(lock_file);
+        Ok((result, notes))
+    }
+
+    fn remove_stale_temps(&self, dir: &Dir) {
+        // Only called under the partition's locks, so no writer is mid-write:
+        // any temp file left is from a writer that died.
+        if let Ok(entries) = dir.entries() {
+            for e in entries.flatten() {
+                if e.file_name().to_str().is_some_and(|n| n.starts_with(TMP_PREFIX)) {
+                    let _ = dir.remove_file(e.file_name());
+                }
+            }
+        }
+    }
+
+    fn quarantine(&self, dir: &Dir, key: &WorkspaceKey) -> Result<String, WriteError> {
+        let now = (self.clock)();
+        let mut name = format!("{CORRUPT_PREFIX}{now}");
+        let mut n = 1;
+        while dir.symlink_metadata(&name).is_ok() {
+            name = format!("{CORRUPT_PREFIX}{now}-{n}");
+            n += 1;
+        }
+        dir.rename(HISTORY_FILE, dir, &name)
+            .map_err(|source| WriteError::Io { op: "rename aside", path: rel(key, HISTORY_FILE), source })?;
+        sync_dir(dir).map_err(|source| WriteError::Io { op: "sync", path: key.as_str().into(), source })?;
+        Ok(name)
+    }
+
+    fn step(&self, step: WriteStep) {
+        if let Some(seam) = &self.crash {
+            seam(step);
+        }
+    }
+
+    fn write_atomic(&self, dir: &Dir, key: &WorkspaceKey, bytes: &[u8]) -> Result<(), WriteError> {
+        let tmp = format!("{TMP_PREFIX}{}-{}", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed));
+        let tmp_path = rel(key, &tmp);
+        let io = |op, source| WriteError::Io { op, path: tmp_path.clone(), source };
+        let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true)).map_err(|e| io("create", e))?;
+        self.step(WriteStep::TempCreated);
+        let result = (|| {
+            let (a, b) = bytes.split_at(bytes.len() / 2);
+            file.write_all(a).map_err(|e| io("write", e))?;
+            self.step(WriteStep::TempHalfWritten);
+            file.write_all(b).map_err(|e| io("write", e))?;
+            self.step(WriteStep::TempWritten);
+            file.sync_all().map_err(|e| io("sync", e))?;
+            self.step(WriteStep::TempSynced);
+            drop(file);
+            dir.rename(&tmp, dir, HISTORY_FILE).map_err(|e| io("rename", e))
+        })();
+        if let Err(e) = result {
+            let _ = dir.remove_file(&tmp);
+            return Err(e);
+        }
+        self.step(WriteStep::Renamed);
+        // Crash-safety: after the rename the new name points at synced bytes;
+        // syncing the directory makes the rename itself durable. A crash
+        // before this point leaves the old file (or, after the rename, the
+        // new one) — both complete.
+        sync_dir(dir).map_err(|source| WriteError::Io { op: "sync", path: key.as_str().into(), source })?;
+        self.step(WriteStep::DirSynced);
+        Ok(())
+    }
+}
+
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    dir.try_clone()?.into_std_file().sync_all()
+}
