@@ -1,0 +1,189 @@
+//! The stable error codes, defined in one place.
+//!
+//! Every refusal the plugin reports to a user or a client carries one of these
+//! strings. They are part of the public contract (seed 000 §7 plus the
+//! planner's and the runtime's own refusals) and never change meaning.
+
+use std::fmt;
+
+/// A stable, machine-readable error code such as `rewind/stale-undo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    // --- the RPC surface (seed 000 §7) ---
+    /// The request is malformed (missing or ill-typed field).
+    BadRequest,
+    /// The host has no agent registry to resolve the session.
+    AgentsUnavailable,
+    /// The named session is not live on this host.
+    SessionNotFound,
+    /// No history entry has the given op id.
+    UnknownEntry,
+    /// The entry belongs to another workspace.
+    UndoCrossWorkspace,
+    /// The entry belongs to another session.
+    UndoOtherSession,
+    /// The entry was already undone.
+    AlreadyUndone,
+    /// The entry's restore journal is not completed, so it cannot be undone.
+    NotUndoable,
+    /// Only the newest not-yet-undone entry of the session can be undone.
+    UndoNotTop,
+    /// A restored file changed after the rewind; undo would overwrite it.
+    StaleUndo,
+    /// The undo ran and failed.
+    UndoFailed,
+    /// The RPC endpoint does not exist.
+    UnknownEndpoint,
+    /// An unexpected failure.
+    Failed,
+    // --- the planner ---
+    /// The rewind target text is not `@<seq>` or a positive index.
+    BadTarget,
+    /// No event has the given seq.
+    UnknownSeq,
+    /// The target event is not a human user message.
+    NotHumanMessage,
+    /// The target message is no longer on the surface (compaction or an earlier rewind shadowed it).
+    NotOnSurface,
+    /// The index is larger than the number of candidates.
+    IndexOutOfRange,
+    /// There is no message to rewind to.
+    NoCandidates,
+    /// The session log is malformed or uses a format this build does not know.
+    InvalidLog,
+    // --- the runtime ---
+    /// A rewind of the same session is already running.
+    InFlight,
+    /// The running turn did not stop.
+    StopFailed,
+    /// The snapshot store was written by a newer build; file operations are refused.
+    StoreNewer,
+    /// A snapshot store file is corrupt.
+    StoreCorrupt,
+    /// Snapshot backups are switched off.
+    BackupsOff,
+    /// The file restore failed.
+    RestoreFailed,
+    /// The session is a subagent session, which is never rewound.
+    SubagentSession,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 27] = [
+        Self::BadRequest,
+        Self::AgentsUnavailable,
+        Self::SessionNotFound,
+        Self::UnknownEntry,
+        Self::UndoCrossWorkspace,
+        Self::UndoOtherSession,
+        Self::AlreadyUndone,
+        Self::NotUndoable,
+        Self::UndoNotTop,
+        Self::StaleUndo,
+        Self::UndoFailed,
+        Self::UnknownEndpoint,
+        Self::Failed,
+        Self::BadTarget,
+        Self::UnknownSeq,
+        Self::NotHumanMessage,
+        Self::NotOnSurface,
+        Self::IndexOutOfRange,
+        Self::NoCandidates,
+        Self::InvalidLog,
+        Self::InFlight,
+        Self::StopFailed,
+        Self::StoreNewer,
+        Self::StoreCorrupt,
+        Self::BackupsOff,
+        Self::RestoreFailed,
+        Self::SubagentSession,
+    ];
+
+    /// The stable string form, e.g. `rewind/bad-request`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::BadRequest => "rewind/bad-request",
+            Self::AgentsUnavailable => "rewind/agents-unavailable",
+            Self::SessionNotFound => "rewind/session-not-found",
+            Self::UnknownEntry => "rewind/unknown-entry",
+            Self::UndoCrossWorkspace => "rewind/undo-cross-workspace",
+            Self::UndoOtherSession => "rewind/undo-other-session",
+            Self::AlreadyUndone => "rewind/already-undone",
+            Self::NotUndoable => "rewind/not-undoable",
+            Self::UndoNotTop => "rewind/undo-not-top",
+            Self::StaleUndo => "rewind/stale-undo",
+            Self::UndoFailed => "rewind/undo-failed",
+            Self::UnknownEndpoint => "rewind/unknown-endpoint",
+            Self::Failed => "rewind/failed",
+            Self::BadTarget => "rewind/bad-target",
+            Self::UnknownSeq => "rewind/unknown-seq",
+            Self::NotHumanMessage => "rewind/not-human-message",
+            Self::NotOnSurface => "rewind/not-on-surface",
+            Self::IndexOutOfRange => "rewind/index-out-of-range",
+            Self::NoCandidates => "rewind/no-candidates",
+            Self::InvalidLog => "rewind/invalid-log",
+            Self::InFlight => "rewind/in-flight",
+            Self::StopFailed => "rewind/stop-failed",
+            Self::StoreNewer => "rewind/store-newer",
+            Self::StoreCorrupt => "rewind/store-corrupt",
+            Self::BackupsOff => "rewind/backups-off",
+            Self::RestoreFailed => "rewind/restore-failed",
+            Self::SubagentSession => "rewind/subagent-session",
+        }
+    }
+
+    /// Parses a stable string form back into its code.
+    pub fn parse(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_prefixed_and_round_trip() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(s.starts_with("rewind/"), "{s}");
+            assert!(seen.insert(s), "duplicate {s}");
+            assert_eq!(ErrorCode::parse(s), Some(code));
+            assert_eq!(code.to_string(), s);
+        }
+        assert_eq!(ErrorCode::parse("rewind/nope"), None);
+    }
+
+    #[test]
+    fn the_thirteen_rpc_codes_of_the_spec() {
+        let rpc: Vec<&str> = ErrorCode::ALL[..13].iter().map(|c| c.as_str()).collect();
+        assert_eq!(
+            rpc,
+            [
+                "rewind/bad-request",
+                "rewind/agents-unavailable",
+                "rewind/session-not-found",
+                "rewind/unknown-entry",
+                "rewind/undo-cross-workspace",
+                "rewind/undo-other-session",
+                "rewind/already-undone",
+                "rewind/not-undoable",
+                "rewind/undo-not-top",
+                "rewind/stale-undo",
+                "rewind/undo-failed",
+                "rewind/unknown-endpoint",
+                "rewind/failed",
+            ]
+        );
+    }
+}

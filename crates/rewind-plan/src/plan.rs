@@ -1,0 +1,355 @@
+//! Candidates and the rewind plan.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use crate::codes::ErrorCode;
+use crate::event::{INBOX_SPLICED, InboxSplice, SessionEvent, SurfaceOp, USER_MESSAGE, UserMessage};
+use crate::log::SessionLog;
+use crate::surface::{Surface, SurfaceError, SurfaceFold, fold_surface};
+use crate::target::Target;
+
+/// The text a rewind marker carries. An empty content would still reach the
+/// model as an empty user message, so the marker says what it is instead.
+pub const MARKER_TEXT: &str = "(empty message)";
+/// `data.source.kind` of a rewind marker.
+pub const MARKER_SOURCE_KIND: &str = "dsh-rewind";
+/// Longest preview, in characters.
+pub const PREVIEW_CHARS: usize = 80;
+
+/// A message the conversation can be rewound to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    /// 1-based recency index (1 = newest).
+    pub index: u32,
+    /// The message's seq; for a pending steering message, the seq of the inbox event that queued it.
+    pub seq: u64,
+    /// A short one-line preview of the message text.
+    pub preview: String,
+    /// `true` for steering the model has not read yet.
+    pub pending: bool,
+    /// The message id.
+    pub message_id: Option<String>,
+    /// The event time (epoch ms) as written, when numeric.
+    pub time: Option<serde_json::Number>,
+}
+
+/// The event that performs an in-place rewind.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Marker {
+    /// Always `user/message`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `{role:'user', content:[{type:'text', text:'(empty message)'}], source:{kind:'dsh-rewind'}}`;
+    /// the host adds a fresh `id`.
+    pub data: Value,
+    /// `{op:'replace', start: <target>, end: <last surface node>}`.
+    pub surface_op: SurfaceOp,
+    /// Every shadowed surface node.
+    pub source_event_seqs: Vec<u64>,
+}
+
+impl Marker {
+    /// The marker as a session event at `seq` (for validation against a fold).
+    pub fn to_event(&self, seq: u64) -> SessionEvent {
+        SessionEvent::new(self.kind, seq, &self.data)
+            .with_surface(self.surface_op.clone(), Some(self.source_event_seqs.clone()))
+    }
+}
+
+/// What a rewind does to the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindPlan {
+    /// The seq rewound to (the human message, or the inbox event of a pending steering message).
+    pub target_seq: u64,
+    /// The marker to append; `None` when the target is pending steering (nothing on the surface moves).
+    pub marker: Option<Marker>,
+    /// Surface nodes the marker shadows, in surface order.
+    pub shadowed_seqs: Vec<u64>,
+    /// Ids of unread steering messages to withdraw from the inbox.
+    pub withdraw_pending: Vec<String>,
+    /// The target message's text (for refilling the composer).
+    pub target_text: String,
+}
+
+/// Why a rewind cannot be planned.
+#[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The log breaks a surface rule.
+    #[error("the session log is not valid: {0}")]
+    InvalidLog(#[from] SurfaceError),
+    /// No event has this seq.
+    #[error("no event with seq {seq} in this session (it has {len} events)")]
+    UnknownSeq {
+        /// Requested seq.
+        seq: u64,
+        /// Log length.
+        len: u64,
+    },
+    /// The event is not a human prompt.
+    #[error("seq {seq} is {what}, not a message you typed; only your own messages can be rewound to")]
+    NotHumanMessage {
+        /// Requested seq.
+        seq: u64,
+        /// What it is instead.
+        what: String,
+    },
+    /// The message is no longer on the surface.
+    #[error("message at seq {seq} is no longer in the conversation (an earlier rewind or a compaction removed it)")]
+    NotOnSurface {
+        /// Requested seq.
+        seq: u64,
+    },
+    /// Index past the candidate list.
+    #[error("there is no message number {index}: only {count} can be rewound to")]
+    IndexOutOfRange {
+        /// Requested index.
+        index: u32,
+        /// Number of candidates.
+        count: usize,
+    },
+    /// No candidates at all.
+    #[error("there is no message to rewind to yet")]
+    NoCandidates,
+    /// A subagent session.
+    #[error("this is a subagent session; subagent sessions are never rewound")]
+    SubagentSession,
+    /// An inbox event cannot be replayed.
+    #[error("the inbox record at seq {seq} cannot be replayed: {problem}")]
+    BadInbox {
+        /// Inbox event seq.
+        seq: u64,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl PlanError {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            PlanError::InvalidLog(_) | PlanError::BadInbox { .. } => ErrorCode::InvalidLog,
+            PlanError::UnknownSeq { .. } => ErrorCode::UnknownSeq,
+            PlanError::NotHumanMessage { .. } => ErrorCode::NotHumanMessage,
+            PlanError::NotOnSurface { .. } => ErrorCode::NotOnSurface,
+            PlanError::IndexOutOfRange { .. } => ErrorCode::IndexOutOfRange,
+            PlanError::NoCandidates => ErrorCode::NoCandidates,
+            PlanError::SubagentSession => ErrorCode::SubagentSession,
+        }
+    }
+}
+
+/// An unread steering message still in the `next-step` inbox.
+#[derive(Debug, Clone)]
+struct Pending {
+    splice_seq: u64,
+    message: UserMessage,
+    time: Option<serde_json::Number>,
+}
+
+/// Replays the inbox splices (from the seed boundary on, as DSH does) and
+/// returns the `next-step` messages still pending, oldest first.
+fn pending_steering(log: &SessionLog) -> Result<Vec<Pending>, PlanError> {
+    let from = log.header.as_ref().and_then(|h| h.seed_length).unwrap_or(0);
+    let mut next_step: Vec<Pending> = Vec::new();
+    let mut next_turn_len: u64 = 0;
+    for event in log.events.iter().skip(usize::try_from(from).unwrap_or(usize::MAX)) {
+        if event.kind != INBOX_SPLICED {
+            continue;
+        }
+        let bad = |problem: &str| PlanError::BadInbox { seq: event.seq, problem: problem.to_string() };
+        let splice: InboxSplice = serde_json::from_str(event.data.get()).map_err(|e| bad(&e.to_string()))?;
+        let removed = splice.removed_count.unwrap_or(0);
+        match splice.target.as_str() {
+            "next-step" => {
+                let len = next_step.len() as u64;
+                if splice.start > len || splice.start + removed > len {
+                    return Err(bad("splice range outside the pending list"));
+                }
+                let start = splice.start as usize;
+                let inserted = splice.inserted.into_iter().map(|message| Pending {
+                    splice_seq: event.seq,
+                    message,
+                    time: number(&event.time),
+                });
+                next_step.splice(start..start + removed as usize, inserted);
+            }
+            "next-turn" => {
+                if splice.start > next_turn_len || splice.start + removed > next_turn_len {
+                    return Err(bad("splice range outside the pending list"));
+                }
+                next_turn_len = next_turn_len - removed + splice.inserted.len() as u64;
+            }
+            other => return Err(bad(&format!("unknown inbox target \"{other}\""))),
+        }
+    }
+    Ok(next_step)
+}
+
+fn number(v: &Value) -> Option<serde_json::Number> {
+    match v {
+        Value::Number(n) => Some(n.clone()),
+        _ => None,
+    }
+}
+
+/// A one-line preview of a message.
+pub fn preview(message: &UserMessage) -> String {
+    let text = message.text();
+    let collapsed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return match message.image_count() {
+            0 => String::new(),
+            1 => "[image]".to_string(),
+            n => format!("[{n} images]"),
+        };
+    }
+    if collapsed.chars().count() <= PREVIEW_CHARS {
+        return collapsed;
+    }
+    let mut cut: String = collapsed.chars().take(PREVIEW_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+struct Analysis {
+    surface: Surface,
+    pending: Vec<Pending>,
+    candidates: Vec<Candidate>,
+}
+
+fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
+    let surface = fold_surface(&log.events)?;
+    let pending = pending_steering(log)?;
+    let mut candidates = Vec::new();
+    for p in pending.iter().rev().filter(|p| p.message.is_human()) {
+        candidates.push(Candidate {
+            index: 0,
+            seq: p.splice_seq,
+            preview: preview(&p.message),
+            pending: true,
+            message_id: p.message.id.clone(),
+            time: p.time,
+        });
+    }
+    for &seq in surface.nodes.iter().rev() {
+        let Some(event) = log.get(seq) else { continue };
+        if event.kind != USER_MESSAGE {
+            continue;
+        }
+        let Some(message) = event.user_message().filter(UserMessage::is_human) else { continue };
+        candidates.push(Candidate {
+            index: 0,
+            seq,
+            preview: preview(&message),
+            pending: false,
+            message_id: message.id.clone(),
+            time: number(&event.time),
+        });
+    }
+    for (i, c) in candidates.iter_mut().enumerate() {
+        c.index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+    }
+    Ok(Analysis { surface, pending, candidates })
+}
+
+/// The messages a rewind can target, newest first, numbered from 1: human
+/// messages still on the surface and unread steering. Injected context,
+/// compaction checkpoints, rewind markers and shadowed messages are left out.
+pub fn list_candidates(log: &SessionLog) -> Result<Vec<Candidate>, PlanError> {
+    Ok(analyse(log)?.candidates)
+}
+
+/// Describes an event for a refusal message.
+fn describe(event: &SessionEvent) -> String {
+    match event.user_message() {
+        Some(m) => match m.source.kind.as_str() {
+            "plugin" if m.source.plugin.as_deref() == Some("compact") => "a compaction checkpoint".into(),
+            "plugin" => format!("context injected by {}", m.source.plugin.as_deref().unwrap_or("a plugin")),
+            MARKER_SOURCE_KIND => "a rewind marker".into(),
+            other => format!("a user/message from \"{other}\""),
+        },
+        None => format!("an event of type {}", event.kind),
+    }
+}
+
+/// Plans a rewind of `log` to `target`.
+///
+/// For a message on the surface, the plan's marker replaces the target and
+/// every surface node after it; appending it leaves exactly the surface nodes
+/// before the target (plus the marker). For unread steering, nothing on the
+/// surface moves: the plan withdraws that message and the steering queued
+/// after it.
+pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanError> {
+    if log.header.as_ref().is_some_and(|h| h.is_subagent()) {
+        return Err(PlanError::SubagentSession);
+    }
+    let analysis = analyse(log)?;
+    let seq = match target {
+        Target::Index(index) => {
+            if analysis.candidates.is_empty() {
+                return Err(PlanError::NoCandidates);
+            }
+            let i = usize::try_from(index).unwrap_or(usize::MAX).saturating_sub(1);
+            match analysis.candidates.get(i) {
+                Some(c) if c.pending => return Ok(plan_pending(&analysis, c.message_id.as_deref(), c.seq)),
+                Some(c) => c.seq,
+                None => return Err(PlanError::IndexOutOfRange { index, count: analysis.candidates.len() }),
+            }
+        }
+        Target::Seq(seq) => seq,
+    };
+    let event = log.get(seq).ok_or(PlanError::UnknownSeq { seq, len: log.next_seq() })?;
+    if event.kind == INBOX_SPLICED {
+        if let Some(p) = analysis.pending.iter().find(|p| p.splice_seq == seq && p.message.is_human()) {
+            return Ok(plan_pending(&analysis, p.message.id.as_deref(), seq));
+        }
+    }
+    let message = event
+        .user_message()
+        .filter(UserMessage::is_human)
+        .ok_or_else(|| PlanError::NotHumanMessage { seq, what: describe(event) })?;
+    let position = analysis.surface.position(seq).ok_or(PlanError::NotOnSurface { seq })?;
+    let shadowed = analysis.surface.nodes[position..].to_vec();
+    let end = *shadowed.last().unwrap_or(&seq);
+    let marker = Marker {
+        kind: USER_MESSAGE,
+        data: json!({
+            "role": "user",
+            "content": [{"type": "text", "text": MARKER_TEXT}],
+            "source": {"kind": MARKER_SOURCE_KIND},
+        }),
+        surface_op: SurfaceOp::Replace { start: seq, end },
+        source_event_seqs: shadowed.clone(),
+    };
+    // The marker must pass the same validation the host's Session.append runs.
+    let mut fold = SurfaceFold::default();
+    for e in &log.events {
+        fold.apply(e, &log.events)?;
+    }
+    fold.check(&marker.to_event(log.next_seq()), &log.events)?;
+    Ok(RewindPlan {
+        target_seq: seq,
+        marker: Some(marker),
+        shadowed_seqs: shadowed,
+        withdraw_pending: analysis.pending.iter().filter_map(|p| p.message.id.clone()).collect(),
+        target_text: message.text(),
+    })
+}
+
+fn plan_pending(analysis: &Analysis, id: Option<&str>, seq: u64) -> RewindPlan {
+    let position = analysis.pending.iter().position(|p| p.message.id.as_deref() == id && p.splice_seq == seq);
+    let from = position.unwrap_or(analysis.pending.len());
+    RewindPlan {
+        target_seq: seq,
+        marker: None,
+        shadowed_seqs: Vec::new(),
+        withdraw_pending: analysis.pending[from..].iter().filter_map(|p| p.message.id.clone()).collect(),
+        target_text: analysis.pending.get(from).map(|p| p.message.text()).unwrap_or_default(),
+    }
+}
