@@ -234,7 +234,7 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
             preview: preview(&p.message),
             pending: true,
             message_id: p.message.id.clone(),
-            time: p.time,
+            time: p.time.clone(),
         });
     }
     for &seq in surface.nodes.iter().rev() {
