@@ -15,7 +15,7 @@ fn synth_log(target_events: usize) -> String {
     let mut seq = 0u64;
     let mut surface: Vec<u64> = Vec::new();
     let mut turn = 0u64;
-    let mut line = |out: &mut String, body: String| {
+    let line = |out: &mut String, body: String| {
         out.push_str(&body);
         out.push('\n');
     };

@@ -353,3 +353,81 @@ fn plan_pending(analysis: &Analysis, id: Option<&str>, seq: u64) -> RewindPlan {
         target_text: analysis.pending.get(from).map(|p| p.message.text()).unwrap_or_default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::SessionHeader;
+
+    fn msg(seq: u64, kind: &str, text: &str) -> SessionEvent {
+        let source = if kind == "user" { json!({"kind": "user"}) } else { json!({"kind": kind, "plugin": "p"}) };
+        SessionEvent::new(USER_MESSAGE, seq, &json!({"id": format!("m{seq}"), "role": "user", "content": [{"type": "text", "text": text}], "source": source}))
+            .with_surface(SurfaceOp::Append, None)
+    }
+
+    fn log(events: Vec<SessionEvent>) -> SessionLog {
+        SessionLog::from_events(None, events).expect("contiguous")
+    }
+
+    #[test]
+    fn candidates_are_human_messages_newest_first() {
+        let l = log(vec![msg(0, "user", "first"), msg(1, "plugin", "context"), msg(2, "user", "second")]);
+        let c = list_candidates(&l).expect("candidates");
+        assert_eq!(c.iter().map(|c| (c.index, c.seq)).collect::<Vec<_>>(), vec![(1, 2), (2, 0)]);
+        assert_eq!(c[0].preview, "second");
+        assert_eq!(c[0].message_id.as_deref(), Some("m2"));
+    }
+
+    #[test]
+    fn previews_are_one_short_line() {
+        let long = "word ".repeat(40);
+        let m: UserMessage = serde_json::from_value(json!({"content": [{"type": "text", "text": format!("a\n\n  b\t{long}")}], "source": {"kind": "user"}})).expect("message");
+        let p = preview(&m);
+        assert!(p.starts_with("a b word"));
+        assert_eq!(p.chars().count(), PREVIEW_CHARS);
+        assert!(p.ends_with('…'));
+        let img: UserMessage = serde_json::from_value(json!({"content": [{"type": "image"}, {"type": "image"}], "source": {"kind": "user"}})).expect("message");
+        assert_eq!(preview(&img), "[2 images]");
+    }
+
+    #[test]
+    fn plan_shadows_the_target_and_everything_after() {
+        let l = log(vec![msg(0, "user", "a"), msg(1, "user", "b"), msg(2, "plugin", "ctx"), msg(3, "user", "c")]);
+        let plan = plan_rewind(&l, Target::Seq(1)).expect("plans");
+        let marker = plan.marker.as_ref().expect("marker");
+        assert_eq!(marker.surface_op, SurfaceOp::Replace { start: 1, end: 3 });
+        assert_eq!(marker.source_event_seqs, vec![1, 2, 3]);
+        assert_eq!(plan.target_text, "b");
+        let v = serde_json::to_value(marker).expect("json");
+        assert_eq!(v["type"], "user/message");
+        assert_eq!(v["data"]["content"][0]["text"], MARKER_TEXT);
+        assert_eq!(v["data"]["source"]["kind"], MARKER_SOURCE_KIND);
+        assert!(v["data"].get("turn").is_none(), "the marker carries no turn number");
+        assert_eq!(v["surfaceOp"], json!({"op": "replace", "start": 1, "end": 3}));
+    }
+
+    #[test]
+    fn refusals_have_their_codes() {
+        let l = log(vec![msg(0, "user", "a"), msg(1, "plugin", "ctx")]);
+        assert_eq!(plan_rewind(&l, Target::Seq(1)).unwrap_err().code(), ErrorCode::NotHumanMessage);
+        assert_eq!(plan_rewind(&l, Target::Seq(5)).unwrap_err().code(), ErrorCode::UnknownSeq);
+        assert_eq!(plan_rewind(&l, Target::Index(2)).unwrap_err().code(), ErrorCode::IndexOutOfRange);
+        let empty = log(vec![msg(0, "plugin", "ctx")]);
+        assert_eq!(plan_rewind(&empty, Target::Index(1)).unwrap_err().code(), ErrorCode::NoCandidates);
+        let mut sub = log(vec![msg(0, "user", "a")]);
+        sub.header = Some(SessionHeader {
+            kind: "session".into(),
+            version: 0,
+            id: "s".into(),
+            created_at: Value::Null,
+            cwd: None,
+            parent_session: None,
+            seed_length: None,
+            origin: Some("subagent".into()),
+            delegation_depth: Some(1),
+        });
+        assert_eq!(plan_rewind(&sub, Target::Index(1)).unwrap_err().code(), ErrorCode::SubagentSession);
+        let bad_inbox = log(vec![msg(0, "user", "a"), SessionEvent::new(INBOX_SPLICED, 1, &json!({"target": "next-step", "start": 3, "inserted": []}))]);
+        assert_eq!(plan_rewind(&bad_inbox, Target::Index(1)).unwrap_err().code(), ErrorCode::InvalidLog);
+    }
+}
