@@ -1,0 +1,95 @@
+//! `BindingHistoryEntry`: one rewind in a workspace's history.
+
+use napi_derive::napi;
+
+/// Paths of one history entry, per outcome (each list capped by the history crate).
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct BindingHistoryPaths {
+    /// Paths written back.
+    pub restored: Vec<String>,
+    /// Paths deleted.
+    pub deleted: Vec<String>,
+    /// Paths skipped (with their reason in the host report).
+    pub skipped: Vec<String>,
+    /// Paths that failed.
+    pub failed: Vec<String>,
+}
+
+/// The fork a rewind created, when it forked.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingForkInfo {
+    /// The child session id.
+    pub child_session_id: String,
+}
+
+/// One rewind in a workspace's history.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingHistoryEntry {
+    /// Op id, shared with the restore journal.
+    pub op_id: String,
+    /// Session rewound.
+    pub session_id: String,
+    /// Partition key (`ws-<id>` or `_unknown`).
+    pub workspace: String,
+    /// Target seq.
+    pub target_seq: f64,
+    /// Time of the rewind (epoch ms).
+    pub time: f64,
+    /// `done` | `partial` | `failed`.
+    pub outcome: String,
+    /// Number of restored paths.
+    pub restored: f64,
+    /// Number of deleted paths.
+    pub deleted: f64,
+    /// Number of skipped paths.
+    pub skipped: f64,
+    /// Number of failed paths.
+    pub failed: f64,
+    /// The paths.
+    pub paths: BindingHistoryPaths,
+    /// When the rewind's file changes were undone (epoch ms).
+    pub undone_at: Option<f64>,
+    /// `ok` | `partial` | `failed`.
+    pub undo_outcome: Option<String>,
+    /// `files`.
+    pub undo_mode: Option<String>,
+    /// The fork, if any.
+    pub fork: Option<BindingForkInfo>,
+}
+
+fn name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+impl From<rewind_history::Entry> for BindingHistoryEntry {
+    fn from(e: rewind_history::Entry) -> Self {
+        Self {
+            outcome: name(&e.outcome),
+            restored: e.counts.restored as f64,
+            deleted: e.counts.deleted as f64,
+            skipped: e.counts.skipped as f64,
+            failed: e.counts.failed as f64,
+            paths: BindingHistoryPaths {
+                restored: e.paths.restored,
+                deleted: e.paths.deleted,
+                skipped: e.paths.skipped,
+                failed: e.paths.failed,
+            },
+            undone_at: e.undone_at.map(|t| t as f64),
+            undo_outcome: e.undo_outcome.as_ref().map(name),
+            undo_mode: e.undo_mode.as_ref().map(name),
+            fork: e.fork.map(|f| BindingForkInfo { child_session_id: f.child_session_id }),
+            target_seq: e.target_seq as f64,
+            time: e.time as f64,
+            op_id: e.op_id,
+            session_id: e.session_id,
+            workspace: e.workspace,
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! `BindingHistoryInput`: a rewind to record.
+
+use napi_derive::napi;
+
+use super::BindingHistoryPaths;
+
+/// A rewind to record in the history.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingHistoryInput {
+    /// Op id, shared with the restore journal.
+    pub op_id: String,
+    /// Session rewound.
+    pub session_id: String,
+    /// Target seq.
+    pub target_seq: f64,
+    /// Time of the rewind (epoch ms).
+    pub time: f64,
+    /// `done` | `partial` | `failed`.
+    pub outcome: String,
+    /// The paths per outcome.
+    pub paths: BindingHistoryPaths,
+}

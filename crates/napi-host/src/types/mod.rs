@@ -1,0 +1,26 @@
+//! The JavaScript-facing data types, one `Binding*` type per file.
+
+mod binding_candidate;
+mod binding_history_entry;
+mod binding_history_input;
+mod binding_plan;
+
+pub use binding_candidate::BindingCandidate;
+pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
+pub use binding_history_input::BindingHistoryInput;
+pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
+
+/// A `u64` seq or count as a JavaScript number (exact up to 2^53).
+pub(crate) fn js_number(value: u64) -> f64 {
+    value as f64
+}
+
+/// A JavaScript number as a `u64` seq, refusing fractions, negatives and unsafe integers.
+pub(crate) fn seq_from_js(value: f64, what: &str) -> Result<u64, crate::error::BindingError> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if value.is_finite() && value >= 0.0 && value <= MAX_SAFE && value.fract() == 0.0 {
+        Ok(value as u64)
+    } else {
+        Err(crate::error::BindingError::bad_request(format!("{what} must be a non-negative safe integer, got {value}")))
+    }
+}
