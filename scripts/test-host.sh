@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Real-host tests: builds the planner CLI, installs Node 24 + the DSH 0.1.0-rc.8 packages
+# (scripts/setup-node.sh), then runs every tests/host/*.test.mjs with Node 24's test runner.
+# Extra arguments go to `node --test` (e.g. --test-name-pattern=steering).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+case "$CARGO_TARGET_DIR" in /*) ;; *) CARGO_TARGET_DIR=$ROOT/$CARGO_TARGET_DIR ;; esac
+echo "test-host: cargo build -p rewind-plan --example plan-cli" >&2
+cargo build --quiet -p rewind-plan --example plan-cli
+export PLAN_CLI="$CARGO_TARGET_DIR/debug/examples/plan-cli"
+
+NODE24=$("$ROOT/scripts/setup-node.sh" | tail -n1)
+echo "test-host: $("$NODE24" --version) --test tests/host/" >&2
+cd "$ROOT/tests/host"
+shopt -s nullglob
+files=(*.test.mjs)
+[ ${#files[@]} -gt 0 ] || { echo "test-host: no tests/host/*.test.mjs" >&2; exit 1; }
+exec "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
