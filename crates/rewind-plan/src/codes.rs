@@ -67,11 +67,16 @@ pub enum ErrorCode {
     RestoreFailed,
     /// The session is a subagent session, which is never rewound.
     SubagentSession,
+    // --- fork rewind ---
+    /// No fork boundary before the target keeps exactly the messages before it (the target sits inside a turn after other messages of that turn, or is unread steering).
+    ForkInsideTurn,
+    /// The source session of a fork is not live on this host.
+    ForkSourceNotLive,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 29] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -99,6 +104,8 @@ impl ErrorCode {
         Self::BackupsOff,
         Self::RestoreFailed,
         Self::SubagentSession,
+        Self::ForkInsideTurn,
+        Self::ForkSourceNotLive,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -131,6 +138,8 @@ impl ErrorCode {
             Self::BackupsOff => "rewind/backups-off",
             Self::RestoreFailed => "rewind/restore-failed",
             Self::SubagentSession => "rewind/subagent-session",
+            Self::ForkInsideTurn => "rewind/fork-inside-turn",
+            Self::ForkSourceNotLive => "rewind/fork-source-not-live",
         }
     }
 

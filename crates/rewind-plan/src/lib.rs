@@ -28,12 +28,14 @@
 
 pub mod codes;
 pub mod event;
+pub mod fork;
 pub mod log;
 pub mod plan;
 pub mod surface;
 pub mod target;
 
 pub use codes::ErrorCode;
+pub use fork::{ForkError, ForkPlan, plan_fork};
 pub use event::{MessageSource, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp, UserMessage};
 pub use log::{ReadError, SessionLog};
 pub use plan::{Candidate, MARKER_SOURCE_KIND, MARKER_TEXT, Marker, PlanError, RewindPlan, list_candidates, plan_rewind};

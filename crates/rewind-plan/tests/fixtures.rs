@@ -129,3 +129,40 @@ fn pending_steering_is_withdrawn_not_masked() {
     assert!(plan.marker.is_some());
     assert_eq!(plan.withdraw_pending.len(), 2);
 }
+
+#[test]
+fn fork_boundaries_on_real_logs_keep_exactly_the_nodes_before_the_target() {
+    for name in FIXTURES {
+        let log = fixture(name);
+        let surface = fold_surface(&log.events).expect("folds");
+        for c in list_candidates(&log).expect("candidates") {
+            match rewind_plan::plan_fork(&log, Target::Seq(c.seq)) {
+                Ok(plan) => {
+                    let child = fold_surface(&log.events[..=plan.boundary_seq as usize]).expect("prefix folds");
+                    let pos = surface.position(c.seq).expect("on surface");
+                    // Without a later compaction, the child's surface is the parent's before the target.
+                    let later_replace = surface.replacements.iter().any(|r| r.seq > c.seq);
+                    if !later_replace {
+                        // Injected context delivered in the same step as the target belongs to
+                        // the target's turn and stays behind; nothing else is lost.
+                        let (kept, dropped): (Vec<u64>, Vec<u64>) =
+                            surface.nodes[..pos].iter().partition(|n| **n <= plan.boundary_seq);
+                        assert_eq!(child.nodes, kept, "{name} @{}", c.seq);
+                        for d in dropped {
+                            let m = log.get(d).and_then(|e| e.user_message()).expect("a user message");
+                            assert!(!m.is_human(), "{name} @{}: human message {d} lost", c.seq);
+                        }
+                    }
+                    assert!(child.nodes.iter().all(|n| *n < c.seq));
+                    // DSH refuses a boundary inside an open turn.
+                    let last_turn = log.events[..=plan.boundary_seq as usize]
+                        .iter()
+                        .rev()
+                        .find(|e| e.kind == "turn/start" || e.kind == "turn/end");
+                    assert!(last_turn.is_none_or(|e| e.kind == "turn/end"), "{name} @{}", c.seq);
+                }
+                Err(e) => assert_eq!(e.code(), ErrorCode::ForkInsideTurn, "{name} @{}: {e}", c.seq),
+            }
+        }
+    }
+}
