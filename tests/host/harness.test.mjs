@@ -174,3 +174,20 @@ test('settings and compaction can be mounted', async () => {
     assert.deepEqual(checkpoint.surfaceOp, { op: 'replace', start: result.shadowedRange.start, end: result.shadowedRange.end })
   })
 })
+
+test('webServer: routes registered on ctx.webServer answer on host.baseUrl', async () => {
+  await withHost({ webServer: true }, async (host) => {
+    const dispose = host.ctx.webServer.register({
+      kind: 'exact',
+      path: '/harness-test/ping',
+      handler: (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"pong":true}') },
+    })
+    try {
+      const res = await fetch(`${host.baseUrl}/harness-test/ping`)
+      assert.equal(res.status, 200)
+      assert.deepEqual(await res.json(), { pong: true })
+    } finally {
+      dispose()
+    }
+  })
+})

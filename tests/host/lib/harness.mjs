@@ -8,7 +8,7 @@
  * `dsh-agent`, `dsh-session-persistence-jsonl` (`{root: <dshHome>/sessions, compression: 'none'}`,
  * default chunk packing), `dsh-agent-loop`, `dsh-commands`, `dsh-fs-local` (`cwd: workspace`),
  * `dsh-fs-observation-policy`, `dsh-tool-fs`, `dsh-tool-str-replace-editor`; optionally
- * `dsh-settings-file` and `dsh-compaction-basic` (+ `dsh-token-meter`, `dsh-session-projection`,
+ * `dsh-host-webserver`, `dsh-settings-file` and `dsh-compaction-basic` (+ `dsh-token-meter`, `dsh-session-projection`,
  * `dsh-compaction-tool-result-pruner`); then the plugins under test.
  *
  * ---------------------------------------------------------------------------------------------
@@ -25,6 +25,7 @@
  *     invariants: true,   // DSH's runtime invariant checkers (default true)
  *     settings: false,    // true or a config object: mount dsh-settings-file (path <dshHome>/settings.yaml, watch off)
  *     compaction: false,  // true or a config object: mount dsh-compaction-basic ({auto:false} by default)
+ *     webServer: false,   // true: mount dsh-host-webserver on 127.0.0.1, OS-assigned port (host.baseUrl)
  *     auxiliary,          // (request) => string: answer for requests not built by the agent loop
  *                         //   (session titles, compaction summaries); default: a short fixed text
  *     packChunks,         // JSONL chunk packing (default: DSH's default, on)
@@ -45,6 +46,7 @@
  *   Tool call ids are `call-<n>` (n counts per host) unless a call has `id`.
  *
  *   host.ctx, host.workspace, host.dshHome, host.sessionsRoot
+ *   host.baseUrl              `http://127.0.0.1:<port>` when `webServer` is on (routes: ctx.webServer.register)
  *   host.adapter.requests     every agent-loop request: {messages, system, tools, provider, model}
  *   host.adapter.auxiliary    every other request (titles, summaries), same shape
  *   host.addTurns(...turns)   append turns to the script; host.pendingSteps() → steps left
@@ -99,6 +101,7 @@ const CORE_INVARIANTS = [
   '@deepseek-ai/dsh-session-persistence-jsonl', '@deepseek-ai/dsh-scope',
 ]
 const SETTINGS_INVARIANTS = ['@deepseek-ai/dsh-settings', '@deepseek-ai/dsh-settings-file']
+const WEBSERVER_INVARIANTS = ['@deepseek-ai/dsh-host-webserver']
 const COMPACTION_INVARIANTS = [
   '@deepseek-ai/dsh-compaction', '@deepseek-ai/dsh-compaction-basic', '@deepseek-ai/dsh-token-meter',
   '@deepseek-ai/dsh-session-projection', '@deepseek-ai/dsh-compaction-tool-result-pruner',
@@ -307,6 +310,7 @@ export async function startHost(options = {}) {
     invariants = true,
     settings = false,
     compaction = false,
+    webServer = false,
     auxiliary,
     packChunks,
   } = options
@@ -330,6 +334,7 @@ export async function startHost(options = {}) {
     const pkgs = [...CORE_INVARIANTS]
     if (settings) pkgs.push(...SETTINGS_INVARIANTS)
     if (compaction) pkgs.push(...COMPACTION_INVARIANTS)
+    if (webServer) pkgs.push(...WEBSERVER_INVARIANTS)
     for (const pkg of pkgs) {
       const inv = await importInvariant(pkg)
       if (inv !== undefined) await mount(inv)
@@ -349,6 +354,10 @@ export async function startHost(options = {}) {
   await mount(FsPolicy)
   await mount(ToolFs)
   await mount(ToolStrReplaceEditor)
+  if (webServer) {
+    const { default: WebServer } = await import('@deepseek-ai/dsh-host-webserver')
+    await mount(WebServer, { host: '127.0.0.1', port: 0 })
+  }
   if (settings) {
     const { default: FileSettingsProvider } = await import('@deepseek-ai/dsh-settings-file')
     await mount(FileSettingsProvider, {
@@ -393,6 +402,10 @@ export async function startHost(options = {}) {
     workspace,
     dshHome,
     sessionsRoot,
+    get baseUrl() {
+      if (!webServer) throw new Error('webServer is not mounted (startHost({webServer: true}))')
+      return `http://127.0.0.1:${ctx.webServer.port}`
+    },
     SessionId,
     createUserMessage,
     addTurns: (...turns) => adapter.addTurns(turns),
