@@ -352,3 +352,33 @@ describe('steering-pending.jsonl: unread steering', () => {
     assert.deepEqual(planOk(file, '1'), planOk(file, `@${pending[1].seq}`))
   })
 })
+
+describe('rewind.jsonl / rewind-twice.jsonl: earlier markers', () => {
+  const markersOf = (events) => events.filter((e) => e.type === 'user/message' && e.data.source.kind === 'dsh-rewind')
+
+  test('a rewind to a message before an earlier marker shadows that marker', () => {
+    const file = join(FIXTURES, 'rewind.jsonl')
+    const { events } = parseJsonl(readFileSync(file, 'utf8'))
+    const nodes = [...foldSurface(events).nodes]
+    const [marker] = markersOf(events)
+    assert.ok(nodes.includes(marker.seq), 'the earlier marker is on the surface')
+    const before = surfaceHumans(events, nodes).filter((s) => nodes.indexOf(s) < nodes.indexOf(marker.seq))
+    assert.ok(before.length > 0)
+    const plan = planOk(file, `@${before[0]}`)
+    assert.ok(plan.shadowedSeqs.includes(marker.seq))
+    assert.ok(plan.marker.sourceEventSeqs.includes(marker.seq))
+  })
+
+  test('the recorded second marker shadows the first; only later messages are candidates', () => {
+    const file = join(FIXTURES, 'rewind-twice.jsonl')
+    const { events } = parseJsonl(readFileSync(file, 'utf8'))
+    const [first, second] = markersOf(events)
+    const fold = foldSurface(events)
+    assert.ok(!fold.nodes.includes(first.seq) && fold.nodes.includes(second.seq))
+    const candidates = cli('candidates', file).json.candidates
+    assert.ok(candidates.length > 0)
+    assert.ok(candidates.every((c) => c.seq > second.seq))
+    planRefused(file, `@${first.seq}`, ['rewind/not-human-message', 'rewind/not-on-surface'])
+    planRefused(file, `@${second.seq}`, 'rewind/not-human-message')
+  })
+})
