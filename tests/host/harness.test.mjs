@@ -191,3 +191,16 @@ test('webServer: routes registered on ctx.webServer answer on host.baseUrl', asy
     }
   })
 })
+
+test('an exhausted script ends the turn with an error and does not hang', async () => {
+  await withHost({ script: [turn(text('only one'))] }, async (host) => {
+    const agent = await host.createAgent('exhausted')
+    await host.sendUser(agent, 'one')
+    assert.equal(host.errors.length, 0)
+    await host.sendUser(agent, 'two')
+    assert.equal(host.errors.length, 1)
+    assert.match(String(host.errors[0].error?.message ?? host.errors[0].error), /script exhausted/)
+    const end = agent.session.events.findLast((e) => e.type === 'turn/end')
+    assert.notEqual(end.data.reason.kind, 'completed')
+  })
+})

@@ -50,6 +50,7 @@
  *   host.adapter.requests     every agent-loop request: {messages, system, tools, provider, model}
  *   host.adapter.auxiliary    every other request (titles, summaries), same shape
  *   host.addTurns(...turns)   append turns to the script; host.pendingSteps() → steps left
+ *   host.errors               every `agent/error` ({agentId, turn, step, error}), e.g. an exhausted script
  *   await host.createAgent(sessionId, {cwd, agentOptions}) → agent   (cwd default: workspace)
  *   await host.sendUser(agent, text)   follow-up human message, resolves when the agent is idle again
  *   host.followup(agent, text)         same without waiting; returns the UserMessage sent
@@ -384,6 +385,11 @@ export async function startHost(options = {}) {
     await mount(plugin, config)
   }
 
+  const errors = []
+  ctx.on('agent/error', ({ agent, turn: t, step, error }) => {
+    errors.push({ agentId: agent.id, turn: t, step, error })
+  }, { global: true })
+
   const handles = new Map() // SessionId -> AgentHandle
   const agentOptions = { provider: PROVIDER, model: MODEL }
   const human = (s, source = { kind: 'user' }) => createUserMessage({ content: [{ type: 'text', text: s }], source })
@@ -399,6 +405,7 @@ export async function startHost(options = {}) {
   const host = {
     ctx,
     adapter,
+    errors,
     workspace,
     dshHome,
     sessionsRoot,
