@@ -1,0 +1,211 @@
+/**
+ * The DSH client services this bundle touches, typed to the slice it uses,
+ * and the session-level operations built on them (run a rewind, refill the
+ * composer, read a session's chat nodes). Every service is optional at run
+ * time: a missing one disables the surface that needs it and nothing else.
+ */
+import { TARGET_KINDS, type ChatRow, type RewindMarker } from './hidden.ts'
+
+/** A chat view node as the rc.8 node store holds it. */
+export interface ViewNode {
+  readonly key: string
+  readonly kind: string
+  readonly anchorSeq: number
+  readonly visibility?: 'visible' | 'hidden'
+  readonly data?: unknown
+}
+
+/** The slice of `SessionFace` used here. */
+export interface SessionFace {
+  getSnapshot(): { chat?: { nodes?: { get(key: string): ViewNode | undefined; values(): readonly ViewNode[] } } }
+  subscribe(listener: () => void): () => void
+}
+
+/** The slice of the browser plugin context used here. */
+export interface Ctx {
+  get(name: string): unknown
+  effect(fn: () => (() => void) | void, label?: string): () => void
+  inject(deps: string[], fn: (sub: Ctx) => void): void
+  on?(event: string, fn: (...args: unknown[]) => void): () => void
+  slots: {
+    register(options: Record<string, unknown>, component: (props: Record<string, unknown>) => unknown): () => void
+    inject(name: string, fn: () => (() => void) | void): void
+  }
+  sessions: {
+    list: { getSnapshot(): { current?: string; byId?: Record<string, { cwd?: string }> }; subscribe(fn: () => void): () => void }
+    binding(id: string): { session: SessionFace; ctx: unknown } | undefined
+  }
+  remote: { commands: { execute(sessionId: string, line: string, args: unknown[]): Promise<{ ok: boolean; value?: { commandId: string; result: { kind: string; text: string } }; error?: { message?: string } }> } }
+  locale?: { getSnapshot(): { active: string; revision: number }; subscribe(fn: () => void): () => void }
+  commandUi?: { decorate(decoration: unknown): () => void }
+  conversationEvents?: { register(definition: unknown): () => void }
+  settingsScope?: { bind(options: { namespace: string }): { getSnapshot(): { value?: { preference?: string } }; subscribe(fn: () => void): () => void } }
+}
+
+/** Kind of the hidden chat node carrying one rewind marker. */
+export const MARKER_KIND = 'dsh-rewind-marker'
+
+/**
+ * The session currently on screen, if any.
+ * @param ctx - plugin context.
+ * @returns its id.
+ */
+export function currentSessionId(ctx: Ctx): string | undefined {
+  try {
+    return ctx.sessions.list.getSnapshot().current
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A session's face, if the client holds it.
+ * @param ctx - plugin context.
+ * @param sessionId - session id.
+ * @returns the face.
+ */
+export function faceOf(ctx: Ctx, sessionId: string): SessionFace | undefined {
+  try {
+    return ctx.sessions.binding(sessionId)?.session
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Every chat node of a session (visible and hidden).
+ * @param face - session face.
+ * @returns the nodes.
+ */
+export function nodesOf(face: SessionFace | undefined): readonly ViewNode[] {
+  const nodes = face?.getSnapshot().chat?.nodes
+  if (nodes === undefined || typeof nodes.values !== 'function') return []
+  return nodes.values()
+}
+
+/**
+ * Rows and rewind markers of a session, ready for `computeHidden`.
+ * @param nodes - the session's chat nodes.
+ * @returns rows (markers excluded) and markers.
+ */
+export function rowsAndMarkers(nodes: readonly ViewNode[]): { rows: ChatRow[]; markers: RewindMarker[] } {
+  const rows: ChatRow[] = []
+  const markers: RewindMarker[] = []
+  for (const node of nodes) {
+    if (node.kind === MARKER_KIND) {
+      const data = node.data as RewindMarker | undefined
+      if (data !== undefined) markers.push({ markerSeq: data.markerSeq, targetSeq: data.targetSeq })
+    } else {
+      rows.push({ key: node.key, kind: node.kind, anchorSeq: node.anchorSeq })
+    }
+  }
+  return { rows, markers }
+}
+
+/** Text and seq of a human message row. */
+export interface MessageInfo { readonly seq: number; readonly text: string }
+
+/**
+ * Seq and plain text of the human message rendered under one anchor key.
+ * @param face - session face.
+ * @param key - `data-chat-anchor-key` of the row.
+ * @returns the message, or undefined when the row is not a human message.
+ */
+export function messageOf(face: SessionFace | undefined, key: string): MessageInfo | undefined {
+  const node = face?.getSnapshot().chat?.nodes?.get(key)
+  if (node === undefined || !TARGET_KINDS.has(node.kind)) return undefined
+  return messageOfNode(node)
+}
+
+/**
+ * Seq and text of a human message node.
+ * @param node - chat node.
+ * @returns the message, or undefined when the node carries no seq.
+ */
+export function messageOfNode(node: ViewNode): MessageInfo | undefined {
+  const data = node.data as { seq?: unknown; content?: readonly { type?: string; text?: string }[] } | undefined
+  const seq = typeof data?.seq === 'number' ? data.seq : node.anchorSeq
+  if (!Number.isSafeInteger(seq)) return undefined
+  const text = (data?.content ?? []).filter(b => b?.type === 'text' && typeof b.text === 'string').map(b => b.text).join('')
+  return { seq, text }
+}
+
+/**
+ * Find a session's human message by log seq.
+ * @param face - session face.
+ * @param seq - log seq.
+ * @returns the message.
+ */
+export function messageBySeq(face: SessionFace | undefined, seq: number): MessageInfo | undefined {
+  for (const node of nodesOf(face)) {
+    if (TARGET_KINDS.has(node.kind) && node.anchorSeq === seq) return messageOfNode(node)
+  }
+  return undefined
+}
+
+/** How a rewind ended, from the client's point of view. */
+export type RewindOutcome =
+  | { readonly ok: true; readonly text: string; readonly refill: 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty' }
+  | { readonly ok: false; readonly message: string }
+
+/**
+ * Run the engine command `/prompt-rewind @<seq>` on a session, then refill
+ * that session's composer with the target's text.
+ * @param ctx - plugin context.
+ * @param sessionId - the session to rewind.
+ * @param seq - target log seq.
+ * @param text - the target message's text (read before the rewind).
+ * @returns the outcome.
+ */
+export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: string): Promise<RewindOutcome> {
+  let answer
+  try {
+    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}`, [])
+  } catch (error) {
+    return { ok: false, message: String((error as Error)?.message ?? error) }
+  }
+  if (!answer.ok || answer.value === undefined) return { ok: false, message: answer.error?.message ?? 'command not accepted' }
+  const result = answer.value.result
+  if (result.kind !== 'success') return { ok: false, message: result.text }
+  return { ok: true, text: result.text, refill: refillComposer(ctx, sessionId, text) }
+}
+
+interface SessionInput {
+  setDraft(text: string): void
+  state: { getSnapshot(): { draft: string } }
+}
+
+/**
+ * Put the rewound message's text back into its session's composer — never
+ * over a non-empty draft, and not at all when another session is on screen.
+ * Uses the conversation service's per-session input when present, the
+ * composer textarea otherwise.
+ * @param ctx - plugin context.
+ * @param sessionId - the rewound session.
+ * @param text - the text to put back.
+ * @returns what happened.
+ */
+export function refillComposer(ctx: Ctx, sessionId: string, text: string): 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty' {
+  if (text === '') return 'empty'
+  if (currentSessionId(ctx) !== sessionId) return 'switched'
+  let input: SessionInput | undefined
+  try {
+    const conversation = ctx.get('conversation') as { input?: { for(actx: unknown): SessionInput } } | undefined
+    const scope = ctx.sessions.binding(sessionId)?.ctx
+    if (conversation?.input !== undefined && scope !== undefined) input = conversation.input.for(scope)
+  } catch {
+    input = undefined
+  }
+  if (input !== undefined) {
+    if (input.state.getSnapshot().draft.trim() !== '') return 'kept-draft'
+    input.setDraft(text)
+    return 'filled'
+  }
+  const area = document.querySelector<HTMLTextAreaElement>('[data-composer-card] textarea, textarea[data-phase]')
+  if (area === null) return 'no-composer'
+  if (area.value.trim() !== '') return 'kept-draft'
+  const setter = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
+  setter?.call(area, text)
+  area.dispatchEvent(new Event('input', { bubbles: true }))
+  return 'filled'
+}

@@ -1,0 +1,135 @@
+/**
+ * The side-effect-free RPC channel to the host half:
+ * `POST /dsh-rewind/api/<endpoint>` with a JSON body that always carries the
+ * session id; the answer is `{ok:true, value}` or `{ok:false, error}`.
+ */
+
+/** A refusal or failure reported by the host (or by the transport). */
+export class RpcError extends Error {
+  /** Stable code such as `rewind/stale-undo`, or `rewind/transport` for network/HTTP problems. */
+  readonly code: string
+  /** Structured details (e.g. `paths` for `rewind/stale-undo`). */
+  readonly details: unknown
+  constructor(code: string, message: string, details?: unknown) {
+    super(message)
+    this.name = 'RpcError'
+    this.code = code
+    this.details = details
+  }
+}
+
+/** One file of the preview. */
+export interface PreviewFile { readonly path: string; readonly action: 'write' | 'delete' | 'create' }
+/** `preview` answer. */
+export interface Preview {
+  readonly targetSeq: number
+  readonly files: readonly PreviewFile[]
+  readonly uncovered: readonly string[]
+  readonly skipped: readonly { readonly path: string; readonly reason: string }[]
+  readonly backupOff: boolean
+  readonly storeUnavailable?: string
+}
+/** One history entry. */
+export interface HistoryEntry {
+  readonly opId: string
+  readonly sessionId: string
+  readonly targetSeq: number
+  readonly time: number
+  readonly outcome: 'done' | 'partial' | 'failed'
+  readonly restored: number
+  readonly deleted: number
+  readonly skipped: number
+  readonly failed: number
+  readonly paths?: unknown
+  readonly undoneAt?: number
+  readonly undoOutcome?: string
+  readonly undoMode?: string
+  readonly undoable: boolean
+  readonly fork?: { readonly childSessionId: string }
+}
+/** `history` answer. */
+export interface History { readonly workspace: string; readonly entries: readonly HistoryEntry[] }
+/** `undo` answer. */
+export interface UndoResult {
+  readonly kind: 'ok' | 'partial'
+  readonly restored: readonly string[]
+  readonly deleted: readonly string[]
+  readonly failed: readonly { readonly path: string; readonly message: string }[]
+}
+/** `caps` answer. */
+export interface Caps { readonly history: boolean; readonly undo: boolean; readonly fileCheckpointing: boolean; readonly backups: boolean }
+/** The one settings model (`settings` / `settings.update`). */
+export interface RewindSettings {
+  readonly backups: boolean
+  readonly maxFileBytes: number
+  readonly historyLimit: number
+  readonly cleanup: { readonly enabled: boolean; readonly maxAgeDays: number }
+}
+/** A partial settings update. */
+export interface SettingsPatch {
+  backups?: boolean
+  historyLimit?: number
+  cleanup?: { enabled?: boolean; maxAgeDays?: number }
+}
+
+/** Endpoint → [request extras, answer]. */
+export interface Endpoints {
+  preview: [{ seq: number }, Preview]
+  candidates: [Record<string, never>, { candidates: import('./picker.ts').Candidate[] }]
+  history: [Record<string, never>, History]
+  'history.clear': [Record<string, never>, { cleared: number }]
+  undo: [{ opId: string }, UndoResult]
+  caps: [Record<string, never>, Caps]
+  settings: [Record<string, never>, RewindSettings]
+  'settings.update': [{ patch: SettingsPatch }, RewindSettings]
+}
+
+/** Path prefix of the host's route. */
+export const RPC_PREFIX = '/dsh-rewind/api/'
+
+/**
+ * Call one endpoint.
+ * @param endpoint - endpoint name.
+ * @param sessionId - the session the request is about.
+ * @param extra - endpoint-specific body fields.
+ * @returns the value.
+ * @throws RpcError on a refusal, a non-JSON answer or a network failure.
+ */
+export async function rpc<E extends keyof Endpoints>(endpoint: E, sessionId: string, extra: Endpoints[E][0]): Promise<Endpoints[E][1]> {
+  let response: Response
+  try {
+    response = await fetch(RPC_PREFIX + endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...extra, sessionId }),
+      credentials: 'same-origin',
+    })
+  } catch (error) {
+    throw new RpcError('rewind/transport', String((error as Error)?.message ?? error))
+  }
+  let body: unknown
+  try {
+    body = await response.json()
+  } catch {
+    throw new RpcError('rewind/transport', `HTTP ${response.status} without a JSON body`)
+  }
+  const envelope = body as { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown } }
+  if (envelope.ok === true) return envelope.value as Endpoints[E][1]
+  const error = envelope.error ?? {}
+  throw new RpcError(
+    typeof error.code === 'string' ? error.code : 'rewind/transport',
+    typeof error.message === 'string' ? error.message : `HTTP ${response.status}`,
+    error.details,
+  )
+}
+
+/**
+ * Paths a `rewind/stale-undo` refusal names, or [] for any other error.
+ * @param error - caught error.
+ * @returns the paths.
+ */
+export function stalePaths(error: unknown): string[] {
+  if (!(error instanceof RpcError) || error.code !== 'rewind/stale-undo') return []
+  const paths = (error.details as { paths?: unknown } | undefined)?.paths
+  return Array.isArray(paths) ? paths.map(p => (typeof p === 'string' ? p : typeof p === 'object' && p !== null && 'path' in p ? String((p as { path: unknown }).path) : String(p))) : []
+}

@@ -1,0 +1,387 @@
+/**
+ * The visible surfaces: the ↶ button portalled into every human message's
+ * action row, the confirm dialog, the Rewind history page and the
+ * configuration card.
+ */
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore, type ReactNode } from 'react'
+import { createPortal } from 'react-dom'
+import type { T } from './i18n.ts'
+import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type RewindOutcome } from './host.ts'
+import { clock } from './picker.ts'
+import { newestEligible } from './history.ts'
+import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
+import { dialogStore, type LocaleState, type SettingsModel, type Store } from './store.ts'
+
+/** Everything a surface needs, handed down from `apply`. */
+export interface Env {
+  readonly ctx: Ctx
+  readonly locale: Store<LocaleState>
+  readonly settings: SettingsModel
+  /** Report an outcome (the e2e probe and diagnostics read it). */
+  readonly report: (event: Record<string, unknown>) => void
+}
+
+/** @returns the bound translate function, re-rendering on locale change. */
+function useT(env: Env): T {
+  return useSyncExternalStore(env.locale.subscribe, env.locale.getSnapshot).t
+}
+
+const USER_ROWS = '[data-chat-flow-kind="user"][data-chat-anchor-key], [data-chat-flow-kind="steering"][data-chat-anchor-key]'
+
+interface PortalTarget { readonly key: string; readonly container: Element }
+
+/**
+ * Mounts one ↶ button into the action row of every human message row on
+ * screen (a message-scoped portal; rows come and go with the virtualized
+ * list, so a coalesced MutationObserver keeps the set current).
+ */
+export function MessagePortals({ env, sessionId }: { env: Env; sessionId: string }): ReactNode {
+  const [targets, setTargets] = useState<readonly PortalTarget[]>([])
+  useEffect(() => {
+    let last: readonly PortalTarget[] = []
+    const refresh = (): void => {
+      const next: PortalTarget[] = []
+      document.querySelectorAll(USER_ROWS).forEach((row) => {
+        const key = row.getAttribute('data-chat-anchor-key')
+        if (key === null) return
+        const root = row.querySelector('[data-time-hover-root]')
+        const actions = root?.lastElementChild
+        next.push({ key, container: actions instanceof HTMLElement ? actions : row })
+      })
+      const same = next.length === last.length && next.every((t, i) => t.key === last[i]!.key && t.container === last[i]!.container)
+      if (!same) { last = next; setTargets(next) }
+    }
+    let queued = false
+    const observer = new MutationObserver(() => {
+      if (queued) return
+      queued = true
+      queueMicrotask(() => { queued = false; refresh() })
+    })
+    observer.observe(document.body, { childList: true, subtree: true })
+    refresh()
+    return () => { observer.disconnect() }
+  }, [])
+  return <>{targets.map(t => createPortal(<RewindButton key={t.key} env={env} sessionId={sessionId} anchorKey={t.key} />, t.container, t.key))}</>
+}
+
+function RewindButton({ env, sessionId, anchorKey }: { env: Env; sessionId: string; anchorKey: string }): ReactNode {
+  const t = useT(env)
+  const onClick = (): void => {
+    const message = messageOf(faceOf(env.ctx, sessionId), anchorKey)
+    if (message === undefined) { env.report({ type: 'button-no-message', anchorKey }); return }
+    dialogStore.set({ sessionId, seq: message.seq, text: message.text })
+  }
+  return (
+    <button
+      type="button"
+      className="dshpr-msg-button"
+      data-testid="dsh-prompt-rewind-button"
+      data-anchor-key={anchorKey}
+      aria-label={t('button.label')}
+      title={t('button.title')}
+      onClick={onClick}
+    >↶</button>
+  )
+}
+
+type PreviewState =
+  | { readonly status: 'loading' }
+  | { readonly status: 'ready'; readonly preview: Preview }
+  | { readonly status: 'error'; readonly message: string }
+
+/** The confirm dialog; one at a time, opened by a ↶ button. */
+export function ConfirmDialog({ env }: { env: Env }): ReactNode {
+  const request = useSyncExternalStore(dialogStore.subscribe, dialogStore.getSnapshot)
+  if (request === null) return null
+  return createPortal(<DialogBody key={`${request.sessionId}@${request.seq}`} env={env} sessionId={request.sessionId} seq={request.seq} text={request.text} />, document.body)
+}
+
+function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string; seq: number; text: string }): ReactNode {
+  const t = useT(env)
+  const [preview, setPreview] = useState<PreviewState>({ status: 'loading' })
+  const [running, setRunning] = useState(false)
+  const [failure, setFailure] = useState<string | undefined>(undefined)
+  const cancelRef = useRef<HTMLButtonElement>(null)
+  const runningRef = useRef(false)
+
+  useEffect(() => {
+    let live = true
+    rpc('preview', sessionId, { seq }).then(
+      (value) => { if (live) setPreview({ status: 'ready', preview: value }) },
+      (error: Error) => { if (live) setPreview({ status: 'error', message: error.message }) },
+    )
+    return () => { live = false }
+  }, [sessionId, seq])
+  useEffect(() => { cancelRef.current?.focus() }, [])
+
+  const close = useCallback((): void => { if (!runningRef.current) dialogStore.set(null) }, [])
+  const confirm = useCallback((): void => {
+    if (runningRef.current) return
+    runningRef.current = true
+    setRunning(true)
+    setFailure(undefined)
+    void runRewind(env.ctx, sessionId, seq, text).then((outcome: RewindOutcome) => {
+      runningRef.current = false
+      setRunning(false)
+      env.report({ type: 'rewind', via: 'dialog', sessionId, seq, ...outcome })
+      if (outcome.ok) dialogStore.set(null)
+      else setFailure(t('result.failed', { message: outcome.message }))
+    })
+  }, [env, sessionId, seq, text, t])
+
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent): void => {
+      if (event.key === 'Escape') { event.preventDefault(); event.stopPropagation(); close() }
+      else if (event.key === 'Enter' && (event.metaKey || event.ctrlKey)) { event.preventDefault(); event.stopPropagation(); confirm() }
+    }
+    document.addEventListener('keydown', onKey, true)
+    return () => { document.removeEventListener('keydown', onKey, true) }
+  }, [close, confirm])
+
+  return (
+    <div className="dshpr-backdrop" onMouseDown={(e) => { if (e.target === e.currentTarget) close() }}>
+      <div className="dshpr-dialog" role="dialog" aria-modal="true" aria-labelledby="dshpr-dialog-title" data-testid="dsh-prompt-rewind-dialog" data-seq={seq}>
+        <h2 id="dshpr-dialog-title" className="dshpr-title">{t('dialog.title')}</h2>
+        <p className="dshpr-body">{t('dialog.body')}</p>
+        {text !== '' && <blockquote className="dshpr-quote" aria-label={t('dialog.message')}>{text.length > 400 ? `${text.slice(0, 399)}…` : text}</blockquote>}
+        <Impact t={t} state={preview} />
+        {failure !== undefined && <p className="dshpr-error" role="alert" data-testid="dsh-prompt-rewind-failure">{failure}</p>}
+        <p className="dshpr-hint">{t('dialog.hint')}</p>
+        <div className="dshpr-actions">
+          <button ref={cancelRef} type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-cancel" onClick={close} disabled={running}>{t('dialog.cancel')}</button>
+          <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-confirm" onClick={confirm} disabled={running}>
+            {running ? t('dialog.running') : t('dialog.confirm')}
+          </button>
+        </div>
+      </div>
+    </div>
+  )
+}
+
+function PathList({ paths, testid }: { paths: readonly string[]; testid: string }): ReactNode {
+  return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{p}</code></li>)}</ul>
+}
+
+function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
+  if (state.status === 'loading') return <p className="dshpr-muted" data-testid="dsh-prompt-rewind-impact-loading">{t('dialog.loading')}</p>
+  if (state.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-impact-error">{t('dialog.previewFailed', { message: state.message })}</p>
+  const p = state.preview
+  const byAction = (action: 'write' | 'delete' | 'create'): string[] => p.files.filter(f => f.action === action).map(f => f.path)
+  const writes = byAction('write')
+  const creates = byAction('create')
+  const deletes = byAction('delete')
+  return (
+    <div className="dshpr-impact" data-testid="dsh-prompt-rewind-impact">
+      {p.backupOff && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-backup-off">{t('dialog.backupOff')}</p>}
+      {p.storeUnavailable !== undefined && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-store-unavailable">{t('dialog.storeUnavailable', { reason: p.storeUnavailable })}</p>}
+      {p.files.length === 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-files">{t('dialog.noFiles')}</p>}
+      {writes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.write', { count: writes.length })}</h3><PathList paths={writes} testid="dsh-prompt-rewind-writes" /></>}
+      {creates.length > 0 && <><h3 className="dshpr-sub">{t('dialog.create', { count: creates.length })}</h3><PathList paths={creates} testid="dsh-prompt-rewind-creates" /></>}
+      {deletes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.delete', { count: deletes.length })}</h3><PathList paths={deletes} testid="dsh-prompt-rewind-deletes" /></>}
+      {p.uncovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.uncovered', { count: p.uncovered.length })}</h3><PathList paths={p.uncovered} testid="dsh-prompt-rewind-uncovered" /></>}
+      {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{s.path}</code> — {s.reason}</li>)}</ul></>}
+    </div>
+  )
+}
+
+/* ------------------------------------------------------------ settings */
+
+function useSessionId(env: Env): string | undefined {
+  const list = env.ctx.sessions.list
+  useSyncExternalStore(list.subscribe, list.getSnapshot)
+  return currentSessionId(env.ctx)
+}
+
+function formatBytes(n: number): string {
+  if (!Number.isFinite(n) || n <= 0) return String(n)
+  if (n >= 1024 * 1024) return `${+(n / (1024 * 1024)).toFixed(1)} MiB`
+  if (n >= 1024) return `${+(n / 1024).toFixed(1)} KiB`
+  return `${n} B`
+}
+
+/** The configuration card (same component on both pages, one shared model). */
+export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins' }): ReactNode {
+  const t = useT(env)
+  const sessionId = useSessionId(env)
+  const state = useSyncExternalStore(env.settings.store.subscribe, env.settings.store.getSnapshot)
+  useEffect(() => { if (sessionId !== undefined) void env.settings.load(sessionId) }, [env, sessionId])
+  const d = state.draft
+  const dirty = d !== undefined && state.value !== undefined && JSON.stringify(d) !== JSON.stringify(state.value)
+  return (
+    <section className="dshpr-card" data-testid={`dsh-prompt-rewind-config-${site}`} aria-label={t('config.title')}>
+      <h3 className="dshpr-card-title">{t('config.title')}</h3>
+      {sessionId === undefined && <p className="dshpr-muted">{t('settings.noSession')}</p>}
+      {state.status === 'error' && <p className="dshpr-error">{t('config.loadFailed', { message: state.error ?? '' })}</p>}
+      {d === undefined && state.status === 'loading' && <p className="dshpr-muted">{t('settings.loading')}</p>}
+      {d !== undefined && (
+        <div className="dshpr-form">
+          <label className="dshpr-field">
+            <input type="checkbox" data-testid="dsh-prompt-rewind-backups" checked={d.backups} onChange={e => env.settings.edit({ backups: e.currentTarget.checked })} />
+            <span><strong>{t('config.backups')}</strong> — {d.backups ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.backupsHint')} {t('config.maxFileBytes', { size: formatBytes(d.maxFileBytes) })}</small></span>
+          </label>
+          <label className="dshpr-field">
+            <input type="checkbox" data-testid="dsh-prompt-rewind-cleanup" checked={d.cleanup.enabled} onChange={e => env.settings.edit({ cleanup: { enabled: e.currentTarget.checked } })} />
+            <span><strong>{t('config.cleanup')}</strong> — {d.cleanup.enabled ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.cleanupHint')}</small></span>
+          </label>
+          <label className="dshpr-field dshpr-number">
+            <span>{t('config.maxAgeDays')}</span>
+            <input type="number" min={1} step={1} data-testid="dsh-prompt-rewind-max-age" value={d.cleanup.maxAgeDays}
+              onChange={e => { const n = Number(e.currentTarget.value); if (Number.isSafeInteger(n) && n >= 1) env.settings.edit({ cleanup: { maxAgeDays: n } }) }} />
+          </label>
+          <label className="dshpr-field dshpr-number">
+            <span>{t('config.historyLimit')}</span>
+            <input type="number" min={1} step={1} data-testid="dsh-prompt-rewind-history-limit" value={d.historyLimit}
+              onChange={e => { const n = Number(e.currentTarget.value); if (Number.isSafeInteger(n) && n >= 1) env.settings.edit({ historyLimit: n }) }} />
+          </label>
+          <div className="dshpr-row">
+            <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-save" disabled={!dirty || state.saving || sessionId === undefined}
+              onClick={() => { if (sessionId !== undefined) void env.settings.save(sessionId, t) }}>
+              {state.saving ? t('config.saving') : t('config.save')}
+            </button>
+            {state.message !== undefined && <span className={state.message.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} data-testid="dsh-prompt-rewind-save-status">{state.message.text}</span>}
+          </div>
+        </div>
+      )}
+    </section>
+  )
+}
+
+type Load<V> = { readonly status: 'loading' } | { readonly status: 'ready'; readonly value: V } | { readonly status: 'error'; readonly message: string }
+
+function useRpc<V>(sessionId: string | undefined, call: (sessionId: string) => Promise<V>, version: number): Load<V> | undefined {
+  const [state, setState] = useState<Load<V> | undefined>(undefined)
+  useEffect(() => {
+    if (sessionId === undefined) { setState(undefined); return }
+    let live = true
+    setState(prev => (prev?.status === 'ready' ? prev : { status: 'loading' }))
+    call(sessionId).then(value => { if (live) setState({ status: 'ready', value }) }, (error: Error) => { if (live) setState({ status: 'error', message: error.message }) })
+    return () => { live = false }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [sessionId, version])
+  return state
+}
+
+const CAP_KEYS = ['history', 'undo', 'fileCheckpointing', 'backups'] as const
+
+/** Settings → Rewind history. */
+export function HistorySection({ env }: { env: Env }): ReactNode {
+  const t = useT(env)
+  const sessionId = useSessionId(env)
+  const [version, setVersion] = useState(0)
+  const history = useRpc<History>(sessionId, id => rpc('history', id, {}), version)
+  const caps = useRpc<Caps>(sessionId, id => rpc('caps', id, {}), version)
+  const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string; paths?: string[] } | undefined>(undefined)
+  const [exported, setExported] = useState<string | undefined>(undefined)
+  const [confirmClear, setConfirmClear] = useState(false)
+  const [busy, setBusy] = useState<string | undefined>(undefined)
+  const reload = (): void => { setVersion(v => v + 1) }
+
+  const entries = history?.status === 'ready' ? history.value.entries : []
+  const undoTarget = useMemo(() => newestEligible(entries, sessionId), [entries, sessionId])
+
+  const undo = async (entry: HistoryEntry): Promise<void> => {
+    if (sessionId === undefined) return
+    setBusy(entry.opId)
+    setNotice(undefined)
+    try {
+      const r = await rpc('undo', sessionId, { opId: entry.opId })
+      setNotice(r.kind === 'ok'
+        ? { kind: 'ok', text: t('settings.undoOk', { restored: r.restored.length, deleted: r.deleted.length }) }
+        : { kind: 'error', text: t('settings.undoPartial', { failed: r.failed.length }), paths: r.failed.map(f => `${f.path}: ${f.message}`) })
+      env.report({ type: 'undo', opId: entry.opId, result: r })
+    } catch (error) {
+      const paths = stalePaths(error)
+      setNotice(paths.length > 0
+        ? { kind: 'error', text: t('settings.staleUndo'), paths }
+        : { kind: 'error', text: t('settings.undoRefused', { message: (error as Error).message }) })
+      env.report({ type: 'undo-refused', opId: entry.opId, code: (error as { code?: string }).code, paths })
+    } finally {
+      setBusy(undefined)
+      reload()
+    }
+  }
+  const exportJson = async (): Promise<void> => {
+    if (history?.status !== 'ready') return
+    const json = JSON.stringify(history.value, null, 2)
+    setExported(undefined)
+    try {
+      await navigator.clipboard.writeText(json)
+      setNotice({ kind: 'ok', text: t('settings.exported', { count: history.value.entries.length }) })
+    } catch {
+      setNotice({ kind: 'error', text: t('settings.exportShown') })
+    }
+    setExported(json)
+    env.report({ type: 'export', entries: history.value.entries.length })
+  }
+  const clear = async (): Promise<void> => {
+    if (sessionId === undefined) return
+    setConfirmClear(false)
+    try {
+      const r = await rpc('history.clear', sessionId, {})
+      setNotice({ kind: 'ok', text: t('settings.cleared', { count: r.cleared }) })
+    } catch (error) {
+      setNotice({ kind: 'error', text: (error as Error).message })
+    }
+    reload()
+  }
+
+  return (
+    <div className="dshpr-section" data-testid="dsh-prompt-rewind-history">
+      <h2 className="dshpr-title">{t('settings.title')}</h2>
+      <p className="dshpr-muted">{t('settings.intro')}</p>
+      {sessionId === undefined && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-session">{t('settings.noSession')}</p>}
+      <CapsLine t={t} caps={caps} />
+      {history?.status === 'ready' && history.value.workspace !== '' && <p className="dshpr-muted">{t('settings.workspace', { name: history.value.workspace })}</p>}
+      <div className="dshpr-row">
+        <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-export" disabled={history?.status !== 'ready'} onClick={() => { void exportJson() }}>{t('settings.export')}</button>
+        {!confirmClear
+          ? <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-clear" disabled={entries.length === 0} onClick={() => setConfirmClear(true)}>{t('settings.clear')}</button>
+          : <span className="dshpr-confirm" role="alert">{t('settings.clearConfirm')}{' '}
+            <button type="button" className="dshpr-btn dshpr-danger" data-testid="dsh-prompt-rewind-clear-yes" onClick={() => { void clear() }}>{t('settings.clearYes')}</button>{' '}
+            <button type="button" className="dshpr-btn" onClick={() => setConfirmClear(false)}>{t('dialog.cancel')}</button></span>}
+      </div>
+      {notice !== undefined && (
+        <div className={notice.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} role="status" data-testid="dsh-prompt-rewind-notice">
+          {notice.text}
+          {notice.paths !== undefined && notice.paths.length > 0 && <PathList paths={notice.paths} testid="dsh-prompt-rewind-notice-paths" />}
+        </div>
+      )}
+      {exported !== undefined && <textarea className="dshpr-export" readOnly value={exported} data-testid="dsh-prompt-rewind-export-json" rows={6} />}
+      {history?.status === 'loading' && <p className="dshpr-muted">{t('settings.loading')}</p>}
+      {history?.status === 'error' && <p className="dshpr-error">{t('settings.loadFailed', { message: history.message })}</p>}
+      {history?.status === 'ready' && entries.length === 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-empty">{t('settings.empty')}</p>}
+      <ol className="dshpr-entries">
+        {entries.map(entry => (
+          <li key={entry.opId} className="dshpr-entry" data-testid="dsh-prompt-rewind-entry" data-op-id={entry.opId} data-outcome={entry.outcome}>
+            <div className="dshpr-row">
+              <span className={`dshpr-badge dshpr-${entry.outcome}`} data-testid="dsh-prompt-rewind-outcome">{t(`settings.outcome.${entry.outcome}`)}</span>
+              <span>{t('settings.entryTarget', { seq: entry.targetSeq })}</span>
+              <span className="dshpr-muted">{new Date(entry.time).toLocaleString()}</span>
+              {entry.sessionId !== sessionId && <span className="dshpr-muted">({t('settings.otherSession')})</span>}
+            </div>
+            <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}</div>
+            {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: `${new Date(entry.undoneAt).toLocaleDateString()} ${clock(entry.undoneAt)}` })}</div>}
+            {undoTarget === entry.opId && (
+              <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-undo" disabled={busy !== undefined} onClick={() => { void undo(entry) }}>
+                {busy === entry.opId ? t('settings.undoing') : t('settings.undo')}
+              </button>
+            )}
+          </li>
+        ))}
+      </ol>
+      <ConfigCard env={env} site="history" />
+    </div>
+  )
+}
+
+function CapsLine({ t, caps }: { t: T; caps: Load<Caps> | undefined }): ReactNode {
+  if (caps === undefined || caps.status === 'loading') return null
+  if (caps.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-caps">{t('settings.capsFailed', { message: caps.message })}</p>
+  const missing = CAP_KEYS.filter(k => caps.value[k] !== true).map(k => t(`caps.${k}`))
+  return (
+    <p className={missing.length > 0 ? 'dshpr-warn' : 'dshpr-muted'} data-testid="dsh-prompt-rewind-caps">
+      <strong>{t('settings.caps')}:</strong> {missing.length > 0 ? t('settings.capsMissing', { list: missing.join(', ') }) : t('settings.capsAll')}
+    </p>
+  )
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Browser end-to-end test of dsh-prompt-rewind against the real `dsh web` (DSH CLI 0.1.0-rc.8),
+# driven in headless Debian Chromium through playwright-core, with a scripted model.
+# Installs what it needs on a fresh machine (idempotent), then runs tests/web/e2e.mjs with Node 24.
+#   scripts/test-web.sh            exit 0 = every assertion passed
+# Environment:
+#   DSH_WEB_TGZ     use this packed plugin tarball instead of running `npm pack` at the repo root
+#   DSH_WEB_RUN     run directory (default: a fresh temp dir); keeps DSH_HOME, workspace, logs
+#   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
+#   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WEB="$ROOT/tests/web"
+RUN=${DSH_WEB_RUN:-$(mktemp -d -t dsh-rewind-web-XXXXXX)}
+SHOTS=${DSH_WEB_SHOTS:-$ROOT/artifacts/web}
+say() { printf '[test-web] %s\n' "$*"; }
+mkdir -p "$RUN" "$SHOTS"
+
+# 1. Node 24 (DSH needs it); scripts/setup-node.sh prints its path last.
+NODE=$("$ROOT/scripts/setup-node.sh" | tail -n1)
+say "node $("$NODE" --version)"
+
+# 2. Chromium from Debian.
+CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
+if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then
+  say "installing chromium (apt-get)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  CHROMIUM=$(command -v chromium)
+fi
+export CHROMIUM
+say "browser $("$CHROMIUM" --version 2>/dev/null | head -1)"
+
+# 3. The DSH CLI with the HMR guard (the shared setup script when present, else this test's own).
+if [ -x "$ROOT/scripts/setup-dsh-cli.sh" ]; then
+  DSH=$("$ROOT/scripts/setup-dsh-cli.sh" | tail -n1)
+else
+  DSH=$("$WEB/setup-cli.sh" | tail -n1)
+fi
+say "dsh $("$NODE" "$DSH" --version)"
+
+# 4. playwright-core for the driver (tests/web/package-lock.json).
+if [ ! -d "$WEB/node_modules/playwright-core" ]; then
+  (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# 5. The plugin tarball (npm pack runs the package build, which runs client/build.mjs) and the scripted model.
+mkdir -p "$RUN/pkgs"
+rm -f "$RUN"/pkgs/*.tgz
+if [ -n "${DSH_WEB_TGZ:-}" ]; then
+  cp "$DSH_WEB_TGZ" "$RUN/pkgs/"
+else
+  (cd "$ROOT/client" && { [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error; })
+  (cd "$ROOT" && npm pack --silent --pack-destination "$RUN/pkgs" >"$RUN/pack.log" 2>&1) || { tail -40 "$RUN/pack.log"; say "npm pack failed"; exit 1; }
+fi
+(cd "$RUN/pkgs" && npm pack --silent "$WEB/scripted-llm" >/dev/null)
+TGZ=$(ls "$RUN"/pkgs/dsh-prompt-rewind-[0-9]*.tgz | head -1)
+tar -tzf "$TGZ" >"$RUN/tgz-files.txt"
+grep -qx 'package/lib/client.js' "$RUN/tgz-files.txt" || { say "$TGZ has no lib/client.js"; exit 1; }
+say "packages: $(cd "$RUN/pkgs" && ls *.tgz | tr '\n' ' ')"
+
+# 6. A fresh DSH_HOME with both packages in the web profile (dsh plugin spawns pnpm >= 10 via the shim).
+export DSH_HOME="$RUN/home"
+WS="$RUN/ws"
+mkdir -p "$WS"
+PATH="$WEB/bin:$PATH" "$NODE" "$DSH" plugin --profile web add "$RUN"/pkgs/*.tgz >"$RUN/plugin-add.log" 2>&1 || { cat "$RUN/plugin-add.log"; exit 1; }
+grep -q '"dsh-prompt-rewind"' "$DSH_HOME/profiles/web/package.json" || { cat "$RUN/plugin-add.log"; say "plugin not in the profile"; exit 1; }
+say "profile bundles: $("$NODE" -p "JSON.stringify(require('$DSH_HOME/profiles/web/package.json').dsh.profile.bundles)")"
+
+# 7. Boot `dsh web` (own process group; stopped by PID on exit).
+export DSH_REWIND_LLM_LOG="$RUN/llm.jsonl"
+(cd "$WS" && exec setsid "$NODE" "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
+WEB_PID=$!
+stop_web() {
+  if kill -0 "$WEB_PID" 2>/dev/null; then
+    kill -TERM "$WEB_PID" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$WEB_PID" 2>/dev/null || break; sleep 0.25; done
+    kill -0 "$WEB_PID" 2>/dev/null && kill -KILL "$WEB_PID" 2>/dev/null || true
+  fi
+}
+trap stop_web EXIT
+URL=""
+for _ in $(seq 1 240); do
+  URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$RUN/web.log" | head -1 || true)
+  [ -n "$URL" ] && break
+  kill -0 "$WEB_PID" 2>/dev/null || { cat "$RUN/web.log"; say "dsh web exited"; exit 1; }
+  sleep 0.25
+done
+[ -n "$URL" ] || { cat "$RUN/web.log"; say "no URL after 60 s"; exit 1; }
+say "dsh web at $URL"
+curl -fsS "$URL/" | grep -q '/plugins/dsh-prompt-rewind/client.js' || { say "the boot graph does not list the client bundle"; exit 1; }
+
+# 8. The browser run.
+
+set +e
+"$NODE" "$WEB/e2e.mjs" "$URL/" "$WS" "$SHOTS" "$RUN"
+RC=$?
+set -e
+
+stop_web; trap - EXIT
+say "browser run rc=$RC; screenshots in $SHOTS; run dir $RUN (web.log, llm.jsonl, home/)"
+exit $RC
