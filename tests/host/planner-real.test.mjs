@@ -246,15 +246,19 @@ for (const fixture of fixtures) {
         const index = expected.findIndex((c) => c.seq === seq && !c.pending) + 1
         assert.deepEqual(planOk(file, String(index)), plan)
 
-        const host = await freshHost()
+        const host1 = await freshHost()
+        let host = host1
         try {
-          const agent = await resumeFixture(host, text)
+          const agent = await resumeFixture(host1, text)
           assert.deepEqual([...agent.session.surface.nodes], nodes, 'resumed surface = DSH fold of the file')
           const marker = applyMarker(agent.session, plan)
           const surfaceAfter = [...agent.session.surface.nodes]
           const messagesAfter = toPlain(agent.session.deriveMessages())
 
-          // (iii) flush, resume from JSONL: same surface and model context.
+          // (iii) flush, then resume from the JSONL in a second host on the same DSH home (a new
+          // cordis Context, as after a restart): same surface and model context.
+          await host1.disposeAgent(agent)
+          host = await startHost({ workspace: host1.workspace, dshHome: host1.dshHome, invariants: true })
           const resumed = await host.resume(agent.id)
           assert.deepEqual([...resumed.session.surface.nodes], surfaceAfter)
           assert.deepEqual(toPlain(resumed.session.deriveMessages()), messagesAfter)
@@ -292,7 +296,8 @@ for (const fixture of fixtures) {
             assert.deepEqual([...again.session.surface.nodes], surface2)
           }
         } finally {
-          await host.dispose()
+          if (host !== host1) await host.dispose()
+          await host1.dispose()
         }
       })
     }
