@@ -1,0 +1,152 @@
+/**
+ * The checkpoint pipeline: translate DSH tool and session events into snapshot-store calls.
+ *
+ *   fs/write-intent, fs/edit-intent   capture the before-state of the resolved target (prepended
+ *                                     listeners that always call `next()` exactly once)
+ *   tools/post-execute                commit the capture (or drop it when the call failed)
+ *   tools/result                      discard a capture still pending (safety net)
+ *   session/event                     at each new human `user/message`, re-check tracked files
+ *   agent/created                     session-format guard
+ */
+import type { HostAgent, HostContext, HostEvent, HostFsTarget, HostLogger, HostSession, HostToolExecution, HostToolResult } from './host.ts'
+import type { FilesPort } from './ports.ts'
+import type { SettingsModel } from './settings.ts'
+import { SessionState, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
+
+/** DSH session format version this build records (`SessionHeader.version`). */
+export const SESSION_FORMAT = 'dsh-session-v0'
+
+/** Dependencies of the pipeline. */
+export interface CaptureDeps {
+  ctx: HostContext
+  state: SessionState
+  files: () => FilesPort
+  settings: SettingsModel
+  logger: HostLogger
+}
+
+/** Where a session's files live, or `undefined` when it has no cwd or is not tracked. */
+export function trackedCwd(session: HostSession): string | undefined {
+  if (isSubagentSession(session)) return undefined
+  const cwd = session.header.cwd
+  return typeof cwd === 'string' && cwd !== '' ? cwd : undefined
+}
+
+/** Register the pipeline on `ctx`. */
+export function registerCapture(deps: CaptureDeps): void {
+  const { ctx, state, logger } = deps
+
+  async function capture(target: HostFsTarget, actor: unknown): Promise<void> {
+    const exec = toolActor(actor)
+    if (exec === undefined || !isCapturedTool(exec)) return
+    const settings = deps.settings.get()
+    if (!settings.backups) return
+    const session = exec.agent.session
+    const cwd = trackedCwd(session)
+    if (cwd === undefined) return
+    const files = deps.files()
+    if (files.unavailable() !== undefined) return
+    const fs = ctx.get('fs') as import('./host.ts').HostFs | undefined
+    if (fs === undefined) return
+    const sessionId = session.header.id
+    let path: string
+    try {
+      path = fs.processPath(target)
+    } catch (error) {
+      logger.warn('cannot map %s to a host path; not captured: %s', target.displayPath, (error as Error).message)
+      return
+    }
+    const key = captureKey(sessionId, exec.callId)
+    try {
+      await state.run(sessionId, () => files.capture(sessionId, cwd, exec.callId, path, settings.maxFileBytes))
+      state.pending.set(key, { sessionId, cwd, callId: exec.callId })
+    } catch (error) {
+      // The tool still runs: a failed capture costs only the restorability of this path.
+      logger.warn('before-state capture of %s failed: %s', target.displayPath, (error as Error).message)
+    }
+  }
+
+  async function intent<T>(target: HostFsTarget, actor: unknown, next: () => T | Promise<T>): Promise<T> {
+    try {
+      await capture(target, actor)
+    } catch (error) {
+      logger.warn('capture listener failed: %s', (error as Error).message)
+    }
+    return await next()
+  }
+
+  ctx.on('fs/write-intent', (target: HostFsTarget, actor: unknown, next: () => unknown) => intent(target, actor, next), { prepend: true })
+  ctx.on('fs/edit-intent', (target: HostFsTarget, actor: unknown, next: () => unknown) => intent(target, actor, next), { prepend: true })
+
+  ctx.on('tools/post-execute', async (exec: HostToolExecution, result: HostToolResult, next: () => Promise<unknown>) => {
+    const sessionId = exec.agent?.session?.header?.id
+    if (sessionId !== undefined) {
+      const key = captureKey(sessionId, exec.callId)
+      const pending = state.pending.get(key)
+      if (pending !== undefined) {
+        state.pending.delete(key)
+        const session = exec.agent!.session
+        const anchor = state.anchor(session)
+        const ok = result.isError !== true && anchor !== undefined
+        try {
+          await state.run(sessionId, () => deps.files().commit(sessionId, pending.cwd, exec.callId, anchor ?? 0, ok))
+        } catch (error) {
+          logger.warn('commit of capture %s failed: %s', exec.callId, (error as Error).message)
+        }
+      }
+    }
+    return await next()
+  })
+
+  ctx.on('tools/result', (exec: HostToolExecution) => {
+    const sessionId = exec.agent?.session?.header?.id
+    if (sessionId === undefined) return
+    const key = captureKey(sessionId, exec.callId)
+    const pending = state.pending.get(key)
+    if (pending === undefined) return
+    state.pending.delete(key)
+    void state.run(sessionId, () => deps.files().discard(sessionId, pending.cwd, exec.callId)).catch((error: unknown) => {
+      logger.warn('discard of capture %s failed: %s', exec.callId, (error as Error).message)
+    })
+  })
+
+  ctx.on('session/event', (session: HostSession, event: HostEvent) => {
+    state.observe(session, event)
+    if (!isHumanMessage(event)) return
+    const sessionId = session.header.id
+    if (state.rewinding(sessionId)) return
+    const cwd = trackedCwd(session)
+    if (cwd === undefined) return
+    const settings = deps.settings.get()
+    if (!settings.backups) return
+    const files = deps.files()
+    if (files.unavailable() !== undefined) return
+    void state.run(sessionId, async () => {
+      await files.recheck(sessionId, cwd, event.seq, settings.maxFileBytes)
+      await files.prune(sessionId, cwd)
+    }).catch((error: unknown) => {
+      logger.warn('message-boundary re-check of %s failed: %s', sessionId, (error as Error).message)
+    })
+  }, { global: true })
+
+  ctx.on('agent/created', ({ agent }: { agent: HostAgent }) => {
+    const session = agent?.session
+    if (session === undefined) return
+    const cwd = trackedCwd(session)
+    if (cwd === undefined) return
+    const files = deps.files()
+    if (files.unavailable() !== undefined) {
+      logger.debug('snapshot store unavailable for %s: %s', session.header.id, files.unavailable()!.message)
+      return
+    }
+    const sessionId = session.header.id
+    void state.run(sessionId, () => files.sessionFormat(sessionId, cwd, SESSION_FORMAT)).catch((error: unknown) => {
+      logger.warn('session-format guard for %s failed: %s', sessionId, (error as Error).message)
+    })
+  }, { global: true })
+
+  ctx.on('agent/disposed', ({ agent }: { agent: HostAgent }) => {
+    const id = agent?.session?.header?.id
+    if (id !== undefined) state.forget(id)
+  }, { global: true })
+}

@@ -1,0 +1,94 @@
+/**
+ * `/snapshot-auto-cleanup show | on | off | max-age <days> | run [--apply] | run --current [--apply]`.
+ */
+import type { HostAgent, HostAgents, HostContext } from './host.ts'
+import type { CleanupPort, SweepReport } from './ports.ts'
+import type { SettingsModel } from './settings.ts'
+import { toRewindError } from './errors.ts'
+import { type Locale, format } from './locales.ts'
+
+/** Human size. */
+export function humanBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`
+}
+
+/** Sessions with a live agent (never swept). */
+export function activeSessions(ctx: HostContext): string[] {
+  const agents = ctx.get('agents') as HostAgents | undefined
+  try {
+    return agents?.list().map(a => a.session.header.id) ?? []
+  } catch {
+    return []
+  }
+}
+
+function sweepText(locale: Locale, report: SweepReport): string {
+  if (report.items.length === 0) return format(locale, 'cleanupNothing')
+  const head = format(locale, report.applied ? 'cleanupApplied' : 'cleanupDryRun', { n: report.items.length, size: humanBytes(report.bytes) })
+  return [head, ...report.items.map(i => `- ${i.sessionId} (${humanBytes(i.bytes)})`)].join('\n')
+}
+
+/** Run the command. */
+export async function cleanupCommand(
+  deps: { ctx: HostContext; cleanup: () => CleanupPort; settings: SettingsModel; locale: () => Locale },
+  agent: HostAgent,
+  rawInput: string,
+): Promise<{ kind: 'success'; text: string } | { kind: 'error'; text: string }> {
+  const locale = deps.locale()
+  const words = rawInput.trim().split(/\s+/).filter(w => w !== '')
+  const usage = { kind: 'error' as const, text: format(locale, 'cleanupUsage') }
+  const sub = words[0] ?? 'show'
+  try {
+    if (sub === 'show' && words.length <= 1) {
+      const s = deps.settings.get()
+      if (!deps.settings.persistent) return { kind: 'success', text: format(locale, 'cleanupUnavailable') }
+      const last = await deps.cleanup().lastSweep()
+      return {
+        kind: 'success',
+        text: format(locale, 'cleanupStatus', {
+          state: format(locale, s.cleanup.enabled ? 'on' : 'off'),
+          days: s.cleanup.maxAgeDays,
+          last: last === undefined ? format(locale, 'never') : new Date(last).toISOString(),
+        }),
+      }
+    }
+    if ((sub === 'on' || sub === 'off') && words.length === 1) {
+      if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
+      await deps.settings.update({ cleanup: { enabled: sub === 'on' } })
+      return { kind: 'success', text: format(locale, sub === 'on' ? 'cleanupEnabled' : 'cleanupDisabled') }
+    }
+    if (sub === 'max-age' && words.length === 2) {
+      const days = Number(words[1])
+      if (!/^\d+$/.test(words[1]!) || !Number.isSafeInteger(days) || days < 1 || days > 3650) return usage
+      if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
+      await deps.settings.update({ cleanup: { maxAgeDays: days } })
+      return { kind: 'success', text: format(locale, 'cleanupMaxAge', { days }) }
+    }
+    if (sub === 'run') {
+      const flags = new Set(words.slice(1))
+      if (flags.size !== words.length - 1 || [...flags].some(f => f !== '--apply' && f !== '--current')) return usage
+      const current = flags.has('--current')
+      const apply = flags.has('--apply')
+      if (!current && !deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
+      const sessionId = agent.session.header.id
+      const report = await deps.cleanup().sweep({
+        maxAgeDays: deps.settings.get().cleanup.maxAgeDays,
+        active: current ? [] : activeSessions(deps.ctx),
+        apply,
+        ...(current ? { onlySession: sessionId } : {}),
+      })
+      return { kind: 'success', text: sweepText(locale, report) }
+    }
+    return usage
+  } catch (error) {
+    const e = toRewindError(error)
+    return { kind: 'error', text: format(locale, 'cleanupError', { code: e.code, message: e.message }) }
+  }
+}

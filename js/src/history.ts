@@ -1,0 +1,93 @@
+/**
+ * The history port over the addon's `BindingHistory`: per-workspace partition key derived
+ * host-side from the session, record / list / clear / undo bookkeeping.
+ */
+import { createHash } from 'node:crypto'
+import { join } from 'node:path'
+import type { Addon } from './native.ts'
+import { awaitNative, callNative } from './native.ts'
+import type { HostContext, HostSession, HostWorkspaceRegistry } from './host.ts'
+import type { RewindReport } from './rewind.ts'
+
+/** The partition key of a session: `ws-<workspace id>` from DSH's workspace registry; without a
+ * registry (headless hosts) `ws-cwd.<sha256(cwd)[0..16]>` so workspaces still never share a
+ * partition; a cwd the registry does not know (or no cwd) → `_unknown`. */
+export async function partitionKey(ctx: HostContext, session: HostSession): Promise<string> {
+  const cwd = session.header.cwd
+  if (typeof cwd !== 'string' || cwd === '') return callNative(n => n.workspaceKey(undefined))
+  const registry = ctx.get('workspaceRegistry') as HostWorkspaceRegistry | undefined
+  if (registry !== undefined && typeof registry.resolveByPath === 'function') {
+    try {
+      const workspace = await registry.resolveByPath(cwd)
+      if (workspace !== undefined) return callNative(n => n.workspaceKey(String(workspace.id)))
+    } catch {
+      // An unreadable registry accounts for nothing.
+    }
+    return callNative(n => n.workspaceKey(undefined))
+  }
+  const digest = createHash('sha256').update(cwd).digest('hex').slice(0, 16)
+  return callNative(n => n.workspaceKey(`cwd.${digest}`))
+}
+
+/** History operations the host needs. */
+export class HistoryPort {
+  private binding: Addon.BindingHistory | undefined
+
+  constructor(
+    private readonly ctx: HostContext,
+    private readonly root: string,
+  ) {}
+
+  private history(): Addon.BindingHistory {
+    this.binding ??= callNative(n => new n.BindingHistory(this.root))
+    return this.binding
+  }
+
+  /** The history root (`<dsh home>/rewind-history`). */
+  static rootFor(dshHome: string): string {
+    return join(dshHome, 'rewind-history')
+  }
+
+  /** Record a rewind. */
+  async record(session: HostSession, report: RewindReport, limit: number): Promise<void> {
+    const key = await partitionKey(this.ctx, session)
+    const o = report.outcome
+    const total = o.written.length + o.deleted.length + o.failed.length
+    const outcome = report.filesNotRestored !== undefined && report.filesNotRestored.code !== 'no-cwd'
+      ? (report.filesNotRestored.code.startsWith('rewind/') ? 'failed' : 'done')
+      : o.failed.length === 0 ? 'done' : o.failed.length === total ? 'failed' : 'partial'
+    await awaitNative(() => this.history().append(key, {
+      opId: report.opId,
+      sessionId: session.header.id,
+      targetSeq: report.targetSeq,
+      time: Date.now(),
+      outcome,
+      paths: {
+        restored: [...o.written],
+        deleted: [...o.deleted],
+        skipped: o.skipped.map(s => s.path),
+        failed: o.failed.map(f => f.path),
+      },
+    }, limit))
+  }
+
+  /** Entries of a partition, newest first. */
+  list(key: string): Promise<Addon.BindingHistoryEntry[]> {
+    return awaitNative(() => this.history().list(key))
+  }
+
+  /** Clear a partition (records only). */
+  clear(key: string): Promise<number> {
+    return awaitNative(() => this.history().clear(key))
+  }
+
+  /** Check undo eligibility (rejects with the refusal's code). */
+  checkUndo(key: string, opId: string, sessionId: string, journal: string): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().checkUndo(key, opId, sessionId, journal))
+  }
+
+  /** Record an undo. */
+  markUndone(key: string, opId: string, outcome: 'ok' | 'partial' | 'failed'): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().markUndone(key, opId, outcome, Date.now()))
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * dsh-prompt-rewind — host half. The only module that receives the cordis Context: it registers
+ * the commands (`/rewind`, `/undo`, `/prompt-rewind`, `/snapshot-auto-cleanup`, each in
+ * isolation), the checkpoint pipeline, the message-boundary re-check, the `agent/created`
+ * guards, the settings namespace and the RPC route, and wires them to the napi addon.
+ */
+import { homedir } from 'node:os'
+import { isAbsolute, join } from 'node:path'
+import type { HostAgent, HostCommandDefinition, HostContext } from './host.ts'
+import { SettingsModel, type RewindSettings } from './settings.ts'
+import { SessionState } from './state.ts'
+import { registerCapture } from './capture.ts'
+import { Rewinder } from './rewind.ts'
+import { HistoryPort } from './history.ts'
+import { registerRpc } from './rpc.ts'
+import { cleanupCommand, activeSessions } from './cleanup-command.ts'
+import { openFiles } from './files.ts'
+import { openCleanup } from './cleanup.ts'
+import type { CleanupPort, FilesPort } from './ports.ts'
+import { type Locale, matchLocale } from './locales.ts'
+
+/** Cordis plugin name. */
+export const name = 'dsh-rewind'
+/** Required services; everything else is optional and looked up when used. */
+export const inject = ['commands']
+
+/** Plugin config (all optional; DSH's settings service overrides the settings part). */
+export interface Config extends Partial<RewindSettings> {
+  /** DSH home (default `$DSH_HOME` or `~/.dsh`). */
+  dshHome?: string
+  /** How long a rewind waits for a cancelled turn to stop (ms, default 10000). */
+  stopTimeoutMs?: number
+}
+
+/** The DSH home: config, `$DSH_HOME`, or `~/.dsh`. */
+export function resolveDshHome(config?: Config): string {
+  const configured = config?.dshHome ?? process.env.DSH_HOME
+  if (typeof configured === 'string' && configured !== '' && isAbsolute(configured)) return configured
+  return join(homedir(), '.dsh')
+}
+
+/** Apply the plugin. */
+export function apply(rawCtx: unknown, config: Config = {}): void {
+  const ctx = rawCtx as HostContext
+  const logger = ctx.logger('dsh-rewind')
+  const dshHome = resolveDshHome(config)
+  const settings = new SettingsModel(config)
+  settings.attach(ctx, (error) => logger.warn('settings namespace not registered: %s', (error as Error).message))
+  const state = new SessionState()
+
+  let files: FilesPort | undefined
+  const getFiles = (): FilesPort => (files ??= openFiles(join(dshHome, 'rewind-snapshots'), logger))
+  let cleanup: CleanupPort | undefined
+  const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger))
+  const history = new HistoryPort(ctx, HistoryPort.rootFor(dshHome))
+
+  const locale = (): Locale => {
+    const own = settings.get().locale
+    if (own !== 'auto') return matchLocale(own) ?? 'en'
+    const dsh = ctx.get('settings') as { get(ns: string): unknown } | undefined
+    let preference: unknown
+    try {
+      preference = (dsh?.get('locale') as { preference?: unknown } | undefined)?.preference
+    } catch {
+      preference = undefined
+    }
+    return matchLocale(preference) ?? 'en'
+  }
+
+  registerCapture({ ctx, state, files: getFiles, settings, logger })
+  const rewinder = new Rewinder({ ctx, state, files: getFiles, history, settings, logger, locale, stopTimeoutMs: config.stopTimeoutMs ?? 10_000 })
+
+  const commands: HostCommandDefinition[] = [
+    {
+      name: 'rewind',
+      description: 'Rewind the conversation to an earlier message and restore the files changed since then',
+      input: { hint: '[<n> | @<seq>]' },
+      handler: inv => rewinder.command(inv.agent as HostAgent, inv.rawInput, false),
+    },
+    {
+      name: 'undo',
+      description: 'Alias of /rewind',
+      input: { hint: '[<n> | @<seq>]' },
+      handler: inv => rewinder.command(inv.agent as HostAgent, inv.rawInput, false),
+    },
+    {
+      name: 'prompt-rewind',
+      description: 'Rewind to @<seq> (engine command used by the rewind button)',
+      input: { hint: '@<seq>' },
+      handler: inv => rewinder.command(inv.agent as HostAgent, inv.rawInput, true),
+    },
+    {
+      name: 'snapshot-auto-cleanup',
+      description: 'Show or change snapshot auto-cleanup, or run a sweep',
+      input: { hint: 'show | on | off | max-age <days> | run [--apply] | run --current [--apply]' },
+      handler: inv => cleanupCommand({ ctx, cleanup: getCleanup, settings, locale }, inv.agent as HostAgent, inv.rawInput),
+    },
+  ]
+  for (const definition of commands) {
+    // Each registration stands alone: a name another plugin owns costs only that name.
+    try {
+      ctx.commands.register(definition)
+    } catch (error) {
+      logger.warn('command /%s not registered: %s', definition.name, (error as Error).message)
+    }
+  }
+
+  registerRpc({ ctx, state, files: getFiles, history, settings, logger })
+
+  // The automatic sweep (at most once a day, only when enabled and a settings service backs it).
+  const autoSweep = (): void => {
+    const s = settings.get()
+    if (!s.cleanup.enabled || !settings.persistent) return
+    void getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active: activeSessions(ctx) }).catch((error: unknown) => {
+      logger.warn('automatic snapshot cleanup failed: %s', (error as Error).message)
+    })
+  }
+  ctx.on('agent/created', () => autoSweep(), { global: true })
+}

@@ -1,0 +1,125 @@
+/**
+ * What the host plugin needs from the file half (the snapshot store) and the cleanup sweep,
+ * as ports. `files.ts` / `cleanup.ts` implement them over the napi addon; when the addon lacks
+ * a part, the port reports itself unavailable and the conversation half keeps working.
+ */
+import { RewindError } from './errors.ts'
+
+/** One planned restore action (preview). */
+export interface PreviewFile {
+  path: string
+  action: 'write' | 'delete' | 'create'
+}
+
+/** A path left alone, with why. */
+export interface SkippedPath {
+  path: string
+  reason: string
+}
+
+/** A path that failed, with why. */
+export interface FailedPath {
+  path: string
+  message: string
+}
+
+/** Impact of a rewind on the files, without mutation. */
+export interface FilesPreview {
+  files: PreviewFile[]
+  uncovered: string[]
+  skipped: SkippedPath[]
+}
+
+/** The outcome of a journaled restore. */
+export interface RestoreOutcome {
+  written: string[]
+  deleted: string[]
+  skipped: SkippedPath[]
+  failed: FailedPath[]
+  /** Whether the journal ended `completed`. */
+  completed: boolean
+}
+
+/** The outcome of undoing a restore (files only). */
+export interface UndoOutcome {
+  kind: 'ok' | 'partial'
+  restored: string[]
+  deleted: string[]
+  failed: FailedPath[]
+}
+
+/** The snapshot store, per session. */
+export interface FilesPort {
+  /** `undefined` when usable; otherwise a stable code (`rewind/store-newer`, ...) and message. */
+  unavailable(): { code: string; message: string } | undefined
+  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<void>
+  commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
+  discard(sessionId: string, cwd: string, callId: string): Promise<void>
+  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<void>
+  preview(sessionId: string, cwd: string, targetSeq: number): Promise<FilesPreview>
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string): Promise<RestoreOutcome>
+  /** `completed` | `open` | `rolled-back` | `undone` | `missing` | `unreadable`. */
+  journalState(sessionId: string, cwd: string, opId: string): Promise<string>
+  /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) when a restored path changed. */
+  undo(sessionId: string, cwd: string, opId: string): Promise<UndoOutcome>
+  /** Record DSH's session format for this session; a different recorded format clears its snapshots. */
+  sessionFormat(sessionId: string, cwd: string, format: string): Promise<void>
+  /** Keep the newest groups of a session. */
+  prune(sessionId: string, cwd: string): Promise<void>
+}
+
+/** One session directory a sweep removes (or would remove). */
+export interface SweepItem {
+  sessionId: string
+  bytes: number
+}
+
+/** A sweep report. */
+export interface SweepReport {
+  applied: boolean
+  items: SweepItem[]
+  bytes: number
+}
+
+/** The cleanup sweep. */
+export interface CleanupPort {
+  unavailable(): { code: string; message: string } | undefined
+  /** Sweep session directories idle longer than `maxAgeDays`; never those in `active`. */
+  sweep(opts: { maxAgeDays: number; active: string[]; apply: boolean; onlySession?: string }): Promise<SweepReport>
+  /** Epoch ms of the last automatic sweep, if any. */
+  lastSweep(): Promise<number | undefined>
+  /** Run the automatic sweep when the last one is older than a day. */
+  autoSweep(opts: { maxAgeDays: number; active: string[] }): Promise<SweepReport | undefined>
+}
+
+/** A port that is never available. */
+export function unavailableFiles(code: string, message: string): FilesPort {
+  const refuse = async (): Promise<never> => {
+    throw new RewindError(code, message)
+  }
+  return {
+    unavailable: () => ({ code, message }),
+    capture: async () => {},
+    commit: async () => {},
+    discard: async () => {},
+    recheck: async () => {},
+    preview: refuse,
+    restore: refuse,
+    journalState: async () => 'missing',
+    undo: refuse,
+    sessionFormat: async () => {},
+    prune: async () => {},
+  }
+}
+
+/** A cleanup port that is never available. */
+export function unavailableCleanup(code: string, message: string): CleanupPort {
+  return {
+    unavailable: () => ({ code, message }),
+    sweep: async () => {
+      throw new RewindError(code, message)
+    },
+    lastSweep: async () => undefined,
+    autoSweep: async () => undefined,
+  }
+}

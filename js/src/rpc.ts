@@ -1,0 +1,249 @@
+/**
+ * The side-effect-free RPC surface for the browser client: `POST /dsh-rewind/api/<endpoint>`
+ * with a JSON body, registered on DSH's web server. Every response is HTTP 200 with
+ * `{ok:true, value}` or `{ok:false, error:{code, message, details}}` (403 for a foreign
+ * Host/Origin, 405 for another method). Every body must carry a non-empty `sessionId`; the live
+ * agent is resolved host-side and the workspace partition is derived from it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Codes, RewindError, toRewindError } from './errors.ts'
+import type { HostAgent, HostAgents, HostContext, HostLogger } from './host.ts'
+import type { FilesPort } from './ports.ts'
+import type { SettingsModel, SettingsPatch } from './settings.ts'
+import { HistoryPort, partitionKey } from './history.ts'
+import { candidates, resyncObservations } from './rewind.ts'
+import { trackedCwd } from './capture.ts'
+import type { SessionState } from './state.ts'
+import { addonAvailable } from './native.ts'
+
+/** The route prefix. */
+export const RPC_PREFIX = '/dsh-rewind/api'
+/** Largest accepted request body. */
+const MAX_BODY = 64 * 1024
+
+/** Dependencies. */
+export interface RpcDeps {
+  ctx: HostContext
+  state: SessionState
+  files: () => FilesPort
+  history: HistoryPort
+  settings: SettingsModel
+  logger: HostLogger
+}
+
+type Body = Record<string, unknown> & { sessionId: string }
+type Handler = (agent: HostAgent, body: Body) => Promise<unknown>
+
+/** Build the endpoint table. */
+export function endpoints(deps: RpcDeps): Record<string, Handler> {
+  const { ctx, files, history, settings, state } = deps
+  return {
+    async preview(agent, body) {
+      const seq = body.seq
+      if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+        throw new RewindError(Codes.badRequest, '`seq` must be a non-negative integer')
+      }
+      const backupOff = !settings.get().backups
+      const cwd = trackedCwd(agent.session)
+      const port = files()
+      const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+      if (unavailable !== undefined) {
+        return { targetSeq: seq, files: [], uncovered: [], skipped: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
+      }
+      const sessionId = agent.session.header.id
+      const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq))
+      return { targetSeq: seq, ...preview, backupOff }
+    },
+
+    async candidates(agent) {
+      return { candidates: candidates(agent.session) }
+    },
+
+    async history(agent) {
+      const key = await partitionKey(ctx, agent.session)
+      const entries = await history.list(key)
+      const sessionId = agent.session.header.id
+      const cwd = trackedCwd(agent.session)
+      const port = files()
+      const tails = new Set<string>()
+      const seen = new Set<string>()
+      for (const entry of entries) {
+        if (entry.undoneAt !== undefined || seen.has(entry.sessionId)) continue
+        seen.add(entry.sessionId)
+        tails.add(entry.opId)
+      }
+      const out = []
+      for (const entry of entries) {
+        let undoable = false
+        if (entry.sessionId === sessionId && tails.has(entry.opId) && cwd !== undefined && port.unavailable() === undefined) {
+          try {
+            undoable = (await port.journalState(sessionId, cwd, entry.opId)) === 'completed'
+          } catch {
+            undoable = false
+          }
+        }
+        out.push({ ...entry, undoable })
+      }
+      return { workspace: key, entries: out }
+    },
+
+    async 'history.clear'(agent) {
+      const key = await partitionKey(ctx, agent.session)
+      return { cleared: await history.clear(key) }
+    },
+
+    async undo(agent, body) {
+      const opId = body.opId
+      if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
+      const session = agent.session
+      const sessionId = session.header.id
+      const key = await partitionKey(ctx, session)
+      const cwd = trackedCwd(session)
+      const port = files()
+      const unavailable = port.unavailable()
+      if (cwd === undefined || unavailable !== undefined) {
+        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
+      }
+      if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+      return await state.run(sessionId, async () => {
+        const journal = await port.journalState(sessionId, cwd, opId).catch(() => 'unreadable')
+        await history.checkUndo(key, opId, sessionId, journal)
+        let outcome
+        try {
+          outcome = await port.undo(sessionId, cwd, opId)
+        } catch (error) {
+          const e = toRewindError(error, Codes.undoFailed)
+          if (e.code === Codes.staleUndo || e.code === Codes.notUndoable || e.code === Codes.alreadyUndone) throw e
+          throw new RewindError(Codes.undoFailed, e.message, e.details)
+        }
+        await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, deps.logger)
+        try {
+          await history.markUndone(key, opId, outcome.kind)
+        } catch (error) {
+          deps.logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
+        }
+        return outcome
+      })
+    },
+
+    async caps(agent) {
+      const s = settings.get()
+      const port = files()
+      const fileCheckpointing = port.unavailable() === undefined && trackedCwd(agent.session) !== undefined
+      return { history: addonAvailable(), undo: fileCheckpointing, fileCheckpointing: fileCheckpointing && s.backups, backups: s.backups }
+    },
+
+    async settings() {
+      const s = settings.get()
+      return { backups: s.backups, maxFileBytes: s.maxFileBytes, historyLimit: s.historyLimit, cleanup: { ...s.cleanup }, persistent: settings.persistent }
+    },
+
+    async 'settings.update'(_agent, body) {
+      const patch = body.patch
+      if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+        throw new RewindError(Codes.badRequest, '`patch` must be an object')
+      }
+      let next
+      try {
+        next = await settings.update(patch as SettingsPatch)
+      } catch (error) {
+        throw new RewindError(Codes.badRequest, (error as Error).message)
+      }
+      return { backups: next.backups, maxFileBytes: next.maxFileBytes, historyLimit: next.historyLimit, cleanup: { ...next.cleanup }, persistent: settings.persistent }
+    },
+  }
+}
+
+/** Whether a request comes from the served loopback authority. */
+export function trustedRequest(req: IncomingMessage, port: number): boolean {
+  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`])
+  const host = String(req.headers.host ?? '').toLowerCase()
+  if (!allowed.has(host)) return false
+  const origin = req.headers.origin
+  if (origin !== undefined) {
+    let authority: string
+    try {
+      const url = new URL(String(origin))
+      if (url.protocol !== 'http:') return false
+      authority = url.host.toLowerCase()
+    } catch {
+      return false
+    }
+    if (!allowed.has(authority)) return false
+  }
+  return true
+}
+
+function send(res: ServerResponse, status: number, payload: unknown): void {
+  const body = JSON.stringify(payload)
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+  res.end(body)
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > MAX_BODY) throw new RewindError(Codes.badRequest, `request body over ${MAX_BODY} bytes`)
+    chunks.push(chunk as Buffer)
+  }
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (text.trim() === '') return {}
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new RewindError(Codes.badRequest, 'request body is not JSON')
+  }
+}
+
+/** Handle one request (exported for tests that call it without a server). */
+export async function dispatch(deps: RpcDeps, endpoint: string, raw: unknown): Promise<{ ok: true; value: unknown } | { ok: false; error: { code: string; message: string; details: Record<string, unknown> } }> {
+  try {
+    const table = endpoints(deps)
+    if (!Object.hasOwn(table, endpoint)) throw new RewindError(Codes.unknownEndpoint, `unknown endpoint "${endpoint}"`)
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new RewindError(Codes.badRequest, 'body must be a JSON object')
+    const body = raw as Record<string, unknown>
+    if (typeof body.sessionId !== 'string' || body.sessionId === '') throw new RewindError(Codes.badRequest, '`sessionId` must be a non-empty string')
+    const agents = deps.ctx.get('agents') as HostAgents | undefined
+    if (agents === undefined) throw new RewindError(Codes.agentsUnavailable, 'this host has no agent registry')
+    const agent = agents.get(body.sessionId)
+    if (agent === undefined) throw new RewindError(Codes.sessionNotFound, `no live session "${body.sessionId}"`)
+    const value = await table[endpoint]!(agent, body as Body)
+    return { ok: true, value }
+  } catch (error) {
+    return { ok: false, error: toRewindError(error).toJSON() }
+  }
+}
+
+/** Register the HTTP route when the host has a web server (optional service). */
+export function registerRpc(deps: RpcDeps): void {
+  deps.ctx.inject(['webServer'], (sub) => {
+    const server = sub.webServer!
+    sub.effect(() => server.register({
+      kind: 'prefix',
+      path: RPC_PREFIX,
+      handler: async (req, res) => {
+        if (!trustedRequest(req, server.port)) {
+          send(res, 403, { ok: false, error: { code: Codes.badRequest, message: 'foreign Host or Origin', details: {} } })
+          return
+        }
+        if (req.method !== 'POST') {
+          res.setHeader('allow', 'POST')
+          send(res, 405, { ok: false, error: { code: Codes.badRequest, message: 'use POST', details: {} } })
+          return
+        }
+        const url = new URL(req.url ?? '/', 'http://localhost')
+        const endpoint = url.pathname.slice(RPC_PREFIX.length).replace(/^\/+/, '')
+        let body: unknown
+        try {
+          body = await readBody(req)
+        } catch (error) {
+          send(res, 200, { ok: false, error: toRewindError(error).toJSON() })
+          return
+        }
+        send(res, 200, await dispatch(deps, endpoint, body))
+      },
+    }), 'dsh-rewind rpc route')
+  })
+}

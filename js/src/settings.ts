@@ -1,0 +1,121 @@
+/**
+ * The plugin's one settings model: backups on/off, the per-file cap, the history limit and the
+ * cleanup policy. Registered with DSH's settings service (namespace `dsh-rewind`) when the host
+ * has one; otherwise the plugin config (or the defaults) applies read-only, and the cleanup
+ * policy fails closed (reported unavailable, a sweep deletes nothing).
+ */
+import z from '@deepseek-ai/schemastery'
+import type { HostContext, HostSettingsScope } from './host.ts'
+
+/** The settings namespace. */
+export const SETTINGS_NAMESPACE = 'dsh-rewind'
+
+/** Default per-file cap: 8 MiB. */
+export const DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
+
+/** The resolved settings. */
+export interface RewindSettings {
+  /** Whether new snapshot backups are taken. */
+  backups: boolean
+  /** Per-file cap in bytes; a larger regular file is recorded as uncovered. `0` disables the cap. */
+  maxFileBytes: number
+  /** History entries kept per workspace. */
+  historyLimit: number
+  /** The snapshot auto-cleanup policy. */
+  cleanup: { enabled: boolean; maxAgeDays: number }
+  /** Language of command output: `auto` follows DSH's interface language. */
+  locale: string
+}
+
+/** Defaults. */
+export const DEFAULT_SETTINGS: RewindSettings = {
+  backups: true,
+  maxFileBytes: DEFAULT_MAX_FILE_BYTES,
+  historyLimit: 10,
+  cleanup: { enabled: false, maxAgeDays: 30 },
+  locale: 'auto',
+}
+
+/** The schemastery schema (rendered by DSH's settings UI, validated on every write). */
+export const SettingsSchema = z.object({
+  backups: z.boolean().default(true).description('Take before-write snapshot backups (powers file restore).'),
+  maxFileBytes: z.natural().default(DEFAULT_MAX_FILE_BYTES).description('Per-file backup cap in bytes (0 = no cap).'),
+  historyLimit: z.natural().min(1).max(1000).default(10).description('Rewind history entries kept per workspace.'),
+  cleanup: z.object({
+    enabled: z.boolean().default(false).description('Remove the snapshots of long-inactive sessions automatically.'),
+    maxAgeDays: z.natural().min(1).max(3650).default(30).description('Idle days after which a session\'s snapshots are removed.'),
+  }).default({ enabled: false, maxAgeDays: 30 }),
+  locale: z.union(['auto', 'zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']).default('auto').description('Language of command output.'),
+})
+
+/** A patch accepted by {@link SettingsModel.update}. */
+export type SettingsPatch = Partial<Omit<RewindSettings, 'cleanup'>> & { cleanup?: Partial<RewindSettings['cleanup']> }
+
+/** Where the settings come from. */
+export class SettingsModel {
+  private scope: HostSettingsScope<RewindSettings> | undefined
+  private fallback: RewindSettings
+
+  constructor(config: Partial<RewindSettings> | undefined) {
+    this.fallback = normalize({ ...DEFAULT_SETTINGS, ...config, cleanup: { ...DEFAULT_SETTINGS.cleanup, ...config?.cleanup } })
+  }
+
+  /** Register with the settings service when the host has one (optional service). */
+  attach(ctx: HostContext, onError: (error: unknown) => void): void {
+    ctx.inject(['settings'], (sub) => {
+      try {
+        const scope = sub.settings!.register<RewindSettings>(SETTINGS_NAMESPACE, SettingsSchema, { applies: 'live' })
+        this.scope = scope
+        sub.effect(() => () => {
+          if (this.scope === scope) this.scope = undefined
+        }, 'dsh-rewind settings scope')
+      } catch (error) {
+        onError(error)
+      }
+    })
+  }
+
+  /** Whether a settings service backs this model (the cleanup policy needs it). */
+  get persistent(): boolean {
+    return this.scope !== undefined
+  }
+
+  /** The current settings. */
+  get(): RewindSettings {
+    const value = this.scope?.get()
+    return value === undefined ? this.fallback : normalize(value)
+  }
+
+  /** Persist a patch; refuses without a settings service. */
+  async update(patch: SettingsPatch): Promise<RewindSettings> {
+    if (this.scope === undefined) throw new Error('no settings service: settings are read-only on this host')
+    const clean: Record<string, unknown> = {}
+    if (patch.backups !== undefined) clean.backups = patch.backups
+    if (patch.maxFileBytes !== undefined) clean.maxFileBytes = patch.maxFileBytes
+    if (patch.historyLimit !== undefined) clean.historyLimit = patch.historyLimit
+    if (patch.locale !== undefined) clean.locale = patch.locale
+    if (patch.cleanup !== undefined) {
+      const cleanup: Record<string, unknown> = {}
+      if (patch.cleanup.enabled !== undefined) cleanup.enabled = patch.cleanup.enabled
+      if (patch.cleanup.maxAgeDays !== undefined) cleanup.maxAgeDays = patch.cleanup.maxAgeDays
+      clean.cleanup = { ...this.get().cleanup, ...cleanup }
+    }
+    // Validate before persisting so a bad patch names its field instead of half-applying.
+    SettingsSchema({ ...this.get(), ...clean } as never)
+    await this.scope.update(clean)
+    return this.get()
+  }
+}
+
+function normalize(value: RewindSettings): RewindSettings {
+  return {
+    backups: value.backups !== false,
+    maxFileBytes: Number.isSafeInteger(value.maxFileBytes) && value.maxFileBytes >= 0 ? value.maxFileBytes : DEFAULT_MAX_FILE_BYTES,
+    historyLimit: Number.isSafeInteger(value.historyLimit) && value.historyLimit > 0 ? value.historyLimit : 10,
+    cleanup: {
+      enabled: value.cleanup?.enabled === true,
+      maxAgeDays: Number.isSafeInteger(value.cleanup?.maxAgeDays) && value.cleanup.maxAgeDays > 0 ? value.cleanup.maxAgeDays : 30,
+    },
+    locale: typeof value.locale === 'string' ? value.locale : 'auto',
+  }
+}

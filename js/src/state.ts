@@ -1,0 +1,105 @@
+/**
+ * Per-session bookkeeping of the host plugin: a serial work queue (captures, commits, re-checks
+ * and restores of one session never interleave), the rewind in-flight guard, the anchor (latest
+ * `user/message` seq), and the captures waiting for their tool call to finish.
+ */
+import type { HostEvent, HostSession, HostToolExecution } from './host.ts'
+
+/** Whether a session belongs to a subagent (never tracked, never rewound). */
+export function isSubagentSession(session: HostSession): boolean {
+  const header = session.header
+  return header.origin === 'subagent' || (typeof header.delegationDepth === 'number' && header.delegationDepth > 0)
+}
+
+/** Whether a `user/message` event was typed by a human. */
+export function isHumanMessage(event: HostEvent): boolean {
+  return event.type === 'user/message' && event.data?.source?.kind === 'user'
+}
+
+/** The tool calls whose file writes are captured; `view` and every other tool are not. */
+export function isCapturedTool(exec: { name?: unknown; arguments?: unknown }): boolean {
+  if (exec.name === 'write' || exec.name === 'edit') return true
+  if (exec.name === 'str_replace_editor') {
+    const command = (exec.arguments as { command?: unknown } | null | undefined)?.command
+    return command === 'create' || command === 'str_replace' || command === 'insert'
+  }
+  return false
+}
+
+/** The fs-intent actor, when it is a tool execution with an agent session. */
+export function toolActor(actor: unknown): (HostToolExecution & { agent: NonNullable<HostToolExecution['agent']> }) | undefined {
+  if (typeof actor !== 'object' || actor === null) return undefined
+  const exec = actor as Partial<HostToolExecution>
+  if (typeof exec.callId !== 'string' || typeof exec.name !== 'string') return undefined
+  const session = exec.agent?.session
+  if (session === undefined || typeof session.header?.id !== 'string') return undefined
+  return exec as HostToolExecution & { agent: NonNullable<HostToolExecution['agent']> }
+}
+
+/** Per-session state. */
+export class SessionState {
+  private readonly queues = new Map<string, Promise<unknown>>()
+  private readonly anchors = new Map<string, number>()
+  private readonly inFlight = new Set<string>()
+  /** `<sessionId>\0<callId>` → cwd of a capture awaiting commit. */
+  readonly pending = new Map<string, { sessionId: string; cwd: string; callId: string }>()
+
+  /** Run `task` after every earlier task of this session settled. */
+  run<T>(sessionId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(sessionId) ?? Promise.resolve()
+    const next = previous.then(task, task)
+    const settled = next.then(() => undefined, () => undefined)
+    this.queues.set(sessionId, settled)
+    void settled.then(() => {
+      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId)
+    })
+    return next
+  }
+
+  /** Note a newly appended event (keeps the anchor cache current). */
+  observe(session: HostSession, event: HostEvent): void {
+    if (event.type === 'user/message') this.anchors.set(session.header.id, event.seq)
+  }
+
+  /** The latest `user/message` seq of the session (scanning the log once on a cache miss). */
+  anchor(session: HostSession): number | undefined {
+    const cached = this.anchors.get(session.header.id)
+    if (cached !== undefined) return cached
+    const events = session.events
+    for (let i = events.length - 1; i >= 0; i--) {
+      const event = events[i]!
+      if (event.type === 'user/message') {
+        this.anchors.set(session.header.id, event.seq)
+        return event.seq
+      }
+    }
+    return undefined
+  }
+
+  /** Forget a disposed session. */
+  forget(sessionId: string): void {
+    this.anchors.delete(sessionId)
+  }
+
+  /** Claim the in-flight guard; `false` when a rewind of this session is already running. */
+  begin(sessionId: string): boolean {
+    if (this.inFlight.has(sessionId)) return false
+    this.inFlight.add(sessionId)
+    return true
+  }
+
+  /** Release the in-flight guard. */
+  end(sessionId: string): void {
+    this.inFlight.delete(sessionId)
+  }
+
+  /** Whether a rewind of this session is running. */
+  rewinding(sessionId: string): boolean {
+    return this.inFlight.has(sessionId)
+  }
+}
+
+/** The key of a pending capture. */
+export function captureKey(sessionId: string, callId: string): string {
+  return `${sessionId}\u0000${callId}`
+}
