@@ -1,0 +1,91 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { computeHidden, markerOfEvent } from '../.test-build/hidden.mjs'
+
+// A transcript as the chat store holds it: three turns, each a user row, a tool row, a reply and a tail.
+const turn = (n, seq) => [
+  { key: `u${n}`, kind: 'user', anchorSeq: seq },
+  { key: `ctx${n}`, kind: 'context', anchorSeq: seq + 1 },
+  { key: `tool${n}`, kind: 'tool-call', anchorSeq: seq + 2 },
+  { key: `reply${n}`, kind: 'assistant-step', anchorSeq: seq + 4 },
+  { key: `tail${n}`, kind: 'turn-tail', anchorSeq: seq + 5 },
+]
+const three = [...turn(1, 10), ...turn(2, 20), ...turn(3, 30)]
+const keys = (set) => [...set].sort()
+
+test('no marker hides nothing', () => {
+  const r = computeHidden(three, [])
+  assert.equal(r.hidden.size, 0)
+})
+
+test('a rewind to the middle message hides the target through the marker', () => {
+  const r = computeHidden(three, [{ markerSeq: 40, targetSeq: 20 }])
+  assert.deepEqual(keys(r.hidden), keys(new Set(['u2', 'ctx2', 'tool2', 'reply2', 'tail2', 'u3', 'ctx3', 'tool3', 'reply3', 'tail3'])))
+  assert.ok(!r.hidden.has('u1') && !r.hidden.has('tail1'), 'the turn before the target stays')
+  assert.equal(r.applied.length, 1)
+})
+
+test('rows after the marker (the conversation continued) stay visible', () => {
+  const rows = [...three, ...turn(4, 50)]
+  const r = computeHidden(rows, [{ markerSeq: 40, targetSeq: 20 }])
+  for (const k of ['u4', 'ctx4', 'tool4', 'reply4', 'tail4']) assert.ok(!r.hidden.has(k), `${k} visible`)
+})
+
+test('a rewind of a rewind: the second marker hides its own span, the first span stays hidden', () => {
+  const rows = [...three, ...turn(4, 50), ...turn(5, 60)]
+  const markers = [{ markerSeq: 70, targetSeq: 50 }, { markerSeq: 40, targetSeq: 20 }] // any order
+  const r = computeHidden(rows, markers)
+  assert.deepEqual(r.applied.map(m => m.markerSeq), [40, 70])
+  for (const k of ['u2', 'u3', 'u4', 'reply5', 'tail5']) assert.ok(r.hidden.has(k), `${k} hidden`)
+  for (const k of ['u1', 'reply1', 'tail1']) assert.ok(!r.hidden.has(k), `${k} visible`)
+})
+
+test('a later rewind to an earlier message covers everything after it', () => {
+  const rows = [...three, ...turn(4, 50)]
+  const r = computeHidden(rows, [{ markerSeq: 40, targetSeq: 30 }, { markerSeq: 60, targetSeq: 10 }])
+  assert.equal(r.applied.length, 2)
+  assert.equal(r.hidden.size, rows.length)
+})
+
+test('a failed rewind stays visible: a marker whose target is not a human message hides nothing', () => {
+  const r = computeHidden(three, [{ markerSeq: 40, targetSeq: 21 }]) // seq 21 is an injected context row
+  assert.equal(r.hidden.size, 0)
+  assert.equal(r.ignored.length, 1)
+})
+
+test('a marker whose target is missing from the client window hides nothing', () => {
+  const r = computeHidden(three, [{ markerSeq: 40, targetSeq: 5 }])
+  assert.equal(r.hidden.size, 0)
+  assert.equal(r.ignored.length, 1)
+})
+
+test('a malformed span (target at or after the marker, negative, fractional) hides nothing', () => {
+  for (const m of [{ markerSeq: 20, targetSeq: 20 }, { markerSeq: 10, targetSeq: 20 }, { markerSeq: 40, targetSeq: -1 }, { markerSeq: 40.5, targetSeq: 20 }]) {
+    const r = computeHidden(three, [m])
+    assert.equal(r.hidden.size, 0, JSON.stringify(m))
+  }
+})
+
+test('a marker targeting a row an earlier rewind already hid is ignored', () => {
+  const r = computeHidden(three, [{ markerSeq: 40, targetSeq: 20 }, { markerSeq: 45, targetSeq: 30 }])
+  assert.deepEqual(r.applied.map(m => m.markerSeq), [40])
+  assert.deepEqual(r.ignored.map(m => m.markerSeq), [45])
+})
+
+test('a steering message is a valid target', () => {
+  const rows = [...turn(1, 10), { key: 's1', kind: 'steering', anchorSeq: 17 }, { key: 'r1b', kind: 'assistant-step', anchorSeq: 18 }]
+  const r = computeHidden(rows, [{ markerSeq: 19, targetSeq: 17 }])
+  assert.deepEqual(keys(r.hidden), ['r1b', 's1'])
+})
+
+test('markerOfEvent reads a dsh-rewind replace marker and nothing else', () => {
+  const base = { type: 'user/message', seq: 40, surfaceOp: { op: 'replace', start: 20, end: 39 }, data: { source: { kind: 'dsh-rewind' } } }
+  assert.deepEqual(markerOfEvent(base), { markerSeq: 40, targetSeq: 20 })
+  assert.deepEqual(markerOfEvent({ ...base, surfaceOp: { op: 'replace', startSeq: 21 } }), { markerSeq: 40, targetSeq: 21 })
+  assert.equal(markerOfEvent({ ...base, surfaceOp: 'append' }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { source: { kind: 'user' } } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { source: { kind: 'plugin', plugin: 'compact' } } }), undefined)
+  assert.equal(markerOfEvent({ ...base, type: 'assistant/message' }), undefined)
+  assert.equal(markerOfEvent({ ...base, surfaceOp: { op: 'replace' } }), undefined)
+  assert.equal(markerOfEvent(null), undefined)
+})

@@ -1,0 +1,40 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { newestEligible } from '../.test-build/history.mjs'
+import { diffSettings, sameSettings, SettingsModel } from '../.test-build/store.mjs'
+
+const entry = (opId, sessionId, extra = {}) => ({ opId, sessionId, undoable: true, ...extra })
+
+test('restore is offered on the newest undoable entry of the current session only', () => {
+  const entries = [entry('o3', 'other'), entry('o2', 's1'), entry('o1', 's1')]
+  assert.equal(newestEligible(entries, 's1'), 'o2')
+  assert.equal(newestEligible(entries, 'other'), 'o3')
+  assert.equal(newestEligible(entries, undefined), undefined)
+  assert.equal(newestEligible([entry('o2', 's1', { undoable: false }), entry('o1', 's1', { undoable: false })], 's1'), undefined)
+  assert.equal(newestEligible([entry('o2', 's1', { undoneAt: 5 }), entry('o1', 's1', { undoable: false })], 's1'), undefined)
+  assert.equal(newestEligible([], 's1'), undefined)
+})
+
+const base = { backups: true, maxFileBytes: 8388608, historyLimit: 10, cleanup: { enabled: false, maxAgeDays: 30 } }
+
+test('the settings patch carries only what changed', () => {
+  assert.deepEqual(diffSettings(base, base), {})
+  assert.deepEqual(diffSettings(base, { ...base, backups: false }), { backups: false })
+  assert.deepEqual(diffSettings(base, { ...base, historyLimit: 3, cleanup: { enabled: true, maxAgeDays: 30 } }), { historyLimit: 3, cleanup: { enabled: true } })
+  assert.ok(sameSettings(base, { ...base, cleanup: { ...base.cleanup } }))
+  assert.ok(!sameSettings(base, { ...base, cleanup: { enabled: false, maxAgeDays: 7 } }))
+})
+
+test('both cards edit one draft: an edit is seen by every subscriber', () => {
+  const model = new SettingsModel()
+  model.store.set({ status: 'ready', value: base, draft: base, saving: false })
+  const seen = []
+  const a = model.store.subscribe(() => seen.push(['history', model.store.getSnapshot().draft.backups]))
+  const b = model.store.subscribe(() => seen.push(['plugins', model.store.getSnapshot().draft.backups]))
+  model.edit({ backups: false })
+  model.edit({ cleanup: { maxAgeDays: 7 } })
+  a(); b()
+  assert.deepEqual(seen, [['history', false], ['plugins', false], ['history', false], ['plugins', false]])
+  assert.deepEqual(model.store.getSnapshot().draft, { ...base, backups: false, cleanup: { enabled: false, maxAgeDays: 7 } })
+  assert.deepEqual(model.store.getSnapshot().value, base, 'the host value is untouched until saved')
+})
