@@ -19,7 +19,7 @@ command -v npm >/dev/null || { echo "test.sh: npm is not on PATH (install Node.j
 
 if [ "$ONLY" = all ] || [ "$ONLY" = rust ]; then
   step "Rust: cargo test --workspace"
-  cargo test --workspace --locked
+  cargo test --workspace
 fi
 
 if [ "$ONLY" = all ] || [ "$ONLY" = host ]; then
