@@ -1,0 +1,2 @@
+//! Benchmarks of the snapshot store (written below).
+fn main() {}

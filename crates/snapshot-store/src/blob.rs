@@ -1,0 +1,242 @@
+//! Content-addressed blobs: `blobs/<2 hex>/<62 hex>`, raw bytes, named by SHA-256.
+//!
+//! Files are streamed in [`CHUNK`]-sized pieces, hashed while copied, so a file
+//! is never held in memory twice; small files (≤ [`SMALL`]) are read in one
+//! buffer first so a dedup hit writes nothing.
+
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::File;
+use sha2::{Digest, Sha256};
+
+use crate::error::FsFailure;
+use crate::fsio::{CHUNK, StoreFs, WsFs, unique_suffix};
+use crate::path::RelPath;
+use crate::seam::CrashPoint;
+
+/// Files up to this size are read into one buffer before anything is written.
+pub(crate) const SMALL: usize = 64 * 1024;
+
+/// Store-relative path of a blob.
+pub(crate) fn blob_path(sha: &str) -> PathBuf {
+    let (a, b) = sha.split_at(2.min(sha.len()));
+    Path::new("blobs").join(a).join(b)
+}
+
+/// What streaming a file into the blob store produced.
+pub(crate) enum Stored {
+    /// The content is in the store under `sha256`.
+    Blob { sha256: String, size: u64, dedup: bool },
+    /// More than `cap` bytes were read: nothing stored.
+    OverCap { size: u64 },
+}
+
+/// Streams an open workspace file into the blob store. `cap == 0` means no cap.
+pub(crate) fn store_file(
+    store: &StoreFs,
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+    size_hint: u64,
+    cap: u64,
+) -> Result<Stored, FsFailure> {
+    let over = |n: u64| cap != 0 && n > cap;
+    if size_hint as usize <= SMALL {
+        // One buffer: read it all (a file that grew past SMALL continues on the streaming path).
+        let mut data = vec![0u8; SMALL + 1];
+        let mut len = 0usize;
+        loop {
+            let n = ws.read_chunk(file, rel, &mut data[len..])?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+            if len == data.len() {
+                break;
+            }
+        }
+        if len <= SMALL {
+            data.truncate(len);
+            if over(len as u64) {
+                return Ok(Stored::OverCap { size: len as u64 });
+            }
+            let sha = hex::encode(Sha256::digest(&data));
+            let path = blob_path(&sha);
+            if store.exists(&path)? {
+                return Ok(Stored::Blob { sha256: sha, size: len as u64, dedup: true });
+            }
+            let tmp = tmp_path();
+            let mut f = store.create_new(&tmp)?;
+            let r = store.write_all(&mut f, &tmp, &data).and_then(|()| store.sync_file(&f, &tmp));
+            drop(f);
+            return finish(store, &tmp, r, sha, len as u64);
+        }
+        // Grew while reading: fall through with what we have as the first chunk.
+        return stream(store, ws, file, rel, cap, Some(data));
+    }
+    stream(store, ws, file, rel, cap, None)
+}
+
+fn tmp_path() -> PathBuf {
+    Path::new("tmp").join(format!("blob-{}", unique_suffix()))
+}
+
+fn stream(
+    store: &StoreFs,
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+    cap: u64,
+    first: Option<Vec<u8>>,
+) -> Result<Stored, FsFailure> {
+    let tmp = tmp_path();
+    let mut out = store.create_new(&tmp)?;
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    let r = (|| {
+        if let Some(first) = first {
+            total += first.len() as u64;
+            if cap != 0 && total > cap {
+                return Ok(None);
+            }
+            hasher.update(&first);
+            store.write_all(&mut out, &tmp, &first)?;
+        }
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = ws.read_chunk(file, rel, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            if cap != 0 && total > cap {
+                return Ok(None);
+            }
+            hasher.update(&buf[..n]);
+            store.write_all(&mut out, &tmp, &buf[..n])?;
+        }
+        store.sync_file(&out, &tmp)?;
+        Ok(Some(()))
+    })();
+    drop(out);
+    match r {
+        Ok(Some(())) => {
+            let sha = hex::encode(hasher.finalize());
+            finish(store, &tmp, Ok(()), sha, total)
+        }
+        Ok(None) => {
+            let _ = store.dir.remove_file(&tmp);
+            Ok(Stored::OverCap { size: total })
+        }
+        Err(e) => {
+            let _ = store.dir.remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn finish(store: &StoreFs, tmp: &Path, written: Result<(), FsFailure>, sha: String, size: u64) -> Result<Stored, FsFailure> {
+    let r = written.and_then(|()| {
+        let path = blob_path(&sha);
+        if store.exists(&path)? {
+            let _ = store.dir.remove_file(tmp);
+            return Ok(true);
+        }
+        if let Some(parent) = path.parent() {
+            store.create_dir_all(parent)?;
+        }
+        store.rename(tmp, &path)?;
+        store.sync_dir(path.parent().unwrap_or(Path::new("blobs")))?;
+        store.io.crash(CrashPoint::CaptureBlobStored);
+        Ok(false)
+    });
+    match r {
+        Ok(dedup) => Ok(Stored::Blob { sha256: sha, size, dedup }),
+        Err(e) => {
+            let _ = store.dir.remove_file(tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Why a blob could not be copied into the workspace.
+#[derive(Debug)]
+pub(crate) enum CopyFail {
+    /// A filesystem call failed.
+    Fs(FsFailure),
+    /// The blob is not in the store.
+    Missing(String),
+    /// The blob's bytes do not hash to its name (or have the wrong length).
+    Corrupt(String),
+}
+
+impl From<FsFailure> for CopyFail {
+    fn from(e: FsFailure) -> Self {
+        CopyFail::Fs(e)
+    }
+}
+
+impl std::fmt::Display for CopyFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CopyFail::Fs(e) => write!(f, "{e}"),
+            CopyFail::Missing(p) => write!(f, "blob `{p}` is missing from the store"),
+            CopyFail::Corrupt(d) => write!(f, "corrupt blob: {d}"),
+        }
+    }
+}
+
+/// Streams blob `sha` into the open workspace file `out`, verifying length and SHA-256.
+/// On `Err` the caller must discard `out` (nothing unverified may be renamed into place).
+pub(crate) fn copy_blob_to(
+    store: &StoreFs,
+    ws: &WsFs,
+    sha: &str,
+    size: u64,
+    out: &mut File,
+    rel: &RelPath,
+) -> Result<(), CopyFail> {
+    let path = blob_path(sha);
+    let Some(mut src) = store.open_read(&path)? else {
+        return Err(CopyFail::Missing(path.to_string_lossy().into_owned()));
+    };
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = store.read_chunk(&mut src, &path, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > size {
+            return Err(CopyFail::Corrupt(format!("`{}` is longer than {size} bytes", path.display())));
+        }
+        hasher.update(&buf[..n]);
+        ws.write_all(out, rel, &buf[..n])?;
+    }
+    let got = hex::encode(hasher.finalize());
+    if total != size || got != sha {
+        return Err(CopyFail::Corrupt(format!(
+            "`{}` has {total} bytes hashing to {got}, expected {size} bytes hashing to {sha}",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Hashes an open workspace file (streaming); returns `(sha256, size)`.
+pub(crate) fn hash_file(ws: &WsFs, file: &mut File, rel: &RelPath) -> Result<(String, u64), FsFailure> {
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = ws.read_chunk(file, rel, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok((hex::encode(hasher.finalize()), total))
+}

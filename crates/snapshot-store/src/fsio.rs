@@ -1,0 +1,504 @@
+//! The single I/O layer: every filesystem call of the store, on the store root
+//! and on a workspace, goes through here and first asks the [`FaultSeam`].
+//!
+//! Store-side calls use `cap-std` [`Dir`] methods with store-relative paths.
+//! Workspace calls walk one component at a time from the session cwd handle
+//! with `O_NOFOLLOW` (`openat`/`fstatat`/`renameat`/`unlinkat` on the handle's
+//! descriptor, always with a single component), so a symlink anywhere in the
+//! path is seen and refused, never followed.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::{Dir, File, OpenOptions};
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use crate::error::FsFailure;
+use crate::path::RelPath;
+use crate::seam::{Area, CrashPoint, FaultSeam, FsOp};
+
+/// Size of the streaming buffer (the most of one file held in memory while streaming).
+pub(crate) const CHUNK: usize = 64 * 1024;
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A unique temporary-file suffix for this process.
+pub(crate) fn unique_suffix() -> String {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+fn fail(op: FsOp, area: Area, path: &Path, source: io::Error) -> FsFailure {
+    FsFailure { op, area, path: path.to_string_lossy().into_owned(), source }
+}
+
+fn rfail(op: FsOp, path: &RelPath, source: io::Error) -> FsFailure {
+    FsFailure { op, area: Area::Workspace, path: path.display(), source }
+}
+
+/// The shared seam plus durability mode.
+#[derive(Clone)]
+pub(crate) struct Io {
+    pub seam: Arc<dyn FaultSeam>,
+    pub durable: bool,
+}
+
+impl Io {
+    pub fn check(&self, op: FsOp, area: Area, path: &Path) -> Result<(), FsFailure> {
+        self.seam.before(op, area, path).map_err(|e| fail(op, area, path, e))
+    }
+    pub fn crash(&self, p: CrashPoint) {
+        self.seam.crash_point(p);
+    }
+}
+
+/// Store-root access.
+pub(crate) struct StoreFs {
+    pub dir: Dir,
+    pub io: Io,
+}
+
+impl StoreFs {
+    fn check(&self, op: FsOp, path: &Path) -> Result<(), FsFailure> {
+        self.io.check(op, Area::Store, path)
+    }
+
+    /// Reads a whole (small) store file; `None` when it does not exist.
+    pub fn read_opt(&self, path: &Path) -> Result<Option<Vec<u8>>, FsFailure> {
+        let Some(mut f) = self.open_read(path)? else { return Ok(None) };
+        let mut out = Vec::new();
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            self.check(FsOp::Read, path)?;
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(fail(FsOp::Read, Area::Store, path, e)),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Opens a store file for reading; `None` when it does not exist.
+    pub fn open_read(&self, path: &Path) -> Result<Option<File>, FsFailure> {
+        self.check(FsOp::Open, path)?;
+        match self.dir.open(path) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(fail(FsOp::Open, Area::Store, path, e)),
+        }
+    }
+
+    /// Whether a store path exists.
+    pub fn exists(&self, path: &Path) -> Result<bool, FsFailure> {
+        self.check(FsOp::Stat, path)?;
+        match self.dir.symlink_metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(fail(FsOp::Stat, Area::Store, path, e)),
+        }
+    }
+
+    /// Creates a directory and its parents.
+    pub fn create_dir_all(&self, path: &Path) -> Result<(), FsFailure> {
+        self.check(FsOp::CreateDir, path)?;
+        self.dir.create_dir_all(path).map_err(|e| fail(FsOp::CreateDir, Area::Store, path, e))
+    }
+
+    /// Creates a new temporary file next to `path`; returns its path and handle.
+    pub fn create_tmp_beside(&self, path: &Path) -> Result<(PathBuf, File), FsFailure> {
+        let name = path.file_name().unwrap_or_else(|| OsStr::new("file"));
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".tmp-{}", unique_suffix()));
+        let tmp = path.with_file_name(tmp_name);
+        self.create_new(&tmp).map(|f| (tmp, f))
+    }
+
+    /// Creates a new file (fails if it exists).
+    pub fn create_new(&self, path: &Path) -> Result<File, FsFailure> {
+        self.check(FsOp::Create, path)?;
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Create, Area::Store, path, e))
+    }
+
+    /// Writes all bytes to an open store file.
+    pub fn write_all(&self, f: &mut File, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, path)?;
+        f.write_all(bytes).map_err(|e| fail(FsOp::Write, Area::Store, path, e))
+    }
+
+    /// `fsync` of a file, in durable mode only.
+    pub fn sync_file(&self, f: &File, path: &Path) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, path)?;
+        f.sync_all().map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
+    }
+
+    /// `fsync` of a directory, in durable mode only (makes a rename/unlink in it durable).
+    pub fn sync_dir(&self, path: &Path) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, path)?;
+        let d = if path.as_os_str().is_empty() { self.dir.try_clone() } else { self.dir.open_dir(path) };
+        d.and_then(|d| d.into_std_file().sync_all()).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
+    }
+
+    /// Atomically replaces `path` with `bytes` (temp file, optional fsync, rename).
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
+        let (tmp, mut f) = self.create_tmp_beside(path)?;
+        let r = (|| {
+            self.write_all(&mut f, &tmp, bytes)?;
+            self.sync_file(&f, &tmp)?;
+            drop(f);
+            self.rename(&tmp, path)
+        })();
+        if r.is_err() {
+            let _ = self.dir.remove_file(&tmp);
+        }
+        r?;
+        self.sync_dir(path.parent().unwrap_or(Path::new("")))
+    }
+
+    /// Appends one line (with its newline) to `path`, creating it if needed.
+    pub fn append_line(&self, path: &Path, line: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, path)?;
+        let mut o = OpenOptions::new();
+        o.append(true).create(true);
+        let mut f = self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        f.write_all(&buf).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        self.sync_file(&f, path)
+    }
+
+    /// Renames within the store.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<(), FsFailure> {
+        self.check(FsOp::Rename, to)?;
+        self.dir.rename(from, &self.dir, to).map_err(|e| fail(FsOp::Rename, Area::Store, to, e))
+    }
+
+    /// Removes a file; `false` when it did not exist.
+    pub fn remove_file(&self, path: &Path) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveFile, path)?;
+        match self.dir.remove_file(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(fail(FsOp::RemoveFile, Area::Store, path, e)),
+        }
+    }
+
+    /// Removes a directory tree; `false` when it did not exist.
+    pub fn remove_dir_all(&self, path: &Path) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveDir, path)?;
+        match self.dir.remove_dir_all(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(fail(FsOp::RemoveDir, Area::Store, path, e)),
+        }
+    }
+
+    /// Lists a directory's entry names (sorted); empty when it does not exist.
+    pub fn list(&self, path: &Path) -> Result<Vec<OsString>, FsFailure> {
+        self.check(FsOp::ReadDir, path)?;
+        let rd = if path.as_os_str().is_empty() { self.dir.entries() } else { self.dir.read_dir(path) };
+        let rd = match rd {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(fail(FsOp::ReadDir, Area::Store, path, e)),
+        };
+        let mut out = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(|e| fail(FsOp::ReadDir, Area::Store, path, e))?;
+            out.push(ent.file_name());
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Reads one chunk from an open store file.
+    pub fn read_chunk(&self, f: &mut File, path: &Path, buf: &mut [u8]) -> Result<usize, FsFailure> {
+        self.check(FsOp::Read, path)?;
+        loop {
+            match f.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(fail(FsOp::Read, Area::Store, path, e)),
+            }
+        }
+    }
+}
+
+/// File type as seen by `lstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileKind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// FIFO, socket, device.
+    Other,
+}
+
+/// Metadata of a workspace entry as seen by `lstat` (the recheck fast path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiskMeta {
+    /// File type.
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub size: u64,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    /// Hard-link count.
+    pub nlink: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Device number.
+    pub dev: u64,
+    /// Modification time, seconds.
+    pub mtime_s: i64,
+    /// Modification time, nanoseconds.
+    pub mtime_ns: u32,
+    /// Status-change time, seconds.
+    pub ctime_s: i64,
+    /// Status-change time, nanoseconds.
+    pub ctime_ns: u32,
+}
+
+impl DiskMeta {
+    pub(crate) fn from_stat(st: &rustix::fs::Stat) -> Self {
+        let fmt = st.st_mode & 0o170000;
+        let kind = match fmt {
+            0o100000 => FileKind::File,
+            0o040000 => FileKind::Dir,
+            0o120000 => FileKind::Symlink,
+            _ => FileKind::Other,
+        };
+        #[allow(clippy::unnecessary_cast)]
+        DiskMeta {
+            kind,
+            size: st.st_size as u64,
+            mode: (st.st_mode & 0o7777) as u32,
+            nlink: st.st_nlink as u64,
+            ino: st.st_ino as u64,
+            dev: st.st_dev as u64,
+            mtime_s: st.st_mtime as i64,
+            mtime_ns: st.st_mtime_nsec as u32,
+            ctime_s: st.st_ctime as i64,
+            ctime_ns: st.st_ctime_nsec as u32,
+        }
+    }
+}
+
+/// A directory handle inside the workspace: the root or a walked-to child.
+pub(crate) enum WsDir<'a> {
+    Root(&'a Dir),
+    Owned(Dir),
+}
+
+impl AsFd for WsDir<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            WsDir::Root(d) => d.as_fd(),
+            WsDir::Owned(d) => d.as_fd(),
+        }
+    }
+}
+
+/// Result of walking to a path's parent directory.
+pub(crate) enum Walk<'a> {
+    /// The parent directory, opened without following symlinks.
+    Parent(WsDir<'a>),
+    /// Component `index` (0-based) of the parent chain does not exist.
+    Missing(usize),
+    /// The parent chain hits a symlink (`true`) or another non-directory (`false`).
+    Blocked(bool),
+}
+
+fn errno_is(e: &io::Error, code: rustix::io::Errno) -> bool {
+    e.raw_os_error() == Some(code.raw_os_error())
+}
+
+/// Workspace access relative to the session cwd handle.
+pub(crate) struct WsFs {
+    pub root: Dir,
+    pub io: Io,
+}
+
+impl WsFs {
+    fn check(&self, op: FsOp, rel: &RelPath) -> Result<(), FsFailure> {
+        self.io.check(op, Area::Workspace, rel.as_path())
+    }
+
+    /// Walks the parent components of `rel` without following symlinks.
+    /// With `create`, missing directories are created (their paths are pushed to `created`).
+    pub fn walk_parent(
+        &self,
+        rel: &RelPath,
+        create: bool,
+        created: &mut Vec<RelPath>,
+    ) -> Result<Walk<'_>, FsFailure> {
+        let (parents, _) = rel.split_last();
+        let mut cur = WsDir::Root(&self.root);
+        for (i, comp) in parents.iter().enumerate() {
+            let name = OsStr::from_bytes(comp);
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            self.check(FsOp::Open, rel)?;
+            let opened: io::Result<OwnedFd> = rustix::fs::openat(&cur, name, flags, Mode::empty()).map_err(Into::into);
+            match opened {
+                Ok(fd) => cur = WsDir::Owned(Dir::from(fd)),
+                Err(e) if errno_is(&e, rustix::io::Errno::NOENT) => {
+                    if !create {
+                        return Ok(Walk::Missing(i));
+                    }
+                    self.check(FsOp::CreateDir, rel)?;
+                    match rustix::fs::mkdirat(&cur, name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) => {
+                            if let Some(p) = rel.prefix(i + 1) {
+                                created.push(p);
+                            }
+                        }
+                        Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(rfail(FsOp::CreateDir, rel, e.into())),
+                    }
+                    self.check(FsOp::Open, rel)?;
+                    let fd = rustix::fs::openat(&cur, name, flags, Mode::empty())
+                        .map_err(|e| rfail(FsOp::Open, rel, e.into()))?;
+                    cur = WsDir::Owned(Dir::from(fd));
+                }
+                Err(e) if errno_is(&e, rustix::io::Errno::LOOP) || errno_is(&e, rustix::io::Errno::NOTDIR) => {
+                    let meta = self.lstat(&cur, comp, rel)?;
+                    let is_link = matches!(meta, Some(m) if m.kind == FileKind::Symlink);
+                    return Ok(Walk::Blocked(is_link));
+                }
+                Err(e) => return Err(rfail(FsOp::Open, rel, e)),
+            }
+        }
+        Ok(Walk::Parent(cur))
+    }
+
+    /// `lstat` of one component in `dir`; `None` when absent.
+    pub fn lstat(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<Option<DiskMeta>, FsFailure> {
+        self.check(FsOp::Stat, rel)?;
+        match rustix::fs::statat(dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(DiskMeta::from_stat(&st))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(rfail(FsOp::Stat, rel, e.into())),
+        }
+    }
+
+    /// Opens one component for reading without following a symlink and without
+    /// blocking on FIFOs; `Ok(None)` when absent, `Err` with `ELOOP` for a symlink.
+    pub fn open_read(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<Option<(File, DiskMeta)>, FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = match rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(rfail(FsOp::Open, rel, e.into())),
+        };
+        self.check(FsOp::Stat, rel)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
+        Ok(Some((File::from_std(std::fs::File::from(fd)), DiskMeta::from_stat(&st))))
+    }
+
+    /// Reads one chunk from an open workspace file.
+    pub fn read_chunk(&self, f: &mut File, rel: &RelPath, buf: &mut [u8]) -> Result<usize, FsFailure> {
+        self.check(FsOp::Read, rel)?;
+        loop {
+            match f.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(rfail(FsOp::Read, rel, e)),
+            }
+        }
+    }
+
+    /// Creates a new temporary file beside `name` in `dir`; returns its name and handle.
+    pub fn create_tmp(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<(Vec<u8>, File), FsFailure> {
+        let mut tmp = b".".to_vec();
+        tmp.extend_from_slice(&name[..name.len().min(100)]);
+        tmp.extend_from_slice(format!(".rewind-tmp-{}", unique_suffix()).as_bytes());
+        self.check(FsOp::Create, rel)?;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, OsStr::from_bytes(&tmp), flags, Mode::from_raw_mode(0o600))
+            .map_err(|e| rfail(FsOp::Create, rel, e.into()))?;
+        Ok((tmp, File::from_std(std::fs::File::from(fd))))
+    }
+
+    /// Writes bytes to an open workspace file.
+    pub fn write_all(&self, f: &mut File, rel: &RelPath, bytes: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, rel)?;
+        f.write_all(bytes).map_err(|e| rfail(FsOp::Write, rel, e))
+    }
+
+    /// Sets permission bits on an open workspace file.
+    pub fn set_mode(&self, f: &File, rel: &RelPath, mode: u32) -> Result<(), FsFailure> {
+        self.check(FsOp::SetPermissions, rel)?;
+        rustix::fs::fchmod(f, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| rfail(FsOp::SetPermissions, rel, e.into()))
+    }
+
+    /// `fsync` of an open workspace file, in durable mode only.
+    pub fn sync_file(&self, f: &File, rel: &RelPath) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, rel)?;
+        f.sync_all().map_err(|e| rfail(FsOp::Sync, rel, e))
+    }
+
+    /// `fsync` of a workspace directory, in durable mode only.
+    pub fn sync_dir(&self, dir: &impl AsFd, rel: &RelPath) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, rel)?;
+        rustix::fs::fsync(dir).map_err(|e| rfail(FsOp::Sync, rel, e.into()))
+    }
+
+    /// Renames `from` to `to` inside one directory (atomic replace of `to`).
+    pub fn rename(&self, dir: &impl AsFd, from: &[u8], to: &[u8], rel: &RelPath) -> Result<(), FsFailure> {
+        self.check(FsOp::Rename, rel)?;
+        rustix::fs::renameat(dir, OsStr::from_bytes(from), dir, OsStr::from_bytes(to))
+            .map_err(|e| rfail(FsOp::Rename, rel, e.into()))
+    }
+
+    /// Unlinks one component; `false` when it was already absent.
+    pub fn unlink(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveFile, rel)?;
+        match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(rfail(FsOp::RemoveFile, rel, e.into())),
+        }
+    }
+
+    /// Removes an empty directory; `false` when absent or not empty.
+    pub fn rmdir_if_empty(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveDir, rel)?;
+        match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => Ok(false),
+            Err(e) => Err(rfail(FsOp::RemoveDir, rel, e.into())),
+        }
+    }
+
+    /// Removes a temp file after a failure (best effort, not seam-checked: cleanup only).
+    pub fn discard_tmp(&self, dir: &impl AsFd, tmp: &[u8]) {
+        let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(tmp), AtFlags::empty());
+    }
+}

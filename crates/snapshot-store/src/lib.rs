@@ -1,0 +1,76 @@
+//! A host-independent checkpoint store for rewinding a workspace.
+//!
+//! The store records the *before-state* of every file a coding agent changes,
+//! grouped by the user message ("anchor", a session-log seq) the change belongs
+//! to, and restores a workspace to any earlier anchor exactly — or leaves it
+//! exactly as it was when anything goes wrong.
+//!
+//! * **Content-addressed blobs** (SHA-256): identical before-states are stored once,
+//!   streamed (never held in memory twice), verified on every restore.
+//! * **Capability handles**: the store root and each session cwd are opened once
+//!   ([`Store::open`], [`Store::session`]); every other access is relative to those
+//!   handles, one path component at a time without following symlinks.
+//! * **Journaled restore**: rescue bytes and an intent journal are persisted before
+//!   the first mutation; interrupted restores can be continued or rolled back
+//!   ([`Session::reconcile_restores`], [`Session::continue_restore`],
+//!   [`Session::rollback_restore`]); a completed one can be undone
+//!   ([`Session::undo_restore`]) unless a restored path changed since.
+//! * **Versioned formats**: a store or record written by a newer build fails closed.
+//! * **One seam** ([`FaultSeam`]) sees every filesystem call, for fault injection and crash points.
+//!
+//! ```
+//! use snapshot_store::{Store, StoreOptions};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tmp = tempfile::tempdir()?;
+//! let (root, cwd) = (tmp.path().join("store"), tmp.path().join("ws"));
+//! std::fs::create_dir_all(&cwd)?;
+//! std::fs::write(cwd.join("a.txt"), b"v1")?;
+//!
+//! let store = Store::open(&root, StoreOptions::default())?;
+//! let session = store.session("session-1", &cwd)?;
+//! // Message 10: a tool call rewrites a.txt.
+//! session.recheck_tracked(10)?;
+//! session.capture_before("call-1", "a.txt".as_ref())?;
+//! std::fs::write(cwd.join("a.txt"), b"v2")?;
+//! session.commit("call-1", 10, true)?;
+//!
+//! // Rewind to message 10: preview, then restore.
+//! let plan = session.plan_restore(10)?;
+//! assert_eq!(plan.actions.len(), 1);
+//! let outcome = session.restore(&plan, "op-1")?;
+//! assert_eq!(outcome.written.len(), 1);
+//! assert_eq!(std::fs::read(cwd.join("a.txt"))?, b"v1");
+//! // And undo it.
+//! session.undo_restore("op-1")?;
+//! assert_eq!(std::fs::read(cwd.join("a.txt"))?, b"v2");
+//! # Ok(()) }
+//! ```
+//!
+//! The on-disk format and the durability guarantee are documented in
+//! `docs/format.md` of the repository.
+
+mod blob;
+mod error;
+mod format;
+mod fsio;
+mod journal;
+mod path;
+mod plan;
+mod seam;
+mod session;
+mod store;
+
+pub use error::{
+    CaptureError, ClearError, CommitError, CorruptFile, FsFailure, JournalError, NewerVersion, OpenError, PlanError,
+    PruneError, QueryError, RecheckError, ReconcileError, RestoreError, SessionError,
+};
+pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
+pub use fsio::{DiskMeta, FileKind};
+pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
+pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
+pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
+pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
+pub use session::{
+    CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome, RecordedChange, Session,
+};
+pub use store::{DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions};

@@ -1,0 +1,259 @@
+//! Workspace-relative paths as raw bytes, and the encoding of ids into file names.
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A validated path relative to a session's workspace (its cwd).
+///
+/// Stored as raw bytes: components joined by `/`, none empty, none `.` or `..`,
+/// no NUL byte anywhere. Non-UTF-8 names are kept exactly. In JSON a path is a
+/// plain string when it is valid UTF-8 and `{"hex": "...", "lossy": "..."}` otherwise.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RelPath(Vec<u8>);
+
+/// Why a byte string is not a valid [`RelPath`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RelPathError {
+    /// The path is empty (it would name the workspace root itself).
+    #[error("empty path")]
+    Empty,
+    /// The path contains a NUL byte.
+    #[error("path contains a NUL byte")]
+    Nul,
+    /// The path is absolute.
+    #[error("path is absolute")]
+    Absolute,
+    /// A component is empty, `.` or `..`.
+    #[error("path has an empty, '.' or '..' component")]
+    BadComponent,
+}
+
+impl RelPath {
+    /// Validates raw bytes (`a/b/c`) as a relative path.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, RelPathError> {
+        if bytes.is_empty() {
+            return Err(RelPathError::Empty);
+        }
+        if bytes.contains(&0) {
+            return Err(RelPathError::Nul);
+        }
+        if bytes[0] == b'/' {
+            return Err(RelPathError::Absolute);
+        }
+        for c in bytes.split(|b| *b == b'/') {
+            if c.is_empty() || c == b"." || c == b".." {
+                return Err(RelPathError::BadComponent);
+            }
+        }
+        Ok(Self(bytes.to_vec()))
+    }
+
+    /// Builds a path from a relative [`Path`]; `.` components are dropped,
+    /// anything else that is not a normal component is refused.
+    pub fn from_path(path: &Path) -> Result<Self, RelPathError> {
+        let mut out: Vec<u8> = Vec::new();
+        for c in path.components() {
+            match c {
+                Component::Normal(n) => {
+                    if !out.is_empty() {
+                        out.push(b'/');
+                    }
+                    out.extend_from_slice(n.as_bytes());
+                }
+                Component::CurDir => {}
+                Component::ParentDir => return Err(RelPathError::BadComponent),
+                Component::RootDir | Component::Prefix(_) => return Err(RelPathError::Absolute),
+            }
+        }
+        Self::from_bytes(&out)
+    }
+
+    /// The raw bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The path as an [`OsStr`]-backed [`Path`] (exact bytes).
+    pub fn as_path(&self) -> &Path {
+        Path::new(OsStr::from_bytes(&self.0))
+    }
+
+    /// A lossy UTF-8 form for display and JSON previews.
+    pub fn display(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+
+    /// The components (each non-empty, never `.`/`..`, no `/`, no NUL).
+    pub fn components(&self) -> impl Iterator<Item = &[u8]> {
+        self.0.split(|b| *b == b'/')
+    }
+
+    /// Splits into parent components and the final name.
+    pub fn split_last(&self) -> (Vec<&[u8]>, &[u8]) {
+        let mut comps: Vec<&[u8]> = self.components().collect();
+        let last = comps.pop().unwrap_or_default();
+        (comps, last)
+    }
+
+    /// The relative path of the first `n` components (`n` ≥ 1).
+    pub fn prefix(&self, n: usize) -> Option<RelPath> {
+        let comps: Vec<&[u8]> = self.components().take(n).collect();
+        if comps.is_empty() {
+            return None;
+        }
+        Some(RelPath(comps.join(&b'/')))
+    }
+}
+
+impl fmt::Debug for RelPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.display())
+    }
+}
+
+impl fmt::Display for RelPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct HexPath {
+    hex: String,
+    #[serde(default)]
+    lossy: String,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PathRepr {
+    Text(String),
+    Hex(HexPath),
+}
+
+impl Serialize for RelPath {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => HexPath { hex: hex::encode(&self.0), lossy: self.display() }.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RelPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bytes = match PathRepr::deserialize(d)? {
+            PathRepr::Text(t) => t.into_bytes(),
+            PathRepr::Hex(h) => hex::decode(&h.hex).map_err(D::Error::custom)?,
+        };
+        RelPath::from_bytes(&bytes).map_err(D::Error::custom)
+    }
+}
+
+/// Maximum length of an id accepted by [`encode_id`] (bytes, before encoding).
+pub const MAX_ID_LEN: usize = 160;
+
+/// Why an id (session, call or operation id) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// The id is empty.
+    #[error("id is empty")]
+    Empty,
+    /// The id is longer than [`MAX_ID_LEN`] bytes.
+    #[error("id is longer than {MAX_ID_LEN} bytes")]
+    TooLong,
+}
+
+/// Encodes an id as a single safe file-name component.
+///
+/// `[A-Za-z0-9_-]` pass through; every other byte (including `.`, `/`, `%` and NUL)
+/// becomes `%XX`. The result never contains `/`, is never `.` or `..`, and the
+/// mapping is one-to-one, so a hostile id can never name anything outside its slot.
+pub fn encode_id(id: &str) -> Result<String, IdError> {
+    if id.is_empty() {
+        return Err(IdError::Empty);
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(IdError::TooLong);
+    }
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push_str(&format!("{b:02X}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Inverse of [`encode_id`]; `None` for a name [`encode_id`] cannot produce.
+pub fn decode_id(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            let hexs = name.get(i + 1..i + 3)?;
+            let v = u8::from_str_radix(hexs, 16).ok()?;
+            if v.is_ascii_alphanumeric() || v == b'_' || v == b'-' || hexs.to_ascii_uppercase() != hexs {
+                return None;
+            }
+            out.push(v);
+            i += 3;
+        } else if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(b);
+            i += 1;
+        } else {
+            return None;
+        }
+    }
+    let s = String::from_utf8(out).ok()?;
+    if s.is_empty() { None } else { Some(s) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relpath_rules() {
+        assert!(RelPath::from_bytes(b"a/b").is_ok());
+        assert_eq!(RelPath::from_bytes(b""), Err(RelPathError::Empty));
+        assert_eq!(RelPath::from_bytes(b"a/../b"), Err(RelPathError::BadComponent));
+        assert_eq!(RelPath::from_bytes(b"a//b"), Err(RelPathError::BadComponent));
+        assert_eq!(RelPath::from_bytes(b"/a"), Err(RelPathError::Absolute));
+        assert_eq!(RelPath::from_bytes(b"a\0b"), Err(RelPathError::Nul));
+        assert_eq!(RelPath::from_path(Path::new("./a/./b")).map(|p| p.display()), Ok("a/b".into()));
+    }
+
+    #[test]
+    fn relpath_json_round_trip_non_utf8() {
+        let p = RelPath::from_bytes(b"dir/\xff\xfename").unwrap_or_else(|e| panic!("{e}"));
+        let j = serde_json::to_string(&p).unwrap_or_default();
+        assert!(j.contains("\"hex\""), "{j}");
+        let back: RelPath = serde_json::from_str(&j).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, p);
+        let q = RelPath::from_bytes("ünï/c.txt".as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(serde_json::to_string(&q).unwrap_or_default(), "\"ünï/c.txt\"");
+    }
+
+    #[test]
+    fn id_encoding_is_safe_and_reversible() {
+        for id in ["abc-DEF_1", "..", ".", "a/b", "%41", "x\0y", "日本", "a.b"] {
+            let e = encode_id(id).unwrap_or_else(|err| panic!("{err}"));
+            assert!(!e.contains('/') && e != "." && e != ".." && !e.starts_with('.'), "{e}");
+            assert_eq!(decode_id(&e).as_deref(), Some(id));
+        }
+        assert_eq!(encode_id(""), Err(IdError::Empty));
+        assert_eq!(decode_id("%41"), None, "non-canonical encoding refused");
+        assert_eq!(decode_id("a.b"), None);
+    }
+}

@@ -1,0 +1,278 @@
+//! Planning a restore: the earliest before-state per path at or after the target,
+//! compared with the disk. A plan is a preview: it changes nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::blob::hash_file;
+use crate::error::{FsFailure, PlanError};
+use crate::format::{BeforeState, SkipReason};
+use crate::fsio::{DiskMeta, FileKind, Walk};
+use crate::path::RelPath;
+use crate::seam::Area;
+use crate::session::Session;
+
+/// A restore plan: only actions that would change the disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestorePlan {
+    /// The session the plan belongs to.
+    pub session_id: String,
+    /// The target anchor (user-message seq), inclusive.
+    pub target_seq: u64,
+    /// Actions, sorted by path.
+    pub actions: Vec<PlannedAction>,
+    /// Paths whose recorded state is over the cap: known but not restorable.
+    pub uncovered: Vec<UncoveredPath>,
+    /// Paths that cannot be restored (recorded as skipped, or the disk now has a
+    /// symlink, directory, special file or hard link there).
+    pub skipped: Vec<SkippedPath>,
+    /// Recorded paths that already match the disk.
+    pub unchanged: usize,
+}
+
+impl RestorePlan {
+    /// True when the plan would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+}
+
+/// One planned change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedAction {
+    /// Workspace-relative path.
+    pub path: RelPath,
+    /// Lossy text of the path, for display.
+    pub display: String,
+    /// The anchor whose before-state is restored.
+    pub anchor_seq: u64,
+    /// What the restore will do.
+    pub action: Action,
+    /// What the disk holds now (checked again before the restore changes anything).
+    pub current: Current,
+}
+
+/// A planned change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// Replace the existing file's bytes.
+    Write {
+        /// SHA-256 of the bytes to write.
+        sha256: String,
+        /// Their length.
+        size: u64,
+        /// Permission bits to set.
+        mode: u32,
+    },
+    /// Create the (absent) file, creating missing parent directories first.
+    Recreate {
+        /// SHA-256 of the bytes to write.
+        sha256: String,
+        /// Their length.
+        size: u64,
+        /// Permission bits to set.
+        mode: u32,
+        /// Parent directories that do not exist and will be created (outermost first).
+        missing_dirs: Vec<RelPath>,
+    },
+    /// Delete the file (it did not exist at the target).
+    Delete,
+}
+
+/// The disk state of a planned path when the plan was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Current {
+    /// Nothing there.
+    Absent,
+    /// A regular file.
+    File {
+        /// Size in bytes.
+        size: u64,
+        /// Permission bits.
+        mode: u32,
+        /// SHA-256 when it was computed (same size as the target), else `None`.
+        sha256: Option<String>,
+        /// `lstat` metadata (the restore refuses the path if this changed).
+        meta: DiskMeta,
+    },
+}
+
+/// A path whose recorded state is over the cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UncoveredPath {
+    /// Workspace-relative path.
+    pub path: RelPath,
+    /// Lossy text.
+    pub display: String,
+    /// Anchor of the record.
+    pub anchor_seq: u64,
+    /// Recorded size.
+    pub size: u64,
+}
+
+/// A path that cannot be restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedPath {
+    /// Workspace-relative path.
+    pub path: RelPath,
+    /// Lossy text.
+    pub display: String,
+    /// Anchor of the record.
+    pub anchor_seq: u64,
+    /// Why.
+    pub reason: SkipReason,
+}
+
+/// A workspace path's state, observed for planning.
+pub(crate) enum Observed {
+    /// Absent; `Some(i)` when parent component `i` is missing too.
+    Absent(Option<usize>),
+    File { meta: DiskMeta },
+    Blocked(SkipReason),
+}
+
+impl Session {
+    pub(crate) fn observe(&self, rel: &RelPath) -> Result<Observed, FsFailure> {
+        let mut created = Vec::new();
+        match self.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(i) => Ok(Observed::Absent(Some(i))),
+            Walk::Blocked(link) => Ok(Observed::Blocked(if link {
+                SkipReason::SymlinkedParent
+            } else {
+                SkipReason::ParentNotDirectory
+            })),
+            Walk::Parent(dir) => {
+                let (_, name) = rel.split_last();
+                Ok(match self.ws.lstat(&dir, name, rel)? {
+                    None => Observed::Absent(None),
+                    Some(meta) => match meta.kind {
+                        FileKind::File if meta.nlink > 1 => Observed::Blocked(SkipReason::HardLink { nlink: meta.nlink }),
+                        FileKind::File => Observed::File { meta },
+                        FileKind::Dir => Observed::Blocked(SkipReason::Directory),
+                        FileKind::Symlink => Observed::Blocked(SkipReason::Symlink),
+                        FileKind::Other => Observed::Blocked(SkipReason::Special),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Hashes the current file at `rel` (no symlink followed); `None` if it is not a regular file now.
+    pub(crate) fn hash_current(&self, rel: &RelPath) -> Result<Option<(String, u64, DiskMeta)>, FsFailure> {
+        let mut created = Vec::new();
+        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else { return Ok(None) };
+        let (_, name) = rel.split_last();
+        let opened = match self.ws.open_read(&dir, name, rel) {
+            Ok(o) => o,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some((mut f, meta)) = opened else { return Ok(None) };
+        if meta.kind != FileKind::File {
+            return Ok(None);
+        }
+        let (sha, size) = hash_file(&self.ws, &mut f, rel)?;
+        Ok(Some((sha, size, meta)))
+    }
+
+    /// Plans restoring the workspace to its state at anchor `target_seq` (inclusive):
+    /// per path, the earliest recorded before-state anchored at or after the target,
+    /// compared with the disk. Changes nothing. A target whose state already
+    /// matches the disk plans no actions.
+    pub fn plan_restore(&self, target_seq: u64) -> Result<RestorePlan, PlanError> {
+        self.store.guard_writable()?;
+        if let Err(e) = self.read_marker() {
+            return Err(e.into());
+        }
+        let mut best: BTreeMap<RelPath, (u64, u64, BeforeState)> = BTreeMap::new();
+        for (seq, rec) in self.load_groups(target_seq)? {
+            for e in rec.entries {
+                let better = match best.get(&e.path) {
+                    Some((a, o, _)) => (seq, e.order) < (*a, *o),
+                    None => true,
+                };
+                if better {
+                    best.insert(e.path, (seq, e.order, e.before));
+                }
+            }
+        }
+        let mut plan = RestorePlan {
+            session_id: self.id.clone(),
+            target_seq,
+            actions: Vec::new(),
+            uncovered: Vec::new(),
+            skipped: Vec::new(),
+            unchanged: 0,
+        };
+        let observe_err = |e: FsFailure, rel: &RelPath| -> PlanError {
+            if e.area == Area::Workspace { PlanError::Observe { path: rel.display(), source: e } } else { PlanError::Fs(e) }
+        };
+        for (path, (anchor_seq, _, before)) in best {
+            let display = path.display();
+            let skip = |reason: SkipReason| SkippedPath { path: path.clone(), display: display.clone(), anchor_seq, reason };
+            match before {
+                BeforeState::Uncovered { size } => {
+                    plan.uncovered.push(UncoveredPath { path: path.clone(), display, anchor_seq, size });
+                }
+                BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
+                BeforeState::Absent => match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                    Observed::Absent(_) => plan.unchanged += 1,
+                    Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
+                    Observed::File { meta } => plan.actions.push(PlannedAction {
+                        path: path.clone(),
+                        display,
+                        anchor_seq,
+                        action: Action::Delete,
+                        current: Current::File { size: meta.size, mode: meta.mode, sha256: None, meta },
+                    }),
+                },
+                BeforeState::File { sha256, size, mode } => match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                    Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
+                    Observed::Absent(missing) => {
+                        let (parents, _) = path.split_last();
+                        let missing_dirs = match missing {
+                            Some(i) => (i + 1..=parents.len()).filter_map(|n| path.prefix(n)).collect(),
+                            None => Vec::new(),
+                        };
+                        plan.actions.push(PlannedAction {
+                            path: path.clone(),
+                            display,
+                            anchor_seq,
+                            action: Action::Recreate { sha256, size, mode, missing_dirs },
+                            current: Current::Absent,
+                        });
+                    }
+                    Observed::File { meta } => {
+                        let mut cur_sha = None;
+                        let mut same = false;
+                        if meta.size == size {
+                            if let Some((sha, _, m2)) = self.hash_current(&path).map_err(|e| observe_err(e, &path))? {
+                                same = sha == sha256 && m2.mode == mode && m2 == meta;
+                                if m2 != meta {
+                                    // Changed while we looked: plan the write; restore re-checks.
+                                    same = false;
+                                }
+                                cur_sha = Some(sha);
+                            }
+                        }
+                        if same {
+                            plan.unchanged += 1;
+                        } else {
+                            plan.actions.push(PlannedAction {
+                                path: path.clone(),
+                                display,
+                                anchor_seq,
+                                action: Action::Write { sha256, size, mode },
+                                current: Current::File { size: meta.size, mode: meta.mode, sha256: cur_sha, meta },
+                            });
+                        }
+                    }
+                },
+            }
+        }
+        Ok(plan)
+    }
+}

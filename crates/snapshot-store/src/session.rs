@@ -1,0 +1,727 @@
+//! A session's workspace handle: capture, commit, discard, recheck, prune, clear.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use cap_std::fs::Dir;
+use serde::Serialize;
+
+use crate::blob::{Stored, store_file};
+use crate::error::{
+    ClearError, CommitError, CaptureError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
+};
+use crate::format::{
+    BeforeState, Entry, EntrySource, GroupRecord, Known, PendingRecord, RECORD_VERSION, SessionMarker, SkipReason,
+    TrackedPath, TrackedRecord, anchor_dir_name, parse_record, to_json,
+};
+use crate::fsio::{DiskMeta, FileKind, Io, Walk, WsDir, WsFs};
+use crate::path::{RelPath, RelPathError, encode_id};
+use crate::seam::{Area, CrashPoint};
+use crate::store::{GcReport, Store, is_hidden};
+
+/// What [`Session::capture_before`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CaptureOutcome {
+    /// The file's bytes are staged (stored once per distinct content).
+    Captured {
+        /// Workspace-relative path.
+        path: RelPath,
+        /// SHA-256 of the content.
+        sha256: String,
+        /// Size in bytes.
+        size: u64,
+        /// The content was already in the store; nothing new was written.
+        deduplicated: bool,
+    },
+    /// The path did not exist; "absent" is staged (a restore deletes what the call creates).
+    Absent {
+        /// Workspace-relative path.
+        path: RelPath,
+    },
+    /// A regular file over the per-file cap: staged as known but not backed up.
+    Uncovered {
+        /// Workspace-relative path.
+        path: RelPath,
+        /// Its size.
+        size: u64,
+    },
+    /// Not capturable; when the path is inside the workspace the skip is staged too,
+    /// so a later preview can say the path cannot be restored.
+    Skipped {
+        /// The path as given (lossy text).
+        path: String,
+        /// Why.
+        reason: SkipReason,
+    },
+    /// The same call already staged this path (first touch wins).
+    AlreadyStaged {
+        /// Workspace-relative path.
+        path: RelPath,
+    },
+}
+
+/// What [`Session::commit`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CommitOutcome {
+    /// The staged before-states joined the anchor group.
+    Committed {
+        /// The anchor (user-message seq).
+        anchor_seq: u64,
+        /// Number of paths.
+        entries: usize,
+    },
+    /// The call failed: its staged captures were dropped.
+    Dropped {
+        /// Number of paths dropped.
+        entries: usize,
+    },
+    /// The call staged nothing.
+    NothingStaged,
+}
+
+/// One change recorded by [`Session::recheck_tracked`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordedChange {
+    /// Workspace-relative path.
+    pub path: RelPath,
+    /// The state recorded (the current disk state at the boundary).
+    pub before: BeforeState,
+}
+
+/// What [`Session::recheck_tracked`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RecheckOutcome {
+    /// Tracked paths examined.
+    pub checked: usize,
+    /// Paths whose disk state changed since the store last knew it.
+    pub recorded: Vec<RecordedChange>,
+}
+
+/// Options of [`Session::prune`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PruneOptions {
+    /// Anchor groups to keep (newest first); default 100.
+    pub keep_groups: usize,
+    /// Finished restore journals to keep (newest first); default 10. Open journals are always kept.
+    pub keep_journals: usize,
+}
+
+impl Default for PruneOptions {
+    fn default() -> Self {
+        Self { keep_groups: 100, keep_journals: 10 }
+    }
+}
+
+/// What [`Session::prune`] removed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct PruneReport {
+    /// Anchor groups removed.
+    pub groups_removed: usize,
+    /// Finished journals removed.
+    pub journals_removed: usize,
+    /// Blob sweep result.
+    pub gc: GcReport,
+}
+
+/// What [`Session::reconcile_format`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FormatOutcome {
+    /// The session had no recorded format; it is now recorded.
+    Initialized,
+    /// The recorded format matches.
+    Unchanged,
+    /// The format differed: the session's snapshots were cleared.
+    Cleared {
+        /// The format that was recorded before.
+        previous: Option<String>,
+    },
+}
+
+pub(crate) struct State {
+    pub tracked: Option<BTreeMap<RelPath, Known>>,
+    pub prepared: bool,
+}
+
+/// One session's view of the store and its workspace (the session cwd).
+pub struct Session {
+    pub(crate) store: Store,
+    pub(crate) id: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) ws: WsFs,
+    roots: Vec<PathBuf>,
+    pub(crate) state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(store: Store, id: String, dir: PathBuf, root: Dir, roots: Vec<PathBuf>) -> Self {
+        let io = Io { seam: store.inner.fs.io.seam.clone(), durable: store.inner.fs.io.durable };
+        Session {
+            store,
+            id,
+            dir,
+            ws: WsFs { root, io },
+            roots,
+            state: Mutex::new(State { tracked: None, prepared: false }),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn p(&self, rest: &str) -> PathBuf {
+        self.dir.join(rest)
+    }
+
+    /// Refuses when the store, or this session's marker, is newer than this build
+    /// (or the marker is corrupt); creates the session directories once.
+    pub(crate) fn prepare(&self, st: &mut State) -> Result<(), Fault> {
+        self.store.guard_writable()?;
+        if st.prepared {
+            return Ok(());
+        }
+        self.read_marker()?;
+        let fs = &self.store.inner.fs;
+        for d in ["pending", "groups", "journals"] {
+            fs.create_dir_all(&self.p(d))?;
+        }
+        if !fs.exists(&self.p("session.json"))? {
+            let m = SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: None };
+            fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
+        }
+        st.prepared = true;
+        Ok(())
+    }
+
+    pub(crate) fn read_marker(&self) -> Result<Option<SessionMarker>, Fault> {
+        let path = self.p("session.json");
+        match self.store.inner.fs.read_opt(&path)? {
+            None => Ok(None),
+            Some(bytes) => {
+                let m: SessionMarker = parse_record(&path, &bytes)?;
+                if m.session_id != self.id {
+                    return Err(CorruptFile {
+                        path: path.to_string_lossy().into_owned(),
+                        detail: format!("marker names session `{}`", m.session_id),
+                    }
+                    .into());
+                }
+                Ok(Some(m))
+            }
+        }
+    }
+
+    /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.
+    pub fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
+        let bytes = input.as_os_str().as_bytes();
+        if bytes.is_empty() {
+            return Err(SkipReason::InvalidPath { detail: "empty path".into() });
+        }
+        if bytes.contains(&0) {
+            return Err(SkipReason::InvalidPath { detail: "contains a NUL byte".into() });
+        }
+        let rel: &Path = if input.is_absolute() {
+            self.roots.iter().find_map(|r| input.strip_prefix(r).ok()).ok_or(SkipReason::OutsideWorkspace)?
+        } else {
+            input
+        };
+        RelPath::from_path(rel).map_err(|e| match e {
+            RelPathError::Empty => SkipReason::Directory,
+            RelPathError::BadComponent | RelPathError::Absolute => SkipReason::OutsideWorkspace,
+            RelPathError::Nul => SkipReason::InvalidPath { detail: "contains a NUL byte".into() },
+        })
+    }
+
+    fn cap(&self) -> u64 {
+        self.store.inner.max_file_bytes
+    }
+
+    /// Reads a path's current state into the store (blob for a regular file).
+    /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
+    pub(crate) fn capture_path(&self, rel: &RelPath) -> Result<(BeforeState, Known, bool), FsFailure> {
+        let mut created = Vec::new();
+        match self.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),
+            Walk::Blocked(link) => Ok((
+                BeforeState::Skipped {
+                    reason: if link { SkipReason::SymlinkedParent } else { SkipReason::ParentNotDirectory },
+                },
+                Known::Unknown,
+                false,
+            )),
+            Walk::Parent(dir) => self.capture_in(&dir, rel),
+        }
+    }
+
+    pub(crate) fn capture_in(&self, dir: &WsDir<'_>, rel: &RelPath) -> Result<(BeforeState, Known, bool), FsFailure> {
+        let (_, name) = rel.split_last();
+        let Some(meta) = self.ws.lstat(dir, name, rel)? else {
+            return Ok((BeforeState::Absent, Known::Absent, false));
+        };
+        if let Some(reason) = not_capturable(&meta) {
+            return Ok((BeforeState::Skipped { reason }, Known::Present { meta, sha256: None }, false));
+        }
+        let cap = self.cap();
+        if cap != 0 && meta.size > cap {
+            return Ok((BeforeState::Uncovered { size: meta.size }, Known::Present { meta, sha256: None }, false));
+        }
+        let opened = match self.ws.open_read(dir, name, rel) {
+            Ok(o) => o,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Ok((BeforeState::Skipped { reason: SkipReason::Symlink }, Known::Unknown, false));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((mut file, fmeta)) = opened else {
+            return Ok((BeforeState::Absent, Known::Absent, false));
+        };
+        if let Some(reason) = not_capturable(&fmeta) {
+            return Ok((BeforeState::Skipped { reason }, Known::Present { meta: fmeta, sha256: None }, false));
+        }
+        match store_file(&self.store.inner.fs, &self.ws, &mut file, rel, fmeta.size, cap)? {
+            Stored::OverCap { size } => {
+                Ok((BeforeState::Uncovered { size }, Known::Present { meta: fmeta, sha256: None }, false))
+            }
+            Stored::Blob { sha256, size, dedup } => Ok((
+                BeforeState::File { sha256: sha256.clone(), size, mode: fmeta.mode },
+                Known::Present { meta: fmeta, sha256: Some(sha256) },
+                dedup,
+            )),
+        }
+    }
+
+    /// `lstat`-level observation (no content read).
+    pub(crate) fn observe_meta(&self, rel: &RelPath) -> Result<Known, FsFailure> {
+        let mut created = Vec::new();
+        match self.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(_) => Ok(Known::Absent),
+            Walk::Blocked(..) => Ok(Known::Unknown),
+            Walk::Parent(dir) => {
+                let (_, name) = rel.split_last();
+                Ok(match self.ws.lstat(&dir, name, rel)? {
+                    None => Known::Absent,
+                    Some(meta) => Known::Present { meta, sha256: None },
+                })
+            }
+        }
+    }
+
+    fn pending_path(&self, enc_call: &str) -> PathBuf {
+        self.dir.join("pending").join(format!("{enc_call}.json"))
+    }
+
+    fn read_pending(&self, path: &Path) -> Result<Option<PendingRecord>, Fault> {
+        match self.store.inner.fs.read_opt(path)? {
+            None => Ok(None),
+            Some(bytes) => parse_record(path, &bytes).map(Some),
+        }
+    }
+
+    /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
+    ///
+    /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
+    /// `Ok`, the staged record survives a kill -9 of the process (see `docs/format.md`).
+    pub fn capture_before(&self, call_id: &str, path: &Path) -> Result<CaptureOutcome, CaptureError> {
+        let enc = encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId { id: call_id.into(), reason })?;
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let rel = match self.resolve(path) {
+            Ok(r) => r,
+            Err(reason) => return Ok(CaptureOutcome::Skipped { path: path.to_string_lossy().into_owned(), reason }),
+        };
+        let _g = self.store.lock_shared()?;
+        let ppath = self.pending_path(&enc);
+        let mut rec = match self.read_pending(&ppath) {
+            Ok(Some(r)) => r,
+            Ok(None) => PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() },
+            // A torn record from a crash during an earlier capture of this call: start over.
+            Err(Fault::Corrupt(_)) => PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() },
+            Err(e) => return Err(e.into()),
+        };
+        if rec.entries.iter().any(|e| e.path == rel) {
+            return Ok(CaptureOutcome::AlreadyStaged { path: rel });
+        }
+        let order = self.store.next_order();
+        let (before, _known, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
+        rec.entries.push(Entry { path: rel.clone(), order, before: before.clone() });
+        self.store.inner.fs.write_atomic(&ppath, &to_json(&rec))?;
+        self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
+        Ok(match before {
+            BeforeState::Absent => CaptureOutcome::Absent { path: rel },
+            BeforeState::File { sha256, size, .. } => CaptureOutcome::Captured { path: rel, sha256, size, deduplicated: dedup },
+            BeforeState::Uncovered { size } => CaptureOutcome::Uncovered { path: rel, size },
+            BeforeState::Skipped { reason } => CaptureOutcome::Skipped { path: rel.display(), reason },
+        })
+    }
+
+    /// Settles tool call `call_id`: a failed call (`ok == false`) drops its staged
+    /// captures; a successful one joins anchor group `anchor_seq` (the seq of the
+    /// user message the call belongs to). Idempotent after a crash.
+    pub fn commit(&self, call_id: &str, anchor_seq: u64, ok: bool) -> Result<CommitOutcome, CommitError> {
+        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId { id: call_id.into(), reason })?;
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.store.lock_shared()?;
+        let fs = &self.store.inner.fs;
+        let ppath = self.pending_path(&enc);
+        let gdir = self.dir.join("groups").join(anchor_dir_name(anchor_seq));
+        let gpath = gdir.join(format!("{enc}.json"));
+        let rec = match self.read_pending(&ppath) {
+            Ok(r) => r,
+            Err(Fault::Corrupt(_)) => {
+                // Torn by a crash inside capture: the capture never returned, nothing to keep.
+                fs.remove_file(&ppath)?;
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(rec) = rec else {
+            if ok && fs.exists(&gpath)? {
+                let bytes = fs.read_opt(&gpath)?.unwrap_or_default();
+                let g: GroupRecord = parse_record(&gpath, &bytes)?;
+                return Ok(CommitOutcome::Committed { anchor_seq, entries: g.entries.len() });
+            }
+            return Ok(CommitOutcome::NothingStaged);
+        };
+        let n = rec.entries.len();
+        if !ok {
+            fs.remove_file(&ppath)?;
+            return Ok(CommitOutcome::Dropped { entries: n });
+        }
+        if !fs.exists(&gpath)? {
+            fs.create_dir_all(&gdir)?;
+            let g = GroupRecord {
+                v: RECORD_VERSION,
+                anchor_seq,
+                source: EntrySource::Tool { call_id: call_id.to_string() },
+                entries: rec.entries.clone(),
+            };
+            fs.write_atomic(&gpath, &to_json(&g))?;
+        }
+        fs.io.crash(CrashPoint::CommitEntryWritten);
+        fs.remove_file(&ppath)?;
+        fs.sync_dir(&self.p("pending"))?;
+        fs.io.crash(CrashPoint::CommitPendingRemoved);
+        // The tool has written: remember the after-state metadata (content unknown).
+        let mut updates = Vec::with_capacity(n);
+        for e in &rec.entries {
+            let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
+            updates.push((e.path.clone(), known));
+        }
+        self.update_tracked(&mut st, updates)?;
+        Ok(CommitOutcome::Committed { anchor_seq, entries: n })
+    }
+
+    /// Drops whatever call `call_id` staged (the host's safety net when a call's
+    /// post-execution step never ran). Returns whether anything was staged.
+    pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
+        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId { id: call_id.into(), reason })?;
+        self.store.guard_writable()?;
+        Ok(self.store.inner.fs.remove_file(&self.pending_path(&enc))?)
+    }
+
+    /// Loads (once) the tracked cache: `tracked.json` plus every path named by a group.
+    pub(crate) fn tracked<'s>(&self, st: &'s mut State) -> Result<&'s mut BTreeMap<RelPath, Known>, Fault> {
+        if st.tracked.is_none() {
+            let path = self.p("tracked.json");
+            let mut map = BTreeMap::new();
+            if let Some(bytes) = self.store.inner.fs.read_opt(&path)? {
+                match parse_record::<TrackedRecord>(&path, &bytes) {
+                    Ok(rec) => {
+                        for t in rec.paths {
+                            map.insert(t.path, t.known);
+                        }
+                    }
+                    // A cache: a torn or malformed one is rebuilt (paths become Unknown).
+                    Err(Fault::Corrupt(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            for (_, rec) in self.load_groups(0)? {
+                for e in rec.entries {
+                    map.entry(e.path).or_insert(Known::Unknown);
+                }
+            }
+            st.tracked = Some(map);
+        }
+        Ok(st.tracked.get_or_insert_with(BTreeMap::new))
+    }
+
+    pub(crate) fn update_tracked(&self, st: &mut State, updates: Vec<(RelPath, Known)>) -> Result<(), Fault> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let map = self.tracked(st)?;
+        for (p, k) in updates {
+            map.insert(p, k);
+        }
+        self.save_tracked(st)
+    }
+
+    fn save_tracked(&self, st: &State) -> Result<(), Fault> {
+        let Some(map) = &st.tracked else { return Ok(()) };
+        let rec = TrackedRecord {
+            v: RECORD_VERSION,
+            paths: map.iter().map(|(p, k)| TrackedPath { path: p.clone(), known: k.clone() }).collect(),
+        };
+        Ok(self.store.inner.fs.write_atomic(&self.p("tracked.json"), &to_json(&rec))?)
+    }
+
+    /// Every group record with anchor ≥ `min_anchor`, in (anchor, file) order.
+    pub(crate) fn load_groups(&self, min_anchor: u64) -> Result<Vec<(u64, GroupRecord)>, Fault> {
+        let fs = &self.store.inner.fs;
+        let gdir = self.p("groups");
+        let mut out = Vec::new();
+        for name in fs.list(&gdir)? {
+            if is_hidden(&name) {
+                continue;
+            }
+            let seq = parse_anchor(&gdir, &name)?;
+            if seq < min_anchor {
+                continue;
+            }
+            let adir = gdir.join(&name);
+            for f in fs.list(&adir)? {
+                if is_hidden(&f) {
+                    continue;
+                }
+                let p = adir.join(&f);
+                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                let rec: GroupRecord = parse_record(&p, &bytes)?;
+                if rec.anchor_seq != seq {
+                    return Err(CorruptFile {
+                        path: p.to_string_lossy().into_owned(),
+                        detail: format!("anchor_seq {} in group {seq}", rec.anchor_seq),
+                    }
+                    .into());
+                }
+                out.push((seq, rec));
+            }
+        }
+        Ok(out)
+    }
+
+    /// At a user-message boundary (`anchor_seq` = that message's seq): checks every
+    /// tracked path and records the current state of each whose disk state changed
+    /// since the store last knew it. Unchanged paths (same size, mtime, ctime, inode,
+    /// mode, type) are not read.
+    pub fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.store.lock_shared()?;
+        let paths: Vec<(RelPath, Known)> =
+            self.tracked(&mut st)?.iter().map(|(p, k)| (p.clone(), k.clone())).collect();
+        let mut outcome = RecheckOutcome { checked: paths.len(), recorded: Vec::new() };
+        let mut entries = Vec::new();
+        let mut updates = Vec::new();
+        let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
+        for (rel, known) in paths {
+            let (parents, name) = rel.split_last();
+            let key = parents.join(&b'/');
+            if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
+                let mut created = Vec::new();
+                let d = match self.ws.walk_parent(&rel, false, &mut created).map_err(|e| map_recheck(e, &rel))? {
+                    Walk::Parent(d) => Some(d),
+                    _ => None,
+                };
+                cached = Some((key, d));
+            }
+            let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
+            let now = match dir {
+                Some(d) => match self.ws.lstat(d, name, &rel).map_err(|e| map_recheck(e, &rel))? {
+                    None => Known::Absent,
+                    Some(meta) => Known::Present { meta, sha256: None },
+                },
+                None => {
+                    // Parent missing or blocked: find out which through the full path.
+                    self.observe_meta(&rel).map_err(|e| map_recheck(e, &rel))?
+                }
+            };
+            let same = match (&known, &now) {
+                (Known::Absent, Known::Absent) => true,
+                (Known::Present { meta: a, .. }, Known::Present { meta: b, .. }) => a == b,
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            let order = self.store.next_order();
+            let (before, new_known) = match dir {
+                Some(d) => {
+                    let (b, k, _) = self.capture_in(d, &rel).map_err(|e| map_recheck(e, &rel))?;
+                    (b, k)
+                }
+                None => {
+                    let (b, k, _) = self.capture_path(&rel).map_err(|e| map_recheck(e, &rel))?;
+                    (b, k)
+                }
+            };
+            // Same content as last known (e.g. only touched): record nothing, refresh metadata.
+            if let (Known::Present { sha256: Some(old), .. }, BeforeState::File { sha256: new, .. }) = (&known, &before) {
+                if old == new {
+                    updates.push((rel.clone(), new_known));
+                    continue;
+                }
+            }
+            entries.push(Entry { path: rel.clone(), order, before: before.clone() });
+            outcome.recorded.push(RecordedChange { path: rel.clone(), before });
+            updates.push((rel, new_known));
+        }
+        drop(cached);
+        if !entries.is_empty() {
+            let fs = &self.store.inner.fs;
+            let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
+            fs.create_dir_all(&gdir)?;
+            let name = format!("~recheck-{}.json", entries[0].order);
+            let g = GroupRecord { v: RECORD_VERSION, anchor_seq, source: EntrySource::Recheck, entries };
+            fs.write_atomic(&gdir.join(name), &to_json(&g))?;
+        }
+        self.update_tracked(&mut st, updates)?;
+        Ok(outcome)
+    }
+
+    /// The tracked paths (every path with a recorded before-state, plus the cache).
+    pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
+        let mut st = self.lock_state();
+        Ok(self.tracked(&mut st)?.keys().cloned().collect())
+    }
+
+    /// The anchors that have a group, ascending.
+    pub fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
+        let gdir = self.p("groups");
+        let mut out = Vec::new();
+        for name in self.store.inner.fs.list(&gdir)? {
+            if !is_hidden(&name) {
+                out.push(parse_anchor(&gdir, &name)?);
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
+    /// journals; open journals are always kept; then removes every blob nothing
+    /// references (store-wide).
+    pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.store.lock_exclusive()?;
+        let mut report = PruneReport::default();
+        let anchors = self.anchors().map_err(|e| match e {
+            RecheckError::Fs(f) => Fault::Fs(f),
+            RecheckError::Corrupt(c) => Fault::Corrupt(c),
+            RecheckError::NewerStore(n) => Fault::Newer(n),
+            RecheckError::Read { source, .. } => Fault::Fs(source),
+        })?;
+        if anchors.len() > opts.keep_groups {
+            for seq in &anchors[..anchors.len() - opts.keep_groups] {
+                self.store.remove_tree(&self.p("groups").join(anchor_dir_name(*seq)))?;
+                report.groups_removed += 1;
+            }
+        }
+        report.journals_removed = self.prune_journals(opts.keep_journals)?;
+        self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
+        report.gc = self.store.collect_garbage_locked()?;
+        Ok(report)
+    }
+
+    /// Removes this session's snapshot directory (groups, pending captures, tracked
+    /// cache, journals), then sweeps unreferenced blobs. Refused on a newer store.
+    pub fn clear_session(&self) -> Result<GcReport, ClearError> {
+        let mut st = self.lock_state();
+        self.store.guard_writable()?;
+        let _g = self.store.lock_exclusive()?;
+        self.store.remove_tree(&self.dir)?;
+        st.tracked = None;
+        st.prepared = false;
+        Ok(self.store.collect_garbage_locked()?)
+    }
+
+    /// Records the host's session-log format `format`; when a different format was
+    /// recorded, the session's snapshots are cleared first (anchors are log seqs, so
+    /// they are not re-mapped across formats).
+    pub fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
+        self.store.guard_writable()?;
+        let previous = match self.read_marker() {
+            Ok(m) => m,
+            Err(Fault::Corrupt(_)) => Some(SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: None }),
+            Err(e) => return Err(e.into()),
+        };
+        let outcome = match &previous {
+            None => FormatOutcome::Initialized,
+            Some(m) if m.session_format.as_deref() == Some(format) => return Ok(FormatOutcome::Unchanged),
+            Some(m) if m.session_format.is_none() && !self.has_records()? => FormatOutcome::Initialized,
+            Some(m) => {
+                self.clear_session()?;
+                FormatOutcome::Cleared { previous: m.session_format.clone() }
+            }
+        };
+        let fs = &self.store.inner.fs;
+        fs.create_dir_all(&self.dir)?;
+        let m = SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: Some(format.to_string()) };
+        fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
+        Ok(outcome)
+    }
+
+    fn has_records(&self) -> Result<bool, Fault> {
+        let fs = &self.store.inner.fs;
+        Ok(!fs.list(&self.p("groups"))?.is_empty() || !fs.list(&self.p("journals"))?.is_empty())
+    }
+
+    /// The recorded session-log format, if any.
+    pub fn format(&self) -> Result<Option<String>, RecheckError> {
+        Ok(self.read_marker()?.and_then(|m| m.session_format))
+    }
+}
+
+fn not_capturable(meta: &DiskMeta) -> Option<SkipReason> {
+    match meta.kind {
+        FileKind::Symlink => Some(SkipReason::Symlink),
+        FileKind::Dir => Some(SkipReason::Directory),
+        FileKind::Other => Some(SkipReason::Special),
+        FileKind::File if meta.nlink > 1 => Some(SkipReason::HardLink { nlink: meta.nlink }),
+        FileKind::File => None,
+    }
+}
+
+pub(crate) fn parse_anchor(gdir: &Path, name: &std::ffi::OsStr) -> Result<u64, Fault> {
+    name.to_str().filter(|s| s.len() == 20).and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
+        CorruptFile {
+            path: gdir.join(name).to_string_lossy().into_owned(),
+            detail: "not an anchor group directory name".into(),
+        }
+        .into()
+    })
+}
+
+fn map_read(e: FsFailure, rel: &RelPath) -> CaptureError {
+    if e.area == Area::Workspace {
+        CaptureError::Read { path: rel.display(), source: e }
+    } else {
+        CaptureError::Fs(e)
+    }
+}
+
+fn map_recheck(e: FsFailure, rel: &RelPath) -> RecheckError {
+    if e.area == Area::Workspace {
+        RecheckError::Read { path: rel.display(), source: e }
+    } else {
+        RecheckError::Fs(e)
+    }
+}

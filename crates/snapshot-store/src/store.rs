@@ -1,0 +1,358 @@
+//! The store root: version marker, lock, blob garbage collection, sessions.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cap_std::fs::{Dir, OpenOptions};
+use rustix::fs::FlockOperation;
+
+use crate::blob::blob_path;
+use crate::error::{CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError};
+use crate::format::{
+    BeforeState, GroupRecord, PendingRecord, STORE_VERSION, StoreMarker, parse_record, to_json, valid_sha,
+};
+use crate::fsio::{Io, StoreFs, unique_suffix};
+use crate::journal::JournalIntent;
+use crate::path::{decode_id, encode_id};
+use crate::seam::{Area, FaultSeam, FsOp, NoFaults};
+use crate::session::Session;
+
+/// Default per-file cap: files larger than this are recorded as uncovered.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How much a crash may cost. See `docs/format.md` ("Durability").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Survives a crash of the process (kill -9): every store file is written to a
+    /// temporary name and atomically renamed; no `fsync`. After a power loss the
+    /// store may miss recent records, and a torn blob is detected by its SHA-256
+    /// and reported, never restored.
+    #[default]
+    ProcessCrash,
+    /// Also survives power loss: file data is `fsync`ed before each rename and the
+    /// directory after it; journal lines are `fsync`ed as they are appended.
+    PowerLoss,
+}
+
+/// Options of [`Store::open`].
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// Per-file cap in bytes ([`DEFAULT_MAX_FILE_BYTES`]); `0` disables the cap.
+    pub max_file_bytes: u64,
+    /// Durability mode.
+    pub durability: Durability,
+    /// The fault/crash seam ([`NoFaults`] in production).
+    pub seam: Arc<dyn FaultSeam>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { max_file_bytes: DEFAULT_MAX_FILE_BYTES, durability: Durability::default(), seam: Arc::new(NoFaults) }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("max_file_bytes", &self.max_file_bytes)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Inner {
+    pub fs: StoreFs,
+    pub max_file_bytes: u64,
+    pub newer: Option<NewerVersion>,
+    pub order: AtomicU64,
+}
+
+/// A checkpoint store rooted at one directory (`<dsh home>/rewind-snapshots`).
+///
+/// Cheap to clone (shared handle); safe to use from several threads.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// The only place where ambient filesystem authority is used: opening (creating if
+/// needed) a directory named by an absolute or process-relative path.
+pub(crate) mod ambient {
+    use super::*;
+
+    pub(crate) fn open_dir(path: &Path, create: bool) -> io::Result<Dir> {
+        if create {
+            Dir::create_ambient_dir_all(path, cap_std::ambient_authority())?;
+        }
+        Dir::open_ambient_dir(path, cap_std::ambient_authority())
+    }
+}
+
+/// Report of [`Store::collect_garbage`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GcReport {
+    /// Blobs still referenced.
+    pub blobs_kept: usize,
+    /// Unreferenced blobs removed.
+    pub blobs_removed: usize,
+}
+
+/// A held store lock (shared or exclusive); released on drop.
+pub(crate) struct LockGuard {
+    _file: cap_std::fs::File,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `store_root`.
+    ///
+    /// A store whose `store.json` carries a newer version opens in a refusing
+    /// mode: [`Store::newer_version`] is `Some`, and capture, commit, restore,
+    /// clear and prune fail with `NewerStore`. A malformed marker is an error.
+    pub fn open(store_root: &Path, options: StoreOptions) -> Result<Store, OpenError> {
+        let dir = ambient::open_dir(store_root, true)
+            .map_err(|source| OpenError::Root { path: store_root.to_string_lossy().into_owned(), source })?;
+        let io = Io { seam: options.seam.clone(), durable: options.durability == Durability::PowerLoss };
+        let fs = StoreFs { dir, io };
+        let marker = Path::new("store.json");
+        let newer = match fs.read_opt(marker)? {
+            Some(bytes) => {
+                let m: StoreMarker = serde_json::from_slice(&bytes)
+                    .map_err(|e| CorruptFile { path: "store.json".into(), detail: e.to_string() })?;
+                if m.store_version > STORE_VERSION {
+                    Some(NewerVersion { path: "store.json".into(), found: m.store_version, supported: STORE_VERSION })
+                } else if m.store_version == 0 {
+                    return Err(CorruptFile { path: "store.json".into(), detail: "store_version 0".into() }.into());
+                } else {
+                    None
+                }
+            }
+            None => {
+                fs.write_atomic(marker, &to_json(&StoreMarker { store_version: STORE_VERSION }))?;
+                None
+            }
+        };
+        let store = Store {
+            inner: Arc::new(Inner {
+                fs,
+                max_file_bytes: options.max_file_bytes,
+                newer,
+                order: AtomicU64::new(0),
+            }),
+        };
+        if store.inner.newer.is_none() {
+            for d in ["blobs", "tmp", "sessions", "trash"] {
+                store.inner.fs.create_dir_all(Path::new(d))?;
+            }
+            // Leftovers of interrupted writes: only when no other user holds the lock.
+            if let Some(_g) = store.try_lock_exclusive()? {
+                for name in store.inner.fs.list(Path::new("tmp"))? {
+                    store.inner.fs.remove_file(&Path::new("tmp").join(name))?;
+                }
+                for name in store.inner.fs.list(Path::new("trash"))? {
+                    store.inner.fs.remove_dir_all(&Path::new("trash").join(name))?;
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// `Some` when the store was written by a newer build (everything that writes refuses).
+    pub fn newer_version(&self) -> Option<&NewerVersion> {
+        self.inner.newer.as_ref()
+    }
+
+    /// The per-file cap in effect (`0` = none).
+    pub fn max_file_bytes(&self) -> u64 {
+        self.inner.max_file_bytes
+    }
+
+    pub(crate) fn guard_writable(&self) -> Result<(), Fault> {
+        match &self.inner.newer {
+            Some(n) => Err(n.clone().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// A strictly increasing capture-order value (nanoseconds since the epoch, bumped on ties).
+    pub(crate) fn next_order(&self) -> u64 {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let mut prev = self.inner.order.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(prev + 1);
+            match self.inner.order.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return next,
+                Err(p) => prev = p,
+            }
+        }
+    }
+
+    fn lock(&self, op: FlockOperation) -> Result<Option<LockGuard>, FsFailure> {
+        let path = Path::new("lock");
+        let fs = &self.inner.fs;
+        fs.io.check(FsOp::Lock, Area::Store, path)?;
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true);
+        let fail = |source: io::Error| FsFailure { op: FsOp::Lock, area: Area::Store, path: "lock".into(), source };
+        let file = fs.dir.open_with(path, &o).map_err(fail)?;
+        match rustix::fs::flock(&file, op) {
+            Ok(()) => Ok(Some(LockGuard { _file: file })),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(fail(e.into())),
+        }
+    }
+
+    /// Shared lock: held by captures, commits, restores (anything that adds references).
+    pub(crate) fn lock_shared(&self) -> Result<LockGuard, FsFailure> {
+        self.lock(FlockOperation::LockShared)?.ok_or_else(would_block)
+    }
+
+    /// Exclusive lock: held while unreferenced blobs are swept.
+    pub(crate) fn lock_exclusive(&self) -> Result<LockGuard, FsFailure> {
+        self.lock(FlockOperation::LockExclusive)?.ok_or_else(would_block)
+    }
+
+    fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, FsFailure> {
+        self.lock(FlockOperation::NonBlockingLockExclusive)
+    }
+
+    /// Opens the workspace of session `session_id` whose cwd is `cwd`.
+    ///
+    /// The id is encoded into one safe file-name component (see [`crate::encode_id`]);
+    /// `cwd` is opened once as a directory handle, and every later workspace access is
+    /// relative to that handle.
+    pub fn session(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
+        let enc = encode_id(session_id)
+            .map_err(|reason| SessionError::InvalidSessionId { id: session_id.to_string(), reason })?;
+        let root = ambient::open_dir(cwd, false)
+            .map_err(|source| SessionError::Workspace { path: cwd.to_string_lossy().into_owned(), source })?;
+        let mut roots = vec![cwd.to_path_buf()];
+        if let Ok(c) = std::fs::canonicalize(cwd) {
+            if c != cwd {
+                roots.push(c);
+            }
+        }
+        Ok(Session::new(self.clone(), session_id.to_string(), PathBuf::from("sessions").join(enc), root, roots))
+    }
+
+    /// Ids of the sessions that have a directory in the store (names that do not
+    /// decode are left out).
+    pub fn list_sessions(&self) -> Result<Vec<String>, QueryError> {
+        let names = self.inner.fs.list(Path::new("sessions"))?;
+        Ok(names.iter().filter_map(|n| n.to_str().and_then(decode_id)).collect())
+    }
+
+    /// Removes every blob no session references (groups, pending captures, journals).
+    ///
+    /// Fails closed: if any record cannot be read or is newer than this build,
+    /// nothing is removed.
+    pub fn collect_garbage(&self) -> Result<GcReport, PruneError> {
+        self.guard_writable()?;
+        let _g = self.lock_exclusive()?;
+        Ok(self.collect_garbage_locked()?)
+    }
+
+    pub(crate) fn collect_garbage_locked(&self) -> Result<GcReport, Fault> {
+        let fs = &self.inner.fs;
+        let mut live: HashSet<String> = HashSet::new();
+        for s in fs.list(Path::new("sessions"))? {
+            let sdir = Path::new("sessions").join(&s);
+            for g in fs.list(&sdir.join("groups"))? {
+                let gdir = sdir.join("groups").join(&g);
+                for f in fs.list(&gdir)? {
+                    if is_hidden(&f) {
+                        continue;
+                    }
+                    let p = gdir.join(&f);
+                    let Some(bytes) = fs.read_opt(&p)? else { continue };
+                    let rec: GroupRecord = parse_record(&p, &bytes)?;
+                    mark(&mut live, rec.entries.iter().map(|e| &e.before));
+                }
+            }
+            for f in fs.list(&sdir.join("pending"))? {
+                if is_hidden(&f) {
+                    continue;
+                }
+                let p = sdir.join("pending").join(&f);
+                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                // A torn pending record (crash during capture) references nothing durable.
+                let Ok(rec) = parse_record::<PendingRecord>(&p, &bytes) else { continue };
+                mark(&mut live, rec.entries.iter().map(|e| &e.before));
+            }
+            for f in fs.list(&sdir.join("journals"))? {
+                let name = f.to_string_lossy();
+                if is_hidden(&f) || !name.ends_with(".json") {
+                    continue;
+                }
+                let p = sdir.join("journals").join(&f);
+                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                let rec: JournalIntent = parse_record(&p, &bytes)?;
+                for sha in rec.blob_refs() {
+                    live.insert(sha.to_string());
+                }
+            }
+        }
+        let mut report = GcReport::default();
+        let mut first = true;
+        for a in fs.list(Path::new("blobs"))? {
+            let adir = Path::new("blobs").join(&a);
+            for b in fs.list(&adir)? {
+                let sha = format!("{}{}", a.to_string_lossy(), b.to_string_lossy());
+                if live.contains(&sha) {
+                    report.blobs_kept += 1;
+                    continue;
+                }
+                if !valid_sha(&sha) {
+                    // Not a blob this store wrote: leave it alone.
+                    continue;
+                }
+                fs.remove_file(&adir.join(&b))?;
+                report.blobs_removed += 1;
+                if first {
+                    fs.io.crash(crate::seam::CrashPoint::PruneBlobRemoved);
+                    first = false;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Moves a store directory to the trash atomically, then deletes it.
+    pub(crate) fn remove_tree(&self, path: &Path) -> Result<bool, FsFailure> {
+        let fs = &self.inner.fs;
+        if !fs.exists(path)? {
+            return Ok(false);
+        }
+        let trash = Path::new("trash").join(format!("t-{}", unique_suffix()));
+        fs.create_dir_all(Path::new("trash"))?;
+        fs.rename(path, &trash)?;
+        fs.sync_dir(path.parent().unwrap_or(Path::new("")))?;
+        fs.io.crash(crate::seam::CrashPoint::PruneGroupDetached);
+        fs.remove_dir_all(&trash)?;
+        Ok(true)
+    }
+
+    /// True when blob `sha` is present in the store.
+    pub fn has_blob(&self, sha256: &str) -> bool {
+        valid_sha(sha256) && matches!(self.inner.fs.exists(&blob_path(sha256)), Ok(true))
+    }
+}
+
+fn would_block() -> FsFailure {
+    FsFailure { op: FsOp::Lock, area: Area::Store, path: "lock".into(), source: io::ErrorKind::WouldBlock.into() }
+}
+
+pub(crate) fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().first() == Some(&b'.')
+}
+
+fn mark<'a>(live: &mut HashSet<String>, states: impl Iterator<Item = &'a BeforeState>) {
+    for s in states {
+        if let BeforeState::File { sha256, .. } = s {
+            live.insert(sha256.clone());
+        }
+    }
+}
