@@ -5,6 +5,8 @@
 #   scripts/test-web.sh            exit 0 = every assertion passed
 # Environment:
 #   DSH_WEB_TGZ     use this packed plugin tarball instead of running `npm pack` at the repo root
+#   DSH_WEB_REUSE_BUILD=1  rebuild only lib/client.js and pack the lib/index.js + native/ addon already
+#                   built (npm pack --ignore-scripts); the default `npm pack` runs the full package build
 #   DSH_WEB_RUN     run directory (default: a fresh temp dir); keeps DSH_HOME, workspace, logs
 #   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
 #   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
@@ -33,12 +35,14 @@ export CHROMIUM
 say "browser $("$CHROMIUM" --version 2>/dev/null | head -1)"
 
 # 3. The DSH CLI with the HMR guard (the shared setup script when present, else this test's own).
+DSH=""
 if [ -x "$ROOT/scripts/setup-dsh-cli.sh" ]; then
-  DSH=$("$ROOT/scripts/setup-dsh-cli.sh" | tail -n1)
-else
-  DSH=$("$WEB/setup-cli.sh" | tail -n1)
+  DSH=$("$ROOT/scripts/setup-dsh-cli.sh" | tail -n1) || { say "scripts/setup-dsh-cli.sh failed; using tests/web/setup-cli.sh"; DSH=""; }
 fi
-say "dsh $("$NODE" "$DSH" --version)"
+[ -n "$DSH" ] && [ -f "$DSH" ] || DSH=$("$WEB/setup-cli.sh" | tail -n1)
+# The shared script prints an executable wrapper (Node 24 + pnpm shim on PATH); the fallback prints bin.js.
+dsh() { if [ "${DSH%.js}" != "$DSH" ]; then PATH="$WEB/bin:$PATH" "$NODE" "$DSH" "$@"; else "$DSH" "$@"; fi; }
+say "dsh $(dsh --version)"
 
 # 4. playwright-core for the driver (tests/web/package-lock.json).
 if [ ! -d "$WEB/node_modules/playwright-core" ]; then
@@ -52,7 +56,12 @@ if [ -n "${DSH_WEB_TGZ:-}" ]; then
   cp "$DSH_WEB_TGZ" "$RUN/pkgs/"
 else
   (cd "$ROOT/client" && { [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error; })
-  (cd "$ROOT" && npm pack --silent --pack-destination "$RUN/pkgs" >"$RUN/pack.log" 2>&1) || { tail -40 "$RUN/pack.log"; say "npm pack failed"; exit 1; }
+  PACK_ARGS=()
+  if [ "${DSH_WEB_REUSE_BUILD:-0}" = 1 ]; then
+    node "$ROOT/client/build.mjs"
+    PACK_ARGS=(--ignore-scripts)
+  fi
+  (cd "$ROOT" && npm pack --silent "${PACK_ARGS[@]}" --pack-destination "$RUN/pkgs" >"$RUN/pack.log" 2>&1) || { tail -40 "$RUN/pack.log"; say "npm pack failed"; exit 1; }
 fi
 (cd "$RUN/pkgs" && npm pack --silent "$WEB/scripted-llm" >/dev/null)
 TGZ=$(ls "$RUN"/pkgs/dsh-prompt-rewind-[0-9]*.tgz | head -1)
@@ -64,13 +73,17 @@ say "packages: $(cd "$RUN/pkgs" && ls *.tgz | tr '\n' ' ')"
 export DSH_HOME="$RUN/home"
 WS="$RUN/ws"
 mkdir -p "$WS"
-PATH="$WEB/bin:$PATH" "$NODE" "$DSH" plugin --profile web add "$RUN"/pkgs/*.tgz >"$RUN/plugin-add.log" 2>&1 || { cat "$RUN/plugin-add.log"; exit 1; }
+dsh plugin --profile web add "$RUN"/pkgs/*.tgz >"$RUN/plugin-add.log" 2>&1 || { cat "$RUN/plugin-add.log"; exit 1; }
 grep -q '"dsh-prompt-rewind"' "$DSH_HOME/profiles/web/package.json" || { cat "$RUN/plugin-add.log"; say "plugin not in the profile"; exit 1; }
 say "profile bundles: $("$NODE" -p "JSON.stringify(require('$DSH_HOME/profiles/web/package.json').dsh.profile.bundles)")"
 
 # 7. Boot `dsh web` (own process group; stopped by PID on exit).
 export DSH_REWIND_LLM_LOG="$RUN/llm.jsonl"
-(cd "$WS" && exec setsid "$NODE" "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
+if [ "${DSH%.js}" != "$DSH" ]; then
+  (cd "$WS" && exec setsid "$NODE" "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
+else
+  (cd "$WS" && exec setsid "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
+fi
 WEB_PID=$!
 stop_web() {
   if kill -0 "$WEB_PID" 2>/dev/null; then

@@ -21,6 +21,15 @@ const shot = async (page, name) => {
 }
 let checks = 0
 const check = (cond, msg) => { if (!cond) throw new Error(`ASSERTION FAILED: ${msg}`); checks++; log('ok:', msg) }
+// Development only: DSH_WEB_ALLOW_NO_STORE=1 lets the run go on when the packed addon has no snapshot
+// store (file checks are then reported as SKIPPED and the run exits 3, never 0).
+const allowNoStore = process.env.DSH_WEB_ALLOW_NO_STORE === '1'
+let skippedFileChecks = 0
+let storeUnavailable = false
+const fileCheck = (cond, msg) => {
+  if (storeUnavailable && allowNoStore) { skippedFileChecks++; log('SKIPPED (no snapshot store):', msg); return }
+  check(cond, msg)
+}
 const read = (rel) => { const p = path.join(ws, rel); return fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : null }
 
 const M1 = 'write a.txt alpha-1'
@@ -135,9 +144,11 @@ try {
   const impact = await dialog.innerText()
   log('dialog text:', JSON.stringify(impact))
   await shot(page, 'confirm-dialog')
-  check(await dialog.getByTestId('dsh-prompt-rewind-writes').innerText().then(t => t.includes('a.txt')), 'impact: a.txt will be restored')
-  const deletes = await dialog.getByTestId('dsh-prompt-rewind-deletes').innerText()
-  check(deletes.includes('b.txt') && deletes.includes('c.txt'), 'impact: b.txt and c.txt will be deleted')
+  storeUnavailable = await dialog.getByTestId('dsh-prompt-rewind-store-unavailable').count() > 0
+  const listed = async (id) => (await dialog.getByTestId(id).count()) > 0 ? dialog.getByTestId(id).innerText() : ''
+  fileCheck((await listed('dsh-prompt-rewind-writes')).includes('a.txt'), 'impact: a.txt will be restored')
+  const deletes = await listed('dsh-prompt-rewind-deletes')
+  fileCheck(deletes.includes('b.txt') && deletes.includes('c.txt'), 'impact: b.txt and c.txt will be deleted')
   await page.keyboard.press('Escape')
   await dialog.waitFor({ state: 'detached', timeout: 5000 })
   check(read('b.txt') === 'beta-2\n', 'Esc cancelled: nothing changed on disk')
@@ -159,7 +170,7 @@ try {
   check(await page.getByText('DONE: a.txt, b.txt').filter({ visible: true }).count() === 0, 'the target turn\'s reply is hidden')
   const draft = await composer.inputValue()
   check(draft === M2, `the composer is refilled with the target's text (${JSON.stringify(draft)})`)
-  check(read('a.txt') === 'alpha-1\n' && read('b.txt') === null && read('c.txt') === null, 'files on disk: a.txt restored, b.txt and c.txt deleted')
+  fileCheck(read('a.txt') === 'alpha-1\n' && read('b.txt') === null && read('c.txt') === null, 'files on disk: a.txt restored, b.txt and c.txt deleted')
   await shot(page, 'after-rewind')
   check(page.pageErrors.length === 0, 'no page errors')
 } catch (e) {
@@ -170,5 +181,5 @@ try {
   await main.context.close()
   for (const dir of profiles) fs.rmSync(dir, { recursive: true, force: true })
 }
-log(`${checks} checks passed${failed ? ', then a failure' : ''}`)
-process.exit(failed ? 1 : 0)
+log(`${checks} checks passed${failed ? ', then a failure' : ''}${skippedFileChecks ? `; ${skippedFileChecks} file checks SKIPPED (no snapshot store)` : ''}`)
+process.exit(failed ? 1 : skippedFileChecks > 0 ? 3 : 0)
