@@ -54,7 +54,7 @@ function napiBuild(outDir, { release }) {
     '--output-dir', outDir,
     '--dts', 'index.d.ts',
   ]
-  if (release) argv.push('--release')
+  if (release) argv.push('--release', '--strip')
   run(bin('napi'), argv, { env })
 }
 

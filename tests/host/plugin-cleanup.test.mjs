@@ -1,0 +1,80 @@
+/**
+ * `/snapshot-auto-cleanup` on the real host: policy via DSH's settings service, dry run and
+ * `--apply`, the current-session mode, and usage errors.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { readdir, utimes, stat } from 'node:fs/promises'
+import { turn, text, write } from './lib/harness.mjs'
+import { bootWithPlugin } from './plugin-support.mjs'
+
+async function sessionDirs(dshHome) {
+  try {
+    return (await readdir(join(dshHome, 'rewind-snapshots'), { withFileTypes: true })).filter(d => d.isDirectory() && !d.name.startsWith('.')).map(d => d.name)
+  } catch {
+    return []
+  }
+}
+
+async function ageTree(path, days) {
+  const when = new Date(Date.now() - days * 86_400_000)
+  const entries = await readdir(path, { withFileTypes: true, recursive: true })
+  for (const e of entries) await utimes(join(e.parentPath ?? e.path, e.name), when, when)
+  await utimes(path, when, when)
+}
+
+test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async (t) => {
+  const host = await bootWithPlugin({
+    script: [turn(write('old.txt', 'old\n'), text('old')), turn(write('new.txt', 'new\n'), text('new'))],
+  })
+  t.after(() => host.dispose())
+  const old = await host.createAgent('old-session')
+  await host.sendUser(old, 'write old')
+  const current = await host.createAgent('current-session')
+  await host.sendUser(current, 'write new')
+  const dirsBefore = await sessionDirs(host.dshHome)
+  assert.equal(dirsBefore.length, 2, `two session snapshot dirs: ${dirsBefore}`)
+  await host.disposeAgent(old)
+  const oldDir = dirsBefore.find(d => d.includes('old'))
+  await ageTree(join(host.dshHome, 'rewind-snapshots', oldDir), 40)
+
+  const show = await host.runCommand(current, '/snapshot-auto-cleanup show')
+  assert.match(show.result.text, /Snapshot auto-cleanup: off; idle cutoff 30 day\(s\); last sweep: never\./)
+  assert.match((await host.runCommand(current, '/snapshot-auto-cleanup on')).result.text, /is now on/)
+  assert.match((await host.runCommand(current, '/snapshot-auto-cleanup max-age 10')).result.text, /10 day/)
+  assert.match((await host.runCommand(current, '/snapshot-auto-cleanup show')).result.text, /on; idle cutoff 10 day/)
+
+  const dry = await host.runCommand(current, '/snapshot-auto-cleanup run')
+  assert.equal(dry.result.kind, 'success', dry.result.text)
+  assert.match(dry.result.text, /^Dry run: 1 session snapshot/)
+  assert.match(dry.result.text, /old-session/)
+  assert.deepEqual((await sessionDirs(host.dshHome)).sort(), dirsBefore.sort(), 'a dry run deletes nothing')
+
+  const applied = await host.runCommand(current, '/snapshot-auto-cleanup run --apply')
+  assert.match(applied.result.text, /^Removed 1 session snapshot/)
+  const left = await sessionDirs(host.dshHome)
+  assert.equal(left.length, 1)
+  assert.ok(!left.includes(oldDir), 'the idle session is gone; the active one stays')
+
+  const currentDry = await host.runCommand(current, '/snapshot-auto-cleanup run --current')
+  assert.match(currentDry.result.text, /current-session/)
+  assert.equal((await sessionDirs(host.dshHome)).length, 1)
+
+  for (const bad of ['bogus', 'max-age -3', 'max-age x', 'run --force', 'on now']) {
+    const res = await host.runCommand(current, `/snapshot-auto-cleanup ${bad}`)
+    assert.equal(res.result.kind, 'error', bad)
+    assert.match(res.result.text, /^Usage: \/snapshot-auto-cleanup/)
+  }
+})
+
+test('without a settings service the cleanup policy fails closed', async (t) => {
+  const host = await bootWithPlugin({ settings: false, script: [turn(text('hi'))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('no-settings')
+  await host.sendUser(agent, 'hello')
+  for (const line of ['show', 'on', 'run', 'run --apply']) {
+    const res = await host.runCommand(agent, `/snapshot-auto-cleanup ${line}`)
+    assert.match(res.result.text, /unavailable: this host has no settings service/, line)
+  }
+})

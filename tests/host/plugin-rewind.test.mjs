@@ -1,0 +1,159 @@
+/**
+ * The plugin on the real DSH host (0.1.0-rc.8 spine, invariant checkers on, scripted model):
+ * real write / edit / str_replace_editor edits, external edits between messages, a binary file,
+ * a file over the per-file cap, then `/rewind` to a middle message.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { turn, text, write, read, edit, sre } from './lib/harness.mjs'
+import { bootWithPlugin, put, snapshot, humanSeq, humanIndex, textOf, bytes } from './plugin-support.mjs'
+
+const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
+const BIG = `BIG\n${'x'.repeat(300)}\n`
+const FILES = ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'big.txt', 'keep.txt']
+
+/** Three human turns with every covered tool route, external edits between them. */
+export async function threeTurnSession(options = {}) {
+  const host = await bootWithPlugin({
+    config: { maxFileBytes: 100, ...options.config },
+    script: [
+      turn(write('notes.txt', 'v1\n'), sre.create('sre.txt', 'alpha\n'), write('data.bin', 'text0\n'), text('turn one done')),
+      turn(
+        read('notes.txt'), edit('notes.txt', 'v1', 'v2'),
+        sre.strReplace('sre.txt', 'alpha', 'beta'), sre.insert('sre.txt', 1, 'gamma'),
+        write('new.txt', 'created later\n'),
+        read('big.txt'), edit('big.txt', 'BIG', 'HUGE'),
+        sre.view('keep.txt'),
+        text('turn two done'),
+      ),
+      turn(read('notes.txt'), edit('notes.txt', 'v2', 'v3'), text('turn three done')),
+      ...(options.extraTurns ?? []),
+    ],
+    ...options.host,
+  })
+  const ws = host.workspace
+  await put(join(ws, 'big.txt'), BIG)
+  await put(join(ws, 'keep.txt'), 'untouched\n')
+  const agent = await host.createAgent(options.sessionId ?? 'rewind-session')
+  await host.sendUser(agent, 'start')
+  await put(join(ws, 'data.bin'), BINARY) // external edit between "start" and "middle"
+  const beforeMiddle = await snapshot(ws, FILES)
+  await host.sendUser(agent, 'middle')
+  await put(join(ws, 'data.bin'), 'external\n') // external edit between "middle" and "last"
+  await host.sendUser(agent, 'last')
+  const afterLast = await snapshot(ws, FILES)
+  return { host, agent, ws, beforeMiddle, afterLast }
+}
+
+test('rewind to a middle message restores the model context and every tracked file', async (t) => {
+  const { host, agent, ws, beforeMiddle, afterLast } = await threeTurnSession({ extraTurns: [turn(text('after the rewind'))] })
+  t.after(() => host.dispose())
+
+  // Sanity: the session really changed the files.
+  assert.equal(afterLast['notes.txt'].toString(), 'v3\n')
+  assert.equal(afterLast['sre.txt'].toString(), 'beta\ngamma\n')
+  assert.equal(afterLast['new.txt'].toString(), 'created later\n')
+  assert.match(afterLast['big.txt'].toString(), /^HUGE/)
+  assert.deepEqual(beforeMiddle['data.bin'], BINARY)
+
+  const middle = humanSeq(agent, 'middle')
+  const listed = await host.runCommand(agent, '/rewind')
+  assert.equal(listed.result.kind, 'success')
+  assert.match(listed.result.text, new RegExp(`2\\. @${middle} middle`))
+
+  const { result } = await host.runCommand(agent, `/rewind @${middle}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, new RegExp(`^Rewound to message @${middle}: "middle"`))
+
+  // Every tracked file is byte-identical to its state before "middle"; new.txt is gone.
+  const now = await snapshot(ws, FILES)
+  assert.deepEqual(now['notes.txt'], beforeMiddle['notes.txt'])
+  assert.deepEqual(now['sre.txt'], beforeMiddle['sre.txt'])
+  assert.deepEqual(now['data.bin'], BINARY, 'the binary before-state is restored byte for byte')
+  assert.equal(now['new.txt'], null, 'a file created after the target is deleted')
+  assert.deepEqual(now['keep.txt'], beforeMiddle['keep.txt'])
+  // The over-cap file is reported, not touched.
+  assert.deepEqual(now['big.txt'], afterLast['big.txt'])
+  assert.match(result.text, /Skipped \(\d+\):[\s\S]*- big\.txt/)
+  assert.match(result.text, /Deleted \(1\):\n- new\.txt/)
+  assert.match(result.text, /Written \(3\):/)
+  assert.match(result.text, /Failed \(0\):\n- none/)
+
+  // The model's next request holds exactly the messages before the target, then the marker.
+  const firstMiddleRequest = host.adapter.requests.find(r => humanIndex(r.messages, 'middle') >= 0)
+  const k = humanIndex(firstMiddleRequest.messages, 'middle')
+  await host.sendUser(agent, 'after')
+  const next = host.adapter.requests.at(-1).messages
+  assert.deepEqual(next.slice(0, k), firstMiddleRequest.messages.slice(0, k))
+  assert.equal(next[k].source?.kind, 'dsh-rewind')
+  assert.equal(textOf(next[k]), '(empty message)')
+  const rest = next.slice(k + 1)
+  assert.ok(rest.some(m => m.source?.kind === 'user' && textOf(m) === 'after'))
+  for (const m of rest) assert.ok(!['middle', 'last'].includes(textOf(m)), 'no rewound message reaches the model')
+  assert.ok(!next.some(m => m.role === 'assistant' && JSON.stringify(m.content).includes('turn two done')))
+})
+
+test('the log resumes from JSONL with the same surface after a rewind', async (t) => {
+  const { host, agent } = await threeTurnSession({ sessionId: 'resume-session' })
+  t.after(() => host.dispose())
+  const { result } = await host.runCommand(agent, '/rewind 2')
+  assert.equal(result.kind, 'success', result.text)
+  const nodes = [...agent.session.surface.nodes]
+  const resumed = await host.resume('resume-session')
+  assert.deepEqual([...resumed.session.surface.nodes], nodes)
+  const marker = resumed.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind')
+  assert.ok(marker, 'the marker is in the persisted log')
+  assert.deepEqual(Object.keys(marker.surfaceOp).sort(), ['end', 'op', 'start'])
+})
+
+test('a rewind of a rewind, and repeating a rewind, are exact and idempotent', async (t) => {
+  const { host, agent, ws, beforeMiddle } = await threeTurnSession({
+    sessionId: 'twice',
+    extraTurns: [turn(write('late.txt', 'late\n'), text('wrote late'))],
+  })
+  t.after(() => host.dispose())
+  const middle = humanSeq(agent, 'middle')
+  assert.equal((await host.runCommand(agent, `/rewind @${middle}`)).result.kind, 'success')
+  await host.sendUser(agent, 'write late')
+  assert.equal((await bytes(join(ws, 'late.txt'))).toString(), 'late\n')
+  // Rewind again, to the first message: everything the session created is gone.
+  const start = humanSeq(agent, 'start')
+  const again = await host.runCommand(agent, `/undo @${start}`)
+  assert.equal(again.result.kind, 'success', again.result.text)
+  const now = await snapshot(ws, FILES.concat('late.txt'))
+  for (const name of ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'late.txt']) assert.equal(now[name], null, `${name} removed`)
+  assert.deepEqual(now['keep.txt'], beforeMiddle['keep.txt'])
+  // The middle message is no longer on the surface: refused by name, nothing changes.
+  const events = agent.session.events.length
+  const refused = await host.runCommand(agent, `/rewind @${middle}`)
+  assert.equal(refused.result.kind, 'error')
+  assert.match(refused.result.text, /rewind\/not-on-surface/)
+  assert.equal(agent.session.events.length, events + 2, 'only command/run and command/done were appended')
+})
+
+test('bad input answers with the named error and changes nothing', async (t) => {
+  const { host, agent, ws } = await threeTurnSession({ sessionId: 'bad-input' })
+  t.after(() => host.dispose())
+  const before = await snapshot(ws, FILES)
+  const nonHuman = agent.session.events.find(e => e.type === 'assistant/message').seq
+  const cases = [
+    ['/rewind @99999', 'rewind/unknown-seq'],
+    ['/rewind 9', 'rewind/index-out-of-range'],
+    ['/rewind 1 extra', 'rewind/bad-target'],
+    ['/rewind @x', 'rewind/bad-target'],
+    [`/rewind @${nonHuman}`, 'rewind/not-human-message'],
+    ['/prompt-rewind 1', 'rewind/bad-target'],
+    ['/prompt-rewind', 'rewind/bad-target'],
+  ]
+  for (const [line, code] of cases) {
+    const surface = [...agent.session.surface.nodes]
+    const events = agent.session.events.length
+    const { result } = await host.runCommand(agent, line)
+    assert.equal(result.kind, 'error', line)
+    assert.ok(result.text.includes(`[${code}]`), `${line}: ${result.text}`)
+    assert.deepEqual([...agent.session.surface.nodes], surface, `${line} left the surface alone`)
+    assert.equal(agent.session.events.length, events + 2, `${line} appended only command/run and command/done`)
+  }
+  assert.deepEqual(await snapshot(ws, FILES), before, 'no file changed')
+})

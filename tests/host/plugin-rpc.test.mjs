@@ -1,0 +1,136 @@
+/**
+ * The plugin's RPC route on the real DSH web server: history, undo (once, refused when stale),
+ * preview, candidates, caps, settings, the Host/Origin fence and the error envelope.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { writeFile } from 'node:fs/promises'
+import { threeTurnSession } from './plugin-rewind.test.mjs'
+import { rpc, snapshot, humanSeq } from './plugin-support.mjs'
+
+const FILES = ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'big.txt', 'keep.txt']
+
+test('undo over RPC restores the files once; history lists the entry', async (t) => {
+  const { host, agent, ws, afterLast } = await threeTurnSession({ sessionId: 'undo-session' })
+  t.after(() => host.dispose())
+  const sessionId = 'undo-session'
+  const middle = humanSeq(agent, 'middle')
+  assert.equal((await host.runCommand(agent, `/rewind @${middle}`)).result.kind, 'success')
+
+  const history = await rpc(host, 'history', { sessionId })
+  assert.equal(history.status, 200)
+  assert.equal(history.json.ok, true, JSON.stringify(history.json))
+  const [entry] = history.json.value.entries
+  assert.equal(entry.sessionId, sessionId)
+  assert.equal(entry.targetSeq, middle)
+  assert.equal(entry.outcome, 'done')
+  assert.equal(entry.undoable, true)
+  assert.deepEqual([...entry.paths.deleted], ['new.txt'])
+  assert.match(history.json.value.workspace, /^ws-|^_unknown$/)
+
+  const undo = await rpc(host, 'undo', { sessionId, opId: entry.opId })
+  assert.equal(undo.json.ok, true, JSON.stringify(undo.json))
+  assert.equal(undo.json.value.kind, 'ok')
+  const now = await snapshot(ws, FILES)
+  for (const name of FILES) assert.deepEqual(now[name], afterLast[name], `${name} is back to its state before the rewind`)
+
+  const again = await rpc(host, 'undo', { sessionId, opId: entry.opId })
+  assert.equal(again.json.ok, false)
+  assert.equal(again.json.error.code, 'rewind/already-undone')
+  const after = await rpc(host, 'history', { sessionId })
+  assert.equal(after.json.value.entries[0].undoOutcome, 'ok')
+  assert.equal(after.json.value.entries[0].undoable, false)
+
+  // The file observation was re-synced: the model can edit a restored file right away.
+  host.addTurns([{ kind: 'tools', calls: [{ name: 'edit', args: { file_path: 'notes.txt', old_string: 'v3', new_string: 'v4' } }] }, { kind: 'text', text: 'edited after undo', chunks: 1 }])
+  await host.sendUser(agent, 'edit notes again')
+  const result = host.adapter.requests.at(-1).messages.at(-2)
+  assert.ok(!JSON.stringify(result).includes('"isError":true'), `edit after undo was refused: ${JSON.stringify(result)}`)
+})
+
+test('undo is refused as stale (listing the paths) when a restored file changed since', async (t) => {
+  const { host, agent, ws } = await threeTurnSession({ sessionId: 'stale-session' })
+  t.after(() => host.dispose())
+  const sessionId = 'stale-session'
+  assert.equal((await host.runCommand(agent, `/rewind @${humanSeq(agent, 'middle')}`)).result.kind, 'success')
+  await writeFile(join(ws, 'notes.txt'), 'my own edit\n')
+  const before = await snapshot(ws, FILES)
+  const { json } = await rpc(host, 'history', { sessionId })
+  const undo = await rpc(host, 'undo', { sessionId, opId: json.value.entries[0].opId })
+  assert.equal(undo.json.ok, false)
+  assert.equal(undo.json.error.code, 'rewind/stale-undo')
+  assert.ok(undo.json.error.details.paths.includes('notes.txt'), JSON.stringify(undo.json.error))
+  assert.deepEqual(await snapshot(ws, FILES), before, 'a refused undo changes nothing')
+})
+
+test('preview, candidates, caps, settings and the error envelope', async (t) => {
+  const { host, agent } = await threeTurnSession({ sessionId: 'rpc-session' })
+  t.after(() => host.dispose())
+  const sessionId = 'rpc-session'
+  const middle = humanSeq(agent, 'middle')
+
+  const candidates = await rpc(host, 'candidates', { sessionId })
+  assert.deepEqual(candidates.json.value.candidates.map(c => c.preview), ['last', 'middle', 'start'])
+
+  const preview = await rpc(host, 'preview', { sessionId, seq: middle })
+  assert.equal(preview.json.ok, true, JSON.stringify(preview.json))
+  const actions = Object.fromEntries(preview.json.value.files.map(f => [f.path, f.action]))
+  assert.equal(actions['new.txt'], 'delete')
+  assert.equal(actions['notes.txt'], 'write')
+  assert.ok(preview.json.value.uncovered.includes('big.txt'))
+  assert.equal(preview.json.value.backupOff, false)
+
+  const caps = await rpc(host, 'caps', { sessionId })
+  assert.deepEqual(caps.json.value, { history: true, undo: true, fileCheckpointing: true, backups: true })
+
+  const settings = await rpc(host, 'settings', { sessionId })
+  assert.equal(settings.json.value.maxFileBytes, 100)
+  const updated = await rpc(host, 'settings.update', { sessionId, patch: { backups: false, cleanup: { maxAgeDays: 7 } } })
+  assert.equal(updated.json.ok, true, JSON.stringify(updated.json))
+  assert.equal(updated.json.value.backups, false)
+  assert.equal(updated.json.value.cleanup.maxAgeDays, 7)
+  const previewOff = await rpc(host, 'preview', { sessionId, seq: middle })
+  assert.equal(previewOff.json.value.backupOff, true)
+  const bad = await rpc(host, 'settings.update', { sessionId, patch: { historyLimit: -1 } })
+  assert.equal(bad.json.error.code, 'rewind/bad-request')
+
+  // Error envelope: every failure is HTTP 200 with a stable code.
+  const cases = [
+    ['nope', { sessionId }, 'rewind/unknown-endpoint'],
+    ['history', {}, 'rewind/bad-request'],
+    ['history', { sessionId: '' }, 'rewind/bad-request'],
+    ['history', { sessionId: 'no-such-session' }, 'rewind/session-not-found'],
+    ['preview', { sessionId, seq: -1 }, 'rewind/bad-request'],
+    ['undo', { sessionId, opId: 'not-an-op' }, 'rewind/unknown-entry'],
+  ]
+  for (const [endpoint, body, code] of cases) {
+    const res = await rpc(host, endpoint, body)
+    assert.equal(res.status, 200)
+    assert.equal(res.json.ok, false)
+    assert.equal(res.json.error.code, code, `${endpoint} ${JSON.stringify(body)}: ${JSON.stringify(res.json)}`)
+    assert.equal(typeof res.json.error.message, 'string')
+    assert.equal(typeof res.json.error.details, 'object')
+  }
+
+  // The fence: a foreign Host or Origin is refused before anything runs.
+  const foreignOrigin = await rpc(host, 'history', { sessionId }, { headers: { origin: 'http://evil.example' } })
+  assert.equal(foreignOrigin.status, 403)
+  const res = await fetch(`${host.baseUrl}/dsh-rewind/api/history`, { method: 'GET' })
+  assert.equal(res.status, 405)
+
+  // history.clear removes records only.
+  assert.equal((await host.runCommand(agent, `/rewind @${middle}`)).result.kind, 'success')
+  const cleared = await rpc(host, 'history.clear', { sessionId })
+  assert.equal(cleared.json.value.cleared, 1)
+  assert.deepEqual((await rpc(host, 'history', { sessionId })).json.value.entries, [])
+})
+
+test('command output follows the language setting', async (t) => {
+  const { host, agent } = await threeTurnSession({ sessionId: 'locale-session', config: { locale: 'de' } })
+  t.after(() => host.dispose())
+  const listed = await host.runCommand(agent, '/rewind')
+  assert.match(listed.result.text, /^Nachrichten, zu denen zurückgespult werden kann/)
+  const bad = await host.runCommand(agent, '/rewind 1 2')
+  assert.match(bad.result.text, /^Zurückspulen fehlgeschlagen \[rewind\/bad-target\]/)
+})

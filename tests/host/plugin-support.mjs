@@ -1,0 +1,80 @@
+/**
+ * Shared helpers of the plugin's real-host tests (tests/host/plugin-*.test.mjs): boot the real
+ * DSH spine (tests/host/lib/harness.mjs) with the built plugin (lib/index.js + native/ addon),
+ * call its RPC route over real HTTP, and read workspace files.
+ */
+import { readFile, writeFile, mkdir } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startHost } from './lib/harness.mjs'
+
+const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
+
+/** The built plugin module; fails with a clear message when the package was not built. */
+export async function loadPlugin() {
+  const lib = join(ROOT, 'lib', 'index.js')
+  const addon = join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
+  if (!existsSync(lib) || !existsSync(addon)) {
+    throw new Error('the plugin is not built: run `node scripts/build-package.mjs` (or --debug) first')
+  }
+  return import(lib)
+}
+
+/** Boot a host with the plugin (webServer and settings on by default). */
+export async function bootWithPlugin({ config = {}, script = [], workspace, dshHome, webServer = true, settings = true, ...rest } = {}) {
+  const Rewind = await loadPlugin()
+  const host = await startHost({ plugins: [[Rewind, config]], script, webServer, settings, workspace, dshHome, ...rest })
+  return host
+}
+
+/** POST `/dsh-rewind/api/<endpoint>` on the host's real web server. */
+export async function rpc(host, endpoint, body, { headers = {} } = {}) {
+  const res = await fetch(`${host.baseUrl}/dsh-rewind/api/${endpoint}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  })
+  const text = await res.text()
+  return { status: res.status, json: text === '' ? undefined : JSON.parse(text) }
+}
+
+/** File bytes, or `null` when absent. */
+export async function bytes(path) {
+  try {
+    return await readFile(path)
+  } catch (error) {
+    if (error.code === 'ENOENT') return null
+    throw error
+  }
+}
+
+/** Snapshot of several workspace files: name → Buffer | null. */
+export async function snapshot(workspace, names) {
+  const out = {}
+  for (const name of names) out[name] = await bytes(join(workspace, name))
+  return out
+}
+
+/** Write a file (creating parents). */
+export async function put(path, content) {
+  await mkdir(dirname(path), { recursive: true })
+  await writeFile(path, content)
+}
+
+/** Text of a content array. */
+export function textOf(message) {
+  return (message?.content ?? []).filter(b => b.type === 'text').map(b => b.text).join('')
+}
+
+/** The seq of the human user/message whose text is `text`. */
+export function humanSeq(agent, text) {
+  const event = agent.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'user' && textOf(e.data) === text)
+  if (event === undefined) throw new Error(`no human message "${text}" in the log`)
+  return event.seq
+}
+
+/** The index of the human message `text` in a request's messages. */
+export function humanIndex(messages, text) {
+  return messages.findIndex(m => m.role === 'user' && m.source?.kind === 'user' && textOf(m) === text)
+}
