@@ -155,9 +155,12 @@ export type RewindOutcome =
  * @param sessionId - the session to rewind.
  * @param seq - target log seq.
  * @param text - the target message's text (read before the rewind).
+ * @param pendingCommand - when the rewind comes from a slash command, the composer still holds
+ *   that command line while the command UI settles; a draft matching this pattern is waited out
+ *   (and then counts as empty) instead of being kept as the user's draft.
  * @returns the outcome.
  */
-export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: string): Promise<RewindOutcome> {
+export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: string, pendingCommand?: RegExp): Promise<RewindOutcome> {
   let answer
   try {
     answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}`, [])
@@ -167,13 +170,19 @@ export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: 
   if (!answer.ok || answer.value === undefined) return { ok: false, message: answer.error?.message ?? 'command not accepted' }
   const result = answer.value.result
   if (result.kind !== 'success') return { ok: false, message: result.text }
-  return { ok: true, text: result.text, refill: refillComposer(ctx, sessionId, text) }
+  return { ok: true, text: result.text, refill: await refillComposer(ctx, sessionId, text, pendingCommand) }
 }
 
 interface SessionInput {
   setDraft(text: string): void
   state: { getSnapshot(): { draft: string } }
 }
+
+/** What the composer refill did. */
+export type Refill = 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty'
+
+/** How long a pending slash-command line may stay in the composer before it counts as ours to replace. */
+const COMMAND_SETTLE_MS = 3000
 
 /**
  * Put the rewound message's text back into its session's composer — never
@@ -183,9 +192,10 @@ interface SessionInput {
  * @param ctx - plugin context.
  * @param sessionId - the rewound session.
  * @param text - the text to put back.
+ * @param pendingCommand - a draft matching this is the command that ran the rewind (see {@link runRewind}).
  * @returns what happened.
  */
-export function refillComposer(ctx: Ctx, sessionId: string, text: string): 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty' {
+export async function refillComposer(ctx: Ctx, sessionId: string, text: string, pendingCommand?: RegExp): Promise<Refill> {
   if (text === '') return 'empty'
   if (currentSessionId(ctx) !== sessionId) return 'switched'
   let input: SessionInput | undefined
@@ -196,16 +206,25 @@ export function refillComposer(ctx: Ctx, sessionId: string, text: string): 'fill
   } catch {
     input = undefined
   }
+  const area = (): HTMLTextAreaElement | null => document.querySelector<HTMLTextAreaElement>('[data-composer-card] textarea, textarea[data-phase]')
+  const draft = (): string | undefined => (input !== undefined ? input.state.getSnapshot().draft : area()?.value)
+  const isCommand = (value: string | undefined): boolean => pendingCommand !== undefined && value !== undefined && pendingCommand.test(value)
+  if (isCommand(draft())) {
+    const deadline = Date.now() + COMMAND_SETTLE_MS
+    while (isCommand(draft()) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 50))
+    if (currentSessionId(ctx) !== sessionId) return 'switched'
+  }
+  const current = draft()
+  if (current === undefined) return 'no-composer'
+  if (current.trim() !== '' && !isCommand(current)) return 'kept-draft'
   if (input !== undefined) {
-    if (input.state.getSnapshot().draft.trim() !== '') return 'kept-draft'
     input.setDraft(text)
     return 'filled'
   }
-  const area = document.querySelector<HTMLTextAreaElement>('[data-composer-card] textarea, textarea[data-phase]')
-  if (area === null) return 'no-composer'
-  if (area.value.trim() !== '') return 'kept-draft'
+  const el = area()
+  if (el === null) return 'no-composer'
   const setter = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
-  setter?.call(area, text)
-  area.dispatchEvent(new Event('input', { bubbles: true }))
+  setter?.call(el, text)
+  el.dispatchEvent(new Event('input', { bubbles: true }))
   return 'filled'
 }

@@ -184,13 +184,16 @@ export function apply(ctx: Ctx): void {
             report({ type: 'picker-open', command, rows: rows.length })
             return rows
           },
-          onSelect: async (option: { id: string; label: string }, session: { sessionId: string }) => {
+          onSelect: (option: { id: string; label: string }, session: { sessionId: string }) => {
             const seq = seqOfRow(option.id)
             if (seq === undefined) return
             const text = messageBySeq(faceOf(ctx, session.sessionId), seq)?.text ?? ''
-            const outcome = await runRewind(ctx, session.sessionId, seq, text)
-            report({ type: 'rewind', via: `/${command}`, sessionId: session.sessionId, seq, ...outcome })
-            if (!outcome.ok) notify(ctx, session.sessionId, locale.getSnapshot().t('result.failed', { message: outcome.message }))
+            // Not awaited: the command UI settles (and clears its command line) once this returns;
+            // the refill waits for that before it touches the composer.
+            void runRewind(ctx, session.sessionId, seq, text, /^\s*\/(rewind|undo)(\s.*)?$/s).then((outcome) => {
+              report({ type: 'rewind', via: `/${command}`, sessionId: session.sessionId, seq, ...outcome })
+              if (!outcome.ok) notify(ctx, session.sessionId, locale.getSnapshot().t('result.failed', { message: outcome.message }))
+            })
           },
         },
       }), `dsh-prompt-rewind: /${command} picker`)
