@@ -2,12 +2,19 @@
 // window.__ModuleLoader__.load({ id, factory }) and takes React and react-dom from the loader's
 // require (never bundled).   usage: node client/build.mjs [--tests]
 //   --tests  also compiles the pure modules to client/.test-build/*.mjs for `node --test client/test/`.
-import { build } from 'esbuild'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
+// The client's own dev dependencies (client/package-lock.json) are installed on first use.
+if (!existsSync(join(here, 'node_modules', 'esbuild'))) {
+  console.log('client: npm ci (client/package-lock.json)')
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: here, stdio: 'inherit' })
+  if (r.status !== 0) process.exit(r.status ?? 1)
+}
+const { build } = await import('esbuild')
 const out = join(here, '..', 'lib', 'client.js')
 const ID = 'dsh-prompt-rewind'
 const EXTERNAL = ['react', 'react-dom', 'react/jsx-runtime', 'react-dom/client']

@@ -32,6 +32,12 @@ if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then
   CHROMIUM=$(command -v chromium)
 fi
 export CHROMIUM
+# CJK fonts, so the zh-CN / ja screenshots are readable (the assertions read the DOM, not pixels).
+if command -v fc-list >/dev/null && ! fc-list 2>/dev/null | grep -qi 'Noto Sans CJK'; then
+  say "installing fonts-noto-cjk (apt-get)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-noto-cjk >/dev/null || say "fonts-noto-cjk not installed; CJK screenshots will show boxes"
+fi
 say "browser $("$CHROMIUM" --version 2>/dev/null | head -1)"
 
 # 3. The DSH CLI with the HMR guard (the shared setup script when present, else this test's own).

@@ -82,7 +82,7 @@ export interface SettingsState {
   /** The edited, unsaved value both cards show. */
   readonly draft?: RewindSettings
   readonly saving: boolean
-  readonly message?: { readonly kind: 'ok' | 'error'; readonly text: string }
+  readonly message?: { readonly kind: 'ok' } | { readonly kind: 'error'; readonly detail: string }
   readonly error?: string
 }
 
@@ -123,18 +123,17 @@ export class SettingsModel {
   /**
    * Save the draft's differences from the host value.
    * @param sessionId - any live session.
-   * @param t - translate function for the status line.
    */
-  async save(sessionId: string, t: T): Promise<void> {
+  async save(sessionId: string): Promise<void> {
     const { draft, value } = this.store.getSnapshot()
     if (draft === undefined || value === undefined) return
     const patch = diffSettings(value, draft)
     this.store.set(s => ({ ...s, saving: true, message: undefined }))
     try {
       const next = await rpc('settings.update', sessionId, { patch })
-      this.store.set(s => ({ ...s, saving: false, value: next, draft: next, message: { kind: 'ok', text: t('config.saved') } }))
+      this.store.set(s => ({ ...s, saving: false, value: next, draft: next, message: { kind: 'ok' } }))
     } catch (error) {
-      this.store.set(s => ({ ...s, saving: false, message: { kind: 'error', text: t('config.failed', { message: String((error as Error).message) }) } }))
+      this.store.set(s => ({ ...s, saving: false, message: { kind: 'error', detail: String((error as Error).message) } }))
     }
   }
 }

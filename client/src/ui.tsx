@@ -236,10 +236,10 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
           </label>
           <div className="dshpr-row">
             <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-save" disabled={!dirty || state.saving || sessionId === undefined}
-              onClick={() => { if (sessionId !== undefined) void env.settings.save(sessionId, t) }}>
+              onClick={() => { if (sessionId !== undefined) void env.settings.save(sessionId) }}>
               {state.saving ? t('config.saving') : t('config.save')}
             </button>
-            {state.message !== undefined && <span className={state.message.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} data-testid="dsh-prompt-rewind-save-status">{state.message.text}</span>}
+            {state.message !== undefined && <span className={state.message.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} data-testid="dsh-prompt-rewind-save-status">{state.message.kind === 'ok' ? t('config.saved') : t('config.failed', { message: state.message.detail })}</span>}
           </div>
         </div>
       )}
