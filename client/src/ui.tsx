@@ -10,7 +10,7 @@ import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type RewindOu
 import { clock } from './picker.ts'
 import { newestEligible } from './history.ts'
 import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
-import { dialogStore, type LocaleState, type SettingsModel, type Store } from './store.ts'
+import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
 export interface Env {
@@ -61,7 +61,12 @@ export function MessagePortals({ env, sessionId }: { env: Env; sessionId: string
     refresh()
     return () => { observer.disconnect() }
   }, [])
-  return <>{targets.map(t => createPortal(<RewindButton key={t.key} env={env} sessionId={sessionId} anchorKey={t.key} />, t.container, t.key))}</>
+  return (
+    <>
+      {targets.map(t => createPortal(<RewindButton key={t.key} env={env} sessionId={sessionId} anchorKey={t.key} />, t.container, t.key))}
+      <ConfirmDialog env={env} fallback />
+    </>
+  )
 }
 
 function RewindButton({ env, sessionId, anchorKey }: { env: Env; sessionId: string; anchorKey: string }): ReactNode {
@@ -89,10 +94,23 @@ type PreviewState =
   | { readonly status: 'ready'; readonly preview: Preview }
   | { readonly status: 'error'; readonly message: string }
 
-/** The confirm dialog; one at a time, opened by a ↶ button. */
-export function ConfirmDialog({ env }: { env: Env }): ReactNode {
+/** How many overlay-mounted dialog hosts are live (the header falls back when none is). */
+const overlayHosts = new Store<number>(0)
+
+/**
+ * The confirm dialog; one at a time, opened by a ↶ button. Mounted in
+ * `shell.overlay`; when that slot is missing, the header's instance (marked
+ * `fallback`) renders it instead, so the buttons never open nothing.
+ */
+export function ConfirmDialog({ env, fallback = false }: { env: Env; fallback?: boolean }): ReactNode {
   const request = useSyncExternalStore(dialogStore.subscribe, dialogStore.getSnapshot)
-  if (request === null) return null
+  const hosts = useSyncExternalStore(overlayHosts.subscribe, overlayHosts.getSnapshot)
+  useEffect(() => {
+    if (fallback) return undefined
+    overlayHosts.set(n => n + 1)
+    return () => { overlayHosts.set(n => n - 1) }
+  }, [fallback])
+  if (request === null || (fallback && hosts > 0)) return null
   return createPortal(<DialogBody key={`${request.sessionId}@${request.seq}`} env={env} sessionId={request.sessionId} seq={request.seq} text={request.text} />, document.body)
 }
 
@@ -112,7 +130,11 @@ function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string
     )
     return () => { live = false }
   }, [sessionId, seq])
-  useEffect(() => { cancelRef.current?.focus() }, [])
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
+    cancelRef.current?.focus()
+    return () => { if (opener?.isConnected === true) opener.focus() }
+  }, [])
 
   const close = useCallback((): void => { if (!runningRef.current) dialogStore.set(null) }, [])
   const confirm = useCallback((): void => {
