@@ -146,8 +146,14 @@ pub(crate) enum Known {
     Unknown,
     /// Absent.
     Absent,
-    /// Present with this `lstat` metadata; content hash when known.
-    Present { meta: DiskMeta, sha256: Option<String> },
+    /// Present with this `lstat` metadata; content hash when known; `recorded` when the
+    /// store holds (or needs no record of) this exact state.
+    Present {
+        meta: DiskMeta,
+        sha256: Option<String>,
+        #[serde(default)]
+        recorded: bool,
+    },
 }
 
 /// One path of `tracked.json`.
@@ -155,6 +161,16 @@ pub(crate) enum Known {
 pub(crate) struct TrackedPath {
     pub path: RelPath,
     pub known: Known,
+    /// The anchor at which `known` is recorded as a before-state (by a recheck), if any.
+    #[serde(default)]
+    pub since: Option<u64>,
+}
+
+/// `sessions/<id>/boundary.json`: the anchor of the last recheck.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BoundaryRecord {
+    pub v: u32,
+    pub anchor_seq: u64,
 }
 
 /// `sessions/<id>/tracked.json` (a cache: losing it costs redundant records, never correctness).

@@ -211,6 +211,24 @@ struct Loaded {
     rollback_started: bool,
 }
 
+/// Why a rescue copy could not be made.
+enum RescueFail {
+    /// The path is not what the plan saw: the action is refused, nothing else is affected.
+    Changed(String),
+    /// A filesystem call failed: the whole restore gives up before any mutation.
+    Io(FsFailure),
+}
+
+impl From<FsFailure> for RescueFail {
+    fn from(e: FsFailure) -> Self {
+        RescueFail::Io(e)
+    }
+}
+
+fn changed(text: &str) -> RescueFail {
+    RescueFail::Changed(text.to_string())
+}
+
 /// What a single apply did.
 enum Applied {
     Written,
@@ -388,29 +406,33 @@ impl Session {
     }
 
     /// Saves the current bytes of `rel` as a rescue blob; checks them against the plan.
-    fn rescue(&self, rel: &RelPath, current: &Current) -> Result<(Desired, Option<DiskMeta>), String> {
+    fn rescue(&self, rel: &RelPath, current: &Current) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
         let mut created = Vec::new();
-        let walk = self.ws.walk_parent(rel, false, &mut created).map_err(|e| e.to_string())?;
+        let walk = self.ws.walk_parent(rel, false, &mut created)?;
         let (_, name) = rel.split_last();
         let (state, meta) = match walk {
-            Walk::Blocked(..) => return Err("a parent changed since the plan (now a symlink or not a directory)".into()),
+            Walk::Blocked(..) => return Err(changed("a parent changed since the plan (now a symlink or not a directory)")),
             Walk::Missing(_) => (Desired::Absent, None),
-            Walk::Parent(dir) => match self.ws.lstat(&dir, name, rel).map_err(|e| e.to_string())? {
+            Walk::Parent(dir) => match self.ws.lstat(&dir, name, rel)? {
                 None => (Desired::Absent, None),
                 Some(m) if m.kind != FileKind::File || m.nlink > 1 => {
-                    return Err("changed since the plan (no longer a plain regular file)".into());
+                    return Err(changed("changed since the plan (no longer a plain regular file)"));
                 }
                 Some(_) => {
-                    let opened = self.ws.open_read(&dir, name, rel).map_err(|e| e.to_string())?;
-                    let Some((mut f, fm)) = opened else { return Err("changed since the plan (vanished)".into()) };
+                    let opened = match self.ws.open_read(&dir, name, rel) {
+                        Ok(o) => o,
+                        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                            return Err(changed("changed since the plan (now a symbolic link)"));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    let Some((mut f, fm)) = opened else { return Err(changed("changed since the plan (vanished)")) };
                     if fm.kind != FileKind::File || fm.nlink > 1 {
-                        return Err("changed since the plan (no longer a plain regular file)".into());
+                        return Err(changed("changed since the plan (no longer a plain regular file)"));
                     }
-                    match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)
-                        .map_err(|e| format!("saving rescue copy: {e}"))?
-                    {
+                    match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)? {
                         Stored::Blob { sha256, size, .. } => (Desired::File { sha256, size, mode: fm.mode }, Some(fm)),
-                        Stored::OverCap { .. } => return Err("rescue copy refused".into()),
+                        Stored::OverCap { size } => return Err(changed(&format!("rescue copy of {size} bytes refused"))),
                     }
                 }
             },
@@ -428,7 +450,7 @@ impl Session {
             _ => false,
         };
         if !matches {
-            return Err("changed since the plan; left as it is".into());
+            return Err(changed("changed since the plan; left as it is"));
         }
         Ok((state, meta))
     }
@@ -467,7 +489,9 @@ impl Session {
             };
             let (rescue, rescue_meta, prefailed) = match self.rescue(&a.path, &a.current) {
                 Ok((r, m)) => (Some(r), m, None),
-                Err(e) => (None, None, Some(e)),
+                Err(RescueFail::Changed(e)) => (None, None, Some(e)),
+                // Nothing has been changed yet: give up cleanly.
+                Err(RescueFail::Io(source)) => return Err(RestoreError::Rescue { path: a.path.display(), source }),
             };
             actions.push(JournalAction { path: a.path.clone(), target, rescue, rescue_meta, create_dirs, prefailed });
         }
@@ -483,6 +507,7 @@ impl Session {
         fs.write_atomic(&ipath, &to_json(&intent))?;
         fs.io.crash(CrashPoint::RestoreJournalWritten);
         let mut out = RestoreOutcome::new(op_id);
+        let mut hard_failures = 0usize;
         out.skipped = plan.skipped.clone();
         out.uncovered = plan.uncovered.clone();
         let mut updates = Vec::new();
@@ -494,10 +519,14 @@ impl Session {
             if a.prefailed.is_none() {
                 fs.io.crash(CrashPoint::RestoreActionApplied(i));
             }
-            self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out, &a.target, &mut updates)?;
+            if !self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out, &a.target, &mut updates)?
+                && a.prefailed.is_none()
+            {
+                hard_failures += 1;
+            }
             fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
-        if out.failed.is_empty() {
+        if hard_failures == 0 {
             fs.io.crash(CrashPoint::RestoreBeforeComplete);
             self.log(&lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
             out.state = JournalState::Completed;
@@ -517,7 +546,7 @@ impl Session {
         out: &mut RestoreOutcome,
         now: &Desired,
         updates: &mut Vec<(RelPath, Desired)>,
-    ) -> Result<(), FsFailure> {
+    ) -> Result<bool, FsFailure> {
         match result {
             Ok(applied) => {
                 self.log(lpath, LogLine { p: phase, i: Some(i), s: Status::Done, e: None })?;
@@ -527,13 +556,14 @@ impl Session {
                     Applied::Already => out.unchanged.push(path.clone()),
                 }
                 updates.push((path.clone(), now.clone()));
+                Ok(true)
             }
             Err(e) => {
                 self.log(lpath, LogLine { p: phase, i: Some(i), s: Status::Failed, e: Some(e.clone()) })?;
                 out.failed.push(PathFailure { path: path.clone(), display: path.display(), error: e });
+                Ok(false)
             }
         }
-        Ok(())
     }
 
     /// Remembers the state the store put paths in, so the next recheck records nothing for them.
@@ -541,11 +571,11 @@ impl Session {
         let mut known = Vec::with_capacity(updates.len());
         for (p, d) in updates {
             let k = match (self.observe_meta(&p), d) {
-                (Ok(Known::Present { meta, .. }), Desired::File { sha256, .. }) => Known::Present { meta, sha256: Some(sha256) },
+                (Ok(Known::Present { meta, .. }), Desired::File { sha256, .. }) => Known::Present { meta, sha256: Some(sha256), recorded: true },
                 (Ok(Known::Absent), Desired::Absent) => Known::Absent,
                 _ => Known::Unknown,
             };
-            known.push((p, k));
+            known.push((p, k, None));
         }
         // The cache only saves work; a failure to write it costs a redundant record later.
         let _ = self.update_tracked(st, known);
@@ -566,17 +596,15 @@ impl Session {
         let mut out = RestoreOutcome::new(op_id);
         let mut updates = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
-            if matches!(l.apply[i], Some(Ok(()))) {
+            // Done, or refused before any mutation (changed since the plan): settled.
+            if matches!(l.apply[i], Some(Ok(()))) || a.prefailed.is_some() {
                 continue;
             }
-            let result = match (&a.prefailed, &a.rescue) {
-                (Some(e), _) => Err(e.clone()),
-                (None, None) => Err("no rescue copy".into()),
-                (None, Some(rescue)) => self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue])),
+            let result = match &a.rescue {
+                None => Err("no rescue copy".into()),
+                Some(rescue) => self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue])),
             };
-            if a.prefailed.is_none() {
-                self.store.inner.fs.io.crash(CrashPoint::RestoreActionApplied(i));
-            }
+            self.store.inner.fs.io.crash(CrashPoint::RestoreActionApplied(i));
             self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out, &a.target, &mut updates)?;
             self.store.inner.fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }

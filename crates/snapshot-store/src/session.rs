@@ -13,10 +13,11 @@ use crate::error::{
     ClearError, CommitError, CaptureError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
 };
 use crate::format::{
-    BeforeState, Entry, EntrySource, GroupRecord, Known, PendingRecord, RECORD_VERSION, SessionMarker, SkipReason,
+    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingRecord, RECORD_VERSION, SessionMarker, SkipReason,
     TrackedPath, TrackedRecord, anchor_dir_name, parse_record, to_json,
 };
 use crate::fsio::{DiskMeta, FileKind, Io, Walk, WsDir, WsFs};
+use crate::journal::PathFailure;
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::seam::{Area, CrashPoint};
 use crate::store::{GcReport, Store, is_hidden};
@@ -99,6 +100,8 @@ pub struct RecheckOutcome {
     pub checked: usize,
     /// Paths whose disk state changed since the store last knew it.
     pub recorded: Vec<RecordedChange>,
+    /// Paths that could not be examined (the pass went on; they are retried next time).
+    pub failed: Vec<PathFailure>,
 }
 
 /// Options of [`Session::prune`].
@@ -143,8 +146,11 @@ pub enum FormatOutcome {
 }
 
 pub(crate) struct State {
-    pub tracked: Option<BTreeMap<RelPath, Known>>,
+    /// Path → (what the store last knew, the anchor at which that state is recorded).
+    pub tracked: Option<BTreeMap<RelPath, (Known, Option<u64>)>>,
     pub prepared: bool,
+    /// The anchor of the last recheck (`None` until loaded / never).
+    pub last_boundary: Option<Option<u64>>,
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -172,7 +178,7 @@ impl Session {
             dir,
             ws: WsFs { root, io },
             roots,
-            state: Mutex::new(State { tracked: None, prepared: false }),
+            state: Mutex::new(State { tracked: None, prepared: false, last_boundary: None }),
         }
     }
 
@@ -275,11 +281,11 @@ impl Session {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
         if let Some(reason) = not_capturable(&meta) {
-            return Ok((BeforeState::Skipped { reason }, Known::Present { meta, sha256: None }, false));
+            return Ok((BeforeState::Skipped { reason }, Known::Present { meta, sha256: None, recorded: true }, false));
         }
         let cap = self.cap();
         if cap != 0 && meta.size > cap {
-            return Ok((BeforeState::Uncovered { size: meta.size }, Known::Present { meta, sha256: None }, false));
+            return Ok((BeforeState::Uncovered { size: meta.size }, Known::Present { meta, sha256: None, recorded: true }, false));
         }
         let opened = match self.ws.open_read(dir, name, rel) {
             Ok(o) => o,
@@ -292,15 +298,15 @@ impl Session {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
         if let Some(reason) = not_capturable(&fmeta) {
-            return Ok((BeforeState::Skipped { reason }, Known::Present { meta: fmeta, sha256: None }, false));
+            return Ok((BeforeState::Skipped { reason }, Known::Present { meta: fmeta, sha256: None, recorded: true }, false));
         }
         match store_file(&self.store.inner.fs, &self.ws, &mut file, rel, fmeta.size, cap)? {
             Stored::OverCap { size } => {
-                Ok((BeforeState::Uncovered { size }, Known::Present { meta: fmeta, sha256: None }, false))
+                Ok((BeforeState::Uncovered { size }, Known::Present { meta: fmeta, sha256: None, recorded: true }, false))
             }
             Stored::Blob { sha256, size, dedup } => Ok((
                 BeforeState::File { sha256: sha256.clone(), size, mode: fmeta.mode },
-                Known::Present { meta: fmeta, sha256: Some(sha256) },
+                Known::Present { meta: fmeta, sha256: Some(sha256), recorded: true },
                 dedup,
             )),
         }
@@ -316,7 +322,7 @@ impl Session {
                 let (_, name) = rel.split_last();
                 Ok(match self.ws.lstat(&dir, name, rel)? {
                     None => Known::Absent,
-                    Some(meta) => Known::Present { meta, sha256: None },
+                    Some(meta) => Known::Present { meta, sha256: None, recorded: false },
                 })
             }
         }
@@ -422,7 +428,7 @@ impl Session {
         let mut updates = Vec::with_capacity(n);
         for e in &rec.entries {
             let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
-            updates.push((e.path.clone(), known));
+            updates.push((e.path.clone(), known, None));
         }
         self.update_tracked(&mut st, updates)?;
         Ok(CommitOutcome::Committed { anchor_seq, entries: n })
@@ -437,7 +443,7 @@ impl Session {
     }
 
     /// Loads (once) the tracked cache: `tracked.json` plus every path named by a group.
-    pub(crate) fn tracked<'s>(&self, st: &'s mut State) -> Result<&'s mut BTreeMap<RelPath, Known>, Fault> {
+    pub(crate) fn tracked<'s>(&self, st: &'s mut State) -> Result<&'s mut BTreeMap<RelPath, (Known, Option<u64>)>, Fault> {
         if st.tracked.is_none() {
             let path = self.p("tracked.json");
             let mut map = BTreeMap::new();
@@ -445,7 +451,7 @@ impl Session {
                 match parse_record::<TrackedRecord>(&path, &bytes) {
                     Ok(rec) => {
                         for t in rec.paths {
-                            map.insert(t.path, t.known);
+                            map.insert(t.path, (t.known, t.since));
                         }
                     }
                     // A cache: a torn or malformed one is rebuilt (paths become Unknown).
@@ -455,7 +461,7 @@ impl Session {
             }
             for (_, rec) in self.load_groups(0)? {
                 for e in rec.entries {
-                    map.entry(e.path).or_insert(Known::Unknown);
+                    map.entry(e.path).or_insert((Known::Unknown, None));
                 }
             }
             st.tracked = Some(map);
@@ -463,13 +469,13 @@ impl Session {
         Ok(st.tracked.get_or_insert_with(BTreeMap::new))
     }
 
-    pub(crate) fn update_tracked(&self, st: &mut State, updates: Vec<(RelPath, Known)>) -> Result<(), Fault> {
+    pub(crate) fn update_tracked(&self, st: &mut State, updates: Vec<(RelPath, Known, Option<u64>)>) -> Result<(), Fault> {
         if updates.is_empty() {
             return Ok(());
         }
         let map = self.tracked(st)?;
-        for (p, k) in updates {
-            map.insert(p, k);
+        for (p, k, since) in updates {
+            map.insert(p, (k, since));
         }
         self.save_tracked(st)
     }
@@ -478,7 +484,7 @@ impl Session {
         let Some(map) = &st.tracked else { return Ok(()) };
         let rec = TrackedRecord {
             v: RECORD_VERSION,
-            paths: map.iter().map(|(p, k)| TrackedPath { path: p.clone(), known: k.clone() }).collect(),
+            paths: map.iter().map(|(p, (k, since))| TrackedPath { path: p.clone(), known: k.clone(), since: *since }).collect(),
         };
         Ok(self.store.inner.fs.write_atomic(&self.p("tracked.json"), &to_json(&rec))?)
     }
@@ -525,75 +531,143 @@ impl Session {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.store.lock_shared()?;
-        let paths: Vec<(RelPath, Known)> =
+        let paths: Vec<(RelPath, (Known, Option<u64>))> =
             self.tracked(&mut st)?.iter().map(|(p, k)| (p.clone(), k.clone())).collect();
-        let mut outcome = RecheckOutcome { checked: paths.len(), recorded: Vec::new() };
+        let prev_boundary = self.last_boundary(&mut st)?.filter(|b| *b < anchor_seq);
+        let mut backdated = Vec::new();
+        let mut outcome = RecheckOutcome { checked: paths.len(), recorded: Vec::new(), failed: Vec::new() };
         let mut entries = Vec::new();
         let mut updates = Vec::new();
         let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
-        for (rel, known) in paths {
+        for (rel, (known, since)) in paths {
             let (parents, name) = rel.split_last();
             let key = parents.join(&b'/');
-            if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
-                let mut created = Vec::new();
-                let d = match self.ws.walk_parent(&rel, false, &mut created).map_err(|e| map_recheck(e, &rel))? {
-                    Walk::Parent(d) => Some(d),
-                    _ => None,
-                };
-                cached = Some((key, d));
-            }
-            let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
-            let now = match dir {
-                Some(d) => match self.ws.lstat(d, name, &rel).map_err(|e| map_recheck(e, &rel))? {
-                    None => Known::Absent,
-                    Some(meta) => Known::Present { meta, sha256: None },
-                },
-                None => {
+            let r = (|| -> Result<Option<(BeforeState, Known, u64)>, FsFailure> {
+                if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
+                    let mut created = Vec::new();
+                    cached = None;
+                    let d = match self.ws.walk_parent(&rel, false, &mut created)? {
+                        Walk::Parent(d) => Some(d),
+                        _ => None,
+                    };
+                    cached = Some((key.clone(), d));
+                }
+                let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
+                let now = match dir {
+                    Some(d) => match self.ws.lstat(d, name, &rel)? {
+                        None => Known::Absent,
+                        Some(meta) => Known::Present { meta, sha256: None, recorded: false },
+                    },
                     // Parent missing or blocked: find out which through the full path.
-                    self.observe_meta(&rel).map_err(|e| map_recheck(e, &rel))?
+                    None => self.observe_meta(&rel)?,
+                };
+                // Unchanged = same metadata and content already known. A file a tool wrote
+                // since (content unknown) is recorded once, so every boundary's state is exact.
+                let same = match (&known, &now) {
+                    (Known::Absent, Known::Absent) => true,
+                    (Known::Present { meta: a, recorded, .. }, Known::Present { meta: b, .. }) => a == b && *recorded,
+                    _ => false,
+                };
+                if same {
+                    return Ok(None);
                 }
-            };
-            let same = match (&known, &now) {
-                (Known::Absent, Known::Absent) => true,
-                (Known::Present { meta: a, .. }, Known::Present { meta: b, .. }) => a == b,
-                _ => false,
-            };
-            if same {
-                continue;
-            }
-            let order = self.store.next_order();
-            let (before, new_known) = match dir {
-                Some(d) => {
-                    let (b, k, _) = self.capture_in(d, &rel).map_err(|e| map_recheck(e, &rel))?;
-                    (b, k)
+                let order = self.store.next_order();
+                let (before, new_known, _) = match dir {
+                    Some(d) => self.capture_in(d, &rel)?,
+                    None => self.capture_path(&rel)?,
+                };
+                Ok(Some((before, new_known, order)))
+            })();
+            let (before, new_known, order) = match r {
+                Ok(None) => continue,
+                Ok(Some(x)) => x,
+                Err(e) if e.area == Area::Workspace => {
+                    // Per-path failure: reported; the path stays as last known and is retried next time.
+                    cached = None;
+                    outcome.failed.push(PathFailure { path: rel.clone(), display: rel.display(), error: e.to_string() });
+                    continue;
                 }
-                None => {
-                    let (b, k, _) = self.capture_path(&rel).map_err(|e| map_recheck(e, &rel))?;
-                    (b, k)
-                }
+                Err(e) => return Err(e.into()),
             };
             // Same content as last known (e.g. only touched): record nothing, refresh metadata.
             if let (Known::Present { sha256: Some(old), .. }, BeforeState::File { sha256: new, .. }) = (&known, &before) {
                 if old == new {
-                    updates.push((rel.clone(), new_known));
+                    updates.push((rel.clone(), new_known, since));
                     continue;
+                }
+            }
+            // The change happened after the previous boundary, which saw the last known
+            // state: record that state there too (unless already recorded there or later),
+            // so a rewind to the previous boundary is exact.
+            if let Some(prev) = prev_boundary {
+                if since.is_none_or(|s| s < prev) {
+                    let old = match &known {
+                        Known::Absent => Some(BeforeState::Absent),
+                        Known::Present { meta, sha256: Some(sha), recorded: true }
+                            if meta.kind == FileKind::File && self.store.has_blob(sha) =>
+                        {
+                            Some(BeforeState::File { sha256: sha.clone(), size: meta.size, mode: meta.mode })
+                        }
+                        _ => None,
+                    };
+                    if let Some(old) = old {
+                        backdated.push(Entry { path: rel.clone(), order: self.store.next_order(), before: old });
+                    }
                 }
             }
             entries.push(Entry { path: rel.clone(), order, before: before.clone() });
             outcome.recorded.push(RecordedChange { path: rel.clone(), before });
-            updates.push((rel, new_known));
+            updates.push((rel, new_known, Some(anchor_seq)));
         }
         drop(cached);
+        if let (Some(prev), false) = (prev_boundary, backdated.is_empty()) {
+            self.write_recheck_group(prev, backdated)?;
+        }
         if !entries.is_empty() {
-            let fs = &self.store.inner.fs;
-            let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
-            fs.create_dir_all(&gdir)?;
-            let name = format!("~recheck-{}.json", entries[0].order);
-            let g = GroupRecord { v: RECORD_VERSION, anchor_seq, source: EntrySource::Recheck, entries };
-            fs.write_atomic(&gdir.join(name), &to_json(&g))?;
+            self.write_recheck_group(anchor_seq, entries)?;
         }
         self.update_tracked(&mut st, updates)?;
+        if prev_boundary != Some(anchor_seq) {
+            self.set_last_boundary(&mut st, anchor_seq)?;
+        }
         Ok(outcome)
+    }
+
+    fn write_recheck_group(&self, anchor_seq: u64, entries: Vec<Entry>) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
+        fs.create_dir_all(&gdir)?;
+        let name = format!("~recheck-{}.json", entries[0].order);
+        let g = GroupRecord { v: RECORD_VERSION, anchor_seq, source: EntrySource::Recheck, entries };
+        Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)
+    }
+
+    fn last_boundary(&self, st: &mut State) -> Result<Option<u64>, Fault> {
+        if let Some(b) = st.last_boundary {
+            return Ok(b);
+        }
+        let path = self.p("boundary.json");
+        let b = match self.store.inner.fs.read_opt(&path)? {
+            None => None,
+            Some(bytes) => match parse_record::<BoundaryRecord>(&path, &bytes) {
+                Ok(r) => Some(r.anchor_seq),
+                // Only used to make records exact; a torn one means "unknown".
+                Err(Fault::Corrupt(_)) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        st.last_boundary = Some(b);
+        Ok(b)
+    }
+
+    fn set_last_boundary(&self, st: &mut State, anchor_seq: u64) -> Result<(), Fault> {
+        if self.last_boundary(st)?.is_some_and(|b| b >= anchor_seq) {
+            return Ok(());
+        }
+        let rec = BoundaryRecord { v: RECORD_VERSION, anchor_seq };
+        self.store.inner.fs.write_atomic(&self.p("boundary.json"), &to_json(&rec))?;
+        st.last_boundary = Some(Some(anchor_seq));
+        Ok(())
     }
 
     /// The tracked paths (every path with a recorded before-state, plus the cache).
@@ -650,6 +724,7 @@ impl Session {
         self.store.remove_tree(&self.dir)?;
         st.tracked = None;
         st.prepared = false;
+        st.last_boundary = None;
         Ok(self.store.collect_garbage_locked()?)
     }
 
@@ -718,10 +793,3 @@ fn map_read(e: FsFailure, rel: &RelPath) -> CaptureError {
     }
 }
 
-fn map_recheck(e: FsFailure, rel: &RelPath) -> RecheckError {
-    if e.area == Area::Workspace {
-        RecheckError::Read { path: rel.display(), source: e }
-    } else {
-        RecheckError::Fs(e)
-    }
-}

@@ -1,0 +1,115 @@
+//! Shared helpers: a temp store + workspace, workspace snapshots, tool edits.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use snapshot_store::{Session, Store, StoreOptions};
+
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("store");
+        let cwd = tmp.path().join("ws");
+        std::fs::create_dir_all(&cwd).expect("mkdir ws");
+        Env { tmp, root, cwd }
+    }
+
+    pub fn store(&self) -> Store {
+        self.store_with(StoreOptions::default())
+    }
+
+    pub fn store_with(&self, opts: StoreOptions) -> Store {
+        Store::open(&self.root, opts).expect("open store")
+    }
+
+    pub fn session(&self, store: &Store) -> Session {
+        store.session("s1", &self.cwd).expect("session")
+    }
+
+    pub fn p(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.cwd.join(rel)
+    }
+
+    pub fn write(&self, rel: impl AsRef<Path>, bytes: &[u8]) {
+        let p = self.p(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        std::fs::write(p, bytes).expect("write");
+    }
+
+    pub fn read(&self, rel: impl AsRef<Path>) -> Option<Vec<u8>> {
+        std::fs::read(self.p(rel)).ok()
+    }
+
+    pub fn remove(&self, rel: impl AsRef<Path>) {
+        let _ = std::fs::remove_file(self.p(rel));
+    }
+
+    /// Every regular file under the workspace: path bytes → content.
+    pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        snapshot_dir(&self.cwd)
+    }
+
+    /// Number of blob files in the store.
+    pub fn blob_count(&self) -> usize {
+        let mut n = 0;
+        if let Ok(rd) = std::fs::read_dir(self.root.join("blobs")) {
+            for d in rd.flatten() {
+                n += std::fs::read_dir(d.path()).map(|r| r.count()).unwrap_or(0);
+            }
+        }
+        n
+    }
+}
+
+pub fn snapshot_dir(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        let ft = e.file_type().expect("file type");
+        if ft.is_dir() {
+            walk(base, &p, out);
+        } else if ft.is_file() {
+            let rel = p.strip_prefix(base).expect("prefix").as_os_str().as_bytes().to_vec();
+            out.insert(rel, std::fs::read(&p).expect("read"));
+        }
+    }
+}
+
+/// A successful tool call that writes `content` (or deletes with `None`) at `rel`.
+pub fn tool_edit(env: &Env, s: &Session, call: &str, anchor: u64, rel: &str, content: Option<&[u8]>) {
+    s.capture_before(call, Path::new(rel)).expect("capture");
+    match content {
+        Some(c) => env.write(rel, c),
+        None => env.remove(rel),
+    }
+    s.commit(call, anchor, true).expect("commit");
+}
+
+/// Recursively copies a directory tree (regular files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let ft = e.file_type().expect("ft");
+        let dst = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else if ft.is_file() {
+            std::fs::copy(e.path(), &dst).expect("copy");
+        }
+    }
+}

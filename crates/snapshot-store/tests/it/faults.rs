@@ -1,0 +1,205 @@
+//! Fault injection on every filesystem call: each call in turn fails with EIO,
+//! ENOSPC or EACCES. The error is clear, the pass continues, the store stays
+//! readable, and continue/rollback reach exactly the target or the pre-state.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use snapshot_store::{Area, FaultSeam, FsOp, JournalState, PruneOptions, StoreOptions};
+
+use crate::common::{Env, tool_edit};
+
+const OFF: usize = usize::MAX;
+const ERRNOS: [i32; 3] = [5 /* EIO */, 28 /* ENOSPC */, 13 /* EACCES */];
+
+#[derive(Default)]
+pub struct FailNth {
+    count: AtomicUsize,
+    target: AtomicUsize,
+    errno: AtomicUsize,
+    pub hit: Mutex<Option<(FsOp, Area, PathBuf)>>,
+}
+
+impl FailNth {
+    pub fn new() -> Arc<Self> {
+        let s = Self::default();
+        s.target.store(OFF, Ordering::SeqCst);
+        Arc::new(s)
+    }
+    pub fn arm(&self, n: usize, errno: i32) {
+        self.count.store(0, Ordering::SeqCst);
+        self.errno.store(errno as usize, Ordering::SeqCst);
+        self.target.store(n, Ordering::SeqCst);
+        *self.hit.lock().expect("lock") = None;
+    }
+    pub fn disarm(&self) -> usize {
+        self.target.store(OFF, Ordering::SeqCst);
+        self.count.load(Ordering::SeqCst)
+    }
+    pub fn fired(&self) -> bool {
+        self.hit.lock().expect("lock").is_some()
+    }
+}
+
+impl FaultSeam for FailNth {
+    fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
+        let c = self.count.fetch_add(1, Ordering::SeqCst);
+        if c == self.target.load(Ordering::SeqCst) {
+            *self.hit.lock().expect("lock") = Some((op, area, path.to_path_buf()));
+            return Err(io::Error::from_raw_os_error(self.errno.load(Ordering::SeqCst) as i32));
+        }
+        Ok(())
+    }
+}
+
+fn os_text(errno: i32) -> String {
+    let s = io::Error::from_raw_os_error(errno).to_string();
+    s.split(" (os error").next().unwrap_or(&s).to_string()
+}
+
+/// A workspace edited over anchors 1 and 2; returns (pre-state, state at anchor 1).
+fn setup_restore(env: &Env) -> (std::collections::BTreeMap<Vec<u8>, Vec<u8>>, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+    env.write("a", b"a0");
+    env.write("b", &vec![b'b'; 100_000]);
+    env.write("d/e", b"e0");
+    env.write("gone", b"will be deleted");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    tool_edit(env, &s, "c1", 1, "a", Some(b"a1"));
+    tool_edit(env, &s, "c2", 1, "b", Some(b"b1"));
+    tool_edit(env, &s, "c3", 1, "new/deep/f", Some(b"created"));
+    s.recheck_tracked(2).expect("recheck");
+    tool_edit(env, &s, "c4", 2, "d/e", Some(b"e1"));
+    tool_edit(env, &s, "c5", 2, "gone", None);
+    (env.snapshot(), at1)
+}
+
+#[test]
+fn every_fs_call_of_plan_and_restore_can_fail() {
+    // Count the calls of a clean run.
+    let total = {
+        let env = Env::new();
+        setup_restore(&env);
+        let seam = FailNth::new();
+        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let s = env.session(&store);
+        seam.arm(OFF - 1, 5);
+        let plan = s.plan_restore(1).expect("plan");
+        let out = s.restore(&plan, "op").expect("restore");
+        assert_eq!(out.state, JournalState::Completed);
+        seam.disarm()
+    };
+    assert!(total > 30, "{total}");
+    let mut fired = 0;
+    for n in 0..total {
+        let errno = ERRNOS[n % 3];
+        let env = Env::new();
+        let (pre, at1) = setup_restore(&env);
+        let seam = FailNth::new();
+        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let s = env.session(&store);
+        seam.arm(n, errno);
+        let result = s.plan_restore(1).map_err(|e| e.to_string()).and_then(|plan| {
+            s.restore(&plan, "op").map_err(|e| e.to_string())
+        });
+        seam.disarm();
+        if !seam.fired() {
+            continue;
+        }
+        fired += 1;
+        let text = os_text(errno);
+        match &result {
+            Err(e) => assert!(e.contains(&text), "call {n}: error names the cause: {e}"),
+            Ok(out) => {
+                for f in &out.failed {
+                    assert!(f.error.contains(&text) || f.error.contains("changed"), "call {n}: {f:?}");
+                }
+            }
+        }
+        // The store stays readable; recovery reaches exactly the target, then undo the pre-state.
+        let store2 = env.store();
+        let s2 = env.session(&store2);
+        s2.plan_restore(1).unwrap_or_else(|e| panic!("call {n}: store unreadable: {e}"));
+        let open = s2.reconcile_restores().expect("reconcile");
+        let statuses = s2.restore_statuses().expect("statuses");
+        if let Some(st) = open.first() {
+            let rb_env = Env::new();
+            crate::common::copy_tree(env.tmp.path(), rb_env.tmp.path());
+            let c = s2.continue_restore(&st.op_id).expect("continue");
+            assert_eq!(c.state, JournalState::Completed, "call {n}: {c:?}");
+            assert_eq!(env.snapshot(), at1, "call {n}: continue reaches the target");
+            s2.undo_restore(&st.op_id).expect("undo");
+            assert_eq!(env.snapshot(), pre, "call {n}: undo reaches the pre-state");
+            // And on a copy of the interrupted state, rollback reaches the pre-state.
+            let rs = rb_env.store();
+            let rss = rb_env.session(&rs);
+            let rb = rss.rollback_restore(&st.op_id).expect("rollback");
+            assert_eq!(rb.state, JournalState::RolledBack, "call {n}: {rb:?}");
+            assert_eq!(rb_env.snapshot(), pre, "call {n}: rollback reaches the pre-state");
+        } else if statuses.iter().any(|st| st.state == JournalState::Completed) {
+            assert_eq!(env.snapshot(), at1, "call {n}");
+        } else {
+            assert_eq!(env.snapshot(), pre, "call {n}: failed before any mutation");
+            let out = s2.restore(&s2.plan_restore(1).expect("plan"), "retry").expect("retry");
+            assert_eq!(out.state, JournalState::Completed);
+            assert_eq!(env.snapshot(), at1);
+        }
+    }
+    assert!(fired as f64 > total as f64 * 0.9, "{fired}/{total}");
+}
+
+#[test]
+fn every_fs_call_of_capture_commit_recheck_can_fail() {
+    let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Vec<Result<(), String>> {
+        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let s = env.session(&store);
+        seam.arm(n, errno);
+        let mut r = Vec::new();
+        r.push(s.capture_before("c1", Path::new("a")).map(|_| ()).map_err(|e| e.to_string()));
+        env.write("a", b"a-after");
+        r.push(s.commit("c1", 1, true).map(|_| ()).map_err(|e| e.to_string()));
+        r.push(s.recheck_tracked(2).map(|o| assert!(o.failed.len() <= 1)).map_err(|e| e.to_string()));
+        r.push(s.capture_before("c2", Path::new("sub/b")).map(|_| ()).map_err(|e| e.to_string()));
+        env.write("sub/b", b"b-after");
+        r.push(s.commit("c2", 2, true).map(|_| ()).map_err(|e| e.to_string()));
+        r.push(s.prune(PruneOptions::default()).map(|_| ()).map_err(|e| e.to_string()));
+        seam.disarm();
+        r
+    };
+    let total = {
+        let env = Env::new();
+        env.write("a", b"a-before");
+        let seam = FailNth::new();
+        let r = run(&seam, &env, OFF - 1, 5);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        seam.disarm()
+    };
+    for n in 0..total {
+        let errno = ERRNOS[n % 3];
+        let env = Env::new();
+        env.write("a", b"a-before");
+        let seam = FailNth::new();
+        let r = run(&seam, &env, n, errno);
+        if !seam.fired() {
+            continue;
+        }
+        for e in r.iter().filter_map(|x| x.as_ref().err()) {
+            assert!(e.contains(&os_text(errno)), "call {n}: {e}");
+        }
+        // Readable, and whatever was acknowledged is restorable exactly.
+        let store = env.store();
+        let s = env.session(&store);
+        let plan = s.plan_restore(1).unwrap_or_else(|e| panic!("call {n}: {e}"));
+        s.restore(&plan, "op").expect("restore");
+        if r[0].is_ok() && r[1].is_ok() {
+            assert_eq!(env.read("a").as_deref(), Some(&b"a-before"[..]), "call {n}");
+        }
+        if r[3].is_ok() && r[4].is_ok() {
+            assert_eq!(env.read("sub/b"), None, "call {n}");
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests of `snapshot-store` (one test binary).
+
+mod basic;
+mod common;
+mod faults;
+mod hostile;
