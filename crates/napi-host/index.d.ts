@@ -24,6 +24,53 @@ export declare class BindingHistory {
   markUndone(key: string, opId: string, outcome: string, time: number): Promise<BindingHistoryEntry>
 }
 
+/**
+ * The checkpoint store under one root (`<dsh home>/rewind-snapshots`), with one cached session
+ * handle per (session id, cwd). The per-file cap follows the value passed to `capture` /
+ * `recheck` (the host's live setting): a different cap reopens the store.
+ */
+export declare class BindingStore {
+  /**
+   * Opens (creating when missing) the store at `root` with the default per-file cap. A store
+   * written by a newer build opens read-only: see [`BindingStore::newer_version`].
+   */
+  static open(root: string): BindingStore
+  /** `null` when this build understands the store; otherwise why it refuses to write or restore. */
+  newerVersion(): string | null
+  /** Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`. */
+  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<BindingCaptureOutcome>
+  /** Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`. */
+  commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
+  /** Discards a capture still staged for `call_id` (the host's safety net). */
+  discard(sessionId: string, cwd: string, callId: string): Promise<void>
+  /**
+   * Message-boundary re-check: records the state of every tracked path that changed on disk;
+   * resolves with the recorded paths.
+   */
+  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<Array<string>>
+  /** What a rewind to `target_seq` would do to the files (no mutation). */
+  preview(sessionId: string, cwd: string, targetSeq: number): Promise<BindingPreview>
+  /** Plans and runs the journaled restore to `target_seq` under op id `op_id`. */
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string): Promise<BindingRestoreOutcome>
+  /**
+   * The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
+   * `missing` or `unreadable`.
+   */
+  journalState(sessionId: string, cwd: string, opId: string): Promise<string>
+  /**
+   * Undoes the completed restore `op_id` (files only). Rejects with `rewind/stale-undo`
+   * (`details.paths`) when a restored path changed since.
+   */
+  undo(sessionId: string, cwd: string, opId: string): Promise<BindingUndoOutcome>
+  /**
+   * Records DSH's session format for this session; a different recorded format clears the
+   * session's snapshots. Resolves `true` when it cleared them.
+   */
+  sessionFormat(sessionId: string, cwd: string, format: string): Promise<boolean>
+  /** Keeps the newest 100 anchor groups of the session (what open journals need stays). */
+  prune(sessionId: string, cwd: string): Promise<void>
+}
+
 /** Version of this addon (the crate version). */
 export declare function addonVersion(): string
 
@@ -41,6 +88,24 @@ export interface BindingCandidate {
   messageId?: string
   /** Event time (epoch ms), when numeric. */
   time?: number
+}
+
+/** The outcome of a before-state capture. */
+export interface BindingCaptureOutcome {
+  /** `captured`, `absent`, `uncovered`, `skipped` or `already-staged`. */
+  kind: string
+  /** The path (workspace-relative when resolved). */
+  path: string
+  /** For `skipped`: why. */
+  reason?: string
+}
+
+/** A path that failed, with why. */
+export interface BindingFailedPath {
+  /** Workspace-relative path. */
+  path: string
+  /** What went wrong. */
+  message: string
 }
 
 /** The fork a rewind created, when it forked. */
@@ -135,6 +200,46 @@ export interface BindingPlan {
   targetText: string
 }
 
+/** The impact of a rewind on the files; nothing is changed to compute it. */
+export interface BindingPreview {
+  /** Actions a restore would take (only those that change the disk). */
+  files: Array<BindingPreviewFile>
+  /** Recorded paths over the per-file cap (known, not backed up). */
+  uncovered: Array<string>
+  /** Paths refused (symlinks, hard links, ...), with the reason. */
+  skipped: Array<BindingSkippedPath>
+}
+
+/** One planned restore action. */
+export interface BindingPreviewFile {
+  /** Workspace-relative path. */
+  path: string
+  /** `write` (replace content), `create` (recreate a missing file) or `delete`. */
+  action: string
+}
+
+/** The outcome of a journaled restore. */
+export interface BindingRestoreOutcome {
+  /** Paths written (content replaced or recreated). */
+  written: Array<string>
+  /** Paths deleted. */
+  deleted: Array<string>
+  /** Paths left alone, with the reason (uncovered ones included). */
+  skipped: Array<BindingSkippedPath>
+  /** Paths that failed. */
+  failed: Array<BindingFailedPath>
+  /** Whether the journal ended `completed`. */
+  completed: boolean
+}
+
+/** A path left alone, with why. */
+export interface BindingSkippedPath {
+  /** Workspace-relative path. */
+  path: string
+  /** Why it was left alone. */
+  reason: string
+}
+
 /** The replace operation of the marker: `{op:'replace', start, end}`. */
 export interface BindingSurfaceOp {
   /** Always `replace`. */
@@ -143,6 +248,18 @@ export interface BindingSurfaceOp {
   start: number
   /** Last replaced surface node. */
   end: number
+}
+
+/** The outcome of undoing a restore (files only). */
+export interface BindingUndoOutcome {
+  /** `ok` or `partial`. */
+  kind: string
+  /** Paths written back. */
+  restored: Array<string>
+  /** Paths deleted. */
+  deleted: Array<string>
+  /** Paths that failed. */
+  failed: Array<BindingFailedPath>
 }
 
 /**

@@ -56,11 +56,16 @@ export function toRewindError(error: unknown, fallback: string = Codes.failed): 
     const code = (error as { code?: unknown }).code
     const details = (error as { details?: unknown }).details
     if (typeof code === 'string' && code.startsWith('rewind/')) {
-      return new RewindError(code, error.message, isRecord(details) ? details : {})
+      return new RewindError(code, error.message, isRecord(details) ? jsonSafe(details) : {})
     }
     return new RewindError(fallback, error.message)
   }
   return new RewindError(fallback, String(error))
+}
+
+/** Details as plain JSON (a `BigInt` becomes a number). */
+function jsonSafe(value: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))) as Record<string, unknown>
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -106,7 +106,7 @@ export interface HostSettingsScope<T> {
 
 /** The settings service subset. */
 export interface HostSettings {
-  register<T>(ns: string, schema: unknown, options?: { applies?: 'live' | 'restart' }): HostSettingsScope<T>
+  register<T>(ns: string, schema: unknown, options?: { applies?: 'live' | 'restart'; base?: Partial<T> }): HostSettingsScope<T>
   get(ns: string): unknown
 }
 

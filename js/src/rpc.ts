@@ -175,7 +175,12 @@ export function trustedRequest(req: IncomingMessage, port: number): boolean {
 }
 
 function send(res: ServerResponse, status: number, payload: unknown): void {
-  const body = JSON.stringify(payload)
+  let body: string
+  try {
+    body = JSON.stringify(payload)
+  } catch (error) {
+    body = JSON.stringify({ ok: false, error: { code: Codes.failed, message: `unserializable response: ${(error as Error).message}`, details: {} } })
+  }
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
   res.end(body)
 }

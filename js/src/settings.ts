@@ -55,16 +55,24 @@ export type SettingsPatch = Partial<Omit<RewindSettings, 'cleanup'>> & { cleanup
 export class SettingsModel {
   private scope: HostSettingsScope<RewindSettings> | undefined
   private fallback: RewindSettings
+  private base: Partial<RewindSettings>
 
   constructor(config: Partial<RewindSettings> | undefined) {
     this.fallback = normalize({ ...DEFAULT_SETTINGS, ...config, cleanup: { ...DEFAULT_SETTINGS.cleanup, ...config?.cleanup } })
+    // The plugin's entry config is the composition layer under the user's settings.
+    const base: Partial<RewindSettings> = {}
+    for (const key of ['backups', 'maxFileBytes', 'historyLimit', 'locale'] as const) {
+      if (config?.[key] !== undefined) (base as Record<string, unknown>)[key] = this.fallback[key]
+    }
+    if (config?.cleanup !== undefined) base.cleanup = this.fallback.cleanup
+    this.base = base
   }
 
   /** Register with the settings service when the host has one (optional service). */
   attach(ctx: HostContext, onError: (error: unknown) => void): void {
     ctx.inject(['settings'], (sub) => {
       try {
-        const scope = sub.settings!.register<RewindSettings>(SETTINGS_NAMESPACE, SettingsSchema, { applies: 'live' })
+        const scope = sub.settings!.register<RewindSettings>(SETTINGS_NAMESPACE, SettingsSchema, { applies: 'live', base: this.base })
         this.scope = scope
         sub.effect(() => () => {
           if (this.scope === scope) this.scope = undefined

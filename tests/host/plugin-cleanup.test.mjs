@@ -11,7 +11,7 @@ import { bootWithPlugin } from './plugin-support.mjs'
 
 async function sessionDirs(dshHome) {
   try {
-    return (await readdir(join(dshHome, 'rewind-snapshots'), { withFileTypes: true })).filter(d => d.isDirectory() && !d.name.startsWith('.')).map(d => d.name)
+    return (await readdir(join(dshHome, 'rewind-snapshots', 'sessions'), { withFileTypes: true })).filter(d => d.isDirectory() && !d.name.startsWith('.')).map(d => d.name)
   } catch {
     return []
   }
@@ -37,7 +37,7 @@ test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async
   assert.equal(dirsBefore.length, 2, `two session snapshot dirs: ${dirsBefore}`)
   await host.disposeAgent(old)
   const oldDir = dirsBefore.find(d => d.includes('old'))
-  await ageTree(join(host.dshHome, 'rewind-snapshots', oldDir), 40)
+  await ageTree(join(host.dshHome, 'rewind-snapshots', 'sessions', oldDir), 40)
 
   const show = await host.runCommand(current, '/snapshot-auto-cleanup show')
   assert.match(show.result.text, /Snapshot auto-cleanup: off; idle cutoff 30 day\(s\); last sweep: never\./)

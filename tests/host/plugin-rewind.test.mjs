@@ -6,45 +6,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { turn, text, write, read, edit, sre } from './lib/harness.mjs'
-import { bootWithPlugin, put, snapshot, humanSeq, humanIndex, textOf, bytes } from './plugin-support.mjs'
-
-const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
-const BIG = `BIG\n${'x'.repeat(300)}\n`
-const FILES = ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'big.txt', 'keep.txt']
-
-/** Three human turns with every covered tool route, external edits between them. */
-export async function threeTurnSession(options = {}) {
-  const host = await bootWithPlugin({
-    config: { maxFileBytes: 100, ...options.config },
-    script: [
-      turn(write('notes.txt', 'v1\n'), sre.create('sre.txt', 'alpha\n'), write('data.bin', 'text0\n'), text('turn one done')),
-      turn(
-        read('notes.txt'), edit('notes.txt', 'v1', 'v2'),
-        sre.strReplace('sre.txt', 'alpha', 'beta'), sre.insert('sre.txt', 1, 'gamma'),
-        write('new.txt', 'created later\n'),
-        read('big.txt'), edit('big.txt', 'BIG', 'HUGE'),
-        sre.view('keep.txt'),
-        text('turn two done'),
-      ),
-      turn(read('notes.txt'), edit('notes.txt', 'v2', 'v3'), text('turn three done')),
-      ...(options.extraTurns ?? []),
-    ],
-    ...options.host,
-  })
-  const ws = host.workspace
-  await put(join(ws, 'big.txt'), BIG)
-  await put(join(ws, 'keep.txt'), 'untouched\n')
-  const agent = await host.createAgent(options.sessionId ?? 'rewind-session')
-  await host.sendUser(agent, 'start')
-  await put(join(ws, 'data.bin'), BINARY) // external edit between "start" and "middle"
-  const beforeMiddle = await snapshot(ws, FILES)
-  await host.sendUser(agent, 'middle')
-  await put(join(ws, 'data.bin'), 'external\n') // external edit between "middle" and "last"
-  await host.sendUser(agent, 'last')
-  const afterLast = await snapshot(ws, FILES)
-  return { host, agent, ws, beforeMiddle, afterLast }
-}
+import { turn, text, write } from './lib/harness.mjs'
+import { threeTurnSession, snapshot, humanSeq, humanIndex, textOf, bytes, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
   const { host, agent, ws, beforeMiddle, afterLast } = await threeTurnSession({ extraTurns: [turn(text('after the rewind'))] })

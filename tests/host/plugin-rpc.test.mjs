@@ -6,10 +6,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { writeFile } from 'node:fs/promises'
-import { threeTurnSession } from './plugin-rewind.test.mjs'
-import { rpc, snapshot, humanSeq } from './plugin-support.mjs'
-
-const FILES = ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'big.txt', 'keep.txt']
+import { turn, text, edit } from './lib/harness.mjs'
+import { threeTurnSession, rpc, snapshot, humanSeq, bytes, FILES } from './plugin-support.mjs'
 
 test('undo over RPC restores the files once; history lists the entry', async (t) => {
   const { host, agent, ws, afterLast } = await threeTurnSession({ sessionId: 'undo-session' })
@@ -43,10 +41,9 @@ test('undo over RPC restores the files once; history lists the entry', async (t)
   assert.equal(after.json.value.entries[0].undoable, false)
 
   // The file observation was re-synced: the model can edit a restored file right away.
-  host.addTurns([{ kind: 'tools', calls: [{ name: 'edit', args: { file_path: 'notes.txt', old_string: 'v3', new_string: 'v4' } }] }, { kind: 'text', text: 'edited after undo', chunks: 1 }])
+  host.addTurns(turn(edit('notes.txt', 'v3', 'v4'), text('edited after undo')))
   await host.sendUser(agent, 'edit notes again')
-  const result = host.adapter.requests.at(-1).messages.at(-2)
-  assert.ok(!JSON.stringify(result).includes('"isError":true'), `edit after undo was refused: ${JSON.stringify(result)}`)
+  assert.equal((await bytes(join(ws, 'notes.txt'))).toString(), 'v4\n', 'the edit of a restored file is not refused as stale')
 })
 
 test('undo is refused as stale (listing the paths) when a restored file changed since', async (t) => {
@@ -85,7 +82,7 @@ test('preview, candidates, caps, settings and the error envelope', async (t) => 
   assert.deepEqual(caps.json.value, { history: true, undo: true, fileCheckpointing: true, backups: true })
 
   const settings = await rpc(host, 'settings', { sessionId })
-  assert.equal(settings.json.value.maxFileBytes, 100)
+  assert.equal(settings.json.value.maxFileBytes, 300)
   const updated = await rpc(host, 'settings.update', { sessionId, patch: { backups: false, cleanup: { maxAgeDays: 7 } } })
   assert.equal(updated.json.ok, true, JSON.stringify(updated.json))
   assert.equal(updated.json.value.backups, false)

@@ -3,11 +3,12 @@
  * DSH spine (tests/host/lib/harness.mjs) with the built plugin (lib/index.js + native/ addon),
  * call its RPC route over real HTTP, and read workspace files.
  */
-import { readFile, writeFile, mkdir } from 'node:fs/promises'
+import { readFile, writeFile, mkdir, mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startHost } from './lib/harness.mjs'
+import { startHost, turn, text, write, read, edit, sre } from './lib/harness.mjs'
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
 
@@ -24,7 +25,9 @@ export async function loadPlugin() {
 /** Boot a host with the plugin (webServer and settings on by default). */
 export async function bootWithPlugin({ config = {}, script = [], workspace, dshHome, webServer = true, settings = true, ...rest } = {}) {
   const Rewind = await loadPlugin()
-  const host = await startHost({ plugins: [[Rewind, config]], script, webServer, settings, workspace, dshHome, ...rest })
+  // The plugin's stores live in the host's DSH home (never the user's ~/.dsh).
+  const home = dshHome ?? await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  const host = await startHost({ plugins: [[Rewind, { dshHome: home, ...config }]], script, webServer, settings, workspace, dshHome: home, ...rest })
   return host
 }
 
@@ -78,3 +81,41 @@ export function humanSeq(agent, text) {
 export function humanIndex(messages, text) {
   return messages.findIndex(m => m.role === 'user' && m.source?.kind === 'user' && textOf(m) === text)
 }
+
+export const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
+export const BIG = `BIG\n${'x'.repeat(400)}\n`
+export const FILES = ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'big.txt', 'keep.txt']
+
+/** Three human turns with every covered tool route, external edits between them. */
+export async function threeTurnSession(options = {}) {
+  const host = await bootWithPlugin({
+    config: { maxFileBytes: 300, ...options.config },
+    script: [
+      turn(write('notes.txt', 'v1\n'), sre.create('sre.txt', 'alpha\n'), write('data.bin', 'text0\n'), text('turn one done')),
+      turn(
+        read('notes.txt'), edit('notes.txt', 'v1', 'v2'),
+        sre.strReplace('sre.txt', 'alpha', 'beta'), sre.insert('sre.txt', 1, 'gamma'),
+        write('new.txt', 'created later\n'),
+        read('big.txt'), edit('big.txt', 'BIG', 'HUGE'),
+        sre.view('keep.txt'),
+        text('turn two done'),
+      ),
+      turn(read('notes.txt'), edit('notes.txt', 'v2', 'v3'), text('turn three done')),
+      ...(options.extraTurns ?? []),
+    ],
+    ...options.host,
+  })
+  const ws = host.workspace
+  await put(join(ws, 'big.txt'), BIG)
+  await put(join(ws, 'keep.txt'), 'untouched\n')
+  const agent = await host.createAgent(options.sessionId ?? 'rewind-session')
+  await host.sendUser(agent, 'start')
+  await put(join(ws, 'data.bin'), BINARY) // external edit between "start" and "middle"
+  const beforeMiddle = await snapshot(ws, FILES)
+  await host.sendUser(agent, 'middle')
+  await put(join(ws, 'data.bin'), 'external\n') // external edit between "middle" and "last"
+  await host.sendUser(agent, 'last')
+  const afterLast = await snapshot(ws, FILES)
+  return { host, agent, ws, beforeMiddle, afterLast }
+}
+

@@ -50,9 +50,20 @@ impl BindingError {
     fn to_js(&self, env: &Env) -> napi::Result<napi::Error> {
         let mut object: Object<'_> = env.create_error(napi::Error::new(Status::GenericFailure, self.message.clone()))?;
         object.set_named_property("code", self.code.as_str())?;
-        object.set_named_property("details", env.to_js_value(&self.details)?)?;
+        object.set_named_property("details", env.to_js_value(&js_numbers(self.details.clone()))?)?;
         let unknown: Unknown<'_> = object.to_unknown();
         Ok(napi::Error::from(unknown))
+    }
+}
+
+/// Integers become plain JavaScript numbers (napi would turn a `u64` into a `BigInt`, which
+/// `JSON.stringify` refuses); seqs, counts and times stay far below 2^53.
+fn js_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(n) if !n.is_f64() => n.as_f64().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number),
+        Value::Array(items) => Value::Array(items.into_iter().map(js_numbers).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, js_numbers(v))).collect()),
+        other => other,
     }
 }
 
@@ -123,3 +134,70 @@ macro_rules! history_error {
     )*};
 }
 history_error!(OpenError, ReadError, AppendError, WriteError, MarkUndoneError);
+
+/// The stable code of a store failure shared by every store operation.
+fn store_fault_code(newer: bool, corrupt: bool) -> &'static str {
+    if newer {
+        "rewind/store-newer"
+    } else if corrupt {
+        "rewind/store-corrupt"
+    } else {
+        "rewind/failed"
+    }
+}
+
+macro_rules! store_error {
+    ($ty:ident, |$e:ident| { $($pat:pat => $code:expr,)* }) => {
+        impl From<snapshot_store::$ty> for BindingError {
+            fn from($e: snapshot_store::$ty) -> Self {
+                use snapshot_store::$ty as E;
+                #[allow(unreachable_patterns)]
+                let code: &str = match &$e {
+                    E::NewerStore(_) => store_fault_code(true, false),
+                    E::Corrupt(_) => store_fault_code(false, true),
+                    $($pat => $code,)*
+                    _ => store_fault_code(false, false),
+                };
+                Self::new(code, $e.to_string())
+            }
+        }
+    };
+}
+
+store_error!(OpenError, |e| {});
+store_error!(SessionError, |e| { E::InvalidSessionId { .. } => "rewind/bad-request", });
+store_error!(CaptureError, |e| { E::InvalidCallId { .. } => "rewind/bad-request", });
+store_error!(CommitError, |e| { E::InvalidCallId { .. } => "rewind/bad-request", });
+store_error!(RecheckError, |e| {});
+store_error!(PlanError, |e| {});
+store_error!(RestoreError, |e| {
+    E::InvalidOpId { .. } => "rewind/bad-request",
+    E::DuplicateOp { .. } => "rewind/bad-request",
+    E::Fs(_) => "rewind/restore-failed",
+    E::Rescue { .. } => "rewind/restore-failed",
+});
+store_error!(ReconcileError, |e| {});
+store_error!(PruneError, |e| {});
+store_error!(ClearError, |e| {});
+store_error!(QueryError, |e| {});
+
+impl From<snapshot_store::JournalError> for BindingError {
+    fn from(e: snapshot_store::JournalError) -> Self {
+        use snapshot_store::JournalError as E;
+        use snapshot_store::JournalState as S;
+        let (code, details) = match &e {
+            E::NewerStore(_) => ("rewind/store-newer", json!({})),
+            E::Corrupt(_) => ("rewind/store-corrupt", json!({})),
+            E::InvalidOpId { .. } => ("rewind/bad-request", json!({})),
+            E::UnknownOp { op_id, .. } => ("rewind/unknown-entry", json!({ "opId": op_id })),
+            E::WrongState { op_id, state: S::Undone, .. } => ("rewind/already-undone", json!({ "opId": op_id })),
+            E::WrongState { op_id, state, .. } => ("rewind/not-undoable", json!({ "opId": op_id, "journal": state.to_string() })),
+            E::Stale { op_id, paths } => (
+                "rewind/stale-undo",
+                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>() }),
+            ),
+            _ => ("rewind/undo-failed", json!({})),
+        };
+        Self::new(code, e.to_string()).with_details(details)
+    }
+}

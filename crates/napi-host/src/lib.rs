@@ -21,6 +21,7 @@ extern crate history as rewind_history;
 pub mod error;
 pub mod history_api;
 pub mod planner_api;
+pub mod store_api;
 pub mod task;
 pub mod types;
 

@@ -4,11 +4,16 @@ mod binding_candidate;
 mod binding_history_entry;
 mod binding_history_input;
 mod binding_plan;
+mod binding_store_types;
 
 pub use binding_candidate::BindingCandidate;
 pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
 pub use binding_history_input::BindingHistoryInput;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
+pub use binding_store_types::{
+    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile, BindingRestoreOutcome, BindingSkippedPath,
+    BindingUndoOutcome,
+};
 
 /// A `u64` seq or count as a JavaScript number (exact up to 2^53).
 pub(crate) fn js_number(value: u64) -> f64 {

@@ -1,0 +1,269 @@
+//! Snapshot-store bindings (async: every call touches the disk).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::{AsyncTask, Env};
+use napi_derive::napi;
+use snapshot_store::{Action, CaptureOutcome, JournalError, JournalState, PruneOptions, Session, Store, StoreOptions};
+
+use crate::error::BindingError;
+use crate::task::Job;
+use crate::types::{
+    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile, BindingRestoreOutcome, BindingSkippedPath,
+    BindingUndoOutcome, seq_from_js,
+};
+
+struct Inner {
+    cap: u64,
+    store: Store,
+    sessions: HashMap<(String, PathBuf), Arc<Session>>,
+}
+
+/// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), with one cached session
+/// handle per (session id, cwd). The per-file cap follows the value passed to `capture` /
+/// `recheck` (the host's live setting): a different cap reopens the store.
+#[napi]
+pub struct BindingStore {
+    root: PathBuf,
+    inner: Arc<Mutex<Inner>>,
+}
+
+fn open_store(root: &Path, cap: u64) -> Result<Store, BindingError> {
+    Ok(Store::open(root, StoreOptions { max_file_bytes: cap, ..StoreOptions::default() })?)
+}
+
+fn cap_from(value: f64) -> Result<u64, BindingError> {
+    seq_from_js(value, "maxFileBytes")
+}
+
+impl BindingStore {
+    fn handle(&self) -> Handle {
+        Handle { root: self.root.clone(), inner: Arc::clone(&self.inner) }
+    }
+}
+
+/// What a job needs: cheap to clone into a worker thread.
+#[derive(Clone)]
+struct Handle {
+    root: PathBuf,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Handle {
+    fn session(&self, session_id: &str, cwd: &str, cap: Option<u64>) -> Result<Arc<Session>, BindingError> {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(cap) = cap {
+            if cap != inner.cap {
+                inner.store = open_store(&self.root, cap)?;
+                inner.cap = cap;
+                inner.sessions.clear();
+            }
+        }
+        let key = (session_id.to_owned(), PathBuf::from(cwd));
+        if let Some(session) = inner.sessions.get(&key) {
+            return Ok(Arc::clone(session));
+        }
+        let session = Arc::new(inner.store.session(session_id, Path::new(cwd))?);
+        inner.sessions.insert(key, Arc::clone(&session));
+        Ok(session)
+    }
+}
+
+fn skipped_reason(reason: &impl std::fmt::Display) -> String {
+    reason.to_string()
+}
+
+fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
+    let mut skipped: Vec<BindingSkippedPath> =
+        o.skipped.iter().map(|s| BindingSkippedPath { path: s.path.display(), reason: skipped_reason(&s.reason) }).collect();
+    skipped.extend(o.uncovered.iter().map(|u| BindingSkippedPath {
+        path: u.path.display(),
+        reason: format!("over the per-file cap ({} bytes), not backed up", u.size),
+    }));
+    BindingRestoreOutcome {
+        written: o.written.iter().map(|p| p.display()).collect(),
+        deleted: o.deleted.iter().map(|p| p.display()).collect(),
+        skipped,
+        failed: o.failed.iter().map(|f| BindingFailedPath { path: f.display.clone(), message: f.error.clone() }).collect(),
+        completed: o.state == JournalState::Completed,
+    }
+}
+
+#[napi]
+impl BindingStore {
+    /// Opens (creating when missing) the store at `root` with the default per-file cap. A store
+    /// written by a newer build opens read-only: see [`BindingStore::newer_version`].
+    #[napi(factory)]
+    pub fn open(env: Env, root: String) -> napi::Result<Self> {
+        let root = PathBuf::from(root);
+        let cap = snapshot_store::DEFAULT_MAX_FILE_BYTES;
+        let store = open_store(&root, cap).map_err(|e| e.into_napi(&env))?;
+        Ok(Self { root, inner: Arc::new(Mutex::new(Inner { cap, store, sessions: HashMap::new() })) })
+    }
+
+    /// `null` when this build understands the store; otherwise why it refuses to write or restore.
+    #[napi]
+    pub fn newer_version(&self) -> Option<String> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.store.newer_version().map(|n| n.to_string())
+    }
+
+    /// Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`.
+    #[napi(ts_return_type = "Promise<BindingCaptureOutcome>")]
+    pub fn capture(
+        &self,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        path: String,
+        max_file_bytes: f64,
+    ) -> AsyncTask<Job<BindingCaptureOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
+            Ok(match session.capture_before(&call_id, Path::new(&path))? {
+                CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome { kind: "captured".into(), path: path.display(), reason: None },
+                CaptureOutcome::Absent { path } => BindingCaptureOutcome { kind: "absent".into(), path: path.display(), reason: None },
+                CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome { kind: "uncovered".into(), path: path.display(), reason: None },
+                CaptureOutcome::Skipped { path, reason } => {
+                    BindingCaptureOutcome { kind: "skipped".into(), path, reason: Some(reason.to_string()) }
+                }
+                CaptureOutcome::AlreadyStaged { path } => {
+                    BindingCaptureOutcome { kind: "already-staged".into(), path: path.display(), reason: None }
+                }
+            })
+        }))
+    }
+
+    /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn commit(&self, session_id: String, cwd: String, call_id: String, anchor_seq: f64, ok: bool) -> AsyncTask<Job<()>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
+            h.session(&session_id, &cwd, None)?.commit(&call_id, anchor, ok)?;
+            Ok(())
+        }))
+    }
+
+    /// Discards a capture still staged for `call_id` (the host's safety net).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn discard(&self, session_id: String, cwd: String, call_id: String) -> AsyncTask<Job<()>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            h.session(&session_id, &cwd, None)?.discard(&call_id)?;
+            Ok(())
+        }))
+    }
+
+    /// Message-boundary re-check: records the state of every tracked path that changed on disk;
+    /// resolves with the recorded paths.
+    #[napi(ts_return_type = "Promise<Array<string>>")]
+    pub fn recheck(&self, session_id: String, cwd: String, anchor_seq: f64, max_file_bytes: f64) -> AsyncTask<Job<Vec<String>>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
+            let outcome = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?.recheck_tracked(anchor)?;
+            Ok(outcome.recorded.into_iter().map(|c| c.path.display()).collect())
+        }))
+    }
+
+    /// What a rewind to `target_seq` would do to the files (no mutation).
+    #[napi(ts_return_type = "Promise<BindingPreview>")]
+    pub fn preview(&self, session_id: String, cwd: String, target_seq: f64) -> AsyncTask<Job<BindingPreview>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let target = seq_from_js(target_seq, "targetSeq")?;
+            let plan = h.session(&session_id, &cwd, None)?.plan_restore(target)?;
+            Ok(BindingPreview {
+                files: plan
+                    .actions
+                    .iter()
+                    .map(|a| BindingPreviewFile {
+                        path: a.path.display(),
+                        action: match a.action {
+                            Action::Write { .. } => "write".into(),
+                            Action::Recreate { .. } => "create".into(),
+                            Action::Delete => "delete".into(),
+                        },
+                    })
+                    .collect(),
+                uncovered: plan.uncovered.iter().map(|u| u.path.display()).collect(),
+                skipped: plan.skipped.iter().map(|s| BindingSkippedPath { path: s.path.display(), reason: s.reason.to_string() }).collect(),
+            })
+        }))
+    }
+
+    /// Plans and runs the journaled restore to `target_seq` under op id `op_id`.
+    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
+    pub fn restore(&self, session_id: String, cwd: String, target_seq: f64, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let target = seq_from_js(target_seq, "targetSeq")?;
+            let session = h.session(&session_id, &cwd, None)?;
+            let plan = session.plan_restore(target)?;
+            Ok(restore_outcome(session.restore(&plan, &op_id)?))
+        }))
+    }
+
+    /// The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
+    /// `missing` or `unreadable`.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn journal_state(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<String>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let session = h.session(&session_id, &cwd, None)?;
+            Ok(match session.restore_status(&op_id) {
+                Ok(status) => match status.state {
+                    JournalState::Open => "open",
+                    JournalState::Completed => "completed",
+                    JournalState::RolledBack => "rolled-back",
+                    JournalState::Undone => "undone",
+                }
+                .to_owned(),
+                Err(JournalError::UnknownOp { .. }) => "missing".to_owned(),
+                Err(JournalError::NewerStore(e)) => return Err(BindingError::new("rewind/store-newer", e.to_string())),
+                Err(_) => "unreadable".to_owned(),
+            })
+        }))
+    }
+
+    /// Undoes the completed restore `op_id` (files only). Rejects with `rewind/stale-undo`
+    /// (`details.paths`) when a restored path changed since.
+    #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
+    pub fn undo(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingUndoOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let o = h.session(&session_id, &cwd, None)?.undo_restore(&op_id)?;
+            Ok(BindingUndoOutcome {
+                kind: if o.failed.is_empty() { "ok".into() } else { "partial".into() },
+                restored: o.written.iter().map(|p| p.display()).collect(),
+                deleted: o.deleted.iter().map(|p| p.display()).collect(),
+                failed: o.failed.iter().map(|f| BindingFailedPath { path: f.display.clone(), message: f.error.clone() }).collect(),
+            })
+        }))
+    }
+
+    /// Records DSH's session format for this session; a different recorded format clears the
+    /// session's snapshots. Resolves `true` when it cleared them.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn session_format(&self, session_id: String, cwd: String, format: String) -> AsyncTask<Job<bool>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let outcome = h.session(&session_id, &cwd, None)?.reconcile_format(&format)?;
+            Ok(matches!(outcome, snapshot_store::FormatOutcome::Cleared { .. }))
+        }))
+    }
+
+    /// Keeps the newest 100 anchor groups of the session (what open journals need stays).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn prune(&self, session_id: String, cwd: String) -> AsyncTask<Job<()>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            h.session(&session_id, &cwd, None)?.prune(PruneOptions::default())?;
+            Ok(())
+        }))
+    }
+}
