@@ -4,16 +4,25 @@ mod binding_candidate;
 mod binding_history_entry;
 mod binding_history_input;
 mod binding_plan;
-mod binding_store_types;
+mod binding_skipped_path;
+mod binding_failed_path;
+mod binding_preview_file;
+mod binding_preview;
+mod binding_restore_outcome;
+mod binding_undo_outcome;
+mod binding_capture_outcome;
 
 pub use binding_candidate::BindingCandidate;
 pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
 pub use binding_history_input::BindingHistoryInput;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
-pub use binding_store_types::{
-    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile, BindingRestoreOutcome, BindingSkippedPath,
-    BindingUndoOutcome,
-};
+pub use binding_skipped_path::BindingSkippedPath;
+pub use binding_failed_path::BindingFailedPath;
+pub use binding_preview_file::BindingPreviewFile;
+pub use binding_preview::BindingPreview;
+pub use binding_restore_outcome::BindingRestoreOutcome;
+pub use binding_undo_outcome::BindingUndoOutcome;
+pub use binding_capture_outcome::BindingCaptureOutcome;
 
 /// A `u64` seq or count as a JavaScript number (exact up to 2^53).
 pub(crate) fn js_number(value: u64) -> f64 {

@@ -1,0 +1,17 @@
+//! `BindingPreview`: the impact of a rewind on the files; nothing is changed to compute it.
+
+use napi_derive::napi;
+use super::BindingSkippedPath;
+use super::BindingPreviewFile;
+
+/// The impact of a rewind on the files; nothing is changed to compute it.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingPreview {
+    /// Actions a restore would take (only those that change the disk).
+    pub files: Vec<BindingPreviewFile>,
+    /// Recorded paths over the per-file cap (known, not backed up).
+    pub uncovered: Vec<String>,
+    /// Paths refused (symlinks, hard links, ...), with the reason.
+    pub skipped: Vec<BindingSkippedPath>,
+}
