@@ -596,8 +596,10 @@ impl Session {
         let mut out = RestoreOutcome::new(op_id);
         let mut updates = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
-            // Done, or refused before any mutation (changed since the plan): settled.
-            if matches!(l.apply[i], Some(Ok(()))) || a.prefailed.is_some() {
+            // Refused before any mutation (changed since the plan): settled. Everything
+            // else is re-applied (a no-op when already in the target state), since a
+            // partial rollback may have reverted actions logged as done.
+            if a.prefailed.is_some() {
                 continue;
             }
             let result = match &a.rescue {

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use snapshot_store::{Session, Store, StoreOptions};
 
+/// Path bytes → content of every regular file.
+pub type Snap = BTreeMap<Vec<u8>, Vec<u8>>;
+
 pub struct Env {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,
@@ -112,4 +115,20 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &dst).expect("copy");
         }
     }
+}
+
+/// Asserts two snapshots are equal, printing only the differing paths (short).
+#[track_caller]
+pub fn assert_snap(got: &Snap, want: &Snap, what: &str) {
+    if got == want {
+        return;
+    }
+    let short = |v: Option<&Vec<u8>>| v.map(|b| String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned());
+    let mut diff = Vec::new();
+    for k in got.keys().chain(want.keys()) {
+        if got.get(k) != want.get(k) && !diff.iter().any(|(p, _, _): &(String, _, _)| p.as_bytes() == &k[..]) {
+            diff.push((String::from_utf8_lossy(k).into_owned(), short(got.get(k)), short(want.get(k))));
+        }
+    }
+    panic!("{what}: workspace differs (path, got, want): {diff:?}");
 }

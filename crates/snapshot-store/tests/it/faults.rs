@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use snapshot_store::{Area, FaultSeam, FsOp, JournalState, PruneOptions, StoreOptions};
 
-use crate::common::{Env, tool_edit};
+use crate::common::{Env, Snap, assert_snap, tool_edit};
 
 const OFF: usize = usize::MAX;
 const ERRNOS: [i32; 3] = [5 /* EIO */, 28 /* ENOSPC */, 13 /* EACCES */];
@@ -60,7 +60,7 @@ fn os_text(errno: i32) -> String {
 }
 
 /// A workspace edited over anchors 1 and 2; returns (pre-state, state at anchor 1).
-fn setup_restore(env: &Env) -> (std::collections::BTreeMap<Vec<u8>, Vec<u8>>, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+pub fn setup_restore(env: &Env) -> (Snap, Snap) {
     env.write("a", b"a0");
     env.write("b", &vec![b'b'; 100_000]);
     env.write("d/e", b"e0");
@@ -131,19 +131,19 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
             crate::common::copy_tree(env.tmp.path(), rb_env.tmp.path());
             let c = s2.continue_restore(&st.op_id).expect("continue");
             assert_eq!(c.state, JournalState::Completed, "call {n}: {c:?}");
-            assert_eq!(env.snapshot(), at1, "call {n}: continue reaches the target");
+            assert_snap(&env.snapshot(), &at1, &format!("call {n}: continue reaches the target"));
             s2.undo_restore(&st.op_id).expect("undo");
-            assert_eq!(env.snapshot(), pre, "call {n}: undo reaches the pre-state");
+            assert_snap(&env.snapshot(), &pre, &format!("call {n}: undo reaches the pre-state"));
             // And on a copy of the interrupted state, rollback reaches the pre-state.
             let rs = rb_env.store();
             let rss = rb_env.session(&rs);
             let rb = rss.rollback_restore(&st.op_id).expect("rollback");
             assert_eq!(rb.state, JournalState::RolledBack, "call {n}: {rb:?}");
-            assert_eq!(rb_env.snapshot(), pre, "call {n}: rollback reaches the pre-state");
+            assert_snap(&rb_env.snapshot(), &pre, &format!("call {n}: rollback reaches the pre-state"));
         } else if statuses.iter().any(|st| st.state == JournalState::Completed) {
-            assert_eq!(env.snapshot(), at1, "call {n}");
+            assert_snap(&env.snapshot(), &at1, &format!("call {n}"));
         } else {
-            assert_eq!(env.snapshot(), pre, "call {n}: failed before any mutation");
+            assert_snap(&env.snapshot(), &pre, &format!("call {n}: failed before any mutation"));
             let out = s2.restore(&s2.plan_restore(1).expect("plan"), "retry").expect("retry");
             assert_eq!(out.state, JournalState::Completed);
             assert_eq!(env.snapshot(), at1);

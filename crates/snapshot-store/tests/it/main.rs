@@ -4,3 +4,4 @@ mod basic;
 mod common;
 mod faults;
 mod hostile;
+mod crash;
