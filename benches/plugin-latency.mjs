@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+/**
+ * The plugin's added latency inside the real DSH host (0.1.0-rc.8 spine, scripted model), each
+ * figure next to the same work without the plugin, measured in the same run and alternated:
+ *
+ *   1. a turn of 20 `write` tool calls (4 KiB each) with the plugin (capture + commit per call,
+ *      the message-boundary re-check) vs the same turn in a host without the plugin;
+ *   2. a 10-call `edit` turn (read + edit of an existing file) likewise;
+ *   3. `/rewind` of a 3-turn session that changed 30 files vs a no-op command round trip
+ *      (DSH's own `command/run` + `command/done`), which is the floor any command pays.
+ *
+ * Run with Node 24: `node benches/plugin-latency.mjs` (after `node scripts/build-package.mjs`).
+ * Writes target/bench-results/plugin.md. DSH's invariant checkers are off here (they cost far
+ * more than the plugin and would hide it); the tests run with them on.
+ */
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { startHost, turn, text, write, read, edit, tools } from '../tests/host/lib/harness.mjs'
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
+const ROUNDS = Number(process.env.PLUGIN_BENCH_ROUNDS ?? 12)
+const CALLS = 20
+const Rewind = await import(join(ROOT, 'lib', 'index.js'))
+
+const NoopCommand = {
+  name: 'bench-noop',
+  inject: ['commands'],
+  apply(ctx) {
+    ctx.commands.register({ name: 'noop', description: 'no-op', handler: () => ({ kind: 'success', text: 'ok' }) })
+  },
+}
+
+const content = 'x'.repeat(4095) + '\n'
+let sessionCounter = 0
+
+async function boot(withPlugin) {
+  const home = await mkdtemp(join(tmpdir(), 'bench-home-'))
+  const plugins = [[NoopCommand, {}]]
+  if (withPlugin) plugins.push([Rewind, { dshHome: home }])
+  return startHost({ dshHome: home, plugins, invariants: false, script: [] })
+}
+
+async function freshSession(host) {
+  const cwd = await mkdtemp(join(host.workspace, 's-'))
+  const agent = await host.createAgent(`bench-${++sessionCounter}`, { cwd })
+  return { agent, cwd }
+}
+
+async function writeTurn(host) {
+  const { agent } = await freshSession(host)
+  const steps = []
+  for (let i = 0; i < CALLS; i++) steps.push(write(`f${i}.txt`, content))
+  host.addTurns(turn(...steps, text('done')))
+  const t = performance.now()
+  await host.sendUser(agent, 'write files')
+  return performance.now() - t
+}
+
+async function editTurn(host) {
+  const { agent, cwd } = await freshSession(host)
+  const steps = []
+  for (let i = 0; i < CALLS / 2; i++) {
+    await writeFile(join(cwd, `e${i}.txt`), `line ${i}\n${content}`)
+    steps.push(read(`e${i}.txt`), edit(`e${i}.txt`, `line ${i}`, `line ${i} edited`))
+  }
+  host.addTurns(turn(...steps, text('done')))
+  const t = performance.now()
+  await host.sendUser(agent, 'edit files')
+  return performance.now() - t
+}
+
+async function rewindOnce(host, withPlugin) {
+  const { agent } = await freshSession(host)
+  for (let k = 0; k < 3; k++) {
+    const steps = []
+    for (let i = 0; i < 10; i++) steps.push(write(`t${k}-${i}.txt`, content))
+    host.addTurns(turn(...steps, text(`turn ${k}`)))
+    await host.sendUser(agent, `turn ${k}`)
+  }
+  const first = agent.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'user').seq
+  const t = performance.now()
+  const r = await host.runCommand(agent, withPlugin ? `/rewind @${first}` : '/noop')
+  const ms = performance.now() - t
+  if (r.result.kind !== 'success') throw new Error(`bench command failed: ${r.result.text}`)
+  if (withPlugin && !/Deleted \(30\)/.test(r.result.text)) throw new Error(`rewind did not delete the 30 files:\n${r.result.text}`)
+  return ms
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]
+}
+
+async function pair(name, fn) {
+  const subject = await boot(true)
+  const baseline = await boot(false)
+  const a = []
+  const b = []
+  try {
+    await fn(subject, true)
+    await fn(baseline, false)
+    for (let i = 0; i < ROUNDS; i++) {
+      a.push(await fn(subject, true))
+      b.push(await fn(baseline, false))
+    }
+  } finally {
+    await subject.dispose()
+    await baseline.dispose()
+  }
+  const row = { name, subject: median(a), baseline: median(b) }
+  console.log(`${name}: ${row.subject.toFixed(2)} ms vs ${row.baseline.toFixed(2)} ms`)
+  return row
+}
+
+const rows = []
+rows.push({ ...(await pair(`turn of ${CALLS} write calls (4 KiB each)`, (h) => writeTurn(h))), perCall: CALLS })
+rows.push({ ...(await pair(`turn of ${CALLS / 2} read + ${CALLS / 2} edit calls`, (h) => editTurn(h))), perCall: CALLS / 2 })
+rows.push({ ...(await pair('/rewind of 30 files (3 turns) vs a no-op command', (h, p) => rewindOnce(h, p))), perCall: 1 })
+
+let md = '## Plugin latency inside the real DSH host\n\n'
+md += `Real DSH 0.1.0-rc.8 service spine in-process (scripted model, invariant checkers off), Node ${process.version}; `
+md += `median of ${ROUNDS} alternated rounds; the baseline is the same work in a host without the plugin `
+md += '(for the rewind: a no-op command, the floor of any command round trip). `benches/plugin-latency.mjs`.\n\n'
+md += '| case | with plugin (median) | without (median) | added | added per write-tool call / rewind |\n|---|---:|---:|---:|---:|\n'
+for (const r of rows) {
+  const added = r.subject - r.baseline
+  md += `| ${r.name} | ${r.subject.toFixed(2)} ms | ${r.baseline.toFixed(2)} ms | ${added.toFixed(2)} ms | ${(added / r.perCall).toFixed(3)} ms |\n`
+}
+const out = join(ROOT, 'target', 'bench-results')
+await mkdir(out, { recursive: true })
+await writeFile(join(out, 'plugin.md'), md)
+console.log(`wrote ${join(out, 'plugin.md')}`)
