@@ -33,7 +33,7 @@ if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then
 fi
 export CHROMIUM
 # CJK fonts, so the zh-CN / ja screenshots are readable (the assertions read the DOM, not pixels).
-if command -v fc-list >/dev/null && ! fc-list 2>/dev/null | grep -qi 'Noto Sans CJK'; then
+if command -v fc-list >/dev/null && ! fc-list 2>/dev/null | grep -i 'Noto Sans CJK' >/dev/null; then
   say "installing fonts-noto-cjk (apt-get)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-noto-cjk >/dev/null || say "fonts-noto-cjk not installed; CJK screenshots will show boxes"

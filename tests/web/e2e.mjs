@@ -223,6 +223,20 @@ try {
   check(await backups.isChecked() === !before, 'backups toggled and saved from the Rewind history page')
   await card.scrollIntoViewIfNeeded()
   await shot(page, 'config-card')
+  const closeSettings = async () => {
+    await page.keyboard.press('Escape')
+    await page.getByTestId('dsh-prompt-rewind-history').or(page.getByTestId('dsh-prompt-rewind-config-plugins')).first().waitFor({ state: 'detached', timeout: 5000 })
+  }
+  await closeSettings()
+  // with backups off, the dialog says so
+  check(before === true, 'backups were on before the toggle')
+  dialog = await openRewindDialog(page, M1)
+  await dialog.getByTestId('dsh-prompt-rewind-impact').or(dialog.getByTestId('dsh-prompt-rewind-impact-error')).waitFor({ timeout: 10000 })
+  check(await dialog.getByTestId('dsh-prompt-rewind-backup-off').count() === 1, 'with backups off the dialog states it')
+  await shot(page, 'dialog-backups-off')
+  await page.keyboard.press('Escape')
+  await dialog.waitFor({ state: 'detached', timeout: 5000 })
+  await page.getByText('Settings', { exact: true }).last().click()
   await page.getByText('Plugins', { exact: true }).first().click()
   await page.getByText('Prompt rewind', { exact: true }).first().click()
   const pluginCard = page.getByTestId('dsh-prompt-rewind-config-plugins')
@@ -233,10 +247,7 @@ try {
   await pluginCard.getByTestId('dsh-prompt-rewind-save').click()
   await pluginCard.getByTestId('dsh-prompt-rewind-save-status').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10000 })
   check(await pluginCard.getByTestId('dsh-prompt-rewind-backups').isChecked() === before, 'backups restored from the Plugins page')
-  await page.keyboard.press('Escape')
-  await page.waitForTimeout(300)
-  if (await history.count()) { const close = page.getByRole('button', { name: /close/i }).last(); if (await close.count()) await close.click() }
-  await page.waitForTimeout(300)
+  await closeSettings()
 
   // --- /rewind picker: ↑ ↓ Enter Esc; a rewind of a rewind
   await composer.fill('')
@@ -278,6 +289,25 @@ try {
   fileCheck(read('d.txt') === null, 'd.txt deleted by the second rewind')
   await shot(page, 'after-picker-rewind')
 
+  // --- a file edited after the rewind: "Restore to before this rewind" is refused and names it
+  fs.writeFileSync(path.join(ws, 'd.txt'), 'edited by the user\n')
+  await page.getByText('Settings', { exact: true }).last().click()
+  await page.getByText('Rewind history', { exact: true }).first().click()
+  const history2 = page.getByTestId('dsh-prompt-rewind-history')
+  const undo2 = history2.getByTestId('dsh-prompt-rewind-undo')
+  await undo2.waitFor({ timeout: 10000 })
+  await undo2.click()
+  const refusal = history2.getByTestId('dsh-prompt-rewind-notice')
+  await refusal.waitFor({ timeout: 10000 })
+  const refusalText = await refusal.innerText()
+  log('stale undo notice:', JSON.stringify(refusalText))
+  check(/later edits win/.test(refusalText) && (await history2.getByTestId('dsh-prompt-rewind-notice-paths').innerText()).includes('d.txt'), 'a stale undo is refused and names the edited file')
+  check(read('d.txt') === 'edited by the user\n', 'the user\'s later edit is kept')
+  await shot(page, 'stale-undo')
+  await page.keyboard.press('Escape')
+  await history2.waitFor({ state: 'detached', timeout: 5000 })
+  fs.rmSync(path.join(ws, 'd.txt'))
+
   // --- a non-empty draft is never overwritten
   await composer.fill('my own draft')
   dialog = await openRewindDialog(page, M1)
@@ -290,6 +320,27 @@ try {
   await page.waitForTimeout(300)
   check((await visibleUserRows(page)).length === 0, 'rewinding to the first message empties the transcript')
   check(page.pageErrors.length === 0, 'no page errors')
+
+  // --- a change the backups could not cover is stated in the dialog
+  const sid = (await probe(page)).events.find(e => e.sessionId)?.sessionId
+  const setCap = (bytes) => page.evaluate(async ([sessionId, maxFileBytes]) => {
+    const r = await fetch('/dsh-rewind/api/settings.update', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionId, patch: { maxFileBytes } }) })
+    return r.json()
+  }, [sid, bytes])
+  await composer.fill('')
+  await send(page, composer, 'write big.txt 0123456789', 'DONE: big.txt')
+  const capped = await setCap(4)
+  check(capped.ok === true && capped.value.maxFileBytes === 4, 'per-file backup cap set to 4 bytes through the RPC')
+  await send(page, composer, 'write big.txt 9876543210', 'DONE: big.txt')
+  dialog = await openRewindDialog(page, 'write big.txt 9876543210')
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  log('dialog text (over the cap):', JSON.stringify(await dialog.innerText()))
+  check(await dialog.getByTestId('dsh-prompt-rewind-uncovered').count() === 1 && (await dialog.getByTestId('dsh-prompt-rewind-uncovered').innerText()).includes('big.txt'),
+    'a file over the backup cap is listed as not covered')
+  await shot(page, 'dialog-uncovered')
+  await page.keyboard.press('Escape')
+  await dialog.waitFor({ state: 'detached', timeout: 5000 })
+  check((await setCap(8 * 1024 * 1024)).ok === true, 'cap restored')
 
   // --- languages: a Japanese browser (DSH itself has zh/en only; the plugin follows the browser)
   const jaRun = await launch('ja-JP')
