@@ -154,8 +154,16 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
   }
 }
 
-/** Whether a request comes from the served loopback authority. */
+const LOOPBACK_PEERS = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1'])
+
+/**
+ * Whether a request comes from this machine, addressed to the served loopback authority: the TCP
+ * peer is a loopback address (a Host header alone can be forged by a non-browser client when the
+ * server listens on all interfaces), Host names the loopback authority of this port, and an
+ * Origin, when present (every browser `fetch` POST), names it too.
+ */
 export function trustedRequest(req: IncomingMessage, port: number): boolean {
+  if (!LOOPBACK_PEERS.has(String(req.socket?.remoteAddress ?? ''))) return false
   const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`])
   const host = String(req.headers.host ?? '').toLowerCase()
   if (!allowed.has(host)) return false
