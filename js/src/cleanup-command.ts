@@ -76,7 +76,8 @@ export async function cleanupCommand(
       if (flags.size !== words.length - 1 || [...flags].some(f => f !== '--apply' && f !== '--current')) return usage
       const current = flags.has('--current')
       const apply = flags.has('--apply')
-      if (!current && !deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
+      // Without a settings service the policy fails closed: no sweep deletes anything.
+      if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
       const sessionId = agent.session.header.id
       const report = await deps.cleanup().sweep({
         maxAgeDays: deps.settings.get().cleanup.maxAgeDays,

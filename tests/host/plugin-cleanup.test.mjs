@@ -73,7 +73,7 @@ test('without a settings service the cleanup policy fails closed', async (t) => 
   t.after(() => host.dispose())
   const agent = await host.createAgent('no-settings')
   await host.sendUser(agent, 'hello')
-  for (const line of ['show', 'on', 'run', 'run --apply']) {
+  for (const line of ['show', 'on', 'max-age 3', 'run', 'run --apply', 'run --current --apply']) {
     const res = await host.runCommand(agent, `/snapshot-auto-cleanup ${line}`)
     assert.match(res.result.text, /unavailable: this host has no settings service/, line)
   }

@@ -123,6 +123,23 @@ test('preview, candidates, caps, settings and the error envelope', async (t) => 
   assert.deepEqual((await rpc(host, 'history', { sessionId })).json.value.entries, [])
 })
 
+test('command output exists in all eight languages and follows the setting', async (t) => {
+  const { host, agent } = await threeTurnSession({ sessionId: 'locales-session' })
+  t.after(() => host.dispose())
+  const headers = new Map()
+  for (const locale of ['zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']) {
+    const updated = await rpc(host, 'settings.update', { sessionId: 'locales-session', patch: { locale } })
+    assert.equal(updated.json.ok, true, JSON.stringify(updated.json))
+    const listed = (await host.runCommand(agent, '/rewind')).result.text
+    const bad = (await host.runCommand(agent, '/rewind @x')).result.text
+    const usage = (await host.runCommand(agent, '/snapshot-auto-cleanup nope')).result.text
+    for (const out of [listed, bad, usage]) assert.doesNotMatch(out, /\{\w+\}/, `${locale}: unfilled placeholder in ${out}`)
+    assert.match(bad, /\[rewind\/bad-target\]/)
+    headers.set(locale, listed.split('\n')[0])
+  }
+  assert.equal(new Set(headers.values()).size, 8, `eight distinct list headers: ${[...headers.values()].join(' | ')}`)
+})
+
 test('command output follows the language setting', async (t) => {
   const { host, agent } = await threeTurnSession({ sessionId: 'locale-session', config: { locale: 'de' } })
   t.after(() => host.dispose())
