@@ -7,7 +7,6 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type RewindOutcome } from './host.ts'
-import { clock } from './picker.ts'
 import { newestEligible } from './history.ts'
 import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -24,6 +23,19 @@ export interface Env {
 /** @returns the bound translate function, re-rendering on locale change. */
 function useT(env: Env): T {
   return useSyncExternalStore(env.locale.subscribe, env.locale.getSnapshot).t
+}
+
+/** @returns the plugin locale id (a BCP 47 tag), re-rendering on locale change. */
+function useLocaleTag(env: Env): string {
+  return useSyncExternalStore(env.locale.subscribe, env.locale.getSnapshot).locale
+}
+
+function formatTime(time: number, tag: string): string {
+  try {
+    return new Date(time).toLocaleString(tag, { dateStyle: 'medium', timeStyle: 'short' })
+  } catch {
+    return new Date(time).toISOString()
+  }
 }
 
 const USER_ROWS = '[data-chat-flow-kind="user"][data-chat-anchor-key], [data-chat-flow-kind="steering"][data-chat-anchor-key]'
@@ -289,6 +301,7 @@ const CAP_KEYS = ['history', 'undo', 'fileCheckpointing', 'backups'] as const
 /** Settings → Rewind history. */
 export function HistorySection({ env }: { env: Env }): ReactNode {
   const t = useT(env)
+  const tag = useLocaleTag(env)
   const sessionId = useSessionId(env)
   const [version, setVersion] = useState(0)
   const history = useRpc<History>(sessionId, id => rpc('history', id, {}), version)
@@ -379,11 +392,11 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
             <div className="dshpr-row">
               <span className={`dshpr-badge dshpr-${entry.outcome}`} data-testid="dsh-prompt-rewind-outcome">{t(`settings.outcome.${entry.outcome}`)}</span>
               <span>{t('settings.entryTarget', { seq: entry.targetSeq })}</span>
-              <span className="dshpr-muted">{new Date(entry.time).toLocaleString()}</span>
+              <span className="dshpr-muted">{formatTime(entry.time, tag)}</span>
               {entry.sessionId !== sessionId && <span className="dshpr-muted">({t('settings.otherSession')})</span>}
             </div>
             <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}</div>
-            {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: `${new Date(entry.undoneAt).toLocaleDateString()} ${clock(entry.undoneAt)}` })}</div>}
+            {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: formatTime(entry.undoneAt, tag) })}</div>}
             {undoTarget === entry.opId && (
               <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-undo" disabled={busy !== undefined} onClick={() => { void undo(entry) }}>
                 {busy === entry.opId ? t('settings.undoing') : t('settings.undo')}
