@@ -1,0 +1,68 @@
+/**
+ * Fail-closed paths on the real host: a snapshot store written by a newer build, a corrupt store
+ * marker, and two rewinds of one session at once.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { turn, text, write, gate, gated } from './lib/harness.mjs'
+import { bootWithPlugin, bytes, humanSeq, rpc } from './plugin-support.mjs'
+
+async function homeWithStoreMarker(marker) {
+  const home = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  await mkdir(join(home, 'rewind-snapshots'), { recursive: true })
+  await writeFile(join(home, 'rewind-snapshots', 'store.json'), marker)
+  return home
+}
+
+test('a store written by a newer build: no capture, no restore, the conversation still rewinds', async (t) => {
+  const home = await homeWithStoreMarker(JSON.stringify({ store_version: 999 }))
+  const host = await bootWithPlugin({ dshHome: home, script: [turn(write('a.txt', 'one\n'), text('a')), turn(write('b.txt', 'two\n'), text('b'))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('newer-store')
+  await host.sendUser(agent, 'first')
+  await host.sendUser(agent, 'second')
+  const caps = await rpc(host, 'caps', { sessionId: 'newer-store' })
+  assert.equal(caps.json.value.fileCheckpointing, false)
+  const preview = await rpc(host, 'preview', { sessionId: 'newer-store', seq: humanSeq(agent, 'second') })
+  assert.match(preview.json.value.storeUnavailable, /^rewind\/store-newer/)
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'second')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, /Files not restored: the snapshot store was written by a newer version/)
+  assert.equal((await bytes(join(host.workspace, 'b.txt'))).toString(), 'two\n', 'no file is touched')
+  assert.ok(agent.session.events.some(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind'), 'the marker was appended')
+})
+
+test('a corrupt store marker: files are reported unavailable by name, the conversation still rewinds', async (t) => {
+  const home = await homeWithStoreMarker('{ not json')
+  const host = await bootWithPlugin({ dshHome: home, script: [turn(write('a.txt', 'one\n'), text('a')), turn(text('b'))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('corrupt-store')
+  await host.sendUser(agent, 'first')
+  await host.sendUser(agent, 'second')
+  const { result } = await host.runCommand(agent, '/rewind 1')
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, /Files not restored: .*rewind\/store-corrupt/)
+  assert.equal((await bytes(join(host.workspace, 'a.txt'))).toString(), 'one\n')
+})
+
+test('a second rewind of the same session while one runs is refused with rewind/in-flight', async (t) => {
+  const g = gate()
+  const host = await bootWithPlugin({ script: [turn(write('a.txt', 'one\n'), text('a')), turn(gated(g, text('slow')))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('in-flight')
+  await host.sendUser(agent, 'first')
+  host.followup(agent, 'second')
+  await g.reached
+  const first = humanSeq(agent, 'first')
+  // The first rewind has to stop the running turn; the second arrives while it does.
+  const [a, b] = await Promise.all([host.runCommand(agent, `/rewind @${first}`), host.runCommand(agent, `/rewind @${first}`)])
+  const kinds = [a.result.kind, b.result.kind].sort()
+  assert.deepEqual(kinds, ['error', 'success'], `${a.result.text}\n${b.result.text}`)
+  const refused = a.result.kind === 'error' ? a : b
+  assert.match(refused.result.text, /\[rewind\/in-flight\]/)
+  assert.equal(agent.session.events.filter(e => e.data?.source?.kind === 'dsh-rewind').length, 1, 'one marker')
+  g.release()
+})
