@@ -143,6 +143,21 @@ export function messageBySeq(face: SessionFace | undefined, seq: number): Messag
   return undefined
 }
 
+/**
+ * Rewinds this client runs itself (`<sessionId>:<targetSeq>`): their refill is done by
+ * {@link runRewind}, so the marker observer leaves them alone.
+ */
+export const ownRewinds = new Set<string>()
+
+/**
+ * @param sessionId - session id.
+ * @param seq - target seq.
+ * @returns the {@link ownRewinds} key.
+ */
+export function ownRewindKey(sessionId: string, seq: number): string {
+  return `${sessionId}:${seq}`
+}
+
 /** How a rewind ended, from the client's point of view. */
 export type RewindOutcome =
   | { readonly ok: true; readonly text: string; readonly refill: 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty' }
@@ -161,15 +176,24 @@ export type RewindOutcome =
  * @returns the outcome.
  */
 export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: string, pendingCommand?: RegExp): Promise<RewindOutcome> {
+  const own = ownRewindKey(sessionId, seq)
+  ownRewinds.add(own)
   let answer
   try {
     answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}`, [])
   } catch (error) {
+    ownRewinds.delete(own)
     return { ok: false, message: String((error as Error)?.message ?? error) }
   }
-  if (!answer.ok || answer.value === undefined) return { ok: false, message: answer.error?.message ?? 'command not accepted' }
+  if (!answer.ok || answer.value === undefined) {
+    ownRewinds.delete(own)
+    return { ok: false, message: answer.error?.message ?? 'command not accepted' }
+  }
   const result = answer.value.result
-  if (result.kind !== 'success') return { ok: false, message: result.text }
+  if (result.kind !== 'success') {
+    ownRewinds.delete(own)
+    return { ok: false, message: result.text }
+  }
   return { ok: true, text: result.text, refill: await refillComposer(ctx, sessionId, text, pendingCommand) }
 }
 

@@ -14,8 +14,8 @@
  * - `settings.plugins.tab`: the same config card on the Plugins page.
  */
 import type { ReactNode } from 'react'
-import { computeHidden, markerOfEvent, type RewindMarker } from './hidden.ts'
-import { faceOf, messageBySeq, MARKER_KIND, nodesOf, rowsAndMarkers, runRewind, currentSessionId, type Ctx, type SessionFace } from './host.ts'
+import { computeHidden, markerOfEvent, TARGET_KINDS, type RewindMarker } from './hidden.ts'
+import { faceOf, messageBySeq, MARKER_KIND, nodesOf, ownRewindKey, ownRewinds, refillComposer, rowsAndMarkers, runRewind, currentSessionId, type Ctx, type SessionFace } from './host.ts'
 import { pickerRows, seqOfRow, type Candidate } from './picker.ts'
 import { rpc } from './rpc.ts'
 import { createLocaleStore, SettingsModel } from './store.ts'
@@ -69,11 +69,15 @@ const markerDefinition = {
 }
 
 /**
- * Keep a stylesheet hiding the rewound rows of the session on screen.
+ * Keep a stylesheet hiding the rewound rows of the session on screen, and
+ * refill the composer for rewinds this client did not run itself (a typed
+ * `/rewind @<seq>` or `/rewind 2`): a marker that appears while its session
+ * is on screen puts its target's text back, under the same rules.
  * @param ctx - plugin context.
+ * @param report - diagnostics sink.
  * @returns disposer.
  */
-function followHiddenRows(ctx: Ctx): () => void {
+function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => void): () => void {
   const style = document.createElement('style')
   style.id = 'dsh-prompt-rewind-hidden'
   document.head.appendChild(style)
@@ -81,10 +85,29 @@ function followHiddenRows(ctx: Ctx): () => void {
   let face: SessionFace | undefined
   let offFace: (() => void) | undefined
   let frame = 0
+  // A marker counts as new (a rewind that just happened) only when its target row was already on
+  // screen, not hidden, in the previous pass. Markers that arrive together with their target (a
+  // session opened, a page reloaded, older history paged in) never refill anything.
+  let seen = new Set<number>()
+  let visibleTargets = new Set<number>()
   const sync = (): void => {
     frame = 0
     const { rows, markers } = rowsAndMarkers(nodesOf(face))
     const result = computeHidden(rows, markers)
+    if (sessionId !== undefined) {
+      for (const marker of result.applied) {
+        if (seen.has(marker.markerSeq)) continue
+        seen.add(marker.markerSeq)
+        if (!visibleTargets.has(marker.targetSeq)) continue
+        if (ownRewinds.delete(ownRewindKey(sessionId, marker.targetSeq))) continue
+        const id = sessionId
+        const text = messageBySeq(face, marker.targetSeq)?.text ?? ''
+        void refillComposer(ctx, id, text, /^\s*\/(rewind|undo)(\s.*)?$/s).then(refill => {
+          report({ type: 'rewind-observed', sessionId: id, seq: marker.targetSeq, markerSeq: marker.markerSeq, refill })
+        })
+      }
+    }
+    visibleTargets = new Set(rows.filter(r => TARGET_KINDS.has(r.kind) && !result.hidden.has(r.key)).map(r => r.anchorSeq))
     const keys = [...result.hidden].sort()
     const p = probe()
     p.hidden = keys
@@ -98,6 +121,7 @@ function followHiddenRows(ctx: Ctx): () => void {
     const nextFace = next === undefined ? undefined : faceOf(ctx, next)
     if (next === sessionId && nextFace === face) return
     offFace?.()
+    if (next !== sessionId) { seen = new Set(); visibleTargets = new Set() }
     sessionId = next
     face = nextFace
     offFace = face?.subscribe(schedule)
@@ -149,7 +173,7 @@ export function apply(ctx: Ctx): void {
     sub.effect(() => sub.conversationEvents!.register(markerDefinition), 'dsh-prompt-rewind: marker definition')
     p.surfaces.push('marker-definition')
   })
-  ctx.effect(() => followHiddenRows(ctx), 'dsh-prompt-rewind: hidden rows')
+  ctx.effect(() => followHiddenRows(ctx, report), 'dsh-prompt-rewind: hidden rows')
 
   // ↶ buttons (message-scoped portals) under the session header's action list.
   const HEADER = 'conversation.session.header.actions'

@@ -342,6 +342,39 @@ try {
   await dialog.waitFor({ state: 'detached', timeout: 5000 })
   check((await setCap(8 * 1024 * 1024)).ok === true, 'cap restored')
 
+  // --- a typed `/rewind @<seq>` runs directly (the host command); the client hides the span and refills
+  const cands = await page.evaluate(async (sessionId) => {
+    const r = await fetch('/dsh-rewind/api/candidates', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionId }) })
+    return r.json()
+  }, sid)
+  const bigSeq = cands.value.candidates.find(c => c.preview.includes('9876543210'))?.seq
+  check(Number.isInteger(bigSeq), `candidates RPC names the newest message (@${bigSeq})`)
+  await composer.fill(`/rewind @${bigSeq}`)
+  await page.waitForTimeout(200)
+  await composer.press('Enter')
+  await page.waitForFunction(() => (window.__dshPromptRewind?.events ?? []).some(e => e.type === 'rewind-observed'), null, { timeout: 20000 })
+  const observed = (await probe(page)).events.filter(e => e.type === 'rewind-observed').at(-1)
+  log('observed:', JSON.stringify(observed))
+  await page.waitForTimeout(300)
+  check(observed.seq === bigSeq && observed.refill === 'filled', `/rewind @<seq> ran without a picker and the composer was refilled (${observed.refill})`)
+  check(await composer.inputValue() === 'write big.txt 9876543210', 'the composer holds the rewound message')
+  const usersTyped = await visibleUserRows(page)
+  check(usersTyped.length === 1 && usersTyped[0].includes('0123456789'), `the typed rewind hid its span (${JSON.stringify(usersTyped)})`)
+  check(read('big.txt') === '9876543210\n', 'the file not covered by a backup is left as it is')
+  await shot(page, 'after-typed-rewind')
+  await composer.fill('')
+
+  // --- a reload rebuilds the same view from the log, and refills nothing
+  await page.reload()
+  await page.locator('textarea[data-phase]').waitFor({ timeout: 20000 })
+  await userRow(page, '0123456789').first().waitFor({ timeout: 20000 })
+  await page.waitForFunction(() => (window.__dshPromptRewind?.hidden ?? []).length > 0, null, { timeout: 10000 })
+  await page.waitForTimeout(500)
+  const usersReload = await visibleUserRows(page)
+  check(usersReload.length === 1 && usersReload[0].includes('0123456789'), `after a reload the rewound rows stay hidden (${JSON.stringify(usersReload)})`)
+  check(await page.locator('textarea[data-phase]').inputValue() === '', 'a reload refills nothing')
+  check((await probe(page)).markers.length >= 4, 'every marker of the session is applied after the reload')
+
   // --- languages: a Japanese browser (DSH itself has zh/en only; the plugin follows the browser)
   const jaRun = await launch('ja-JP')
   try {
