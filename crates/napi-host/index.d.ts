@@ -69,6 +69,12 @@ export declare class BindingStore {
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<boolean>
   /** Keeps the newest 100 anchor groups of the session (what open journals need stays). */
   prune(sessionId: string, cwd: string): Promise<void>
+  /** Every restore journal of the session with where it stands (after a crash, `open` ones). */
+  restoreStatuses(sessionId: string, cwd: string): Promise<Array<BindingRestoreStatus>>
+  /** Finishes the interrupted restore `op_id`. */
+  continueRestore(sessionId: string, cwd: string, opId: string): Promise<BindingRestoreOutcome>
+  /** Returns the files of the interrupted restore `op_id` to their exact pre-restore bytes. */
+  rollbackRestore(sessionId: string, cwd: string, opId: string): Promise<BindingRestoreOutcome>
 }
 
 /** Version of this addon (the crate version). */
@@ -230,6 +236,26 @@ export interface BindingRestoreOutcome {
   failed: Array<BindingFailedPath>
   /** Whether the journal ended `completed`. */
   completed: boolean
+}
+
+/** Where a restore journal stands (an `open` one was interrupted and can be continued or rolled back). */
+export interface BindingRestoreStatus {
+  /** The op id (shared with the history entry). */
+  opId: string
+  /** The target seq of the rewind. */
+  targetSeq: number
+  /** `open`, `completed`, `rolled-back` or `undone`. */
+  state: string
+  /** Planned actions. */
+  actions: number
+  /** Actions applied. */
+  done: number
+  /** Actions that failed. */
+  failed: number
+  /** Actions not yet attempted. */
+  pending: number
+  /** Whether a rollback was started. */
+  rollbackStarted: boolean
 }
 
 /** A path left alone, with why. */

@@ -140,8 +140,17 @@ export function registerCapture(deps: CaptureDeps): void {
       return
     }
     const sessionId = session.header.id
-    void state.run(sessionId, () => files.sessionFormat(sessionId, cwd, SESSION_FORMAT)).catch((error: unknown) => {
-      logger.warn('session-format guard for %s failed: %s', sessionId, (error as Error).message)
+    void state.run(sessionId, async () => {
+      await files.sessionFormat(sessionId, cwd, SESSION_FORMAT)
+      // A restore interrupted by a crash stays open (and pins its snapshots) until it is
+      // continued or rolled back (RPC `restores.continue` / `restores.rollback`).
+      for (const status of await files.restoreStatuses(sessionId, cwd)) {
+        if (status.state === 'open') {
+          logger.warn('restore %s of session %s was interrupted (%d of %d actions applied); continue or roll it back', status.opId, sessionId, status.done, status.actions)
+        }
+      }
+    }).catch((error: unknown) => {
+      logger.warn('session guards for %s failed: %s', sessionId, (error as Error).message)
     })
   }, { global: true })
 

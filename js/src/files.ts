@@ -36,5 +36,8 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     undo: async (...a) => (await awaitNative(() => store.undo(...a))) as UndoOutcome,
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },
+    restoreStatuses: (...a) => awaitNative(() => store.restoreStatuses(...a)),
+    continueRestore: (...a) => awaitNative(() => store.continueRestore(...a)),
+    rollbackRestore: (...a) => awaitNative(() => store.rollbackRestore(...a)),
   }
 }

@@ -66,6 +66,24 @@ export interface FilesPort {
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<void>
   /** Keep the newest groups of a session. */
   prune(sessionId: string, cwd: string): Promise<void>
+  /** Every restore journal of the session and where it stands. */
+  restoreStatuses(sessionId: string, cwd: string): Promise<RestoreStatus[]>
+  /** Finish an interrupted restore. */
+  continueRestore(sessionId: string, cwd: string, opId: string): Promise<RestoreOutcome>
+  /** Return an interrupted restore's files to their exact pre-restore bytes. */
+  rollbackRestore(sessionId: string, cwd: string, opId: string): Promise<RestoreOutcome>
+}
+
+/** Where a restore journal stands. */
+export interface RestoreStatus {
+  opId: string
+  targetSeq: number
+  state: string
+  actions: number
+  done: number
+  failed: number
+  pending: number
+  rollbackStarted: boolean
 }
 
 /** One session directory a sweep removes (or would remove). */
@@ -109,6 +127,9 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     undo: refuse,
     sessionFormat: async () => {},
     prune: async () => {},
+    restoreStatuses: async () => [],
+    continueRestore: refuse,
+    rollbackRestore: refuse,
   }
 }
 

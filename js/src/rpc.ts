@@ -37,6 +37,23 @@ type Handler = (agent: HostAgent, body: Body) => Promise<unknown>
 /** Build the endpoint table. */
 export function endpoints(deps: RpcDeps): Record<string, Handler> {
   const { ctx, files, history, settings, state } = deps
+
+  async function finishInterrupted(agent: HostAgent, body: Body, how: 'continue' | 'rollback'): Promise<unknown> {
+    const opId = body.opId
+    if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
+    const session = agent.session
+    const cwd = trackedCwd(session)
+    const port = files()
+    const unavailable = port.unavailable()
+    if (cwd === undefined || unavailable !== undefined) throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
+    const sessionId = session.header.id
+    if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+    return await state.run(sessionId, async () => {
+      const outcome = how === 'continue' ? await port.continueRestore(sessionId, cwd, opId) : await port.rollbackRestore(sessionId, cwd, opId)
+      await resyncObservations(ctx, session, cwd, outcome.written, outcome.deleted, deps.logger)
+      return outcome
+    })
+  }
   return {
     async preview(agent, body) {
       const seq = body.seq
@@ -124,6 +141,22 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         }
         return outcome
       })
+    },
+
+    async restores(agent) {
+      const cwd = trackedCwd(agent.session)
+      const port = files()
+      if (cwd === undefined || port.unavailable() !== undefined) return { restores: [] }
+      const sessionId = agent.session.header.id
+      return { restores: await state.run(sessionId, () => port.restoreStatuses(sessionId, cwd)) }
+    },
+
+    async 'restores.continue'(agent, body) {
+      return await finishInterrupted(agent, body, 'continue')
+    },
+
+    async 'restores.rollback'(agent, body) {
+      return await finishInterrupted(agent, body, 'rollback')
     },
 
     async caps(agent) {

@@ -116,8 +116,19 @@ test('preview, candidates, caps, settings and the error envelope', async (t) => 
   const res = await fetch(`${host.baseUrl}/dsh-rewind/api/history`, { method: 'GET' })
   assert.equal(res.status, 405)
 
-  // history.clear removes records only.
+  // Restore journals: the rewind's journal is listed completed; only an open one continues or rolls back.
   assert.equal((await host.runCommand(agent, `/rewind @${middle}`)).result.kind, 'success')
+  const restores = await rpc(host, 'restores', { sessionId })
+  assert.equal(restores.json.value.restores.length, 1)
+  const [journal] = restores.json.value.restores
+  assert.equal(journal.state, 'completed')
+  assert.equal(journal.targetSeq, middle)
+  const rollback = await rpc(host, 'restores.rollback', { sessionId, opId: journal.opId })
+  assert.equal(rollback.json.ok, false)
+  assert.equal(rollback.json.error.code, 'rewind/not-undoable', JSON.stringify(rollback.json))
+  assert.equal((await rpc(host, 'restores.continue', { sessionId, opId: 'nope' })).json.error.code, 'rewind/unknown-entry')
+
+  // history.clear removes records only.
   const cleared = await rpc(host, 'history.clear', { sessionId })
   assert.equal(cleared.json.value.cleared, 1)
   assert.deepEqual((await rpc(host, 'history', { sessionId })).json.value.entries, [])

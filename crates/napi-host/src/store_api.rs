@@ -12,7 +12,7 @@ use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
     BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile, BindingRestoreOutcome, BindingSkippedPath,
-    BindingUndoOutcome, seq_from_js,
+    BindingRestoreStatus, BindingUndoOutcome, seq_from_js,
 };
 
 struct Inner {
@@ -69,6 +69,19 @@ impl Handle {
         inner.sessions.insert(key, Arc::clone(&session));
         Ok(session)
     }
+}
+
+fn state_name(state: JournalState) -> &'static str {
+    match state {
+        JournalState::Open => "open",
+        JournalState::Completed => "completed",
+        JournalState::RolledBack => "rolled-back",
+        JournalState::Undone => "undone",
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn skipped_reason(reason: &impl std::fmt::Display) -> String {
@@ -216,13 +229,7 @@ impl BindingStore {
         AsyncTask::new(Job::new(move || {
             let session = h.session(&session_id, &cwd, None)?;
             Ok(match session.restore_status(&op_id) {
-                Ok(status) => match status.state {
-                    JournalState::Open => "open",
-                    JournalState::Completed => "completed",
-                    JournalState::RolledBack => "rolled-back",
-                    JournalState::Undone => "undone",
-                }
-                .to_owned(),
+                Ok(status) => state_name(status.state).to_owned(),
                 Err(JournalError::UnknownOp { .. }) => "missing".to_owned(),
                 Err(JournalError::NewerStore(e)) => return Err(BindingError::new("rewind/store-newer", e.to_string())),
                 Err(_) => "unreadable".to_owned(),
@@ -265,5 +272,41 @@ impl BindingStore {
             h.session(&session_id, &cwd, None)?.prune(PruneOptions::default())?;
             Ok(())
         }))
+    }
+
+    /// Every restore journal of the session with where it stands (after a crash, `open` ones).
+    #[napi(ts_return_type = "Promise<Array<BindingRestoreStatus>>")]
+    pub fn restore_statuses(&self, session_id: String, cwd: String) -> AsyncTask<Job<Vec<BindingRestoreStatus>>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let statuses = h.session(&session_id, &cwd, None)?.restore_statuses()?;
+            Ok(statuses
+                .into_iter()
+                .map(|s| BindingRestoreStatus {
+                    target_seq: s.target_seq as f64,
+                    state: state_name(s.state).to_owned(),
+                    actions: count(s.actions),
+                    done: count(s.done),
+                    failed: count(s.failed),
+                    pending: count(s.pending),
+                    rollback_started: s.rollback_started,
+                    op_id: s.op_id,
+                })
+                .collect())
+        }))
+    }
+
+    /// Finishes the interrupted restore `op_id`.
+    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
+    pub fn continue_restore(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || Ok(restore_outcome(h.session(&session_id, &cwd, None)?.continue_restore(&op_id)?))))
+    }
+
+    /// Returns the files of the interrupted restore `op_id` to their exact pre-restore bytes.
+    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
+    pub fn rollback_restore(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || Ok(restore_outcome(h.session(&session_id, &cwd, None)?.rollback_restore(&op_id)?))))
     }
 }

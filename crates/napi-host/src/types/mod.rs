@@ -9,6 +9,7 @@ mod binding_failed_path;
 mod binding_preview_file;
 mod binding_preview;
 mod binding_restore_outcome;
+mod binding_restore_status;
 mod binding_undo_outcome;
 mod binding_capture_outcome;
 
@@ -21,6 +22,7 @@ pub use binding_failed_path::BindingFailedPath;
 pub use binding_preview_file::BindingPreviewFile;
 pub use binding_preview::BindingPreview;
 pub use binding_restore_outcome::BindingRestoreOutcome;
+pub use binding_restore_status::BindingRestoreStatus;
 pub use binding_undo_outcome::BindingUndoOutcome;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 

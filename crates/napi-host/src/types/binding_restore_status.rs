@@ -1,0 +1,25 @@
+//! `BindingRestoreStatus`: where a restore journal stands.
+
+use napi_derive::napi;
+
+/// Where a restore journal stands (an `open` one was interrupted and can be continued or rolled back).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRestoreStatus {
+    /// The op id (shared with the history entry).
+    pub op_id: String,
+    /// The target seq of the rewind.
+    pub target_seq: f64,
+    /// `open`, `completed`, `rolled-back` or `undone`.
+    pub state: String,
+    /// Planned actions.
+    pub actions: u32,
+    /// Actions applied.
+    pub done: u32,
+    /// Actions that failed.
+    pub failed: u32,
+    /// Actions not yet attempted.
+    pub pending: u32,
+    /// Whether a rollback was started.
+    pub rollback_started: bool,
+}
