@@ -94,3 +94,33 @@ export function markerOfEvent(event: unknown): RewindMarker | undefined {
   if (!isSeq(e.seq) || !isSeq(start)) return undefined
   return { markerSeq: e.seq, targetSeq: start }
 }
+
+/**
+ * The markers that mean "a rewind just happened" in this pass: not seen
+ * before, and whose target was on screen (a visible human row) in the
+ * previous pass. Markers that arrive together with their target (a session
+ * opened, a reload, older history paged in) are not fresh.
+ * @param applied - markers applied in this pass.
+ * @param seen - marker seqs seen in earlier passes (updated in place).
+ * @param visibleTargets - anchor seqs of the human rows visible in the previous pass.
+ * @returns the fresh markers.
+ */
+export function freshMarkers(applied: readonly RewindMarker[], seen: Set<number>, visibleTargets: ReadonlySet<number>): RewindMarker[] {
+  const fresh: RewindMarker[] = []
+  for (const marker of applied) {
+    if (seen.has(marker.markerSeq)) continue
+    seen.add(marker.markerSeq)
+    if (visibleTargets.has(marker.targetSeq)) fresh.push(marker)
+  }
+  return fresh
+}
+
+/**
+ * Anchor seqs of the human rows a pass leaves visible.
+ * @param rows - the session's rows.
+ * @param hidden - keys hidden in this pass.
+ * @returns the seqs.
+ */
+export function visibleTargetSeqs(rows: readonly ChatRow[], hidden: ReadonlySet<string>): Set<number> {
+  return new Set(rows.filter(r => TARGET_KINDS.has(r.kind) && !hidden.has(r.key)).map(r => r.anchorSeq))
+}

@@ -20,3 +20,16 @@ export function newestEligible(entries: readonly EntryLike[], sessionId: string 
   if (sessionId === undefined) return undefined
   return entries.find(e => e.sessionId === sessionId && e.undoable === true && e.undoneAt === undefined)?.opId
 }
+
+/** Capability keys the host reports through `caps`. */
+export const CAP_KEYS = ['history', 'undo', 'fileCheckpointing', 'backups'] as const
+
+/**
+ * The capabilities the host lacks (anything not reported as `true`, including
+ * a key the host does not send at all).
+ * @param caps - the `caps` answer.
+ * @returns the missing keys, in a fixed order.
+ */
+export function missingCaps(caps: Readonly<Record<string, unknown>>): (typeof CAP_KEYS)[number][] {
+  return CAP_KEYS.filter(key => caps[key] !== true)
+}

@@ -14,7 +14,7 @@
  * - `settings.plugins.tab`: the same config card on the Plugins page.
  */
 import type { ReactNode } from 'react'
-import { computeHidden, markerOfEvent, TARGET_KINDS, type RewindMarker } from './hidden.ts'
+import { computeHidden, freshMarkers, markerOfEvent, visibleTargetSeqs, type RewindMarker } from './hidden.ts'
 import { faceOf, messageBySeq, MARKER_KIND, nodesOf, ownRewindKey, ownRewinds, refillComposer, rowsAndMarkers, runRewind, currentSessionId, type Ctx, type SessionFace } from './host.ts'
 import { pickerRows, seqOfRow, type Candidate } from './picker.ts'
 import { rpc } from './rpc.ts'
@@ -95,10 +95,7 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
     const { rows, markers } = rowsAndMarkers(nodesOf(face))
     const result = computeHidden(rows, markers)
     if (sessionId !== undefined) {
-      for (const marker of result.applied) {
-        if (seen.has(marker.markerSeq)) continue
-        seen.add(marker.markerSeq)
-        if (!visibleTargets.has(marker.targetSeq)) continue
+      for (const marker of freshMarkers(result.applied, seen, visibleTargets)) {
         if (ownRewinds.delete(ownRewindKey(sessionId, marker.targetSeq))) continue
         const id = sessionId
         const text = messageBySeq(face, marker.targetSeq)?.text ?? ''
@@ -107,7 +104,7 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
         })
       }
     }
-    visibleTargets = new Set(rows.filter(r => TARGET_KINDS.has(r.kind) && !result.hidden.has(r.key)).map(r => r.anchorSeq))
+    visibleTargets = visibleTargetSeqs(rows, result.hidden)
     const keys = [...result.hidden].sort()
     const p = probe()
     p.hidden = keys

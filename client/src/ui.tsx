@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type RewindOutcome } from './host.ts'
-import { newestEligible } from './history.ts'
+import { missingCaps, newestEligible } from './history.ts'
 import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
@@ -132,6 +132,7 @@ function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string
   const [running, setRunning] = useState(false)
   const [failure, setFailure] = useState<string | undefined>(undefined)
   const cancelRef = useRef<HTMLButtonElement>(null)
+  const dialogRef = useRef<HTMLDivElement>(null)
   const runningRef = useRef(false)
 
   useEffect(() => {
@@ -167,6 +168,17 @@ function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string
     const onKey = (event: KeyboardEvent): void => {
       if (event.key === 'Escape') { event.preventDefault(); event.stopPropagation(); close() }
       else if (event.key === 'Enter' && (event.metaKey || event.ctrlKey)) { event.preventDefault(); event.stopPropagation(); confirm() }
+      else if (event.key === 'Tab') {
+        // keep the focus inside the modal dialog
+        const box = dialogRef.current
+        if (box === null) return
+        const items = [...box.querySelectorAll<HTMLElement>('button:not([disabled]), [href], input, textarea, [tabindex]:not([tabindex="-1"])')]
+        if (items.length === 0) return
+        const first = items[0]!
+        const last = items[items.length - 1]!
+        if (event.shiftKey && (document.activeElement === first || !box.contains(document.activeElement))) { event.preventDefault(); last.focus() }
+        else if (!event.shiftKey && (document.activeElement === last || !box.contains(document.activeElement))) { event.preventDefault(); first.focus() }
+      }
     }
     document.addEventListener('keydown', onKey, true)
     return () => { document.removeEventListener('keydown', onKey, true) }
@@ -174,7 +186,7 @@ function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string
 
   return (
     <div className="dshpr-backdrop" onMouseDown={(e) => { if (e.target === e.currentTarget) close() }}>
-      <div className="dshpr-dialog" role="dialog" aria-modal="true" aria-labelledby="dshpr-dialog-title" data-testid="dsh-prompt-rewind-dialog" data-seq={seq}>
+      <div ref={dialogRef} className="dshpr-dialog" role="dialog" aria-modal="true" aria-labelledby="dshpr-dialog-title" data-testid="dsh-prompt-rewind-dialog" data-seq={seq}>
         <h2 id="dshpr-dialog-title" className="dshpr-title">{t('dialog.title')}</h2>
         <p className="dshpr-body">{t('dialog.body')}</p>
         {text !== '' && <blockquote className="dshpr-quote" aria-label={t('dialog.message')}>{text.length > 400 ? `${text.slice(0, 399)}…` : text}</blockquote>}
@@ -296,8 +308,6 @@ function useRpc<V>(sessionId: string | undefined, call: (sessionId: string) => P
   return state
 }
 
-const CAP_KEYS = ['history', 'undo', 'fileCheckpointing', 'backups'] as const
-
 /** Settings → Rewind history. */
 export function HistorySection({ env }: { env: Env }): ReactNode {
   const t = useT(env)
@@ -413,7 +423,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
 function CapsLine({ t, caps }: { t: T; caps: Load<Caps> | undefined }): ReactNode {
   if (caps === undefined || caps.status === 'loading') return null
   if (caps.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-caps">{t('settings.capsFailed', { message: caps.message })}</p>
-  const missing = CAP_KEYS.filter(k => caps.value[k] !== true).map(k => t(`caps.${k}`))
+  const missing = missingCaps(caps.value as unknown as Record<string, unknown>).map(k => t(`caps.${k}`))
   return (
     <p className={missing.length > 0 ? 'dshpr-warn' : 'dshpr-muted'} data-testid="dsh-prompt-rewind-caps">
       <strong>{t('settings.caps')}:</strong> {missing.length > 0 ? t('settings.capsMissing', { list: missing.join(', ') }) : t('settings.capsAll')}

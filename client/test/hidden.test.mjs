@@ -89,3 +89,23 @@ test('markerOfEvent reads a dsh-rewind replace marker and nothing else', () => {
   assert.equal(markerOfEvent({ ...base, surfaceOp: { op: 'replace' } }), undefined)
   assert.equal(markerOfEvent(null), undefined)
 })
+
+test('a marker is fresh only when its target was visible in the previous pass', async () => {
+  const { freshMarkers, visibleTargetSeqs } = await import('../.test-build/hidden.mjs')
+  const seen = new Set()
+  // page load: rows and marker arrive together; nothing was visible before
+  let visible = new Set()
+  const first = computeHidden(three, [{ markerSeq: 40, targetSeq: 20 }])
+  assert.deepEqual(freshMarkers(first.applied, seen, visible), [], 'a marker loaded with its target is not fresh')
+  visible = visibleTargetSeqs(three, first.hidden)
+  assert.deepEqual([...visible], [10])
+  // the conversation goes on, then a live rewind to the new message
+  const rows = [...three, ...turn(4, 50)]
+  const before = computeHidden(rows, [{ markerSeq: 40, targetSeq: 20 }])
+  assert.deepEqual(freshMarkers(before.applied, seen, visible), [])
+  visible = visibleTargetSeqs(rows, before.hidden)
+  assert.deepEqual([...visible].sort((a, b) => a - b), [10, 50])
+  const after = computeHidden(rows, [{ markerSeq: 40, targetSeq: 20 }, { markerSeq: 60, targetSeq: 50 }])
+  assert.deepEqual(freshMarkers(after.applied, seen, visible), [{ markerSeq: 60, targetSeq: 50 }])
+  assert.deepEqual(freshMarkers(after.applied, seen, visible), [], 'a marker is fresh once')
+})

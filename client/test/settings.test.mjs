@@ -38,3 +38,11 @@ test('both cards edit one draft: an edit is seen by every subscriber', () => {
   assert.deepEqual(model.store.getSnapshot().draft, { ...base, backups: false, cleanup: { enabled: false, maxAgeDays: 7 } })
   assert.deepEqual(model.store.getSnapshot().value, base, 'the host value is untouched until saved')
 })
+
+test('missing capabilities are named, including ones the host does not send', async () => {
+  const { missingCaps } = await import('../.test-build/history.mjs')
+  assert.deepEqual(missingCaps({ history: true, undo: true, fileCheckpointing: true, backups: true }), [])
+  assert.deepEqual(missingCaps({ history: true, undo: false, fileCheckpointing: false, backups: true }), ['undo', 'fileCheckpointing'])
+  assert.deepEqual(missingCaps({ history: true, undo: true, fileCheckpointing: true }), ['backups'])
+  assert.deepEqual(missingCaps({ history: 'yes' }), ['history', 'undo', 'fileCheckpointing', 'backups'])
+})
