@@ -135,8 +135,11 @@ export function registerCapture(deps: CaptureDeps): void {
     const cwd = trackedCwd(session)
     if (cwd === undefined) return
     const files = deps.files()
-    if (files.unavailable() !== undefined) {
-      logger.debug('snapshot store unavailable for %s: %s', session.header.id, files.unavailable()!.message)
+    const unavailable = files.unavailable()
+    if (unavailable !== undefined) {
+      // Store-version guard: a store this build cannot read stays untouched; the session's
+      // rewinds restore the conversation only.
+      logger.warn('file restore is off for session %s: %s (%s)', session.header.id, unavailable.message, unavailable.code)
       return
     }
     const sessionId = session.header.id
