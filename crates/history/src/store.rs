@@ -295,7 +295,7 @@ impl HistoryStore {
     }
 
     fn sync_root(&self) -> io::Result<()> {
-        self.root.try_clone()?.into_std_file().sync_all()
+        sync_dir(&self.root)
     }
 
     /// Reads a partition. A missing partition reads as empty. Never changes
@@ -500,6 +500,9 @@ impl HistoryStore {
     }
 }
 
+/// Syncs a directory (makes renames and creations inside it durable). The
+/// handle cap-std keeps may be a path-only descriptor, so the directory is
+/// opened again for reading first.
 fn sync_dir(dir: &Dir) -> io::Result<()> {
-    dir.try_clone()?.into_std_file().sync_all()
+    dir.open_with(".", OpenOptions::new().read(true))?.sync_all()
 }
