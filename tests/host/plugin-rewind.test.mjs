@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { turn, text, write } from './lib/harness.mjs'
-import { threeTurnSession, snapshot, humanSeq, humanIndex, textOf, bytes, BINARY, FILES } from './plugin-support.mjs'
+import { threeTurnSession, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
   const { host, agent, ws, beforeMiddle, afterLast } = await threeTurnSession({ extraTurns: [turn(text('after the rewind'))] })
@@ -87,6 +87,10 @@ test('a rewind of a rewind, and repeating a rewind, are exact and idempotent', a
   const now = await snapshot(ws, FILES.concat('late.txt'))
   for (const name of ['notes.txt', 'sre.txt', 'data.bin', 'new.txt', 'late.txt']) assert.equal(now[name], null, `${name} removed`)
   assert.deepEqual(now['keep.txt'], beforeMiddle['keep.txt'])
+  // History lists both rewinds, newest first; only the newest is undoable.
+  const history = await rpc(host, 'history', { sessionId: 'twice' })
+  assert.deepEqual(history.json.value.entries.map(e => e.targetSeq), [start, middle])
+  assert.deepEqual(history.json.value.entries.map(e => e.undoable), [true, false])
   // The middle message is no longer on the surface: refused by name, nothing changes.
   const events = agent.session.events.length
   const refused = await host.runCommand(agent, `/rewind @${middle}`)
