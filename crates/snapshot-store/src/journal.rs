@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blob::{CopyFail, Stored, copy_blob_to, store_file};
 use crate::error::{CorruptFile, Fault, FsFailure, JournalError, ReconcileError, RestoreError};
-use crate::format::{Known, RECORD_VERSION, parse_record, to_json};
+use crate::format::{RECORD_VERSION, parse_record, to_json};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::{RelPath, encode_id};
 use crate::plan::{Action, Current, RestorePlan, SkippedPath, UncoveredPath};
@@ -462,6 +462,13 @@ impl Session {
     /// each an atomic replace or an unlink; a per-path failure is recorded and the
     /// pass goes on. Without failures the journal ends `completed`; otherwise it
     /// stays open for [`Session::continue_restore`] or [`Session::rollback_restore`].
+    ///
+    /// A path that changed since the plan is refused before any mutation and
+    /// reported in `failed`; it does not keep the journal open.
+    ///
+    /// Restored states are deliberately not marked as known to the tracked cache:
+    /// the next [`Session::recheck_tracked`] records them (deduplicated) together with
+    /// the state before them at the previous boundary, so later rewinds stay exact.
     pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
         let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId { id: op_id.into(), reason })?;
         if plan.session_id != self.id {
@@ -510,7 +517,6 @@ impl Session {
         let mut hard_failures = 0usize;
         out.skipped = plan.skipped.clone();
         out.uncovered = plan.uncovered.clone();
-        let mut updates = Vec::new();
         for (i, a) in intent.actions.iter().enumerate() {
             let result = match &a.prefailed {
                 Some(e) => Err(e.clone()),
@@ -519,7 +525,7 @@ impl Session {
             if a.prefailed.is_none() {
                 fs.io.crash(CrashPoint::RestoreActionApplied(i));
             }
-            if !self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out, &a.target, &mut updates)?
+            if !self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out)?
                 && a.prefailed.is_none()
             {
                 hard_failures += 1;
@@ -531,11 +537,9 @@ impl Session {
             self.log(&lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
             out.state = JournalState::Completed;
         }
-        self.refresh_tracked(&mut st, updates);
         Ok(out)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         lpath: &Path,
@@ -544,8 +548,6 @@ impl Session {
         path: &RelPath,
         result: Result<Applied, String>,
         out: &mut RestoreOutcome,
-        now: &Desired,
-        updates: &mut Vec<(RelPath, Desired)>,
     ) -> Result<bool, FsFailure> {
         match result {
             Ok(applied) => {
@@ -555,7 +557,6 @@ impl Session {
                     Applied::Deleted => out.deleted.push(path.clone()),
                     Applied::Already => out.unchanged.push(path.clone()),
                 }
-                updates.push((path.clone(), now.clone()));
                 Ok(true)
             }
             Err(e) => {
@@ -564,21 +565,6 @@ impl Session {
                 Ok(false)
             }
         }
-    }
-
-    /// Remembers the state the store put paths in, so the next recheck records nothing for them.
-    fn refresh_tracked(&self, st: &mut crate::session::State, updates: Vec<(RelPath, Desired)>) {
-        let mut known = Vec::with_capacity(updates.len());
-        for (p, d) in updates {
-            let k = match (self.observe_meta(&p), d) {
-                (Ok(Known::Present { meta, .. }), Desired::File { sha256, .. }) => Known::Present { meta, sha256: Some(sha256), recorded: true },
-                (Ok(Known::Absent), Desired::Absent) => Known::Absent,
-                _ => Known::Unknown,
-            };
-            known.push((p, k, None));
-        }
-        // The cache only saves work; a failure to write it costs a redundant record later.
-        let _ = self.update_tracked(st, known);
     }
 
     /// Finishes an open (interrupted or partly failed) restore: retries every action
@@ -594,7 +580,6 @@ impl Session {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
         let (_, lpath) = self.journal_paths(&enc);
         let mut out = RestoreOutcome::new(op_id);
-        let mut updates = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
             // Refused before any mutation (changed since the plan): settled. Everything
             // else is re-applied (a no-op when already in the target state), since a
@@ -607,7 +592,7 @@ impl Session {
                 Some(rescue) => self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue])),
             };
             self.store.inner.fs.io.crash(CrashPoint::RestoreActionApplied(i));
-            self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out, &a.target, &mut updates)?;
+            self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out)?;
             self.store.inner.fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
         if out.failed.is_empty() {
@@ -615,7 +600,6 @@ impl Session {
             self.log(&lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
             out.state = JournalState::Completed;
         }
-        self.refresh_tracked(&mut st, updates);
         Ok(out)
     }
 
@@ -631,7 +615,7 @@ impl Session {
             return Err(wrong_state(op_id, l.state, "rollback", "open"));
         }
         let all: Vec<usize> = (0..l.intent.actions.len()).collect();
-        self.revert(op_id, &l, &all, Phase::Rollback, &mut st)
+        self.revert(op_id, &l, &all, Phase::Rollback)
     }
 
     /// Undoes a completed restore (the user-facing "restore to before this rewind").
@@ -660,7 +644,7 @@ impl Session {
         if !stale.is_empty() {
             return Err(JournalError::Stale { op_id: op_id.into(), paths: stale });
         }
-        self.revert(op_id, &l, &done, Phase::Undo, &mut st)
+        self.revert(op_id, &l, &done, Phase::Undo)
     }
 
     fn revert(
@@ -669,12 +653,10 @@ impl Session {
         l: &Loaded,
         which: &[usize],
         phase: Phase,
-        st: &mut crate::session::State,
     ) -> Result<RestoreOutcome, JournalError> {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
         let (_, lpath) = self.journal_paths(&enc);
         let mut out = RestoreOutcome::new(op_id);
-        let mut updates = Vec::new();
         let fs = &self.store.inner.fs;
         for &i in which.iter().rev() {
             let a = &l.intent.actions[i];
@@ -686,7 +668,7 @@ impl Session {
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }
-            self.record(&lpath, phase, i, &a.path, result, &mut out, rescue, &mut updates)?;
+            self.record(&lpath, phase, i, &a.path, result, &mut out)?;
         }
         // Directories the restore created, innermost first, only when empty.
         for &i in which.iter().rev() {
@@ -711,7 +693,6 @@ impl Session {
         } else {
             out.state = l.state;
         }
-        self.refresh_tracked(st, updates);
         Ok(out)
     }
 

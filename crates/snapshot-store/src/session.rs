@@ -363,8 +363,20 @@ impl Session {
         if rec.entries.iter().any(|e| e.path == rel) {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
+        let back_order = self.store.next_order();
         let order = self.store.next_order();
-        let (before, _known, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
+        let (before, now, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
+        // Changed since the last boundary without the store seeing it (an external edit
+        // in this turn): record the state that boundary saw, ahead of this capture.
+        if let Some(prev) = self.last_boundary(&mut st)? {
+            let (known, since) = self.tracked(&mut st)?.get(&rel).cloned().unwrap_or((Known::Unknown, None));
+            if differs(&known, &now) {
+                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, back_order) {
+                    self.write_recheck_group(prev, vec![e])?;
+                    self.update_tracked(&mut st, vec![(rel.clone(), known, Some(prev))])?;
+                }
+            }
+        }
         rec.entries.push(Entry { path: rel.clone(), order, before: before.clone() });
         self.store.inner.fs.write_atomic(&ppath, &to_json(&rec))?;
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
@@ -600,19 +612,8 @@ impl Session {
             // state: record that state there too (unless already recorded there or later),
             // so a rewind to the previous boundary is exact.
             if let Some(prev) = prev_boundary {
-                if since.is_none_or(|s| s < prev) {
-                    let old = match &known {
-                        Known::Absent => Some(BeforeState::Absent),
-                        Known::Present { meta, sha256: Some(sha), recorded: true }
-                            if meta.kind == FileKind::File && self.store.has_blob(sha) =>
-                        {
-                            Some(BeforeState::File { sha256: sha.clone(), size: meta.size, mode: meta.mode })
-                        }
-                        _ => None,
-                    };
-                    if let Some(old) = old {
-                        backdated.push(Entry { path: rel.clone(), order: self.store.next_order(), before: old });
-                    }
+                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, self.store.next_order()) {
+                    backdated.push(e);
                 }
             }
             entries.push(Entry { path: rel.clone(), order, before: before.clone() });
@@ -631,6 +632,24 @@ impl Session {
             self.set_last_boundary(&mut st, anchor_seq)?;
         }
         Ok(outcome)
+    }
+
+    /// The entry recording `known` (the state last seen) at boundary `prev`, when the
+    /// path changed after `prev` and that state is not already recorded at `prev` or later.
+    fn backdated_entry(&self, rel: &RelPath, known: &Known, since: Option<u64>, prev: u64, order: u64) -> Option<Entry> {
+        if since.is_some_and(|s| s >= prev) {
+            return None;
+        }
+        let before = match known {
+            Known::Absent => BeforeState::Absent,
+            Known::Present { meta, sha256: Some(sha), recorded: true }
+                if meta.kind == FileKind::File && self.store.has_blob(sha) =>
+            {
+                BeforeState::File { sha256: sha.clone(), size: meta.size, mode: meta.mode }
+            }
+            _ => return None,
+        };
+        Some(Entry { path: rel.clone(), order, before })
     }
 
     fn write_recheck_group(&self, anchor_seq: u64, entries: Vec<Entry>) -> Result<(), Fault> {
@@ -762,6 +781,16 @@ impl Session {
     /// The recorded session-log format, if any.
     pub fn format(&self) -> Result<Option<String>, RecheckError> {
         Ok(self.read_marker()?.and_then(|m| m.session_format))
+    }
+}
+
+/// Whether the disk state `now` differs from the last known state (unknown never differs).
+fn differs(known: &Known, now: &Known) -> bool {
+    match (known, now) {
+        (Known::Unknown, _) | (_, Known::Unknown) => false,
+        (Known::Absent, Known::Absent) => false,
+        (Known::Present { meta: a, .. }, Known::Present { meta: b, .. }) => a != b,
+        _ => true,
     }
 }
 

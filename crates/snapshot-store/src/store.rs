@@ -13,7 +13,8 @@ use rustix::fs::FlockOperation;
 use crate::blob::blob_path;
 use crate::error::{CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError};
 use crate::format::{
-    BeforeState, GroupRecord, PendingRecord, STORE_VERSION, StoreMarker, parse_record, to_json, valid_sha,
+    BeforeState, GroupRecord, Known, PendingRecord, STORE_VERSION, StoreMarker, TrackedRecord, parse_record, to_json,
+    valid_sha,
 };
 use crate::fsio::{Io, StoreFs, unique_suffix};
 use crate::journal::JournalIntent;
@@ -281,6 +282,18 @@ impl Store {
                 // A torn pending record (crash during capture) references nothing durable.
                 let Ok(rec) = parse_record::<PendingRecord>(&p, &bytes) else { continue };
                 mark(&mut live, rec.entries.iter().map(|e| &e.before));
+            }
+            // The tracked cache names the content last seen per path; it is recorded at a
+            // boundary later if the path changes, so it stays live too.
+            let tpath = sdir.join("tracked.json");
+            if let Some(bytes) = fs.read_opt(&tpath)? {
+                if let Ok(rec) = parse_record::<TrackedRecord>(&tpath, &bytes) {
+                    for t in rec.paths {
+                        if let Known::Present { sha256: Some(sha), .. } = t.known {
+                            live.insert(sha);
+                        }
+                    }
+                }
             }
             for f in fs.list(&sdir.join("journals"))? {
                 let name = f.to_string_lossy();

@@ -127,21 +127,21 @@ fn check_recovery(env: &Env, pre: &Snap, post: &Snap, what: &str) {
     if let Some(op) = open.first() {
         let c = s.continue_restore(&op.op_id).expect("continue");
         assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
-        assert_snap(&env.snapshot(), &post, &format!("{what}: continue reaches the post-state"));
+        assert_snap(&env.snapshot(), post, &format!("{what}: continue reaches the post-state"));
         s.undo_restore(&op.op_id).expect("undo");
-        assert_snap(&env.snapshot(), &pre, &format!("{what}: undo reaches the pre-state"));
+        assert_snap(&env.snapshot(), pre, &format!("{what}: undo reaches the pre-state"));
         let cstore = copy.store();
         let cs = copy.session(&cstore);
         let rb = cs.rollback_restore(&op.op_id).expect("rollback");
         assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
-        assert_snap(&copy.snapshot(), &pre, &format!("{what}: rollback reaches the pre-state"));
+        assert_snap(&copy.snapshot(), pre, &format!("{what}: rollback reaches the pre-state"));
     } else if statuses.iter().any(|st| st.state == JournalState::Completed) {
-        assert_snap(&env.snapshot(), &post, &format!("{what}: completed"));
+        assert_snap(&env.snapshot(), post, &format!("{what}: completed"));
     } else {
-        assert_snap(&env.snapshot(), &pre, &format!("{what}: nothing changed before the journal"));
+        assert_snap(&env.snapshot(), pre, &format!("{what}: nothing changed before the journal"));
         let out = s.restore(&s.plan_restore(1).expect("plan"), "retry").expect("retry");
         assert_eq!(out.state, JournalState::Completed);
-        assert_snap(&env.snapshot(), &post, &format!("{what}: a fresh restore works"));
+        assert_snap(&env.snapshot(), post, &format!("{what}: a fresh restore works"));
     }
 }
 
@@ -220,9 +220,9 @@ fn kill_during_continue_and_rollback_is_recoverable() {
                 assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
                 assert_snap(&copy.snapshot(), &at1, &format!("{what}: continue reaches the post-state"));
             } else if st.state == JournalState::Completed {
-                assert_snap(&env.snapshot(), &at1, &format!("{what}"));
+                assert_snap(&env.snapshot(), &at1, &what);
             } else {
-                assert_snap(&env.snapshot(), &pre, &format!("{what}"));
+                assert_snap(&env.snapshot(), &pre, &what);
             }
             true
         });

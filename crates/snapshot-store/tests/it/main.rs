@@ -5,3 +5,4 @@ mod common;
 mod faults;
 mod hostile;
 mod crash;
+mod model;
