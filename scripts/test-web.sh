@@ -8,6 +8,7 @@
 #   DSH_WEB_REUSE_BUILD=1  rebuild only lib/client.js and pack the lib/index.js + native/ addon already
 #                   built (npm pack --ignore-scripts); the default `npm pack` runs the full package build
 #   DSH_WEB_RUN     run directory (default: a fresh temp dir); keeps DSH_HOME, workspace, logs
+#                   (its home/ and ws/ are emptied at the start of a run)
 #   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
 #   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
 set -euo pipefail
@@ -78,6 +79,7 @@ say "packages: $(cd "$RUN/pkgs" && ls *.tgz | tr '\n' ' ')"
 # 6. A fresh DSH_HOME with both packages in the web profile (dsh plugin spawns pnpm >= 10 via the shim).
 export DSH_HOME="$RUN/home"
 WS="$RUN/ws"
+rm -rf "$DSH_HOME" "$WS"   # every run starts from an empty DSH home and workspace (also when DSH_WEB_RUN is reused)
 mkdir -p "$WS"
 dsh plugin --profile web add "$RUN"/pkgs/*.tgz >"$RUN/plugin-add.log" 2>&1 || { cat "$RUN/plugin-add.log"; exit 1; }
 grep -q '"dsh-prompt-rewind"' "$DSH_HOME/profiles/web/package.json" || { cat "$RUN/plugin-add.log"; say "plugin not in the profile"; exit 1; }
