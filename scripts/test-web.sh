@@ -24,31 +24,31 @@ NODE=$("$ROOT/scripts/setup-node.sh" | tail -n1)
 say "node $("$NODE" --version)"
 
 # 2. Chromium from Debian.
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+APT_UPDATED=0
+apt_install() {
+  if [ "$APT_UPDATED" = 0 ]; then $SUDO apt-get update -qq >/dev/null; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
 if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then
   say "installing chromium (apt-get)"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
   CHROMIUM=$(command -v chromium)
 fi
 export CHROMIUM
 # CJK fonts, so the zh-CN / ja screenshots are readable (the assertions read the DOM, not pixels).
 if command -v fc-list >/dev/null && ! fc-list 2>/dev/null | grep -i 'Noto Sans CJK' >/dev/null; then
   say "installing fonts-noto-cjk (apt-get)"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-noto-cjk >/dev/null || say "fonts-noto-cjk not installed; CJK screenshots will show boxes"
+  apt_install fonts-noto-cjk || say "fonts-noto-cjk not installed; CJK screenshots will show boxes"
 fi
 say "browser $("$CHROMIUM" --version 2>/dev/null | head -1)"
 
-# 3. The DSH CLI with the HMR guard (the shared setup script when present, else this test's own).
-DSH=""
-if [ -x "$ROOT/scripts/setup-dsh-cli.sh" ]; then
-  DSH=$("$ROOT/scripts/setup-dsh-cli.sh" | tail -n1) || { say "scripts/setup-dsh-cli.sh failed; using tests/web/setup-cli.sh"; DSH=""; }
-fi
-[ -n "$DSH" ] && [ -f "$DSH" ] || DSH=$("$WEB/setup-cli.sh" | tail -n1)
-# The shared script prints an executable wrapper (Node 24 + pnpm shim on PATH); the fallback prints bin.js.
-dsh() { if [ "${DSH%.js}" != "$DSH" ]; then PATH="$WEB/bin:$PATH" "$NODE" "$DSH" "$@"; else "$DSH" "$@"; fi; }
+# 3. The DSH CLI 0.1.0-rc.8 with the HMR guard applied by pnpm patchedDependencies
+#    (scripts/setup-dsh-cli.sh prints a wrapper running it under Node 24 with a pnpm >= 10 shim on PATH).
+DSH=$("$ROOT/scripts/setup-dsh-cli.sh" | tail -n1)
+[ -x "$DSH" ] || { say "scripts/setup-dsh-cli.sh did not print an executable ($DSH)"; exit 1; }
+dsh() { "$DSH" "$@"; }
 say "dsh $(dsh --version)"
 
 # 4. playwright-core for the driver (tests/web/package-lock.json).
@@ -76,7 +76,7 @@ tar -tzf "$TGZ" >"$RUN/tgz-files.txt"
 grep -qx 'package/lib/client.js' "$RUN/tgz-files.txt" || { say "$TGZ has no lib/client.js"; exit 1; }
 say "packages: $(cd "$RUN/pkgs" && ls *.tgz | tr '\n' ' ')"
 
-# 6. A fresh DSH_HOME with both packages in the web profile (dsh plugin spawns pnpm >= 10 via the shim).
+# 6. A fresh DSH_HOME with both packages in the web profile.
 export DSH_HOME="$RUN/home"
 WS="$RUN/ws"
 rm -rf "$DSH_HOME" "$WS"   # every run starts from an empty DSH home and workspace (also when DSH_WEB_RUN is reused)
@@ -87,11 +87,7 @@ say "profile bundles: $("$NODE" -p "JSON.stringify(require('$DSH_HOME/profiles/w
 
 # 7. Boot `dsh web` (own process group; stopped by PID on exit).
 export DSH_REWIND_LLM_LOG="$RUN/llm.jsonl"
-if [ "${DSH%.js}" != "$DSH" ]; then
-  (cd "$WS" && exec setsid "$NODE" "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
-else
-  (cd "$WS" && exec setsid "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
-fi
+(cd "$WS" && exec setsid "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
 WEB_PID=$!
 stop_web() {
   if kill -0 "$WEB_PID" 2>/dev/null; then
