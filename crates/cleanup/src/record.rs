@@ -1,0 +1,126 @@
+//! `snapshot-cleanup-last-sweep.json`: when the last sweep ran.
+
+use std::io::{self, Write as _};
+
+use cap_std::fs::{Dir, OpenOptions};
+use serde::{Deserialize, Serialize};
+
+/// File name of the last-sweep record, in the DSH home.
+pub const LAST_SWEEP_FILE: &str = "snapshot-cleanup-last-sweep.json";
+/// The newest last-sweep record version this build reads and writes.
+pub const RECORD_VERSION: u32 = 1;
+
+/// What started a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// The automatic, at-most-daily sweep.
+    Auto,
+    /// A user's `run --apply`.
+    Manual,
+}
+
+/// The last applied sweep.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastSweep {
+    /// The record format version.
+    pub version: u32,
+    /// When the sweep ran, milliseconds since the Unix epoch.
+    pub at: u64,
+    /// What started it.
+    pub trigger: Trigger,
+    /// The idle-day cutoff it used (absent for a current-session sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_days: Option<u32>,
+    /// Session directories removed.
+    pub removed: u64,
+    /// Bytes those directories held.
+    pub bytes: u64,
+}
+
+/// The last-sweep record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A disk error.
+    #[error("{op} {LAST_SWEEP_FILE}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The record is not valid JSON of a known shape (the next recorded sweep
+    /// renames it aside).
+    #[error("{LAST_SWEEP_FILE} is corrupt: {detail}")]
+    Corrupt {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The record was written by a newer build.
+    #[error("{LAST_SWEEP_FILE} has version {found}; this build understands up to {RECORD_VERSION}")]
+    NewerVersion {
+        /// The version found.
+        found: u64,
+    },
+}
+
+impl RecordError {
+    /// The stable error code (`rewind/failed`).
+    pub fn code(&self) -> &'static str {
+        "rewind/failed"
+    }
+}
+
+pub(crate) fn read(home: &Dir) -> Result<Option<LastSweep>, RecordError> {
+    let bytes = match home.read(LAST_SWEEP_FILE) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(RecordError::Io { op: "read", source }),
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| RecordError::Corrupt { detail: e.to_string() })?;
+    let version = value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| RecordError::Corrupt { detail: "missing or non-numeric \"version\"".into() })?;
+    if version > u64::from(RECORD_VERSION) {
+        return Err(RecordError::NewerVersion { found: version });
+    }
+    if version == 0 {
+        return Err(RecordError::Corrupt { detail: "version 0".into() });
+    }
+    serde_json::from_value(value).map(Some).map_err(|e| RecordError::Corrupt { detail: e.to_string() })
+}
+
+/// Renames a corrupt record aside (kept for the user); returns the new name.
+pub(crate) fn quarantine(home: &Dir, now: u64) -> Result<String, RecordError> {
+    let mut name = format!("{LAST_SWEEP_FILE}.corrupt-{now}");
+    let mut n = 1;
+    while home.symlink_metadata(&name).is_ok() {
+        name = format!("{LAST_SWEEP_FILE}.corrupt-{now}-{n}");
+        n += 1;
+    }
+    home.rename(LAST_SWEEP_FILE, home, &name).map_err(|source| RecordError::Io { op: "rename aside", source })?;
+    Ok(name)
+}
+
+/// Writes the record atomically: temp file, sync, rename, directory sync.
+pub(crate) fn write(home: &Dir, record: &LastSweep) -> Result<(), RecordError> {
+    let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt { detail: e.to_string() })?;
+    let tmp = format!(".{LAST_SWEEP_FILE}.tmp-{}", std::process::id());
+    let io = |op| move |source| RecordError::Io { op, source };
+    let result = (|| {
+        let mut f = home.open_with(&tmp, OpenOptions::new().write(true).create(true).truncate(true)).map_err(io("create"))?;
+        f.write_all(&bytes).map_err(io("write"))?;
+        f.sync_all().map_err(io("sync"))?;
+        drop(f);
+        home.rename(&tmp, home, LAST_SWEEP_FILE).map_err(io("rename"))
+    })();
+    if result.is_err() {
+        let _ = home.remove_file(&tmp);
+    }
+    result?;
+    home.open_with(".", OpenOptions::new().read(true)).and_then(|d| d.sync_all()).map_err(io("sync dir"))
+}
