@@ -95,6 +95,16 @@ impl StoreFs {
         }
     }
 
+    /// Size of a store file; `None` when it does not exist.
+    pub fn size(&self, path: &Path) -> Result<Option<u64>, FsFailure> {
+        self.check(FsOp::Stat, path)?;
+        match self.dir.symlink_metadata(path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(fail(FsOp::Stat, Area::Store, path, e)),
+        }
+    }
+
     /// Whether a store path exists.
     pub fn exists(&self, path: &Path) -> Result<bool, FsFailure> {
         self.check(FsOp::Stat, path)?;
@@ -150,8 +160,50 @@ impl StoreFs {
             return Ok(());
         }
         self.check(FsOp::Sync, path)?;
-        let d = if path.as_os_str().is_empty() { self.dir.try_clone() } else { self.dir.open_dir(path) };
-        d.and_then(|d| d.into_std_file().sync_all()).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
+        // Directory handles may be O_PATH: open the directory for reading to fsync it.
+        let target: &Path = if path.as_os_str().is_empty() { Path::new(".") } else { path };
+        let d = self.dir.open_dir(target).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&d, ".", flags, Mode::empty()).map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))?;
+        rustix::fs::fsync(&fd).map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))
+    }
+
+    /// Creates `path` with `bytes` only if it does not exist yet, without a temporary
+    /// name (`Ok(false)` when it exists). For records whose torn form is detectable
+    /// and harmless; a failed write removes the partial file.
+    pub fn write_new(&self, path: &Path, bytes: &[u8]) -> Result<bool, FsFailure> {
+        self.check(FsOp::Create, path)?;
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        let mut f = match self.dir.open_with(path, &o) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(fail(FsOp::Create, Area::Store, path, e)),
+        };
+        let r = self.write_all(&mut f, path, bytes).and_then(|()| self.sync_file(&f, path));
+        if r.is_err() {
+            drop(f);
+            let _ = self.dir.remove_file(path);
+        }
+        r.map(|()| true)
+    }
+
+    /// Opens `path` for appending (creating it), for a pass that appends many lines.
+    pub fn open_append(&self, path: &Path) -> Result<File, FsFailure> {
+        self.check(FsOp::Open, path)?;
+        let mut o = OpenOptions::new();
+        o.append(true).create(true);
+        self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Open, Area::Store, path, e))
+    }
+
+    /// Appends one line (with its newline) to an open append-mode file.
+    pub fn append_to(&self, f: &mut File, path: &Path, line: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, path)?;
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        f.write_all(&buf).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        self.sync_file(f, path)
     }
 
     /// Atomically replaces `path` with `bytes` (temp file, optional fsync, rename).
@@ -168,19 +220,6 @@ impl StoreFs {
         }
         r?;
         self.sync_dir(path.parent().unwrap_or(Path::new("")))
-    }
-
-    /// Appends one line (with its newline) to `path`, creating it if needed.
-    pub fn append_line(&self, path: &Path, line: &[u8]) -> Result<(), FsFailure> {
-        self.check(FsOp::Write, path)?;
-        let mut o = OpenOptions::new();
-        o.append(true).create(true);
-        let mut f = self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line);
-        buf.push(b'\n');
-        f.write_all(&buf).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
-        self.sync_file(&f, path)
     }
 
     /// Renames within the store.
@@ -467,7 +506,9 @@ impl WsFs {
             return Ok(());
         }
         self.check(FsOp::Sync, rel)?;
-        rustix::fs::fsync(dir).map_err(|e| rfail(FsOp::Sync, rel, e.into()))
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, ".", flags, Mode::empty()).map_err(|e| rfail(FsOp::Sync, rel, e.into()))?;
+        rustix::fs::fsync(&fd).map_err(|e| rfail(FsOp::Sync, rel, e.into()))
     }
 
     /// Renames `from` to `to` inside one directory (atomic replace of `to`).

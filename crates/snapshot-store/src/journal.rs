@@ -211,6 +211,18 @@ struct Loaded {
     rollback_started: bool,
 }
 
+/// The progress log of one journal, kept open during a pass.
+struct LogWriter {
+    path: PathBuf,
+    file: Option<cap_std::fs::File>,
+}
+
+impl LogWriter {
+    fn new(path: PathBuf) -> Self {
+        LogWriter { path, file: None }
+    }
+}
+
 /// Why a rescue copy could not be made.
 enum RescueFail {
     /// The path is not what the plan saw: the action is refused, nothing else is affected.
@@ -250,8 +262,15 @@ impl Session {
         (d.join(format!("{enc_op}.json")), d.join(format!("{enc_op}.log")))
     }
 
-    fn log(&self, log: &Path, line: LogLine) -> Result<(), FsFailure> {
-        self.store.inner.fs.append_line(log, &to_json(&line))
+    fn log(&self, log: &mut LogWriter, line: LogLine) -> Result<(), FsFailure> {
+        let fs = &self.store.inner.fs;
+        if log.file.is_none() {
+            log.file = Some(fs.open_append(&log.path)?);
+        }
+        match log.file.as_mut() {
+            Some(f) => fs.append_to(f, &log.path, &to_json(&line)),
+            None => Ok(()),
+        }
     }
 
     fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
@@ -513,6 +532,7 @@ impl Session {
         };
         fs.write_atomic(&ipath, &to_json(&intent))?;
         fs.io.crash(CrashPoint::RestoreJournalWritten);
+        let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
         let mut hard_failures = 0usize;
         out.skipped = plan.skipped.clone();
@@ -525,7 +545,7 @@ impl Session {
             if a.prefailed.is_none() {
                 fs.io.crash(CrashPoint::RestoreActionApplied(i));
             }
-            if !self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out)?
+            if !self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?
                 && a.prefailed.is_none()
             {
                 hard_failures += 1;
@@ -534,7 +554,7 @@ impl Session {
         }
         if hard_failures == 0 {
             fs.io.crash(CrashPoint::RestoreBeforeComplete);
-            self.log(&lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
+            self.log(&mut lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
             out.state = JournalState::Completed;
         }
         Ok(out)
@@ -542,7 +562,7 @@ impl Session {
 
     fn record(
         &self,
-        lpath: &Path,
+        lpath: &mut LogWriter,
         phase: Phase,
         i: usize,
         path: &RelPath,
@@ -579,6 +599,7 @@ impl Session {
         }
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
         let (_, lpath) = self.journal_paths(&enc);
+        let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
         for (i, a) in l.intent.actions.iter().enumerate() {
             // Refused before any mutation (changed since the plan): settled. Everything
@@ -592,12 +613,12 @@ impl Session {
                 Some(rescue) => self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue])),
             };
             self.store.inner.fs.io.crash(CrashPoint::RestoreActionApplied(i));
-            self.record(&lpath, Phase::Apply, i, &a.path, result, &mut out)?;
+            self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?;
             self.store.inner.fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
         if out.failed.is_empty() {
             self.store.inner.fs.io.crash(CrashPoint::RestoreBeforeComplete);
-            self.log(&lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
+            self.log(&mut lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
             out.state = JournalState::Completed;
         }
         Ok(out)
@@ -656,6 +677,7 @@ impl Session {
     ) -> Result<RestoreOutcome, JournalError> {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
         let (_, lpath) = self.journal_paths(&enc);
+        let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
         let fs = &self.store.inner.fs;
         for &i in which.iter().rev() {
@@ -668,7 +690,7 @@ impl Session {
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }
-            self.record(&lpath, phase, i, &a.path, result, &mut out)?;
+            self.record(&mut lpath, phase, i, &a.path, result, &mut out)?;
         }
         // Directories the restore created, innermost first, only when empty.
         for &i in which.iter().rev() {
@@ -688,7 +710,7 @@ impl Session {
                 fs.io.crash(CrashPoint::RollbackBeforeComplete);
             }
             let s = if phase == Phase::Undo { Status::Undone } else { Status::RolledBack };
-            self.log(&lpath, LogLine { p: phase, i: None, s, e: None })?;
+            self.log(&mut lpath, LogLine { p: phase, i: None, s, e: None })?;
             out.state = if phase == Phase::Undo { JournalState::Undone } else { JournalState::RolledBack };
         } else {
             out.state = l.state;

@@ -353,9 +353,13 @@ impl Session {
         };
         let _g = self.store.lock_shared()?;
         let ppath = self.pending_path(&enc);
+        let mut fresh = false;
         let mut rec = match self.read_pending(&ppath) {
             Ok(Some(r)) => r,
-            Ok(None) => PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() },
+            Ok(None) => {
+                fresh = true;
+                PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() }
+            }
             // A torn record from a crash during an earlier capture of this call: start over.
             Err(Fault::Corrupt(_)) => PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() },
             Err(e) => return Err(e.into()),
@@ -378,7 +382,12 @@ impl Session {
             }
         }
         rec.entries.push(Entry { path: rel.clone(), order, before: before.clone() });
-        self.store.inner.fs.write_atomic(&ppath, &to_json(&rec))?;
+        let fs = &self.store.inner.fs;
+        // A call's first record is created in place (a torn one is detected and dropped:
+        // the capture never returned); later ones replace it atomically.
+        if !(fresh && !fs.io.durable && fs.write_new(&ppath, &to_json(&rec))?) {
+            fs.write_atomic(&ppath, &to_json(&rec))?;
+        }
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
