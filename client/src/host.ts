@@ -17,6 +17,7 @@ export interface ViewNode {
 
 /** The slice of `SessionFace` used here. */
 export interface SessionFace {
+  readAttachment?(attachmentId: string): Promise<{ ok: boolean; value?: { attachment: { mediaType?: string; name?: string }; data: Uint8Array } }>
   getSnapshot(): { chat?: { nodes?: { get(key: string): ViewNode | undefined; values(): readonly ViewNode[] } } }
   subscribe(listener: () => void): () => void
 }
@@ -102,8 +103,11 @@ export function rowsAndMarkers(nodes: readonly ViewNode[]): { rows: ChatRow[]; m
   return { rows, markers }
 }
 
-/** Text and seq of a human message row. */
-export interface MessageInfo { readonly seq: number; readonly text: string }
+/** A durable image of a message (an `image` content block's attachment reference). */
+export interface ImageRef { readonly attachmentId: string; readonly mediaType: string; readonly name?: string }
+
+/** Seq, text and images of a human message row. */
+export interface MessageInfo { readonly seq: number; readonly text: string; readonly images: readonly ImageRef[] }
 
 /**
  * Seq and plain text of the human message rendered under one anchor key.
@@ -123,11 +127,19 @@ export function messageOf(face: SessionFace | undefined, key: string): MessageIn
  * @returns the message, or undefined when the node carries no seq.
  */
 export function messageOfNode(node: ViewNode): MessageInfo | undefined {
-  const data = node.data as { seq?: unknown; content?: readonly { type?: string; text?: string }[] } | undefined
+  const data = node.data as { seq?: unknown; content?: readonly { type?: string; text?: string; attachment?: { attachmentId?: unknown; mediaType?: unknown; name?: unknown } }[] } | undefined
   const seq = typeof data?.seq === 'number' ? data.seq : node.anchorSeq
   if (!Number.isSafeInteger(seq)) return undefined
-  const text = (data?.content ?? []).filter(b => b?.type === 'text' && typeof b.text === 'string').map(b => b.text).join('')
-  return { seq, text }
+  const blocks = data?.content ?? []
+  const text = blocks.filter(b => b?.type === 'text' && typeof b.text === 'string').map(b => b.text).join('')
+  const images: ImageRef[] = []
+  for (const b of blocks) {
+    const a = b?.type === 'image' ? b.attachment : undefined
+    if (a !== undefined && typeof a.attachmentId === 'string' && typeof a.mediaType === 'string') {
+      images.push({ attachmentId: a.attachmentId, mediaType: a.mediaType, ...(typeof a.name === 'string' ? { name: a.name } : {}) })
+    }
+  }
+  return { seq, text, images }
 }
 
 /**
@@ -160,7 +172,7 @@ export function ownRewindKey(sessionId: string, seq: number): string {
 
 /** How a rewind ended, from the client's point of view. */
 export type RewindOutcome =
-  | { readonly ok: true; readonly text: string; readonly refill: 'filled' | 'kept-draft' | 'switched' | 'no-composer' | 'empty' }
+  | { readonly ok: true; readonly text: string; readonly refill: Refill; readonly images: number }
   | { readonly ok: false; readonly message: string }
 
 /**
@@ -168,14 +180,14 @@ export type RewindOutcome =
  * that session's composer with the target's text.
  * @param ctx - plugin context.
  * @param sessionId - the session to rewind.
- * @param seq - target log seq.
- * @param text - the target message's text (read before the rewind).
+ * @param target - the target message (seq, text and images, read before the rewind).
  * @param pendingCommand - when the rewind comes from a slash command, the composer still holds
  *   that command line while the command UI settles; a draft matching this pattern is waited out
  *   (and then counts as empty) instead of being kept as the user's draft.
  * @returns the outcome.
  */
-export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: string, pendingCommand?: RegExp): Promise<RewindOutcome> {
+export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp): Promise<RewindOutcome> {
+  const seq = target.seq
   const own = ownRewindKey(sessionId, seq)
   ownRewinds.add(own)
   let answer
@@ -194,11 +206,12 @@ export async function runRewind(ctx: Ctx, sessionId: string, seq: number, text: 
     ownRewinds.delete(own)
     return { ok: false, message: result.text }
   }
-  return { ok: true, text: result.text, refill: await refillComposer(ctx, sessionId, text, pendingCommand) }
+  return { ok: true, text: result.text, ...await refillComposer(ctx, sessionId, target, pendingCommand) }
 }
 
 interface SessionInput {
   setDraft(text: string): void
+  addImages?(ids: readonly string[]): boolean
   state: { getSnapshot(): { draft: string } }
 }
 
@@ -215,16 +228,55 @@ const COMMAND_SETTLE_MS = 3000
  * composer textarea otherwise.
  * @param ctx - plugin context.
  * @param sessionId - the rewound session.
- * @param text - the text to put back.
+ * @param target - the message to put back (text, and its images when the composer service is there).
  * @param pendingCommand - a draft matching this is the command that ran the rewind (see {@link runRewind}).
- * @returns what happened.
+ * @returns what happened, and how many images were re-attached.
  */
-export async function refillComposer(ctx: Ctx, sessionId: string, text: string, pendingCommand?: RegExp): Promise<Refill> {
-  if (text === '') return 'empty'
+export async function refillComposer(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp): Promise<{ refill: Refill; images: number }> {
+  const refill = await refillText(ctx, sessionId, target.text, pendingCommand, target.images.length > 0)
+  if (refill !== 'filled' || target.images.length === 0) return { refill, images: 0 }
+  return { refill, images: await reattachImages(ctx, sessionId, target.images) }
+}
+
+interface ConversationService {
+  input?: { for(actx: unknown): SessionInput }
+  createDraftImages?(files: readonly File[]): readonly { id: string }[]
+}
+
+/**
+ * Re-attach a message's durable images to its session's composer as new draft images.
+ * @param ctx - plugin context.
+ * @param sessionId - session.
+ * @param images - the images.
+ * @returns how many were attached (0 when the services are missing or a read fails).
+ */
+async function reattachImages(ctx: Ctx, sessionId: string, images: readonly ImageRef[]): Promise<number> {
+  try {
+    const conversation = ctx.get('conversation') as ConversationService | undefined
+    const binding = ctx.sessions.binding(sessionId)
+    const face = binding?.session
+    if (conversation?.input === undefined || conversation.createDraftImages === undefined || face?.readAttachment === undefined) return 0
+    const files: File[] = []
+    for (const [i, image] of images.entries()) {
+      const read = await face.readAttachment(image.attachmentId)
+      if (!read.ok || read.value === undefined) return 0
+      const type = read.value.attachment.mediaType ?? image.mediaType
+      files.push(new File([read.value.data as BlobPart], image.name ?? `image-${i + 1}.${type.split('/')[1] ?? 'png'}`, { type }))
+    }
+    const drafts = conversation.createDraftImages(files)
+    const input = conversation.input.for(binding!.ctx)
+    return input.addImages?.(drafts.map(d => d.id)) === true ? drafts.length : 0
+  } catch {
+    return 0
+  }
+}
+
+async function refillText(ctx: Ctx, sessionId: string, text: string, pendingCommand: RegExp | undefined, hasImages: boolean): Promise<Refill> {
+  if (text === '' && !hasImages) return 'empty'
   if (currentSessionId(ctx) !== sessionId) return 'switched'
   let input: SessionInput | undefined
   try {
-    const conversation = ctx.get('conversation') as { input?: { for(actx: unknown): SessionInput } } | undefined
+    const conversation = ctx.get('conversation') as ConversationService | undefined
     const scope = ctx.sessions.binding(sessionId)?.ctx
     if (conversation?.input !== undefined && scope !== undefined) input = conversation.input.for(scope)
   } catch {

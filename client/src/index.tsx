@@ -98,9 +98,9 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
       for (const marker of freshMarkers(result.applied, seen, visibleTargets)) {
         if (ownRewinds.delete(ownRewindKey(sessionId, marker.targetSeq))) continue
         const id = sessionId
-        const text = messageBySeq(face, marker.targetSeq)?.text ?? ''
-        void refillComposer(ctx, id, text, /^\s*\/(rewind|undo)(\s.*)?$/s).then(refill => {
-          report({ type: 'rewind-observed', sessionId: id, seq: marker.targetSeq, markerSeq: marker.markerSeq, refill })
+        const target = messageBySeq(face, marker.targetSeq) ?? { seq: marker.targetSeq, text: '', images: [] }
+        void refillComposer(ctx, id, target, /^\s*\/(rewind|undo)(\s.*)?$/s).then(result => {
+          report({ type: 'rewind-observed', sessionId: id, seq: marker.targetSeq, markerSeq: marker.markerSeq, ...result })
         })
       }
     }
@@ -208,10 +208,10 @@ export function apply(ctx: Ctx): void {
           onSelect: (option: { id: string; label: string }, session: { sessionId: string }) => {
             const seq = seqOfRow(option.id)
             if (seq === undefined) return
-            const text = messageBySeq(faceOf(ctx, session.sessionId), seq)?.text ?? ''
+            const target = messageBySeq(faceOf(ctx, session.sessionId), seq) ?? { seq, text: '', images: [] }
             // Not awaited: the command UI settles (and clears its command line) once this returns;
             // the refill waits for that before it touches the composer.
-            void runRewind(ctx, session.sessionId, seq, text, /^\s*\/(rewind|undo)(\s.*)?$/s).then((outcome) => {
+            void runRewind(ctx, session.sessionId, target, /^\s*\/(rewind|undo)(\s.*)?$/s).then((outcome) => {
               report({ type: 'rewind', via: `/${command}`, sessionId: session.sessionId, seq, ...outcome })
               if (!outcome.ok) notify(ctx, session.sessionId, locale.getSnapshot().t('result.failed', { message: outcome.message }))
             })

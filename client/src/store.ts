@@ -67,8 +67,7 @@ export function createLocaleStore(localeService: Ctx['locale'], settingsScope: C
 /** The confirm dialog's request. */
 export interface DialogRequest {
   readonly sessionId: string
-  readonly seq: number
-  readonly text: string
+  readonly target: import('./host.ts').MessageInfo
 }
 
 /** Open dialog (or null). */

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore, type ReactNode } from 'react'
 import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
-import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type RewindOutcome } from './host.ts'
+import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, newestEligible } from './history.ts'
 import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -86,7 +86,7 @@ function RewindButton({ env, sessionId, anchorKey }: { env: Env; sessionId: stri
   const onClick = (): void => {
     const message = messageOf(faceOf(env.ctx, sessionId), anchorKey)
     if (message === undefined) { env.report({ type: 'button-no-message', anchorKey }); return }
-    dialogStore.set({ sessionId, seq: message.seq, text: message.text })
+    dialogStore.set({ sessionId, target: message })
   }
   return (
     <button
@@ -123,11 +123,12 @@ export function ConfirmDialog({ env, fallback = false }: { env: Env; fallback?: 
     return () => { overlayHosts.set(n => n - 1) }
   }, [fallback])
   if (request === null || (fallback && hosts > 0)) return null
-  return createPortal(<DialogBody key={`${request.sessionId}@${request.seq}`} env={env} sessionId={request.sessionId} seq={request.seq} text={request.text} />, document.body)
+  return createPortal(<DialogBody key={`${request.sessionId}@${request.target.seq}`} env={env} sessionId={request.sessionId} target={request.target} />, document.body)
 }
 
-function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string; seq: number; text: string }): ReactNode {
+function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; target: MessageInfo }): ReactNode {
   const t = useT(env)
+  const { seq, text } = target
   const [preview, setPreview] = useState<PreviewState>({ status: 'loading' })
   const [running, setRunning] = useState(false)
   const [failure, setFailure] = useState<string | undefined>(undefined)
@@ -155,14 +156,14 @@ function DialogBody({ env, sessionId, seq, text }: { env: Env; sessionId: string
     runningRef.current = true
     setRunning(true)
     setFailure(undefined)
-    void runRewind(env.ctx, sessionId, seq, text).then((outcome: RewindOutcome) => {
+    void runRewind(env.ctx, sessionId, target).then((outcome: RewindOutcome) => {
       runningRef.current = false
       setRunning(false)
       env.report({ type: 'rewind', via: 'dialog', sessionId, seq, ...outcome })
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.failed', { message: outcome.message }))
     })
-  }, [env, sessionId, seq, text, t])
+  }, [env, sessionId, seq, target, t])
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent): void => {

@@ -386,6 +386,30 @@ try {
   check(await page.locator('textarea[data-phase]').inputValue() === '', 'a reload refills nothing')
   check((await probe(page)).markers.length >= 4, 'every marker of the session is applied after the reload')
 
+  // --- the target's image comes back with its text
+  // paste a PNG into the composer (the way a user attaches a screenshot)
+  await composer.focus()
+  await page.evaluate(async () => {
+    const bytes = Uint8Array.from(atob('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='), c => c.charCodeAt(0))
+    const dt = new DataTransfer()
+    dt.items.add(new File([bytes], 'pixel.png', { type: 'image/png' }))
+    document.querySelector('textarea[data-phase]').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }))
+  })
+  await page.locator('[data-composer-card] img').first().waitFor({ timeout: 10000 })
+  await send(page, composer, 'write img.txt picture', 'DONE: img.txt')
+  check(await page.locator('[data-composer-card] img').count() === 0, 'the image was sent with the message')
+  await shot(page, 'image-message')
+  dialog = await openRewindDialog(page, 'write img.txt picture')
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+  await dialog.waitFor({ state: 'detached', timeout: 20000 })
+  const withImage = (await probe(page)).events.filter(e => e.type === 'rewind').at(-1)
+  log('image rewind:', JSON.stringify({ refill: withImage.refill, images: withImage.images }))
+  check(withImage.ok === true && withImage.refill === 'filled' && withImage.images === 1, 'the rewound message\'s image is re-attached')
+  check(await composer.inputValue() === 'write img.txt picture' && await page.locator('[data-composer-card] img').count() === 1, 'the composer holds the text and the image again')
+  check(read('img.txt') === null, 'img.txt removed by the rewind')
+  await shot(page, 'image-refilled')
+
   // --- languages: a Japanese browser (DSH itself has zh/en only; the plugin follows the browser)
   const jaRun = await launch('ja-JP')
   try {
