@@ -88,11 +88,22 @@ pub enum JournalPin {
 
 fn finished(log: &[u8]) -> Result<bool, String> {
     // A torn last line (no newline) is ignored, as the store does.
-    let complete = log.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+    let complete = log
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
     let mut done = false;
-    for raw in log[..complete].split(|b| *b == b'\n').filter(|r| !r.is_empty()) {
-        let v: serde_json::Value = serde_json::from_slice(raw).map_err(|e| format!("bad progress line: {e}"))?;
-        let s = v.get("s").and_then(|s| s.as_str()).ok_or("progress line without status")?;
+    for raw in log[..complete]
+        .split(|b| *b == b'\n')
+        .filter(|r| !r.is_empty())
+    {
+        let v: serde_json::Value =
+            serde_json::from_slice(raw).map_err(|e| format!("bad progress line: {e}"))?;
+        let s = v
+            .get("s")
+            .and_then(|s| s.as_str())
+            .ok_or("progress line without status")?;
         match s {
             "completed" | "rolled-back" | "undone" => done = true,
             "done" | "failed" => {}
@@ -107,48 +118,90 @@ pub(crate) fn journal_pin(session: &Dir) -> Option<JournalPin> {
     let journals = match session.symlink_metadata("journals") {
         Ok(m) if m.is_dir() => match session.open_dir("journals") {
             Ok(d) => d,
-            Err(e) => return Some(JournalPin::Unreadable { detail: format!("journals: {e}") }),
+            Err(e) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("journals: {e}"),
+                });
+            }
         },
-        Ok(_) => return Some(JournalPin::Unreadable { detail: "journals is not a directory".into() }),
+        Ok(_) => {
+            return Some(JournalPin::Unreadable {
+                detail: "journals is not a directory".into(),
+            });
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(JournalPin::Unreadable { detail: format!("journals: {e}") }),
+        Err(e) => {
+            return Some(JournalPin::Unreadable {
+                detail: format!("journals: {e}"),
+            });
+        }
     };
     let entries = match journals.entries() {
         Ok(e) => e,
-        Err(e) => return Some(JournalPin::Unreadable { detail: format!("journals: {e}") }),
+        Err(e) => {
+            return Some(JournalPin::Unreadable {
+                detail: format!("journals: {e}"),
+            });
+        }
     };
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
-            Err(e) => return Some(JournalPin::Unreadable { detail: format!("journals: {e}") }),
+            Err(e) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("journals: {e}"),
+                });
+            }
         };
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if name.starts_with('.') {
             continue;
         }
-        let Some(op) = name.strip_suffix(".json") else { continue };
+        let Some(op) = name.strip_suffix(".json") else {
+            continue;
+        };
         let intent = match journals.read(name) {
             Ok(b) => b,
-            Err(e) => return Some(JournalPin::Unreadable { detail: format!("{name}: {e}") }),
+            Err(e) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("{name}: {e}"),
+                });
+            }
         };
         let version = serde_json::from_slice::<serde_json::Value>(&intent)
             .ok()
             .and_then(|v| v.get("v").and_then(serde_json::Value::as_u64));
         match version {
             Some(v) if (1..=KNOWN_JOURNAL_VERSION).contains(&v) => {}
-            Some(v) => return Some(JournalPin::Unreadable { detail: format!("{name}: journal version {v} is not known") }),
-            None => return Some(JournalPin::Unreadable { detail: format!("{name}: unreadable journal intent") }),
+            Some(v) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("{name}: journal version {v} is not known"),
+                });
+            }
+            None => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("{name}: unreadable journal intent"),
+                });
+            }
         }
         let log = match journals.read(format!("{op}.log")) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Some(JournalPin::Unreadable { detail: format!("{op}.log: {e}") }),
+            Err(e) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("{op}.log: {e}"),
+                });
+            }
         };
         match finished(&log) {
             Ok(true) => {}
             Ok(false) => return Some(JournalPin::Open { op: op.to_owned() }),
-            Err(detail) => return Some(JournalPin::Unreadable { detail: format!("{op}.log: {detail}") }),
+            Err(detail) => {
+                return Some(JournalPin::Unreadable {
+                    detail: format!("{op}.log: {detail}"),
+                });
+            }
         }
     }
     None
@@ -163,9 +216,15 @@ mod tests {
         for id in ["abc", "a.b/c", "%", "sess-1_2", "ü", "..", "a%41"] {
             let enc = encode_session_dir(id);
             assert!(!enc.contains('/') && enc != "." && enc != "..");
-            assert_eq!(decode_session_dir(&enc).as_deref(), Some(id), "{id} -> {enc}");
+            assert_eq!(
+                decode_session_dir(&enc).as_deref(),
+                Some(id),
+                "{id} -> {enc}"
+            );
         }
-        for bad in ["", ".", "..", "a.b", "%41", "%2", "%2e", "%ZZ", "a b", "%FF"] {
+        for bad in [
+            "", ".", "..", "a.b", "%41", "%2", "%2e", "%ZZ", "a b", "%FF",
+        ] {
             assert_eq!(decode_session_dir(bad), None, "{bad:?}");
         }
     }
@@ -173,9 +232,16 @@ mod tests {
     #[test]
     fn log_judgement() {
         assert_eq!(finished(b""), Ok(false));
-        assert_eq!(finished(b"{\"p\":\"apply\",\"i\":0,\"s\":\"done\"}\n"), Ok(false));
+        assert_eq!(
+            finished(b"{\"p\":\"apply\",\"i\":0,\"s\":\"done\"}\n"),
+            Ok(false)
+        );
         assert_eq!(finished(b"{\"p\":\"apply\",\"i\":0,\"s\":\"done\"}\n{\"p\":\"apply\",\"s\":\"completed\"}\n"), Ok(true));
-        assert_eq!(finished(b"{\"p\":\"apply\",\"s\":\"completed\"}"), Ok(false), "torn line ignored");
+        assert_eq!(
+            finished(b"{\"p\":\"apply\",\"s\":\"completed\"}"),
+            Ok(false),
+            "torn line ignored"
+        );
         assert!(finished(b"{\"p\":\"apply\",\"s\":\"exploded\"}\n").is_err());
         assert!(finished(b"not json\n").is_err());
     }

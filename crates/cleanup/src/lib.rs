@@ -40,15 +40,16 @@ mod record;
 mod sweep;
 
 pub use layout::{
-    JournalPin, KNOWN_JOURNAL_VERSION, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER, TRASH_DIR,
-    decode_session_dir, encode_session_dir,
+    JournalPin, KNOWN_JOURNAL_VERSION, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER,
+    TRASH_DIR, decode_session_dir, encode_session_dir,
 };
 pub use policy::{
-    DEFAULT_MAX_AGE_DAYS, MAX_MAX_AGE_DAYS, MIN_MAX_AGE_DAYS, MemoryPolicy, NoBackend, Policy, PolicyError, PolicyPort,
-    PolicyStatus, load_policy, policy_status, set_enabled, set_max_age_days,
+    DEFAULT_MAX_AGE_DAYS, MAX_MAX_AGE_DAYS, MIN_MAX_AGE_DAYS, MemoryPolicy, NoBackend, Policy,
+    PolicyError, PolicyPort, PolicyStatus, load_policy, policy_status, set_enabled,
+    set_max_age_days,
 };
 pub use record::{LAST_SWEEP_FILE, LastSweep, RECORD_VERSION, RecordError, Trigger};
 pub use sweep::{
-    AutoSweep, Cleaner, Clock, DAY_MS, Failed, KeepReason, Kept, MAX_SCAN_DEPTH, OpenError, Pins, SNAPSHOT_DIR, Scope,
-    SweepError, SweepItem, SweepReport, SweepRequest, system_clock,
+    AutoSweep, Cleaner, Clock, DAY_MS, Failed, KeepReason, Kept, MAX_SCAN_DEPTH, OpenError, Pins,
+    SNAPSHOT_DIR, Scope, SweepError, SweepItem, SweepReport, SweepRequest, system_clock,
 };

@@ -20,7 +20,10 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { enabled: false, max_age_days: DEFAULT_MAX_AGE_DAYS }
+        Self {
+            enabled: false,
+            max_age_days: DEFAULT_MAX_AGE_DAYS,
+        }
     }
 }
 
@@ -31,7 +34,9 @@ impl Policy {
         if (MIN_MAX_AGE_DAYS..=MAX_MAX_AGE_DAYS).contains(&self.max_age_days) {
             Ok(())
         } else {
-            Err(PolicyError::InvalidMaxAge { days: u64::from(self.max_age_days) })
+            Err(PolicyError::InvalidMaxAge {
+                days: u64::from(self.max_age_days),
+            })
         }
     }
 }
@@ -88,16 +93,22 @@ pub struct NoBackend {
 
 impl Default for NoBackend {
     fn default() -> Self {
-        Self { reason: "no settings backend".into() }
+        Self {
+            reason: "no settings backend".into(),
+        }
     }
 }
 
 impl PolicyPort for NoBackend {
     fn load(&self) -> Result<Policy, PolicyError> {
-        Err(PolicyError::Unavailable { reason: self.reason.clone() })
+        Err(PolicyError::Unavailable {
+            reason: self.reason.clone(),
+        })
     }
     fn save(&self, _: &Policy) -> Result<(), PolicyError> {
-        Err(PolicyError::Unavailable { reason: self.reason.clone() })
+        Err(PolicyError::Unavailable {
+            reason: self.reason.clone(),
+        })
     }
 }
 
@@ -140,7 +151,9 @@ pub enum PolicyStatus {
 pub fn policy_status(port: &dyn PolicyPort) -> PolicyStatus {
     match port.load().and_then(|p| p.validate().map(|()| p)) {
         Ok(p) => PolicyStatus::Available(p),
-        Err(e) => PolicyStatus::Unavailable { reason: e.to_string() },
+        Err(e) => PolicyStatus::Unavailable {
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -164,7 +177,10 @@ pub fn set_enabled(port: &dyn PolicyPort, enabled: bool) -> Result<Policy, Polic
 
 /// Sets the idle-day cutoff (validated first); returns the policy written.
 pub fn set_max_age_days(port: &dyn PolicyPort, days: u32) -> Result<Policy, PolicyError> {
-    let candidate = Policy { enabled: false, max_age_days: days };
+    let candidate = Policy {
+        enabled: false,
+        max_age_days: days,
+    };
     candidate.validate()?;
     let mut p = port.load()?;
     p.max_age_days = days;

@@ -80,18 +80,28 @@ pub(crate) fn read(home: &Dir) -> Result<Option<LastSweep>, RecordError> {
         Err(source) => return Err(RecordError::Io { op: "read", source }),
     };
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| RecordError::Corrupt { detail: e.to_string() })?;
+        serde_json::from_slice(&bytes).map_err(|e| RecordError::Corrupt {
+            detail: e.to_string(),
+        })?;
     let version = value
         .get("version")
         .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| RecordError::Corrupt { detail: "missing or non-numeric \"version\"".into() })?;
+        .ok_or_else(|| RecordError::Corrupt {
+            detail: "missing or non-numeric \"version\"".into(),
+        })?;
     if version > u64::from(RECORD_VERSION) {
         return Err(RecordError::NewerVersion { found: version });
     }
     if version == 0 {
-        return Err(RecordError::Corrupt { detail: "version 0".into() });
+        return Err(RecordError::Corrupt {
+            detail: "version 0".into(),
+        });
     }
-    serde_json::from_value(value).map(Some).map_err(|e| RecordError::Corrupt { detail: e.to_string() })
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| RecordError::Corrupt {
+            detail: e.to_string(),
+        })
 }
 
 /// Renames a corrupt record aside (kept for the user); returns the new name.
@@ -102,25 +112,39 @@ pub(crate) fn quarantine(home: &Dir, now: u64) -> Result<String, RecordError> {
         name = format!("{LAST_SWEEP_FILE}.corrupt-{now}-{n}");
         n += 1;
     }
-    home.rename(LAST_SWEEP_FILE, home, &name).map_err(|source| RecordError::Io { op: "rename aside", source })?;
+    home.rename(LAST_SWEEP_FILE, home, &name)
+        .map_err(|source| RecordError::Io {
+            op: "rename aside",
+            source,
+        })?;
     Ok(name)
 }
 
 /// Writes the record atomically: temp file, sync, rename, directory sync.
 pub(crate) fn write(home: &Dir, record: &LastSweep) -> Result<(), RecordError> {
-    let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt { detail: e.to_string() })?;
+    let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt {
+        detail: e.to_string(),
+    })?;
     let tmp = format!(".{LAST_SWEEP_FILE}.tmp-{}", std::process::id());
     let io = |op| move |source| RecordError::Io { op, source };
     let result = (|| {
-        let mut f = home.open_with(&tmp, OpenOptions::new().write(true).create(true).truncate(true)).map_err(io("create"))?;
+        let mut f = home
+            .open_with(
+                &tmp,
+                OpenOptions::new().write(true).create(true).truncate(true),
+            )
+            .map_err(io("create"))?;
         f.write_all(&bytes).map_err(io("write"))?;
         f.sync_all().map_err(io("sync"))?;
         drop(f);
-        home.rename(&tmp, home, LAST_SWEEP_FILE).map_err(io("rename"))
+        home.rename(&tmp, home, LAST_SWEEP_FILE)
+            .map_err(io("rename"))
     })();
     if result.is_err() {
         let _ = home.remove_file(&tmp);
     }
     result?;
-    home.open_with(".", OpenOptions::new().read(true)).and_then(|d| d.sync_all()).map_err(io("sync dir"))
+    home.open_with(".", OpenOptions::new().read(true))
+        .and_then(|d| d.sync_all())
+        .map_err(io("sync dir"))
 }

@@ -10,7 +10,8 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 
 use crate::layout::{
-    JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER, TRASH_DIR, decode_session_dir, journal_pin,
+    JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER, TRASH_DIR,
+    decode_session_dir, journal_pin,
 };
 use crate::policy::{Policy, PolicyError, PolicyPort, load_policy};
 use crate::record::{self, LastSweep, RECORD_VERSION, RecordError, Trigger};
@@ -28,7 +29,12 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// The system clock, milliseconds since the Unix epoch.
 pub fn system_clock() -> Clock {
-    Arc::new(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+    Arc::new(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    })
 }
 
 /// Sessions the caller knows to be pinned (e.g. by an open restore journal
@@ -84,7 +90,12 @@ pub struct SweepRequest {
 impl SweepRequest {
     /// A dry run of `scope` with no active sessions and no pins.
     pub fn dry_run(scope: Scope) -> Self {
-        Self { scope, active: BTreeSet::new(), pins: Pins::none(), apply: false }
+        Self {
+            scope,
+            active: BTreeSet::new(),
+            pins: Pins::none(),
+            apply: false,
+        }
     }
     /// Marks sessions as active.
     pub fn with_active<S: Into<String>>(mut self, active: impl IntoIterator<Item = S>) -> Self {
@@ -285,14 +296,20 @@ struct Scan {
 }
 
 fn ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn scan(dir: &Dir, depth: usize, acc: &mut Scan) -> io::Result<()> {
     if depth > MAX_SCAN_DEPTH {
-        return Err(io::Error::other("directory tree deeper than the store writes"));
+        return Err(io::Error::other(
+            "directory tree deeper than the store writes",
+        ));
     }
-    acc.newest = acc.newest.max(ms(dir.dir_metadata()?.modified()?.into_std()));
+    acc.newest = acc
+        .newest
+        .max(ms(dir.dir_metadata()?.modified()?.into_std()));
     for entry in dir.entries()? {
         let entry = entry?;
         let md = entry.metadata()?; // does not follow symlinks
@@ -326,7 +343,10 @@ impl std::fmt::Debug for Cleaner {
 }
 
 fn open_dir(path: &Path) -> Result<Dir, OpenError> {
-    let io = |source| OpenError::Io { path: path.to_path_buf(), source };
+    let io = |source| OpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     std::fs::create_dir_all(path).map_err(io)?;
     Dir::open_ambient_dir(path, ambient_authority()).map_err(io)
 }
@@ -341,8 +361,15 @@ impl Cleaner {
 
     /// Opens the cleaner with an explicit snapshot store root; the last-sweep
     /// record lives in `dsh_home`.
-    pub fn open_with(dsh_home: impl AsRef<Path>, store_root: impl AsRef<Path>) -> Result<Self, OpenError> {
-        Ok(Self { home: open_dir(dsh_home.as_ref())?, store: open_dir(store_root.as_ref())?, clock: system_clock() })
+    pub fn open_with(
+        dsh_home: impl AsRef<Path>,
+        store_root: impl AsRef<Path>,
+    ) -> Result<Self, OpenError> {
+        Ok(Self {
+            home: open_dir(dsh_home.as_ref())?,
+            store: open_dir(store_root.as_ref())?,
+            clock: system_clock(),
+        })
     }
 
     /// Replaces the clock.
@@ -359,10 +386,18 @@ impl Cleaner {
     /// Runs a sweep. The policy is read first; without it nothing is swept
     /// ([`SweepError::Policy`]). The `enabled` flag governs only the
     /// automatic sweep; a manual run uses the cutoff either way.
-    pub fn sweep(&self, port: &dyn PolicyPort, req: &SweepRequest) -> Result<SweepReport, SweepError> {
+    pub fn sweep(
+        &self,
+        port: &dyn PolicyPort,
+        req: &SweepRequest,
+    ) -> Result<SweepReport, SweepError> {
         let policy = load_policy(port)?;
         self.check_store()?;
-        let _lock = if req.apply { Some(self.lock_store()?) } else { None };
+        let _lock = if req.apply {
+            Some(self.lock_store()?)
+        } else {
+            None
+        };
         let report = self.sweep_locked(&policy, req)?;
         if req.apply && req.scope == Scope::Idle {
             self.write_record(&report, Trigger::Manual)?;
@@ -374,7 +409,12 @@ impl Cleaner {
     /// the last recorded sweep is a day old or older (or in the future, after
     /// a clock change), then records it. Serialized across processes by the
     /// store's lock.
-    pub fn auto_sweep(&self, port: &dyn PolicyPort, active: &[String], pins: &Pins) -> Result<AutoSweep, SweepError> {
+    pub fn auto_sweep(
+        &self,
+        port: &dyn PolicyPort,
+        active: &[String],
+        pins: &Pins,
+    ) -> Result<AutoSweep, SweepError> {
         let policy = load_policy(port)?;
         if !policy.enabled {
             return Ok(AutoSweep::Disabled);
@@ -384,15 +424,25 @@ impl Cleaner {
         let now = (self.clock)();
         let mut quarantined = None;
         match record::read(&self.home) {
-            Ok(Some(last)) if last.at <= now && now - last.at < DAY_MS => return Ok(AutoSweep::NotDue { last: last.at }),
+            Ok(Some(last)) if last.at <= now && now - last.at < DAY_MS => {
+                return Ok(AutoSweep::NotDue { last: last.at });
+            }
             Ok(_) => {}
-            Err(RecordError::Corrupt { .. }) => quarantined = Some(record::quarantine(&self.home, now)?),
+            Err(RecordError::Corrupt { .. }) => {
+                quarantined = Some(record::quarantine(&self.home, now)?)
+            }
             Err(e) => return Err(e.into()),
         }
-        let req = SweepRequest::dry_run(Scope::Idle).with_active(active.iter().cloned()).with_pins(pins.clone()).applied();
+        let req = SweepRequest::dry_run(Scope::Idle)
+            .with_active(active.iter().cloned())
+            .with_pins(pins.clone())
+            .applied();
         let report = self.sweep_locked(&policy, &req)?;
         self.write_record(&report, Trigger::Auto)?;
-        Ok(AutoSweep::Ran { report, quarantined })
+        Ok(AutoSweep::Ran {
+            report,
+            quarantined,
+        })
     }
 
     fn write_record(&self, report: &SweepReport, trigger: Trigger) -> Result<(), SweepError> {
@@ -414,13 +464,23 @@ impl Cleaner {
         let bytes = match self.store.read(STORE_MARKER) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => return Err(SweepError::Io { op: "read", path: STORE_MARKER.into(), source }),
+            Err(source) => {
+                return Err(SweepError::Io {
+                    op: "read",
+                    path: STORE_MARKER.into(),
+                    source,
+                });
+            }
         };
         let version = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .map_err(|e| SweepError::CorruptStore { detail: e.to_string() })?
+            .map_err(|e| SweepError::CorruptStore {
+                detail: e.to_string(),
+            })?
             .get("store_version")
             .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| SweepError::CorruptStore { detail: "missing store_version".into() })?;
+            .ok_or_else(|| SweepError::CorruptStore {
+                detail: "missing store_version".into(),
+            })?;
         if version > KNOWN_STORE_VERSION {
             return Err(SweepError::NewerStore { found: version });
         }
@@ -430,13 +490,29 @@ impl Cleaner {
     /// Takes the store's lock exclusively (the store takes it shared while it
     /// adds references), so no capture or restore runs while directories go.
     fn lock_store(&self) -> Result<std::fs::File, SweepError> {
-        let io = |op| move |source| SweepError::Io { op, path: STORE_LOCK.into(), source };
+        let io = |op| {
+            move |source| SweepError::Io {
+                op,
+                path: STORE_LOCK.into(),
+                source,
+            }
+        };
         match self.store.symlink_metadata(STORE_LOCK) {
-            Ok(m) if !m.is_file() => return Err(SweepError::NotADirectory { path: STORE_LOCK.into() }),
+            Ok(m) if !m.is_file() => {
+                return Err(SweepError::NotADirectory {
+                    path: STORE_LOCK.into(),
+                });
+            }
             _ => {}
         }
-        let file =
-            self.store.open_with(STORE_LOCK, OpenOptions::new().read(true).write(true).create(true)).map_err(io("open"))?.into_std();
+        let file = self
+            .store
+            .open_with(
+                STORE_LOCK,
+                OpenOptions::new().read(true).write(true).create(true),
+            )
+            .map_err(io("open"))?
+            .into_std();
         fs4::FileExt::lock(&file).map_err(io("lock"))?;
         Ok(file)
     }
@@ -458,19 +534,42 @@ impl Cleaner {
             ignored: Vec::new(),
         };
         let sessions = match self.store.symlink_metadata(SESSIONS_DIR) {
-            Ok(m) if m.is_dir() => self
-                .store
-                .open_dir(SESSIONS_DIR)
-                .map_err(|source| SweepError::Io { op: "open", path: SESSIONS_DIR.into(), source })?,
-            Ok(_) => return Err(SweepError::NotADirectory { path: SESSIONS_DIR.into() }),
+            Ok(m) if m.is_dir() => {
+                self.store
+                    .open_dir(SESSIONS_DIR)
+                    .map_err(|source| SweepError::Io {
+                        op: "open",
+                        path: SESSIONS_DIR.into(),
+                        source,
+                    })?
+            }
+            Ok(_) => {
+                return Err(SweepError::NotADirectory {
+                    path: SESSIONS_DIR.into(),
+                });
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
-            Err(source) => return Err(SweepError::Io { op: "stat", path: SESSIONS_DIR.into(), source }),
+            Err(source) => {
+                return Err(SweepError::Io {
+                    op: "stat",
+                    path: SESSIONS_DIR.into(),
+                    source,
+                });
+            }
         };
         let cutoff_ms = u64::from(policy.max_age_days).saturating_mul(DAY_MS);
-        let entries = sessions.entries().map_err(|source| SweepError::Io { op: "list", path: SESSIONS_DIR.into(), source })?;
+        let entries = sessions.entries().map_err(|source| SweepError::Io {
+            op: "list",
+            path: SESSIONS_DIR.into(),
+            source,
+        })?;
         let mut names: Vec<(String, bool)> = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|source| SweepError::Io { op: "list", path: SESSIONS_DIR.into(), source })?;
+            let entry = entry.map_err(|source| SweepError::Io {
+                op: "list",
+                path: SESSIONS_DIR.into(),
+                source,
+            })?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
             names.push((name, is_dir));
@@ -487,7 +586,12 @@ impl Cleaner {
                     continue;
                 }
             }
-            let keep = |report: &mut SweepReport, reason| report.kept.push(Kept { session_id: session_id.clone(), reason });
+            let keep = |report: &mut SweepReport, reason| {
+                report.kept.push(Kept {
+                    session_id: session_id.clone(),
+                    reason,
+                })
+            };
             if req.active.contains(&session_id) {
                 keep(&mut report, KeepReason::Active);
                 continue;
@@ -499,7 +603,12 @@ impl Cleaner {
             let dir = match sessions.open_dir(&name) {
                 Ok(d) => d,
                 Err(e) => {
-                    keep(&mut report, KeepReason::Unreadable { detail: e.to_string() });
+                    keep(
+                        &mut report,
+                        KeepReason::Unreadable {
+                            detail: e.to_string(),
+                        },
+                    );
                     continue;
                 }
             };
@@ -514,30 +623,60 @@ impl Cleaner {
                 }
                 None => {}
             }
-            let mut acc = Scan { bytes: 0, files: 0, newest: 0 };
+            let mut acc = Scan {
+                bytes: 0,
+                files: 0,
+                newest: 0,
+            };
             if let Err(e) = scan(&dir, 0, &mut acc) {
-                keep(&mut report, KeepReason::Unreadable { detail: e.to_string() });
+                keep(
+                    &mut report,
+                    KeepReason::Unreadable {
+                        detail: e.to_string(),
+                    },
+                );
                 continue;
             }
             drop(dir);
             if req.scope == Scope::Idle && acc.newest.saturating_add(cutoff_ms) > now {
-                keep(&mut report, KeepReason::Recent { last_activity: acc.newest });
+                keep(
+                    &mut report,
+                    KeepReason::Recent {
+                        last_activity: acc.newest,
+                    },
+                );
                 continue;
             }
-            let item =
-                SweepItem { session_id: session_id.clone(), dir_name: name.clone(), bytes: acc.bytes, files: acc.files, last_activity: acc.newest };
+            let item = SweepItem {
+                session_id: session_id.clone(),
+                dir_name: name.clone(),
+                bytes: acc.bytes,
+                files: acc.files,
+                last_activity: acc.newest,
+            };
             if req.apply {
                 if !trash_ready {
                     match self.store.create_dir(TRASH_DIR) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                         Err(e) => {
-                            report.failed.push(Failed { session_id, detail: format!("create {TRASH_DIR}: {e}") });
+                            report.failed.push(Failed {
+                                session_id,
+                                detail: format!("create {TRASH_DIR}: {e}"),
+                            });
                             continue;
                         }
                     }
-                    if !self.store.symlink_metadata(TRASH_DIR).map(|m| m.is_dir()).unwrap_or(false) {
-                        report.failed.push(Failed { session_id, detail: format!("{TRASH_DIR} is not a directory") });
+                    if !self
+                        .store
+                        .symlink_metadata(TRASH_DIR)
+                        .map(|m| m.is_dir())
+                        .unwrap_or(false)
+                    {
+                        report.failed.push(Failed {
+                            session_id,
+                            detail: format!("{TRASH_DIR} is not a directory"),
+                        });
                         continue;
                     }
                     trash_ready = true;
@@ -545,10 +684,17 @@ impl Cleaner {
                 // Move the directory out of `sessions/` in one rename, then
                 // delete it: a crash between the two leaves it in `trash/`,
                 // which the store empties when it opens, never half a session.
-                let trash_name = format!("t-cleanup-{now}-{}-{}", std::process::id(), report.items.len());
+                let trash_name = format!(
+                    "t-cleanup-{now}-{}-{}",
+                    std::process::id(),
+                    report.items.len()
+                );
                 let trash = Path::new(TRASH_DIR).join(&trash_name);
                 if let Err(e) = sessions.rename(&name, &self.store, &trash) {
-                    report.failed.push(Failed { session_id, detail: format!("move to {TRASH_DIR}: {e}") });
+                    report.failed.push(Failed {
+                        session_id,
+                        detail: format!("move to {TRASH_DIR}: {e}"),
+                    });
                     continue;
                 }
                 // Already out of the store's view; a leftover is emptied by the store.

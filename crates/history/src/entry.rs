@@ -81,11 +81,21 @@ impl Paths {
     /// The counts of these lists (use it when the lists are complete).
     pub fn counts(&self) -> Counts {
         let n = |v: &Vec<String>| v.len() as u64;
-        Counts { restored: n(&self.restored), deleted: n(&self.deleted), skipped: n(&self.skipped), failed: n(&self.failed) }
+        Counts {
+            restored: n(&self.restored),
+            deleted: n(&self.deleted),
+            skipped: n(&self.skipped),
+            failed: n(&self.failed),
+        }
     }
 
     pub(crate) fn truncate(&mut self) {
-        for list in [&mut self.restored, &mut self.deleted, &mut self.skipped, &mut self.failed] {
+        for list in [
+            &mut self.restored,
+            &mut self.deleted,
+            &mut self.skipped,
+            &mut self.failed,
+        ] {
             list.truncate(MAX_PATHS_PER_LIST);
         }
     }

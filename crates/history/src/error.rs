@@ -50,7 +50,9 @@ pub enum ReadError {
         detail: String,
     },
     /// The file was written by a newer build; this build neither reads nor writes it.
-    #[error("history file {path} has format version {found}; this build understands up to {supported}")]
+    #[error(
+        "history file {path} has format version {found}; this build understands up to {supported}"
+    )]
     NewerVersion {
         /// The path, relative to the history root.
         path: PathBuf,
@@ -91,7 +93,9 @@ pub enum WriteError {
         source: io::Error,
     },
     /// The file was written by a newer build; writes refuse it.
-    #[error("history file {path} has format version {found}; this build understands up to {supported} and will not overwrite it")]
+    #[error(
+        "history file {path} has format version {found}; this build understands up to {supported} and will not overwrite it"
+    )]
     NewerVersion {
         /// The path, relative to the history root.
         path: PathBuf,
@@ -152,7 +156,9 @@ impl AppendError {
     /// The stable error code (`rewind/bad-request` for a refused entry, `rewind/failed` otherwise).
     pub fn code(&self) -> &'static str {
         match self {
-            Self::WrongWorkspace { .. } | Self::DuplicateOp { .. } | Self::EmptyField { .. } => "rewind/bad-request",
+            Self::WrongWorkspace { .. } | Self::DuplicateOp { .. } | Self::EmptyField { .. } => {
+                "rewind/bad-request"
+            }
             Self::Write(e) => e.code(),
         }
     }

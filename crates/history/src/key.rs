@@ -51,7 +51,8 @@ impl KeyError {
 }
 
 fn valid_id(id: &str) -> bool {
-    id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+    id.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
         && !id.bytes().all(|b| b == b'.')
 }
 
@@ -72,13 +73,19 @@ impl WorkspaceKey {
             return Ok(Self::unknown());
         }
         let Some(id) = key.strip_prefix(WORKSPACE_PREFIX) else {
-            return Err(KeyError::BadPrefix { key: key.to_owned() });
+            return Err(KeyError::BadPrefix {
+                key: key.to_owned(),
+            });
         };
         if id.is_empty() || id.len() > MAX_WORKSPACE_ID_LEN {
-            return Err(KeyError::BadLength { key: key.to_owned() });
+            return Err(KeyError::BadLength {
+                key: key.to_owned(),
+            });
         }
         if !valid_id(id) {
-            return Err(KeyError::BadCharacter { key: key.to_owned() });
+            return Err(KeyError::BadCharacter {
+                key: key.to_owned(),
+            });
         }
         Ok(Self(key.to_owned()))
     }
@@ -108,18 +115,42 @@ mod tests {
 
     #[test]
     fn accepts_plain_keys() {
-        assert_eq!(WorkspaceKey::parse("_unknown").map(|k| k.0), Ok("_unknown".to_owned()));
-        assert_eq!(WorkspaceKey::for_workspace("abc-1.2_3").map(|k| k.0), Ok("ws-abc-1.2_3".to_owned()));
+        assert_eq!(
+            WorkspaceKey::parse("_unknown").map(|k| k.0),
+            Ok("_unknown".to_owned())
+        );
+        assert_eq!(
+            WorkspaceKey::for_workspace("abc-1.2_3").map(|k| k.0),
+            Ok("ws-abc-1.2_3".to_owned())
+        );
         assert!(WorkspaceKey::parse("ws-...a").is_ok());
     }
 
     #[test]
     fn rejects_hostile_keys() {
-        for bad in ["", "..", ".", "/etc", "ws-", "ws-..", "ws-.", "ws-a/b", "ws-a\\b", "ws-a\0", "ws-../x", "x-abc", "_unknown/..", "ws-é"] {
+        for bad in [
+            "",
+            "..",
+            ".",
+            "/etc",
+            "ws-",
+            "ws-..",
+            "ws-.",
+            "ws-a/b",
+            "ws-a\\b",
+            "ws-a\0",
+            "ws-../x",
+            "x-abc",
+            "_unknown/..",
+            "ws-é",
+        ] {
             assert!(WorkspaceKey::parse(bad).is_err(), "{bad:?} accepted");
         }
         let long = format!("ws-{}", "a".repeat(MAX_WORKSPACE_ID_LEN + 1));
-        assert!(matches!(WorkspaceKey::parse(&long), Err(KeyError::BadLength { .. })));
+        assert!(matches!(
+            WorkspaceKey::parse(&long),
+            Err(KeyError::BadLength { .. })
+        ));
         assert!(WorkspaceKey::parse(&long[..long.len() - 1]).is_ok());
     }
 }

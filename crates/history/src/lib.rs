@@ -36,11 +36,16 @@ mod key;
 mod store;
 mod undo;
 
-pub use entry::{Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, Outcome, Paths, UndoMode, UndoOutcome};
-pub use error::{AppendError, CODE_FAILED, ClearError, MarkUndoneError, OpenError, ReadError, WriteError};
+pub use entry::{
+    Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, Outcome, Paths, UndoMode, UndoOutcome,
+};
+pub use error::{
+    AppendError, CODE_FAILED, ClearError, MarkUndoneError, OpenError, ReadError, WriteError,
+};
 pub use key::{KeyError, MAX_WORKSPACE_ID_LEN, UNKNOWN_KEY, WORKSPACE_PREFIX, WorkspaceKey};
 pub use store::{
-    AppendReport, ClearReport, Clock, CrashSeam, DEFAULT_HISTORY_LIMIT, FORMAT_VERSION, HISTORY_FILE, HistoryStore,
-    LOCK_FILE, MAX_HISTORY_LIMIT, MarkReport, Partition, WriteNotes, WriteStep, system_clock,
+    AppendReport, ClearReport, Clock, CrashSeam, DEFAULT_HISTORY_LIMIT, FORMAT_VERSION,
+    HISTORY_FILE, HistoryStore, LOCK_FILE, MAX_HISTORY_LIMIT, MarkReport, Partition, WriteNotes,
+    WriteStep, system_clock,
 };
 pub use undo::{JournalState, UndoRefusal, UndoRequest, require_unchanged, undo_eligibility};

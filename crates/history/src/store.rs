@@ -47,8 +47,14 @@ pub enum WriteStep {
 
 impl WriteStep {
     /// Every step, in the order a write passes them.
-    pub const ALL: [WriteStep; 6] =
-        [Self::TempCreated, Self::TempHalfWritten, Self::TempWritten, Self::TempSynced, Self::Renamed, Self::DirSynced];
+    pub const ALL: [WriteStep; 6] = [
+        Self::TempCreated,
+        Self::TempHalfWritten,
+        Self::TempWritten,
+        Self::TempSynced,
+        Self::Renamed,
+        Self::DirSynced,
+    ];
 
     /// The step's kebab-case name (`temp-created`, …).
     pub fn name(self) -> &'static str {
@@ -75,7 +81,12 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// The system clock, milliseconds since the Unix epoch.
 pub fn system_clock() -> Clock {
-    Arc::new(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+    Arc::new(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    })
 }
 
 /// The content of one partition file.
@@ -92,7 +103,11 @@ pub struct Partition {
 impl Partition {
     /// An empty partition for `key`.
     pub fn empty(key: &WorkspaceKey) -> Self {
-        Self { version: FORMAT_VERSION, workspace: key.as_str().to_owned(), entries: Vec::new() }
+        Self {
+            version: FORMAT_VERSION,
+            workspace: key.as_str().to_owned(),
+            entries: Vec::new(),
+        }
     }
 
     /// The entries, newest first (the order the history page shows).
@@ -107,7 +122,8 @@ impl Partition {
 
     /// The chain tail of a session: its newest not-yet-undone entry.
     pub fn chain_tail(&self, session_id: &str) -> Option<&Entry> {
-        self.newest_first().find(|e| e.session_id == session_id && !e.is_undone())
+        self.newest_first()
+            .find(|e| e.session_id == session_id && !e.is_undone())
     }
 
     /// The partition as pretty JSON (the export format; identical to the file).
@@ -165,7 +181,8 @@ enum ParseFailure {
 }
 
 fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
     let version = value
         .get("version")
         .and_then(serde_json::Value::as_u64)
@@ -174,9 +191,12 @@ fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
         return Err(ParseFailure::Newer(version));
     }
     if version == 0 {
-        return Err(ParseFailure::Corrupt("version 0 is not a valid history version".into()));
+        return Err(ParseFailure::Corrupt(
+            "version 0 is not a valid history version".into(),
+        ));
     }
-    let partition: Partition = serde_json::from_value(value).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
+    let partition: Partition =
+        serde_json::from_value(value).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
     if partition.workspace != key.as_str() {
         return Err(ParseFailure::Corrupt(format!(
             "file names workspace {:?} but lives in partition {:?}",
@@ -187,13 +207,21 @@ fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
     let mut seen = std::collections::HashSet::new();
     for e in &partition.entries {
         if e.op_id.is_empty() || e.session_id.is_empty() {
-            return Err(ParseFailure::Corrupt("an entry has an empty opId or sessionId".into()));
+            return Err(ParseFailure::Corrupt(
+                "an entry has an empty opId or sessionId".into(),
+            ));
         }
         if e.workspace != partition.workspace {
-            return Err(ParseFailure::Corrupt(format!("entry {} names workspace {:?}", e.op_id, e.workspace)));
+            return Err(ParseFailure::Corrupt(format!(
+                "entry {} names workspace {:?}",
+                e.op_id, e.workspace
+            )));
         }
         if !seen.insert(e.op_id.as_str()) {
-            return Err(ParseFailure::Corrupt(format!("op id {} appears twice", e.op_id)));
+            return Err(ParseFailure::Corrupt(format!(
+                "op id {} appears twice",
+                e.op_id
+            )));
         }
     }
     Ok(partition)
@@ -224,7 +252,10 @@ pub struct HistoryStore {
 
 impl std::fmt::Debug for HistoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HistoryStore").field("root", &self.root_path).field("limit", &self.limit).finish_non_exhaustive()
+        f.debug_struct("HistoryStore")
+            .field("root", &self.root_path)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
     }
 }
 
@@ -235,11 +266,20 @@ impl HistoryStore {
     /// `<dsh home>/rewind-history`. The only place an ambient path enters.
     pub fn open(root: impl AsRef<Path>) -> Result<Self, OpenError> {
         let root = root.as_ref();
-        let io = |source| OpenError::Io { path: root.to_path_buf(), source };
+        let io = |source| OpenError::Io {
+            path: root.to_path_buf(),
+            source,
+        };
         std::fs::create_dir_all(root).map_err(io)?;
         let canonical = std::fs::canonicalize(root).map_err(io)?;
         let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(io)?;
-        Ok(Self { root: dir, root_path: canonical, limit: DEFAULT_HISTORY_LIMIT, clock: system_clock(), crash: None })
+        Ok(Self {
+            root: dir,
+            root_path: canonical,
+            limit: DEFAULT_HISTORY_LIMIT,
+            clock: system_clock(),
+            crash: None,
+        })
     }
 
     /// Sets the number of entries kept per partition (`historyLimit`),
@@ -281,17 +321,45 @@ impl HistoryStore {
                     return Ok(None);
                 }
                 match self.root.create_dir(key.as_str()) {
-                    Ok(()) => self.sync_root().map_err(|source| WriteError::Io { op: "sync", path: ".".into(), source })?,
+                    Ok(()) => self.sync_root().map_err(|source| WriteError::Io {
+                        op: "sync",
+                        path: ".".into(),
+                        source,
+                    })?,
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(source) => return Err(WriteError::Io { op: "create dir", path, source }),
+                    Err(source) => {
+                        return Err(WriteError::Io {
+                            op: "create dir",
+                            path,
+                            source,
+                        });
+                    }
                 }
-                if !self.root.symlink_metadata(key.as_str()).map(|m| m.is_dir()).unwrap_or(false) {
+                if !self
+                    .root
+                    .symlink_metadata(key.as_str())
+                    .map(|m| m.is_dir())
+                    .unwrap_or(false)
+                {
                     return Err(WriteError::NotADirectory { path });
                 }
             }
-            Err(source) => return Err(WriteError::Io { op: "stat", path, source }),
+            Err(source) => {
+                return Err(WriteError::Io {
+                    op: "stat",
+                    path,
+                    source,
+                });
+            }
         }
-        self.root.open_dir(key.as_str()).map(Some).map_err(|source| WriteError::Io { op: "open dir", path, source })
+        self.root
+            .open_dir(key.as_str())
+            .map(Some)
+            .map_err(|source| WriteError::Io {
+                op: "open dir",
+                path,
+                source,
+            })
     }
 
     fn sync_root(&self) -> io::Result<()> {
@@ -304,20 +372,42 @@ impl HistoryStore {
         let dir = match self.partition_dir(key, false) {
             Ok(Some(d)) => d,
             Ok(None) => return Ok(Partition::empty(key)),
-            Err(WriteError::NotADirectory { path }) => return Err(ReadError::NotADirectory { path }),
-            Err(WriteError::Io { op, path, source }) => return Err(ReadError::Io { op, path, source }),
-            Err(WriteError::NewerVersion { path, found, supported }) => {
-                return Err(ReadError::NewerVersion { path, found, supported });
+            Err(WriteError::NotADirectory { path }) => {
+                return Err(ReadError::NotADirectory { path });
+            }
+            Err(WriteError::Io { op, path, source }) => {
+                return Err(ReadError::Io { op, path, source });
+            }
+            Err(WriteError::NewerVersion {
+                path,
+                found,
+                supported,
+            }) => {
+                return Err(ReadError::NewerVersion {
+                    path,
+                    found,
+                    supported,
+                });
             }
         };
         let path = rel(key, HISTORY_FILE);
         let bytes = match dir.read(HISTORY_FILE) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Partition::empty(key)),
-            Err(source) => return Err(ReadError::Io { op: "read", path, source }),
+            Err(source) => {
+                return Err(ReadError::Io {
+                    op: "read",
+                    path,
+                    source,
+                });
+            }
         };
         parse(&bytes, key).map_err(|f| match f {
-            ParseFailure::Newer(found) => ReadError::NewerVersion { path, found, supported: FORMAT_VERSION },
+            ParseFailure::Newer(found) => ReadError::NewerVersion {
+                path,
+                found,
+                supported: FORMAT_VERSION,
+            },
             ParseFailure::Corrupt(detail) => ReadError::Corrupt { path, detail },
         })
     }
@@ -380,10 +470,15 @@ impl HistoryStore {
     ) -> Result<MarkReport, MarkUndoneError> {
         let (entry, notes) = self.update(key, |p| {
             let Some(e) = p.entries.iter_mut().find(|e| e.op_id == op_id) else {
-                return Err(MarkUndoneError::UnknownEntry { op_id: op_id.to_owned() });
+                return Err(MarkUndoneError::UnknownEntry {
+                    op_id: op_id.to_owned(),
+                });
             };
             if let Some(undone_at) = e.undone_at {
-                return Err(MarkUndoneError::AlreadyUndone { op_id: op_id.to_owned(), undone_at });
+                return Err(MarkUndoneError::AlreadyUndone {
+                    op_id: op_id.to_owned(),
+                    undone_at,
+                });
             }
             e.undone_at = Some(time);
             e.undo_outcome = Some(outcome);
@@ -400,15 +495,30 @@ impl HistoryStore {
         key: &WorkspaceKey,
         f: impl FnOnce(&mut Partition) -> Result<(R, bool), E>,
     ) -> Result<(R, WriteNotes), E> {
-        let dir = self.partition_dir(key, true)?.ok_or_else(|| WriteError::NotADirectory { path: key.as_str().into() })?;
+        let dir = self
+            .partition_dir(key, true)?
+            .ok_or_else(|| WriteError::NotADirectory {
+                path: key.as_str().into(),
+            })?;
         let guard = process_lock(&self.root_path.join(key.as_str()));
         let _held = guard.lock().unwrap_or_else(|p| p.into_inner());
         let lock_path = rel(key, LOCK_FILE);
         let lock_file = dir
-            .open_with(LOCK_FILE, OpenOptions::new().read(true).write(true).create(true))
-            .map_err(|source| WriteError::Io { op: "open lock", path: lock_path.clone(), source })?
+            .open_with(
+                LOCK_FILE,
+                OpenOptions::new().read(true).write(true).create(true),
+            )
+            .map_err(|source| WriteError::Io {
+                op: "open lock",
+                path: lock_path.clone(),
+                source,
+            })?
             .into_std();
-        fs4::FileExt::lock(&lock_file).map_err(|source| WriteError::Io { op: "lock", path: lock_path, source })?;
+        fs4::FileExt::lock(&lock_file).map_err(|source| WriteError::Io {
+            op: "lock",
+            path: lock_path,
+            source,
+        })?;
 
         self.remove_stale_temps(&dir);
         let mut notes = WriteNotes::default();
@@ -417,7 +527,12 @@ impl HistoryStore {
             Ok(bytes) => match parse(&bytes, key) {
                 Ok(p) => p,
                 Err(ParseFailure::Newer(found)) => {
-                    return Err(WriteError::NewerVersion { path, found, supported: FORMAT_VERSION }.into());
+                    return Err(WriteError::NewerVersion {
+                        path,
+                        found,
+                        supported: FORMAT_VERSION,
+                    }
+                    .into());
                 }
                 Err(ParseFailure::Corrupt(_)) => {
                     notes.quarantined = Some(self.quarantine(&dir, key)?);
@@ -425,7 +540,14 @@ impl HistoryStore {
                 }
             },
             Err(e) if e.kind() == io::ErrorKind::NotFound => Partition::empty(key),
-            Err(source) => return Err(WriteError::Io { op: "read", path, source }.into()),
+            Err(source) => {
+                return Err(WriteError::Io {
+                    op: "read",
+                    path,
+                    source,
+                }
+                .into());
+            }
         };
         let (result, changed) = f(&mut partition)?;
         if changed {
@@ -441,7 +563,10 @@ impl HistoryStore {
         // any temp file left is from a writer that died.
         if let Ok(entries) = dir.entries() {
             for e in entries.flatten() {
-                if e.file_name().to_str().is_some_and(|n| n.starts_with(TMP_PREFIX)) {
+                if e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(TMP_PREFIX))
+                {
                     let _ = dir.remove_file(e.file_name());
                 }
             }
@@ -457,8 +582,16 @@ impl HistoryStore {
             n += 1;
         }
         dir.rename(HISTORY_FILE, dir, &name)
-            .map_err(|source| WriteError::Io { op: "rename aside", path: rel(key, HISTORY_FILE), source })?;
-        sync_dir(dir).map_err(|source| WriteError::Io { op: "sync", path: key.as_str().into(), source })?;
+            .map_err(|source| WriteError::Io {
+                op: "rename aside",
+                path: rel(key, HISTORY_FILE),
+                source,
+            })?;
+        sync_dir(dir).map_err(|source| WriteError::Io {
+            op: "sync",
+            path: key.as_str().into(),
+            source,
+        })?;
         Ok(name)
     }
 
@@ -469,10 +602,20 @@ impl HistoryStore {
     }
 
     fn write_atomic(&self, dir: &Dir, key: &WorkspaceKey, bytes: &[u8]) -> Result<(), WriteError> {
-        let tmp = format!("{TMP_PREFIX}{}-{}", std::process::id(), TMP_COUNTER.fetch_add(1, Ordering::Relaxed));
+        let tmp = format!(
+            "{TMP_PREFIX}{}-{}",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
         let tmp_path = rel(key, &tmp);
-        let io = |op, source| WriteError::Io { op, path: tmp_path.clone(), source };
-        let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true)).map_err(|e| io("create", e))?;
+        let io = |op, source| WriteError::Io {
+            op,
+            path: tmp_path.clone(),
+            source,
+        };
+        let mut file = dir
+            .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
+            .map_err(|e| io("create", e))?;
         self.step(WriteStep::TempCreated);
         let result = (|| {
             let (a, b) = bytes.split_at(bytes.len() / 2);
@@ -483,7 +626,8 @@ impl HistoryStore {
             file.sync_all().map_err(|e| io("sync", e))?;
             self.step(WriteStep::TempSynced);
             drop(file);
-            dir.rename(&tmp, dir, HISTORY_FILE).map_err(|e| io("rename", e))
+            dir.rename(&tmp, dir, HISTORY_FILE)
+                .map_err(|e| io("rename", e))
         })();
         if let Err(e) = result {
             let _ = dir.remove_file(&tmp);
@@ -494,7 +638,11 @@ impl HistoryStore {
         // syncing the directory makes the rename itself durable. A crash
         // before this point leaves the old file (or, after the rename, the
         // new one) — both complete.
-        sync_dir(dir).map_err(|source| WriteError::Io { op: "sync", path: key.as_str().into(), source })?;
+        sync_dir(dir).map_err(|source| WriteError::Io {
+            op: "sync",
+            path: key.as_str().into(),
+            source,
+        })?;
         self.step(WriteStep::DirSynced);
         Ok(())
     }
@@ -504,5 +652,6 @@ impl HistoryStore {
 /// handle cap-std keeps may be a path-only descriptor, so the directory is
 /// opened again for reading first.
 fn sync_dir(dir: &Dir) -> io::Result<()> {
-    dir.open_with(".", OpenOptions::new().read(true))?.sync_all()
+    dir.open_with(".", OpenOptions::new().read(true))?
+        .sync_all()
 }

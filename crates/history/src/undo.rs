@@ -64,7 +64,9 @@ pub enum UndoRefusal {
         op_id: String,
     },
     /// The entry (or the partition passed in) belongs to another workspace.
-    #[error("history entry {op_id} belongs to workspace {entry_workspace}, not to {active_workspace}")]
+    #[error(
+        "history entry {op_id} belongs to workspace {entry_workspace}, not to {active_workspace}"
+    )]
     CrossWorkspace {
         /// The requested op id.
         op_id: String,
@@ -74,7 +76,9 @@ pub enum UndoRefusal {
         active_workspace: String,
     },
     /// The entry was recorded by another session.
-    #[error("history entry {op_id} belongs to session {entry_session}, not to the active session {active_session}")]
+    #[error(
+        "history entry {op_id} belongs to session {entry_session}, not to the active session {active_session}"
+    )]
     OtherSession {
         /// The requested op id.
         op_id: String,
@@ -136,7 +140,10 @@ impl UndoRefusal {
 /// entry belong to the active workspace; the entry was recorded by the active
 /// session; it was not undone before; it is that session's chain tail (newest
 /// not-yet-undone entry); its restore journal is completed. Returns the entry.
-pub fn undo_eligibility<'p>(partition: &'p Partition, req: &UndoRequest<'_>) -> Result<&'p Entry, UndoRefusal> {
+pub fn undo_eligibility<'p>(
+    partition: &'p Partition,
+    req: &UndoRequest<'_>,
+) -> Result<&'p Entry, UndoRefusal> {
     let op_id = || req.op_id.to_owned();
     let active_ws = req.active_workspace.as_str();
     if partition.workspace != active_ws {
@@ -149,7 +156,9 @@ pub fn undo_eligibility<'p>(partition: &'p Partition, req: &UndoRequest<'_>) -> 
             None => Err(UndoRefusal::UnknownEntry { op_id: op_id() }),
         };
     }
-    let entry = partition.find(req.op_id).ok_or_else(|| UndoRefusal::UnknownEntry { op_id: op_id() })?;
+    let entry = partition
+        .find(req.op_id)
+        .ok_or_else(|| UndoRefusal::UnknownEntry { op_id: op_id() })?;
     if entry.workspace != active_ws {
         return Err(UndoRefusal::CrossWorkspace {
             op_id: op_id(),
@@ -165,15 +174,26 @@ pub fn undo_eligibility<'p>(partition: &'p Partition, req: &UndoRequest<'_>) -> 
         });
     }
     if let Some(undone_at) = entry.undone_at {
-        return Err(UndoRefusal::AlreadyUndone { op_id: op_id(), undone_at });
+        return Err(UndoRefusal::AlreadyUndone {
+            op_id: op_id(),
+            undone_at,
+        });
     }
     match partition.chain_tail(req.active_session) {
         Some(tail) if tail.op_id == entry.op_id => {}
-        Some(tail) => return Err(UndoRefusal::NotTop { op_id: op_id(), tail: tail.op_id.clone() }),
+        Some(tail) => {
+            return Err(UndoRefusal::NotTop {
+                op_id: op_id(),
+                tail: tail.op_id.clone(),
+            });
+        }
         None => return Err(UndoRefusal::UnknownEntry { op_id: op_id() }),
     }
     if req.journal != JournalState::Completed {
-        return Err(UndoRefusal::NotUndoable { op_id: op_id(), journal: req.journal });
+        return Err(UndoRefusal::NotUndoable {
+            op_id: op_id(),
+            journal: req.journal,
+        });
     }
     Ok(entry)
 }

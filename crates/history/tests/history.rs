@@ -21,7 +21,10 @@ fn key(id: &str) -> WorkspaceKey {
 }
 
 fn entry(op: &str, session: &str, k: &WorkspaceKey, time: u64) -> Entry {
-    let paths = Paths { restored: vec![format!("{op}.txt")], ..Paths::default() };
+    let paths = Paths {
+        restored: vec![format!("{op}.txt")],
+        ..Paths::default()
+    };
     Entry::new(op, session, k, time, time, Outcome::Done, paths)
 }
 
@@ -36,11 +39,18 @@ fn file(root: &Path, k: &WorkspaceKey) -> std::path::PathBuf {
 /// Entry point of the child processes; a no-op in a normal test run.
 #[test]
 fn child_main() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     // spec: <root>|<key>|<prefix>|<count>|<limit>
     let parts: Vec<&str> = spec.split('|').collect();
-    let (root, k, prefix, count, limit) =
-        (parts[0], WorkspaceKey::parse(parts[1]).unwrap(), parts[2], parts[3].parse::<usize>().unwrap(), parts[4].parse::<usize>().unwrap());
+    let (root, k, prefix, count, limit) = (
+        parts[0],
+        WorkspaceKey::parse(parts[1]).unwrap(),
+        parts[2],
+        parts[3].parse::<usize>().unwrap(),
+        parts[4].parse::<usize>().unwrap(),
+    );
     let mut store = HistoryStore::open(root).unwrap().with_limit(limit);
     if let Ok(point) = std::env::var(CRASH_ENV) {
         let target = WriteStep::from_name(&point).unwrap();
@@ -54,14 +64,19 @@ fn child_main() {
         }));
     }
     for i in 0..count {
-        store.append(&k, entry(&format!("{prefix}-{i}"), prefix, &k, i as u64)).unwrap();
+        store
+            .append(&k, entry(&format!("{prefix}-{i}"), prefix, &k, i as u64))
+            .unwrap();
     }
 }
 
 fn child(root: &Path, k: &WorkspaceKey, prefix: &str, count: usize, limit: usize) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{}|{}|{prefix}|{count}|{limit}", root.display(), k.as_str()))
+        .env(
+            CHILD_ENV,
+            format!("{}|{}|{prefix}|{count}|{limit}", root.display(), k.as_str()),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     cmd
@@ -74,15 +89,25 @@ fn append_read_export_roundtrip() {
     let k = key("w1");
     assert_eq!(store.read(&k).unwrap(), Partition::empty(&k));
     let mut e = entry("op-1", "s1", &k, 5);
-    e.fork = Some(ForkInfo { child_session_id: "child".into() });
+    e.fork = Some(ForkInfo {
+        child_session_id: "child".into(),
+    });
     store.append(&k, e.clone()).unwrap();
     store.append(&k, entry("op-2", "s1", &k, 6)).unwrap();
     let p = store.read(&k).unwrap();
     assert_eq!(ops(&p), ["op-1", "op-2"]);
     assert_eq!(p.entries[0], e);
-    assert_eq!(p.newest_first().map(|e| e.op_id.as_str()).collect::<Vec<_>>(), ["op-2", "op-1"]);
+    assert_eq!(
+        p.newest_first()
+            .map(|e| e.op_id.as_str())
+            .collect::<Vec<_>>(),
+        ["op-2", "op-1"]
+    );
     let exported = store.export(&k).unwrap();
-    assert_eq!(exported.as_bytes(), std::fs::read(file(dir.path(), &k)).unwrap());
+    assert_eq!(
+        exported.as_bytes(),
+        std::fs::read(file(dir.path(), &k)).unwrap()
+    );
     let v: serde_json::Value = serde_json::from_str(&exported).unwrap();
     assert_eq!(v["version"], 1);
     assert_eq!(v["workspace"], "ws-w1");
@@ -113,8 +138,17 @@ fn limit_keeps_newest() {
     assert_eq!(store.limit(), DEFAULT_HISTORY_LIMIT);
     let k = key("w");
     for i in 0..15u64 {
-        let r = store.append(&k, entry(&format!("op-{i}"), "s", &k, i)).unwrap();
-        assert_eq!(r.dropped, if i >= 10 { vec![format!("op-{}", i - 10)] } else { vec![] });
+        let r = store
+            .append(&k, entry(&format!("op-{i}"), "s", &k, i))
+            .unwrap();
+        assert_eq!(
+            r.dropped,
+            if i >= 10 {
+                vec![format!("op-{}", i - 10)]
+            } else {
+                vec![]
+            }
+        );
     }
     let expected: Vec<String> = (5..15).map(|i| format!("op-{i}")).collect();
     assert_eq!(ops(&store.read(&k).unwrap()), expected);
@@ -122,8 +156,20 @@ fn limit_keeps_newest() {
     let store = store.with_limit(3);
     store.append(&k, entry("op-15", "s", &k, 15)).unwrap();
     assert_eq!(ops(&store.read(&k).unwrap()), ["op-13", "op-14", "op-15"]);
-    assert_eq!(HistoryStore::open(dir.path()).unwrap().with_limit(0).limit(), 1);
-    assert_eq!(HistoryStore::open(dir.path()).unwrap().with_limit(usize::MAX).limit(), MAX_HISTORY_LIMIT);
+    assert_eq!(
+        HistoryStore::open(dir.path())
+            .unwrap()
+            .with_limit(0)
+            .limit(),
+        1
+    );
+    assert_eq!(
+        HistoryStore::open(dir.path())
+            .unwrap()
+            .with_limit(usize::MAX)
+            .limit(),
+        MAX_HISTORY_LIMIT
+    );
 }
 
 #[test]
@@ -131,8 +177,15 @@ fn long_path_lists_are_cut_but_counts_kept() {
     let dir = tempfile::tempdir().unwrap();
     let store = HistoryStore::open(dir.path()).unwrap();
     let k = key("w");
-    let paths = Paths { deleted: (0..MAX_PATHS_PER_LIST + 50).map(|i| format!("f{i}")).collect(), ..Paths::default() };
-    store.append(&k, Entry::new("op", "s", &k, 1, 1, Outcome::Partial, paths)).unwrap();
+    let paths = Paths {
+        deleted: (0..MAX_PATHS_PER_LIST + 50)
+            .map(|i| format!("f{i}"))
+            .collect(),
+        ..Paths::default()
+    };
+    store
+        .append(&k, Entry::new("op", "s", &k, 1, 1, Outcome::Partial, paths))
+        .unwrap();
     let e = &store.read(&k).unwrap().entries[0];
     assert_eq!(e.paths.deleted.len(), MAX_PATHS_PER_LIST);
     assert_eq!(e.counts.deleted, (MAX_PATHS_PER_LIST + 50) as u64);
@@ -150,8 +203,14 @@ fn bad_entries_are_refused() {
     assert_eq!(e.code(), "rewind/bad-request");
     let e = store.append(&k, entry("op2", "s", &other, 2)).unwrap_err();
     assert!(matches!(e, AppendError::WrongWorkspace { .. }), "{e}");
-    assert!(matches!(store.append(&k, entry("", "s", &k, 2)), Err(AppendError::EmptyField { field: "opId" })));
-    assert!(matches!(store.append(&k, entry("x", "", &k, 2)), Err(AppendError::EmptyField { field: "sessionId" })));
+    assert!(matches!(
+        store.append(&k, entry("", "s", &k, 2)),
+        Err(AppendError::EmptyField { field: "opId" })
+    ));
+    assert!(matches!(
+        store.append(&k, entry("x", "", &k, 2)),
+        Err(AppendError::EmptyField { field: "sessionId" })
+    ));
     assert_eq!(ops(&store.read(&k).unwrap()), ["op"]);
 }
 
@@ -162,13 +221,18 @@ fn clear_removes_records_only() {
     let k = key("w");
     std::fs::write(dir.path().join("sibling.txt"), "keep").unwrap();
     for i in 0..3u64 {
-        store.append(&k, entry(&format!("op-{i}"), "s", &k, i)).unwrap();
+        store
+            .append(&k, entry(&format!("op-{i}"), "s", &k, i))
+            .unwrap();
     }
     let r = store.clear(&k).unwrap();
     assert_eq!(r.cleared, 3);
     assert_eq!(r.notes.quarantined, None);
     assert!(store.read(&k).unwrap().entries.is_empty());
-    assert_eq!(std::fs::read_to_string(dir.path().join("sibling.txt")).unwrap(), "keep");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sibling.txt")).unwrap(),
+        "keep"
+    );
     assert_eq!(store.clear(&k).unwrap().cleared, 0);
 }
 
@@ -178,16 +242,35 @@ fn mark_undone_once() {
     let store = HistoryStore::open(dir.path()).unwrap();
     let k = key("w");
     store.append(&k, entry("op-1", "s", &k, 1)).unwrap();
-    let r = store.mark_undone(&k, "op-1", UndoOutcome::Ok, UndoMode::Files, 99).unwrap();
-    assert_eq!((r.entry.undone_at, r.entry.undo_outcome, r.entry.undo_mode), (Some(99), Some(UndoOutcome::Ok), Some(UndoMode::Files)));
+    let r = store
+        .mark_undone(&k, "op-1", UndoOutcome::Ok, UndoMode::Files, 99)
+        .unwrap();
+    assert_eq!(
+        (r.entry.undone_at, r.entry.undo_outcome, r.entry.undo_mode),
+        (Some(99), Some(UndoOutcome::Ok), Some(UndoMode::Files))
+    );
     let p = store.read(&k).unwrap();
     assert_eq!(p.entries[0].undone_at, Some(99));
     let v: serde_json::Value = serde_json::from_str(&store.export(&k).unwrap()).unwrap();
-    assert_eq!((v["entries"][0]["undoneAt"].as_u64(), v["entries"][0]["undoOutcome"].as_str(), v["entries"][0]["undoMode"].as_str()), (Some(99), Some("ok"), Some("files")));
-    let e = store.mark_undone(&k, "op-1", UndoOutcome::Ok, UndoMode::Files, 100).unwrap_err();
-    assert!(matches!(e, MarkUndoneError::AlreadyUndone { undone_at: 99, .. }));
+    assert_eq!(
+        (
+            v["entries"][0]["undoneAt"].as_u64(),
+            v["entries"][0]["undoOutcome"].as_str(),
+            v["entries"][0]["undoMode"].as_str()
+        ),
+        (Some(99), Some("ok"), Some("files"))
+    );
+    let e = store
+        .mark_undone(&k, "op-1", UndoOutcome::Ok, UndoMode::Files, 100)
+        .unwrap_err();
+    assert!(matches!(
+        e,
+        MarkUndoneError::AlreadyUndone { undone_at: 99, .. }
+    ));
     assert_eq!(e.code(), "rewind/already-undone");
-    let e = store.mark_undone(&k, "nope", UndoOutcome::Ok, UndoMode::Files, 100).unwrap_err();
+    let e = store
+        .mark_undone(&k, "nope", UndoOutcome::Ok, UndoMode::Files, 100)
+        .unwrap_err();
     assert_eq!(e.code(), "rewind/unknown-entry");
     assert_eq!(store.read(&k).unwrap().entries[0].undone_at, Some(99));
 }
@@ -195,7 +278,9 @@ fn mark_undone_once() {
 #[test]
 fn corrupt_file_is_kept_aside_and_replaced() {
     let dir = tempfile::tempdir().unwrap();
-    let store = HistoryStore::open(dir.path()).unwrap().with_clock(Arc::new(|| 1234));
+    let store = HistoryStore::open(dir.path())
+        .unwrap()
+        .with_clock(Arc::new(|| 1234));
     let k = key("w");
     store.append(&k, entry("op-0", "s", &k, 0)).unwrap();
     let garbage: &[&[u8]] = &[
@@ -214,15 +299,27 @@ fn corrupt_file_is_kept_aside_and_replaced() {
         assert_eq!(e.code(), "rewind/failed");
         // Reading changed nothing.
         assert_eq!(&std::fs::read(file(dir.path(), &k)).unwrap(), bytes);
-        let r = store.append(&k, entry(&format!("op-{}", i + 1), "s", &k, 1)).unwrap();
+        let r = store
+            .append(&k, entry(&format!("op-{}", i + 1), "s", &k, 1))
+            .unwrap();
         let aside = r.notes.quarantined.unwrap();
         assert!(aside.starts_with("history.json.corrupt-1234"), "{aside}");
-        assert_eq!(&std::fs::read(dir.path().join(k.as_str()).join(&aside)).unwrap(), bytes, "corrupt bytes kept");
+        assert_eq!(
+            &std::fs::read(dir.path().join(k.as_str()).join(&aside)).unwrap(),
+            bytes,
+            "corrupt bytes kept"
+        );
         assert_eq!(ops(&store.read(&k).unwrap()), [format!("op-{}", i + 1)]);
     }
     let kept = std::fs::read_dir(dir.path().join(k.as_str()))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("history.json.corrupt-"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("history.json.corrupt-")
+        })
         .count();
     assert_eq!(kept, garbage.len());
 }
@@ -236,16 +333,44 @@ fn newer_version_fails_closed() {
     let newer = br#"{"version": 2, "workspace": "ws-w", "entries": [{"something": "new"}]}"#;
     std::fs::write(file(dir.path(), &k), newer).unwrap();
     let e = store.read(&k).unwrap_err();
-    assert!(matches!(e, ReadError::NewerVersion { found: 2, supported: 1, .. }), "{e}");
-    assert!(matches!(store.export(&k), Err(ReadError::NewerVersion { .. })));
-    assert!(matches!(store.append(&k, entry("op-1", "s", &k, 1)), Err(AppendError::Write(WriteError::NewerVersion { found: 2, .. }))));
-    assert!(matches!(store.clear(&k), Err(WriteError::NewerVersion { .. })));
+    assert!(
+        matches!(
+            e,
+            ReadError::NewerVersion {
+                found: 2,
+                supported: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        store.export(&k),
+        Err(ReadError::NewerVersion { .. })
+    ));
+    assert!(matches!(
+        store.append(&k, entry("op-1", "s", &k, 1)),
+        Err(AppendError::Write(WriteError::NewerVersion {
+            found: 2,
+            ..
+        }))
+    ));
+    assert!(matches!(
+        store.clear(&k),
+        Err(WriteError::NewerVersion { .. })
+    ));
     assert!(matches!(
         store.mark_undone(&k, "op-0", UndoOutcome::Ok, UndoMode::Files, 1),
         Err(MarkUndoneError::Write(WriteError::NewerVersion { .. }))
     ));
     assert_eq!(std::fs::read(file(dir.path(), &k)).unwrap(), newer);
-    assert_eq!(std::fs::read_dir(dir.path().join(k.as_str())).unwrap().count(), 2, "only history.json and the lock file");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join(k.as_str()))
+            .unwrap()
+            .count(),
+        2,
+        "only history.json and the lock file"
+    );
 }
 
 #[test]
@@ -257,12 +382,24 @@ fn hostile_partition_paths_are_refused() {
     // A partition directory that is a symlink out of the root.
     std::os::unix::fs::symlink(outside.path(), root.join("ws-link")).unwrap();
     let k = key("link");
-    assert!(matches!(store.read(&k), Err(ReadError::NotADirectory { .. })));
-    assert!(matches!(store.append(&k, entry("op", "s", &k, 1)), Err(AppendError::Write(WriteError::NotADirectory { .. }))));
-    assert!(matches!(store.clear(&k), Err(WriteError::NotADirectory { .. })));
+    assert!(matches!(
+        store.read(&k),
+        Err(ReadError::NotADirectory { .. })
+    ));
+    assert!(matches!(
+        store.append(&k, entry("op", "s", &k, 1)),
+        Err(AppendError::Write(WriteError::NotADirectory { .. }))
+    ));
+    assert!(matches!(
+        store.clear(&k),
+        Err(WriteError::NotADirectory { .. })
+    ));
     // A partition path that is a file.
     std::fs::write(root.join("ws-file"), "x").unwrap();
-    assert!(matches!(store.read(&key("file")), Err(ReadError::NotADirectory { .. })));
+    assert!(matches!(
+        store.read(&key("file")),
+        Err(ReadError::NotADirectory { .. })
+    ));
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     // Keys that would leave the root cannot even be built.
     for bad in ["../x", "a/../../b", ".."] {
@@ -296,8 +433,18 @@ fn sample() -> Partition {
     p
 }
 
-fn req<'a>(op: &'a str, session: &'a str, k: &'a WorkspaceKey, journal: JournalState) -> UndoRequest<'a> {
-    UndoRequest { op_id: op, active_session: session, active_workspace: k, journal }
+fn req<'a>(
+    op: &'a str,
+    session: &'a str,
+    k: &'a WorkspaceKey,
+    journal: JournalState,
+) -> UndoRequest<'a> {
+    UndoRequest {
+        op_id: op,
+        active_session: session,
+        active_workspace: k,
+        journal,
+    }
 }
 
 #[test]
@@ -305,25 +452,68 @@ fn undo_eligibility_rules() {
     let p = sample();
     let k = ws();
     // The chain tail of A is a2 (a3 is undone).
-    assert_eq!(undo_eligibility(&p, &req("a2", "A", &k, JournalState::Completed)).unwrap().op_id, "a2");
-    assert_eq!(undo_eligibility(&p, &req("b1", "B", &k, JournalState::Completed)).unwrap().op_id, "b1");
+    assert_eq!(
+        undo_eligibility(&p, &req("a2", "A", &k, JournalState::Completed))
+            .unwrap()
+            .op_id,
+        "a2"
+    );
+    assert_eq!(
+        undo_eligibility(&p, &req("b1", "B", &k, JournalState::Completed))
+            .unwrap()
+            .op_id,
+        "b1"
+    );
     let cases: Vec<(UndoRequest<'_>, &str)> = vec![
-        (req("zz", "A", &k, JournalState::Completed), "rewind/unknown-entry"),
-        (req("b1", "A", &k, JournalState::Completed), "rewind/undo-other-session"),
-        (req("a3", "A", &k, JournalState::Completed), "rewind/already-undone"),
-        (req("a1", "A", &k, JournalState::Completed), "rewind/undo-not-top"),
-        (req("a2", "A", &k, JournalState::Open), "rewind/not-undoable"),
-        (req("a2", "A", &k, JournalState::Missing), "rewind/not-undoable"),
-        (req("a2", "A", &k, JournalState::RolledBack), "rewind/not-undoable"),
-        (req("a2", "A", &k, JournalState::Undone), "rewind/not-undoable"),
-        (req("a2", "A", &k, JournalState::Unreadable), "rewind/not-undoable"),
+        (
+            req("zz", "A", &k, JournalState::Completed),
+            "rewind/unknown-entry",
+        ),
+        (
+            req("b1", "A", &k, JournalState::Completed),
+            "rewind/undo-other-session",
+        ),
+        (
+            req("a3", "A", &k, JournalState::Completed),
+            "rewind/already-undone",
+        ),
+        (
+            req("a1", "A", &k, JournalState::Completed),
+            "rewind/undo-not-top",
+        ),
+        (
+            req("a2", "A", &k, JournalState::Open),
+            "rewind/not-undoable",
+        ),
+        (
+            req("a2", "A", &k, JournalState::Missing),
+            "rewind/not-undoable",
+        ),
+        (
+            req("a2", "A", &k, JournalState::RolledBack),
+            "rewind/not-undoable",
+        ),
+        (
+            req("a2", "A", &k, JournalState::Undone),
+            "rewind/not-undoable",
+        ),
+        (
+            req("a2", "A", &k, JournalState::Unreadable),
+            "rewind/not-undoable",
+        ),
     ];
     for (r, code) in cases {
         let e = undo_eligibility(&p, &r).unwrap_err();
         assert_eq!(e.code(), code, "{r:?}: {e}");
     }
     let e = undo_eligibility(&p, &req("a1", "A", &k, JournalState::Completed)).unwrap_err();
-    assert_eq!(e, UndoRefusal::NotTop { op_id: "a1".into(), tail: "a2".into() });
+    assert_eq!(
+        e,
+        UndoRefusal::NotTop {
+            op_id: "a1".into(),
+            tail: "a2".into()
+        }
+    );
     // Another workspace: the partition passed in is not the active one.
     let other = key("other");
     let e = undo_eligibility(&p, &req("a2", "A", &other, JournalState::Completed)).unwrap_err();
@@ -337,7 +527,12 @@ fn undo_eligibility_rules() {
     assert_eq!(require_unchanged(&[]), Ok(()));
     let e = require_unchanged(&["b.txt".into(), "a.txt".into(), "b.txt".into()]).unwrap_err();
     assert_eq!(e.code(), "rewind/stale-undo");
-    assert_eq!(e, UndoRefusal::Stale { paths: vec!["a.txt".into(), "b.txt".into()] });
+    assert_eq!(
+        e,
+        UndoRefusal::Stale {
+            paths: vec!["a.txt".into(), "b.txt".into()]
+        }
+    );
     assert!(e.to_string().contains("a.txt, b.txt"));
 }
 
@@ -351,8 +546,15 @@ fn undo_chain_walks_back_one_entry_at_a_time() {
     }
     for (t, op) in ["x3", "x2", "x1"].into_iter().enumerate() {
         let p = store.read(&k).unwrap();
-        assert_eq!(undo_eligibility(&p, &req(op, "S", &k, JournalState::Completed)).unwrap().op_id, op);
-        store.mark_undone(&k, op, UndoOutcome::Ok, UndoMode::Files, t as u64).unwrap();
+        assert_eq!(
+            undo_eligibility(&p, &req(op, "S", &k, JournalState::Completed))
+                .unwrap()
+                .op_id,
+            op
+        );
+        store
+            .mark_undone(&k, op, UndoOutcome::Ok, UndoMode::Files, t as u64)
+            .unwrap();
         let p = store.read(&k).unwrap();
         let e = undo_eligibility(&p, &req(op, "S", &k, JournalState::Completed)).unwrap_err();
         assert_eq!(e.code(), "rewind/already-undone");
@@ -366,13 +568,22 @@ fn concurrent_thread_appends_lose_nothing() {
     let k = ws();
     let (threads, per): (usize, usize) = (8, 20);
     for limit in [1000, 10] {
-        let store = Arc::new(HistoryStore::open(dir.path().join(format!("l{limit}"))).unwrap().with_limit(limit));
+        let store = Arc::new(
+            HistoryStore::open(dir.path().join(format!("l{limit}")))
+                .unwrap()
+                .with_limit(limit),
+        );
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let (store, k) = (store.clone(), k.clone());
                 std::thread::spawn(move || {
                     for i in 0..per {
-                        store.append(&k, entry(&format!("t{t}-{i}"), &format!("t{t}"), &k, i as u64)).unwrap();
+                        store
+                            .append(
+                                &k,
+                                entry(&format!("t{t}-{i}"), &format!("t{t}"), &k, i as u64),
+                            )
+                            .unwrap();
                     }
                 })
             })
@@ -386,7 +597,12 @@ fn concurrent_thread_appends_lose_nothing() {
         assert_eq!(p.entries.last().unwrap().op_id, "last");
         // Each thread's entries keep their order.
         for t in 0..threads {
-            let seq: Vec<u64> = p.entries.iter().filter(|e| e.session_id == format!("t{t}")).map(|e| e.target_seq).collect();
+            let seq: Vec<u64> = p
+                .entries
+                .iter()
+                .filter(|e| e.session_id == format!("t{t}"))
+                .map(|e| e.target_seq)
+                .collect();
             assert!(seq.windows(2).all(|w| w[0] < w[1]), "{seq:?}");
             if limit == 1000 {
                 assert_eq!(seq.len(), per);
@@ -402,7 +618,13 @@ fn concurrent_process_appends_lose_nothing() {
     let (procs, per): (usize, usize) = (4, 15);
     for limit in [1000, 10] {
         let root = dir.path().join(format!("l{limit}"));
-        let mut children: Vec<_> = (0..procs).map(|p| child(&root, &k, &format!("p{p}"), per, limit).spawn().unwrap()).collect();
+        let mut children: Vec<_> = (0..procs)
+            .map(|p| {
+                child(&root, &k, &format!("p{p}"), per, limit)
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
         for c in &mut children {
             assert!(c.wait().unwrap().success());
         }
@@ -412,7 +634,12 @@ fn concurrent_process_appends_lose_nothing() {
         assert_eq!(p.entries.len(), (procs * per + 1).min(limit));
         assert_eq!(p.entries.last().unwrap().op_id, "last");
         for i in 0..procs {
-            let seq: Vec<u64> = p.entries.iter().filter(|e| e.session_id == format!("p{i}")).map(|e| e.target_seq).collect();
+            let seq: Vec<u64> = p
+                .entries
+                .iter()
+                .filter(|e| e.session_id == format!("p{i}"))
+                .map(|e| e.target_seq)
+                .collect();
             assert!(seq.windows(2).all(|w| w[0] < w[1]), "{seq:?}");
             if limit == 1000 {
                 assert_eq!(seq.len(), per);
@@ -438,7 +665,11 @@ fn killed_writer_leaves_old_or_new_file() {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "child ended before {}", step.name());
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "child ended before {}",
+                step.name()
+            );
             if line.starts_with("@@crash-point ") {
                 break;
             }
@@ -450,7 +681,9 @@ fn killed_writer_leaves_old_or_new_file() {
         let now = std::fs::read(file(&root, &k)).unwrap();
         let p = store.read(&k).unwrap();
         match step {
-            WriteStep::Renamed | WriteStep::DirSynced => assert_eq!(ops(&p), ["old", "new-0"], "{}", step.name()),
+            WriteStep::Renamed | WriteStep::DirSynced => {
+                assert_eq!(ops(&p), ["old", "new-0"], "{}", step.name())
+            }
             _ => {
                 assert_eq!(now, old, "{}", step.name());
                 assert_eq!(ops(&p), ["old"]);
@@ -468,7 +701,10 @@ fn killed_writer_leaves_old_or_new_file() {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
 }
 
 #[derive(Clone, Debug)]
