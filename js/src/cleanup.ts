@@ -1,49 +1,42 @@
 /**
- * The {@link CleanupPort} over the addon's cleanup sweep (`BindingCleanup`). Without a settings
- * service the policy fails closed: the automatic sweep never runs and a manual sweep of other
- * sessions is refused by the command (only `--current` works).
+ * The {@link CleanupPort} over the addon's cleanup sweep (`BindingCleanup`). The policy is read
+ * from the settings model on every call; without a settings service it is `null`, and the sweep
+ * refuses (fails closed) — no directory is ever removed.
  */
-import { Codes, toRewindError } from './errors.ts'
+import { toRewindError } from './errors.ts'
 import type { HostLogger } from './host.ts'
-import { addon, awaitNative } from './native.ts'
+import type { Addon } from './native.ts'
+import { awaitNative, callNative } from './native.ts'
 import type { CleanupPort, SweepReport } from './ports.ts'
 import { unavailableCleanup } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 
-interface CleanupBinding {
-  sweep(maxAgeDays: number, active: string[], apply: boolean, onlySession: string | undefined | null): Promise<SweepReport>
-  lastSweep(): Promise<number | undefined | null>
-  autoSweep(maxAgeDays: number, active: string[]): Promise<SweepReport | undefined | null>
-}
-
-interface CleanupFactory {
-  open(dshHome: string, snapshotRoot: string): CleanupBinding
-}
-
-/** Open the sweep over `<dsh home>/rewind-snapshots`. */
-export function openCleanup(dshHome: string, snapshotRoot: string, _settings: SettingsModel, logger: HostLogger): CleanupPort {
-  let factory: CleanupFactory | undefined
+/** Open the sweep over `<dsh home>/rewind-snapshots`; `forget` drops store handles of swept sessions. */
+export function openCleanup(dshHome: string, snapshotRoot: string, settings: SettingsModel, logger: HostLogger, forget: (sessionId: string) => void): CleanupPort {
+  let binding: Addon.BindingCleanup
   try {
-    factory = (addon() as unknown as { BindingCleanup?: CleanupFactory }).BindingCleanup
-  } catch (error) {
-    const e = toRewindError(error)
-    return unavailableCleanup(e.code, e.message)
-  }
-  if (factory === undefined || typeof factory.open !== 'function') {
-    return unavailableCleanup(Codes.failed, 'this build of the addon has no cleanup sweep')
-  }
-  let binding: CleanupBinding
-  try {
-    binding = factory.open(dshHome, snapshotRoot)
+    binding = callNative(n => n.BindingCleanup.open(dshHome, snapshotRoot))
   } catch (error) {
     const e = toRewindError(error)
     logger.warn('snapshot cleanup unavailable: %s', e.message)
     return unavailableCleanup(e.code, e.message)
   }
+  const policy = (): Addon.BindingCleanupPolicy | null => {
+    if (!settings.persistent) return null
+    const { enabled, maxAgeDays } = settings.get().cleanup
+    return { enabled, maxAgeDays }
+  }
+  const shape = (r: Addon.BindingSweepReport): SweepReport => {
+    if (r.applied) for (const item of r.items) forget(item.sessionId)
+    return { applied: r.applied, items: r.items.map(i => ({ sessionId: i.sessionId, bytes: i.bytes })), bytes: r.bytes }
+  }
   return {
     unavailable: () => undefined,
-    sweep: (o) => awaitNative(() => binding.sweep(o.maxAgeDays, o.active, o.apply, o.onlySession ?? null)),
+    sweep: async (o) => shape(await awaitNative(() => binding.sweep(policy(), o.active, o.apply, o.onlySession ?? null))),
     lastSweep: async () => (await awaitNative(() => binding.lastSweep())) ?? undefined,
-    autoSweep: async (o) => (await awaitNative(() => binding.autoSweep(o.maxAgeDays, o.active))) ?? undefined,
+    autoSweep: async (o) => {
+      const r = await awaitNative(() => binding.autoSweep(policy(), o.active))
+      return r === null || r === undefined ? undefined : shape(r)
+    },
   }
 }

@@ -36,6 +36,7 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     undo: async (...a) => (await awaitNative(() => store.undo(...a))) as UndoOutcome,
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },
+    forget: (sessionId) => store.forget(sessionId),
     restoreStatuses: (...a) => awaitNative(() => store.restoreStatuses(...a)),
     continueRestore: (...a) => awaitNative(() => store.continueRestore(...a)),
     rollbackRestore: (...a) => awaitNative(() => store.rollbackRestore(...a)),

@@ -51,7 +51,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   let files: FilesPort | undefined
   const getFiles = (): FilesPort => (files ??= openFiles(join(dshHome, 'rewind-snapshots'), logger))
   let cleanup: CleanupPort | undefined
-  const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger))
+  const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger, id => getFiles().forget(id)))
   const history = new HistoryPort(ctx, HistoryPort.rootFor(dshHome))
 
   const locale = (): Locale => {

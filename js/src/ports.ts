@@ -66,6 +66,8 @@ export interface FilesPort {
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<void>
   /** Keep the newest groups of a session. */
   prune(sessionId: string, cwd: string): Promise<void>
+  /** Drop cached handles of a session whose snapshots were swept away. */
+  forget(sessionId: string): void
   /** Every restore journal of the session and where it stands. */
   restoreStatuses(sessionId: string, cwd: string): Promise<RestoreStatus[]>
   /** Finish an interrupted restore. */
@@ -127,6 +129,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     undo: refuse,
     sessionFormat: async () => {},
     prune: async () => {},
+    forget: () => {},
     restoreStatuses: async () => [],
     continueRestore: refuse,
     rollbackRestore: refuse,

@@ -201,3 +201,14 @@ impl From<snapshot_store::JournalError> for BindingError {
         Self::new(code, e.to_string()).with_details(details)
     }
 }
+
+macro_rules! cleanup_error {
+    ($($ty:ident),*) => {$(
+        impl From<rewind_cleanup::$ty> for BindingError {
+            fn from(e: rewind_cleanup::$ty) -> Self {
+                Self::new(e.code(), e.to_string())
+            }
+        }
+    )*};
+}
+cleanup_error!(OpenError, SweepError, RecordError, PolicyError);

@@ -16,8 +16,10 @@
 // napi-derive expands into `unsafe` FFI glue; this crate itself writes no unsafe code.
 #![allow(unsafe_code)]
 
+extern crate cleanup as rewind_cleanup;
 extern crate history as rewind_history;
 
+pub mod cleanup_api;
 pub mod error;
 pub mod history_api;
 pub mod planner_api;

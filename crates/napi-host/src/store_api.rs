@@ -116,6 +116,14 @@ impl BindingStore {
         Ok(Self { root, inner: Arc::new(Mutex::new(Inner { cap, store, sessions: HashMap::new() })) })
     }
 
+    /// Drops the cached handles of a session (after its snapshot directory was swept away), so
+    /// the next call starts from what is on disk.
+    #[napi]
+    pub fn forget(&self, session_id: String) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.sessions.retain(|(id, _), _| *id != session_id);
+    }
+
     /// `null` when this build understands the store; otherwise why it refuses to write or restore.
     #[napi]
     pub fn newer_version(&self) -> Option<String> {

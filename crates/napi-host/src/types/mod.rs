@@ -1,10 +1,13 @@
 //! The JavaScript-facing data types, one `Binding*` type per file.
 
 mod binding_candidate;
+mod binding_cleanup_policy;
 mod binding_history_entry;
 mod binding_history_input;
 mod binding_plan;
 mod binding_skipped_path;
+mod binding_sweep_item;
+mod binding_sweep_report;
 mod binding_failed_path;
 mod binding_preview_file;
 mod binding_preview;
@@ -14,10 +17,13 @@ mod binding_undo_outcome;
 mod binding_capture_outcome;
 
 pub use binding_candidate::BindingCandidate;
+pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
 pub use binding_history_input::BindingHistoryInput;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
 pub use binding_skipped_path::BindingSkippedPath;
+pub use binding_sweep_item::BindingSweepItem;
+pub use binding_sweep_report::BindingSweepReport;
 pub use binding_failed_path::BindingFailedPath;
 pub use binding_preview_file::BindingPreviewFile;
 pub use binding_preview::BindingPreview;
