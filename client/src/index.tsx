@@ -109,7 +109,7 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
     const p = probe()
     p.hidden = keys
     p.markers = [...result.applied]
-    const css = keys.length === 0 ? '' : `${keys.map(k => `[data-chat-anchor-key="${cssEscape(k)}"]`).join(',\n')}{display:none !important}`
+    const css = keys.length === 0 ? '' : `${keys.map(k => `[data-chat-flow-key][data-chat-anchor-key="${cssEscape(k)}"]`).join(',\n')}{display:none !important}`
     if (style.textContent !== css) style.textContent = css
   }
   const schedule = (): void => { if (frame === 0) frame = requestAnimationFrame(sync) }
