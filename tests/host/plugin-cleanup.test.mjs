@@ -68,6 +68,40 @@ test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async
   }
 })
 
+test('the automatic sweep runs at agent creation when enabled, at most once a day', async (t) => {
+  // An earlier run left the snapshots of a session that has been idle for 6 days.
+  const first = await bootWithPlugin({ script: [turn(write('old.txt', 'old\n'), text('old'))] })
+  const old = await first.createAgent('stale-session')
+  await first.sendUser(old, 'write old')
+  await first.dispose()
+  const home = first.dshHome
+  await ageTree(join(home, 'rewind-snapshots', 'sessions', 'stale-session'), 6)
+
+  const host = await bootWithPlugin({ dshHome: home, config: { cleanup: { enabled: true, maxAgeDays: 5 } }, script: [turn(text('new')), turn(text('other'))] })
+  t.after(() => host.dispose())
+  const fresh = await host.createAgent('fresh-session')
+  await host.sendUser(fresh, 'hello')
+  let shown
+  for (let i = 0; i < 50; i++) {
+    // The sweep runs in the background of agent creation; wait for its record.
+    shown = (await host.runCommand(fresh, '/snapshot-auto-cleanup show')).result.text
+    if (!/last sweep: never/.test(shown)) break
+    await new Promise(r => setTimeout(r, 50))
+  }
+  assert.match(shown, /on; idle cutoff 5 day\(s\); last sweep: \d{4}-/)
+  assert.ok(!(await sessionDirs(home)).includes('stale-session'), 'the idle session was swept')
+  assert.ok((await sessionDirs(home)).includes('fresh-session'), 'the active session stays')
+
+  // Not due again within a day: another idle directory stays until tomorrow.
+  const other = await host.createAgent('another-stale')
+  await host.sendUser(other, 'hi')
+  await host.disposeAgent(other)
+  await ageTree(join(home, 'rewind-snapshots', 'sessions', 'another-stale'), 6)
+  await host.createAgent('third')
+  await new Promise(r => setTimeout(r, 200))
+  assert.ok((await sessionDirs(home)).includes('another-stale'), 'at most one automatic sweep a day')
+})
+
 test('without a settings service the cleanup policy fails closed', async (t) => {
   const host = await bootWithPlugin({ settings: false, script: [turn(text('hi'))] })
   t.after(() => host.dispose())
