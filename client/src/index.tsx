@@ -46,8 +46,14 @@ function probe(): Probe {
   return window.__dshPromptRewind
 }
 
-const cssEscape = (value: string): string => (typeof CSS_ESCAPE === 'function' ? CSS_ESCAPE(value) : value.replace(/["\\]/g, '\\$&'))
-const CSS_ESCAPE: ((value: string) => string) | undefined = typeof window !== 'undefined' && typeof window.CSS?.escape === 'function' ? window.CSS.escape.bind(window.CSS) : undefined
+/**
+ * Escape a value for a quoted CSS attribute selector.
+ * @param value - raw value.
+ * @returns the escaped value.
+ */
+function cssEscape(value: string): string {
+  return typeof window.CSS?.escape === 'function' ? window.CSS.escape(value) : value.replace(/["\\]/g, '\\$&')
+}
 
 /** The chat Definition that turns each rewind marker into a hidden node of the session's store. */
 const markerDefinition = {

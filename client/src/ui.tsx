@@ -304,7 +304,6 @@ function useRpc<V>(sessionId: string | undefined, call: (sessionId: string) => P
     setState(prev => (prev?.status === 'ready' ? prev : { status: 'loading' }))
     call(sessionId).then(value => { if (live) setState({ status: 'ready', value }) }, (error: Error) => { if (live) setState({ status: 'error', message: error.message }) })
     return () => { live = false }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [sessionId, version])
   return state
 }
