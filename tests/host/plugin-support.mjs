@@ -6,18 +6,26 @@
 import { readFile, writeFile, mkdir, mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { existsSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startHost, turn, text, write, read, edit, sre } from './lib/harness.mjs'
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
 
-/** The built plugin module; fails with a clear message when the package was not built. */
+/**
+ * The built plugin module (lib/index.js with native/ beside it). When the package was never built,
+ * builds it once (`node scripts/build-package.mjs --debug`: cargo + esbuild); a stale build is
+ * not detected here, so test scripts build first.
+ */
 export async function loadPlugin() {
   const lib = join(ROOT, 'lib', 'index.js')
   const addon = join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
   if (!existsSync(lib) || !existsSync(addon)) {
-    throw new Error('the plugin is not built: run `node scripts/build-package.mjs` (or --debug) first')
+    const res = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-package.mjs'), '--debug'], { cwd: ROOT, stdio: 'inherit' })
+    if (res.status !== 0 || !existsSync(lib) || !existsSync(addon)) {
+      throw new Error('the plugin is not built and `node scripts/build-package.mjs --debug` failed')
+    }
   }
   return import(lib)
 }
