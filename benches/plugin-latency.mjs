@@ -120,6 +120,7 @@ rows.push({ ...(await pair(`turn of ${CALLS} write calls (4 KiB each)`, (h) => w
 rows.push({ ...(await pair(`turn of ${CALLS / 2} read + ${CALLS / 2} edit calls`, (h) => editTurn(h))), perCall: CALLS / 2 })
 rows.push({ ...(await pair('/rewind of 30 files (3 turns) vs a no-op command', (h, p) => rewindOnce(h, p))), perCall: 1 })
 
+let md_extra = ''
 let md = '## Plugin latency inside the real DSH host\n\n'
 md += `Real DSH 0.1.0-rc.8 service spine in-process (scripted model, invariant checkers off), Node ${process.version}; `
 md += `median of ${ROUNDS} alternated rounds; the baseline is the same work in a host without the plugin `
@@ -129,7 +130,27 @@ for (const r of rows) {
   const added = r.subject - r.baseline
   md += `| ${r.name} | ${r.subject.toFixed(2)} ms | ${r.baseline.toFixed(2)} ms | ${added.toFixed(2)} ms | ${(added / r.perCall).toFixed(3)} ms |\n`
 }
+// Where the per-call cost goes: the addon's async calls alone (same machine, same run).
+{
+  const { createRequire } = await import('node:module')
+  const addon = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+  const dir = await mkdtemp(join(tmpdir(), 'bench-addon-'))
+  const ws = join(dir, 'ws')
+  await mkdir(ws)
+  const store = addon.BindingStore.open(join(dir, 'store'))
+  const N = 200
+  for (let i = 0; i < N; i++) await writeFile(join(ws, `f${i}.txt`), content)
+  const { readFile: rf, writeFile: wf } = await import('node:fs/promises')
+  const time = async (fn) => { const t = performance.now(); for (let i = 0; i < N; i++) await fn(i); return (performance.now() - t) / N }
+  const capture = await time(i => store.capture('s', ws, `c${i}`, join(ws, `f${i}.txt`), 8 << 20))
+  const commit = await time(i => store.commit('s', ws, `c${i}`, 5, true))
+  const raw = await time(async i => wf(join(dir, `raw${i}`), await rf(join(ws, `f${i}.txt`))))
+  md_extra = `\nPer call inside the addon (${N} calls, 4 KiB files): capture ${capture.toFixed(3)} ms, commit ${commit.toFixed(3)} ms; `
+    + `a raw read + write of the same file ${raw.toFixed(3)} ms.\n`
+  console.log(md_extra.trim())
+}
+
 const out = join(ROOT, 'target', 'bench-results')
 await mkdir(out, { recursive: true })
-await writeFile(join(out, 'plugin.md'), md)
+await writeFile(join(out, 'plugin.md'), md + md_extra)
 console.log(`wrote ${join(out, 'plugin.md')}`)
