@@ -13,8 +13,15 @@ import type { FilesPort } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
 
-/** DSH session format version this build records (`SessionHeader.version`). */
-export const SESSION_FORMAT = 'dsh-session-v0'
+/**
+ * The session-format tag recorded per session: DSH's `SessionHeader.version`. Snapshots anchor
+ * to log seqs, so when DSH changes its session format the session's snapshots are cleared rather
+ * than re-mapped.
+ */
+export function sessionFormat(session: HostSession): string {
+  const version = session.header.version
+  return `dsh-session-v${typeof version === 'number' ? version : 0}`
+}
 
 /** Dependencies of the pipeline. */
 export interface CaptureDeps {
@@ -144,7 +151,7 @@ export function registerCapture(deps: CaptureDeps): void {
     }
     const sessionId = session.header.id
     void state.run(sessionId, async () => {
-      await files.sessionFormat(sessionId, cwd, SESSION_FORMAT)
+      await files.sessionFormat(sessionId, cwd, sessionFormat(session))
       // A restore interrupted by a crash stays open (and pins its snapshots) until it is
       // continued or rolled back (RPC `restores.continue` / `restores.rollback`).
       for (const status of await files.restoreStatuses(sessionId, cwd)) {

@@ -19,6 +19,7 @@ export interface HostEvent {
 /** The session header. */
 export interface HostSessionHeader {
   readonly id: string
+  readonly version?: number
   readonly cwd?: string
   readonly parentSession?: string
   readonly origin?: string

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises'
+import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { turn, text, write, gate, gated } from './lib/harness.mjs'
@@ -65,4 +65,27 @@ test('a second rewind of the same session while one runs is refused with rewind/
   assert.match(refused.result.text, /\[rewind\/in-flight\]/)
   assert.equal(agent.session.events.filter(e => e.data?.source?.kind === 'dsh-rewind').length, 1, 'one marker')
   g.release()
+})
+
+test('a session whose recorded format differs gets its snapshots cleared when its agent is created', async (t) => {
+  const host = await bootWithPlugin({ script: [turn(write('a.txt', 'one\n'), text('a')), turn(write('a2.txt', 'two\n'), text('b'))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('format-session')
+  await host.sendUser(agent, 'first')
+  await host.sendUser(agent, 'second')
+  const sessionJson = join(host.dshHome, 'rewind-snapshots', 'sessions', 'format-session', 'session.json')
+  const recorded = JSON.parse(await readFile(sessionJson, 'utf8'))
+  assert.equal(recorded.session_format, 'dsh-session-v0')
+  await writeFile(sessionJson, JSON.stringify({ ...recorded, session_format: 'dsh-session-v-older' }))
+  const resumed = await host.resume('format-session')
+  // The guard runs in the background of agent creation; wait until the format is re-recorded.
+  for (let i = 0; i < 50; i++) {
+    const now = JSON.parse(await readFile(sessionJson, 'utf8').catch(() => '{}'))
+    if (now.session_format === 'dsh-session-v0') break
+    await new Promise(r => setTimeout(r, 20))
+  }
+  const { result } = await host.runCommand(resumed, `/rewind @${humanSeq(resumed, 'second')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, /Deleted \(0\)/, 'the cleared snapshots restore nothing')
+  assert.equal((await bytes(join(host.workspace, 'a2.txt'))).toString(), 'two\n')
 })
