@@ -116,5 +116,5 @@ RC=$?
 set -e
 
 stop_web; trap - EXIT
-say "browser run rc=$RC; screenshots in $SHOTS; run dir $RUN (web.log, llm.jsonl, home/)"
+say "browser run rc=$RC in ${SECONDS} s total; screenshots in $SHOTS; run dir $RUN (web.log, llm.jsonl, home/)"
 exit $RC
