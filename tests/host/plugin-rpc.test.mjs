@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { writeFile } from 'node:fs/promises'
+import z from '@deepseek-ai/schemastery'
 import { turn, text, edit } from './lib/harness.mjs'
 import { threeTurnSession, rpc, snapshot, humanSeq, bytes, FILES } from './plugin-support.mjs'
 
@@ -149,6 +150,18 @@ test('command output exists in all eight languages and follows the setting', asy
     headers.set(locale, listed.split('\n')[0])
   }
   assert.equal(new Set(headers.values()).size, 8, `eight distinct list headers: ${[...headers.values()].join(' | ')}`)
+})
+
+test('with the language setting on auto, command output follows DSH\'s interface language', async (t) => {
+  const { host, agent } = await threeTurnSession({ sessionId: 'dsh-locale' })
+  t.after(() => host.dispose())
+  assert.match((await host.runCommand(agent, '/rewind')).result.text, /^Messages you can rewind to/)
+  // DSH's own `locale` namespace (registered by its locale plugin in the product composition).
+  const scope = host.ctx.settings.register('locale', z.object({ preference: z.union(['zh', 'en']).required(false) }))
+  await scope.update({ preference: 'zh' })
+  assert.match((await host.runCommand(agent, '/rewind')).result.text, /^可回退到的消息/)
+  await scope.update({ preference: 'en' })
+  assert.match((await host.runCommand(agent, '/rewind')).result.text, /^Messages you can rewind to/)
 })
 
 test('command output follows the language setting', async (t) => {
