@@ -6,8 +6,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { turn, text, write } from './lib/harness.mjs'
-import { threeTurnSession, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, BINARY, FILES } from './plugin-support.mjs'
+import { writeFile } from 'node:fs/promises'
+import { turn, text, write, sre, tools } from './lib/harness.mjs'
+import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
   const { host, agent, ws, beforeMiddle, afterLast } = await threeTurnSession({ extraTurns: [turn(text('after the rewind'))] })
@@ -123,4 +124,45 @@ test('bad input answers with the named error and changes nothing', async (t) => 
     assert.equal(agent.session.events.length, events + 2, `${line} appended only command/run and command/done`)
   }
   assert.deepEqual(await snapshot(ws, FILES), before, 'no file changed')
+})
+
+test('str_replace_editor view is never captured; other tools are not covered', async (t) => {
+  const host = await bootWithPlugin({
+    script: [
+      turn(write('w.txt', 'w1\n'), text('one')),
+      turn(sre.view('viewed.txt'), tools({ name: 'read', args: { file_path: 'read.txt' } }), text('two')),
+      turn(text('three')),
+    ],
+  })
+  t.after(() => host.dispose())
+  await writeFile(join(host.workspace, 'viewed.txt'), 'original\n')
+  await writeFile(join(host.workspace, 'read.txt'), 'original\n')
+  const agent = await host.createAgent('view-session')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  await writeFile(join(host.workspace, 'viewed.txt'), 'changed later\n')
+  await writeFile(join(host.workspace, 'read.txt'), 'changed later\n')
+  await host.sendUser(agent, 'three')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal((await bytes(join(host.workspace, 'viewed.txt'))).toString(), 'changed later\n', 'a viewed file is not tracked')
+  assert.equal((await bytes(join(host.workspace, 'read.txt'))).toString(), 'changed later\n', 'a read file is not tracked')
+  assert.match(result.text, /Written \(0\)/)
+})
+
+test('with backups off, changes are not captured and a rewind leaves them', async (t) => {
+  const host = await bootWithPlugin({
+    script: [turn(write('before.txt', 'b\n'), text('one')), turn(write('while-off.txt', 'off\n'), text('two')), turn(text('three'))],
+  })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('backups-off')
+  await host.sendUser(agent, 'one')
+  const off = await rpc(host, 'settings.update', { sessionId: 'backups-off', patch: { backups: false } })
+  assert.equal(off.json.value.backups, false)
+  await host.sendUser(agent, 'two')
+  await host.sendUser(agent, 'three')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'one')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(await bytes(join(host.workspace, 'before.txt')), null, 'the change made while backups were on is undone')
+  assert.equal((await bytes(join(host.workspace, 'while-off.txt'))).toString(), 'off\n', 'the change made while they were off stays')
 })
