@@ -164,8 +164,10 @@ fn run(ops: Vec<Op>) {
                 }
                 let idx = candidates[pick % candidates.len()];
                 let (target, at) = m.boundaries[idx].clone();
-                // The rewind marker is a boundary: changes since the last message are recorded.
+                // The rewind marker is a user message too: a boundary (changes since the last
+                // message are recorded) and the anchor of any call until the next message.
                 m.seq += 1;
+                m.anchor = m.seq;
                 s.recheck_tracked(m.seq).unwrap_or_else(|e| panic!("{step}: {e}"));
                 let plan = s.plan_restore(target).unwrap_or_else(|e| panic!("{step}: {e}"));
                 let op_id = format!("op-{}", m.ops);
