@@ -279,6 +279,12 @@ export function registerRpc(deps: RpcDeps): void {
           send(res, 405, { ok: false, error: { code: Codes.badRequest, message: 'use POST', details: {} } })
           return
         }
+        // A JSON content type cannot be sent cross-origin without a preflight (which this route
+        // never grants), so a page elsewhere cannot make a browser post here.
+        if (!/^application\/json\s*(;|$)/i.test(String(req.headers['content-type'] ?? ''))) {
+          send(res, 415, { ok: false, error: { code: Codes.badRequest, message: 'content-type must be application/json', details: {} } })
+          return
+        }
         const url = new URL(req.url ?? '/', 'http://localhost')
         const endpoint = url.pathname.slice(RPC_PREFIX.length).replace(/^\/+/, '')
         let body: unknown

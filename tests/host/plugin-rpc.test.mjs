@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { writeFile } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
 import z from '@deepseek-ai/schemastery'
 import { turn, text, edit } from './lib/harness.mjs'
 import { threeTurnSession, rpc, snapshot, humanSeq, bytes, FILES } from './plugin-support.mjs'
@@ -116,6 +117,17 @@ test('preview, candidates, caps, settings and the error envelope', async (t) => 
   assert.equal(foreignOrigin.status, 403)
   const res = await fetch(`${host.baseUrl}/dsh-rewind/api/history`, { method: 'GET' })
   assert.equal(res.status, 405)
+  const form = await fetch(`${host.baseUrl}/dsh-rewind/api/history.clear`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ sessionId }) })
+  assert.equal(form.status, 415, 'a simple (non-JSON) cross-site style post is refused')
+  // DNS rebinding: the request reaches the loopback port under a foreign name (fetch cannot set
+  // Host, node:http can).
+  const rebound = await new Promise((resolve, reject) => {
+    const url = new URL(`${host.baseUrl}/dsh-rewind/api/history`)
+    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { host: `attacker.example:${url.port}`, 'content-type': 'application/json' } }, (r) => { r.resume(); resolve(r.statusCode) })
+    req.on('error', reject)
+    req.end(JSON.stringify({ sessionId }))
+  })
+  assert.equal(rebound, 403, 'a foreign Host is refused')
 
   // Restore journals: the rewind's journal is listed completed; only an open one continues or rolls back.
   assert.equal((await host.runCommand(agent, `/rewind @${middle}`)).result.kind, 'success')
