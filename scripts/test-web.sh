@@ -76,45 +76,63 @@ tar -tzf "$TGZ" >"$RUN/tgz-files.txt"
 grep -qx 'package/lib/client.js' "$RUN/tgz-files.txt" || { say "$TGZ has no lib/client.js"; exit 1; }
 say "packages: $(cd "$RUN/pkgs" && ls *.tgz | tr '\n' ' ')"
 
-# 6. A fresh DSH_HOME with both packages in the web profile.
-export DSH_HOME="$RUN/home"
-WS="$RUN/ws"
-rm -rf "$DSH_HOME" "$WS"   # every run starts from an empty DSH home and workspace (also when DSH_WEB_RUN is reused)
-mkdir -p "$WS"
-dsh plugin --profile web add "$RUN"/pkgs/*.tgz >"$RUN/plugin-add.log" 2>&1 || { cat "$RUN/plugin-add.log"; exit 1; }
-grep -q '"dsh-prompt-rewind"' "$DSH_HOME/profiles/web/package.json" || { cat "$RUN/plugin-add.log"; say "plugin not in the profile"; exit 1; }
-say "profile bundles: $("$NODE" -p "JSON.stringify(require('$DSH_HOME/profiles/web/package.json').dsh.profile.bundles)")"
-
-# 7. Boot `dsh web` (own process group; stopped by PID on exit).
-export DSH_REWIND_LLM_LOG="$RUN/llm.jsonl"
-(cd "$WS" && exec setsid "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$RUN/web.log" 2>&1 &
-WEB_PID=$!
+# 6–8. One scenario = a fresh DSH_HOME and workspace with both packages in the web profile, `dsh web`
+# booted on a free loopback port (own process group, stopped by PID), and one browser run.
+WEB_PID=""
 stop_web() {
-  if kill -0 "$WEB_PID" 2>/dev/null; then
+  if [ -n "$WEB_PID" ] && kill -0 "$WEB_PID" 2>/dev/null; then
     kill -TERM "$WEB_PID" 2>/dev/null || true
     for _ in $(seq 1 40); do kill -0 "$WEB_PID" 2>/dev/null || break; sleep 0.25; done
     kill -0 "$WEB_PID" 2>/dev/null && kill -KILL "$WEB_PID" 2>/dev/null || true
   fi
+  WEB_PID=""
 }
 trap stop_web EXIT
-URL=""
-for _ in $(seq 1 240); do
-  URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$RUN/web.log" | head -1 || true)
-  [ -n "$URL" ] && break
-  kill -0 "$WEB_PID" 2>/dev/null || { cat "$RUN/web.log"; say "dsh web exited"; exit 1; }
-  sleep 0.25
-done
-[ -n "$URL" ] || { cat "$RUN/web.log"; say "no URL after 60 s"; exit 1; }
-say "dsh web at $URL"
-curl -fsS "$URL/" | grep -q '/plugins/dsh-prompt-rewind/client.js' || { say "the boot graph does not list the client bundle"; exit 1; }
 
-# 8. The browser run.
+# scenario <name> <e2e mode> [extra `dsh web` args…]; sets RC
+scenario() {
+  local name=$1 mode=$2; shift 2
+  local dir="$RUN/$name"
+  export DSH_HOME="$dir/home"
+  local ws="$dir/ws"
+  rm -rf "$dir"   # every scenario starts from an empty DSH home and workspace (also when DSH_WEB_RUN is reused)
+  mkdir -p "$ws"
+  dsh plugin --profile web add "$RUN"/pkgs/*.tgz >"$dir/plugin-add.log" 2>&1 || { cat "$dir/plugin-add.log"; exit 1; }
+  grep -q '"dsh-prompt-rewind"' "$DSH_HOME/profiles/web/package.json" || { cat "$dir/plugin-add.log"; say "plugin not in the profile"; exit 1; }
+  say "[$name] profile bundles: $("$NODE" -p "JSON.stringify(require('$DSH_HOME/profiles/web/package.json').dsh.profile.bundles)")"
+  export DSH_REWIND_LLM_LOG="$dir/llm.jsonl"
+  (cd "$ws" && exec setsid "$DSH" web "$@" --no-open --host 127.0.0.1 --port 0) >"$dir/web.log" 2>&1 &
+  WEB_PID=$!
+  local url=""
+  for _ in $(seq 1 240); do
+    url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$dir/web.log" | head -1 || true)
+    [ -n "$url" ] && break
+    kill -0 "$WEB_PID" 2>/dev/null || { cat "$dir/web.log"; say "dsh web exited"; exit 1; }
+    sleep 0.25
+  done
+  [ -n "$url" ] || { cat "$dir/web.log"; say "no URL after 60 s"; exit 1; }
+  say "[$name] dsh web at $url"
+  curl -fsS "$url/" >"$dir/index.html"
+  grep -q '/plugins/dsh-prompt-rewind/client.js' "$dir/index.html" || { say "the boot graph does not list the client bundle"; exit 1; }
+  set +e
+  E2E_MODE=$mode "$NODE" "$WEB/e2e.mjs" "$url/" "$ws" "$SHOTS" "$dir"
+  RC=$?
+  set -e
+  stop_web
+  say "[$name] browser run rc=$RC; logs in $dir (web.log, llm.jsonl, home/)"
+}
 
-set +e
-"$NODE" "$WEB/e2e.mjs" "$URL/" "$WS" "$SHOTS" "$RUN"
-RC=$?
-set -e
-
-stop_web; trap - EXIT
-say "browser run rc=$RC in ${SECONDS} s total; screenshots in $SHOTS; run dir $RUN (web.log, llm.jsonl, home/)"
-exit $RC
+rm -f "$SHOTS"/*.png "$SHOTS"/*.html "$SHOTS"/*.json
+scenario full full
+FULL_RC=$RC
+# The same plugin on a DSH web client without the command-UI and Plugins-settings plugins, disabled
+# through a real `--patch` layer (with the two shipped plugins that require the command UI; DSH's web
+# boot refuses entries that cannot activate). Only the picker and the Plugins-page card may go.
+printf -- '- id: %s\n  disabled: true\n' ui-commands ui-model-selection ui-permission ui-settings-plugins >"$RUN/degraded.patch.yml"
+scenario degraded degraded --patch "$RUN/degraded.patch.yml"
+DEGRADED_RC=$RC
+trap - EXIT
+say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, ${SECONDS} s total; screenshots in $SHOTS"
+[ "$FULL_RC" = 0 ] && [ "$DEGRADED_RC" = 0 ] && exit 0
+[ "$FULL_RC" != 0 ] && exit "$FULL_RC"
+exit "$DEGRADED_RC"

@@ -9,13 +9,14 @@ import path from 'node:path'
 const [baseUrl, ws, shots, runDir = os.tmpdir()] = process.argv.slice(2)
 if (!baseUrl || !ws || !shots) throw new Error('usage: e2e.mjs <baseUrl> <workspaceDir> <shotsDir> [runDir]')
 fs.mkdirSync(shots, { recursive: true })
-for (const f of fs.readdirSync(shots)) if (/\.(png|html|json)$/.test(f)) fs.rmSync(path.join(shots, f))
+// full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins
+const MODE = process.env.E2E_MODE ?? 'full'
 
 const T0 = Date.now()
 const log = (...a) => console.log(`[${String(Date.now() - T0).padStart(6)} ms]`, ...a)
 let step = 0
 const shot = async (page, name) => {
-  const file = path.join(shots, `${String(++step).padStart(2, '0')}-${name}.png`)
+  const file = path.join(shots, `${MODE === 'full' ? '' : `${MODE}-`}${String(++step).padStart(2, '0')}-${name}.png`)
   await page.screenshot({ path: file })
   log('shot', path.basename(file))
 }
@@ -110,10 +111,46 @@ async function openRewindDialog(page, text) {
 
 const probe = (page) => page.evaluate(() => window.__dshPromptRewind)
 
+/** DSH without ui-commands and ui-settings-plugins: every other surface still works. */
+async function degraded(page) {
+  await page.goto(baseUrl)
+  await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
+  await dismissModals(page)
+  const composer = await openWorkspace(page)
+  await page.waitForTimeout(300)
+  const p = await probe(page)
+  log('degraded surfaces:', JSON.stringify(p.surfaces), 'missing:', JSON.stringify(p.missing))
+  check(p.missing.includes('commandUi') && !p.surfaces.includes('command-picker'), 'without the command UI service the picker surface is absent')
+  check(!p.surfaces.includes('plugins-tab'), 'without the Plugins settings section the Plugins-page card is absent')
+  check(['message-buttons', 'dialog', 'marker-definition', 'settings-section'].every(x => p.surfaces.includes(x)), 'every other surface is mounted')
+  await send(page, composer, M1, 'DONE: a.txt')
+  await send(page, composer, M2, 'DONE: a.txt, b.txt')
+  const dialog = await openRewindDialog(page, M2)
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  await page.keyboard.press('Control+Enter')
+  await dialog.waitFor({ state: 'detached', timeout: 20000 })
+  await page.waitForFunction(() => (window.__dshPromptRewind?.hidden ?? []).length > 0, null, { timeout: 10000 })
+  await page.waitForTimeout(300)
+  const users = await visibleUserRows(page)
+  check(users.length === 1 && users[0].includes(M1) && await composer.inputValue() === M2, 'the ↶ rewind still hides the span and refills the composer')
+  check(read('a.txt') === 'alpha-1\n' && read('b.txt') === null, 'and restores the files')
+  await shot(page, 'after-rewind')
+  await page.getByText('Settings', { exact: true }).last().click()
+  await page.getByText('Rewind history', { exact: true }).first().click()
+  await page.getByTestId('dsh-prompt-rewind-history').getByTestId('dsh-prompt-rewind-entry').first().waitFor({ timeout: 10000 })
+  check(await page.getByTestId('dsh-prompt-rewind-config-history').count() === 1, 'the Rewind history page and its config card are there')
+  check(await page.getByText('Plugins', { exact: true }).count() === 0, 'the Plugins section itself is gone (not this plugin\'s doing)')
+  await shot(page, 'history')
+  await page.keyboard.press('Escape')
+  check(page.pageErrors.length === 0, 'no page errors')
+}
+
 let failed = null
 const main = await launch('en-US')
 const { page } = main
 try {
+  if (MODE === 'degraded') await degraded(page)
+  else {
   await page.goto(baseUrl)
   await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
   await dismissModals(page)
@@ -132,7 +169,7 @@ try {
   check(read('a.txt') === 'alpha-2\n' && read('b.txt') === 'beta-2\n', 'turn 2 rewrote a.txt and created b.txt')
   await send(page, composer, M3, 'DONE: c.txt')
   check(read('c.txt') === 'gamma-3\n', 'turn 3 created c.txt')
-  fs.writeFileSync(path.join(shots, 'dom-conversation.html'), await page.content())
+  fs.writeFileSync(path.join(shots, `${MODE}-dom-conversation.html`), await page.content())
   log('rows:', JSON.stringify(await visibleTexts(page)))
   const buttons = await page.locator('[data-testid="dsh-prompt-rewind-button"]').count()
   check(buttons === 3, `one ↶ button per human message (${buttons})`)
@@ -455,10 +492,11 @@ try {
   await page.waitForTimeout(300)
   await page.locator('[data-testid="dsh-prompt-rewind-button"]').count()
   check(page.pageErrors.length === 0, 'no page errors')
+  }
 } catch (e) {
   failed = e
   console.error('E2E FAILED:', e.stack ?? e.message)
-  try { await page.screenshot({ path: path.join(shots, 'failure.png') }); fs.writeFileSync(path.join(shots, 'failure.html'), await page.content()) } catch {}
+  try { await page.screenshot({ path: path.join(shots, `${MODE}-failure.png`) }); fs.writeFileSync(path.join(shots, `${MODE}-failure.html`), await page.content()) } catch {}
 } finally {
   await main.context.close()
   for (const dir of profiles) fs.rmSync(dir, { recursive: true, force: true })
