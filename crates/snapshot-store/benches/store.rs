@@ -36,7 +36,8 @@ unsafe impl GlobalAlloc for Counting {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size > layout.size() {
-                let now = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size - layout.size();
+                let now = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                    - layout.size();
                 PEAK.fetch_max(now, Ordering::Relaxed);
             } else {
                 LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
@@ -66,18 +67,33 @@ struct Bench {
 
 impl Bench {
     fn new() -> Self {
-        let tmp = tempfile::tempdir_in(std::env::var_os("BENCH_TMP").map(PathBuf::from).unwrap_or_else(std::env::temp_dir))
-            .unwrap();
+        let tmp = tempfile::tempdir_in(
+            std::env::var_os("BENCH_TMP")
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir),
+        )
+        .unwrap();
         let base = tmp.path().to_path_buf();
         let cwd = base.join("ws");
         let raw = base.join("raw");
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(&raw).unwrap();
-        Bench { _tmp: tmp, base, cwd, raw }
+        Bench {
+            _tmp: tmp,
+            base,
+            cwd,
+            raw,
+        }
     }
     fn store(&self, durability: Durability) -> Store {
-        Store::open(&self.base.join(format!("store-{durability:?}")), StoreOptions { durability, ..StoreOptions::default() })
-            .unwrap()
+        Store::open(
+            &self.base.join(format!("store-{durability:?}")),
+            StoreOptions {
+                durability,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap()
     }
     fn session(&self, store: &Store) -> Session {
         store.session("bench", &self.cwd).unwrap()
@@ -86,7 +102,9 @@ impl Bench {
 
 /// Distinct content of `size` bytes for index `i`.
 fn content(size: usize, i: usize) -> Vec<u8> {
-    let mut v: Vec<u8> = (0..size).map(|k| (k.wrapping_mul(31) ^ (k >> 7)) as u8).collect();
+    let mut v: Vec<u8> = (0..size)
+        .map(|k| (k.wrapping_mul(31) ^ (k >> 7)) as u8)
+        .collect();
     v[..8].copy_from_slice(&(i as u64).to_le_bytes());
     v
 }
@@ -118,7 +136,12 @@ fn main() {
     );
 
     // Capture of new content, per size.
-    for (label, size, rounds) in [("4 KiB", 4 << 10, 200), ("64 KiB", 64 << 10, 100), ("1 MiB", 1 << 20, 30), ("8 MiB", 8 << 20, 8)] {
+    for (label, size, rounds) in [
+        ("4 KiB", 4 << 10, 200),
+        ("64 KiB", 64 << 10, 100),
+        ("1 MiB", 1 << 20, 30),
+        ("8 MiB", 8 << 20, 8),
+    ] {
         let b = Bench::new();
         let store = b.store(Durability::ProcessCrash);
         let s = b.session(&store);
@@ -130,7 +153,8 @@ fn main() {
         let (subject, baseline) = timing::pair(
             rounds,
             || {
-                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}"))).unwrap();
+                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
+                    .unwrap();
                 si += 1;
             },
             || {
@@ -138,7 +162,12 @@ fn main() {
                 ri += 1;
             },
         );
-        report.row(&format!("capture {label} (new content)"), subject, baseline, Some(1.3));
+        report.row(
+            &format!("capture {label} (new content)"),
+            subject,
+            baseline,
+            Some(1.3),
+        );
     }
 
     // Dedup hit: content already in the store.
@@ -160,7 +189,12 @@ fn main() {
                 std::hint::black_box(Sha256::digest(&bytes));
             },
         );
-        report.row(&format!("capture {label} dedup hit"), subject, baseline, Some(2.0));
+        report.row(
+            &format!("capture {label} dedup hit"),
+            subject,
+            baseline,
+            Some(2.0),
+        );
     }
 
     // Recheck of 10,000 unchanged tracked paths.
@@ -197,7 +231,12 @@ fn main() {
                 }
             },
         );
-        report.row("recheck 10,000 unchanged tracked paths", subject, baseline, Some(1.5));
+        report.row(
+            "recheck 10,000 unchanged tracked paths",
+            subject,
+            baseline,
+            Some(1.5),
+        );
     }
 
     // Plan + journaled restore of 1,000 × 16 KiB files.
@@ -215,7 +254,8 @@ fn main() {
         s.recheck_tracked(1).unwrap();
         for i in 0..n {
             let call = format!("a{i}");
-            s.capture_before(&call, Path::new(&format!("f{i}"))).unwrap();
+            s.capture_before(&call, Path::new(&format!("f{i}")))
+                .unwrap();
             std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
             s.commit(&call, 1, true).unwrap();
         }
@@ -245,7 +285,11 @@ fn main() {
                 }
             },
         );
-        let label = if sync { "plan + journaled restore 1,000 × 16 KiB, PowerLoss (fsync) vs copy + fsync" } else { "plan + journaled restore 1,000 × 16 KiB vs plain copy" };
+        let label = if sync {
+            "plan + journaled restore 1,000 × 16 KiB, PowerLoss (fsync) vs copy + fsync"
+        } else {
+            "plan + journaled restore 1,000 × 16 KiB vs plain copy"
+        };
         report.row(label, subject, baseline, Some(2.0));
     }
 
@@ -257,13 +301,18 @@ fn main() {
         let rounds = 30;
         for i in 0..=rounds {
             std::fs::write(b.cwd.join(format!("s{i}")), content(64 << 10, i)).unwrap();
-            std::fs::write(b.cwd.join(format!("r{i}")), content(64 << 10, 1_000_000 + i)).unwrap();
+            std::fs::write(
+                b.cwd.join(format!("r{i}")),
+                content(64 << 10, 1_000_000 + i),
+            )
+            .unwrap();
         }
         let (mut si, mut ri) = (0, 0);
         let (subject, baseline) = timing::pair(
             rounds,
             || {
-                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}"))).unwrap();
+                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
+                    .unwrap();
                 si += 1;
             },
             || {
@@ -271,7 +320,12 @@ fn main() {
                 ri += 1;
             },
         );
-        report.row("capture 64 KiB, PowerLoss (fsync) vs fsyncing raw capture", subject, baseline, Some(1.3));
+        report.row(
+            "capture 64 KiB, PowerLoss (fsync) vs fsyncing raw capture",
+            subject,
+            baseline,
+            Some(1.3),
+        );
     }
 
     // Peak extra heap while capturing and restoring one 8 MiB file.

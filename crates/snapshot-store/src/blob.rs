@@ -26,7 +26,11 @@ pub(crate) fn blob_path(sha: &str) -> PathBuf {
 /// What streaming a file into the blob store produced.
 pub(crate) enum Stored {
     /// The content is in the store under `sha256`.
-    Blob { sha256: String, size: u64, dedup: bool },
+    Blob {
+        sha256: String,
+        size: u64,
+        dedup: bool,
+    },
     /// More than `cap` bytes were read: nothing stored.
     OverCap { size: u64 },
 }
@@ -75,15 +79,25 @@ pub(crate) fn store_file(
                 };
                 if created {
                     store.io.crash(CrashPoint::CaptureBlobStored);
-                    return Ok(Stored::Blob { sha256: sha, size: len as u64, dedup: false });
+                    return Ok(Stored::Blob {
+                        sha256: sha,
+                        size: len as u64,
+                        dedup: false,
+                    });
                 }
             }
             if store.size(&path)? == Some(len as u64) {
-                return Ok(Stored::Blob { sha256: sha, size: len as u64, dedup: true });
+                return Ok(Stored::Blob {
+                    sha256: sha,
+                    size: len as u64,
+                    dedup: true,
+                });
             }
             let tmp = tmp_path();
             let mut f = store.create_new(&tmp)?;
-            let r = store.write_all(&mut f, &tmp, &data).and_then(|()| store.sync_file(&f, &tmp));
+            let r = store
+                .write_all(&mut f, &tmp, &data)
+                .and_then(|()| store.sync_file(&f, &tmp));
             drop(f);
             return finish(store, &tmp, r, sha, len as u64);
         }
@@ -151,7 +165,13 @@ fn stream(
     }
 }
 
-fn finish(store: &StoreFs, tmp: &Path, written: Result<(), FsFailure>, sha: String, size: u64) -> Result<Stored, FsFailure> {
+fn finish(
+    store: &StoreFs,
+    tmp: &Path,
+    written: Result<(), FsFailure>,
+    sha: String,
+    size: u64,
+) -> Result<Stored, FsFailure> {
     let r = written.and_then(|()| {
         let path = blob_path(&sha);
         if store.size(&path)? == Some(size) {
@@ -170,7 +190,11 @@ fn finish(store: &StoreFs, tmp: &Path, written: Result<(), FsFailure>, sha: Stri
         Ok(false)
     });
     match r {
-        Ok(dedup) => Ok(Stored::Blob { sha256: sha, size, dedup }),
+        Ok(dedup) => Ok(Stored::Blob {
+            sha256: sha,
+            size,
+            dedup,
+        }),
         Err(e) => {
             let _ = store.dir.remove_file(tmp);
             Err(e)
@@ -229,7 +253,10 @@ pub(crate) fn copy_blob_to(
         }
         total += n as u64;
         if total > size {
-            return Err(CopyFail::Corrupt(format!("`{}` is longer than {size} bytes", path.display())));
+            return Err(CopyFail::Corrupt(format!(
+                "`{}` is longer than {size} bytes",
+                path.display()
+            )));
         }
         hasher.update(&buf[..n]);
         ws.write_all(out, rel, &buf[..n])?;
@@ -245,7 +272,11 @@ pub(crate) fn copy_blob_to(
 }
 
 /// Hashes an open workspace file (streaming); returns `(sha256, size)`.
-pub(crate) fn hash_file(ws: &WsFs, file: &mut File, rel: &RelPath) -> Result<(String, u64), FsFailure> {
+pub(crate) fn hash_file(
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+) -> Result<(String, u64), FsFailure> {
     let mut hasher = Sha256::new();
     let mut total = 0u64;
     let mut buf = vec![0u8; CHUNK];

@@ -188,25 +188,45 @@ struct VersionProbe {
 /// Parses a versioned JSON record; newer → [`NewerVersion`], malformed → [`CorruptFile`].
 pub(crate) fn parse_record<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, Fault> {
     let shown = path.to_string_lossy().into_owned();
-    let probe: VersionProbe = serde_json::from_slice(bytes)
-        .map_err(|e| CorruptFile { path: shown.clone(), detail: format!("no version field: {e}") })?;
+    let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| CorruptFile {
+        path: shown.clone(),
+        detail: format!("no version field: {e}"),
+    })?;
     if probe.v > RECORD_VERSION {
-        return Err(NewerVersion { path: shown, found: probe.v, supported: RECORD_VERSION }.into());
+        return Err(NewerVersion {
+            path: shown,
+            found: probe.v,
+            supported: RECORD_VERSION,
+        }
+        .into());
     }
     if probe.v == 0 {
-        return Err(CorruptFile { path: shown, detail: "version 0".into() }.into());
+        return Err(CorruptFile {
+            path: shown,
+            detail: "version 0".into(),
+        }
+        .into());
     }
-    serde_json::from_slice(bytes).map_err(|e| CorruptFile { path: shown, detail: e.to_string() }.into())
+    serde_json::from_slice(bytes).map_err(|e| {
+        CorruptFile {
+            path: shown,
+            detail: e.to_string(),
+        }
+        .into()
+    })
 }
 
 /// Serializes a record (never fails for these types).
 pub(crate) fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_else(|e| format!("{{\"serialize-error\":\"{e}\"}}").into_bytes())
+    serde_json::to_vec(value)
+        .unwrap_or_else(|e| format!("{{\"serialize-error\":\"{e}\"}}").into_bytes())
 }
 
 /// Validates a lowercase 64-hex SHA-256 string.
 pub(crate) fn valid_sha(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The group directory name of an anchor (zero-padded so names sort numerically).

@@ -34,11 +34,21 @@ pub(crate) fn unique_suffix() -> String {
 }
 
 fn fail(op: FsOp, area: Area, path: &Path, source: io::Error) -> FsFailure {
-    FsFailure { op, area, path: path.to_string_lossy().into_owned(), source }
+    FsFailure {
+        op,
+        area,
+        path: path.to_string_lossy().into_owned(),
+        source,
+    }
 }
 
 fn rfail(op: FsOp, path: &RelPath, source: io::Error) -> FsFailure {
-    FsFailure { op, area: Area::Workspace, path: path.display(), source }
+    FsFailure {
+        op,
+        area: Area::Workspace,
+        path: path.display(),
+        source,
+    }
 }
 
 /// The shared seam plus durability mode.
@@ -50,7 +60,9 @@ pub(crate) struct Io {
 
 impl Io {
     pub fn check(&self, op: FsOp, area: Area, path: &Path) -> Result<(), FsFailure> {
-        self.seam.before(op, area, path).map_err(|e| fail(op, area, path, e))
+        self.seam
+            .before(op, area, path)
+            .map_err(|e| fail(op, area, path, e))
     }
     pub fn crash(&self, p: CrashPoint) {
         self.seam.crash_point(p);
@@ -70,7 +82,9 @@ impl StoreFs {
 
     /// Reads a whole (small) store file; `None` when it does not exist.
     pub fn read_opt(&self, path: &Path) -> Result<Option<Vec<u8>>, FsFailure> {
-        let Some(mut f) = self.open_read(path)? else { return Ok(None) };
+        let Some(mut f) = self.open_read(path)? else {
+            return Ok(None);
+        };
         let mut out = Vec::new();
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -118,7 +132,9 @@ impl StoreFs {
     /// Creates a directory and its parents.
     pub fn create_dir_all(&self, path: &Path) -> Result<(), FsFailure> {
         self.check(FsOp::CreateDir, path)?;
-        self.dir.create_dir_all(path).map_err(|e| fail(FsOp::CreateDir, Area::Store, path, e))
+        self.dir
+            .create_dir_all(path)
+            .map_err(|e| fail(FsOp::CreateDir, Area::Store, path, e))
     }
 
     /// Creates a new temporary file next to `path`; returns its path and handle.
@@ -136,13 +152,16 @@ impl StoreFs {
         self.check(FsOp::Create, path)?;
         let mut o = OpenOptions::new();
         o.write(true).create_new(true);
-        self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Create, Area::Store, path, e))
+        self.dir
+            .open_with(path, &o)
+            .map_err(|e| fail(FsOp::Create, Area::Store, path, e))
     }
 
     /// Writes all bytes to an open store file.
     pub fn write_all(&self, f: &mut File, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
         self.check(FsOp::Write, path)?;
-        f.write_all(bytes).map_err(|e| fail(FsOp::Write, Area::Store, path, e))
+        f.write_all(bytes)
+            .map_err(|e| fail(FsOp::Write, Area::Store, path, e))
     }
 
     /// `fsync` of a file, in durable mode only.
@@ -151,7 +170,8 @@ impl StoreFs {
             return Ok(());
         }
         self.check(FsOp::Sync, path)?;
-        f.sync_all().map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
+        f.sync_all()
+            .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
     }
 
     /// `fsync` of a directory, in durable mode only (makes a rename/unlink in it durable).
@@ -161,10 +181,18 @@ impl StoreFs {
         }
         self.check(FsOp::Sync, path)?;
         // Directory handles may be O_PATH: open the directory for reading to fsync it.
-        let target: &Path = if path.as_os_str().is_empty() { Path::new(".") } else { path };
-        let d = self.dir.open_dir(target).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
+        let target: &Path = if path.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            path
+        };
+        let d = self
+            .dir
+            .open_dir(target)
+            .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&d, ".", flags, Mode::empty()).map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))?;
+        let fd = rustix::fs::openat(&d, ".", flags, Mode::empty())
+            .map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))?;
         rustix::fs::fsync(&fd).map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))
     }
 
@@ -180,7 +208,9 @@ impl StoreFs {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(fail(FsOp::Create, Area::Store, path, e)),
         };
-        let r = self.write_all(&mut f, path, bytes).and_then(|()| self.sync_file(&f, path));
+        let r = self
+            .write_all(&mut f, path, bytes)
+            .and_then(|()| self.sync_file(&f, path));
         if r.is_err() {
             drop(f);
             let _ = self.dir.remove_file(path);
@@ -193,7 +223,9 @@ impl StoreFs {
         self.check(FsOp::Open, path)?;
         let mut o = OpenOptions::new();
         o.append(true).create(true);
-        self.dir.open_with(path, &o).map_err(|e| fail(FsOp::Open, Area::Store, path, e))
+        self.dir
+            .open_with(path, &o)
+            .map_err(|e| fail(FsOp::Open, Area::Store, path, e))
     }
 
     /// Appends one line (with its newline) to an open append-mode file.
@@ -202,7 +234,8 @@ impl StoreFs {
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line);
         buf.push(b'\n');
-        f.write_all(&buf).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        f.write_all(&buf)
+            .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
         self.sync_file(f, path)
     }
 
@@ -225,7 +258,9 @@ impl StoreFs {
     /// Renames within the store.
     pub fn rename(&self, from: &Path, to: &Path) -> Result<(), FsFailure> {
         self.check(FsOp::Rename, to)?;
-        self.dir.rename(from, &self.dir, to).map_err(|e| fail(FsOp::Rename, Area::Store, to, e))
+        self.dir
+            .rename(from, &self.dir, to)
+            .map_err(|e| fail(FsOp::Rename, Area::Store, to, e))
     }
 
     /// Removes a file; `false` when it did not exist.
@@ -251,7 +286,11 @@ impl StoreFs {
     /// Lists a directory's entry names (sorted); empty when it does not exist.
     pub fn list(&self, path: &Path) -> Result<Vec<OsString>, FsFailure> {
         self.check(FsOp::ReadDir, path)?;
-        let rd = if path.as_os_str().is_empty() { self.dir.entries() } else { self.dir.read_dir(path) };
+        let rd = if path.as_os_str().is_empty() {
+            self.dir.entries()
+        } else {
+            self.dir.read_dir(path)
+        };
         let rd = match rd {
             Ok(rd) => rd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -267,7 +306,12 @@ impl StoreFs {
     }
 
     /// Reads one chunk from an open store file.
-    pub fn read_chunk(&self, f: &mut File, path: &Path, buf: &mut [u8]) -> Result<usize, FsFailure> {
+    pub fn read_chunk(
+        &self,
+        f: &mut File,
+        path: &Path,
+        buf: &mut [u8],
+    ) -> Result<usize, FsFailure> {
         self.check(FsOp::Read, path)?;
         loop {
             match f.read(buf) {
@@ -397,7 +441,8 @@ impl WsFs {
             let name = OsStr::from_bytes(comp);
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             self.check(FsOp::Open, rel)?;
-            let opened: io::Result<OwnedFd> = rustix::fs::openat(&cur, name, flags, Mode::empty()).map_err(Into::into);
+            let opened: io::Result<OwnedFd> =
+                rustix::fs::openat(&cur, name, flags, Mode::empty()).map_err(Into::into);
             match opened {
                 Ok(fd) => cur = WsDir::Owned(Dir::from(fd)),
                 Err(e) if errno_is(&e, rustix::io::Errno::NOENT) => {
@@ -419,7 +464,10 @@ impl WsFs {
                         .map_err(|e| rfail(FsOp::Open, rel, e.into()))?;
                     cur = WsDir::Owned(Dir::from(fd));
                 }
-                Err(e) if errno_is(&e, rustix::io::Errno::LOOP) || errno_is(&e, rustix::io::Errno::NOTDIR) => {
+                Err(e)
+                    if errno_is(&e, rustix::io::Errno::LOOP)
+                        || errno_is(&e, rustix::io::Errno::NOTDIR) =>
+                {
                     let meta = self.lstat(&cur, comp, rel)?;
                     let is_link = matches!(meta, Some(m) if m.kind == FileKind::Symlink);
                     return Ok(Walk::Blocked(is_link));
@@ -431,7 +479,12 @@ impl WsFs {
     }
 
     /// `lstat` of one component in `dir`; `None` when absent.
-    pub fn lstat(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<Option<DiskMeta>, FsFailure> {
+    pub fn lstat(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<Option<DiskMeta>, FsFailure> {
         self.check(FsOp::Stat, rel)?;
         match rustix::fs::statat(dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(DiskMeta::from_stat(&st))),
@@ -442,9 +495,15 @@ impl WsFs {
 
     /// Opens one component for reading without following a symlink and without
     /// blocking on FIFOs; `Ok(None)` when absent, `Err` with `ELOOP` for a symlink.
-    pub fn open_read(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<Option<(File, DiskMeta)>, FsFailure> {
+    pub fn open_read(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<Option<(File, DiskMeta)>, FsFailure> {
         self.check(FsOp::Open, rel)?;
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
         let fd = match rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => return Ok(None),
@@ -452,11 +511,19 @@ impl WsFs {
         };
         self.check(FsOp::Stat, rel)?;
         let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
-        Ok(Some((File::from_std(std::fs::File::from(fd)), DiskMeta::from_stat(&st))))
+        Ok(Some((
+            File::from_std(std::fs::File::from(fd)),
+            DiskMeta::from_stat(&st),
+        )))
     }
 
     /// Reads one chunk from an open workspace file.
-    pub fn read_chunk(&self, f: &mut File, rel: &RelPath, buf: &mut [u8]) -> Result<usize, FsFailure> {
+    pub fn read_chunk(
+        &self,
+        f: &mut File,
+        rel: &RelPath,
+        buf: &mut [u8],
+    ) -> Result<usize, FsFailure> {
         self.check(FsOp::Read, rel)?;
         loop {
             match f.read(buf) {
@@ -468,14 +535,25 @@ impl WsFs {
     }
 
     /// Creates a new temporary file beside `name` in `dir`; returns its name and handle.
-    pub fn create_tmp(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<(Vec<u8>, File), FsFailure> {
+    pub fn create_tmp(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<(Vec<u8>, File), FsFailure> {
         let mut tmp = b".".to_vec();
         tmp.extend_from_slice(&name[..name.len().min(100)]);
         tmp.extend_from_slice(format!(".rewind-tmp-{}", unique_suffix()).as_bytes());
         self.check(FsOp::Create, rel)?;
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir, OsStr::from_bytes(&tmp), flags, Mode::from_raw_mode(0o600))
-            .map_err(|e| rfail(FsOp::Create, rel, e.into()))?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(
+            dir,
+            OsStr::from_bytes(&tmp),
+            flags,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| rfail(FsOp::Create, rel, e.into()))?;
         Ok((tmp, File::from_std(std::fs::File::from(fd))))
     }
 
@@ -488,7 +566,8 @@ impl WsFs {
     /// Sets permission bits on an open workspace file.
     pub fn set_mode(&self, f: &File, rel: &RelPath, mode: u32) -> Result<(), FsFailure> {
         self.check(FsOp::SetPermissions, rel)?;
-        rustix::fs::fchmod(f, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| rfail(FsOp::SetPermissions, rel, e.into()))
+        rustix::fs::fchmod(f, Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|e| rfail(FsOp::SetPermissions, rel, e.into()))
     }
 
     /// `fsync` of an open workspace file, in durable mode only.
@@ -507,12 +586,19 @@ impl WsFs {
         }
         self.check(FsOp::Sync, rel)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir, ".", flags, Mode::empty()).map_err(|e| rfail(FsOp::Sync, rel, e.into()))?;
+        let fd = rustix::fs::openat(dir, ".", flags, Mode::empty())
+            .map_err(|e| rfail(FsOp::Sync, rel, e.into()))?;
         rustix::fs::fsync(&fd).map_err(|e| rfail(FsOp::Sync, rel, e.into()))
     }
 
     /// Renames `from` to `to` inside one directory (atomic replace of `to`).
-    pub fn rename(&self, dir: &impl AsFd, from: &[u8], to: &[u8], rel: &RelPath) -> Result<(), FsFailure> {
+    pub fn rename(
+        &self,
+        dir: &impl AsFd,
+        from: &[u8],
+        to: &[u8],
+        rel: &RelPath,
+    ) -> Result<(), FsFailure> {
         self.check(FsOp::Rename, rel)?;
         rustix::fs::renameat(dir, OsStr::from_bytes(from), dir, OsStr::from_bytes(to))
             .map_err(|e| rfail(FsOp::Rename, rel, e.into()))
@@ -529,11 +615,18 @@ impl WsFs {
     }
 
     /// Removes an empty directory; `false` when absent or not empty.
-    pub fn rmdir_if_empty(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+    pub fn rmdir_if_empty(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<bool, FsFailure> {
         self.check(FsOp::RemoveDir, rel)?;
         match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::REMOVEDIR) {
             Ok(()) => Ok(true),
-            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => Ok(false),
+            Err(
+                rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST,
+            ) => Ok(false),
             Err(e) => Err(rfail(FsOp::RemoveDir, rel, e.into())),
         }
     }

@@ -130,7 +130,11 @@ impl fmt::Display for JournalState {
 }
 
 pub(crate) fn list_paths(paths: &[RelPath]) -> String {
-    paths.iter().map(|p| p.display()).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|p| p.display())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A per-path failure inside a pass (the pass continued).
@@ -259,7 +263,10 @@ enum Guard<'a> {
 impl Session {
     fn journal_paths(&self, enc_op: &str) -> (PathBuf, PathBuf) {
         let d = self.dir.join("journals");
-        (d.join(format!("{enc_op}.json")), d.join(format!("{enc_op}.log")))
+        (
+            d.join(format!("{enc_op}.json")),
+            d.join(format!("{enc_op}.log")),
+        )
     }
 
     fn log(&self, log: &mut LogWriter, line: LogLine) -> Result<(), FsFailure> {
@@ -274,11 +281,17 @@ impl Session {
     }
 
     fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
         let (ipath, lpath) = self.journal_paths(&enc);
         let fs = &self.store.inner.fs;
         let Some(bytes) = fs.read_opt(&ipath)? else {
-            return Err(JournalError::UnknownOp { op_id: op_id.into(), path: ipath.to_string_lossy().into_owned() });
+            return Err(JournalError::UnknownOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
         };
         let intent: JournalIntent = parse_record(&ipath, &bytes)?;
         Ok(self.fold_log(intent, &lpath)?)
@@ -295,14 +308,24 @@ impl Session {
             rollback_started: false,
         };
         let bytes = self.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
-        let complete_len = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+        let complete_len = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
         // A torn final line (crash mid-append) has no newline: it is ignored.
-        for raw in bytes[..complete_len].split(|b| *b == b'\n').filter(|r| !r.is_empty()) {
+        for raw in bytes[..complete_len]
+            .split(|b| *b == b'\n')
+            .filter(|r| !r.is_empty())
+        {
             let line: LogLine = serde_json::from_slice(raw).map_err(|e| CorruptFile {
                 path: lpath.to_string_lossy().into_owned(),
                 detail: format!("bad progress line: {e}"),
             })?;
-            let slot = |v: &mut Vec<Option<Result<(), String>>>, i: Option<usize>, r: Result<(), String>| -> Result<(), Fault> {
+            let slot = |v: &mut Vec<Option<Result<(), String>>>,
+                        i: Option<usize>,
+                        r: Result<(), String>|
+             -> Result<(), Fault> {
                 match i {
                     Some(i) if i < n => {
                         v[i] = Some(r);
@@ -315,7 +338,13 @@ impl Session {
                     .into()),
                 }
             };
-            let r = |s: Status, e: Option<String>| if s == Status::Done { Ok(()) } else { Err(e.unwrap_or_default()) };
+            let r = |s: Status, e: Option<String>| {
+                if s == Status::Done {
+                    Ok(())
+                } else {
+                    Err(e.unwrap_or_default())
+                }
+            };
             match (line.p, line.s) {
                 (_, Status::Completed) => l.state = JournalState::Completed,
                 (_, Status::RolledBack) => l.state = JournalState::RolledBack,
@@ -333,10 +362,19 @@ impl Session {
 
     /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink;
     /// writes go to a temporary file (verified against the blob's SHA-256) renamed over the path.
-    fn apply_state(&self, rel: &RelPath, desired: &Desired, create: bool, guard: Guard<'_>) -> Result<Applied, String> {
+    fn apply_state(
+        &self,
+        rel: &RelPath,
+        desired: &Desired,
+        create: bool,
+        guard: Guard<'_>,
+    ) -> Result<Applied, String> {
         let mut created = Vec::new();
         let want_create = create && matches!(desired, Desired::File { .. });
-        let walk = self.ws.walk_parent(rel, want_create, &mut created).map_err(|e| e.to_string())?;
+        let walk = self
+            .ws
+            .walk_parent(rel, want_create, &mut created)
+            .map_err(|e| e.to_string())?;
         let dir = match walk {
             Walk::Blocked(true) => return Err("a parent directory is a symbolic link".into()),
             Walk::Blocked(false) => return Err("a parent component is not a directory".into()),
@@ -358,7 +396,9 @@ impl Session {
                 }
             }
             Guard::Content(allowed) => {
-                let now = self.content_state(rel, cur.as_ref()).map_err(|e| e.to_string())?;
+                let now = self
+                    .content_state(rel, cur.as_ref())
+                    .map_err(|e| e.to_string())?;
                 match now {
                     None => return Err("is no longer a regular file; left as it is".into()),
                     Some(now) if &now == desired => return Ok(Applied::Already),
@@ -383,7 +423,10 @@ impl Session {
                         return Err("is not a regular file; not replaced".into());
                     }
                 }
-                let (tmp, mut f) = self.ws.create_tmp(&dir, name, rel).map_err(|e| e.to_string())?;
+                let (tmp, mut f) = self
+                    .ws
+                    .create_tmp(&dir, name, rel)
+                    .map_err(|e| e.to_string())?;
                 let r = (|| -> Result<(), CopyFail> {
                     copy_blob_to(&self.store.inner.fs, &self.ws, sha256, *size, &mut f, rel)?;
                     self.ws.set_mode(&f, rel, *mode)?;
@@ -406,13 +449,21 @@ impl Session {
     }
 
     /// The content state of `rel` (`None` when something other than a regular file or absence).
-    fn content_state(&self, rel: &RelPath, meta: Option<&DiskMeta>) -> Result<Option<Desired>, FsFailure> {
+    fn content_state(
+        &self,
+        rel: &RelPath,
+        meta: Option<&DiskMeta>,
+    ) -> Result<Option<Desired>, FsFailure> {
         match meta {
             None => Ok(Some(Desired::Absent)),
             Some(m) if m.kind != FileKind::File => Ok(None),
             Some(_) => Ok(self
                 .hash_current(rel)?
-                .map(|(sha256, size, m)| Desired::File { sha256, size, mode: m.mode })),
+                .map(|(sha256, size, m)| Desired::File {
+                    sha256,
+                    size,
+                    mode: m.mode,
+                })),
         }
     }
 
@@ -424,41 +475,108 @@ impl Session {
         }
     }
 
+    /// When the plan hashed this file, its content is already in the store, and nothing
+    /// in its metadata changed since, the stored blob is the rescue copy (no re-read).
+    fn planned_blob(
+        &self,
+        current: &Current,
+        now: &DiskMeta,
+    ) -> Result<Option<Desired>, FsFailure> {
+        if let Current::File {
+            sha256: Some(sha),
+            meta,
+            ..
+        } = current
+        {
+            if meta == now
+                && self.store.inner.fs.size(&crate::blob::blob_path(sha))? == Some(now.size)
+            {
+                return Ok(Some(Desired::File {
+                    sha256: sha.clone(),
+                    size: now.size,
+                    mode: now.mode,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
     /// Saves the current bytes of `rel` as a rescue blob; checks them against the plan.
-    fn rescue(&self, rel: &RelPath, current: &Current) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
+    fn rescue(
+        &self,
+        rel: &RelPath,
+        current: &Current,
+    ) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
         let mut created = Vec::new();
         let walk = self.ws.walk_parent(rel, false, &mut created)?;
         let (_, name) = rel.split_last();
         let (state, meta) = match walk {
-            Walk::Blocked(..) => return Err(changed("a parent changed since the plan (now a symlink or not a directory)")),
+            Walk::Blocked(..) => {
+                return Err(changed(
+                    "a parent changed since the plan (now a symlink or not a directory)",
+                ));
+            }
             Walk::Missing(_) => (Desired::Absent, None),
             Walk::Parent(dir) => match self.ws.lstat(&dir, name, rel)? {
                 None => (Desired::Absent, None),
                 Some(m) if m.kind != FileKind::File || m.nlink > 1 => {
-                    return Err(changed("changed since the plan (no longer a plain regular file)"));
+                    return Err(changed(
+                        "changed since the plan (no longer a plain regular file)",
+                    ));
                 }
-                Some(_) => {
-                    let opened = match self.ws.open_read(&dir, name, rel) {
-                        Ok(o) => o,
-                        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                            return Err(changed("changed since the plan (now a symbolic link)"));
+                Some(m) => match self.planned_blob(current, &m)? {
+                    Some(state) => (state, Some(m)),
+                    None => {
+                        let opened = match self.ws.open_read(&dir, name, rel) {
+                            Ok(o) => o,
+                            Err(e)
+                                if e.raw_os_error()
+                                    == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+                            {
+                                return Err(changed(
+                                    "changed since the plan (now a symbolic link)",
+                                ));
+                            }
+                            Err(e) => return Err(e.into()),
+                        };
+                        let Some((mut f, fm)) = opened else {
+                            return Err(changed("changed since the plan (vanished)"));
+                        };
+                        if fm.kind != FileKind::File || fm.nlink > 1 {
+                            return Err(changed(
+                                "changed since the plan (no longer a plain regular file)",
+                            ));
                         }
-                        Err(e) => return Err(e.into()),
-                    };
-                    let Some((mut f, fm)) = opened else { return Err(changed("changed since the plan (vanished)")) };
-                    if fm.kind != FileKind::File || fm.nlink > 1 {
-                        return Err(changed("changed since the plan (no longer a plain regular file)"));
+                        match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)? {
+                            Stored::Blob { sha256, size, .. } => (
+                                Desired::File {
+                                    sha256,
+                                    size,
+                                    mode: fm.mode,
+                                },
+                                Some(fm),
+                            ),
+                            Stored::OverCap { size } => {
+                                return Err(changed(&format!(
+                                    "rescue copy of {size} bytes refused"
+                                )));
+                            }
+                        }
                     }
-                    match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)? {
-                        Stored::Blob { sha256, size, .. } => (Desired::File { sha256, size, mode: fm.mode }, Some(fm)),
-                        Stored::OverCap { size } => return Err(changed(&format!("rescue copy of {size} bytes refused"))),
-                    }
-                }
+                },
             },
         };
         let matches = match (current, &state, &meta) {
             (Current::Absent, Desired::Absent, _) => true,
-            (Current::File { meta: pm, sha256: psha, .. }, Desired::File { sha256, .. }, Some(m)) => {
+            (
+                Current::File {
+                    meta: pm,
+                    sha256: psha,
+                    ..
+                },
+                Desired::File { sha256, .. },
+                Some(m),
+            ) => {
                 pm.size == m.size
                     && pm.ino == m.ino
                     && pm.mtime_s == m.mtime_s
@@ -489,9 +607,15 @@ impl Session {
     /// the next [`Session::recheck_tracked`] records them (deduplicated) together with
     /// the state before them at the previous boundary, so later rewinds stay exact.
     pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
-        let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId { id: op_id.into(), reason })?;
+        let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
         if plan.session_id != self.id {
-            return Err(RestoreError::WrongSession { plan_session: plan.session_id.clone(), session: self.id.clone() });
+            return Err(RestoreError::WrongSession {
+                plan_session: plan.session_id.clone(),
+                session: self.id.clone(),
+            });
         }
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
@@ -499,27 +623,57 @@ impl Session {
         let fs = &self.store.inner.fs;
         let (ipath, lpath) = self.journal_paths(&enc);
         if fs.exists(&ipath)? {
-            return Err(RestoreError::DuplicateOp { op_id: op_id.into(), path: ipath.to_string_lossy().into_owned() });
+            return Err(RestoreError::DuplicateOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
         }
         fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         let mut actions = Vec::with_capacity(plan.actions.len());
         for a in &plan.actions {
             let (target, create_dirs) = match &a.action {
-                Action::Write { sha256, size, mode } => {
-                    (Desired::File { sha256: sha256.clone(), size: *size, mode: *mode }, Vec::new())
-                }
-                Action::Recreate { sha256, size, mode, missing_dirs } => {
-                    (Desired::File { sha256: sha256.clone(), size: *size, mode: *mode }, missing_dirs.clone())
-                }
+                Action::Write { sha256, size, mode } => (
+                    Desired::File {
+                        sha256: sha256.clone(),
+                        size: *size,
+                        mode: *mode,
+                    },
+                    Vec::new(),
+                ),
+                Action::Recreate {
+                    sha256,
+                    size,
+                    mode,
+                    missing_dirs,
+                } => (
+                    Desired::File {
+                        sha256: sha256.clone(),
+                        size: *size,
+                        mode: *mode,
+                    },
+                    missing_dirs.clone(),
+                ),
                 Action::Delete => (Desired::Absent, Vec::new()),
             };
             let (rescue, rescue_meta, prefailed) = match self.rescue(&a.path, &a.current) {
                 Ok((r, m)) => (Some(r), m, None),
                 Err(RescueFail::Changed(e)) => (None, None, Some(e)),
                 // Nothing has been changed yet: give up cleanly.
-                Err(RescueFail::Io(source)) => return Err(RestoreError::Rescue { path: a.path.display(), source }),
+                Err(RescueFail::Io(source)) => {
+                    return Err(RestoreError::Rescue {
+                        path: a.path.display(),
+                        source,
+                    });
+                }
             };
-            actions.push(JournalAction { path: a.path.clone(), target, rescue, rescue_meta, create_dirs, prefailed });
+            actions.push(JournalAction {
+                path: a.path.clone(),
+                target,
+                rescue,
+                rescue_meta,
+                create_dirs,
+                prefailed,
+            });
         }
         fs.io.crash(CrashPoint::RestoreRescued);
         let intent = JournalIntent {
@@ -540,7 +694,12 @@ impl Session {
         for (i, a) in intent.actions.iter().enumerate() {
             let result = match &a.prefailed {
                 Some(e) => Err(e.clone()),
-                None => self.apply_state(&a.path, &a.target, true, Guard::Meta(a.rescue_meta.as_ref())),
+                None => self.apply_state(
+                    &a.path,
+                    &a.target,
+                    true,
+                    Guard::Meta(a.rescue_meta.as_ref()),
+                ),
             };
             if a.prefailed.is_none() {
                 fs.io.crash(CrashPoint::RestoreActionApplied(i));
@@ -554,7 +713,15 @@ impl Session {
         }
         if hard_failures == 0 {
             fs.io.crash(CrashPoint::RestoreBeforeComplete);
-            self.log(&mut lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
+            self.log(
+                &mut lpath,
+                LogLine {
+                    p: Phase::Apply,
+                    i: None,
+                    s: Status::Completed,
+                    e: None,
+                },
+            )?;
             out.state = JournalState::Completed;
         }
         Ok(out)
@@ -571,7 +738,15 @@ impl Session {
     ) -> Result<bool, FsFailure> {
         match result {
             Ok(applied) => {
-                self.log(lpath, LogLine { p: phase, i: Some(i), s: Status::Done, e: None })?;
+                self.log(
+                    lpath,
+                    LogLine {
+                        p: phase,
+                        i: Some(i),
+                        s: Status::Done,
+                        e: None,
+                    },
+                )?;
                 match applied {
                     Applied::Written => out.written.push(path.clone()),
                     Applied::Deleted => out.deleted.push(path.clone()),
@@ -580,8 +755,20 @@ impl Session {
                 Ok(true)
             }
             Err(e) => {
-                self.log(lpath, LogLine { p: phase, i: Some(i), s: Status::Failed, e: Some(e.clone()) })?;
-                out.failed.push(PathFailure { path: path.clone(), display: path.display(), error: e });
+                self.log(
+                    lpath,
+                    LogLine {
+                        p: phase,
+                        i: Some(i),
+                        s: Status::Failed,
+                        e: Some(e.clone()),
+                    },
+                )?;
+                out.failed.push(PathFailure {
+                    path: path.clone(),
+                    display: path.display(),
+                    error: e,
+                });
                 Ok(false)
             }
         }
@@ -597,7 +784,10 @@ impl Session {
         if l.state != JournalState::Open {
             return Err(wrong_state(op_id, l.state, "continue", "open"));
         }
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
         let (_, lpath) = self.journal_paths(&enc);
         let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
@@ -610,15 +800,37 @@ impl Session {
             }
             let result = match &a.rescue {
                 None => Err("no rescue copy".into()),
-                Some(rescue) => self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue])),
+                Some(rescue) => {
+                    self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue]))
+                }
             };
-            self.store.inner.fs.io.crash(CrashPoint::RestoreActionApplied(i));
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::RestoreActionApplied(i));
             self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?;
-            self.store.inner.fs.io.crash(CrashPoint::RestoreActionLogged(i));
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::RestoreActionLogged(i));
         }
         if out.failed.is_empty() {
-            self.store.inner.fs.io.crash(CrashPoint::RestoreBeforeComplete);
-            self.log(&mut lpath, LogLine { p: Phase::Apply, i: None, s: Status::Completed, e: None })?;
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::RestoreBeforeComplete);
+            self.log(
+                &mut lpath,
+                LogLine {
+                    p: Phase::Apply,
+                    i: None,
+                    s: Status::Completed,
+                    e: None,
+                },
+            )?;
             out.state = JournalState::Completed;
         }
         Ok(out)
@@ -649,7 +861,9 @@ impl Session {
         if l.state != JournalState::Completed {
             return Err(wrong_state(op_id, l.state, "undo", "completed"));
         }
-        let done: Vec<usize> = (0..l.intent.actions.len()).filter(|i| matches!(l.apply[*i], Some(Ok(())))).collect();
+        let done: Vec<usize> = (0..l.intent.actions.len())
+            .filter(|i| matches!(l.apply[*i], Some(Ok(()))))
+            .collect();
         let mut stale = Vec::new();
         for &i in &done {
             let a = &l.intent.actions[i];
@@ -663,7 +877,10 @@ impl Session {
             }
         }
         if !stale.is_empty() {
-            return Err(JournalError::Stale { op_id: op_id.into(), paths: stale });
+            return Err(JournalError::Stale {
+                op_id: op_id.into(),
+                paths: stale,
+            });
         }
         self.revert(op_id, &l, &done, Phase::Undo)
     }
@@ -675,7 +892,10 @@ impl Session {
         which: &[usize],
         phase: Phase,
     ) -> Result<RestoreOutcome, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId { id: op_id.into(), reason })?;
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
         let (_, lpath) = self.journal_paths(&enc);
         let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
@@ -686,7 +906,12 @@ impl Session {
             if a.prefailed.is_some() {
                 continue;
             }
-            let result = self.apply_state(&a.path, rescue, true, Guard::Content(vec![&a.target, rescue]));
+            let result = self.apply_state(
+                &a.path,
+                rescue,
+                true,
+                Guard::Content(vec![&a.target, rescue]),
+            );
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }
@@ -700,7 +925,11 @@ impl Session {
                 if let Ok(Walk::Parent(parent)) = self.ws.walk_parent(d, false, &mut created) {
                     let (_, name) = d.split_last();
                     if let Err(e) = self.ws.rmdir_if_empty(&parent, name, d) {
-                        out.failed.push(PathFailure { path: d.clone(), display: d.display(), error: e.to_string() });
+                        out.failed.push(PathFailure {
+                            path: d.clone(),
+                            display: d.display(),
+                            error: e.to_string(),
+                        });
                     }
                 }
             }
@@ -709,9 +938,25 @@ impl Session {
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackBeforeComplete);
             }
-            let s = if phase == Phase::Undo { Status::Undone } else { Status::RolledBack };
-            self.log(&mut lpath, LogLine { p: phase, i: None, s, e: None })?;
-            out.state = if phase == Phase::Undo { JournalState::Undone } else { JournalState::RolledBack };
+            let s = if phase == Phase::Undo {
+                Status::Undone
+            } else {
+                Status::RolledBack
+            };
+            self.log(
+                &mut lpath,
+                LogLine {
+                    p: phase,
+                    i: None,
+                    s,
+                    e: None,
+                },
+            )?;
+            out.state = if phase == Phase::Undo {
+                JournalState::Undone
+            } else {
+                JournalState::RolledBack
+            };
         } else {
             out.state = l.state;
         }
@@ -720,7 +965,11 @@ impl Session {
 
     /// Status of every open restore journal of this session (to report after a restart).
     pub fn reconcile_restores(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
-        Ok(self.restore_statuses()?.into_iter().filter(|s| s.state == JournalState::Open).collect())
+        Ok(self
+            .restore_statuses()?
+            .into_iter()
+            .filter(|s| s.state == JournalState::Open)
+            .collect())
     }
 
     /// Status of one restore operation.
@@ -746,7 +995,9 @@ impl Session {
                 continue;
             }
             let ipath = jdir.join(&name);
-            let Some(bytes) = fs.read_opt(&ipath)? else { continue };
+            let Some(bytes) = fs.read_opt(&ipath)? else {
+                continue;
+            };
             let intent: JournalIntent = parse_record(&ipath, &bytes)?;
             let stem = s.trim_end_matches(".json").to_string();
             let l = self.fold_log(intent, &jdir.join(format!("{stem}.log")))?;
@@ -797,6 +1048,16 @@ fn status_of(l: &Loaded) -> RestoreStatus {
     s
 }
 
-fn wrong_state(op_id: &str, state: JournalState, operation: &'static str, needed: &'static str) -> JournalError {
-    JournalError::WrongState { op_id: op_id.into(), state, operation, needed }
+fn wrong_state(
+    op_id: &str,
+    state: JournalState,
+    operation: &'static str,
+    needed: &'static str,
+) -> JournalError {
+    JournalError::WrongState {
+        op_id: op_id.into(),
+        state,
+        operation,
+        needed,
+    }
 }

@@ -61,8 +61,9 @@ mod session;
 mod store;
 
 pub use error::{
-    CaptureError, ClearError, CommitError, CorruptFile, FsFailure, JournalError, NewerVersion, OpenError, PlanError,
-    PruneError, QueryError, RecheckError, ReconcileError, RestoreError, SessionError,
+    CaptureError, ClearError, CommitError, CorruptFile, FsFailure, JournalError, NewerVersion,
+    OpenError, PlanError, PruneError, QueryError, RecheckError, ReconcileError, RestoreError,
+    SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
@@ -71,6 +72,7 @@ pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id}
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
 pub use session::{
-    CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome, RecordedChange, Session,
+    CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome,
+    RecordedChange, Session,
 };
 pub use store::{DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions};

@@ -140,7 +140,11 @@ impl Serialize for RelPath {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match std::str::from_utf8(&self.0) {
             Ok(text) => s.serialize_str(text),
-            Err(_) => HexPath { hex: hex::encode(&self.0), lossy: self.display() }.serialize(s),
+            Err(_) => HexPath {
+                hex: hex::encode(&self.0),
+                lossy: self.display(),
+            }
+            .serialize(s),
         }
     }
 }
@@ -203,7 +207,11 @@ pub fn decode_id(name: &str) -> Option<String> {
         if b == b'%' {
             let hexs = name.get(i + 1..i + 3)?;
             let v = u8::from_str_radix(hexs, 16).ok()?;
-            if v.is_ascii_alphanumeric() || v == b'_' || v == b'-' || hexs.to_ascii_uppercase() != hexs {
+            if v.is_ascii_alphanumeric()
+                || v == b'_'
+                || v == b'-'
+                || hexs.to_ascii_uppercase() != hexs
+            {
                 return None;
             }
             out.push(v);
@@ -227,11 +235,20 @@ mod tests {
     fn relpath_rules() {
         assert!(RelPath::from_bytes(b"a/b").is_ok());
         assert_eq!(RelPath::from_bytes(b""), Err(RelPathError::Empty));
-        assert_eq!(RelPath::from_bytes(b"a/../b"), Err(RelPathError::BadComponent));
-        assert_eq!(RelPath::from_bytes(b"a//b"), Err(RelPathError::BadComponent));
+        assert_eq!(
+            RelPath::from_bytes(b"a/../b"),
+            Err(RelPathError::BadComponent)
+        );
+        assert_eq!(
+            RelPath::from_bytes(b"a//b"),
+            Err(RelPathError::BadComponent)
+        );
         assert_eq!(RelPath::from_bytes(b"/a"), Err(RelPathError::Absolute));
         assert_eq!(RelPath::from_bytes(b"a\0b"), Err(RelPathError::Nul));
-        assert_eq!(RelPath::from_path(Path::new("./a/./b")).map(|p| p.display()), Ok("a/b".into()));
+        assert_eq!(
+            RelPath::from_path(Path::new("./a/./b")).map(|p| p.display()),
+            Ok("a/b".into())
+        );
     }
 
     #[test]
@@ -242,14 +259,20 @@ mod tests {
         let back: RelPath = serde_json::from_str(&j).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, p);
         let q = RelPath::from_bytes("ünï/c.txt".as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(serde_json::to_string(&q).unwrap_or_default(), "\"ünï/c.txt\"");
+        assert_eq!(
+            serde_json::to_string(&q).unwrap_or_default(),
+            "\"ünï/c.txt\""
+        );
     }
 
     #[test]
     fn id_encoding_is_safe_and_reversible() {
         for id in ["abc-DEF_1", "..", ".", "a/b", "%41", "x\0y", "日本", "a.b"] {
             let e = encode_id(id).unwrap_or_else(|err| panic!("{err}"));
-            assert!(!e.contains('/') && e != "." && e != ".." && !e.starts_with('.'), "{e}");
+            assert!(
+                !e.contains('/') && e != "." && e != ".." && !e.starts_with('.'),
+                "{e}"
+            );
             assert_eq!(decode_id(&e).as_deref(), Some(id));
         }
         assert_eq!(encode_id(""), Err(IdError::Empty));

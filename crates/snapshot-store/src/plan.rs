@@ -130,7 +130,9 @@ pub struct SkippedPath {
 pub(crate) enum Observed {
     /// Absent; `Some(i)` when parent component `i` is missing too.
     Absent(Option<usize>),
-    File { meta: DiskMeta },
+    File {
+        meta: DiskMeta,
+    },
     Blocked(SkipReason),
 }
 
@@ -149,7 +151,9 @@ impl Session {
                 Ok(match self.ws.lstat(&dir, name, rel)? {
                     None => Observed::Absent(None),
                     Some(meta) => match meta.kind {
-                        FileKind::File if meta.nlink > 1 => Observed::Blocked(SkipReason::HardLink { nlink: meta.nlink }),
+                        FileKind::File if meta.nlink > 1 => {
+                            Observed::Blocked(SkipReason::HardLink { nlink: meta.nlink })
+                        }
                         FileKind::File => Observed::File { meta },
                         FileKind::Dir => Observed::Blocked(SkipReason::Directory),
                         FileKind::Symlink => Observed::Blocked(SkipReason::Symlink),
@@ -161,16 +165,25 @@ impl Session {
     }
 
     /// Hashes the current file at `rel` (no symlink followed); `None` if it is not a regular file now.
-    pub(crate) fn hash_current(&self, rel: &RelPath) -> Result<Option<(String, u64, DiskMeta)>, FsFailure> {
+    pub(crate) fn hash_current(
+        &self,
+        rel: &RelPath,
+    ) -> Result<Option<(String, u64, DiskMeta)>, FsFailure> {
         let mut created = Vec::new();
-        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else { return Ok(None) };
+        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
+            return Ok(None);
+        };
         let (_, name) = rel.split_last();
         let opened = match self.ws.open_read(&dir, name, rel) {
             Ok(o) => o,
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         };
-        let Some((mut f, meta)) = opened else { return Ok(None) };
+        let Some((mut f, meta)) = opened else {
+            return Ok(None);
+        };
         if meta.kind != FileKind::File {
             return Ok(None);
         }
@@ -208,69 +221,110 @@ impl Session {
             unchanged: 0,
         };
         let observe_err = |e: FsFailure, rel: &RelPath| -> PlanError {
-            if e.area == Area::Workspace { PlanError::Observe { path: rel.display(), source: e } } else { PlanError::Fs(e) }
+            if e.area == Area::Workspace {
+                PlanError::Observe {
+                    path: rel.display(),
+                    source: e,
+                }
+            } else {
+                PlanError::Fs(e)
+            }
         };
         for (path, (anchor_seq, _, before)) in best {
             let display = path.display();
-            let skip = |reason: SkipReason| SkippedPath { path: path.clone(), display: display.clone(), anchor_seq, reason };
+            let skip = |reason: SkipReason| SkippedPath {
+                path: path.clone(),
+                display: display.clone(),
+                anchor_seq,
+                reason,
+            };
             match before {
                 BeforeState::Uncovered { size } => {
-                    plan.uncovered.push(UncoveredPath { path: path.clone(), display, anchor_seq, size });
-                }
-                BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
-                BeforeState::Absent => match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                    Observed::Absent(_) => plan.unchanged += 1,
-                    Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
-                    Observed::File { meta } => plan.actions.push(PlannedAction {
+                    plan.uncovered.push(UncoveredPath {
                         path: path.clone(),
                         display,
                         anchor_seq,
-                        action: Action::Delete,
-                        current: Current::File { size: meta.size, mode: meta.mode, sha256: None, meta },
-                    }),
-                },
-                BeforeState::File { sha256, size, mode } => match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                    Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
-                    Observed::Absent(missing) => {
-                        let (parents, _) = path.split_last();
-                        let missing_dirs = match missing {
-                            Some(i) => (i + 1..=parents.len()).filter_map(|n| path.prefix(n)).collect(),
-                            None => Vec::new(),
-                        };
-                        plan.actions.push(PlannedAction {
+                        size,
+                    });
+                }
+                BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
+                BeforeState::Absent => {
+                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                        Observed::Absent(_) => plan.unchanged += 1,
+                        Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
+                        Observed::File { meta } => plan.actions.push(PlannedAction {
                             path: path.clone(),
                             display,
                             anchor_seq,
-                            action: Action::Recreate { sha256, size, mode, missing_dirs },
-                            current: Current::Absent,
-                        });
+                            action: Action::Delete,
+                            current: Current::File {
+                                size: meta.size,
+                                mode: meta.mode,
+                                sha256: None,
+                                meta,
+                            },
+                        }),
                     }
-                    Observed::File { meta } => {
-                        let mut cur_sha = None;
-                        let mut same = false;
-                        if meta.size == size {
-                            if let Some((sha, _, m2)) = self.hash_current(&path).map_err(|e| observe_err(e, &path))? {
-                                same = sha == sha256 && m2.mode == mode && m2 == meta;
-                                if m2 != meta {
-                                    // Changed while we looked: plan the write; restore re-checks.
-                                    same = false;
-                                }
-                                cur_sha = Some(sha);
-                            }
-                        }
-                        if same {
-                            plan.unchanged += 1;
-                        } else {
+                }
+                BeforeState::File { sha256, size, mode } => {
+                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                        Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
+                        Observed::Absent(missing) => {
+                            let (parents, _) = path.split_last();
+                            let missing_dirs = match missing {
+                                Some(i) => (i + 1..=parents.len())
+                                    .filter_map(|n| path.prefix(n))
+                                    .collect(),
+                                None => Vec::new(),
+                            };
                             plan.actions.push(PlannedAction {
                                 path: path.clone(),
                                 display,
                                 anchor_seq,
-                                action: Action::Write { sha256, size, mode },
-                                current: Current::File { size: meta.size, mode: meta.mode, sha256: cur_sha, meta },
+                                action: Action::Recreate {
+                                    sha256,
+                                    size,
+                                    mode,
+                                    missing_dirs,
+                                },
+                                current: Current::Absent,
                             });
                         }
+                        Observed::File { meta } => {
+                            let mut cur_sha = None;
+                            let mut same = false;
+                            if meta.size == size {
+                                if let Some((sha, _, m2)) = self
+                                    .hash_current(&path)
+                                    .map_err(|e| observe_err(e, &path))?
+                                {
+                                    same = sha == sha256 && m2.mode == mode && m2 == meta;
+                                    if m2 != meta {
+                                        // Changed while we looked: plan the write; restore re-checks.
+                                        same = false;
+                                    }
+                                    cur_sha = Some(sha);
+                                }
+                            }
+                            if same {
+                                plan.unchanged += 1;
+                            } else {
+                                plan.actions.push(PlannedAction {
+                                    path: path.clone(),
+                                    display,
+                                    anchor_seq,
+                                    action: Action::Write { sha256, size, mode },
+                                    current: Current::File {
+                                        size: meta.size,
+                                        mode: meta.mode,
+                                        sha256: cur_sha,
+                                        meta,
+                                    },
+                                });
+                            }
+                        }
                     }
-                },
+                }
             }
         }
         Ok(plan)

@@ -10,11 +10,12 @@ use serde::Serialize;
 
 use crate::blob::{Stored, store_file};
 use crate::error::{
-    ClearError, CommitError, CaptureError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
+    CaptureError, ClearError, CommitError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
 };
 use crate::format::{
-    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingRecord, RECORD_VERSION, SessionMarker, SkipReason,
-    TrackedPath, TrackedRecord, anchor_dir_name, parse_record, to_json,
+    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingRecord,
+    RECORD_VERSION, SessionMarker, SkipReason, TrackedPath, TrackedRecord, anchor_dir_name,
+    parse_record, to_json,
 };
 use crate::fsio::{DiskMeta, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
@@ -115,7 +116,10 @@ pub struct PruneOptions {
 
 impl Default for PruneOptions {
     fn default() -> Self {
-        Self { keep_groups: 100, keep_journals: 10 }
+        Self {
+            keep_groups: 100,
+            keep_journals: 10,
+        }
     }
 }
 
@@ -165,20 +169,36 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("id", &self.id).field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
 impl Session {
-    pub(crate) fn new(store: Store, id: String, dir: PathBuf, root: Dir, roots: Vec<PathBuf>) -> Self {
-        let io = Io { seam: store.inner.fs.io.seam.clone(), durable: store.inner.fs.io.durable };
+    pub(crate) fn new(
+        store: Store,
+        id: String,
+        dir: PathBuf,
+        root: Dir,
+        roots: Vec<PathBuf>,
+    ) -> Self {
+        let io = Io {
+            seam: store.inner.fs.io.seam.clone(),
+            durable: store.inner.fs.io.durable,
+        };
         Session {
             store,
             id,
             dir,
             ws: WsFs { root, io },
             roots,
-            state: Mutex::new(State { tracked: None, prepared: false, last_boundary: None }),
+            state: Mutex::new(State {
+                tracked: None,
+                prepared: false,
+                last_boundary: None,
+            }),
         }
     }
 
@@ -208,7 +228,11 @@ impl Session {
             fs.create_dir_all(&self.p(d))?;
         }
         if !fs.exists(&self.p("session.json"))? {
-            let m = SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: None };
+            let m = SessionMarker {
+                v: RECORD_VERSION,
+                session_id: self.id.clone(),
+                session_format: None,
+            };
             fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
         }
         st.prepared = true;
@@ -237,20 +261,29 @@ impl Session {
     pub fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
         let bytes = input.as_os_str().as_bytes();
         if bytes.is_empty() {
-            return Err(SkipReason::InvalidPath { detail: "empty path".into() });
+            return Err(SkipReason::InvalidPath {
+                detail: "empty path".into(),
+            });
         }
         if bytes.contains(&0) {
-            return Err(SkipReason::InvalidPath { detail: "contains a NUL byte".into() });
+            return Err(SkipReason::InvalidPath {
+                detail: "contains a NUL byte".into(),
+            });
         }
         let rel: &Path = if input.is_absolute() {
-            self.roots.iter().find_map(|r| input.strip_prefix(r).ok()).ok_or(SkipReason::OutsideWorkspace)?
+            self.roots
+                .iter()
+                .find_map(|r| input.strip_prefix(r).ok())
+                .ok_or(SkipReason::OutsideWorkspace)?
         } else {
             input
         };
         RelPath::from_path(rel).map_err(|e| match e {
             RelPathError::Empty => SkipReason::Directory,
             RelPathError::BadComponent | RelPathError::Absolute => SkipReason::OutsideWorkspace,
-            RelPathError::Nul => SkipReason::InvalidPath { detail: "contains a NUL byte".into() },
+            RelPathError::Nul => SkipReason::InvalidPath {
+                detail: "contains a NUL byte".into(),
+            },
         })
     }
 
@@ -260,13 +293,20 @@ impl Session {
 
     /// Reads a path's current state into the store (blob for a regular file).
     /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
-    pub(crate) fn capture_path(&self, rel: &RelPath) -> Result<(BeforeState, Known, bool), FsFailure> {
+    pub(crate) fn capture_path(
+        &self,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let mut created = Vec::new();
         match self.ws.walk_parent(rel, false, &mut created)? {
             Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),
             Walk::Blocked(link) => Ok((
                 BeforeState::Skipped {
-                    reason: if link { SkipReason::SymlinkedParent } else { SkipReason::ParentNotDirectory },
+                    reason: if link {
+                        SkipReason::SymlinkedParent
+                    } else {
+                        SkipReason::ParentNotDirectory
+                    },
                 },
                 Known::Unknown,
                 false,
@@ -275,22 +315,48 @@ impl Session {
         }
     }
 
-    pub(crate) fn capture_in(&self, dir: &WsDir<'_>, rel: &RelPath) -> Result<(BeforeState, Known, bool), FsFailure> {
+    pub(crate) fn capture_in(
+        &self,
+        dir: &WsDir<'_>,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let (_, name) = rel.split_last();
         let Some(meta) = self.ws.lstat(dir, name, rel)? else {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
         if let Some(reason) = not_capturable(&meta) {
-            return Ok((BeforeState::Skipped { reason }, Known::Present { meta, sha256: None, recorded: true }, false));
+            return Ok((
+                BeforeState::Skipped { reason },
+                Known::Present {
+                    meta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
         }
         let cap = self.cap();
         if cap != 0 && meta.size > cap {
-            return Ok((BeforeState::Uncovered { size: meta.size }, Known::Present { meta, sha256: None, recorded: true }, false));
+            return Ok((
+                BeforeState::Uncovered { size: meta.size },
+                Known::Present {
+                    meta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
         }
         let opened = match self.ws.open_read(dir, name, rel) {
             Ok(o) => o,
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                return Ok((BeforeState::Skipped { reason: SkipReason::Symlink }, Known::Unknown, false));
+                return Ok((
+                    BeforeState::Skipped {
+                        reason: SkipReason::Symlink,
+                    },
+                    Known::Unknown,
+                    false,
+                ));
             }
             Err(e) => return Err(e),
         };
@@ -298,15 +364,48 @@ impl Session {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
         if let Some(reason) = not_capturable(&fmeta) {
-            return Ok((BeforeState::Skipped { reason }, Known::Present { meta: fmeta, sha256: None, recorded: true }, false));
+            return Ok((
+                BeforeState::Skipped { reason },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
         }
-        match store_file(&self.store.inner.fs, &self.ws, &mut file, rel, fmeta.size, cap)? {
-            Stored::OverCap { size } => {
-                Ok((BeforeState::Uncovered { size }, Known::Present { meta: fmeta, sha256: None, recorded: true }, false))
-            }
-            Stored::Blob { sha256, size, dedup } => Ok((
-                BeforeState::File { sha256: sha256.clone(), size, mode: fmeta.mode },
-                Known::Present { meta: fmeta, sha256: Some(sha256), recorded: true },
+        match store_file(
+            &self.store.inner.fs,
+            &self.ws,
+            &mut file,
+            rel,
+            fmeta.size,
+            cap,
+        )? {
+            Stored::OverCap { size } => Ok((
+                BeforeState::Uncovered { size },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            )),
+            Stored::Blob {
+                sha256,
+                size,
+                dedup,
+            } => Ok((
+                BeforeState::File {
+                    sha256: sha256.clone(),
+                    size,
+                    mode: fmeta.mode,
+                },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: Some(sha256),
+                    recorded: true,
+                },
                 dedup,
             )),
         }
@@ -322,7 +421,11 @@ impl Session {
                 let (_, name) = rel.split_last();
                 Ok(match self.ws.lstat(&dir, name, rel)? {
                     None => Known::Absent,
-                    Some(meta) => Known::Present { meta, sha256: None, recorded: false },
+                    Some(meta) => Known::Present {
+                        meta,
+                        sha256: None,
+                        recorded: false,
+                    },
                 })
             }
         }
@@ -343,13 +446,25 @@ impl Session {
     ///
     /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
     /// `Ok`, the staged record survives a kill -9 of the process (see `docs/format.md`).
-    pub fn capture_before(&self, call_id: &str, path: &Path) -> Result<CaptureOutcome, CaptureError> {
-        let enc = encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId { id: call_id.into(), reason })?;
+    pub fn capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        let enc = encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId {
+            id: call_id.into(),
+            reason,
+        })?;
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let rel = match self.resolve(path) {
             Ok(r) => r,
-            Err(reason) => return Ok(CaptureOutcome::Skipped { path: path.to_string_lossy().into_owned(), reason }),
+            Err(reason) => {
+                return Ok(CaptureOutcome::Skipped {
+                    path: path.to_string_lossy().into_owned(),
+                    reason,
+                });
+            }
         };
         let _g = self.store.lock_shared()?;
         let ppath = self.pending_path(&enc);
@@ -358,10 +473,18 @@ impl Session {
             Ok(Some(r)) => r,
             Ok(None) => {
                 fresh = true;
-                PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() }
+                PendingRecord {
+                    v: RECORD_VERSION,
+                    call_id: call_id.to_string(),
+                    entries: Vec::new(),
+                }
             }
             // A torn record from a crash during an earlier capture of this call: start over.
-            Err(Fault::Corrupt(_)) => PendingRecord { v: RECORD_VERSION, call_id: call_id.to_string(), entries: Vec::new() },
+            Err(Fault::Corrupt(_)) => PendingRecord {
+                v: RECORD_VERSION,
+                call_id: call_id.to_string(),
+                entries: Vec::new(),
+            },
             Err(e) => return Err(e.into()),
         };
         if rec.entries.iter().any(|e| e.path == rel) {
@@ -373,7 +496,11 @@ impl Session {
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
         if let Some(prev) = self.last_boundary(&mut st)? {
-            let (known, since) = self.tracked(&mut st)?.get(&rel).cloned().unwrap_or((Known::Unknown, None));
+            let (known, since) = self
+                .tracked(&mut st)?
+                .get(&rel)
+                .cloned()
+                .unwrap_or((Known::Unknown, None));
             if differs(&known, &now) {
                 if let Some(e) = self.backdated_entry(&rel, &known, since, prev, back_order) {
                     self.write_recheck_group(prev, vec![e])?;
@@ -381,7 +508,11 @@ impl Session {
                 }
             }
         }
-        rec.entries.push(Entry { path: rel.clone(), order, before: before.clone() });
+        rec.entries.push(Entry {
+            path: rel.clone(),
+            order,
+            before: before.clone(),
+        });
         let fs = &self.store.inner.fs;
         // A call's first record is created in place (a torn one is detected and dropped:
         // the capture never returned); later ones replace it atomically.
@@ -391,17 +522,33 @@ impl Session {
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
-            BeforeState::File { sha256, size, .. } => CaptureOutcome::Captured { path: rel, sha256, size, deduplicated: dedup },
+            BeforeState::File { sha256, size, .. } => CaptureOutcome::Captured {
+                path: rel,
+                sha256,
+                size,
+                deduplicated: dedup,
+            },
             BeforeState::Uncovered { size } => CaptureOutcome::Uncovered { path: rel, size },
-            BeforeState::Skipped { reason } => CaptureOutcome::Skipped { path: rel.display(), reason },
+            BeforeState::Skipped { reason } => CaptureOutcome::Skipped {
+                path: rel.display(),
+                reason,
+            },
         })
     }
 
     /// Settles tool call `call_id`: a failed call (`ok == false`) drops its staged
     /// captures; a successful one joins anchor group `anchor_seq` (the seq of the
     /// user message the call belongs to). Idempotent after a crash.
-    pub fn commit(&self, call_id: &str, anchor_seq: u64, ok: bool) -> Result<CommitOutcome, CommitError> {
-        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId { id: call_id.into(), reason })?;
+    pub fn commit(
+        &self,
+        call_id: &str,
+        anchor_seq: u64,
+        ok: bool,
+    ) -> Result<CommitOutcome, CommitError> {
+        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
+            id: call_id.into(),
+            reason,
+        })?;
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.store.lock_shared()?;
@@ -422,7 +569,10 @@ impl Session {
             if ok && fs.exists(&gpath)? {
                 let bytes = fs.read_opt(&gpath)?.unwrap_or_default();
                 let g: GroupRecord = parse_record(&gpath, &bytes)?;
-                return Ok(CommitOutcome::Committed { anchor_seq, entries: g.entries.len() });
+                return Ok(CommitOutcome::Committed {
+                    anchor_seq,
+                    entries: g.entries.len(),
+                });
             }
             return Ok(CommitOutcome::NothingStaged);
         };
@@ -436,7 +586,9 @@ impl Session {
             let g = GroupRecord {
                 v: RECORD_VERSION,
                 anchor_seq,
-                source: EntrySource::Tool { call_id: call_id.to_string() },
+                source: EntrySource::Tool {
+                    call_id: call_id.to_string(),
+                },
                 entries: rec.entries.clone(),
             };
             fs.write_atomic(&gpath, &to_json(&g))?;
@@ -452,19 +604,28 @@ impl Session {
             updates.push((e.path.clone(), known, None));
         }
         self.update_tracked(&mut st, updates)?;
-        Ok(CommitOutcome::Committed { anchor_seq, entries: n })
+        Ok(CommitOutcome::Committed {
+            anchor_seq,
+            entries: n,
+        })
     }
 
     /// Drops whatever call `call_id` staged (the host's safety net when a call's
     /// post-execution step never ran). Returns whether anything was staged.
     pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
-        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId { id: call_id.into(), reason })?;
+        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
+            id: call_id.into(),
+            reason,
+        })?;
         self.store.guard_writable()?;
         Ok(self.store.inner.fs.remove_file(&self.pending_path(&enc))?)
     }
 
     /// Loads (once) the tracked cache: `tracked.json` plus every path named by a group.
-    pub(crate) fn tracked<'s>(&self, st: &'s mut State) -> Result<&'s mut BTreeMap<RelPath, (Known, Option<u64>)>, Fault> {
+    pub(crate) fn tracked<'s>(
+        &self,
+        st: &'s mut State,
+    ) -> Result<&'s mut BTreeMap<RelPath, (Known, Option<u64>)>, Fault> {
         if st.tracked.is_none() {
             let path = self.p("tracked.json");
             let mut map = BTreeMap::new();
@@ -490,7 +651,11 @@ impl Session {
         Ok(st.tracked.get_or_insert_with(BTreeMap::new))
     }
 
-    pub(crate) fn update_tracked(&self, st: &mut State, updates: Vec<(RelPath, Known, Option<u64>)>) -> Result<(), Fault> {
+    pub(crate) fn update_tracked(
+        &self,
+        st: &mut State,
+        updates: Vec<(RelPath, Known, Option<u64>)>,
+    ) -> Result<(), Fault> {
         if updates.is_empty() {
             return Ok(());
         }
@@ -502,12 +667,25 @@ impl Session {
     }
 
     fn save_tracked(&self, st: &State) -> Result<(), Fault> {
-        let Some(map) = &st.tracked else { return Ok(()) };
+        let Some(map) = &st.tracked else {
+            return Ok(());
+        };
         let rec = TrackedRecord {
             v: RECORD_VERSION,
-            paths: map.iter().map(|(p, (k, since))| TrackedPath { path: p.clone(), known: k.clone(), since: *since }).collect(),
+            paths: map
+                .iter()
+                .map(|(p, (k, since))| TrackedPath {
+                    path: p.clone(),
+                    known: k.clone(),
+                    since: *since,
+                })
+                .collect(),
         };
-        Ok(self.store.inner.fs.write_atomic(&self.p("tracked.json"), &to_json(&rec))?)
+        Ok(self
+            .store
+            .inner
+            .fs
+            .write_atomic(&self.p("tracked.json"), &to_json(&rec))?)
     }
 
     /// Every group record with anchor ≥ `min_anchor`, in (anchor, file) order.
@@ -529,7 +707,9 @@ impl Session {
                     continue;
                 }
                 let p = adir.join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                let Some(bytes) = fs.read_opt(&p)? else {
+                    continue;
+                };
                 let rec: GroupRecord = parse_record(&p, &bytes)?;
                 if rec.anchor_seq != seq {
                     return Err(CorruptFile {
@@ -552,11 +732,18 @@ impl Session {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.store.lock_shared()?;
-        let paths: Vec<(RelPath, (Known, Option<u64>))> =
-            self.tracked(&mut st)?.iter().map(|(p, k)| (p.clone(), k.clone())).collect();
+        let paths: Vec<(RelPath, (Known, Option<u64>))> = self
+            .tracked(&mut st)?
+            .iter()
+            .map(|(p, k)| (p.clone(), k.clone()))
+            .collect();
         let prev_boundary = self.last_boundary(&mut st)?.filter(|b| *b < anchor_seq);
         let mut backdated = Vec::new();
-        let mut outcome = RecheckOutcome { checked: paths.len(), recorded: Vec::new(), failed: Vec::new() };
+        let mut outcome = RecheckOutcome {
+            checked: paths.len(),
+            recorded: Vec::new(),
+            failed: Vec::new(),
+        };
         let mut entries = Vec::new();
         let mut updates = Vec::new();
         let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
@@ -577,7 +764,11 @@ impl Session {
                 let now = match dir {
                     Some(d) => match self.ws.lstat(d, name, &rel)? {
                         None => Known::Absent,
-                        Some(meta) => Known::Present { meta, sha256: None, recorded: false },
+                        Some(meta) => Known::Present {
+                            meta,
+                            sha256: None,
+                            recorded: false,
+                        },
                     },
                     // Parent missing or blocked: find out which through the full path.
                     None => self.observe_meta(&rel)?,
@@ -586,7 +777,12 @@ impl Session {
                 // since (content unknown) is recorded once, so every boundary's state is exact.
                 let same = match (&known, &now) {
                     (Known::Absent, Known::Absent) => true,
-                    (Known::Present { meta: a, recorded, .. }, Known::Present { meta: b, .. }) => a == b && *recorded,
+                    (
+                        Known::Present {
+                            meta: a, recorded, ..
+                        },
+                        Known::Present { meta: b, .. },
+                    ) => a == b && *recorded,
                     _ => false,
                 };
                 if same {
@@ -605,13 +801,23 @@ impl Session {
                 Err(e) if e.area == Area::Workspace => {
                     // Per-path failure: reported; the path stays as last known and is retried next time.
                     cached = None;
-                    outcome.failed.push(PathFailure { path: rel.clone(), display: rel.display(), error: e.to_string() });
+                    outcome.failed.push(PathFailure {
+                        path: rel.clone(),
+                        display: rel.display(),
+                        error: e.to_string(),
+                    });
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             };
             // Same content as last known (e.g. only touched): record nothing, refresh metadata.
-            if let (Known::Present { sha256: Some(old), .. }, BeforeState::File { sha256: new, .. }) = (&known, &before) {
+            if let (
+                Known::Present {
+                    sha256: Some(old), ..
+                },
+                BeforeState::File { sha256: new, .. },
+            ) = (&known, &before)
+            {
                 if old == new {
                     updates.push((rel.clone(), new_known, since));
                     continue;
@@ -621,12 +827,21 @@ impl Session {
             // state: record that state there too (unless already recorded there or later),
             // so a rewind to the previous boundary is exact.
             if let Some(prev) = prev_boundary {
-                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, self.store.next_order()) {
+                if let Some(e) =
+                    self.backdated_entry(&rel, &known, since, prev, self.store.next_order())
+                {
                     backdated.push(e);
                 }
             }
-            entries.push(Entry { path: rel.clone(), order, before: before.clone() });
-            outcome.recorded.push(RecordedChange { path: rel.clone(), before });
+            entries.push(Entry {
+                path: rel.clone(),
+                order,
+                before: before.clone(),
+            });
+            outcome.recorded.push(RecordedChange {
+                path: rel.clone(),
+                before,
+            });
             updates.push((rel, new_known, Some(anchor_seq)));
         }
         drop(cached);
@@ -645,20 +860,35 @@ impl Session {
 
     /// The entry recording `known` (the state last seen) at boundary `prev`, when the
     /// path changed after `prev` and that state is not already recorded at `prev` or later.
-    fn backdated_entry(&self, rel: &RelPath, known: &Known, since: Option<u64>, prev: u64, order: u64) -> Option<Entry> {
+    fn backdated_entry(
+        &self,
+        rel: &RelPath,
+        known: &Known,
+        since: Option<u64>,
+        prev: u64,
+        order: u64,
+    ) -> Option<Entry> {
         if since.is_some_and(|s| s >= prev) {
             return None;
         }
         let before = match known {
             Known::Absent => BeforeState::Absent,
-            Known::Present { meta, sha256: Some(sha), recorded: true }
-                if meta.kind == FileKind::File && self.store.has_blob(sha) =>
-            {
-                BeforeState::File { sha256: sha.clone(), size: meta.size, mode: meta.mode }
-            }
+            Known::Present {
+                meta,
+                sha256: Some(sha),
+                recorded: true,
+            } if meta.kind == FileKind::File && self.store.has_blob(sha) => BeforeState::File {
+                sha256: sha.clone(),
+                size: meta.size,
+                mode: meta.mode,
+            },
             _ => return None,
         };
-        Some(Entry { path: rel.clone(), order, before })
+        Some(Entry {
+            path: rel.clone(),
+            order,
+            before,
+        })
     }
 
     fn write_recheck_group(&self, anchor_seq: u64, entries: Vec<Entry>) -> Result<(), Fault> {
@@ -666,7 +896,12 @@ impl Session {
         let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
         fs.create_dir_all(&gdir)?;
         let name = format!("~recheck-{}.json", entries[0].order);
-        let g = GroupRecord { v: RECORD_VERSION, anchor_seq, source: EntrySource::Recheck, entries };
+        let g = GroupRecord {
+            v: RECORD_VERSION,
+            anchor_seq,
+            source: EntrySource::Recheck,
+            entries,
+        };
         Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)
     }
 
@@ -692,8 +927,14 @@ impl Session {
         if self.last_boundary(st)?.is_some_and(|b| b >= anchor_seq) {
             return Ok(());
         }
-        let rec = BoundaryRecord { v: RECORD_VERSION, anchor_seq };
-        self.store.inner.fs.write_atomic(&self.p("boundary.json"), &to_json(&rec))?;
+        let rec = BoundaryRecord {
+            v: RECORD_VERSION,
+            anchor_seq,
+        };
+        self.store
+            .inner
+            .fs
+            .write_atomic(&self.p("boundary.json"), &to_json(&rec))?;
         st.last_boundary = Some(Some(anchor_seq));
         Ok(())
     }
@@ -733,7 +974,8 @@ impl Session {
         })?;
         if anchors.len() > opts.keep_groups {
             for seq in &anchors[..anchors.len() - opts.keep_groups] {
-                self.store.remove_tree(&self.p("groups").join(anchor_dir_name(*seq)))?;
+                self.store
+                    .remove_tree(&self.p("groups").join(anchor_dir_name(*seq)))?;
                 report.groups_removed += 1;
             }
         }
@@ -763,21 +1005,35 @@ impl Session {
         self.store.guard_writable()?;
         let previous = match self.read_marker() {
             Ok(m) => m,
-            Err(Fault::Corrupt(_)) => Some(SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: None }),
+            Err(Fault::Corrupt(_)) => Some(SessionMarker {
+                v: RECORD_VERSION,
+                session_id: self.id.clone(),
+                session_format: None,
+            }),
             Err(e) => return Err(e.into()),
         };
         let outcome = match &previous {
             None => FormatOutcome::Initialized,
-            Some(m) if m.session_format.as_deref() == Some(format) => return Ok(FormatOutcome::Unchanged),
-            Some(m) if m.session_format.is_none() && !self.has_records()? => FormatOutcome::Initialized,
+            Some(m) if m.session_format.as_deref() == Some(format) => {
+                return Ok(FormatOutcome::Unchanged);
+            }
+            Some(m) if m.session_format.is_none() && !self.has_records()? => {
+                FormatOutcome::Initialized
+            }
             Some(m) => {
                 self.clear_session()?;
-                FormatOutcome::Cleared { previous: m.session_format.clone() }
+                FormatOutcome::Cleared {
+                    previous: m.session_format.clone(),
+                }
             }
         };
         let fs = &self.store.inner.fs;
         fs.create_dir_all(&self.dir)?;
-        let m = SessionMarker { v: RECORD_VERSION, session_id: self.id.clone(), session_format: Some(format.to_string()) };
+        let m = SessionMarker {
+            v: RECORD_VERSION,
+            session_id: self.id.clone(),
+            session_format: Some(format.to_string()),
+        };
         fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
         Ok(outcome)
     }
@@ -814,20 +1070,25 @@ fn not_capturable(meta: &DiskMeta) -> Option<SkipReason> {
 }
 
 pub(crate) fn parse_anchor(gdir: &Path, name: &std::ffi::OsStr) -> Result<u64, Fault> {
-    name.to_str().filter(|s| s.len() == 20).and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
-        CorruptFile {
-            path: gdir.join(name).to_string_lossy().into_owned(),
-            detail: "not an anchor group directory name".into(),
-        }
-        .into()
-    })
+    name.to_str()
+        .filter(|s| s.len() == 20)
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| {
+            CorruptFile {
+                path: gdir.join(name).to_string_lossy().into_owned(),
+                detail: "not an anchor group directory name".into(),
+            }
+            .into()
+        })
 }
 
 fn map_read(e: FsFailure, rel: &RelPath) -> CaptureError {
     if e.area == Area::Workspace {
-        CaptureError::Read { path: rel.display(), source: e }
+        CaptureError::Read {
+            path: rel.display(),
+            source: e,
+        }
     } else {
         CaptureError::Fs(e)
     }
 }
-

@@ -11,10 +11,12 @@ use cap_std::fs::{Dir, OpenOptions};
 use rustix::fs::FlockOperation;
 
 use crate::blob::blob_path;
-use crate::error::{CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError};
+use crate::error::{
+    CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError,
+};
 use crate::format::{
-    BeforeState, GroupRecord, Known, PendingRecord, STORE_VERSION, StoreMarker, TrackedRecord, parse_record, to_json,
-    valid_sha,
+    BeforeState, GroupRecord, Known, PendingRecord, STORE_VERSION, StoreMarker, TrackedRecord,
+    parse_record, to_json, valid_sha,
 };
 use crate::fsio::{Io, StoreFs, unique_suffix};
 use crate::journal::JournalIntent;
@@ -52,7 +54,11 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { max_file_bytes: DEFAULT_MAX_FILE_BYTES, durability: Durability::default(), seam: Arc::new(NoFaults) }
+        Self {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            durability: Durability::default(),
+            seam: Arc::new(NoFaults),
+        }
     }
 }
 
@@ -114,25 +120,45 @@ impl Store {
     /// mode: [`Store::newer_version`] is `Some`, and capture, commit, restore,
     /// clear and prune fail with `NewerStore`. A malformed marker is an error.
     pub fn open(store_root: &Path, options: StoreOptions) -> Result<Store, OpenError> {
-        let dir = ambient::open_dir(store_root, true)
-            .map_err(|source| OpenError::Root { path: store_root.to_string_lossy().into_owned(), source })?;
-        let io = Io { seam: options.seam.clone(), durable: options.durability == Durability::PowerLoss };
+        let dir = ambient::open_dir(store_root, true).map_err(|source| OpenError::Root {
+            path: store_root.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let io = Io {
+            seam: options.seam.clone(),
+            durable: options.durability == Durability::PowerLoss,
+        };
         let fs = StoreFs { dir, io };
         let marker = Path::new("store.json");
         let newer = match fs.read_opt(marker)? {
             Some(bytes) => {
-                let m: StoreMarker = serde_json::from_slice(&bytes)
-                    .map_err(|e| CorruptFile { path: "store.json".into(), detail: e.to_string() })?;
+                let m: StoreMarker = serde_json::from_slice(&bytes).map_err(|e| CorruptFile {
+                    path: "store.json".into(),
+                    detail: e.to_string(),
+                })?;
                 if m.store_version > STORE_VERSION {
-                    Some(NewerVersion { path: "store.json".into(), found: m.store_version, supported: STORE_VERSION })
+                    Some(NewerVersion {
+                        path: "store.json".into(),
+                        found: m.store_version,
+                        supported: STORE_VERSION,
+                    })
                 } else if m.store_version == 0 {
-                    return Err(CorruptFile { path: "store.json".into(), detail: "store_version 0".into() }.into());
+                    return Err(CorruptFile {
+                        path: "store.json".into(),
+                        detail: "store_version 0".into(),
+                    }
+                    .into());
                 } else {
                     None
                 }
             }
             None => {
-                fs.write_atomic(marker, &to_json(&StoreMarker { store_version: STORE_VERSION }))?;
+                fs.write_atomic(
+                    marker,
+                    &to_json(&StoreMarker {
+                        store_version: STORE_VERSION,
+                    }),
+                )?;
                 None
             }
         };
@@ -154,7 +180,10 @@ impl Store {
                     store.inner.fs.remove_file(&Path::new("tmp").join(name))?;
                 }
                 for name in store.inner.fs.list(Path::new("trash"))? {
-                    store.inner.fs.remove_dir_all(&Path::new("trash").join(name))?;
+                    store
+                        .inner
+                        .fs
+                        .remove_dir_all(&Path::new("trash").join(name))?;
                 }
             }
         }
@@ -180,11 +209,19 @@ impl Store {
 
     /// A strictly increasing capture-order value (nanoseconds since the epoch, bumped on ties).
     pub(crate) fn next_order(&self) -> u64 {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
         let mut prev = self.inner.order.load(Ordering::Relaxed);
         loop {
             let next = now.max(prev + 1);
-            match self.inner.order.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.inner.order.compare_exchange_weak(
+                prev,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return next,
                 Err(p) => prev = p,
             }
@@ -197,7 +234,12 @@ impl Store {
         fs.io.check(FsOp::Lock, Area::Store, path)?;
         let mut o = OpenOptions::new();
         o.read(true).write(true).create(true);
-        let fail = |source: io::Error| FsFailure { op: FsOp::Lock, area: Area::Store, path: "lock".into(), source };
+        let fail = |source: io::Error| FsFailure {
+            op: FsOp::Lock,
+            area: Area::Store,
+            path: "lock".into(),
+            source,
+        };
         let file = fs.dir.open_with(path, &o).map_err(fail)?;
         match rustix::fs::flock(&file, op) {
             Ok(()) => Ok(Some(LockGuard { _file: file })),
@@ -208,12 +250,14 @@ impl Store {
 
     /// Shared lock: held by captures, commits, restores (anything that adds references).
     pub(crate) fn lock_shared(&self) -> Result<LockGuard, FsFailure> {
-        self.lock(FlockOperation::LockShared)?.ok_or_else(would_block)
+        self.lock(FlockOperation::LockShared)?
+            .ok_or_else(would_block)
     }
 
     /// Exclusive lock: held while unreferenced blobs are swept.
     pub(crate) fn lock_exclusive(&self) -> Result<LockGuard, FsFailure> {
-        self.lock(FlockOperation::LockExclusive)?.ok_or_else(would_block)
+        self.lock(FlockOperation::LockExclusive)?
+            .ok_or_else(would_block)
     }
 
     fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, FsFailure> {
@@ -226,24 +270,37 @@ impl Store {
     /// `cwd` is opened once as a directory handle, and every later workspace access is
     /// relative to that handle.
     pub fn session(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
-        let enc = encode_id(session_id)
-            .map_err(|reason| SessionError::InvalidSessionId { id: session_id.to_string(), reason })?;
-        let root = ambient::open_dir(cwd, false)
-            .map_err(|source| SessionError::Workspace { path: cwd.to_string_lossy().into_owned(), source })?;
+        let enc = encode_id(session_id).map_err(|reason| SessionError::InvalidSessionId {
+            id: session_id.to_string(),
+            reason,
+        })?;
+        let root = ambient::open_dir(cwd, false).map_err(|source| SessionError::Workspace {
+            path: cwd.to_string_lossy().into_owned(),
+            source,
+        })?;
         let mut roots = vec![cwd.to_path_buf()];
         if let Ok(c) = std::fs::canonicalize(cwd) {
             if c != cwd {
                 roots.push(c);
             }
         }
-        Ok(Session::new(self.clone(), session_id.to_string(), PathBuf::from("sessions").join(enc), root, roots))
+        Ok(Session::new(
+            self.clone(),
+            session_id.to_string(),
+            PathBuf::from("sessions").join(enc),
+            root,
+            roots,
+        ))
     }
 
     /// Ids of the sessions that have a directory in the store (names that do not
     /// decode are left out).
     pub fn list_sessions(&self) -> Result<Vec<String>, QueryError> {
         let names = self.inner.fs.list(Path::new("sessions"))?;
-        Ok(names.iter().filter_map(|n| n.to_str().and_then(decode_id)).collect())
+        Ok(names
+            .iter()
+            .filter_map(|n| n.to_str().and_then(decode_id))
+            .collect())
     }
 
     /// Removes every blob no session references (groups, pending captures, journals).
@@ -268,7 +325,9 @@ impl Store {
                         continue;
                     }
                     let p = gdir.join(&f);
-                    let Some(bytes) = fs.read_opt(&p)? else { continue };
+                    let Some(bytes) = fs.read_opt(&p)? else {
+                        continue;
+                    };
                     let rec: GroupRecord = parse_record(&p, &bytes)?;
                     mark(&mut live, rec.entries.iter().map(|e| &e.before));
                 }
@@ -278,9 +337,13 @@ impl Store {
                     continue;
                 }
                 let p = sdir.join("pending").join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                let Some(bytes) = fs.read_opt(&p)? else {
+                    continue;
+                };
                 // A torn pending record (crash during capture) references nothing durable.
-                let Ok(rec) = parse_record::<PendingRecord>(&p, &bytes) else { continue };
+                let Ok(rec) = parse_record::<PendingRecord>(&p, &bytes) else {
+                    continue;
+                };
                 mark(&mut live, rec.entries.iter().map(|e| &e.before));
             }
             // The tracked cache names the content last seen per path; it is recorded at a
@@ -289,7 +352,10 @@ impl Store {
             if let Some(bytes) = fs.read_opt(&tpath)? {
                 if let Ok(rec) = parse_record::<TrackedRecord>(&tpath, &bytes) {
                     for t in rec.paths {
-                        if let Known::Present { sha256: Some(sha), .. } = t.known {
+                        if let Known::Present {
+                            sha256: Some(sha), ..
+                        } = t.known
+                        {
                             live.insert(sha);
                         }
                     }
@@ -301,7 +367,9 @@ impl Store {
                     continue;
                 }
                 let p = sdir.join("journals").join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else { continue };
+                let Some(bytes) = fs.read_opt(&p)? else {
+                    continue;
+                };
                 let rec: JournalIntent = parse_record(&p, &bytes)?;
                 for sha in rec.blob_refs() {
                     live.insert(sha.to_string());
@@ -355,7 +423,12 @@ impl Store {
 }
 
 fn would_block() -> FsFailure {
-    FsFailure { op: FsOp::Lock, area: Area::Store, path: "lock".into(), source: io::ErrorKind::WouldBlock.into() }
+    FsFailure {
+        op: FsOp::Lock,
+        area: Area::Store,
+        path: "lock".into(),
+        source: io::ErrorKind::WouldBlock.into(),
+    }
 }
 
 pub(crate) fn is_hidden(name: &std::ffi::OsStr) -> bool {

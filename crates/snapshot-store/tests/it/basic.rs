@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use snapshot_store::{
-    Action, BeforeState, CaptureOutcome, CommitOutcome, FormatOutcome, JournalError, JournalState, PlanError,
-    PruneOptions, RestoreError, StoreOptions,
+    Action, BeforeState, CaptureOutcome, CommitOutcome, FormatOutcome, JournalError, JournalState,
+    PlanError, PruneOptions, RestoreError, StoreOptions,
 };
 
 use crate::common::{Env, tool_edit};
@@ -55,13 +55,22 @@ fn failed_call_is_dropped_and_discard_removes_staging() {
     let store = env.store();
     let s = env.session(&store);
     s.capture_before("bad", Path::new("a")).expect("capture");
-    assert_eq!(s.commit("bad", 5, false).expect("commit"), CommitOutcome::Dropped { entries: 1 });
+    assert_eq!(
+        s.commit("bad", 5, false).expect("commit"),
+        CommitOutcome::Dropped { entries: 1 }
+    );
     s.capture_before("lost", Path::new("a")).expect("capture");
     assert!(s.discard("lost").expect("discard"));
     assert!(!s.discard("lost").expect("discard"));
-    assert_eq!(s.commit("never", 5, true).expect("commit"), CommitOutcome::NothingStaged);
+    assert_eq!(
+        s.commit("never", 5, true).expect("commit"),
+        CommitOutcome::NothingStaged
+    );
     env.write("a", b"changed");
-    assert!(s.plan_restore(5).expect("plan").is_empty(), "nothing was committed");
+    assert!(
+        s.plan_restore(5).expect("plan").is_empty(),
+        "nothing was committed"
+    );
 }
 
 #[test]
@@ -73,10 +82,14 @@ fn same_call_same_path_first_touch_wins() {
     s.capture_before("c", Path::new("a")).expect("capture");
     env.write("a", b"two");
     let again = s.capture_before("c", Path::new("a")).expect("capture");
-    assert!(matches!(again, CaptureOutcome::AlreadyStaged { .. }), "{again:?}");
+    assert!(
+        matches!(again, CaptureOutcome::AlreadyStaged { .. }),
+        "{again:?}"
+    );
     env.write("a", b"three");
     s.commit("c", 1, true).expect("commit");
-    s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(env.read("a").as_deref(), Some(&b"one"[..]));
 }
 
@@ -100,12 +113,25 @@ fn recheck_records_external_edits_deletes_and_recreates_only_when_changed() {
     assert_eq!(r4.recorded.len(), 1);
     // External delete, boundary 5; re-create, boundary 6.
     env.remove("t");
-    assert_eq!(s.recheck_tracked(5).expect("recheck").recorded[0].before, BeforeState::Absent);
+    assert_eq!(
+        s.recheck_tracked(5).expect("recheck").recorded[0].before,
+        BeforeState::Absent
+    );
     env.write("t", b"recreated");
-    assert!(matches!(s.recheck_tracked(6).expect("recheck").recorded[0].before, BeforeState::File { .. }));
+    assert!(matches!(
+        s.recheck_tracked(6).expect("recheck").recorded[0].before,
+        BeforeState::File { .. }
+    ));
     env.write("t", b"latest");
     // Each boundary restores exactly.
-    for (target, want) in [(1, Some(&b"v0"[..])), (2, Some(b"v1")), (3, Some(b"v1")), (4, Some(b"external-longer")), (5, None), (6, Some(b"recreated"))] {
+    for (target, want) in [
+        (1, Some(&b"v0"[..])),
+        (2, Some(b"v1")),
+        (3, Some(b"v1")),
+        (4, Some(b"external-longer")),
+        (5, None),
+        (6, Some(b"recreated")),
+    ] {
         let plan = s.plan_restore(target).expect("plan");
         let out = s.restore(&plan, &format!("op{target}")).expect("restore");
         assert!(out.failed.is_empty(), "{out:?}");
@@ -123,7 +149,10 @@ fn identical_before_states_are_stored_once() {
     let s = env.session(&store);
     let mut dedups = 0;
     for i in 0..5 {
-        match s.capture_before(&format!("c{i}"), Path::new(&format!("f{i}"))).expect("capture") {
+        match s
+            .capture_before(&format!("c{i}"), Path::new(&format!("f{i}")))
+            .expect("capture")
+        {
             CaptureOutcome::Captured { deduplicated, .. } => dedups += usize::from(deduplicated),
             o => panic!("{o:?}"),
         }
@@ -139,10 +168,19 @@ fn per_file_cap_exact_and_one_over_and_disabled() {
     let cap = 1000u64;
     env.write("at", &vec![7u8; cap as usize]);
     env.write("over", &vec![7u8; cap as usize + 1]);
-    let store = env.store_with(StoreOptions { max_file_bytes: cap, ..StoreOptions::default() });
+    let store = env.store_with(StoreOptions {
+        max_file_bytes: cap,
+        ..StoreOptions::default()
+    });
     let s = env.session(&store);
-    assert!(matches!(s.capture_before("c", Path::new("at")).expect("c"), CaptureOutcome::Captured { size: 1000, .. }));
-    assert!(matches!(s.capture_before("c", Path::new("over")).expect("c"), CaptureOutcome::Uncovered { size: 1001, .. }));
+    assert!(matches!(
+        s.capture_before("c", Path::new("at")).expect("c"),
+        CaptureOutcome::Captured { size: 1000, .. }
+    ));
+    assert!(matches!(
+        s.capture_before("c", Path::new("over")).expect("c"),
+        CaptureOutcome::Uncovered { size: 1001, .. }
+    ));
     s.commit("c", 1, true).expect("commit");
     env.write("at", b"x");
     env.write("over", b"y");
@@ -155,12 +193,19 @@ fn per_file_cap_exact_and_one_over_and_disabled() {
     // Cap 0: no cap (a streamed large file).
     let big = vec![3u8; 300_000];
     env.write("big", &big);
-    let store = env.store_with(StoreOptions { max_file_bytes: 0, ..StoreOptions::default() });
+    let store = env.store_with(StoreOptions {
+        max_file_bytes: 0,
+        ..StoreOptions::default()
+    });
     let s = env.session(&store);
-    assert!(matches!(s.capture_before("d", Path::new("big")).expect("c"), CaptureOutcome::Captured { size: 300_000, .. }));
+    assert!(matches!(
+        s.capture_before("d", Path::new("big")).expect("c"),
+        CaptureOutcome::Captured { size: 300_000, .. }
+    ));
     s.commit("d", 2, true).expect("commit");
     env.write("big", b"small now");
-    s.restore(&s.plan_restore(2).expect("plan"), "op").expect("restore");
+    s.restore(&s.plan_restore(2).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(env.read("big"), Some(big));
 }
 
@@ -173,8 +218,13 @@ fn mode_bits_are_restored() {
     let store = env.store();
     let s = env.session(&store);
     tool_edit(&env, &s, "c", 1, "x.sh", None);
-    s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
-    let mode = std::fs::metadata(env.p("x.sh")).expect("meta").permissions().mode() & 0o7777;
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
+    let mode = std::fs::metadata(env.p("x.sh"))
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o7777;
     assert_eq!(mode, 0o750);
 }
 
@@ -189,23 +239,37 @@ fn undo_restores_pre_rewind_state_and_refuses_when_stale() {
     tool_edit(&env, &s, "c2", 1, "b", Some(b"b1"));
     tool_edit(&env, &s, "c3", 1, "made", Some(b"m"));
     let pre = env.snapshot();
-    s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
     assert_ne!(env.snapshot(), pre);
     // Undo twice is refused the second time.
     let out = s.undo_restore("op").expect("undo");
     assert_eq!(out.state, JournalState::Undone);
     assert_eq!(env.snapshot(), pre);
-    assert!(matches!(s.undo_restore("op"), Err(JournalError::WrongState { .. })));
+    assert!(matches!(
+        s.undo_restore("op"),
+        Err(JournalError::WrongState { .. })
+    ));
 
     // Stale: the user edits a restored file after the rewind.
-    s.restore(&s.plan_restore(1).expect("plan"), "op2").expect("restore");
+    s.restore(&s.plan_restore(1).expect("plan"), "op2")
+        .expect("restore");
     env.write("b", b"user edit");
     match s.undo_restore("op2") {
-        Err(JournalError::Stale { paths, .. }) => assert_eq!(paths.iter().map(|p| p.display()).collect::<Vec<_>>(), ["b"]),
+        Err(JournalError::Stale { paths, .. }) => {
+            assert_eq!(paths.iter().map(|p| p.display()).collect::<Vec<_>>(), ["b"])
+        }
         other => panic!("{other:?}"),
     }
-    assert_eq!(env.read("b").as_deref(), Some(&b"user edit"[..]), "nothing overwritten");
-    assert!(matches!(s.undo_restore("nope"), Err(JournalError::UnknownOp { .. })));
+    assert_eq!(
+        env.read("b").as_deref(),
+        Some(&b"user edit"[..]),
+        "nothing overwritten"
+    );
+    assert!(matches!(
+        s.undo_restore("nope"),
+        Err(JournalError::UnknownOp { .. })
+    ));
 }
 
 #[test]
@@ -228,10 +292,20 @@ fn corrupt_blob_is_reported_never_restored_and_pass_continues() {
     let mut bytes = std::fs::read(&blob).expect("blob");
     bytes[0] ^= 0xff;
     std::fs::write(&blob, &bytes).expect("write blob");
-    let out = s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    let out = s
+        .restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(out.failed.len(), 1, "{out:?}");
-    assert!(out.failed[0].error.contains("corrupt blob"), "{}", out.failed[0].error);
-    assert_eq!(env.read("a").as_deref(), Some(&b"a-new"[..]), "corrupt bytes never written");
+    assert!(
+        out.failed[0].error.contains("corrupt blob"),
+        "{}",
+        out.failed[0].error
+    );
+    assert_eq!(
+        env.read("a").as_deref(),
+        Some(&b"a-new"[..]),
+        "corrupt bytes never written"
+    );
     assert_eq!(env.read("b").as_deref(), Some(&b"BBBB-original"[..]));
     assert_eq!(out.state, JournalState::Open);
     // Rollback returns to exactly the pre-restore state.
@@ -241,7 +315,9 @@ fn corrupt_blob_is_reported_never_restored_and_pass_continues() {
     assert_eq!(s.reconcile_restores().expect("reconcile"), vec![]);
     // Truncated blob: also refused.
     std::fs::write(&blob, &bytes[..3]).expect("truncate");
-    let out = s.restore(&s.plan_restore(1).expect("plan"), "op2").expect("restore");
+    let out = s
+        .restore(&s.plan_restore(1).expect("plan"), "op2")
+        .expect("restore");
     assert_eq!(out.failed.len(), 1);
     assert_eq!(env.read("a").as_deref(), Some(&b"a-new"[..]));
 }
@@ -256,19 +332,35 @@ fn prune_keeps_newest_groups_and_sweeps_unreferenced_blobs() {
         tool_edit(&env, &s, &format!("c{i}"), 10 + i, "f", Some(b"tool"));
     }
     assert_eq!(env.blob_count(), 6);
-    let rep = s.prune(PruneOptions { keep_groups: 2, keep_journals: 10 }).expect("prune");
+    let rep = s
+        .prune(PruneOptions {
+            keep_groups: 2,
+            keep_journals: 10,
+        })
+        .expect("prune");
     assert_eq!(rep.groups_removed, 4);
     assert_eq!(rep.gc.blobs_removed, 4);
     assert_eq!(s.anchors().expect("anchors"), vec![14, 15]);
     assert_eq!(env.blob_count(), 2);
-    s.restore(&s.plan_restore(14).expect("plan"), "op").expect("restore");
+    s.restore(&s.plan_restore(14).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(env.read("f").as_deref(), Some(&b"content 4"[..]));
     // The journal's rescue blob ("tool") survives prune while the journal is kept.
-    let rep = s.prune(PruneOptions { keep_groups: 0, keep_journals: 1 }).expect("prune");
+    let rep = s
+        .prune(PruneOptions {
+            keep_groups: 0,
+            keep_journals: 1,
+        })
+        .expect("prune");
     assert_eq!(rep.groups_removed, 2);
     s.undo_restore("op").expect("undo still possible");
     assert_eq!(env.read("f").as_deref(), Some(&b"tool"[..]));
-    let rep = s.prune(PruneOptions { keep_groups: 0, keep_journals: 0 }).expect("prune");
+    let rep = s
+        .prune(PruneOptions {
+            keep_groups: 0,
+            keep_journals: 0,
+        })
+        .expect("prune");
     assert_eq!(rep.journals_removed, 1);
     assert_eq!(env.blob_count(), 0);
 }
@@ -290,11 +382,17 @@ fn open_journal_pins_its_blobs_and_continue_finishes_it() {
     // b's blob is damaged: the restore writes a, fails b, and stays open.
     let blob = env.root.join("blobs").join(&sha_b[..2]).join(&sha_b[2..]);
     std::fs::write(&blob, b"garbage").expect("damage");
-    let out = s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    let out = s
+        .restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(out.state, JournalState::Open);
     assert_eq!(out.written.len(), 1);
     // Prune everything it can: the open journal and the blobs it names stay.
-    s.prune(PruneOptions { keep_groups: 0, keep_journals: 0 }).expect("prune");
+    s.prune(PruneOptions {
+        keep_groups: 0,
+        keep_journals: 0,
+    })
+    .expect("prune");
     assert_eq!(s.anchors().expect("anchors"), Vec::<u64>::new());
     let open = s.reconcile_restores().expect("rec");
     assert_eq!(open.len(), 1);
@@ -305,7 +403,10 @@ fn open_journal_pins_its_blobs_and_continue_finishes_it() {
     assert_eq!(c.state, JournalState::Completed, "{c:?}");
     assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
     assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
-    assert!(matches!(s.rollback_restore("op"), Err(JournalError::WrongState { .. })));
+    assert!(matches!(
+        s.rollback_restore("op"),
+        Err(JournalError::WrongState { .. })
+    ));
     s.undo_restore("op").expect("undo");
     assert_eq!(env.read("a").as_deref(), Some(&b"a1"[..]));
     assert_eq!(env.read("b").as_deref(), Some(&b"b1"[..]));
@@ -341,16 +442,23 @@ fn newer_or_corrupt_records_fail_closed() {
     let store = env.store();
     let s = env.session(&store);
     tool_edit(&env, &s, "c", 1, "a", Some(b"y"));
-    let gfile = env.root.join("sessions/s1/groups/00000000000000000001/c.json");
+    let gfile = env
+        .root
+        .join("sessions/s1/groups/00000000000000000001/c.json");
     let good = std::fs::read(&gfile).expect("group");
     // Newer record version.
-    let newer = String::from_utf8(good.clone()).expect("utf8").replacen("\"v\":1", "\"v\":7", 1);
+    let newer = String::from_utf8(good.clone())
+        .expect("utf8")
+        .replacen("\"v\":1", "\"v\":7", 1);
     std::fs::write(&gfile, newer).expect("write");
     assert!(matches!(s.plan_restore(1), Err(PlanError::NewerStore(_))));
     // Truncated record.
     std::fs::write(&gfile, &good[..good.len() / 2]).expect("write");
     assert!(matches!(s.plan_restore(1), Err(PlanError::Corrupt(_))));
-    assert!(s.prune(PruneOptions::default()).is_err(), "sweep refuses when references are unreadable");
+    assert!(
+        s.prune(PruneOptions::default()).is_err(),
+        "sweep refuses when references are unreadable"
+    );
     assert_eq!(env.blob_count(), 1);
     std::fs::write(&gfile, &good).expect("restore record");
     assert_eq!(s.plan_restore(1).expect("plan").actions.len(), 1);
@@ -358,7 +466,10 @@ fn newer_or_corrupt_records_fail_closed() {
     drop(s);
     drop(store);
     std::fs::write(env.root.join("store.json"), b"{\"store_ver").expect("write");
-    assert!(matches!(snapshot_store::Store::open(&env.root, StoreOptions::default()), Err(snapshot_store::OpenError::Corrupt(_))));
+    assert!(matches!(
+        snapshot_store::Store::open(&env.root, StoreOptions::default()),
+        Err(snapshot_store::OpenError::Corrupt(_))
+    ));
     std::fs::write(env.root.join("store.json"), b"").expect("write");
     assert!(snapshot_store::Store::open(&env.root, StoreOptions::default()).is_err());
 }
@@ -372,9 +483,15 @@ fn restore_refuses_duplicate_op_and_foreign_plan() {
     tool_edit(&env, &s, "c", 1, "a", Some(b"y"));
     let plan = s.plan_restore(1).expect("plan");
     s.restore(&plan, "op").expect("restore");
-    assert!(matches!(s.restore(&plan, "op"), Err(RestoreError::DuplicateOp { .. })));
+    assert!(matches!(
+        s.restore(&plan, "op"),
+        Err(RestoreError::DuplicateOp { .. })
+    ));
     let other = store.session("s2", &env.cwd).expect("session");
-    assert!(matches!(other.restore(&plan, "op9"), Err(RestoreError::WrongSession { .. })));
+    assert!(matches!(
+        other.restore(&plan, "op9"),
+        Err(RestoreError::WrongSession { .. })
+    ));
 }
 
 #[test]
@@ -385,19 +502,30 @@ fn format_change_clears_the_session() {
     let s = env.session(&store);
     tool_edit(&env, &s, "c", 1, "a", Some(b"y"));
     // First format on a session with records: recorded; the records predate it but stay.
-    assert!(matches!(s.reconcile_format("fmt-1").expect("fmt"), FormatOutcome::Cleared { previous: None }));
+    assert!(matches!(
+        s.reconcile_format("fmt-1").expect("fmt"),
+        FormatOutcome::Cleared { previous: None }
+    ));
     tool_edit(&env, &s, "c2", 2, "a", Some(b"z"));
-    assert_eq!(s.reconcile_format("fmt-1").expect("fmt"), FormatOutcome::Unchanged);
+    assert_eq!(
+        s.reconcile_format("fmt-1").expect("fmt"),
+        FormatOutcome::Unchanged
+    );
     assert!(!s.plan_restore(2).expect("plan").is_empty());
     assert_eq!(
         s.reconcile_format("fmt-2").expect("fmt"),
-        FormatOutcome::Cleared { previous: Some("fmt-1".into()) }
+        FormatOutcome::Cleared {
+            previous: Some("fmt-1".into())
+        }
     );
     assert!(s.plan_restore(0).expect("plan").is_empty());
     assert_eq!(s.format().expect("format").as_deref(), Some("fmt-2"));
     assert_eq!(env.blob_count(), 0);
     let fresh = store.session("fresh", &env.cwd).expect("session");
-    assert_eq!(fresh.reconcile_format("fmt-2").expect("fmt"), FormatOutcome::Initialized);
+    assert_eq!(
+        fresh.reconcile_format("fmt-2").expect("fmt"),
+        FormatOutcome::Initialized
+    );
 }
 
 #[test]
@@ -415,5 +543,9 @@ fn plan_serializes_for_preview() {
     assert_eq!(json["actions"][0]["display"], "keep");
     assert_eq!(json["actions"][0]["action"]["kind"], "write");
     assert!(matches!(plan.actions[0].action, Action::Write { .. }));
-    assert_eq!(plan.actions.len(), 1, "sub/new is already absent: {plan:#?}");
+    assert_eq!(
+        plan.actions.len(),
+        1,
+        "sub/new is already absent: {plan:#?}"
+    );
 }

@@ -80,21 +80,35 @@ pub fn snapshot_dir(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         let ft = e.file_type().expect("file type");
         if ft.is_dir() {
             walk(base, &p, out);
         } else if ft.is_file() {
-            let rel = p.strip_prefix(base).expect("prefix").as_os_str().as_bytes().to_vec();
+            let rel = p
+                .strip_prefix(base)
+                .expect("prefix")
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
             out.insert(rel, std::fs::read(&p).expect("read"));
         }
     }
 }
 
 /// A successful tool call that writes `content` (or deletes with `None`) at `rel`.
-pub fn tool_edit(env: &Env, s: &Session, call: &str, anchor: u64, rel: &str, content: Option<&[u8]>) {
+pub fn tool_edit(
+    env: &Env,
+    s: &Session,
+    call: &str,
+    anchor: u64,
+    rel: &str,
+    content: Option<&[u8]>,
+) {
     s.capture_before(call, Path::new(rel)).expect("capture");
     match content {
         Some(c) => env.write(rel, c),
@@ -123,11 +137,21 @@ pub fn assert_snap(got: &Snap, want: &Snap, what: &str) {
     if got == want {
         return;
     }
-    let short = |v: Option<&Vec<u8>>| v.map(|b| String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned());
+    let short = |v: Option<&Vec<u8>>| {
+        v.map(|b| String::from_utf8_lossy(&b[..b.len().min(24)]).into_owned())
+    };
     let mut diff = Vec::new();
     for k in got.keys().chain(want.keys()) {
-        if got.get(k) != want.get(k) && !diff.iter().any(|(p, _, _): &(String, _, _)| p.as_bytes() == &k[..]) {
-            diff.push((String::from_utf8_lossy(k).into_owned(), short(got.get(k)), short(want.get(k))));
+        if got.get(k) != want.get(k)
+            && !diff
+                .iter()
+                .any(|(p, _, _): &(String, _, _)| p.as_bytes() == &k[..])
+        {
+            diff.push((
+                String::from_utf8_lossy(k).into_owned(),
+                short(got.get(k)),
+                short(want.get(k)),
+            ));
         }
     }
     panic!("{what}: workspace differs (path, got, want): {diff:?}");

@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use snapshot_store::{CommitOutcome, CrashPoint, FaultSeam, JournalState, PruneOptions, Store, StoreOptions};
+use snapshot_store::{
+    CommitOutcome, CrashPoint, FaultSeam, JournalState, PruneOptions, Store, StoreOptions,
+};
 
 use crate::common::{Env, Snap, assert_snap, copy_tree, tool_edit};
 use crate::faults::setup_restore;
@@ -42,12 +44,28 @@ impl FaultSeam for StopAt {
 #[test]
 #[ignore = "child process of the crash tests; run by them"]
 fn crash_child() {
-    let Ok(scenario) = std::env::var(SCENARIO) else { return };
+    let Ok(scenario) = std::env::var(SCENARIO) else {
+        return;
+    };
     let point = std::env::var(POINT).expect("point");
-    let hit: usize = std::env::var(HIT).expect("hit").parse().expect("hit number");
+    let hit: usize = std::env::var(HIT)
+        .expect("hit")
+        .parse()
+        .expect("hit number");
     let dir = std::path::PathBuf::from(std::env::var(DIR).expect("dir"));
-    let seam = Arc::new(StopAt { name: point, hit, seen: AtomicUsize::new(0) });
-    let store = Store::open(&dir.join("store"), StoreOptions { seam, ..StoreOptions::default() }).expect("open");
+    let seam = Arc::new(StopAt {
+        name: point,
+        hit,
+        seen: AtomicUsize::new(0),
+    });
+    let store = Store::open(
+        &dir.join("store"),
+        StoreOptions {
+            seam,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
     let s = store.session("s1", &dir.join("ws")).expect("session");
     match scenario.as_str() {
         "restore" => {
@@ -66,7 +84,11 @@ fn crash_child() {
             s.commit("c9", 3, true).expect("commit");
         }
         "prune" => {
-            s.prune(PruneOptions { keep_groups: 2, keep_journals: 10 }).expect("prune");
+            s.prune(PruneOptions {
+                keep_groups: 2,
+                keep_journals: 10,
+            })
+            .expect("prune");
         }
         other => panic!("unknown scenario {other}"),
     }
@@ -77,7 +99,13 @@ fn crash_child() {
 fn run_child(dir: &Path, scenario: &str, point: &str, hit: usize) -> bool {
     let exe = std::env::current_exe().expect("current exe");
     let mut child = Command::new(exe)
-        .args(["crash::crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "crash::crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(SCENARIO, scenario)
         .env(POINT, point)
         .env(HIT, hit.to_string())
@@ -102,7 +130,11 @@ fn run_child(dir: &Path, scenario: &str, point: &str, hit: usize) -> bool {
         return true;
     }
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     false
 }
 
@@ -127,21 +159,46 @@ fn check_recovery(env: &Env, pre: &Snap, post: &Snap, what: &str) {
     if let Some(op) = open.first() {
         let c = s.continue_restore(&op.op_id).expect("continue");
         assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
-        assert_snap(&env.snapshot(), post, &format!("{what}: continue reaches the post-state"));
+        assert_snap(
+            &env.snapshot(),
+            post,
+            &format!("{what}: continue reaches the post-state"),
+        );
         s.undo_restore(&op.op_id).expect("undo");
-        assert_snap(&env.snapshot(), pre, &format!("{what}: undo reaches the pre-state"));
+        assert_snap(
+            &env.snapshot(),
+            pre,
+            &format!("{what}: undo reaches the pre-state"),
+        );
         let cstore = copy.store();
         let cs = copy.session(&cstore);
         let rb = cs.rollback_restore(&op.op_id).expect("rollback");
         assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
-        assert_snap(&copy.snapshot(), pre, &format!("{what}: rollback reaches the pre-state"));
-    } else if statuses.iter().any(|st| st.state == JournalState::Completed) {
+        assert_snap(
+            &copy.snapshot(),
+            pre,
+            &format!("{what}: rollback reaches the pre-state"),
+        );
+    } else if statuses
+        .iter()
+        .any(|st| st.state == JournalState::Completed)
+    {
         assert_snap(&env.snapshot(), post, &format!("{what}: completed"));
     } else {
-        assert_snap(&env.snapshot(), pre, &format!("{what}: nothing changed before the journal"));
-        let out = s.restore(&s.plan_restore(1).expect("plan"), "retry").expect("retry");
+        assert_snap(
+            &env.snapshot(),
+            pre,
+            &format!("{what}: nothing changed before the journal"),
+        );
+        let out = s
+            .restore(&s.plan_restore(1).expect("plan"), "retry")
+            .expect("retry");
         assert_eq!(out.state, JournalState::Completed);
-        assert_snap(&env.snapshot(), post, &format!("{what}: a fresh restore works"));
+        assert_snap(
+            &env.snapshot(),
+            post,
+            &format!("{what}: a fresh restore works"),
+        );
     }
 }
 
@@ -176,7 +233,9 @@ fn open_journal(env: &Env) -> (Snap, Snap) {
         .actions
         .iter()
         .find_map(|a| match &a.action {
-            snapshot_store::Action::Write { sha256, .. } if a.display == "b" => Some(sha256.clone()),
+            snapshot_store::Action::Write { sha256, .. } if a.display == "b" => {
+                Some(sha256.clone())
+            }
             _ => None,
         })
         .expect("b is written");
@@ -213,12 +272,20 @@ fn kill_during_continue_and_rollback_is_recoverable() {
             if st.state == JournalState::Open {
                 let rb = s.rollback_restore("op").expect("rollback");
                 assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
-                assert_snap(&env.snapshot(), &pre, &format!("{what}: rollback reaches the pre-state"));
+                assert_snap(
+                    &env.snapshot(),
+                    &pre,
+                    &format!("{what}: rollback reaches the pre-state"),
+                );
                 let cstore = copy.store();
                 let cs = copy.session(&cstore);
                 let c = cs.continue_restore("op").expect("continue");
                 assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
-                assert_snap(&copy.snapshot(), &at1, &format!("{what}: continue reaches the post-state"));
+                assert_snap(
+                    &copy.snapshot(),
+                    &at1,
+                    &format!("{what}: continue reaches the post-state"),
+                );
             } else if st.state == JournalState::Completed {
                 assert_snap(&env.snapshot(), &at1, &what);
             } else {
@@ -231,7 +298,12 @@ fn kill_during_continue_and_rollback_is_recoverable() {
 
 #[test]
 fn kill_during_capture_and_commit_loses_nothing() {
-    for point in ["capture-blob-stored", "capture-staged", "commit-entry-written", "commit-pending-removed"] {
+    for point in [
+        "capture-blob-stored",
+        "capture-staged",
+        "commit-entry-written",
+        "commit-pending-removed",
+    ] {
         let env = Env::new();
         env.write("a", b"a-before");
         env.write("other", b"o");
@@ -240,7 +312,10 @@ fn kill_during_capture_and_commit_loses_nothing() {
             let s = env.session(&store);
             tool_edit(&env, &s, "c1", 1, "other", Some(b"o2"));
         }
-        assert!(run_child(env.tmp.path(), "commit", point, 0), "{point} reached");
+        assert!(
+            run_child(env.tmp.path(), "commit", point, 0),
+            "{point} reached"
+        );
         let tool_ran = env.read("a").as_deref() == Some(&b"a-after"[..]);
         let store = env.store();
         let s = env.session(&store);
@@ -248,26 +323,50 @@ fn kill_during_capture_and_commit_loses_nothing() {
         let c = s.commit("c9", 3, true).expect("commit");
         if point.starts_with("commit") {
             assert!(tool_ran, "{point}");
-            assert_eq!(c, CommitOutcome::Committed { anchor_seq: 3, entries: 1 }, "{point}");
+            assert_eq!(
+                c,
+                CommitOutcome::Committed {
+                    anchor_seq: 3,
+                    entries: 1
+                },
+                "{point}"
+            );
         }
         if point == "capture-staged" {
             assert!(!tool_ran);
-            assert_eq!(c, CommitOutcome::Committed { anchor_seq: 3, entries: 1 }, "{point}: staged record survived");
+            assert_eq!(
+                c,
+                CommitOutcome::Committed {
+                    anchor_seq: 3,
+                    entries: 1
+                },
+                "{point}: staged record survived"
+            );
         }
         let files = std::fs::read_dir(env.root.join("sessions/s1/groups/00000000000000000003"))
             .map(|r| r.count())
             .unwrap_or(0);
         assert!(files <= 1, "{point}: no duplicate entry");
-        let out = s.restore(&s.plan_restore(3).expect("plan"), "op").expect("restore");
+        let out = s
+            .restore(&s.plan_restore(3).expect("plan"), "op")
+            .expect("restore");
         assert!(out.failed.is_empty(), "{point}: {out:?}");
-        assert_eq!(env.read("a").as_deref(), Some(&b"a-before"[..]), "{point}: before-state intact");
+        assert_eq!(
+            env.read("a").as_deref(),
+            Some(&b"a-before"[..]),
+            "{point}: before-state intact"
+        );
         assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
     }
 }
 
 #[test]
 fn kill_during_prune_keeps_the_store_consistent() {
-    for point in ["prune-group-detached", "prune-before-sweep", "prune-blob-removed"] {
+    for point in [
+        "prune-group-detached",
+        "prune-before-sweep",
+        "prune-blob-removed",
+    ] {
         each_hit(point, |hit| {
             let env = Env::new();
             {
@@ -284,11 +383,24 @@ fn kill_during_prune_keeps_the_store_consistent() {
             let store = env.store();
             let s = env.session(&store);
             for (anchor, want) in [(13u64, "f at 3"), (14, "f at 4")] {
-                let out = s.restore(&s.plan_restore(anchor).expect("plan"), &format!("op{anchor}")).expect("restore");
+                let out = s
+                    .restore(
+                        &s.plan_restore(anchor).expect("plan"),
+                        &format!("op{anchor}"),
+                    )
+                    .expect("restore");
                 assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
-                assert_eq!(env.read("f").as_deref(), Some(want.as_bytes()), "{point}#{hit}");
+                assert_eq!(
+                    env.read("f").as_deref(),
+                    Some(want.as_bytes()),
+                    "{point}#{hit}"
+                );
             }
-            s.prune(PruneOptions { keep_groups: 2, keep_journals: 10 }).expect("prune again");
+            s.prune(PruneOptions {
+                keep_groups: 2,
+                keep_journals: 10,
+            })
+            .expect("prune again");
             assert_eq!(s.anchors().expect("anchors"), vec![13, 14], "{point}#{hit}");
             true
         });

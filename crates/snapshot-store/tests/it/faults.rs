@@ -48,7 +48,9 @@ impl FaultSeam for FailNth {
         let c = self.count.fetch_add(1, Ordering::SeqCst);
         if c == self.target.load(Ordering::SeqCst) {
             *self.hit.lock().expect("lock") = Some((op, area, path.to_path_buf()));
-            return Err(io::Error::from_raw_os_error(self.errno.load(Ordering::SeqCst) as i32));
+            return Err(io::Error::from_raw_os_error(
+                self.errno.load(Ordering::SeqCst) as i32,
+            ));
         }
         Ok(())
     }
@@ -85,7 +87,10 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
         let env = Env::new();
         setup_restore(&env);
         let seam = FailNth::new();
-        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let store = env.store_with(StoreOptions {
+            seam: seam.clone(),
+            ..StoreOptions::default()
+        });
         let s = env.session(&store);
         seam.arm(OFF - 1, 5);
         let plan = s.plan_restore(1).expect("plan");
@@ -100,12 +105,16 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
         let env = Env::new();
         let (pre, at1) = setup_restore(&env);
         let seam = FailNth::new();
-        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let store = env.store_with(StoreOptions {
+            seam: seam.clone(),
+            ..StoreOptions::default()
+        });
         let s = env.session(&store);
         seam.arm(n, errno);
-        let result = s.plan_restore(1).map_err(|e| e.to_string()).and_then(|plan| {
-            s.restore(&plan, "op").map_err(|e| e.to_string())
-        });
+        let result = s
+            .plan_restore(1)
+            .map_err(|e| e.to_string())
+            .and_then(|plan| s.restore(&plan, "op").map_err(|e| e.to_string()));
         seam.disarm();
         if !seam.fired() {
             continue;
@@ -116,14 +125,18 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
             Err(e) => assert!(e.contains(&text), "call {n}: error names the cause: {e}"),
             Ok(out) => {
                 for f in &out.failed {
-                    assert!(f.error.contains(&text) || f.error.contains("changed"), "call {n}: {f:?}");
+                    assert!(
+                        f.error.contains(&text) || f.error.contains("changed"),
+                        "call {n}: {f:?}"
+                    );
                 }
             }
         }
         // The store stays readable; recovery reaches exactly the target, then undo the pre-state.
         let store2 = env.store();
         let s2 = env.session(&store2);
-        s2.plan_restore(1).unwrap_or_else(|e| panic!("call {n}: store unreadable: {e}"));
+        s2.plan_restore(1)
+            .unwrap_or_else(|e| panic!("call {n}: store unreadable: {e}"));
         let open = s2.reconcile_restores().expect("reconcile");
         let statuses = s2.restore_statuses().expect("statuses");
         if let Some(st) = open.first() {
@@ -131,20 +144,41 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
             crate::common::copy_tree(env.tmp.path(), rb_env.tmp.path());
             let c = s2.continue_restore(&st.op_id).expect("continue");
             assert_eq!(c.state, JournalState::Completed, "call {n}: {c:?}");
-            assert_snap(&env.snapshot(), &at1, &format!("call {n}: continue reaches the target"));
+            assert_snap(
+                &env.snapshot(),
+                &at1,
+                &format!("call {n}: continue reaches the target"),
+            );
             s2.undo_restore(&st.op_id).expect("undo");
-            assert_snap(&env.snapshot(), &pre, &format!("call {n}: undo reaches the pre-state"));
+            assert_snap(
+                &env.snapshot(),
+                &pre,
+                &format!("call {n}: undo reaches the pre-state"),
+            );
             // And on a copy of the interrupted state, rollback reaches the pre-state.
             let rs = rb_env.store();
             let rss = rb_env.session(&rs);
             let rb = rss.rollback_restore(&st.op_id).expect("rollback");
             assert_eq!(rb.state, JournalState::RolledBack, "call {n}: {rb:?}");
-            assert_snap(&rb_env.snapshot(), &pre, &format!("call {n}: rollback reaches the pre-state"));
-        } else if statuses.iter().any(|st| st.state == JournalState::Completed) {
+            assert_snap(
+                &rb_env.snapshot(),
+                &pre,
+                &format!("call {n}: rollback reaches the pre-state"),
+            );
+        } else if statuses
+            .iter()
+            .any(|st| st.state == JournalState::Completed)
+        {
             assert_snap(&env.snapshot(), &at1, &format!("call {n}"));
         } else {
-            assert_snap(&env.snapshot(), &pre, &format!("call {n}: failed before any mutation"));
-            let out = s2.restore(&s2.plan_restore(1).expect("plan"), "retry").expect("retry");
+            assert_snap(
+                &env.snapshot(),
+                &pre,
+                &format!("call {n}: failed before any mutation"),
+            );
+            let out = s2
+                .restore(&s2.plan_restore(1).expect("plan"), "retry")
+                .expect("retry");
             assert_eq!(out.state, JournalState::Completed);
             assert_eq!(env.snapshot(), at1);
         }
@@ -155,18 +189,45 @@ fn every_fs_call_of_plan_and_restore_can_fail() {
 #[test]
 fn every_fs_call_of_capture_commit_recheck_can_fail() {
     let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Vec<Result<(), String>> {
-        let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let store = env.store_with(StoreOptions {
+            seam: seam.clone(),
+            ..StoreOptions::default()
+        });
         let s = env.session(&store);
         seam.arm(n, errno);
         let mut r = Vec::new();
-        r.push(s.capture_before("c1", Path::new("a")).map(|_| ()).map_err(|e| e.to_string()));
+        r.push(
+            s.capture_before("c1", Path::new("a"))
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
         env.write("a", b"a-after");
-        r.push(s.commit("c1", 1, true).map(|_| ()).map_err(|e| e.to_string()));
-        r.push(s.recheck_tracked(2).map(|o| assert!(o.failed.len() <= 1)).map_err(|e| e.to_string()));
-        r.push(s.capture_before("c2", Path::new("sub/b")).map(|_| ()).map_err(|e| e.to_string()));
+        r.push(
+            s.commit("c1", 1, true)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
+        r.push(
+            s.recheck_tracked(2)
+                .map(|o| assert!(o.failed.len() <= 1))
+                .map_err(|e| e.to_string()),
+        );
+        r.push(
+            s.capture_before("c2", Path::new("sub/b"))
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
         env.write("sub/b", b"b-after");
-        r.push(s.commit("c2", 2, true).map(|_| ()).map_err(|e| e.to_string()));
-        r.push(s.prune(PruneOptions::default()).map(|_| ()).map_err(|e| e.to_string()));
+        r.push(
+            s.commit("c2", 2, true)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
+        r.push(
+            s.prune(PruneOptions::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
         seam.disarm();
         r
     };
@@ -193,7 +254,9 @@ fn every_fs_call_of_capture_commit_recheck_can_fail() {
         // Readable, and whatever was acknowledged is restorable exactly.
         let store = env.store();
         let s = env.session(&store);
-        let plan = s.plan_restore(1).unwrap_or_else(|e| panic!("call {n}: {e}"));
+        let plan = s
+            .plan_restore(1)
+            .unwrap_or_else(|e| panic!("call {n}: {e}"));
         s.restore(&plan, "op").expect("restore");
         if r[0].is_ok() && r[1].is_ok() {
             assert_eq!(env.read("a").as_deref(), Some(&b"a-before"[..]), "call {n}");

@@ -22,17 +22,41 @@ fn dotdot_and_outside_absolute_paths_are_skipped() {
     std::fs::write(env.tmp.path().join("secret"), b"outside").expect("write");
     let store = env.store();
     let s = env.session(&store);
-    assert_eq!(skipped(s.capture_before("c", Path::new("../secret")).expect("c")), SkipReason::OutsideWorkspace);
-    assert_eq!(skipped(s.capture_before("c", Path::new("a/../../secret")).expect("c")), SkipReason::OutsideWorkspace);
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("../secret")).expect("c")),
+        SkipReason::OutsideWorkspace
+    );
+    assert_eq!(
+        skipped(
+            s.capture_before("c", Path::new("a/../../secret"))
+                .expect("c")
+        ),
+        SkipReason::OutsideWorkspace
+    );
     let abs = env.tmp.path().join("secret");
-    assert_eq!(skipped(s.capture_before("c", &abs).expect("c")), SkipReason::OutsideWorkspace);
+    assert_eq!(
+        skipped(s.capture_before("c", &abs).expect("c")),
+        SkipReason::OutsideWorkspace
+    );
     let sneaky = env.cwd.join("..").join("secret");
-    assert_eq!(skipped(s.capture_before("c", &sneaky).expect("c")), SkipReason::OutsideWorkspace);
+    assert_eq!(
+        skipped(s.capture_before("c", &sneaky).expect("c")),
+        SkipReason::OutsideWorkspace
+    );
     // An absolute path inside the cwd is fine.
     env.write("in.txt", b"inside");
-    assert!(matches!(s.capture_before("c", &env.p("in.txt")).expect("c"), CaptureOutcome::Captured { .. }));
-    assert!(matches!(skipped(s.capture_before("c", Path::new("")).expect("c")), SkipReason::InvalidPath { .. }));
-    assert_eq!(skipped(s.capture_before("c", Path::new(".")).expect("c")), SkipReason::Directory);
+    assert!(matches!(
+        s.capture_before("c", &env.p("in.txt")).expect("c"),
+        CaptureOutcome::Captured { .. }
+    ));
+    assert!(matches!(
+        skipped(s.capture_before("c", Path::new("")).expect("c")),
+        SkipReason::InvalidPath { .. }
+    ));
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new(".")).expect("c")),
+        SkipReason::Directory
+    );
 }
 
 #[test]
@@ -45,13 +69,22 @@ fn symlinks_are_never_followed() {
     symlink(outside.join("f"), env.p("linkfile")).expect("symlink");
     let store = env.store();
     let s = env.session(&store);
-    assert_eq!(skipped(s.capture_before("c", Path::new("linkdir/f")).expect("c")), SkipReason::SymlinkedParent);
-    assert_eq!(skipped(s.capture_before("c", Path::new("linkfile")).expect("c")), SkipReason::Symlink);
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("linkdir/f")).expect("c")),
+        SkipReason::SymlinkedParent
+    );
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("linkfile")).expect("c")),
+        SkipReason::Symlink
+    );
     s.commit("c", 1, true).expect("commit");
     let plan = s.plan_restore(1).expect("plan");
     assert!(plan.actions.is_empty());
     assert_eq!(plan.skipped.len(), 2, "{plan:#?}");
-    assert_eq!(std::fs::read(outside.join("f")).expect("read"), b"outside bytes");
+    assert_eq!(
+        std::fs::read(outside.join("f")).expect("read"),
+        b"outside bytes"
+    );
 }
 
 #[test]
@@ -71,8 +104,15 @@ fn parent_swapped_for_symlink_between_plan_and_apply_is_refused() {
     symlink(&outside, env.p("d")).expect("symlink");
     let out = s.restore(&plan, "op").expect("restore");
     assert_eq!(out.failed.len(), 1, "{out:?}");
-    assert_eq!(std::fs::read(outside.join("f")).expect("read"), b"victim", "nothing written outside");
-    assert!(out.failed[0].error.contains("changed since the plan"), "{out:?}");
+    assert_eq!(
+        std::fs::read(outside.join("f")).expect("read"),
+        b"victim",
+        "nothing written outside"
+    );
+    assert!(
+        out.failed[0].error.contains("changed since the plan"),
+        "{out:?}"
+    );
     // Refused before any mutation: settled, nothing left to continue.
     assert_eq!(out.state, JournalState::Completed);
     assert!(s.reconcile_restores().expect("reconcile").is_empty());
@@ -97,7 +137,12 @@ fn final_component_swapped_for_symlink_between_plan_and_apply_is_refused() {
     let out = s.restore(&plan, "op").expect("restore");
     assert_eq!(out.failed.len(), 2, "{out:?}");
     assert_eq!(std::fs::read(&victim).expect("read"), b"victim");
-    assert!(std::fs::symlink_metadata(env.p("g")).expect("meta").file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(env.p("g"))
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -107,19 +152,38 @@ fn hard_links_special_files_and_directories_are_skipped() {
     std::fs::hard_link(env.p("h1"), env.p("h2")).expect("link");
     std::fs::create_dir(env.p("dir")).expect("mkdir");
     let fifo = env.p("fifo");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    );
     let store = env.store();
     let s = env.session(&store);
-    assert_eq!(skipped(s.capture_before("c", Path::new("h1")).expect("c")), SkipReason::HardLink { nlink: 2 });
-    assert_eq!(skipped(s.capture_before("c", Path::new("dir")).expect("c")), SkipReason::Directory);
-    assert_eq!(skipped(s.capture_before("c", Path::new("fifo")).expect("c")), SkipReason::Special);
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("h1")).expect("c")),
+        SkipReason::HardLink { nlink: 2 }
+    );
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("dir")).expect("c")),
+        SkipReason::Directory
+    );
+    assert_eq!(
+        skipped(s.capture_before("c", Path::new("fifo")).expect("c")),
+        SkipReason::Special
+    );
     // A file that is a plain file at capture but hard-linked at restore time is skipped too.
     env.write("p", b"plain");
     tool_edit(&env, &s, "d", 2, "p", Some(b"edited"));
     std::fs::hard_link(env.p("p"), env.p("p2")).expect("link");
     let plan = s.plan_restore(2).expect("plan");
     assert!(plan.actions.is_empty());
-    assert!(plan.skipped.iter().any(|k| k.display == "p" && matches!(k.reason, SkipReason::HardLink { .. })));
+    assert!(
+        plan.skipped
+            .iter()
+            .any(|k| k.display == "p" && matches!(k.reason, SkipReason::HardLink { .. }))
+    );
 }
 
 #[test]
@@ -128,7 +192,10 @@ fn nul_in_name_is_refused() {
     let store = env.store();
     let s = env.session(&store);
     let p = Path::new(OsStr::from_bytes(b"a\0b"));
-    assert!(matches!(skipped(s.capture_before("c", p).expect("c")), SkipReason::InvalidPath { .. }));
+    assert!(matches!(
+        skipped(s.capture_before("c", p).expect("c")),
+        SkipReason::InvalidPath { .. }
+    ));
 }
 
 #[test]
@@ -163,13 +230,18 @@ fn hostile_session_and_call_ids_stay_inside_the_store() {
     let store = env.store();
     for id in ["../escape", "..", ".", "a/b", "/abs", "x\0y", "%2E%2E"] {
         let s = store.session(id, &env.cwd).expect("session");
-        s.capture_before("../../call", Path::new("a")).expect("capture");
+        s.capture_before("../../call", Path::new("a"))
+            .expect("capture");
         s.commit("../../call", 1, true).expect("commit");
     }
     assert!(store.session("", &env.cwd).is_err());
     assert!(store.session(&"x".repeat(500), &env.cwd).is_err());
     // Nothing appeared beside the store root; all session dirs decode back.
-    let beside: Vec<_> = std::fs::read_dir(env.tmp.path()).expect("rd").flatten().map(|e| e.file_name()).collect();
+    let beside: Vec<_> = std::fs::read_dir(env.tmp.path())
+        .expect("rd")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert_eq!(beside.len(), 2, "{beside:?}");
     let names: Vec<String> = std::fs::read_dir(env.root.join("sessions"))
         .expect("rd")

@@ -2,7 +2,7 @@
 
 mod basic;
 mod common;
+mod crash;
 mod faults;
 mod hostile;
-mod crash;
 mod model;

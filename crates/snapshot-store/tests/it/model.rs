@@ -30,11 +30,22 @@ fn content(i: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 enum Op {
     Message,
-    Tool { file: usize, content: Option<usize>, ok: bool },
-    External { file: usize, content: Option<usize> },
-    Rewind { pick: usize },
+    Tool {
+        file: usize,
+        content: Option<usize>,
+        ok: bool,
+    },
+    External {
+        file: usize,
+        content: Option<usize>,
+    },
+    Rewind {
+        pick: usize,
+    },
     Undo,
-    Prune { keep: usize },
+    Prune {
+        keep: usize,
+    },
     Reopen,
 }
 
@@ -78,7 +89,10 @@ fn apply_disk(env: &Env, file: &str, c: Option<&Vec<u8>>) {
 
 fn actual(env: &Env) -> Disk {
     let snap = env.snapshot();
-    FILES.iter().filter_map(|f| snap.get(f.as_bytes()).map(|c| (*f, c.clone()))).collect()
+    FILES
+        .iter()
+        .filter_map(|f| snap.get(f.as_bytes()).map(|c| (*f, c.clone())))
+        .collect()
 }
 
 fn config() -> Config {
@@ -124,13 +138,19 @@ fn run(ops: Vec<Op>) {
             Op::Message => {
                 m.seq += 1 + (m.ops as u64 % 3);
                 m.anchor = m.seq;
-                s.recheck_tracked(m.seq).unwrap_or_else(|e| panic!("{step}: {e}"));
+                s.recheck_tracked(m.seq)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
                 m.boundaries.push((m.seq, m.disk.clone()));
             }
-            Op::Tool { file, content: c, ok } => {
+            Op::Tool {
+                file,
+                content: c,
+                ok,
+            } => {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
-                s.capture_before(&call, Path::new(f)).unwrap_or_else(|e| panic!("{step}: {e}"));
+                s.capture_before(&call, Path::new(f))
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
                 if ok {
                     let new = c.map(content);
                     apply_disk(&env, f, new.as_ref());
@@ -144,7 +164,8 @@ fn run(ops: Vec<Op>) {
                     };
                     m.undo = None;
                 }
-                s.commit(&call, m.anchor, ok).unwrap_or_else(|e| panic!("{step}: {e}"));
+                s.commit(&call, m.anchor, ok)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
             }
             Op::External { file, content: c } => {
                 let f = FILES[file];
@@ -157,8 +178,9 @@ fn run(ops: Vec<Op>) {
                 m.undo = None;
             }
             Op::Rewind { pick } => {
-                let candidates: Vec<usize> =
-                    (0..m.boundaries.len()).filter(|i| m.boundaries[*i].0 >= m.min_anchor).collect();
+                let candidates: Vec<usize> = (0..m.boundaries.len())
+                    .filter(|i| m.boundaries[*i].0 >= m.min_anchor)
+                    .collect();
                 if candidates.is_empty() {
                     continue;
                 }
@@ -168,10 +190,15 @@ fn run(ops: Vec<Op>) {
                 // message are recorded) and the anchor of any call until the next message.
                 m.seq += 1;
                 m.anchor = m.seq;
-                s.recheck_tracked(m.seq).unwrap_or_else(|e| panic!("{step}: {e}"));
-                let plan = s.plan_restore(target).unwrap_or_else(|e| panic!("{step}: {e}"));
+                s.recheck_tracked(m.seq)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                let plan = s
+                    .plan_restore(target)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
                 let op_id = format!("op-{}", m.ops);
-                let out = s.restore(&plan, &op_id).unwrap_or_else(|e| panic!("{step}: {e}"));
+                let out = s
+                    .restore(&plan, &op_id)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
                 assert!(out.failed.is_empty(), "{step}: {out:?}");
                 assert_eq!(out.state, JournalState::Completed, "{step}");
                 let mut want = m.disk.clone();
@@ -187,25 +214,41 @@ fn run(ops: Vec<Op>) {
                     };
                 }
                 assert_eq!(actual(&env), want, "{step}: rewind to {target}");
-                let again = s.plan_restore(target).unwrap_or_else(|e| panic!("{step}: {e}"));
-                assert!(again.is_empty(), "{step}: repeated rewind plans nothing: {again:?}");
+                let again = s
+                    .plan_restore(target)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                assert!(
+                    again.is_empty(),
+                    "{step}: repeated rewind plans nothing: {again:?}"
+                );
                 m.undo = Some((op_id, m.disk.clone()));
                 m.disk = want;
                 m.boundaries.truncate(idx);
             }
             Op::Undo => {
-                let Some((op_id, pre)) = m.undo.take() else { continue };
-                let out = s.undo_restore(&op_id).unwrap_or_else(|e| panic!("{step}: {e}"));
+                let Some((op_id, pre)) = m.undo.take() else {
+                    continue;
+                };
+                let out = s
+                    .undo_restore(&op_id)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
                 assert_eq!(out.state, JournalState::Undone, "{step}: {out:?}");
                 assert_eq!(actual(&env), pre, "{step}: undo");
                 m.disk = pre;
             }
             Op::Prune { keep } => {
                 let rep = s
-                    .prune(PruneOptions { keep_groups: keep, keep_journals: 3 })
+                    .prune(PruneOptions {
+                        keep_groups: keep,
+                        keep_journals: 3,
+                    })
                     .unwrap_or_else(|e| panic!("{step}: {e}"));
                 if rep.groups_removed > 0 {
-                    let first = s.anchors().unwrap_or_else(|e| panic!("{step}: {e}")).first().copied();
+                    let first = s
+                        .anchors()
+                        .unwrap_or_else(|e| panic!("{step}: {e}"))
+                        .first()
+                        .copied();
                     m.min_anchor = m.min_anchor.max(first.unwrap_or(u64::MAX));
                 }
             }
