@@ -2,11 +2,16 @@
 
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
-use rewind_cleanup::{AutoSweep, Cleaner, KeepReason, MemoryPolicy, NoBackend, Pins, Policy, PolicyPort, Scope, SweepRequest};
+use rewind_cleanup::{
+    AutoSweep, Cleaner, KeepReason, MemoryPolicy, NoBackend, Pins, Policy, PolicyPort, Scope,
+    SweepRequest,
+};
 
 use crate::error::BindingError;
 use crate::task::Job;
-use crate::types::{BindingCleanupPolicy, BindingSkippedPath, BindingSweepItem, BindingSweepReport};
+use crate::types::{
+    BindingCleanupPolicy, BindingSkippedPath, BindingSweepItem, BindingSweepReport,
+};
 
 /// The snapshot auto-cleanup of one DSH home. The policy comes from the host's settings on every
 /// call; `null` means the host has no settings backend, and then every sweep refuses (fails closed).
@@ -18,8 +23,13 @@ pub struct BindingCleanup {
 
 fn port(policy: Option<BindingCleanupPolicy>) -> Box<dyn PolicyPort> {
     match policy {
-        Some(p) => Box::new(MemoryPolicy::new(Policy { enabled: p.enabled, max_age_days: p.max_age_days })),
-        None => Box::new(NoBackend { reason: "this host has no settings service".into() }),
+        Some(p) => Box::new(MemoryPolicy::new(Policy {
+            enabled: p.enabled,
+            max_age_days: p.max_age_days,
+        })),
+        None => Box::new(NoBackend {
+            reason: "this host has no settings service".into(),
+        }),
     }
 }
 
@@ -28,8 +38,12 @@ fn keep_reason(reason: &KeepReason) -> String {
         KeepReason::Active => "active session".into(),
         KeepReason::Pinned => "pinned".into(),
         KeepReason::OpenJournal { op } => format!("an open restore journal ({op}) needs it"),
-        KeepReason::UnreadableJournal { detail } => format!("a restore journal is unreadable: {detail}"),
-        KeepReason::Recent { last_activity } => format!("active within the cutoff (last activity {last_activity})"),
+        KeepReason::UnreadableJournal { detail } => {
+            format!("a restore journal is unreadable: {detail}")
+        }
+        KeepReason::Recent { last_activity } => {
+            format!("active within the cutoff (last activity {last_activity})")
+        }
         KeepReason::Unreadable { detail } => format!("unreadable: {detail}"),
     }
 }
@@ -48,8 +62,22 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
                 last_activity: i.last_activity as f64,
             })
             .collect(),
-        kept: r.kept.iter().map(|k| BindingSkippedPath { path: k.session_id.clone(), reason: keep_reason(&k.reason) }).collect(),
-        failed: r.failed.into_iter().map(|f| BindingSkippedPath { path: f.session_id, reason: f.detail }).collect(),
+        kept: r
+            .kept
+            .iter()
+            .map(|k| BindingSkippedPath {
+                path: k.session_id.clone(),
+                reason: keep_reason(&k.reason),
+            })
+            .collect(),
+        failed: r
+            .failed
+            .into_iter()
+            .map(|f| BindingSkippedPath {
+                path: f.session_id,
+                reason: f.detail,
+            })
+            .collect(),
     }
 }
 
@@ -65,7 +93,10 @@ impl BindingCleanup {
     /// `store_root`. Opening touches nothing.
     #[napi(factory)]
     pub fn open(dsh_home: String, store_root: String) -> Self {
-        Self { dsh_home, store_root }
+        Self {
+            dsh_home,
+            store_root,
+        }
     }
 
     /// Sweeps idle session directories (or only `only_session`); a dry run unless `apply`.
@@ -97,19 +128,27 @@ impl BindingCleanup {
     #[napi(ts_return_type = "Promise<number | null>")]
     pub fn last_sweep(&self) -> AsyncTask<Job<Option<f64>>> {
         let cleaner = self.cleaner();
-        AsyncTask::new(Job::new(move || Ok(cleaner?.last_sweep()?.map(|l| l.at as f64))))
+        AsyncTask::new(Job::new(move || {
+            Ok(cleaner?.last_sweep()?.map(|l| l.at as f64))
+        }))
     }
 
     /// The automatic sweep: runs (applied) only when the policy is enabled and the last sweep is
     /// a day old or more; resolves with its report, or `null` when it did not run.
     #[napi(ts_return_type = "Promise<BindingSweepReport | null>")]
-    pub fn auto_sweep(&self, policy: Option<BindingCleanupPolicy>, active: Vec<String>) -> AsyncTask<Job<Option<BindingSweepReport>>> {
+    pub fn auto_sweep(
+        &self,
+        policy: Option<BindingCleanupPolicy>,
+        active: Vec<String>,
+    ) -> AsyncTask<Job<Option<BindingSweepReport>>> {
         let cleaner = self.cleaner();
         AsyncTask::new(Job::new(move || {
-            Ok(match cleaner?.auto_sweep(port(policy).as_ref(), &active, &Pins::none())? {
-                AutoSweep::Ran { report: r, .. } => Some(report(r)),
-                AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
-            })
+            Ok(
+                match cleaner?.auto_sweep(port(policy).as_ref(), &active, &Pins::none())? {
+                    AutoSweep::Ran { report: r, .. } => Some(report(r)),
+                    AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
+                },
+            )
         }))
     }
 }
@@ -117,5 +156,10 @@ impl BindingCleanup {
 /// Validates an idle-day cutoff against the policy's bounds (`rewind/bad-request` otherwise).
 #[napi]
 pub fn check_max_age_days(env: Env, days: u32) -> napi::Result<()> {
-    Policy { enabled: true, max_age_days: days }.validate().map_err(|e| BindingError::from(e).into_napi(&env))
+    Policy {
+        enabled: true,
+        max_age_days: days,
+    }
+    .validate()
+    .map_err(|e| BindingError::from(e).into_napi(&env))
 }

@@ -19,7 +19,11 @@ pub struct BindingError {
 impl BindingError {
     /// A new error with empty details.
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into(), details: json!({}) }
+        Self {
+            code: code.into(),
+            message: message.into(),
+            details: json!({}),
+        }
     }
 
     /// The same error with `details` attached.
@@ -48,9 +52,15 @@ impl BindingError {
     }
 
     fn to_js(&self, env: &Env) -> napi::Result<napi::Error> {
-        let mut object: Object<'_> = env.create_error(napi::Error::new(Status::GenericFailure, self.message.clone()))?;
+        let mut object: Object<'_> = env.create_error(napi::Error::new(
+            Status::GenericFailure,
+            self.message.clone(),
+        ))?;
         object.set_named_property("code", self.code.as_str())?;
-        object.set_named_property("details", env.to_js_value(&js_numbers(self.details.clone()))?)?;
+        object.set_named_property(
+            "details",
+            env.to_js_value(&js_numbers(self.details.clone()))?,
+        )?;
         let unknown: Unknown<'_> = object.to_unknown();
         Ok(napi::Error::from(unknown))
     }
@@ -60,9 +70,14 @@ impl BindingError {
 /// `JSON.stringify` refuses); seqs, counts and times stay far below 2^53.
 fn js_numbers(value: Value) -> Value {
     match value {
-        Value::Number(n) if !n.is_f64() => n.as_f64().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number),
+        Value::Number(n) if !n.is_f64() => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
         Value::Array(items) => Value::Array(items.into_iter().map(js_numbers).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, js_numbers(v))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, js_numbers(v))).collect())
+        }
         other => other,
     }
 }
@@ -89,9 +104,13 @@ impl From<rewind_plan::PlanError> for BindingError {
     fn from(e: rewind_plan::PlanError) -> Self {
         let details = match &e {
             rewind_plan::PlanError::UnknownSeq { seq, len } => json!({ "seq": seq, "len": len }),
-            rewind_plan::PlanError::NotHumanMessage { seq, what } => json!({ "seq": seq, "what": what }),
+            rewind_plan::PlanError::NotHumanMessage { seq, what } => {
+                json!({ "seq": seq, "what": what })
+            }
             rewind_plan::PlanError::NotOnSurface { seq } => json!({ "seq": seq }),
-            rewind_plan::PlanError::IndexOutOfRange { index, count } => json!({ "index": index, "count": count }),
+            rewind_plan::PlanError::IndexOutOfRange { index, count } => {
+                json!({ "index": index, "count": count })
+            }
             _ => json!({}),
         };
         Self::new(e.code().as_str(), e.to_string()).with_details(details)
@@ -109,15 +128,27 @@ impl From<rewind_history::UndoRefusal> for BindingError {
         use rewind_history::UndoRefusal as R;
         let details = match &e {
             R::UnknownEntry { op_id } => json!({ "opId": op_id }),
-            R::CrossWorkspace { op_id, entry_workspace, active_workspace } => {
+            R::CrossWorkspace {
+                op_id,
+                entry_workspace,
+                active_workspace,
+            } => {
                 json!({ "opId": op_id, "entryWorkspace": entry_workspace, "activeWorkspace": active_workspace })
             }
-            R::OtherSession { op_id, entry_session, active_session } => {
+            R::OtherSession {
+                op_id,
+                entry_session,
+                active_session,
+            } => {
                 json!({ "opId": op_id, "entrySession": entry_session, "activeSession": active_session })
             }
-            R::AlreadyUndone { op_id, undone_at } => json!({ "opId": op_id, "undoneAt": undone_at }),
+            R::AlreadyUndone { op_id, undone_at } => {
+                json!({ "opId": op_id, "undoneAt": undone_at })
+            }
             R::NotTop { op_id, tail } => json!({ "opId": op_id, "tail": tail }),
-            R::NotUndoable { op_id, journal } => json!({ "opId": op_id, "journal": journal.name() }),
+            R::NotUndoable { op_id, journal } => {
+                json!({ "opId": op_id, "journal": journal.name() })
+            }
             R::Stale { paths } => json!({ "paths": paths }),
         };
         Self::new(e.code(), e.to_string()).with_details(details)
@@ -133,7 +164,13 @@ macro_rules! history_error {
         }
     )*};
 }
-history_error!(OpenError, ReadError, AppendError, WriteError, MarkUndoneError);
+history_error!(
+    OpenError,
+    ReadError,
+    AppendError,
+    WriteError,
+    MarkUndoneError
+);
 
 /// The stable code of a store failure shared by every store operation.
 fn store_fault_code(newer: bool, corrupt: bool) -> &'static str {
@@ -190,8 +227,15 @@ impl From<snapshot_store::JournalError> for BindingError {
             E::Corrupt(_) => ("rewind/store-corrupt", json!({})),
             E::InvalidOpId { .. } => ("rewind/bad-request", json!({})),
             E::UnknownOp { op_id, .. } => ("rewind/unknown-entry", json!({ "opId": op_id })),
-            E::WrongState { op_id, state: S::Undone, .. } => ("rewind/already-undone", json!({ "opId": op_id })),
-            E::WrongState { op_id, state, .. } => ("rewind/not-undoable", json!({ "opId": op_id, "journal": state.to_string() })),
+            E::WrongState {
+                op_id,
+                state: S::Undone,
+                ..
+            } => ("rewind/already-undone", json!({ "opId": op_id })),
+            E::WrongState { op_id, state, .. } => (
+                "rewind/not-undoable",
+                json!({ "opId": op_id, "journal": state.to_string() }),
+            ),
             E::Stale { op_id, paths } => (
                 "rewind/stale-undo",
                 json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>() }),

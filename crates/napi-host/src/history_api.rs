@@ -2,7 +2,10 @@
 
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
-use rewind_history::{Entry, HistoryStore, JournalState, Outcome, Paths, UndoMode, UndoOutcome, UndoRequest, WorkspaceKey};
+use rewind_history::{
+    Entry, HistoryStore, JournalState, Outcome, Paths, UndoMode, UndoOutcome, UndoRequest,
+    WorkspaceKey,
+};
 
 use crate::error::BindingError;
 use crate::task::Job;
@@ -31,7 +34,9 @@ fn outcome(name: &str) -> Result<Outcome, BindingError> {
         "done" => Ok(Outcome::Done),
         "partial" => Ok(Outcome::Partial),
         "failed" => Ok(Outcome::Failed),
-        other => Err(BindingError::bad_request(format!("unknown history outcome {other:?}"))),
+        other => Err(BindingError::bad_request(format!(
+            "unknown history outcome {other:?}"
+        ))),
     }
 }
 
@@ -40,7 +45,9 @@ fn undo_outcome(name: &str) -> Result<UndoOutcome, BindingError> {
         "ok" => Ok(UndoOutcome::Ok),
         "partial" => Ok(UndoOutcome::Partial),
         "failed" => Ok(UndoOutcome::Failed),
-        other => Err(BindingError::bad_request(format!("unknown undo outcome {other:?}"))),
+        other => Err(BindingError::bad_request(format!(
+            "unknown undo outcome {other:?}"
+        ))),
     }
 }
 
@@ -52,7 +59,11 @@ fn journal(name: &str) -> Result<JournalState, BindingError> {
         "undone" => JournalState::Undone,
         "missing" => JournalState::Missing,
         "unreadable" => JournalState::Unreadable,
-        other => return Err(BindingError::bad_request(format!("unknown journal state {other:?}"))),
+        other => {
+            return Err(BindingError::bad_request(format!(
+                "unknown journal state {other:?}"
+            )));
+        }
     })
 }
 
@@ -74,7 +85,8 @@ pub fn workspace_key(env: Env, workspace_id: Option<String>) -> napi::Result<Str
 /// Refuses (`rewind/stale-undo`, `details.paths`) when any applied path changed since the rewind.
 #[napi]
 pub fn require_unchanged(env: Env, changed_paths: Vec<String>) -> napi::Result<()> {
-    rewind_history::require_unchanged(&changed_paths).map_err(|e| BindingError::from(e).into_napi(&env))
+    rewind_history::require_unchanged(&changed_paths)
+        .map_err(|e| BindingError::from(e).into_napi(&env))
 }
 
 #[napi]
@@ -88,7 +100,12 @@ impl BindingHistory {
     /// Records a rewind in partition `key`, keeping the newest `limit` entries; resolves with
     /// the op ids dropped by the limit.
     #[napi(ts_return_type = "Promise<Array<string>>")]
-    pub fn append(&self, key: String, input: BindingHistoryInput, limit: u32) -> AsyncTask<Job<Vec<String>>> {
+    pub fn append(
+        &self,
+        key: String,
+        input: BindingHistoryInput,
+        limit: u32,
+    ) -> AsyncTask<Job<Vec<String>>> {
         let root = self.root.clone();
         AsyncTask::new(Job::new(move || {
             let k = self::key(&key)?;
@@ -119,7 +136,11 @@ impl BindingHistory {
         AsyncTask::new(Job::new(move || {
             let k = self::key(&key)?;
             let partition = open(&root, None)?.read(&k)?;
-            Ok(partition.newest_first().cloned().map(BindingHistoryEntry::from).collect())
+            Ok(partition
+                .newest_first()
+                .cloned()
+                .map(BindingHistoryEntry::from)
+                .collect())
         }))
     }
 
@@ -162,12 +183,23 @@ impl BindingHistory {
 
     /// Records that `op_id`'s file changes were undone (`ok` | `partial` | `failed`) at `time`.
     #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
-    pub fn mark_undone(&self, key: String, op_id: String, outcome: String, time: f64) -> AsyncTask<Job<BindingHistoryEntry>> {
+    pub fn mark_undone(
+        &self,
+        key: String,
+        op_id: String,
+        outcome: String,
+        time: f64,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
         let root = self.root.clone();
         AsyncTask::new(Job::new(move || {
             let k = self::key(&key)?;
-            let report =
-                open(&root, None)?.mark_undone(&k, &op_id, undo_outcome(&outcome)?, UndoMode::Files, self::time(time)?)?;
+            let report = open(&root, None)?.mark_undone(
+                &k,
+                &op_id,
+                undo_outcome(&outcome)?,
+                UndoMode::Files,
+                self::time(time)?,
+            )?;
             Ok(BindingHistoryEntry::from(report.entry))
         }))
     }

@@ -2,7 +2,9 @@
 
 use napi::bindgen_prelude::Env;
 use napi_derive::napi;
-use rewind_plan::{SessionLog, list_candidates as core_list, parse_target, plan_rewind as core_plan};
+use rewind_plan::{
+    SessionLog, list_candidates as core_list, parse_target, plan_rewind as core_plan,
+};
 
 use crate::error::BindingError;
 use crate::types::{BindingCandidate, BindingPlan};
@@ -17,7 +19,10 @@ fn log_from(events_json: &str) -> Result<SessionLog, BindingError> {
 pub fn list_candidates(env: Env, events_json: String) -> napi::Result<Vec<BindingCandidate>> {
     let run = || -> Result<Vec<BindingCandidate>, BindingError> {
         let log = log_from(&events_json)?;
-        Ok(core_list(&log)?.into_iter().map(BindingCandidate::from).collect())
+        Ok(core_list(&log)?
+            .into_iter()
+            .map(BindingCandidate::from)
+            .collect())
     };
     run().map_err(|e| e.into_napi(&env))
 }
@@ -38,11 +43,16 @@ pub fn plan_rewind(env: Env, events_json: String, target: String) -> napi::Resul
 /// canonical form (`@12` or `3`).
 #[napi]
 pub fn check_target(env: Env, target: String) -> napi::Result<String> {
-    parse_target(&target).map(|t| t.to_string()).map_err(|e| BindingError::from(e).into_napi(&env))
+    parse_target(&target)
+        .map(|t| t.to_string())
+        .map_err(|e| BindingError::from(e).into_napi(&env))
 }
 
 /// Every stable error code this build knows.
 #[napi]
 pub fn error_codes() -> Vec<String> {
-    rewind_plan::ErrorCode::ALL.iter().map(|c| c.as_str().to_owned()).collect()
+    rewind_plan::ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_owned())
+        .collect()
 }

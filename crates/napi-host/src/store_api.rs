@@ -6,13 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
-use snapshot_store::{Action, CaptureOutcome, JournalError, JournalState, PruneOptions, Session, Store, StoreOptions};
+use snapshot_store::{
+    Action, CaptureOutcome, JournalError, JournalState, PruneOptions, Session, Store, StoreOptions,
+};
 
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile, BindingRestoreOutcome, BindingSkippedPath,
-    BindingRestoreStatus, BindingUndoOutcome, seq_from_js,
+    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile,
+    BindingRestoreOutcome, BindingRestoreStatus, BindingSkippedPath, BindingUndoOutcome,
+    seq_from_js,
 };
 
 struct Inner {
@@ -31,7 +34,13 @@ pub struct BindingStore {
 }
 
 fn open_store(root: &Path, cap: u64) -> Result<Store, BindingError> {
-    Ok(Store::open(root, StoreOptions { max_file_bytes: cap, ..StoreOptions::default() })?)
+    Ok(Store::open(
+        root,
+        StoreOptions {
+            max_file_bytes: cap,
+            ..StoreOptions::default()
+        },
+    )?)
 }
 
 fn cap_from(value: f64) -> Result<u64, BindingError> {
@@ -40,7 +49,10 @@ fn cap_from(value: f64) -> Result<u64, BindingError> {
 
 impl BindingStore {
     fn handle(&self) -> Handle {
-        Handle { root: self.root.clone(), inner: Arc::clone(&self.inner) }
+        Handle {
+            root: self.root.clone(),
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
@@ -52,7 +64,12 @@ struct Handle {
 }
 
 impl Handle {
-    fn session(&self, session_id: &str, cwd: &str, cap: Option<u64>) -> Result<Arc<Session>, BindingError> {
+    fn session(
+        &self,
+        session_id: &str,
+        cwd: &str,
+        cap: Option<u64>,
+    ) -> Result<Arc<Session>, BindingError> {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(cap) = cap {
             if cap != inner.cap {
@@ -89,8 +106,14 @@ fn skipped_reason(reason: &impl std::fmt::Display) -> String {
 }
 
 fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
-    let mut skipped: Vec<BindingSkippedPath> =
-        o.skipped.iter().map(|s| BindingSkippedPath { path: s.path.display(), reason: skipped_reason(&s.reason) }).collect();
+    let mut skipped: Vec<BindingSkippedPath> = o
+        .skipped
+        .iter()
+        .map(|s| BindingSkippedPath {
+            path: s.path.display(),
+            reason: skipped_reason(&s.reason),
+        })
+        .collect();
     skipped.extend(o.uncovered.iter().map(|u| BindingSkippedPath {
         path: u.path.display(),
         reason: format!("over the per-file cap ({} bytes), not backed up", u.size),
@@ -99,7 +122,14 @@ fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
         written: o.written.iter().map(|p| p.display()).collect(),
         deleted: o.deleted.iter().map(|p| p.display()).collect(),
         skipped,
-        failed: o.failed.iter().map(|f| BindingFailedPath { path: f.display.clone(), message: f.error.clone() }).collect(),
+        failed: o
+            .failed
+            .iter()
+            .map(|f| BindingFailedPath {
+                path: f.display.clone(),
+                message: f.error.clone(),
+            })
+            .collect(),
         completed: o.state == JournalState::Completed,
     }
 }
@@ -113,7 +143,14 @@ impl BindingStore {
         let root = PathBuf::from(root);
         let cap = snapshot_store::DEFAULT_MAX_FILE_BYTES;
         let store = open_store(&root, cap).map_err(|e| e.into_napi(&env))?;
-        Ok(Self { root, inner: Arc::new(Mutex::new(Inner { cap, store, sessions: HashMap::new() })) })
+        Ok(Self {
+            root,
+            inner: Arc::new(Mutex::new(Inner {
+                cap,
+                store,
+                sessions: HashMap::new(),
+            })),
+        })
     }
 
     /// Drops the cached handles of a session (after its snapshot directory was swept away), so
@@ -145,26 +182,50 @@ impl BindingStore {
         AsyncTask::new(Job::new(move || {
             let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
             Ok(match session.capture_before(&call_id, Path::new(&path))? {
-                CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome { kind: "captured".into(), path: path.display(), reason: None },
-                CaptureOutcome::Absent { path } => BindingCaptureOutcome { kind: "absent".into(), path: path.display(), reason: None },
-                CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome { kind: "uncovered".into(), path: path.display(), reason: None },
-                CaptureOutcome::Skipped { path, reason } => {
-                    BindingCaptureOutcome { kind: "skipped".into(), path, reason: Some(reason.to_string()) }
-                }
-                CaptureOutcome::AlreadyStaged { path } => {
-                    BindingCaptureOutcome { kind: "already-staged".into(), path: path.display(), reason: None }
-                }
+                CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome {
+                    kind: "captured".into(),
+                    path: path.display(),
+                    reason: None,
+                },
+                CaptureOutcome::Absent { path } => BindingCaptureOutcome {
+                    kind: "absent".into(),
+                    path: path.display(),
+                    reason: None,
+                },
+                CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome {
+                    kind: "uncovered".into(),
+                    path: path.display(),
+                    reason: None,
+                },
+                CaptureOutcome::Skipped { path, reason } => BindingCaptureOutcome {
+                    kind: "skipped".into(),
+                    path,
+                    reason: Some(reason.to_string()),
+                },
+                CaptureOutcome::AlreadyStaged { path } => BindingCaptureOutcome {
+                    kind: "already-staged".into(),
+                    path: path.display(),
+                    reason: None,
+                },
             })
         }))
     }
 
     /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn commit(&self, session_id: String, cwd: String, call_id: String, anchor_seq: f64, ok: bool) -> AsyncTask<Job<()>> {
+    pub fn commit(
+        &self,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        anchor_seq: f64,
+        ok: bool,
+    ) -> AsyncTask<Job<()>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
-            h.session(&session_id, &cwd, None)?.commit(&call_id, anchor, ok)?;
+            h.session(&session_id, &cwd, None)?
+                .commit(&call_id, anchor, ok)?;
             Ok(())
         }))
     }
@@ -182,18 +243,35 @@ impl BindingStore {
     /// Message-boundary re-check: records the state of every tracked path that changed on disk;
     /// resolves with the recorded paths.
     #[napi(ts_return_type = "Promise<Array<string>>")]
-    pub fn recheck(&self, session_id: String, cwd: String, anchor_seq: f64, max_file_bytes: f64) -> AsyncTask<Job<Vec<String>>> {
+    pub fn recheck(
+        &self,
+        session_id: String,
+        cwd: String,
+        anchor_seq: f64,
+        max_file_bytes: f64,
+    ) -> AsyncTask<Job<Vec<String>>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
-            let outcome = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?.recheck_tracked(anchor)?;
-            Ok(outcome.recorded.into_iter().map(|c| c.path.display()).collect())
+            let outcome = h
+                .session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?
+                .recheck_tracked(anchor)?;
+            Ok(outcome
+                .recorded
+                .into_iter()
+                .map(|c| c.path.display())
+                .collect())
         }))
     }
 
     /// What a rewind to `target_seq` would do to the files (no mutation).
     #[napi(ts_return_type = "Promise<BindingPreview>")]
-    pub fn preview(&self, session_id: String, cwd: String, target_seq: f64) -> AsyncTask<Job<BindingPreview>> {
+    pub fn preview(
+        &self,
+        session_id: String,
+        cwd: String,
+        target_seq: f64,
+    ) -> AsyncTask<Job<BindingPreview>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
@@ -212,14 +290,27 @@ impl BindingStore {
                     })
                     .collect(),
                 uncovered: plan.uncovered.iter().map(|u| u.path.display()).collect(),
-                skipped: plan.skipped.iter().map(|s| BindingSkippedPath { path: s.path.display(), reason: s.reason.to_string() }).collect(),
+                skipped: plan
+                    .skipped
+                    .iter()
+                    .map(|s| BindingSkippedPath {
+                        path: s.path.display(),
+                        reason: s.reason.to_string(),
+                    })
+                    .collect(),
             })
         }))
     }
 
     /// Plans and runs the journaled restore to `target_seq` under op id `op_id`.
     #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn restore(&self, session_id: String, cwd: String, target_seq: f64, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+    pub fn restore(
+        &self,
+        session_id: String,
+        cwd: String,
+        target_seq: f64,
+        op_id: String,
+    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
@@ -232,14 +323,21 @@ impl BindingStore {
     /// The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
     /// `missing` or `unreadable`.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn journal_state(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<String>> {
+    pub fn journal_state(
+        &self,
+        session_id: String,
+        cwd: String,
+        op_id: String,
+    ) -> AsyncTask<Job<String>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let session = h.session(&session_id, &cwd, None)?;
             Ok(match session.restore_status(&op_id) {
                 Ok(status) => state_name(status.state).to_owned(),
                 Err(JournalError::UnknownOp { .. }) => "missing".to_owned(),
-                Err(JournalError::NewerStore(e)) => return Err(BindingError::new("rewind/store-newer", e.to_string())),
+                Err(JournalError::NewerStore(e)) => {
+                    return Err(BindingError::new("rewind/store-newer", e.to_string()));
+                }
                 Err(_) => "unreadable".to_owned(),
             })
         }))
@@ -248,15 +346,31 @@ impl BindingStore {
     /// Undoes the completed restore `op_id` (files only). Rejects with `rewind/stale-undo`
     /// (`details.paths`) when a restored path changed since.
     #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
-    pub fn undo(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingUndoOutcome>> {
+    pub fn undo(
+        &self,
+        session_id: String,
+        cwd: String,
+        op_id: String,
+    ) -> AsyncTask<Job<BindingUndoOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let o = h.session(&session_id, &cwd, None)?.undo_restore(&op_id)?;
             Ok(BindingUndoOutcome {
-                kind: if o.failed.is_empty() { "ok".into() } else { "partial".into() },
+                kind: if o.failed.is_empty() {
+                    "ok".into()
+                } else {
+                    "partial".into()
+                },
                 restored: o.written.iter().map(|p| p.display()).collect(),
                 deleted: o.deleted.iter().map(|p| p.display()).collect(),
-                failed: o.failed.iter().map(|f| BindingFailedPath { path: f.display.clone(), message: f.error.clone() }).collect(),
+                failed: o
+                    .failed
+                    .iter()
+                    .map(|f| BindingFailedPath {
+                        path: f.display.clone(),
+                        message: f.error.clone(),
+                    })
+                    .collect(),
             })
         }))
     }
@@ -264,11 +378,21 @@ impl BindingStore {
     /// Records DSH's session format for this session; a different recorded format clears the
     /// session's snapshots. Resolves `true` when it cleared them.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn session_format(&self, session_id: String, cwd: String, format: String) -> AsyncTask<Job<bool>> {
+    pub fn session_format(
+        &self,
+        session_id: String,
+        cwd: String,
+        format: String,
+    ) -> AsyncTask<Job<bool>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
-            let outcome = h.session(&session_id, &cwd, None)?.reconcile_format(&format)?;
-            Ok(matches!(outcome, snapshot_store::FormatOutcome::Cleared { .. }))
+            let outcome = h
+                .session(&session_id, &cwd, None)?
+                .reconcile_format(&format)?;
+            Ok(matches!(
+                outcome,
+                snapshot_store::FormatOutcome::Cleared { .. }
+            ))
         }))
     }
 
@@ -277,14 +401,19 @@ impl BindingStore {
     pub fn prune(&self, session_id: String, cwd: String) -> AsyncTask<Job<()>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
-            h.session(&session_id, &cwd, None)?.prune(PruneOptions::default())?;
+            h.session(&session_id, &cwd, None)?
+                .prune(PruneOptions::default())?;
             Ok(())
         }))
     }
 
     /// Every restore journal of the session with where it stands (after a crash, `open` ones).
     #[napi(ts_return_type = "Promise<Array<BindingRestoreStatus>>")]
-    pub fn restore_statuses(&self, session_id: String, cwd: String) -> AsyncTask<Job<Vec<BindingRestoreStatus>>> {
+    pub fn restore_statuses(
+        &self,
+        session_id: String,
+        cwd: String,
+    ) -> AsyncTask<Job<Vec<BindingRestoreStatus>>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let statuses = h.session(&session_id, &cwd, None)?.restore_statuses()?;
@@ -306,15 +435,35 @@ impl BindingStore {
 
     /// Finishes the interrupted restore `op_id`.
     #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn continue_restore(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+    pub fn continue_restore(
+        &self,
+        session_id: String,
+        cwd: String,
+        op_id: String,
+    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
         let h = self.handle();
-        AsyncTask::new(Job::new(move || Ok(restore_outcome(h.session(&session_id, &cwd, None)?.continue_restore(&op_id)?))))
+        AsyncTask::new(Job::new(move || {
+            Ok(restore_outcome(
+                h.session(&session_id, &cwd, None)?
+                    .continue_restore(&op_id)?,
+            ))
+        }))
     }
 
     /// Returns the files of the interrupted restore `op_id` to their exact pre-restore bytes.
     #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn rollback_restore(&self, session_id: String, cwd: String, op_id: String) -> AsyncTask<Job<BindingRestoreOutcome>> {
+    pub fn rollback_restore(
+        &self,
+        session_id: String,
+        cwd: String,
+        op_id: String,
+    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
         let h = self.handle();
-        AsyncTask::new(Job::new(move || Ok(restore_outcome(h.session(&session_id, &cwd, None)?.rollback_restore(&op_id)?))))
+        AsyncTask::new(Job::new(move || {
+            Ok(restore_outcome(
+                h.session(&session_id, &cwd, None)?
+                    .rollback_restore(&op_id)?,
+            ))
+        }))
     }
 }

@@ -18,7 +18,10 @@ pub struct Job<T: Send + 'static> {
 impl<T: Send + 'static> Job<T> {
     /// Wraps `work`.
     pub fn new(work: impl FnOnce() -> Result<T, BindingError> + Send + 'static) -> Self {
-        Self { work: Some(Box::new(work)), failure: None }
+        Self {
+            work: Some(Box::new(work)),
+            failure: None,
+        }
     }
 }
 
@@ -30,7 +33,10 @@ where
     type JsValue = T;
 
     fn compute(&mut self) -> napi::Result<T> {
-        let work = self.work.take().ok_or_else(|| napi::Error::new(Status::GenericFailure, "job ran twice"))?;
+        let work = self
+            .work
+            .take()
+            .ok_or_else(|| napi::Error::new(Status::GenericFailure, "job ran twice"))?;
         match work() {
             Ok(value) => Ok(value),
             Err(error) => {
@@ -46,7 +52,10 @@ where
     }
 
     fn reject(&mut self, env: Env, err: napi::Error) -> napi::Result<T> {
-        let error = self.failure.take().unwrap_or_else(|| BindingError::failed(err.reason.clone()));
+        let error = self
+            .failure
+            .take()
+            .unwrap_or_else(|| BindingError::failed(err.reason.clone()));
         Err(error.into_napi(&env))
     }
 }

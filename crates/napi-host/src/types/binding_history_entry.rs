@@ -84,7 +84,9 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
             undone_at: e.undone_at.map(|t| t as f64),
             undo_outcome: e.undo_outcome.as_ref().map(name),
             undo_mode: e.undo_mode.as_ref().map(name),
-            fork: e.fork.map(|f| BindingForkInfo { child_session_id: f.child_session_id }),
+            fork: e.fork.map(|f| BindingForkInfo {
+                child_session_id: f.child_session_id,
+            }),
             target_seq: e.target_seq as f64,
             time: e.time as f64,
             op_id: e.op_id,

@@ -53,8 +53,16 @@ impl From<rewind_plan::RewindPlan> for BindingPlan {
             };
             BindingMarker {
                 data: m.data,
-                surface_op: BindingSurfaceOp { op: "replace".into(), start: super::js_number(start), end: super::js_number(end) },
-                source_event_seqs: m.source_event_seqs.into_iter().map(super::js_number).collect(),
+                surface_op: BindingSurfaceOp {
+                    op: "replace".into(),
+                    start: super::js_number(start),
+                    end: super::js_number(end),
+                },
+                source_event_seqs: m
+                    .source_event_seqs
+                    .into_iter()
+                    .map(super::js_number)
+                    .collect(),
             }
         });
         Self {

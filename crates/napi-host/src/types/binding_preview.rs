@@ -1,8 +1,8 @@
 //! `BindingPreview`: the impact of a rewind on the files; nothing is changed to compute it.
 
-use napi_derive::napi;
-use super::BindingSkippedPath;
 use super::BindingPreviewFile;
+use super::BindingSkippedPath;
+use napi_derive::napi;
 
 /// The impact of a rewind on the files; nothing is changed to compute it.
 #[napi(object)]

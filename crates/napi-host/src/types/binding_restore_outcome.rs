@@ -1,8 +1,8 @@
 //! `BindingRestoreOutcome`: the outcome of a journaled restore.
 
-use napi_derive::napi;
-use super::BindingSkippedPath;
 use super::BindingFailedPath;
+use super::BindingSkippedPath;
+use napi_derive::napi;
 
 /// The outcome of a journaled restore.
 #[napi(object)]

@@ -1,7 +1,7 @@
 //! `BindingUndoOutcome`: the outcome of undoing a restore (files only).
 
-use napi_derive::napi;
 use super::BindingFailedPath;
+use napi_derive::napi;
 
 /// The outcome of undoing a restore (files only).
 #[napi(object)]
