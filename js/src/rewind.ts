@@ -140,12 +140,14 @@ export class Rewinder {
 
     // 3–5 run as one maintenance task: new input waits until the files are back.
     const work = async (): Promise<RewindReport> => {
-      const withdrawn = withdraw(agent, plan.withdrawPending)
       const marker = plan.marker!
+      // The append validates before it changes anything; only once it succeeded is pending
+      // steering (which belongs to the future being rolled back) withdrawn.
       const event = session.append('user/message', { ...marker.data, id: randomUUID() }, {
         surfaceOp: { op: 'replace', start: marker.surfaceOp.start, end: marker.surfaceOp.end },
         sourceEventSeqs: [...marker.sourceEventSeqs],
       })
+      const withdrawn = withdraw(agent, plan.withdrawPending)
       const { outcome, notRestored } = await this.restoreFiles(session, plan.targetSeq, opId)
       return {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
