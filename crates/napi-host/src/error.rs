@@ -256,3 +256,57 @@ macro_rules! cleanup_error {
     )*};
 }
 cleanup_error!(OpenError, SweepError, RecordError, PolicyError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undo_refusals_keep_their_codes_and_details() {
+        let stale = BindingError::from(rewind_history::UndoRefusal::Stale {
+            paths: vec!["b.txt".into(), "a.txt".into()],
+        });
+        assert_eq!(stale.code, "rewind/stale-undo");
+        assert_eq!(stale.details, json!({ "paths": ["b.txt", "a.txt"] }));
+        let top = BindingError::from(rewind_history::UndoRefusal::NotTop {
+            op_id: "o1".into(),
+            tail: "o2".into(),
+        });
+        assert_eq!(top.code, "rewind/undo-not-top");
+        assert_eq!(top.details["tail"], "o2");
+    }
+
+    #[test]
+    fn planner_refusals_keep_their_codes() {
+        let e = BindingError::from(
+            rewind_plan::parse_target("1 extra").expect_err("trailing argument"),
+        );
+        assert_eq!(e.code, "rewind/bad-target");
+        let log = rewind_plan::SessionLog::from_events_json("[]").expect("empty log");
+        let e = BindingError::from(
+            rewind_plan::plan_rewind(&log, rewind_plan::Target::Seq(3)).expect_err("unknown seq"),
+        );
+        assert_eq!(e.code, "rewind/unknown-seq");
+        assert_eq!(e.details, json!({ "seq": 3, "len": 0 }));
+    }
+
+    #[test]
+    fn history_keys_are_bad_requests() {
+        let e = BindingError::from(
+            rewind_history::WorkspaceKey::parse("../x").expect_err("hostile key"),
+        );
+        assert_eq!(e.code, "rewind/bad-request");
+    }
+
+    #[test]
+    fn integers_become_plain_numbers() {
+        let v = js_numbers(
+            json!({ "undoneAt": 1_795_978_660_755_u64, "paths": [1, 2], "name": "x", "f": 1.5 }),
+        );
+        assert!(v["undoneAt"].is_f64());
+        assert_eq!(v["undoneAt"].as_f64(), Some(1_795_978_660_755.0));
+        assert!(v["paths"][0].is_f64());
+        assert_eq!(v["name"], "x");
+        assert_eq!(v["f"], 1.5);
+    }
+}

@@ -48,3 +48,42 @@ pub(crate) fn seq_from_js(value: f64, what: &str) -> Result<u64, crate::error::B
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seqs_from_javascript_are_non_negative_safe_integers() {
+        assert_eq!(seq_from_js(0.0, "s").ok(), Some(0));
+        assert_eq!(seq_from_js(42.0, "s").ok(), Some(42));
+        for bad in [-1.0, 1.5, f64::NAN, f64::INFINITY, 9_007_199_254_740_992.0] {
+            let e = seq_from_js(bad, "seq").expect_err("refused");
+            assert_eq!(e.code, "rewind/bad-request");
+        }
+    }
+
+    #[test]
+    fn a_plan_crosses_with_its_replace_range() {
+        let log = rewind_plan::SessionLog::from_events_json(
+            r#"[{"type":"user/message","seq":0,"time":1,"data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"},
+                {"type":"assistant/message","seq":1,"time":2,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}},"surfaceOp":"append","sourceEventSeqs":[]}]"#,
+        )
+        .expect("log");
+        let plan = BindingPlan::from(
+            rewind_plan::plan_rewind(&log, rewind_plan::Target::Seq(0)).expect("plan"),
+        );
+        let marker = plan.marker.expect("marker");
+        assert_eq!(
+            (
+                marker.surface_op.op.as_str(),
+                marker.surface_op.start,
+                marker.surface_op.end
+            ),
+            ("replace", 0.0, 1.0)
+        );
+        assert_eq!(marker.source_event_seqs, vec![0.0, 1.0]);
+        assert_eq!(marker.data["source"]["kind"], "dsh-rewind");
+        assert_eq!(plan.target_text, "hi");
+    }
+}
