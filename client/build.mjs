@@ -1,7 +1,7 @@
 // Builds the browser half into ../lib/client.js: one classic script that registers through
 // window.__ModuleLoader__.load({ id, factory }) and takes React and react-dom from the loader's
 // require (never bundled).   usage: node client/build.mjs [--tests]
-//   --tests  also compiles the pure modules to client/.test-build/*.mjs for `node --test client/test/`.
+//   --tests  also compiles the pure modules to client/.test-build/*.mjs for `node --test client/test/*.test.mjs`.
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Browser end-to-end test of dsh-prompt-rewind against the real `dsh web` (DSH CLI 0.1.0-rc.8),
 # driven in headless Debian Chromium through playwright-core, with a scripted model.
-# Installs what it needs on a fresh machine (idempotent), then runs tests/web/e2e.mjs with Node 24.
+# Installs what it needs on a fresh machine (idempotent), runs the client unit tests, then
+# tests/web/e2e.mjs with Node 24 in two scenarios (full, and degraded DSH client plugins).
 #   scripts/test-web.sh            exit 0 = every assertion passed
 # Environment:
 #   DSH_WEB_TGZ     use this packed plugin tarball instead of running `npm pack` at the repo root
@@ -22,6 +23,11 @@ mkdir -p "$RUN" "$SHOTS"
 # 1. Node 24 (DSH needs it); scripts/setup-node.sh prints its path last.
 NODE=$("$ROOT/scripts/setup-node.sh" | tail -n1)
 say "node $("$NODE" --version)"
+
+# 1b. The browser half's unit tests (typecheck, pure modules under node --test), before anything heavier.
+(cd "$ROOT/client" && { [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund --loglevel=error; } && PATH="$(dirname "$NODE"):$PATH" npm test --silent) >"$RUN/client-unit.log" 2>&1 \
+  || { cat "$RUN/client-unit.log"; say "client unit tests failed"; exit 1; }
+say "client unit tests: $(grep -E '^(ℹ|#) (pass|fail) ' "$RUN/client-unit.log" | tr '\n' ' ')"
 
 # 2. Chromium from Debian.
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
