@@ -166,6 +166,9 @@ export function registerCapture(deps: CaptureDeps): void {
 
   ctx.on('agent/disposed', ({ agent }: { agent: HostAgent }) => {
     const id = agent?.session?.header?.id
-    if (id !== undefined) state.forget(id)
+    if (id === undefined) return
+    state.forget(id)
+    // Drop the addon's cached handles once queued work of the session settled.
+    void state.run(id, async () => deps.files().forget(id)).catch(() => {})
   }, { global: true })
 }
