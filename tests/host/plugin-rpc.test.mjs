@@ -5,11 +5,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { writeFile } from 'node:fs/promises'
+import { writeFile, mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { request as httpRequest } from 'node:http'
 import z from '@deepseek-ai/schemastery'
-import { turn, text, edit } from './lib/harness.mjs'
-import { threeTurnSession, rpc, snapshot, humanSeq, bytes, FILES } from './plugin-support.mjs'
+import { turn, text, edit, write } from './lib/harness.mjs'
+import { threeTurnSession, bootWithPlugin, rpc, snapshot, humanSeq, bytes, FILES } from './plugin-support.mjs'
 
 test('undo over RPC restores the files once; history lists the entry', async (t) => {
   const { host, agent, ws, afterLast } = await threeTurnSession({ sessionId: 'undo-session' })
@@ -183,4 +184,30 @@ test('command output follows the language setting', async (t) => {
   assert.match(listed.result.text, /^Nachrichten, zu denen zurückgespult werden kann/)
   const bad = await host.runCommand(agent, '/rewind 1 2')
   assert.match(bad.result.text, /^Zurückspulen fehlgeschlagen \[rewind\/bad-target\]/)
+})
+
+test('history is partitioned per workspace, derived host-side from the session', async (t) => {
+  const host = await bootWithPlugin({ script: [turn(write('a.txt', 'a\n'), text('a')), turn(text('a2')), turn(write('b.txt', 'b\n'), text('b')), turn(text('b2'))] })
+  t.after(() => host.dispose())
+  const wsA = await mkdtemp(join(tmpdir(), 'ws-a-'))
+  const wsB = await mkdtemp(join(tmpdir(), 'ws-b-'))
+  const a = await host.createAgent('session-a', { cwd: wsA })
+  await host.sendUser(a, 'first a')
+  await host.sendUser(a, 'second a')
+  const b = await host.createAgent('session-b', { cwd: wsB })
+  await host.sendUser(b, 'first b')
+  await host.sendUser(b, 'second b')
+  assert.equal((await host.runCommand(a, '/rewind 2')).result.kind, 'success')
+  const histA = await rpc(host, 'history', { sessionId: 'session-a' })
+  const histB = await rpc(host, 'history', { sessionId: 'session-b' })
+  assert.equal(histA.json.value.entries.length, 1)
+  assert.deepEqual(histB.json.value.entries, [])
+  assert.notEqual(histA.json.value.workspace, histB.json.value.workspace)
+  // Another workspace's op id is not found from this session, and nothing is undone.
+  const undo = await rpc(host, 'undo', { sessionId: 'session-b', opId: histA.json.value.entries[0].opId })
+  assert.equal(undo.json.ok, false)
+  assert.equal(undo.json.error.code, 'rewind/unknown-entry')
+  assert.equal(await bytes(join(wsA, 'a.txt')), null, 'session A stays rewound')
+  assert.equal((await rpc(host, 'history.clear', { sessionId: 'session-b' })).json.value.cleared, 0)
+  assert.equal((await rpc(host, 'history', { sessionId: 'session-a' })).json.value.entries.length, 1, 'clearing B leaves A')
 })
