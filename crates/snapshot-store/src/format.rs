@@ -93,12 +93,25 @@ pub(crate) struct Entry {
     pub before: BeforeState,
 }
 
-/// `sessions/<id>/pending/<call>.json`.
+/// One line of `sessions/<id>/pending.log`: a staged capture, or a call settled.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct PendingRecord {
+pub(crate) struct PendingLine {
     pub v: u32,
     pub call_id: String,
-    pub entries: Vec<Entry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<Entry>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub settled: bool,
+}
+
+/// Parses a line log: complete lines only (a torn final line is ignored).
+pub(crate) fn parse_lines<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Vec<T>, Fault> {
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+    bytes[..complete]
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| parse_record(path, l))
+        .collect()
 }
 
 /// Where a group entry came from.

@@ -218,14 +218,33 @@ impl StoreFs {
         r.map(|()| true)
     }
 
-    /// Opens `path` for appending (creating it), for a pass that appends many lines.
+    /// Opens the line log `path` for appending (creating it). A final line torn by a
+    /// crash (no newline) is cut off first, so new lines never join a fragment.
     pub fn open_append(&self, path: &Path) -> Result<File, FsFailure> {
+        let torn = match self.read_opt(path)? {
+            Some(bytes) if !bytes.is_empty() && bytes.last() != Some(&b'\n') => {
+                Some(bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0))
+            }
+            _ => None,
+        };
         self.check(FsOp::Open, path)?;
         let mut o = OpenOptions::new();
         o.append(true).create(true);
-        self.dir
+        let f = self
+            .dir
             .open_with(path, &o)
-            .map_err(|e| fail(FsOp::Open, Area::Store, path, e))
+            .map_err(|e| fail(FsOp::Open, Area::Store, path, e))?;
+        if let Some(len) = torn {
+            self.truncate(&f, path, len as u64)?;
+        }
+        Ok(f)
+    }
+
+    /// Truncates an open store file to `len` bytes.
+    pub fn truncate(&self, f: &File, path: &Path, len: u64) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, path)?;
+        f.set_len(len).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        self.sync_file(f, path)
     }
 
     /// Appends one line (with its newline) to an open append-mode file.

@@ -82,13 +82,13 @@ impl fmt::Display for Area {
 /// store and continuing or rolling back yields exactly the pre- or post-state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CrashPoint {
-    /// A captured blob is in place, the pending record not yet written.
+    /// A captured blob is in place, the pending line not yet appended.
     CaptureBlobStored,
-    /// The pending record is written (capture about to return).
+    /// The capture's pending-log line is written (capture about to return).
     CaptureStaged,
-    /// The anchor-group entry file is written, the pending record not yet removed.
+    /// The anchor-group entry file is written, the call not yet settled in the pending log.
     CommitEntryWritten,
-    /// The pending record is removed, the tracked cache not yet updated.
+    /// The call is settled in the pending log, the tracked cache not yet updated.
     CommitPendingRemoved,
     /// Rescue bytes of every planned path are stored, the journal not yet written.
     RestoreRescued,

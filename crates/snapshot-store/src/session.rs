@@ -13,9 +13,9 @@ use crate::error::{
     CaptureError, ClearError, CommitError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
 };
 use crate::format::{
-    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingRecord,
+    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingLine,
     RECORD_VERSION, SessionMarker, SkipReason, TrackedPath, TrackedRecord, anchor_dir_name,
-    parse_record, to_json,
+    parse_lines, parse_record, to_json,
 };
 use crate::fsio::{DiskMeta, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
@@ -149,12 +149,21 @@ pub enum FormatOutcome {
     },
 }
 
+/// Staged captures not yet settled, folded from `pending.log`.
+pub(crate) struct PendingLog {
+    file: Option<cap_std::fs::File>,
+    calls: BTreeMap<String, Vec<Entry>>,
+    len: u64,
+}
+
 pub(crate) struct State {
     /// Path → (what the store last knew, the anchor at which that state is recorded).
     pub tracked: Option<BTreeMap<RelPath, (Known, Option<u64>)>>,
     pub prepared: bool,
     /// The anchor of the last recheck (`None` until loaded / never).
     pub last_boundary: Option<Option<u64>>,
+    /// The pending log, loaded on first use.
+    pub pending: Option<PendingLog>,
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -197,8 +206,7 @@ impl Session {
             state: Mutex::new(State {
                 tracked: None,
                 prepared: false,
-                last_boundary: None,
-            }),
+                last_boundary: None, pending: None }),
         }
     }
 
@@ -224,7 +232,7 @@ impl Session {
         }
         self.read_marker()?;
         let fs = &self.store.inner.fs;
-        for d in ["pending", "groups", "journals"] {
+        for d in ["groups", "journals"] {
             fs.create_dir_all(&self.p(d))?;
         }
         if !fs.exists(&self.p("session.json"))? {
@@ -431,15 +439,53 @@ impl Session {
         }
     }
 
-    fn pending_path(&self, enc_call: &str) -> PathBuf {
-        self.dir.join("pending").join(format!("{enc_call}.json"))
+    fn pending_log<'s>(&self, st: &'s mut State) -> Result<&'s mut PendingLog, Fault> {
+        if st.pending.is_none() {
+            let path = self.p("pending.log");
+            let bytes = self.store.inner.fs.read_opt(&path)?.unwrap_or_default();
+            let mut calls: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+            for line in parse_lines::<PendingLine>(&path, &bytes)? {
+                if line.settled {
+                    calls.remove(&line.call_id);
+                } else if let Some(e) = line.entry {
+                    calls.entry(line.call_id).or_default().push(e);
+                }
+            }
+            st.pending = Some(PendingLog { file: None, calls, len: bytes.len() as u64 });
+        }
+        Ok(st.pending.get_or_insert_with(|| PendingLog { file: None, calls: BTreeMap::new(), len: 0 }))
     }
 
-    fn read_pending(&self, path: &Path) -> Result<Option<PendingRecord>, Fault> {
-        match self.store.inner.fs.read_opt(path)? {
-            None => Ok(None),
-            Some(bytes) => parse_record(path, &bytes).map(Some),
+    fn append_pending(&self, st: &mut State, line: &PendingLine) -> Result<(), Fault> {
+        let path = self.p("pending.log");
+        let fs = &self.store.inner.fs;
+        let log = self.pending_log(st)?;
+        if log.file.is_none() {
+            log.file = Some(fs.open_append(&path)?);
         }
+        let bytes = to_json(line);
+        if let Some(f) = log.file.as_mut() {
+            fs.append_to(f, &path, &bytes)?;
+        }
+        log.len += bytes.len() as u64 + 1;
+        Ok(())
+    }
+
+    /// Settles `call_id` in the pending log.
+    fn settle(&self, st: &mut State, call_id: &str) -> Result<(), Fault> {
+        let line = PendingLine { v: RECORD_VERSION, call_id: call_id.to_string(), entry: None, settled: true };
+        self.append_pending(st, &line)?;
+        let fs = &self.store.inner.fs;
+        let log = self.pending_log(st)?;
+        log.calls.remove(call_id);
+        // Nothing pending and the log has grown: start it afresh.
+        if log.calls.is_empty() && log.len > 256 * 1024 {
+            if let Some(f) = log.file.as_ref() {
+                fs.truncate(f, &self.p("pending.log"), 0)?;
+                log.len = 0;
+            }
+        }
+        Ok(())
     }
 
     /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
@@ -451,7 +497,7 @@ impl Session {
         call_id: &str,
         path: &Path,
     ) -> Result<CaptureOutcome, CaptureError> {
-        let enc = encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId {
+        encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId {
             id: call_id.into(),
             reason,
         })?;
@@ -467,27 +513,8 @@ impl Session {
             }
         };
         let _g = self.store.lock_shared()?;
-        let ppath = self.pending_path(&enc);
-        let mut fresh = false;
-        let mut rec = match self.read_pending(&ppath) {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                fresh = true;
-                PendingRecord {
-                    v: RECORD_VERSION,
-                    call_id: call_id.to_string(),
-                    entries: Vec::new(),
-                }
-            }
-            // A torn record from a crash during an earlier capture of this call: start over.
-            Err(Fault::Corrupt(_)) => PendingRecord {
-                v: RECORD_VERSION,
-                call_id: call_id.to_string(),
-                entries: Vec::new(),
-            },
-            Err(e) => return Err(e.into()),
-        };
-        if rec.entries.iter().any(|e| e.path == rel) {
+        let staged = self.pending_log(&mut st)?.calls.get(call_id).is_some_and(|v| v.iter().any(|e| e.path == rel));
+        if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
         let back_order = self.store.next_order();
@@ -508,17 +535,10 @@ impl Session {
                 }
             }
         }
-        rec.entries.push(Entry {
-            path: rel.clone(),
-            order,
-            before: before.clone(),
-        });
-        let fs = &self.store.inner.fs;
-        // A call's first record is created in place (a torn one is detected and dropped:
-        // the capture never returned); later ones replace it atomically.
-        if !(fresh && !fs.io.durable && fs.write_new(&ppath, &to_json(&rec))?) {
-            fs.write_atomic(&ppath, &to_json(&rec))?;
-        }
+        let entry = Entry { path: rel.clone(), order, before: before.clone() };
+        let line = PendingLine { v: RECORD_VERSION, call_id: call_id.to_string(), entry: Some(entry.clone()), settled: false };
+        self.append_pending(&mut st, &line)?;
+        self.pending_log(&mut st)?.calls.entry(call_id.to_string()).or_default().push(entry);
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
@@ -553,19 +573,10 @@ impl Session {
         self.prepare(&mut st)?;
         let _g = self.store.lock_shared()?;
         let fs = &self.store.inner.fs;
-        let ppath = self.pending_path(&enc);
         let gdir = self.dir.join("groups").join(anchor_dir_name(anchor_seq));
         let gpath = gdir.join(format!("{enc}.json"));
-        let rec = match self.read_pending(&ppath) {
-            Ok(r) => r,
-            Err(Fault::Corrupt(_)) => {
-                // Torn by a crash inside capture: the capture never returned, nothing to keep.
-                fs.remove_file(&ppath)?;
-                None
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let Some(rec) = rec else {
+        let staged = self.pending_log(&mut st)?.calls.get(call_id).cloned();
+        let Some(entries) = staged else {
             if ok && fs.exists(&gpath)? {
                 let bytes = fs.read_opt(&gpath)?.unwrap_or_default();
                 let g: GroupRecord = parse_record(&gpath, &bytes)?;
@@ -576,9 +587,9 @@ impl Session {
             }
             return Ok(CommitOutcome::NothingStaged);
         };
-        let n = rec.entries.len();
+        let n = entries.len();
         if !ok {
-            fs.remove_file(&ppath)?;
+            self.settle(&mut st, call_id)?;
             return Ok(CommitOutcome::Dropped { entries: n });
         }
         if !fs.exists(&gpath)? {
@@ -589,17 +600,16 @@ impl Session {
                 source: EntrySource::Tool {
                     call_id: call_id.to_string(),
                 },
-                entries: rec.entries.clone(),
+                entries: entries.clone(),
             };
             fs.write_atomic(&gpath, &to_json(&g))?;
         }
         fs.io.crash(CrashPoint::CommitEntryWritten);
-        fs.remove_file(&ppath)?;
-        fs.sync_dir(&self.p("pending"))?;
+        self.settle(&mut st, call_id)?;
         fs.io.crash(CrashPoint::CommitPendingRemoved);
         // The tool has written: remember the after-state metadata (content unknown).
         let mut updates = Vec::with_capacity(n);
-        for e in &rec.entries {
+        for e in &entries {
             let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
             updates.push((e.path.clone(), known, None));
         }
@@ -613,12 +623,17 @@ impl Session {
     /// Drops whatever call `call_id` staged (the host's safety net when a call's
     /// post-execution step never ran). Returns whether anything was staged.
     pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
-        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
+        encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
             id: call_id.into(),
             reason,
         })?;
-        self.store.guard_writable()?;
-        Ok(self.store.inner.fs.remove_file(&self.pending_path(&enc))?)
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        if !self.pending_log(&mut st)?.calls.contains_key(call_id) {
+            return Ok(false);
+        }
+        self.settle(&mut st, call_id)?;
+        Ok(true)
     }
 
     /// Loads (once) the tracked cache: `tracked.json` plus every path named by a group.
@@ -995,6 +1010,7 @@ impl Session {
         st.tracked = None;
         st.prepared = false;
         st.last_boundary = None;
+        st.pending = None;
         Ok(self.store.collect_garbage_locked()?)
     }
 

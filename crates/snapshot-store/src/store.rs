@@ -1,6 +1,6 @@
 //! The store root: version marker, lock, blob garbage collection, sessions.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use crate::error::{
     CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError,
 };
 use crate::format::{
-    BeforeState, GroupRecord, Known, PendingRecord, STORE_VERSION, StoreMarker, TrackedRecord,
-    parse_record, to_json, valid_sha,
+    BeforeState, GroupRecord, Known, PendingLine, STORE_VERSION, StoreMarker, TrackedRecord,
+    parse_lines, parse_record, to_json, valid_sha,
 };
 use crate::fsio::{Io, StoreFs, unique_suffix};
 use crate::journal::JournalIntent;
@@ -332,19 +332,18 @@ impl Store {
                     mark(&mut live, rec.entries.iter().map(|e| &e.before));
                 }
             }
-            for f in fs.list(&sdir.join("pending"))? {
-                if is_hidden(&f) {
-                    continue;
+            let ppath = sdir.join("pending.log");
+            if let Some(bytes) = fs.read_opt(&ppath)? {
+                // Only calls not yet settled (settled ones live on in their groups).
+                let mut open: HashMap<String, Vec<BeforeState>> = HashMap::new();
+                for l in parse_lines::<PendingLine>(&ppath, &bytes)? {
+                    if l.settled {
+                        open.remove(&l.call_id);
+                    } else if let Some(e) = l.entry {
+                        open.entry(l.call_id).or_default().push(e.before);
+                    }
                 }
-                let p = sdir.join("pending").join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else {
-                    continue;
-                };
-                // A torn pending record (crash during capture) references nothing durable.
-                let Ok(rec) = parse_record::<PendingRecord>(&p, &bytes) else {
-                    continue;
-                };
-                mark(&mut live, rec.entries.iter().map(|e| &e.before));
+                mark(&mut live, open.values().flatten());
             }
             // The tracked cache names the content last seen per path; it is recorded at a
             // boundary later if the path changes, so it stays live too.

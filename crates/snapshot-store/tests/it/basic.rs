@@ -549,3 +549,41 @@ fn plan_serializes_for_preview() {
         "sub/new is already absent: {plan:#?}"
     );
 }
+
+#[test]
+fn torn_log_tails_are_cut_before_appending() {
+    use std::io::Write as _;
+    let env = Env::new();
+    env.write("a", b"a0");
+    env.write("b", b"b0");
+    {
+        let store = env.store();
+        let s = env.session(&store);
+        tool_edit(&env, &s, "c1", 1, "a", Some(b"a1"));
+    }
+    // A crash in the middle of appending a pending line.
+    let plog = env.root.join("sessions/s1/pending.log");
+    std::fs::OpenOptions::new().append(true).open(&plog).expect("open").write_all(b"{\"v\":1,\"call_id\":\"x\",\"ent").expect("w");
+    let store = env.store();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c2", 1, "b", Some(b"b1"));
+    let text = std::fs::read_to_string(&plog).expect("read");
+    assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{text}");
+    // A torn progress line in an open journal.
+    let plan = s.plan_restore(1).expect("plan");
+    let sha = plan.actions.iter().find_map(|a| match &a.action {
+        Action::Write { sha256, .. } if a.display == "b" => Some(sha256.clone()),
+        _ => None,
+    }).expect("b");
+    let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
+    std::fs::write(&blob, b"bad").expect("damage");
+    assert_eq!(s.restore(&plan, "op").expect("restore").state, JournalState::Open);
+    let jlog = env.root.join("sessions/s1/journals/op.log");
+    std::fs::OpenOptions::new().append(true).open(&jlog).expect("open").write_all(b"{\"p\":\"apply\",\"i\"").expect("w");
+    std::fs::write(&blob, b"b0").expect("repair");
+    let c = s.continue_restore("op").expect("continue");
+    assert_eq!(c.state, JournalState::Completed, "{c:?}");
+    assert_eq!(s.restore_status("op").expect("status").state, JournalState::Completed);
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
+    assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
+}
