@@ -9,24 +9,39 @@ import { awaitNative, callNative } from './native.ts'
 import type { HostContext, HostSession, HostWorkspaceRegistry } from './host.ts'
 import type { RewindReport } from './rewind.ts'
 
-/** The partition key of a session: `ws-<workspace id>` from DSH's workspace registry; without a
- * registry (headless hosts) `ws-cwd.<sha256(cwd)[0..16]>` so workspaces still never share a
- * partition; a cwd the registry does not know (or no cwd) → `_unknown`. */
+/**
+ * The partition key of a session, always derived host-side:
+ * - DSH's workspace registry accounts for the session (its `sessionIds`), or owns its cwd
+ *   (`resolveByPath`) → `ws-<workspace id>`;
+ * - the registry knows neither → `_unknown`;
+ * - no registry in this composition (headless hosts) → `ws-cwd.<sha256(cwd)[0..16]>`, so
+ *   workspaces still never share a partition; no cwd → `_unknown`.
+ */
 export async function partitionKey(ctx: HostContext, session: HostSession): Promise<string> {
-  const cwd = session.header.cwd
-  if (typeof cwd !== 'string' || cwd === '') return callNative(n => n.workspaceKey(undefined))
+  const unknown = (): string => callNative(n => n.workspaceKey(undefined))
   const registry = ctx.get('workspaceRegistry') as HostWorkspaceRegistry | undefined
+  const cwd = session.header.cwd
   if (registry !== undefined && typeof registry.resolveByPath === 'function') {
+    let id: string | undefined
     try {
-      const workspace = await registry.resolveByPath(cwd)
-      if (workspace !== undefined) return callNative(n => n.workspaceKey(String(workspace.id)))
+      const owner = registry.list?.().find(w => w.sessionIds?.includes(session.header.id))
+      id = owner?.id ?? (typeof cwd === 'string' && cwd !== '' ? (await registry.resolveByPath(cwd))?.id : undefined)
     } catch {
-      // An unreadable registry accounts for nothing.
+      id = undefined // an unreadable registry accounts for nothing
     }
-    return callNative(n => n.workspaceKey(undefined))
+    return id === undefined ? unknown() : keyOf(String(id))
   }
-  const digest = createHash('sha256').update(cwd).digest('hex').slice(0, 16)
-  return callNative(n => n.workspaceKey(`cwd.${digest}`))
+  if (typeof cwd !== 'string' || cwd === '') return unknown()
+  return callNative(n => n.workspaceKey(`cwd.${createHash('sha256').update(cwd).digest('hex').slice(0, 16)}`))
+}
+
+/** `ws-<id>`; an id the key rules refuse is hashed instead of guessed at. */
+function keyOf(id: string): string {
+  try {
+    return callNative(n => n.workspaceKey(id))
+  } catch {
+    return callNative(n => n.workspaceKey(`id.${createHash('sha256').update(id).digest('hex').slice(0, 16)}`))
+  }
 }
 
 /** History operations the host needs. */

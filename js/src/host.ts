@@ -114,6 +114,7 @@ export interface HostSettings {
 /** The workspace registry subset (absent in headless compositions). */
 export interface HostWorkspaceRegistry {
   resolveByPath(path: string): Promise<{ id: string } | undefined>
+  list?(): { id: string; sessionIds?: readonly string[] }[]
 }
 
 /** The web server subset. */
