@@ -11,7 +11,8 @@
  *   rows of each executed rewind are hidden (the nodes stay in the store);
  * - `commandUi`: the `/rewind` and `/undo` candidate picker;
  * - `settings.section` (id `rewind`, order 60): Rewind history + the config card;
- * - `settings.plugins.tab`: the same config card on the Plugins page.
+ * - `settings.plugin.item` (key `dsh-rewind`) and `settings.plugins.tab`: the same
+ *   config card on the Plugins page.
  */
 import type { ReactNode } from 'react'
 import { computeHidden, freshMarkers, markerOfEvent, visibleTargetSeqs, type RewindMarker } from './hidden.ts'
@@ -238,7 +239,14 @@ export function apply(ctx: Ctx): void {
       label: () => locale.getSnapshot().t('settings.nav'),
     }, (): ReactNode => <HistorySection env={env} />)
   })
-  // The same config card on the Plugins page.
+  // The same config card on the Plugins page: in DSH's own "Plugin configuration" tab, keyed by the
+  // host's settings namespace (shown only while the host serves that namespace) ...
+  ctx.slots.inject('settings.plugin.item', () => {
+    p.surfaces.push('plugins-item')
+    return ctx.slots.register({ name: 'settings.plugin.item', key: 'dsh-rewind' },
+      (): ReactNode => <ConfigCard env={env} site="plugins-item" />)
+  })
+  // ... and in a tab of its own, which is there whether or not the host has a settings service.
   ctx.slots.inject('settings.plugins.tab', () => {
     p.surfaces.push('plugins-tab')
     return ctx.slots.register({

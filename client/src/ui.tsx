@@ -248,7 +248,7 @@ function formatBytes(n: number): string {
 }
 
 /** The configuration card (same component on both pages, one shared model). */
-export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins' }): ReactNode {
+export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins' | 'plugins-item' }): ReactNode {
   const t = useT(env)
   const sessionId = useSessionId(env)
   const state = useSyncExternalStore(env.settings.store.subscribe, env.settings.store.getSnapshot)
