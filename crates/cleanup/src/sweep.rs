@@ -612,17 +612,6 @@ impl Cleaner {
                     continue;
                 }
             };
-            match journal_pin(&dir) {
-                Some(JournalPin::Open { op }) => {
-                    keep(&mut report, KeepReason::OpenJournal { op });
-                    continue;
-                }
-                Some(JournalPin::Unreadable { detail }) => {
-                    keep(&mut report, KeepReason::UnreadableJournal { detail });
-                    continue;
-                }
-                None => {}
-            }
             let mut acc = Scan {
                 bytes: 0,
                 files: 0,
@@ -637,7 +626,6 @@ impl Cleaner {
                 );
                 continue;
             }
-            drop(dir);
             if req.scope == Scope::Idle && acc.newest.saturating_add(cutoff_ms) > now {
                 keep(
                     &mut report,
@@ -647,6 +635,19 @@ impl Cleaner {
                 );
                 continue;
             }
+            // Journals are read only for sessions that would go.
+            match journal_pin(&dir) {
+                Some(JournalPin::Open { op }) => {
+                    keep(&mut report, KeepReason::OpenJournal { op });
+                    continue;
+                }
+                Some(JournalPin::Unreadable { detail }) => {
+                    keep(&mut report, KeepReason::UnreadableJournal { detail });
+                    continue;
+                }
+                None => {}
+            }
+            drop(dir);
             let item = SweepItem {
                 session_id: session_id.clone(),
                 dir_name: name.clone(),

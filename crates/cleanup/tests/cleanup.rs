@@ -497,7 +497,7 @@ fn policy_port_roundtrip() {
             max_age_days: 7
         }
     );
-    assert_eq!(set_enabled(&port, false).unwrap().enabled, false);
+    assert!(!set_enabled(&port, false).unwrap().enabled);
 }
 
 #[test]

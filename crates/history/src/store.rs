@@ -180,13 +180,20 @@ enum ParseFailure {
     Corrupt(String),
 }
 
+#[derive(Deserialize)]
+struct VersionProbe {
+    #[serde(default)]
+    version: Option<u64>,
+}
+
 fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
-    let value: serde_json::Value =
+    // First only the version (a newer file must be refused, not misread as
+    // corrupt), then the whole file in the shape of this version.
+    let probe: VersionProbe =
         serde_json::from_slice(bytes).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
-    let version = value
-        .get("version")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| ParseFailure::Corrupt("missing or non-numeric \"version\"".into()))?;
+    let version = probe
+        .version
+        .ok_or_else(|| ParseFailure::Corrupt("missing \"version\"".into()))?;
     if version > u64::from(FORMAT_VERSION) {
         return Err(ParseFailure::Newer(version));
     }
@@ -196,7 +203,7 @@ fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
         ));
     }
     let partition: Partition =
-        serde_json::from_value(value).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|e| ParseFailure::Corrupt(e.to_string()))?;
     if partition.workspace != key.as_str() {
         return Err(ParseFailure::Corrupt(format!(
             "file names workspace {:?} but lives in partition {:?}",
