@@ -237,6 +237,8 @@ impl StoreFs {
         if let Some(len) = torn {
             self.truncate(&f, path, len as u64)?;
         }
+        // A newly created log must have a durable directory entry too.
+        self.sync_dir(path.parent().unwrap_or(Path::new("")))?;
         Ok(f)
     }
 
