@@ -398,9 +398,15 @@ impl HistoryStore {
             }
         };
         let path = rel(key, HISTORY_FILE);
-        let bytes = match dir.read(HISTORY_FILE) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Partition::empty(key)),
+        let bytes = match read_raw(&dir) {
+            Ok(Raw::Bytes(b)) => b,
+            Ok(Raw::Missing) => return Ok(Partition::empty(key)),
+            Ok(Raw::NotRegular) => {
+                return Err(ReadError::Corrupt {
+                    path,
+                    detail: "not a regular file".into(),
+                });
+            }
             Err(source) => {
                 return Err(ReadError::Io {
                     op: "read",
@@ -530,8 +536,12 @@ impl HistoryStore {
         self.remove_stale_temps(&dir);
         let mut notes = WriteNotes::default();
         let path = rel(key, HISTORY_FILE);
-        let mut partition = match dir.read(HISTORY_FILE) {
-            Ok(bytes) => match parse(&bytes, key) {
+        let mut partition = match read_raw(&dir) {
+            Ok(Raw::NotRegular) => {
+                notes.quarantined = Some(self.quarantine(&dir, key)?);
+                Partition::empty(key)
+            }
+            Ok(Raw::Bytes(bytes)) => match parse(&bytes, key) {
                 Ok(p) => p,
                 Err(ParseFailure::Newer(found)) => {
                     return Err(WriteError::NewerVersion {
@@ -546,7 +556,7 @@ impl HistoryStore {
                     Partition::empty(key)
                 }
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Partition::empty(key),
+            Ok(Raw::Missing) => Partition::empty(key),
             Err(source) => {
                 return Err(WriteError::Io {
                     op: "read",
@@ -652,6 +662,28 @@ impl HistoryStore {
         })?;
         self.step(WriteStep::DirSynced);
         Ok(())
+    }
+}
+
+enum Raw {
+    Missing,
+    NotRegular,
+    Bytes(Vec<u8>),
+}
+
+/// Reads `history.json` if it is a regular file. A symlink or anything else
+/// in its place is reported, never followed.
+fn read_raw(dir: &Dir) -> io::Result<Raw> {
+    match dir.symlink_metadata(HISTORY_FILE) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Ok(Raw::NotRegular),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Raw::Missing),
+        Err(e) => return Err(e),
+    }
+    match dir.read(HISTORY_FILE) {
+        Ok(b) => Ok(Raw::Bytes(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Raw::Missing),
+        Err(e) => Err(e),
     }
 }
 

@@ -412,8 +412,17 @@ fn hostile_partition_paths_are_refused() {
     std::fs::write(&target, "victim").unwrap();
     std::fs::remove_file(file(&root, &k)).unwrap();
     std::os::unix::fs::symlink(&target, file(&root, &k)).unwrap();
-    assert!(store.read(&k).is_err());
-    let _ = store.append(&k, entry("op2", "s", &k, 2));
+    assert!(matches!(store.read(&k), Err(ReadError::Corrupt { .. })));
+    // A write renames the symlink itself aside and starts a fresh file.
+    let r = store.append(&k, entry("op2", "s", &k, 2)).unwrap();
+    let aside = root.join(k.as_str()).join(r.notes.quarantined.unwrap());
+    assert!(
+        std::fs::symlink_metadata(&aside)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(ops(&store.read(&k).unwrap()), ["op2"]);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "victim");
 }
 
