@@ -587,3 +587,36 @@ fn torn_log_tails_are_cut_before_appending() {
     assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
     assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
 }
+
+#[test]
+fn handles_are_shareable_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<snapshot_store::Store>();
+    send_sync::<snapshot_store::Session>();
+    send_sync::<snapshot_store::RestorePlan>();
+    // Parallel captures of different calls on one session handle.
+    let env = Env::new();
+    for i in 0..8 {
+        env.write(format!("f{i}"), format!("v{i}").as_bytes());
+    }
+    let store = env.store();
+    let s = std::sync::Arc::new(env.session(&store));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.capture_before(&format!("c{i}"), Path::new(&format!("f{i}"))).expect("capture");
+                s.commit(&format!("c{i}"), 1, true).expect("commit");
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread");
+    }
+    for i in 0..8 {
+        env.write(format!("f{i}"), b"changed");
+    }
+    let out = s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    assert_eq!(out.written.len(), 8);
+    assert_eq!(env.read("f3").as_deref(), Some(&b"v3"[..]));
+}
