@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { writeFile } from 'node:fs/promises'
-import { turn, text, write, sre, tools } from './lib/harness.mjs'
+import { turn, text, write, sre, tools, parseJsonl } from './lib/harness.mjs'
 import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
@@ -64,6 +64,12 @@ test('the log resumes from JSONL with the same surface after a rewind', async (t
   const { result } = await host.runCommand(agent, '/rewind 2')
   assert.equal(result.kind, 'success', result.text)
   const nodes = [...agent.session.surface.nodes]
+  // The report is durable: DSH's own command/done carries it in the JSONL log.
+  const { events } = parseJsonl(await host.readJsonl(agent))
+  const done = events.filter(e => e.type === 'command/done').at(-1)
+  assert.equal(done.data.kind, 'success')
+  assert.equal(done.data.text, result.text)
+  assert.match(done.data.text, /\nWritten \(\d+\):\n[\s\S]*\nDeleted \(\d+\):\n[\s\S]*\nSkipped \(\d+\):\n[\s\S]*\nFailed \(\d+\):\n/)
   const resumed = await host.resume('resume-session')
   assert.deepEqual([...resumed.session.surface.nodes], nodes)
   const marker = resumed.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind')
