@@ -50,6 +50,7 @@ pub use policy::{
 };
 pub use record::{LAST_SWEEP_FILE, LastSweep, RECORD_VERSION, RecordError, Trigger};
 pub use sweep::{
-    AutoSweep, Cleaner, Clock, DAY_MS, Failed, KeepReason, Kept, MAX_SCAN_DEPTH, OpenError, Pins,
-    SNAPSHOT_DIR, Scope, SweepError, SweepItem, SweepReport, SweepRequest, system_clock,
+    AutoSweep, Cleaner, CleanupStep, Clock, CrashSeam, DAY_MS, Failed, KeepReason, Kept,
+    MAX_SCAN_DEPTH, OpenError, Pins, SNAPSHOT_DIR, Scope, SweepError, SweepItem, SweepReport,
+    SweepRequest, system_clock,
 };

@@ -5,6 +5,8 @@ use std::io::{self, Write as _};
 use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::sweep::CleanupStep;
+
 /// File name of the last-sweep record, in the DSH home.
 pub const LAST_SWEEP_FILE: &str = "snapshot-cleanup-last-sweep.json";
 /// The newest last-sweep record version this build reads and writes.
@@ -120,12 +122,30 @@ pub(crate) fn quarantine(home: &Dir, now: u64) -> Result<String, RecordError> {
     Ok(name)
 }
 
+const TMP_PREFIX: &str = ".snapshot-cleanup-last-sweep.json.tmp-";
+
 /// Writes the record atomically: temp file, sync, rename, directory sync.
-pub(crate) fn write(home: &Dir, record: &LastSweep) -> Result<(), RecordError> {
+/// Called under the store's exclusive lock, so a temp file left by a killed
+/// writer is removed first.
+pub(crate) fn write(
+    home: &Dir,
+    record: &LastSweep,
+    step: &dyn Fn(CleanupStep),
+) -> Result<(), RecordError> {
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt {
         detail: e.to_string(),
     })?;
-    let tmp = format!(".{LAST_SWEEP_FILE}.tmp-{}", std::process::id());
+    if let Ok(entries) = home.entries() {
+        for e in entries.flatten() {
+            if e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(TMP_PREFIX))
+            {
+                let _ = home.remove_file(e.file_name());
+            }
+        }
+    }
+    let tmp = format!("{TMP_PREFIX}{}", std::process::id());
     let io = |op| move |source| RecordError::Io { op, source };
     let result = (|| {
         let mut f = home
@@ -134,8 +154,12 @@ pub(crate) fn write(home: &Dir, record: &LastSweep) -> Result<(), RecordError> {
                 OpenOptions::new().write(true).create(true).truncate(true),
             )
             .map_err(io("create"))?;
-        f.write_all(&bytes).map_err(io("write"))?;
+        let (a, b) = bytes.split_at(bytes.len() / 2);
+        f.write_all(a).map_err(io("write"))?;
+        step(CleanupStep::RecordHalfWritten);
+        f.write_all(b).map_err(io("write"))?;
         f.sync_all().map_err(io("sync"))?;
+        step(CleanupStep::RecordSynced);
         drop(f);
         home.rename(&tmp, home, LAST_SWEEP_FILE)
             .map_err(io("rename"))
@@ -144,6 +168,7 @@ pub(crate) fn write(home: &Dir, record: &LastSweep) -> Result<(), RecordError> {
         let _ = home.remove_file(&tmp);
     }
     result?;
+    step(CleanupStep::RecordRenamed);
     home.open_with(".", OpenOptions::new().read(true))
         .and_then(|d| d.sync_all())
         .map_err(io("sync dir"))

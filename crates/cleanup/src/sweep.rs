@@ -24,6 +24,51 @@ pub const DAY_MS: u64 = 86_400_000;
 /// keeps the session (it is not something the store writes).
 pub const MAX_SCAN_DEPTH: usize = 32;
 
+/// A step of an applied sweep, in order; the crash seam is called after each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CleanupStep {
+    /// A session directory was renamed into the store's `trash/`.
+    SessionMovedToTrash,
+    /// That directory was deleted from `trash/`.
+    SessionDeleted,
+    /// Half of the new last-sweep record is in its temp file.
+    RecordHalfWritten,
+    /// The record's temp file is complete and synced.
+    RecordSynced,
+    /// The temp file was renamed over the record.
+    RecordRenamed,
+}
+
+impl CleanupStep {
+    /// Every step, in order.
+    pub const ALL: [CleanupStep; 5] = [
+        Self::SessionMovedToTrash,
+        Self::SessionDeleted,
+        Self::RecordHalfWritten,
+        Self::RecordSynced,
+        Self::RecordRenamed,
+    ];
+
+    /// The step's kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SessionMovedToTrash => "session-moved-to-trash",
+            Self::SessionDeleted => "session-deleted",
+            Self::RecordHalfWritten => "record-half-written",
+            Self::RecordSynced => "record-synced",
+            Self::RecordRenamed => "record-renamed",
+        }
+    }
+
+    /// The step with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// A hook called after each [`CleanupStep`] (tests use it to kill the sweeper there).
+pub type CrashSeam = Arc<dyn Fn(CleanupStep) + Send + Sync>;
+
 /// A clock returning milliseconds since the Unix epoch.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
@@ -263,6 +308,12 @@ pub enum SweepError {
         /// The path, relative to the store root.
         path: PathBuf,
     },
+    /// A store file is not a regular file (e.g. a symlink); nothing swept.
+    #[error("{path} is not a regular file; nothing swept")]
+    NotAFile {
+        /// The path, relative to the store root.
+        path: PathBuf,
+    },
     /// A disk error before anything was deleted.
     #[error("{op} {path}: {source}")]
     Io {
@@ -334,6 +385,7 @@ pub struct Cleaner {
     home: Dir,
     store: Dir,
     clock: Clock,
+    crash: Option<CrashSeam>,
 }
 
 impl std::fmt::Debug for Cleaner {
@@ -369,7 +421,20 @@ impl Cleaner {
             home: open_dir(dsh_home.as_ref())?,
             store: open_dir(store_root.as_ref())?,
             clock: system_clock(),
+            crash: None,
         })
+    }
+
+    /// Installs a hook called after every [`CleanupStep`].
+    pub fn with_crash_seam(mut self, seam: CrashSeam) -> Self {
+        self.crash = Some(seam);
+        self
+    }
+
+    fn step(&self, step: CleanupStep) {
+        if let Some(seam) = &self.crash {
+            seam(step);
+        }
     }
 
     /// Replaces the clock.
@@ -454,7 +519,7 @@ impl Cleaner {
             removed: report.items.len() as u64,
             bytes: report.bytes,
         };
-        match record::write(&self.home, &rec) {
+        match record::write(&self.home, &rec, &|s| self.step(s)) {
             Ok(()) => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -499,7 +564,7 @@ impl Cleaner {
         };
         match self.store.symlink_metadata(STORE_LOCK) {
             Ok(m) if !m.is_file() => {
-                return Err(SweepError::NotADirectory {
+                return Err(SweepError::NotAFile {
                     path: STORE_LOCK.into(),
                 });
             }
@@ -698,8 +763,10 @@ impl Cleaner {
                     });
                     continue;
                 }
+                self.step(CleanupStep::SessionMovedToTrash);
                 // Already out of the store's view; a leftover is emptied by the store.
                 let _ = self.store.remove_dir_all(&trash);
+                self.step(CleanupStep::SessionDeleted);
             }
             report.bytes += item.bytes;
             report.items.push(item);

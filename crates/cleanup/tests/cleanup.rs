@@ -638,6 +638,119 @@ fn newer_or_corrupt_store_fails_closed() {
     assert!(r.items.is_empty());
 }
 
+const CHILD_ENV: &str = "REWIND_CLEANUP_CHILD";
+const CRASH_ENV: &str = "REWIND_CLEANUP_CRASH_AT";
+
+/// Entry point of the child process of the crash test; a no-op in a normal run.
+#[test]
+fn child_main() {
+    let Ok(home) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let target = CleanupStep::from_name(&std::env::var(CRASH_ENV).unwrap()).unwrap();
+    let cleaner = Cleaner::open(home)
+        .unwrap()
+        .with_clock(Arc::new(|| NOW))
+        .with_crash_seam(Arc::new(move |step| {
+            if step == target {
+                use std::io::Write as _;
+                println!("\n@@crash-point {}", step.name());
+                let _ = std::io::stdout().flush();
+                std::thread::sleep(Duration::from_secs(600));
+            }
+        }));
+    cleaner
+        .sweep(&policy(30), &SweepRequest::dry_run(Scope::Idle).applied())
+        .unwrap();
+}
+
+#[test]
+fn killed_sweeper_leaves_whole_sessions_and_a_whole_record() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::{Command, Stdio};
+    let old_record = br#"{"version":1,"at":1,"trigger":"auto","removed":0,"bytes":0}"#;
+    for step in CleanupStep::ALL {
+        let h = Home::new();
+        let old = snapshot(&h.session("old", 40, 10));
+        let fresh = snapshot(&h.session("fresh", 1, 10));
+        fs::write(h.home.join(LAST_SWEEP_FILE), old_record).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, &h.home)
+            .env(CRASH_ENV, step.name())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "child ended before {}",
+                step.name()
+            );
+            if line.starts_with("@@crash-point ") {
+                break;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        assert!(!child.wait().unwrap().success());
+
+        // The fresh session is untouched; the old one is whole or gone from `sessions/`.
+        assert_eq!(snapshot(&h.session_dir("fresh")), fresh, "{}", step.name());
+        let old_now = snapshot(&h.session_dir("old"));
+        assert!(
+            old_now.is_empty() || old_now == old,
+            "{}: torn session",
+            step.name()
+        );
+        assert!(
+            old_now.is_empty(),
+            "{}: every step comes after the move",
+            step.name()
+        );
+        // The record is the old one or the new one, never torn.
+        let rec = h.cleaner(NOW).last_sweep().unwrap().unwrap();
+        match step {
+            CleanupStep::RecordRenamed => assert_eq!((rec.at, rec.removed), (NOW, 1)),
+            _ => assert_eq!(
+                fs::read(h.home.join(LAST_SWEEP_FILE)).unwrap(),
+                old_record,
+                "{}",
+                step.name()
+            ),
+        }
+        let trash = fs::read_dir(h.store().join(TRASH_DIR)).unwrap().count();
+        assert_eq!(
+            trash,
+            usize::from(step == CleanupStep::SessionMovedToTrash),
+            "{}",
+            step.name()
+        );
+
+        // Recovery: the store empties its trash when it opens, and the next
+        // sweep removes the killed writer's temp record.
+        drop(
+            snapshot_store::Store::open(&h.store(), snapshot_store::StoreOptions::default())
+                .unwrap(),
+        );
+        assert_eq!(fs::read_dir(h.store().join(TRASH_DIR)).unwrap().count(), 0);
+        h.cleaner(NOW + 1)
+            .sweep(&policy(30), &SweepRequest::dry_run(Scope::Idle).applied())
+            .unwrap();
+        let leftovers: Vec<_> = fs::read_dir(&h.home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{}: {leftovers:?}", step.name());
+        assert_eq!(h.cleaner(NOW).last_sweep().unwrap().unwrap().at, NOW + 1);
+        assert_eq!(snapshot(&h.session_dir("fresh")), fresh);
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Spec {
     days_ago: u64,
