@@ -64,6 +64,8 @@ export interface RewindSettings {
   readonly maxFileBytes: number
   readonly historyLimit: number
   readonly cleanup: { readonly enabled: boolean; readonly maxAgeDays: number }
+  /** False when the host has no settings service (the values are then read-only). */
+  readonly persistent?: boolean
 }
 /** A partial settings update. */
 export interface SettingsPatch {

@@ -31,7 +31,7 @@ export const CSS = `
 .dshpr-failed{background:#fee2e2;color:#991b1b}
 .dshpr-card{padding:12px 14px;border:1px solid var(--dsw-alias-border-primary,#ddd);border-radius:10px;display:flex;flex-direction:column;gap:8px}
 .dshpr-card-title{margin:0;font-size:15px;font-weight:600}
-.dshpr-form{display:flex;flex-direction:column;gap:10px}
+.dshpr-form{display:flex;flex-direction:column;gap:10px;border:0;margin:0;padding:0;min-width:0}
 .dshpr-field{display:flex;gap:10px;align-items:flex-start}
 .dshpr-number{align-items:center;justify-content:space-between;max-width:420px}
 .dshpr-number input{width:90px;font:inherit;padding:3px 6px}

@@ -255,14 +255,16 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
   useEffect(() => { if (sessionId !== undefined) void env.settings.load(sessionId) }, [env, sessionId])
   const d = state.draft
   const dirty = d !== undefined && state.value !== undefined && JSON.stringify(d) !== JSON.stringify(state.value)
+  const readOnly = state.value?.persistent === false
   return (
     <section className="dshpr-card" data-testid={`dsh-prompt-rewind-config-${site}`} aria-label={t('config.title')}>
       <h3 className="dshpr-card-title">{t('config.title')}</h3>
       {sessionId === undefined && <p className="dshpr-muted">{t('settings.noSession')}</p>}
       {state.status === 'error' && <p className="dshpr-error">{t('config.loadFailed', { message: state.error ?? '' })}</p>}
       {d === undefined && state.status === 'loading' && <p className="dshpr-muted">{t('settings.loading')}</p>}
+      {readOnly && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-read-only">{t('config.readOnly')}</p>}
       {d !== undefined && (
-        <div className="dshpr-form">
+        <fieldset className="dshpr-form" disabled={readOnly}>
           <label className="dshpr-field">
             <input type="checkbox" data-testid="dsh-prompt-rewind-backups" checked={d.backups} onChange={e => env.settings.edit({ backups: e.currentTarget.checked })} />
             <span><strong>{t('config.backups')}</strong> — {d.backups ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.backupsHint')} {t('config.maxFileBytes', { size: formatBytes(d.maxFileBytes) })}</small></span>
@@ -288,7 +290,7 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
             </button>
             {state.message !== undefined && <span className={state.message.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} data-testid="dsh-prompt-rewind-save-status">{state.message.kind === 'ok' ? t('config.saved') : t('config.failed', { message: state.message.detail })}</span>}
           </div>
-        </div>
+        </fieldset>
       )}
     </section>
   )

@@ -80,5 +80,6 @@ export const de: Dict = {
   'config.loadFailed': 'Einstellungen konnten nicht gelesen werden: {message}',
   'config.on': 'An',
   'config.off': 'Aus',
+  'config.readOnly': 'Dieser Host hat keinen Einstellungsdienst: Die Einstellungen sind hier schreibgeschützt.',
   'plugins.tab': 'Nachrichten-Rücksetzung',
 }

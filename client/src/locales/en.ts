@@ -78,6 +78,7 @@ export const en = {
   'config.loadFailed': 'Settings could not be read: {message}',
   'config.on': 'On',
   'config.off': 'Off',
+  'config.readOnly': 'This host has no settings service: the settings are read-only here.',
   'plugins.tab': 'Prompt rewind',
 } as const
 

@@ -80,5 +80,6 @@ export const es: Dict = {
   'config.loadFailed': 'No se pudieron leer los ajustes: {message}',
   'config.on': 'Activado',
   'config.off': 'Desactivado',
+  'config.readOnly': 'Este host no tiene servicio de ajustes: aquí los ajustes son de solo lectura.',
   'plugins.tab': 'Retroceso de mensajes',
 }

@@ -80,5 +80,6 @@ export const fr: Dict = {
   'config.loadFailed': 'Impossible de lire les réglages : {message}',
   'config.on': 'Activé',
   'config.off': 'Désactivé',
+  'config.readOnly': 'Cet hôte n’a pas de service de réglages : les réglages sont ici en lecture seule.',
   'plugins.tab': 'Retour de message',
 }

@@ -80,5 +80,6 @@ export const ja: Dict = {
   'config.loadFailed': '設定を読み取れません：{message}',
   'config.on': 'オン',
   'config.off': 'オフ',
+  'config.readOnly': 'このホストには設定サービスがないため、ここでは設定を変更できません。',
   'plugins.tab': 'プロンプト巻き戻し',
 }

@@ -80,5 +80,6 @@ export const ptBR: Dict = {
   'config.loadFailed': 'Não foi possível ler as configurações: {message}',
   'config.on': 'Ligado',
   'config.off': 'Desligado',
+  'config.readOnly': 'Este host não tem serviço de configurações: aqui as configurações são somente leitura.',
   'plugins.tab': 'Retorno de mensagens',
 }

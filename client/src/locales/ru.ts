@@ -80,5 +80,6 @@ export const ru: Dict = {
   'config.loadFailed': 'Не удалось прочитать настройки: {message}',
   'config.on': 'Вкл.',
   'config.off': 'Выкл.',
+  'config.readOnly': 'У этого хоста нет службы настроек: здесь настройки только для чтения.',
   'plugins.tab': 'Откат сообщений',
 }

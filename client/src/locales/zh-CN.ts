@@ -80,5 +80,6 @@ export const zhCN: Dict = {
   'config.loadFailed': '无法读取设置：{message}',
   'config.on': '开',
   'config.off': '关',
+  'config.readOnly': '此宿主没有设置服务：这里的设置为只读。',
   'plugins.tab': '提示回退',
 }
