@@ -35,6 +35,6 @@ export const CSS = `
 .dshpr-field{display:flex;gap:10px;align-items:flex-start}
 .dshpr-number{align-items:center;justify-content:space-between;max-width:420px}
 .dshpr-number input{width:90px;font:inherit;padding:3px 6px}
-.dshpr-export{width:100%;font:12px ui-monospace,monospace}
+.dshpr-export{width:100%;box-sizing:border-box;font:12px ui-monospace,monospace}
 .dshpr-confirm{display:inline-flex;flex-wrap:wrap;gap:6px;align-items:center}
 `

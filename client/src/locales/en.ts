@@ -49,7 +49,7 @@ export const en = {
   'settings.staleUndo': 'Not restored: these files changed after the rewind, and your later edits win:',
   'settings.undoRefused': 'Not restored: {message}',
   'settings.export': 'Export (copy JSON)',
-  'settings.exported': 'Copied {count} entries to the clipboard.',
+  'settings.exported': 'History copied to the clipboard ({count}).',
   'settings.exportShown': 'The clipboard is not available; the JSON is shown below.',
   'settings.clear': 'Clear history',
   'settings.clearConfirm': 'Clear every record of this workspace? Snapshots and conversations stay.',
