@@ -169,7 +169,10 @@ pub(crate) fn write(
     }
     result?;
     step(CleanupStep::RecordRenamed);
-    home.open_with(".", OpenOptions::new().read(true))
-        .and_then(|d| d.sync_all())
-        .map_err(io("sync dir"))
+    if cfg!(unix) {
+        home.open_with(".", OpenOptions::new().read(true))
+            .and_then(|d| d.sync_all())
+            .map_err(io("sync dir"))?;
+    }
+    Ok(())
 }
