@@ -206,7 +206,9 @@ impl Session {
             state: Mutex::new(State {
                 tracked: None,
                 prepared: false,
-                last_boundary: None, pending: None }),
+                last_boundary: None,
+                pending: None,
+            }),
         }
     }
 
@@ -451,9 +453,17 @@ impl Session {
                     calls.entry(line.call_id).or_default().push(e);
                 }
             }
-            st.pending = Some(PendingLog { file: None, calls, len: bytes.len() as u64 });
+            st.pending = Some(PendingLog {
+                file: None,
+                calls,
+                len: bytes.len() as u64,
+            });
         }
-        Ok(st.pending.get_or_insert_with(|| PendingLog { file: None, calls: BTreeMap::new(), len: 0 }))
+        Ok(st.pending.get_or_insert_with(|| PendingLog {
+            file: None,
+            calls: BTreeMap::new(),
+            len: 0,
+        }))
     }
 
     fn append_pending(&self, st: &mut State, line: &PendingLine) -> Result<(), Fault> {
@@ -473,7 +483,12 @@ impl Session {
 
     /// Settles `call_id` in the pending log.
     fn settle(&self, st: &mut State, call_id: &str) -> Result<(), Fault> {
-        let line = PendingLine { v: RECORD_VERSION, call_id: call_id.to_string(), entry: None, settled: true };
+        let line = PendingLine {
+            v: RECORD_VERSION,
+            call_id: call_id.to_string(),
+            entry: None,
+            settled: true,
+        };
         self.append_pending(st, &line)?;
         let fs = &self.store.inner.fs;
         let log = self.pending_log(st)?;
@@ -513,7 +528,11 @@ impl Session {
             }
         };
         let _g = self.store.lock_shared()?;
-        let staged = self.pending_log(&mut st)?.calls.get(call_id).is_some_and(|v| v.iter().any(|e| e.path == rel));
+        let staged = self
+            .pending_log(&mut st)?
+            .calls
+            .get(call_id)
+            .is_some_and(|v| v.iter().any(|e| e.path == rel));
         if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
@@ -535,10 +554,23 @@ impl Session {
                 }
             }
         }
-        let entry = Entry { path: rel.clone(), order, before: before.clone() };
-        let line = PendingLine { v: RECORD_VERSION, call_id: call_id.to_string(), entry: Some(entry.clone()), settled: false };
+        let entry = Entry {
+            path: rel.clone(),
+            order,
+            before: before.clone(),
+        };
+        let line = PendingLine {
+            v: RECORD_VERSION,
+            call_id: call_id.to_string(),
+            entry: Some(entry.clone()),
+            settled: false,
+        };
         self.append_pending(&mut st, &line)?;
-        self.pending_log(&mut st)?.calls.entry(call_id.to_string()).or_default().push(entry);
+        self.pending_log(&mut st)?
+            .calls
+            .entry(call_id.to_string())
+            .or_default()
+            .push(entry);
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
@@ -629,6 +661,7 @@ impl Session {
         })?;
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
+        let _g = self.store.lock_shared()?;
         if !self.pending_log(&mut st)?.calls.contains_key(call_id) {
             return Ok(false);
         }
@@ -995,9 +1028,31 @@ impl Session {
             }
         }
         report.journals_removed = self.prune_journals(opts.keep_journals)?;
+        self.sweep_temporaries()?;
         self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
         report.gc = self.store.collect_garbage_locked()?;
         Ok(report)
+    }
+
+    /// Removes temporary files (`.name.tmp-…`) left in the session by a crash in the
+    /// middle of an atomic write. Called under the exclusive store lock, so no writer
+    /// of this store is between creating and renaming one.
+    fn sweep_temporaries(&self) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let mut dirs = vec![self.dir.clone(), self.p("journals")];
+        for g in fs.list(&self.p("groups"))? {
+            if !is_hidden(&g) {
+                dirs.push(self.p("groups").join(g));
+            }
+        }
+        for d in dirs {
+            for name in fs.list(&d)? {
+                if is_hidden(&name) {
+                    fs.remove_file(&d.join(name))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Removes this session's snapshot directory (groups, pending captures, tracked
@@ -1044,6 +1099,7 @@ impl Session {
             }
         };
         let fs = &self.store.inner.fs;
+        let _g = self.store.lock_shared()?;
         fs.create_dir_all(&self.dir)?;
         let m = SessionMarker {
             v: RECORD_VERSION,

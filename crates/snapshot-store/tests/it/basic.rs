@@ -563,27 +563,51 @@ fn torn_log_tails_are_cut_before_appending() {
     }
     // A crash in the middle of appending a pending line.
     let plog = env.root.join("sessions/s1/pending.log");
-    std::fs::OpenOptions::new().append(true).open(&plog).expect("open").write_all(b"{\"v\":1,\"call_id\":\"x\",\"ent").expect("w");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&plog)
+        .expect("open")
+        .write_all(b"{\"v\":1,\"call_id\":\"x\",\"ent")
+        .expect("w");
     let store = env.store();
     let s = env.session(&store);
     tool_edit(&env, &s, "c2", 1, "b", Some(b"b1"));
     let text = std::fs::read_to_string(&plog).expect("read");
-    assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{text}");
+    assert!(
+        text.lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+        "{text}"
+    );
     // A torn progress line in an open journal.
     let plan = s.plan_restore(1).expect("plan");
-    let sha = plan.actions.iter().find_map(|a| match &a.action {
-        Action::Write { sha256, .. } if a.display == "b" => Some(sha256.clone()),
-        _ => None,
-    }).expect("b");
+    let sha = plan
+        .actions
+        .iter()
+        .find_map(|a| match &a.action {
+            Action::Write { sha256, .. } if a.display == "b" => Some(sha256.clone()),
+            _ => None,
+        })
+        .expect("b");
     let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
     std::fs::write(&blob, b"bad").expect("damage");
-    assert_eq!(s.restore(&plan, "op").expect("restore").state, JournalState::Open);
+    assert_eq!(
+        s.restore(&plan, "op").expect("restore").state,
+        JournalState::Open
+    );
     let jlog = env.root.join("sessions/s1/journals/op.log");
-    std::fs::OpenOptions::new().append(true).open(&jlog).expect("open").write_all(b"{\"p\":\"apply\",\"i\"").expect("w");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&jlog)
+        .expect("open")
+        .write_all(b"{\"p\":\"apply\",\"i\"")
+        .expect("w");
     std::fs::write(&blob, b"b0").expect("repair");
     let c = s.continue_restore("op").expect("continue");
     assert_eq!(c.state, JournalState::Completed, "{c:?}");
-    assert_eq!(s.restore_status("op").expect("status").state, JournalState::Completed);
+    assert_eq!(
+        s.restore_status("op").expect("status").state,
+        JournalState::Completed
+    );
     assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
     assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
 }
@@ -605,7 +629,8 @@ fn handles_are_shareable_across_threads() {
         .map(|i| {
             let s = s.clone();
             std::thread::spawn(move || {
-                s.capture_before(&format!("c{i}"), Path::new(&format!("f{i}"))).expect("capture");
+                s.capture_before(&format!("c{i}"), Path::new(&format!("f{i}")))
+                    .expect("capture");
                 s.commit(&format!("c{i}"), 1, true).expect("commit");
             })
         })
@@ -616,7 +641,9 @@ fn handles_are_shareable_across_threads() {
     for i in 0..8 {
         env.write(format!("f{i}"), b"changed");
     }
-    let out = s.restore(&s.plan_restore(1).expect("plan"), "op").expect("restore");
+    let out = s
+        .restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
     assert_eq!(out.written.len(), 8);
     assert_eq!(env.read("f3").as_deref(), Some(&b"v3"[..]));
 }

@@ -98,6 +98,7 @@ fn plan_and_restore_faults(durability: Durability) {
         let seam = FailNth::new();
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
+            durability,
             ..StoreOptions::default()
         });
         let s = env.session(&store);
@@ -116,6 +117,7 @@ fn plan_and_restore_faults(durability: Durability) {
         let seam = FailNth::new();
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
+            durability,
             ..StoreOptions::default()
         });
         let s = env.session(&store);
@@ -286,14 +288,19 @@ fn open_restore(env: &Env) -> (Snap, Snap) {
         .actions
         .iter()
         .find_map(|a| match &a.action {
-            snapshot_store::Action::Write { sha256, .. } if a.display == "b" => Some(sha256.clone()),
+            snapshot_store::Action::Write { sha256, .. } if a.display == "b" => {
+                Some(sha256.clone())
+            }
             _ => None,
         })
         .expect("b is written");
     let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
     let good = std::fs::read(&blob).expect("blob");
     std::fs::write(&blob, b"damaged").expect("damage");
-    assert_eq!(s.restore(&plan, "op").expect("restore").state, JournalState::Open);
+    assert_eq!(
+        s.restore(&plan, "op").expect("restore").state,
+        JournalState::Open
+    );
     std::fs::write(&blob, good).expect("repair");
     (pre, at1)
 }
@@ -301,8 +308,15 @@ fn open_restore(env: &Env) -> (Snap, Snap) {
 #[test]
 fn every_fs_call_of_continue_rollback_and_undo_can_fail() {
     for which in ["continue", "rollback", "undo"] {
-        let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Result<JournalState, String> {
-            let store = env.store_with(StoreOptions { seam: seam.clone(), ..StoreOptions::default() });
+        let run = |seam: &Arc<FailNth>,
+                   env: &Env,
+                   n: usize,
+                   errno: i32|
+         -> Result<JournalState, String> {
+            let store = env.store_with(StoreOptions {
+                seam: seam.clone(),
+                ..StoreOptions::default()
+            });
             let s = env.session(&store);
             if which == "undo" {
                 s.continue_restore("op").expect("continue");
@@ -336,24 +350,31 @@ fn every_fs_call_of_continue_rollback_and_undo_can_fail() {
             // Faults off: the same operation finishes the job exactly.
             let store = env.store();
             let s = env.session(&store);
-            let st = s.restore_status("op").unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
+            let st = s
+                .restore_status("op")
+                .unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
             match which {
                 "continue" => {
                     if st.state == JournalState::Open {
-                        s.continue_restore("op").unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
+                        s.continue_restore("op")
+                            .unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
                     }
                     assert_snap(&env.snapshot(), &at1, &format!("{which} call {n}"));
                 }
                 "rollback" => {
                     if st.state == JournalState::Open {
-                        let o = s.rollback_restore("op").unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
+                        let o = s
+                            .rollback_restore("op")
+                            .unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
                         assert_eq!(o.state, JournalState::RolledBack, "{which} call {n}: {o:?}");
                     }
                     assert_snap(&env.snapshot(), &pre, &format!("{which} call {n}"));
                 }
                 _ => {
                     if st.state == JournalState::Completed {
-                        let o = s.undo_restore("op").unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
+                        let o = s
+                            .undo_restore("op")
+                            .unwrap_or_else(|e| panic!("{which} call {n}: {e}"));
                         assert_eq!(o.state, JournalState::Undone, "{which} call {n}: {o:?}");
                     }
                     assert_snap(&env.snapshot(), &pre, &format!("{which} call {n}"));
