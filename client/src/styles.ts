@@ -36,5 +36,6 @@ export const CSS = `
 .dshpr-number{align-items:center;justify-content:space-between;max-width:420px}
 .dshpr-number input{width:90px;font:inherit;padding:3px 6px}
 .dshpr-export{width:100%;box-sizing:border-box;font:12px ui-monospace,monospace}
+.dshpr-details summary{cursor:pointer;color:var(--dsw-alias-label-secondary,#666)}
 .dshpr-confirm{display:inline-flex;flex-wrap:wrap;gap:6px;align-items:center}
 `

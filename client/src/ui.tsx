@@ -408,6 +408,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
               {entry.sessionId !== sessionId && <span className="dshpr-muted">({t('settings.otherSession')})</span>}
             </div>
             <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}</div>
+            <EntryPaths t={t} paths={entry.paths} />
             {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: formatTime(entry.undoneAt, tag) })}</div>}
             {undoTarget === entry.opId && (
               <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-undo" disabled={busy !== undefined} onClick={() => { void undo(entry) }}>
@@ -419,6 +420,22 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
       </ol>
       <ConfigCard env={env} site="history" />
     </div>
+  )
+}
+
+const PATH_GROUPS = [['restored', 'settings.pathsRestored'], ['deleted', 'settings.pathsDeleted'], ['skipped', 'settings.pathsSkipped'], ['failed', 'settings.pathsFailed']] as const
+
+function EntryPaths({ t, paths }: { t: T; paths: unknown }): ReactNode {
+  const groups = PATH_GROUPS.map(([field, key]) => {
+    const list = (paths as Record<string, unknown> | undefined)?.[field]
+    return { key, list: Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [] }
+  }).filter(g => g.list.length > 0)
+  if (groups.length === 0) return null
+  return (
+    <details className="dshpr-details" data-testid="dsh-prompt-rewind-entry-paths">
+      <summary>{t('settings.paths')}</summary>
+      {groups.map(g => <div key={g.key}><span className="dshpr-muted">{t(g.key, { count: g.list.length })}</span><PathList paths={g.list} testid="dsh-prompt-rewind-entry-path-list" /></div>)}
+    </details>
   )
 }
 
