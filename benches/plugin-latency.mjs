@@ -150,6 +150,28 @@ for (const r of rows) {
   console.log(md_extra.trim())
 }
 
+// The sync planner crossing: planning over a live log of 20,000 events (JSON.stringify of the
+// events + the addon's parse, fold and plan) vs JSON.stringify + JSON.parse of the same events.
+{
+  const { createRequire } = await import('node:module')
+  const addon = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+  const events = []
+  for (let turnNo = 0; events.length < 20_000; turnNo++) {
+    events.push({ type: 'user/message', seq: events.length, time: 1, data: { id: `m${turnNo}`, role: 'user', content: [{ type: 'text', text: `message ${turnNo} ${'x'.repeat(60)}` }], source: { kind: 'user' } }, surfaceOp: 'append' })
+    for (let k = 0; k < 4; k++) {
+      events.push({ type: 'assistant/message', seq: events.length, time: 1, data: { turn: turnNo + 1, step: k + 1, message: { role: 'assistant', content: [{ type: 'text', text: 'y'.repeat(120) }] } }, surfaceOp: 'append', sourceEventSeqs: [] })
+    }
+  }
+  const target = `@${events[Math.floor(events.length / 2) - (Math.floor(events.length / 2) % 5)].seq}`
+  const time = (fn, n = 15) => { fn(); const xs = []; for (let i = 0; i < n; i++) { const t = performance.now(); fn(); xs.push(performance.now() - t) } return median(xs) }
+  const plan = time(() => addon.planRewind(JSON.stringify(events), target))
+  const raw = time(() => JSON.parse(JSON.stringify(events)))
+  const line = `Planning a rewind over a live log of ${events.length} events (stringify + addon parse, fold, plan): ${plan.toFixed(2)} ms; `
+    + `JSON.stringify + JSON.parse of the same events: ${raw.toFixed(2)} ms (${(plan / raw).toFixed(2)}×).\n`
+  md_extra += line
+  console.log(line.trim())
+}
+
 const out = join(ROOT, 'target', 'bench-results')
 await mkdir(out, { recursive: true })
 await writeFile(join(out, 'plugin.md'), md + md_extra)
