@@ -447,7 +447,7 @@ try {
   await shot(page, 'image-message')
   dialog = await openRewindDialog(page, 'write img.txt picture')
   await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
-  await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+  await page.keyboard.press('Meta+Enter')   // ⌘+Enter confirms too
   await dialog.waitFor({ state: 'detached', timeout: 20000 })
   const withImage = (await probe(page)).events.filter(e => e.type === 'rewind').at(-1)
   log('image rewind:', JSON.stringify({ refill: withImage.refill, images: withImage.images }))
