@@ -5,8 +5,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { readdir, utimes, stat } from 'node:fs/promises'
-import { turn, text, write } from './lib/harness.mjs'
+import { readdir, utimes, stat, writeFile, access } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { turn, text, write, read } from './lib/harness.mjs'
 import { bootWithPlugin } from './plugin-support.mjs'
 
 async function sessionDirs(dshHome) {
@@ -26,11 +27,18 @@ async function ageTree(path, days) {
 
 test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async (t) => {
   const host = await bootWithPlugin({
-    script: [turn(write('old.txt', 'old\n'), text('old')), turn(write('new.txt', 'new\n'), text('new'))],
+    script: [turn(read('old.txt'), write('old.txt', 'old\n'), text('old')), turn(write('new.txt', 'new\n'), text('new'))],
   })
   t.after(() => host.dispose())
+  // old.txt exists before the old session overwrites it: its before-state is a backup blob
+  // that only the old session references.
+  const staleBytes = 'contents only the old session backed up\n'
+  await writeFile(join(host.workspace, 'old.txt'), staleBytes)
+  const hex = createHash('sha256').update(staleBytes).digest('hex')
+  const blob = join(host.dshHome, 'rewind-snapshots', 'blobs', hex.slice(0, 2), hex.slice(2))
   const old = await host.createAgent('old-session')
   await host.sendUser(old, 'write old')
+  await access(blob)
   const current = await host.createAgent('current-session')
   await host.sendUser(current, 'write new')
   const dirsBefore = await sessionDirs(host.dshHome)
@@ -56,6 +64,7 @@ test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async
   const left = await sessionDirs(host.dshHome)
   assert.equal(left.length, 1)
   assert.ok(!left.includes(oldDir), 'the idle session is gone; the active one stays')
+  await assert.rejects(access(blob), 'the backup only the removed session used is freed')
 
   const currentDry = await host.runCommand(current, '/snapshot-auto-cleanup run --current')
   assert.match(currentDry.result.text, /current-session/)

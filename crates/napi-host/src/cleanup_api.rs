@@ -87,6 +87,24 @@ impl BindingCleanup {
     }
 }
 
+/// After an applied sweep removed session directories, the backups only they referenced are
+/// unreferenced blobs: the store's garbage collection frees them. A failure is reported in the
+/// sweep's `failed` list (the sessions themselves are gone either way).
+fn free_unreferenced_blobs(store_root: &str, report: &mut BindingSweepReport) {
+    if !report.applied || report.items.is_empty() {
+        return;
+    }
+    let freed = snapshot_store::Store::open(std::path::Path::new(store_root), snapshot_store::StoreOptions::default())
+        .map_err(|e| e.to_string())
+        .and_then(|store| store.collect_garbage().map_err(|e| e.to_string()));
+    if let Err(reason) = freed {
+        report.failed.push(BindingSkippedPath {
+            path: "blobs".into(),
+            reason: format!("unreferenced backups were not freed: {reason}"),
+        });
+    }
+}
+
 #[napi]
 impl BindingCleanup {
     /// The cleanup of `dsh_home` (where the last-sweep record lives) over the snapshot store at
@@ -110,6 +128,7 @@ impl BindingCleanup {
         only_session: Option<String>,
     ) -> AsyncTask<Job<BindingSweepReport>> {
         let cleaner = self.cleaner();
+        let store_root = self.store_root.clone();
         AsyncTask::new(Job::new(move || {
             let cleaner = cleaner?;
             let scope = match only_session {
@@ -120,7 +139,9 @@ impl BindingCleanup {
             if apply {
                 request = request.applied();
             }
-            Ok(report(cleaner.sweep(port(policy).as_ref(), &request)?))
+            let mut swept = report(cleaner.sweep(port(policy).as_ref(), &request)?);
+            free_unreferenced_blobs(&store_root, &mut swept);
+            Ok(swept)
         }))
     }
 
@@ -142,10 +163,15 @@ impl BindingCleanup {
         active: Vec<String>,
     ) -> AsyncTask<Job<Option<BindingSweepReport>>> {
         let cleaner = self.cleaner();
+        let store_root = self.store_root.clone();
         AsyncTask::new(Job::new(move || {
             Ok(
                 match cleaner?.auto_sweep(port(policy).as_ref(), &active, &Pins::none())? {
-                    AutoSweep::Ran { report: r, .. } => Some(report(r)),
+                    AutoSweep::Ran { report: r, .. } => {
+                        let mut swept = report(r);
+                        free_unreferenced_blobs(&store_root, &mut swept);
+                        Some(swept)
+                    }
                     AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
                 },
             )
