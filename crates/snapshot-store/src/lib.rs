@@ -50,6 +50,7 @@
 //! `docs/format.md` of the repository.
 
 mod blob;
+mod chain;
 mod error;
 mod format;
 mod fsio;
@@ -60,6 +61,7 @@ mod seam;
 mod session;
 mod store;
 
+pub use chain::{ChainLink, ChainPlanError};
 pub use error::{
     CaptureError, ClearError, CommitError, CorruptFile, FsFailure, JournalError, NewerVersion,
     OpenError, PlanError, PruneError, QueryError, RecheckError, ReconcileError, RestoreError,
