@@ -1,4 +1,4 @@
-//! Content-addressed blobs: `blobs/<2 hex>/<62 hex>`, raw bytes, named by SHA-256.
+//! Content-addressed blobs: `blobs/<64 hex>`, raw bytes, named by SHA-256.
 //!
 //! Files are streamed in [`CHUNK`]-sized pieces, hashed while copied, so a file
 //! is never held in memory twice; small files (≤ [`SMALL`]) are read in one
@@ -17,10 +17,10 @@ use crate::seam::CrashPoint;
 /// Files up to this size are read into one buffer before anything is written.
 pub(crate) const SMALL: usize = 64 * 1024;
 
-/// Store-relative path of a blob.
+/// Store-relative path of a blob: `blobs/<64 hex>` (one flat directory: fewer
+/// directories to touch per write than a fan-out, and fine for the store's scale).
 pub(crate) fn blob_path(sha: &str) -> PathBuf {
-    let (a, b) = sha.split_at(2.min(sha.len()));
-    Path::new("blobs").join(a).join(b)
+    Path::new("blobs").join(sha)
 }
 
 /// What streaming a file into the blob store produced.

@@ -377,24 +377,21 @@ impl Store {
         }
         let mut report = GcReport::default();
         let mut first = true;
-        for a in fs.list(Path::new("blobs"))? {
-            let adir = Path::new("blobs").join(&a);
-            for b in fs.list(&adir)? {
-                let sha = format!("{}{}", a.to_string_lossy(), b.to_string_lossy());
-                if live.contains(&sha) {
-                    report.blobs_kept += 1;
-                    continue;
-                }
-                if !valid_sha(&sha) {
-                    // Not a blob this store wrote: leave it alone.
-                    continue;
-                }
-                fs.remove_file(&adir.join(&b))?;
-                report.blobs_removed += 1;
-                if first {
-                    fs.io.crash(crate::seam::CrashPoint::PruneBlobRemoved);
-                    first = false;
-                }
+        for name in fs.list(Path::new("blobs"))? {
+            let sha = name.to_string_lossy();
+            if live.contains(sha.as_ref()) {
+                report.blobs_kept += 1;
+                continue;
+            }
+            if !valid_sha(&sha) {
+                // Not a blob this store wrote (e.g. a temporary name): leave it alone.
+                continue;
+            }
+            fs.remove_file(&Path::new("blobs").join(&name))?;
+            report.blobs_removed += 1;
+            if first {
+                fs.io.crash(crate::seam::CrashPoint::PruneBlobRemoved);
+                first = false;
             }
         }
         Ok(report)

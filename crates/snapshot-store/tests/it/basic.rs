@@ -288,7 +288,7 @@ fn corrupt_blob_is_reported_never_restored_and_pass_continues() {
     env.write("b", b"b-new");
     s.commit("c", 1, true).expect("commit");
     // Flip one byte of a's blob.
-    let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
+    let blob = env.root.join("blobs").join(&sha);
     let mut bytes = std::fs::read(&blob).expect("blob");
     bytes[0] ^= 0xff;
     std::fs::write(&blob, &bytes).expect("write blob");
@@ -380,7 +380,7 @@ fn open_journal_pins_its_blobs_and_continue_finishes_it() {
     env.write("b", b"b1");
     s.commit("c2", 1, true).expect("commit");
     // b's blob is damaged: the restore writes a, fails b, and stays open.
-    let blob = env.root.join("blobs").join(&sha_b[..2]).join(&sha_b[2..]);
+    let blob = env.root.join("blobs").join(&sha_b);
     std::fs::write(&blob, b"garbage").expect("damage");
     let out = s
         .restore(&s.plan_restore(1).expect("plan"), "op")
@@ -588,7 +588,7 @@ fn torn_log_tails_are_cut_before_appending() {
             _ => None,
         })
         .expect("b");
-    let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
+    let blob = env.root.join("blobs").join(&sha);
     std::fs::write(&blob, b"bad").expect("damage");
     assert_eq!(
         s.restore(&plan, "op").expect("restore").state,

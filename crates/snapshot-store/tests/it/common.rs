@@ -63,13 +63,7 @@ impl Env {
 
     /// Number of blob files in the store.
     pub fn blob_count(&self) -> usize {
-        let mut n = 0;
-        if let Ok(rd) = std::fs::read_dir(self.root.join("blobs")) {
-            for d in rd.flatten() {
-                n += std::fs::read_dir(d.path()).map(|r| r.count()).unwrap_or(0);
-            }
-        }
-        n
+        std::fs::read_dir(self.root.join("blobs")).map(|rd| rd.count()).unwrap_or(0)
     }
 }
 

@@ -294,7 +294,7 @@ fn open_restore(env: &Env) -> (Snap, Snap) {
             _ => None,
         })
         .expect("b is written");
-    let blob = env.root.join("blobs").join(&sha[..2]).join(&sha[2..]);
+    let blob = env.root.join("blobs").join(&sha);
     let good = std::fs::read(&blob).expect("blob");
     std::fs::write(&blob, b"damaged").expect("damage");
     assert_eq!(
