@@ -77,10 +77,16 @@ export declare class BindingStore {
    * resolves with the recorded paths.
    */
   recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<Array<string>>
-  /** What a rewind to `target_seq` would do to the files (no mutation). */
-  preview(sessionId: string, cwd: string, targetSeq: number): Promise<BindingPreview>
-  /** Plans and runs the journaled restore to `target_seq` under op id `op_id`. */
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string): Promise<BindingRestoreOutcome>
+  /**
+   * What a rewind to `target_seq` would do to the files (no mutation). For a forked session,
+   * `ancestors` (nearest parent first, each with its fork boundary) are read in place.
+   */
+  preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingPreview>
+  /**
+   * Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
+   * belongs to this session). For a forked session, `ancestors` are read as for `preview`.
+   */
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingRestoreOutcome>
   /**
    * The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
    * `missing` or `unreadable`.
@@ -135,6 +141,17 @@ export interface BindingCaptureOutcome {
   reason?: string
 }
 
+/**
+ * One ancestor of a forked session, nearest parent first: its before-states with anchor
+ * `<= maxAnchor` (the fork boundary) are read in place by a rewind inside the child.
+ */
+export interface BindingChainLink {
+  /** The ancestor session's id. */
+  sessionId: string
+  /** The fork boundary seq (inclusive). */
+  maxAnchor: number
+}
+
 /** The auto-cleanup policy as the host's settings hold it. */
 export interface BindingCleanupPolicy {
   /** Whether the automatic sweep runs. */
@@ -155,6 +172,19 @@ export interface BindingFailedPath {
 export interface BindingForkInfo {
   /** The child session id. */
   childSessionId: string
+}
+
+/**
+ * What a fork rewind does: the target, the inclusive fork boundary for the child's seed, and
+ * the target's text (to refill the child's composer).
+ */
+export interface BindingForkPlan {
+  /** The human message rewound to. */
+  targetSeq: number
+  /** The inclusive boundary seq: the child is seeded with events `0..=boundarySeq`. */
+  boundarySeq: number
+  /** The target message's text. */
+  targetText: string
 }
 
 /** One rewind in a workspace's history. */
@@ -205,6 +235,8 @@ export interface BindingHistoryInput {
   outcome: string
   /** The paths per outcome. */
   paths: BindingHistoryPaths
+  /** The child session, when the rewind forked into one. */
+  forkChildSessionId?: string
 }
 
 /** Paths of one history entry, per outcome (each list capped by the history crate). */
@@ -368,6 +400,13 @@ export declare function errorCodes(): Array<string>
  * array of session events.
  */
 export declare function listCandidates(eventsJson: string): Array<BindingCandidate>
+
+/**
+ * Plans a fork rewind of the live log (a JSON array of session events) to `target`: the
+ * inclusive boundary to seed the child with, so that it holds exactly the messages before the
+ * target. Refusals carry the planner's codes (`rewind/fork-inside-turn`, ...).
+ */
+export declare function planFork(eventsJson: string, target: string): BindingForkPlan
 
 /**
  * Plans a rewind of the live log (a JSON array of session events) to `target`

@@ -27,6 +27,8 @@ export const Codes = {
   backupsOff: 'rewind/backups-off',
   restoreFailed: 'rewind/restore-failed',
   subagentSession: 'rewind/subagent-session',
+  forkInsideTurn: 'rewind/fork-inside-turn',
+  forkSourceNotLive: 'rewind/fork-source-not-live',
 } as const
 
 /** A failure with a stable code. */

@@ -83,6 +83,7 @@ export class HistoryPort {
         skipped: o.skipped.map(s => s.path),
         failed: o.failed.map(f => f.path),
       },
+      forkChildSessionId: report.fork?.childSessionId,
     }, limit))
   }
 

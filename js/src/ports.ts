@@ -48,6 +48,15 @@ export interface UndoOutcome {
   failed: FailedPath[]
 }
 
+/**
+ * One ancestor of a forked session (nearest parent first): its before-states anchored at or
+ * below `maxAnchor` (the fork boundary) are read in place by a restore inside the child.
+ */
+export interface ChainLink {
+  sessionId: string
+  maxAnchor: number
+}
+
 /** The snapshot store, per session. */
 export interface FilesPort {
   /** `undefined` when usable; otherwise a stable code (`rewind/store-newer`, ...) and message. */
@@ -56,8 +65,9 @@ export interface FilesPort {
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<void>
-  preview(sessionId: string, cwd: string, targetSeq: number): Promise<FilesPreview>
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string): Promise<RestoreOutcome>
+  /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */
+  preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<FilesPreview>
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[]): Promise<RestoreOutcome>
   /** `completed` | `open` | `rolled-back` | `undone` | `missing` | `unreadable`. */
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) when a restored path changed. */

@@ -8,12 +8,13 @@ import type { Addon } from './native.ts'
 import { callNative } from './native.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostContext, HostFs, HostLogger, HostSession } from './host.ts'
-import type { FilesPort, RestoreOutcome, SkippedPath } from './ports.ts'
+import type { ChainLink, FilesPort, RestoreOutcome, SkippedPath } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import type { HistoryPort } from './history.ts'
 import { type Locale, format } from './locales.ts'
+import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors } from './fork.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -27,6 +28,8 @@ export interface RewindReport {
   /** Why files were not restored at all, when they were not. */
   filesNotRestored: { code: string; message: string } | undefined
   outcome: RestoreOutcome
+  /** Set when the rewind forked: the child session the conversation continues in. */
+  fork?: { childSessionId: string; boundarySeq: number }
 }
 
 /** Dependencies. */
@@ -65,14 +68,17 @@ export class Rewinder {
   /** `/rewind` and `/undo`: a bare call lists candidates; otherwise rewinds. */
   async command(agent: HostAgent, rawInput: string, engine: boolean): Promise<{ kind: 'success'; text: string } | { kind: 'error'; text: string }> {
     const locale = this.deps.locale()
-    const input = rawInput.trim()
+    let input = rawInput.trim()
+    // `--fork` first: continue from the target in a new child session instead of in place.
+    const forkFlag = /^--fork(?:\s+|$)/.exec(input)
+    if (forkFlag !== null) input = input.slice(forkFlag[0].length).trim()
     try {
       if (input === '' && !engine) return { kind: 'success', text: this.listText(agent.session, locale) }
       if (input === '') throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
       if (engine && !input.startsWith('@')) {
         throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${input}"`)
       }
-      const report = await this.rewind(agent, input)
+      const report = forkFlag !== null ? await this.fork(agent, input) : await this.rewind(agent, input)
       return { kind: 'success', text: reportText(report, locale) }
     } catch (error) {
       const e = toRewindError(error)
@@ -181,6 +187,110 @@ export class Rewinder {
     return report
   }
 
+  /**
+   * Fork rewind: continue from `target` in a new child session. The child is seeded with the
+   * parent's events through the planner's boundary (the last event before the target's turn),
+   * its header names the parent (`parentSession`, `seedLength`); the parent's log is not touched.
+   * The files go back to the target's state through the parent's journaled restore, recorded in
+   * history as a fork naming the child.
+   */
+  async fork(agent: HostAgent, target: string): Promise<RewindReport> {
+    const { ctx, state } = this.deps
+    const session = agent.session
+    const sessionId = session.header.id
+    if (isSubagentSession(session)) {
+      throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never forked')
+    }
+    const sessions = ctx.get('sessions') as HostSessions | undefined
+    if (sessions === undefined || typeof sessions.get !== 'function' || sessions.get(sessionId) !== session) {
+      throw new RewindError(Codes.forkSourceNotLive, `session "${sessionId}" is not live in this host's session store; nothing was changed`)
+    }
+    const agents = ctx.get('agents') as HostAgentFactory | undefined
+    if (agents === undefined || typeof agents.create !== 'function') {
+      throw new RewindError(Codes.agentsUnavailable, 'this host has no agent registry to create the forked session in')
+    }
+    if (!state.begin(sessionId)) {
+      throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
+    }
+    try {
+      return await this.forkLocked(agent, agents, target)
+    } finally {
+      state.end(sessionId)
+    }
+  }
+
+  private async forkLocked(agent: HostAgent, agents: HostAgentFactory, target: string): Promise<RewindReport> {
+    const { ctx, logger } = this.deps
+    const session = agent.session
+    const sessionId = session.header.id
+    let plan = callNative(native => native.planFork(eventsJson(session), target))
+    const previewText = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const opId = randomUUID()
+    let stoppedTurn = false
+    if (agent.status !== 'idle') {
+      stoppedTurn = true
+      await this.stop(agent)
+      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
+    }
+    const work = async (): Promise<RewindReport> => {
+      const childId = `session-${randomUUID()}`
+      const seed = session.events.slice(0, plan.boundarySeq + 1)
+      const cwd = session.header.cwd
+      const composition = await childComposition(ctx, session)
+      // Nothing has changed until the child exists: a refusal here leaves parent and files alone.
+      await agents.create({
+        sessionId: childId,
+        seed,
+        meta: {
+          ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
+          parentSession: sessionId,
+          seedLength: seed.length,
+          ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
+        },
+        agentOptions: (agent as { options?: unknown }).options,
+        ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
+      })
+      try {
+        await attachToParentWorkspace(ctx, sessionId, childId)
+      } catch (error) {
+        logger.warn('forked session %s not attached to the workspace of %s: %s', childId, sessionId, (error as Error).message)
+      }
+      const { outcome, notRestored } = await this.restoreFiles(session, plan.targetSeq, opId)
+      const child = agents.get(childId)
+      if (child !== undefined && notRestored === undefined) {
+        const childCwd = trackedCwd(child.session)
+        if (childCwd !== undefined) await resyncObservations(ctx, child.session, childCwd, [...outcome.written], [...outcome.deleted], logger)
+      }
+      return {
+        opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
+        markerSeq: undefined, withdrawn: [], filesNotRestored: notRestored, outcome,
+        fork: { childSessionId: childId, boundarySeq: plan.boundarySeq },
+      }
+    }
+    let report: RewindReport
+    if (typeof agent.runMaintenance === 'function') {
+      let started: Promise<RewindReport>
+      try {
+        started = agent.runMaintenance(() => work())
+      } catch {
+        stoppedTurn = true
+        await this.stop(agent)
+        plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
+        try {
+          started = agent.runMaintenance(() => work())
+        } catch (error) {
+          throw new RewindError(Codes.stopFailed, `the agent stayed busy: ${(error as Error).message}; nothing was changed`)
+        }
+      }
+      report = await started
+      report.stoppedTurn = stoppedTurn
+    } else {
+      report = await work()
+    }
+    await this.record(session, report)
+    return report
+  }
+
   private async stop(agent: HostAgent): Promise<void> {
     agent.cancel({ kind: 'user' }, { keepInbox: true })
     const settled = await Promise.race([agent.whenIdle().then(() => 'idle' as const), sleep(this.deps.stopTimeoutMs)])
@@ -198,7 +308,8 @@ export class Rewinder {
     if (unavailable !== undefined) return { outcome: EMPTY_OUTCOME, notRestored: unavailable }
     const sessionId = session.header.id
     try {
-      const outcome = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId))
+      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
+      const outcome = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
     } catch (error) {
@@ -272,7 +383,12 @@ const REASON_KEYS: Record<string, 'reasonBackupsOff' | 'reasonStoreNewer' | 'rea
 
 /** The durable command result: target, then Written / Deleted / Skipped / Failed paths. */
 export function reportText(report: RewindReport, locale: Locale): string {
-  const lines: string[] = [format(locale, 'rewoundTo', { seq: report.targetSeq, preview: JSON.stringify(report.preview) })]
+  const lines: string[] = report.fork === undefined
+    ? [format(locale, 'rewoundTo', { seq: report.targetSeq, preview: JSON.stringify(report.preview) })]
+    : [
+        format(locale, 'forkedTo', { seq: report.targetSeq, preview: JSON.stringify(report.preview) }),
+        format(locale, 'forkChild', { child: report.fork.childSessionId }),
+      ]
   if (report.stoppedTurn) lines.push(format(locale, 'stopped'))
   if (report.withdrawn.length > 0) lines.push(format(locale, 'withdrawn', { n: report.withdrawn.length }))
   if (report.filesNotRestored !== undefined) {

@@ -5,6 +5,7 @@
  * Host/Origin, 405 for another method). Every body must carry a non-empty `sessionId`; the live
  * agent is resolved host-side and the workspace partition is derived from it.
  */
+import { forkAncestors } from './fork.ts'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostAgents, HostContext, HostLogger } from './host.ts'
@@ -68,7 +69,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         return { targetSeq: seq, files: [], uncovered: [], skipped: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
       }
       const sessionId = agent.session.header.id
-      const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq))
+      const ancestors = await forkAncestors(ctx, agent.session.header)
+      const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
       return { targetSeq: seq, ...preview, backupOff }
     },
 

@@ -117,6 +117,30 @@ impl From<rewind_plan::PlanError> for BindingError {
     }
 }
 
+impl From<rewind_plan::ForkError> for BindingError {
+    fn from(e: rewind_plan::ForkError) -> Self {
+        match e {
+            rewind_plan::ForkError::Plan(p) => p.into(),
+            other => {
+                let details = match &other {
+                    rewind_plan::ForkError::InsideTurn { seq, .. } => json!({ "seq": seq }),
+                    _ => json!({}),
+                };
+                Self::new(other.code().as_str(), other.to_string()).with_details(details)
+            }
+        }
+    }
+}
+
+impl From<snapshot_store::ChainPlanError> for BindingError {
+    fn from(e: snapshot_store::ChainPlanError) -> Self {
+        match e {
+            snapshot_store::ChainPlanError::Plan(p) => p.into(),
+            other => Self::new("rewind/bad-request", other.to_string()),
+        }
+    }
+}
+
 impl From<rewind_history::KeyError> for BindingError {
     fn from(e: rewind_history::KeyError) -> Self {
         Self::new(e.code(), e.to_string())

@@ -116,7 +116,7 @@ impl BindingHistory {
                 skipped: input.paths.skipped,
                 failed: input.paths.failed,
             };
-            let entry = Entry::new(
+            let mut entry = Entry::new(
                 input.op_id,
                 input.session_id,
                 &k,
@@ -125,6 +125,9 @@ impl BindingHistory {
                 outcome(&input.outcome)?,
                 paths,
             );
+            entry.fork = input
+                .fork_child_session_id
+                .map(|child_session_id| rewind_history::ForkInfo { child_session_id });
             Ok(store.append(&k, entry)?.dropped)
         }))
     }

@@ -3,11 +3,12 @@
 use napi::bindgen_prelude::Env;
 use napi_derive::napi;
 use rewind_plan::{
-    SessionLog, list_candidates as core_list, parse_target, plan_rewind as core_plan,
+    SessionLog, list_candidates as core_list, parse_target, plan_fork as core_fork,
+    plan_rewind as core_plan,
 };
 
 use crate::error::BindingError;
-use crate::types::{BindingCandidate, BindingPlan};
+use crate::types::{BindingCandidate, BindingForkPlan, BindingPlan};
 
 fn log_from(events_json: &str) -> Result<SessionLog, BindingError> {
     Ok(SessionLog::from_events_json(events_json)?)
@@ -35,6 +36,19 @@ pub fn plan_rewind(env: Env, events_json: String, target: String) -> napi::Resul
         let target = parse_target(&target)?;
         let log = log_from(&events_json)?;
         Ok(core_plan(&log, target)?.into())
+    };
+    run().map_err(|e| e.into_napi(&env))
+}
+
+/// Plans a fork rewind of the live log (a JSON array of session events) to `target`: the
+/// inclusive boundary to seed the child with, so that it holds exactly the messages before the
+/// target. Refusals carry the planner's codes (`rewind/fork-inside-turn`, ...).
+#[napi]
+pub fn plan_fork(env: Env, events_json: String, target: String) -> napi::Result<BindingForkPlan> {
+    let run = || -> Result<BindingForkPlan, BindingError> {
+        let target = parse_target(&target)?;
+        let log = log_from(&events_json)?;
+        Ok(core_fork(&log, target)?.into())
     };
     run().map_err(|e| e.into_napi(&env))
 }

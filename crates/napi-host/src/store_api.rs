@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
 use snapshot_store::{
-    Action, CaptureOutcome, JournalError, JournalState, PruneOptions, Session, Store, StoreOptions,
+    Action, CaptureOutcome, ChainLink, JournalError, JournalState, PruneOptions, RestorePlan,
+    Session, Store, StoreOptions,
 };
 
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingCaptureOutcome, BindingFailedPath, BindingPreview, BindingPreviewFile,
+    BindingCaptureOutcome, BindingChainLink, BindingFailedPath, BindingPreview, BindingPreviewFile,
     BindingRestoreOutcome, BindingRestoreStatus, BindingSkippedPath, BindingUndoOutcome,
     seq_from_js,
 };
@@ -85,6 +86,29 @@ impl Handle {
         let session = Arc::new(inner.store.session(session_id, Path::new(cwd))?);
         inner.sessions.insert(key, Arc::clone(&session));
         Ok(session)
+    }
+}
+
+/// Plans a restore of `session` to `target`: through the fork chain when `ancestors` names any.
+fn plan_for(
+    session: &Session,
+    target: u64,
+    ancestors: Option<Vec<BindingChainLink>>,
+) -> Result<RestorePlan, BindingError> {
+    let links = ancestors
+        .unwrap_or_default()
+        .into_iter()
+        .map(|l| {
+            Ok(ChainLink {
+                max_anchor: seq_from_js(l.max_anchor, "maxAnchor")?,
+                session_id: l.session_id,
+            })
+        })
+        .collect::<Result<Vec<_>, BindingError>>()?;
+    if links.is_empty() {
+        Ok(session.plan_restore(target)?)
+    } else {
+        Ok(session.plan_restore_chain(target, &links)?)
     }
 }
 
@@ -264,18 +288,21 @@ impl BindingStore {
         }))
     }
 
-    /// What a rewind to `target_seq` would do to the files (no mutation).
+    /// What a rewind to `target_seq` would do to the files (no mutation). For a forked session,
+    /// `ancestors` (nearest parent first, each with its fork boundary) are read in place.
     #[napi(ts_return_type = "Promise<BindingPreview>")]
     pub fn preview(
         &self,
         session_id: String,
         cwd: String,
         target_seq: f64,
+        ancestors: Option<Vec<BindingChainLink>>,
     ) -> AsyncTask<Job<BindingPreview>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
-            let plan = h.session(&session_id, &cwd, None)?.plan_restore(target)?;
+            let session = h.session(&session_id, &cwd, None)?;
+            let plan = plan_for(&session, target, ancestors)?;
             Ok(BindingPreview {
                 files: plan
                     .actions
@@ -302,7 +329,8 @@ impl BindingStore {
         }))
     }
 
-    /// Plans and runs the journaled restore to `target_seq` under op id `op_id`.
+    /// Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
+    /// belongs to this session). For a forked session, `ancestors` are read as for `preview`.
     #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
     pub fn restore(
         &self,
@@ -310,12 +338,13 @@ impl BindingStore {
         cwd: String,
         target_seq: f64,
         op_id: String,
+        ancestors: Option<Vec<BindingChainLink>>,
     ) -> AsyncTask<Job<BindingRestoreOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
             let session = h.session(&session_id, &cwd, None)?;
-            let plan = session.plan_restore(target)?;
+            let plan = plan_for(&session, target, ancestors)?;
             Ok(restore_outcome(session.restore(&plan, &op_id)?))
         }))
     }

@@ -20,4 +20,6 @@ pub struct BindingHistoryInput {
     pub outcome: String,
     /// The paths per outcome.
     pub paths: BindingHistoryPaths,
+    /// The child session, when the rewind forked into one.
+    pub fork_child_session_id: Option<String>,
 }

@@ -2,8 +2,10 @@
 
 mod binding_candidate;
 mod binding_capture_outcome;
+mod binding_chain_link;
 mod binding_cleanup_policy;
 mod binding_failed_path;
+mod binding_fork_plan;
 mod binding_history_entry;
 mod binding_history_input;
 mod binding_plan;
@@ -18,8 +20,10 @@ mod binding_undo_outcome;
 
 pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
+pub use binding_chain_link::BindingChainLink;
 pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_failed_path::BindingFailedPath;
+pub use binding_fork_plan::BindingForkPlan;
 pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
 pub use binding_history_input::BindingHistoryInput;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
