@@ -35,7 +35,7 @@ test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async
   const staleBytes = 'contents only the old session backed up\n'
   await writeFile(join(host.workspace, 'old.txt'), staleBytes)
   const hex = createHash('sha256').update(staleBytes).digest('hex')
-  const blob = join(host.dshHome, 'rewind-snapshots', 'blobs', hex.slice(0, 2), hex.slice(2))
+  const blob = join(host.dshHome, 'rewind-snapshots', 'blobs', hex) // flat layout: blobs/<sha256>
   const old = await host.createAgent('old-session')
   await host.sendUser(old, 'write old')
   await access(blob)
