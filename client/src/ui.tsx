@@ -8,6 +8,7 @@ import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, newestEligible } from './history.ts'
+import { runFork } from './fork.ts'
 import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
@@ -130,7 +131,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
   const t = useT(env)
   const { seq, text } = target
   const [preview, setPreview] = useState<PreviewState>({ status: 'loading' })
-  const [running, setRunning] = useState(false)
+  const [running, setRunning] = useState<false | 'rewind' | 'fork'>(false)
   const [failure, setFailure] = useState<string | undefined>(undefined)
   const cancelRef = useRef<HTMLButtonElement>(null)
   const dialogRef = useRef<HTMLDivElement>(null)
@@ -154,7 +155,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
   const confirm = useCallback((): void => {
     if (runningRef.current) return
     runningRef.current = true
-    setRunning(true)
+    setRunning('rewind')
     setFailure(undefined)
     void runRewind(env.ctx, sessionId, target).then((outcome: RewindOutcome) => {
       runningRef.current = false
@@ -162,6 +163,19 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
       env.report({ type: 'rewind', via: 'dialog', sessionId, seq, ...outcome })
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.failed', { message: outcome.message }))
+    })
+  }, [env, sessionId, seq, target, t])
+  const fork = useCallback((): void => {
+    if (runningRef.current) return
+    runningRef.current = true
+    setRunning('fork')
+    setFailure(undefined)
+    void runFork(env.ctx, sessionId, target).then((outcome) => {
+      runningRef.current = false
+      setRunning(false)
+      env.report({ type: 'fork', via: 'dialog', sessionId, seq, ...outcome })
+      if (outcome.ok) dialogStore.set(null)
+      else setFailure(t('result.forkFailed', { message: outcome.message }))
     })
   }, [env, sessionId, seq, target, t])
 
@@ -193,11 +207,15 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
         {text !== '' && <blockquote className="dshpr-quote" aria-label={t('dialog.message')}>{text.length > 400 ? `${text.slice(0, 399)}…` : text}</blockquote>}
         <Impact t={t} state={preview} />
         {failure !== undefined && <p className="dshpr-error" role="alert" data-testid="dsh-prompt-rewind-failure">{failure}</p>}
+        <p className="dshpr-muted" data-testid="dsh-prompt-rewind-fork-hint">{t('dialog.forkHint')}</p>
         <p className="dshpr-hint">{t('dialog.hint')}</p>
         <div className="dshpr-actions">
-          <button ref={cancelRef} type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-cancel" onClick={close} disabled={running}>{t('dialog.cancel')}</button>
-          <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-confirm" onClick={confirm} disabled={running}>
-            {running ? t('dialog.running') : t('dialog.confirm')}
+          <button ref={cancelRef} type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-cancel" onClick={close} disabled={running !== false}>{t('dialog.cancel')}</button>
+          <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-fork" onClick={fork} disabled={running !== false}>
+            {running === 'fork' ? t('dialog.forking') : t('dialog.fork')}
+          </button>
+          <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-confirm" onClick={confirm} disabled={running !== false}>
+            {running === 'rewind' ? t('dialog.running') : t('dialog.confirm')}
           </button>
         </div>
       </div>
