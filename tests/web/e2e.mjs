@@ -182,8 +182,8 @@ try {
   const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))
   check(focused === 'dsh-prompt-rewind-cancel', 'Cancel has the focus first')
   const focusAfter = async (key) => { await page.keyboard.press(key); return page.evaluate(() => document.activeElement?.getAttribute('data-testid')) }
-  check(await focusAfter('Tab') === 'dsh-prompt-rewind-confirm' && await focusAfter('Tab') === 'dsh-prompt-rewind-cancel' && await focusAfter('Shift+Tab') === 'dsh-prompt-rewind-confirm',
-    'Tab / Shift+Tab keep the focus inside the dialog')
+  check(await focusAfter('Tab') === 'dsh-prompt-rewind-fork' && await focusAfter('Tab') === 'dsh-prompt-rewind-confirm' && await focusAfter('Tab') === 'dsh-prompt-rewind-cancel' && await focusAfter('Shift+Tab') === 'dsh-prompt-rewind-confirm',
+    'Tab / Shift+Tab keep the focus inside the dialog (Cancel, Fork, Rewind)')
   const impact = await dialog.innerText()
   log('dialog text:', JSON.stringify(impact))
   await shot(page, 'confirm-dialog')
@@ -431,6 +431,41 @@ try {
   check(usersReload.length === 1 && usersReload[0].includes('0123456789'), `after a reload the rewound rows stay hidden (${JSON.stringify(usersReload)})`)
   check(await page.locator('textarea[data-phase]').inputValue() === '', 'a reload refills nothing')
   check((await probe(page)).markers.length >= 4, 'every marker of the session is applied after the reload')
+
+  // --- "Fork" in the dialog: the child session opens with the composer refilled; the original stays listed
+  const FORK_MSG = 'write f.txt fork-1'
+  await send(page, composer, FORK_MSG, 'DONE: f.txt')
+  check(read('f.txt') === 'fork-1\n', 'f.txt written before the fork')
+  const sessionRows = page.locator('[role="treeitem"][aria-selected]')
+  const rowsBeforeFork = await sessionRows.count()
+  dialog = await openRewindDialog(page, FORK_MSG)
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  fileCheck((await dialog.getByTestId('dsh-prompt-rewind-deletes').innerText()).includes('f.txt'), 'the impact list is the same for Fork: f.txt will be deleted')
+  check(await dialog.getByTestId('dsh-prompt-rewind-fork').isVisible() && await dialog.getByTestId('dsh-prompt-rewind-confirm').isVisible(), 'Fork is offered next to Rewind')
+  await shot(page, 'dialog-fork')
+  await dialog.getByTestId('dsh-prompt-rewind-fork').click()
+  await dialog.waitFor({ state: 'detached', timeout: 30000 })
+  const forked = (await probe(page)).events.filter(e => e.type === 'fork').at(-1)
+  log('fork:', JSON.stringify(forked))
+  check(forked?.ok === true && forked.opened === true && forked.refill === 'filled' && forked.childSessionId !== sid, `the fork ran and opened its child session (${forked?.childSessionId})`)
+  await page.waitForFunction((text) => document.querySelector('textarea[data-phase]')?.value === text, FORK_MSG, { timeout: 10000 })
+  check(await page.locator('textarea[data-phase]').inputValue() === FORK_MSG, 'the child\'s composer holds the target\'s text')
+  await page.waitForTimeout(300)
+  const childRows = await visibleUserRows(page)
+  check(!childRows.some(r => r.includes(FORK_MSG)) && childRows.some(r => r.includes('0123456789')), `the child shows the messages before the target only (${JSON.stringify(childRows)})`)
+  fileCheck(read('f.txt') === null, 'f.txt is back to its state before the target')
+  await sessionRows.nth(rowsBeforeFork).waitFor({ timeout: 10000 })
+  check(await sessionRows.count() === rowsBeforeFork + 1, `the session list has the child and still the original (${await sessionRows.count()} rows)`)
+  await shot(page, 'after-fork')
+  // back to the original: its conversation is complete
+  const otherCount = await page.locator('[role="treeitem"][aria-selected="false"]').count()
+  let original = false
+  for (let i = 0; i < otherCount && !original; i++) {
+    await page.locator('[role="treeitem"][aria-selected="false"]').nth(i).click()
+    original = await userRow(page, FORK_MSG).first().waitFor({ timeout: 5000 }).then(() => true, () => false)
+  }
+  check(original, 'the original session is still listed and still holds the forked-from message')
+  await page.locator('textarea[data-phase]').fill('')
 
   // --- the target's image comes back with its text
   // paste a PNG into the composer (the way a user attaches a screenshot)
