@@ -315,6 +315,25 @@ mod tests {
     }
 
     #[test]
+    fn fork_refusals_keep_their_codes() {
+        let log = rewind_plan::SessionLog::from_events_json(
+            r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}},
+                {"type":"user/message","seq":1,"time":2,"data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#,
+        )
+        .expect("log");
+        let e = BindingError::from(
+            rewind_plan::plan_fork(&log, rewind_plan::Target::Seq(1))
+                .expect_err("turn starts the session"),
+        );
+        assert_eq!(e.code, "rewind/fork-inside-turn");
+        assert_eq!(e.details, json!({ "seq": 1 }));
+        let e = BindingError::from(
+            rewind_plan::plan_fork(&log, rewind_plan::Target::Seq(7)).expect_err("unknown seq"),
+        );
+        assert_eq!(e.code, "rewind/unknown-seq");
+    }
+
+    #[test]
     fn history_keys_are_bad_requests() {
         let e = BindingError::from(
             rewind_history::WorkspaceKey::parse("../x").expect_err("hostile key"),
