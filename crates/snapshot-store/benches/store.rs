@@ -211,10 +211,11 @@ fn main() {
                 paths.push(rel);
             }
         }
-        for (i, rel) in paths.iter().enumerate() {
-            s.capture_before(&format!("c{i}"), Path::new(rel)).unwrap();
-            s.commit(&format!("c{i}"), 1, true).unwrap();
+        // One bulk call tracks all paths (setup only).
+        for rel in &paths {
+            s.capture_before("bulk", Path::new(rel)).unwrap();
         }
+        s.commit("bulk", 1, true).unwrap();
         s.recheck_tracked(2).unwrap();
         let abs: Vec<PathBuf> = paths.iter().map(|p| b.cwd.join(p)).collect();
         let mut anchor = 3;
@@ -253,12 +254,12 @@ fn main() {
         }
         s.recheck_tracked(1).unwrap();
         for i in 0..n {
-            let call = format!("a{i}");
-            s.capture_before(&call, Path::new(&format!("f{i}")))
-                .unwrap();
-            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
-            s.commit(&call, 1, true).unwrap();
+            s.capture_before("bulk", Path::new(&format!("f{i}"))).unwrap();
         }
+        for i in 0..n {
+            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
+        }
+        s.commit("bulk", 1, true).unwrap();
         s.recheck_tracked(2).unwrap();
         let mut k = 0usize;
         let sync = durability == Durability::PowerLoss;

@@ -86,7 +86,7 @@ pub(crate) fn store_file(
                     });
                 }
             }
-            if store.size(&path)? == Some(len as u64) {
+            if store.blob_size(&sha)? == Some(len as u64) {
                 return Ok(Stored::Blob {
                     sha256: sha,
                     size: len as u64,
@@ -174,7 +174,7 @@ fn finish(
 ) -> Result<Stored, FsFailure> {
     let r = written.and_then(|()| {
         let path = blob_path(&sha);
-        if store.size(&path)? == Some(size) {
+        if store.blob_size(&sha)? == Some(size) {
             let _ = store.dir.remove_file(tmp);
             return Ok(true);
         }
@@ -240,7 +240,7 @@ pub(crate) fn copy_blob_to(
     rel: &RelPath,
 ) -> Result<(), CopyFail> {
     let path = blob_path(sha);
-    let Some(mut src) = store.open_read(&path)? else {
+    let Some(mut src) = store.blob_open(sha)? else {
         return Err(CopyFail::Missing(path.to_string_lossy().into_owned()));
     };
     let mut hasher = Sha256::new();

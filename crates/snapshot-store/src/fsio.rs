@@ -73,6 +73,8 @@ impl Io {
 pub(crate) struct StoreFs {
     pub dir: Dir,
     pub io: Io,
+    /// `blobs/`, opened once: blob lookups are single-component calls on it.
+    pub blobs: Option<Dir>,
 }
 
 impl StoreFs {
@@ -106,6 +108,38 @@ impl StoreFs {
             Ok(f) => Ok(Some(f)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(fail(FsOp::Open, Area::Store, path, e)),
+        }
+    }
+
+    /// Size of blob `sha` (a validated hex name); `None` when absent.
+    pub fn blob_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
+        if !crate::format::valid_sha(sha) {
+            return Ok(None);
+        }
+        let path = Path::new("blobs").join(sha);
+        let Some(blobs) = &self.blobs else { return self.size(&path) };
+        self.check(FsOp::Stat, &path)?;
+        match rustix::fs::statat(blobs, sha, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(st.st_size as u64)),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(fail(FsOp::Stat, Area::Store, &path, e.into())),
+        }
+    }
+
+    /// Opens blob `sha` (a validated hex name) for reading; `None` when absent.
+    pub fn blob_open(&self, sha: &str) -> Result<Option<File>, FsFailure> {
+        // A name that is not a SHA-256 (e.g. from a hostile plan) is never resolved.
+        if !crate::format::valid_sha(sha) {
+            return Ok(None);
+        }
+        let path = Path::new("blobs").join(sha);
+        let Some(blobs) = &self.blobs else { return self.open_read(&path) };
+        self.check(FsOp::Open, &path)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::openat(blobs, sha, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(File::from_std(std::fs::File::from(fd)))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(fail(FsOp::Open, Area::Store, &path, e.into())),
         }
     }
 
@@ -250,14 +284,15 @@ impl StoreFs {
     }
 
     /// Appends one line (with its newline) to an open append-mode file.
-    pub fn append_to(&self, f: &mut File, path: &Path, line: &[u8]) -> Result<(), FsFailure> {
+    /// With `sync`, the line is `fsync`ed (durable mode only).
+    pub fn append_to(&self, f: &mut File, path: &Path, line: &[u8], sync: bool) -> Result<(), FsFailure> {
         self.check(FsOp::Write, path)?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line);
         buf.push(b'\n');
         f.write_all(&buf)
             .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
-        self.sync_file(f, path)
+        if sync { self.sync_file(f, path) } else { Ok(()) }
     }
 
     /// Atomically replaces `path` with `bytes` (temp file, optional fsync, rename).

@@ -275,7 +275,9 @@ impl Session {
             log.file = Some(fs.open_append(&log.path)?);
         }
         match log.file.as_mut() {
-            Some(f) => fs.append_to(f, &log.path, &to_json(&line)),
+            // Progress lines may lag the workspace after a power loss (every action is
+            // idempotent under continue/rollback); terminal lines are made durable.
+            Some(f) => fs.append_to(f, &log.path, &to_json(&line), line.i.is_none()),
             None => Ok(()),
         }
     }
@@ -412,7 +414,6 @@ impl Session {
                 None => Ok(Applied::Already),
                 Some(m) if m.kind == FileKind::File => {
                     self.ws.unlink(&dir, name, rel).map_err(|e| e.to_string())?;
-                    self.ws.sync_dir(&dir, rel).map_err(|e| e.to_string())?;
                     Ok(Applied::Deleted)
                 }
                 Some(_) => Err("is not a regular file; not deleted".into()),
@@ -442,7 +443,6 @@ impl Session {
                     self.ws.discard_tmp(&dir, &tmp);
                     return Err(e.to_string());
                 }
-                self.ws.sync_dir(&dir, rel).map_err(|e| e.to_string())?;
                 Ok(Applied::Written)
             }
         }
@@ -489,7 +489,7 @@ impl Session {
         } = current
         {
             if meta == now
-                && self.store.inner.fs.size(&crate::blob::blob_path(sha))? == Some(now.size)
+                && self.store.inner.fs.blob_size(sha)? == Some(now.size)
             {
                 return Ok(Some(Desired::File {
                     sha256: sha.clone(),
@@ -711,6 +711,7 @@ impl Session {
             }
             fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
+        self.sync_touched(&out)?;
         if hard_failures == 0 {
             fs.io.crash(CrashPoint::RestoreBeforeComplete);
             self.log(
@@ -774,6 +775,35 @@ impl Session {
         }
     }
 
+    /// Durable mode: `fsync` every directory a pass wrote into or deleted from (and
+    /// their ancestors), once, before a terminal line claims the pass is complete.
+    fn sync_touched(&self, out: &RestoreOutcome) -> Result<(), FsFailure> {
+        if !self.ws.io.durable {
+            return Ok(());
+        }
+        let mut dirs: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
+        for p in out.written.iter().chain(&out.deleted) {
+            let (parents, _) = p.split_last();
+            for n in 0..=parents.len() {
+                dirs.insert(parents[..n].join(&b'/'));
+            }
+        }
+        for d in dirs {
+            // A child name under `d` whose parent chain is exactly `d`.
+            let mut child = d.clone();
+            if !child.is_empty() {
+                child.push(b'/');
+            }
+            child.push(b'_');
+            let Ok(probe) = RelPath::from_bytes(&child) else { continue };
+            let mut created = Vec::new();
+            if let Walk::Parent(dir) = self.ws.walk_parent(&probe, false, &mut created)? {
+                self.ws.sync_dir(&dir, &probe)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Finishes an open (interrupted or partly failed) restore: retries every action
     /// not yet applied. A path changed since the restore began is left alone (failure).
     pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
@@ -816,6 +846,7 @@ impl Session {
                 .io
                 .crash(CrashPoint::RestoreActionLogged(i));
         }
+        self.sync_touched(&out)?;
         if out.failed.is_empty() {
             self.store
                 .inner
@@ -934,6 +965,7 @@ impl Session {
                 }
             }
         }
+        self.sync_touched(&out)?;
         if out.failed.is_empty() {
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackBeforeComplete);

@@ -475,7 +475,7 @@ impl Session {
         }
         let bytes = to_json(line);
         if let Some(f) = log.file.as_mut() {
-            fs.append_to(f, &path, &bytes)?;
+            fs.append_to(f, &path, &bytes, true)?;
         }
         log.len += bytes.len() as u64 + 1;
         Ok(())

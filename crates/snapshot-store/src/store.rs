@@ -10,7 +10,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cap_std::fs::{Dir, OpenOptions};
 use rustix::fs::FlockOperation;
 
-use crate::blob::blob_path;
 use crate::error::{
     CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError,
 };
@@ -128,7 +127,7 @@ impl Store {
             seam: options.seam.clone(),
             durable: options.durability == Durability::PowerLoss,
         };
-        let fs = StoreFs { dir, io };
+        let mut fs = StoreFs { dir, io, blobs: None };
         let marker = Path::new("store.json");
         let newer = match fs.read_opt(marker)? {
             Some(bytes) => {
@@ -162,6 +161,10 @@ impl Store {
                 None
             }
         };
+        if newer.is_none() {
+            fs.create_dir_all(Path::new("blobs"))?;
+        }
+        fs.blobs = fs.dir.open_dir("blobs").ok();
         let store = Store {
             inner: Arc::new(Inner {
                 fs,
@@ -414,7 +417,7 @@ impl Store {
 
     /// True when blob `sha` is present in the store.
     pub fn has_blob(&self, sha256: &str) -> bool {
-        valid_sha(sha256) && matches!(self.inner.fs.exists(&blob_path(sha256)), Ok(true))
+        valid_sha(sha256) && matches!(self.inner.fs.blob_size(sha256), Ok(Some(_)))
     }
 }
 

@@ -253,3 +253,23 @@ fn hostile_session_and_call_ids_stay_inside_the_store() {
     listed.sort();
     assert!(listed.contains(&"../escape".to_string()));
 }
+
+#[test]
+fn a_forged_plan_cannot_name_a_file_outside_the_blob_store() {
+    let env = Env::new();
+    env.write("a", b"mine");
+    std::fs::write(env.tmp.path().join("secret"), b"outside secret").expect("write");
+    let store = env.store();
+    let s = env.session(&store);
+    crate::common::tool_edit(&env, &s, "c", 1, "a", Some(b"edited"));
+    let mut plan = s.plan_restore(1).expect("plan");
+    let snapshot_store::Action::Write { sha256, size, .. } = &mut plan.actions[0].action else {
+        panic!("{plan:?}")
+    };
+    *sha256 = "../../secret".into();
+    *size = 14;
+    let out = s.restore(&plan, "op").expect("restore");
+    assert_eq!(out.failed.len(), 1, "{out:?}");
+    assert!(out.failed[0].error.contains("missing"), "{}", out.failed[0].error);
+    assert_eq!(env.read("a").as_deref(), Some(&b"edited"[..]));
+}
