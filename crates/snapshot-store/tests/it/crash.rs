@@ -20,6 +20,7 @@ const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
 const POINT: &str = "SNAPSHOT_STORE_CRASH_POINT";
 const HIT: &str = "SNAPSHOT_STORE_CRASH_HIT";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
+const DURABLE: &str = "SNAPSHOT_STORE_CRASH_DURABLE";
 const REACHED: &str = "CRASH-POINT-REACHED";
 
 struct StopAt {
@@ -58,10 +59,16 @@ fn crash_child() {
         hit,
         seen: AtomicUsize::new(0),
     });
+    let durability = if std::env::var(DURABLE).is_ok() {
+        snapshot_store::Durability::PowerLoss
+    } else {
+        snapshot_store::Durability::ProcessCrash
+    };
     let store = Store::open(
         &dir.join("store"),
         StoreOptions {
             seam,
+            durability,
             ..StoreOptions::default()
         },
     )
@@ -97,8 +104,16 @@ fn crash_child() {
 
 /// Runs the child; true when it reached the point and was SIGKILLed there.
 fn run_child(dir: &Path, scenario: &str, point: &str, hit: usize) -> bool {
+    run_child_with(dir, scenario, point, hit, false)
+}
+
+fn run_child_with(dir: &Path, scenario: &str, point: &str, hit: usize, durable: bool) -> bool {
     let exe = std::env::current_exe().expect("current exe");
-    let mut child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if durable {
+        cmd.env(DURABLE, "1");
+    }
+    let mut child = cmd
         .args([
             "crash::crash_child",
             "--exact",
@@ -204,6 +219,15 @@ fn check_recovery(env: &Env, pre: &Snap, post: &Snap, what: &str) {
 
 #[test]
 fn kill_during_restore_then_continue_or_rollback_is_exact() {
+    restore_kills(false);
+}
+
+#[test]
+fn kill_during_power_loss_mode_restore_then_continue_or_rollback_is_exact() {
+    restore_kills(true);
+}
+
+fn restore_kills(durable: bool) {
     for point in [
         "restore-rescued",
         "restore-journal-written",
@@ -214,10 +238,10 @@ fn kill_during_restore_then_continue_or_rollback_is_exact() {
         each_hit(point, |hit| {
             let env = Env::new();
             let (pre, at1) = setup_restore(&env);
-            if !run_child(env.tmp.path(), "restore", point, hit) {
+            if !run_child_with(env.tmp.path(), "restore", point, hit, durable) {
                 return false;
             }
-            check_recovery(&env, &pre, &at1, &format!("{point}#{hit}"));
+            check_recovery(&env, &pre, &at1, &format!("{point}#{hit} durable={durable}"));
             true
         });
     }
