@@ -106,7 +106,11 @@ pub(crate) struct PendingLine {
 
 /// Parses a line log: complete lines only (a torn final line is ignored).
 pub(crate) fn parse_lines<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<Vec<T>, Fault> {
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0);
+    let complete = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
     bytes[..complete]
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())

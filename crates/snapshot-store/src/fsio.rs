@@ -117,7 +117,9 @@ impl StoreFs {
             return Ok(None);
         }
         let path = Path::new("blobs").join(sha);
-        let Some(blobs) = &self.blobs else { return self.size(&path) };
+        let Some(blobs) = &self.blobs else {
+            return self.size(&path);
+        };
         self.check(FsOp::Stat, &path)?;
         match rustix::fs::statat(blobs, sha, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(st.st_size as u64)),
@@ -133,7 +135,9 @@ impl StoreFs {
             return Ok(None);
         }
         let path = Path::new("blobs").join(sha);
-        let Some(blobs) = &self.blobs else { return self.open_read(&path) };
+        let Some(blobs) = &self.blobs else {
+            return self.open_read(&path);
+        };
         self.check(FsOp::Open, &path)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rustix::fs::openat(blobs, sha, flags, Mode::empty()) {
@@ -256,9 +260,13 @@ impl StoreFs {
     /// crash (no newline) is cut off first, so new lines never join a fragment.
     pub fn open_append(&self, path: &Path) -> Result<File, FsFailure> {
         let torn = match self.read_opt(path)? {
-            Some(bytes) if !bytes.is_empty() && bytes.last() != Some(&b'\n') => {
-                Some(bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0))
-            }
+            Some(bytes) if !bytes.is_empty() && bytes.last() != Some(&b'\n') => Some(
+                bytes
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map(|i| i + 1)
+                    .unwrap_or(0),
+            ),
             _ => None,
         };
         self.check(FsOp::Open, path)?;
@@ -279,20 +287,31 @@ impl StoreFs {
     /// Truncates an open store file to `len` bytes.
     pub fn truncate(&self, f: &File, path: &Path, len: u64) -> Result<(), FsFailure> {
         self.check(FsOp::Write, path)?;
-        f.set_len(len).map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        f.set_len(len)
+            .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
         self.sync_file(f, path)
     }
 
     /// Appends one line (with its newline) to an open append-mode file.
     /// With `sync`, the line is `fsync`ed (durable mode only).
-    pub fn append_to(&self, f: &mut File, path: &Path, line: &[u8], sync: bool) -> Result<(), FsFailure> {
+    pub fn append_to(
+        &self,
+        f: &mut File,
+        path: &Path,
+        line: &[u8],
+        sync: bool,
+    ) -> Result<(), FsFailure> {
         self.check(FsOp::Write, path)?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line);
         buf.push(b'\n');
         f.write_all(&buf)
             .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
-        if sync { self.sync_file(f, path) } else { Ok(()) }
+        if sync {
+            self.sync_file(f, path)
+        } else {
+            Ok(())
+        }
     }
 
     /// Atomically replaces `path` with `bytes` (temp file, optional fsync, rename).

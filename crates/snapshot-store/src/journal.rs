@@ -488,9 +488,7 @@ impl Session {
             ..
         } = current
         {
-            if meta == now
-                && self.store.inner.fs.blob_size(sha)? == Some(now.size)
-            {
+            if meta == now && self.store.inner.fs.blob_size(sha)? == Some(now.size) {
                 return Ok(Some(Desired::File {
                     sha256: sha.clone(),
                     size: now.size,
@@ -795,7 +793,9 @@ impl Session {
                 child.push(b'/');
             }
             child.push(b'_');
-            let Ok(probe) = RelPath::from_bytes(&child) else { continue };
+            let Ok(probe) = RelPath::from_bytes(&child) else {
+                continue;
+            };
             let mut created = Vec::new();
             if let Walk::Parent(dir) = self.ws.walk_parent(&probe, false, &mut created)? {
                 self.ws.sync_dir(&dir, &probe)?;

@@ -127,7 +127,11 @@ impl Store {
             seam: options.seam.clone(),
             durable: options.durability == Durability::PowerLoss,
         };
-        let mut fs = StoreFs { dir, io, blobs: None };
+        let mut fs = StoreFs {
+            dir,
+            io,
+            blobs: None,
+        };
         let marker = Path::new("store.json");
         let newer = match fs.read_opt(marker)? {
             Some(bytes) => {

@@ -63,7 +63,9 @@ impl Env {
 
     /// Number of blob files in the store.
     pub fn blob_count(&self) -> usize {
-        std::fs::read_dir(self.root.join("blobs")).map(|rd| rd.count()).unwrap_or(0)
+        std::fs::read_dir(self.root.join("blobs"))
+            .map(|rd| rd.count())
+            .unwrap_or(0)
     }
 }
 

@@ -241,7 +241,12 @@ fn restore_kills(durable: bool) {
             if !run_child_with(env.tmp.path(), "restore", point, hit, durable) {
                 return false;
             }
-            check_recovery(&env, &pre, &at1, &format!("{point}#{hit} durable={durable}"));
+            check_recovery(
+                &env,
+                &pre,
+                &at1,
+                &format!("{point}#{hit} durable={durable}"),
+            );
             true
         });
     }

@@ -270,6 +270,10 @@ fn a_forged_plan_cannot_name_a_file_outside_the_blob_store() {
     *size = 14;
     let out = s.restore(&plan, "op").expect("restore");
     assert_eq!(out.failed.len(), 1, "{out:?}");
-    assert!(out.failed[0].error.contains("missing"), "{}", out.failed[0].error);
+    assert!(
+        out.failed[0].error.contains("missing"),
+        "{}",
+        out.failed[0].error
+    );
     assert_eq!(env.read("a").as_deref(), Some(&b"edited"[..]));
 }
