@@ -62,7 +62,7 @@ fn sweeps_real_store_sessions_and_respects_open_journals() {
     fs::write(ws.join("b"), b"b1").unwrap();
     open.commit("c2", 1, true).unwrap();
     fs::write(
-        root.join("blobs").join(&sha256[..2]).join(&sha256[2..]),
+        root.join("blobs").join(&sha256),
         b"garbage",
     )
     .unwrap();
