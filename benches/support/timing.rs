@@ -31,7 +31,11 @@ pub fn time<F: FnMut()>(rounds: usize, mut f: F) -> Duration {
 }
 
 /// Times `subject` and `baseline` in alternation; returns both medians.
-pub fn pair<A: FnMut(), B: FnMut()>(rounds: usize, mut subject: A, mut baseline: B) -> (Duration, Duration) {
+pub fn pair<A: FnMut(), B: FnMut()>(
+    rounds: usize,
+    mut subject: A,
+    mut baseline: B,
+) -> (Duration, Duration) {
     subject();
     baseline();
     let mut s = Vec::with_capacity(rounds);
@@ -50,7 +54,11 @@ pub fn pair<A: FnMut(), B: FnMut()>(rounds: usize, mut subject: A, mut baseline:
 /// Human form of a duration (µs below 10 ms, ms above).
 pub fn fmt(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
-    if us < 10_000.0 { format!("{us:.1} µs") } else { format!("{:.2} ms", us / 1000.0) }
+    if us < 10_000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
 }
 
 /// One row of a benchmark table.
@@ -77,13 +85,28 @@ pub struct Report {
 impl Report {
     /// Starts a section named `name` (the results file stem).
     pub fn new(name: &str, title: &str, note: &str) -> Self {
-        Self { name: name.into(), title: title.into(), note: note.into(), rows: Vec::new(), extra: String::new() }
+        Self {
+            name: name.into(),
+            title: title.into(),
+            note: note.into(),
+            rows: Vec::new(),
+            extra: String::new(),
+        }
     }
     /// Adds a subject-vs-baseline row and prints it.
     pub fn row(&mut self, case: &str, subject: Duration, baseline: Duration, goal: Option<f64>) {
         let ratio = subject.as_secs_f64() / baseline.as_secs_f64().max(1e-12);
-        println!("{case}: {} vs {} = {ratio:.2}x", fmt(subject), fmt(baseline));
-        self.rows.push(Row { case: case.into(), subject, baseline, goal });
+        println!(
+            "{case}: {} vs {} = {ratio:.2}x",
+            fmt(subject),
+            fmt(baseline)
+        );
+        self.rows.push(Row {
+            case: case.into(),
+            subject,
+            baseline,
+            goal,
+        });
     }
     /// Adds free Markdown text after the table (for memory figures and the like).
     pub fn text(&mut self, line: &str) {
@@ -103,12 +126,19 @@ impl Report {
                     Some(g) => (format!("≤ {g}×"), if ratio <= g { "yes" } else { "**no**" }),
                     None => ("—".to_string(), "—"),
                 };
-                let _ = writeln!(out, "| {} | {} | {} | {ratio:.2}× | {goal} | {met} |", r.case, fmt(r.subject), fmt(r.baseline));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {ratio:.2}× | {goal} | {met} |",
+                    r.case,
+                    fmt(r.subject),
+                    fmt(r.baseline)
+                );
             }
             out.push('\n');
         }
         out.push_str(&self.extra);
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-results");
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join(format!("{}.md", self.name));
         if let Err(e) = std::fs::write(&path, out) {

@@ -61,11 +61,7 @@ fn sweeps_real_store_sessions_and_respects_open_journals() {
     };
     fs::write(ws.join("b"), b"b1").unwrap();
     open.commit("c2", 1, true).unwrap();
-    fs::write(
-        root.join("blobs").join(&sha256),
-        b"garbage",
-    )
-    .unwrap();
+    fs::write(root.join("blobs").join(&sha256), b"garbage").unwrap();
     let out = open
         .restore(&open.plan_restore(1).unwrap(), "op-open")
         .unwrap();

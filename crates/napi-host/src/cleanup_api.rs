@@ -94,9 +94,12 @@ fn free_unreferenced_blobs(store_root: &str, report: &mut BindingSweepReport) {
     if !report.applied || report.items.is_empty() {
         return;
     }
-    let freed = snapshot_store::Store::open(std::path::Path::new(store_root), snapshot_store::StoreOptions::default())
-        .map_err(|e| e.to_string())
-        .and_then(|store| store.collect_garbage().map_err(|e| e.to_string()));
+    let freed = snapshot_store::Store::open(
+        std::path::Path::new(store_root),
+        snapshot_store::StoreOptions::default(),
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|store| store.collect_garbage().map_err(|e| e.to_string()));
     if let Err(reason) = freed {
         report.failed.push(BindingSkippedPath {
             path: "blobs".into(),

@@ -13,13 +13,17 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use rewind_plan::{ErrorCode, SessionLog, fold_surface, list_candidates, parse_target, plan_rewind};
+use rewind_plan::{
+    ErrorCode, SessionLog, fold_surface, list_candidates, parse_target, plan_rewind,
+};
 use serde_json::json;
 
 fn read_input(path: &str) -> Result<String, String> {
     if path == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("stdin: {e}"))?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("stdin: {e}"))?;
         Ok(s)
     } else {
         std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
@@ -27,7 +31,10 @@ fn read_input(path: &str) -> Result<String, String> {
 }
 
 fn refuse(code: ErrorCode, message: String) -> ExitCode {
-    println!("{}", json!({"ok": false, "error": {"code": code.as_str(), "message": message}}));
+    println!(
+        "{}",
+        json!({"ok": false, "error": {"code": code.as_str(), "message": message}})
+    );
     ExitCode::from(1)
 }
 
@@ -36,7 +43,9 @@ fn main() -> ExitCode {
     let (cmd, file) = match (args.first(), args.get(1)) {
         (Some(c), Some(f)) => (c.as_str(), f.as_str()),
         _ => {
-            eprintln!("usage: plan-cli fold|candidates <file|->  |  plan-cli plan <file|-> <target>");
+            eprintln!(
+                "usage: plan-cli fold|candidates <file|->  |  plan-cli plan <file|-> <target>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -54,7 +63,10 @@ fn main() -> ExitCode {
     match cmd {
         "fold" => match fold_surface(&log.events) {
             Ok(s) => {
-                println!("{}", json!({"nodes": s.nodes, "replacements": s.replacements}));
+                println!(
+                    "{}",
+                    json!({"nodes": s.nodes, "replacements": s.replacements})
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => refuse(e.code(), e.to_string()),

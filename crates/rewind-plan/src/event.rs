@@ -74,7 +74,9 @@ impl SurfaceOp {
     fn to_value(&self) -> Value {
         match self {
             SurfaceOp::Append => Value::String("append".into()),
-            SurfaceOp::Replace { start, end } => serde_json::json!({"op": "replace", "start": start, "end": end}),
+            SurfaceOp::Replace { start, end } => {
+                serde_json::json!({"op": "replace", "start": start, "end": end})
+            }
             SurfaceOp::Invalid(v) => v.clone(),
         }
     }
@@ -151,10 +153,20 @@ pub struct SessionEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignorable: Option<bool>,
     /// The surface operation (surface-eligible types only).
-    #[serde(default, rename = "surfaceOp", skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        rename = "surfaceOp",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub surface_op: Option<SurfaceOp>,
     /// Events this one derives from (for a replacement: every shadowed node).
-    #[serde(default, rename = "sourceEventSeqs", skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        rename = "sourceEventSeqs",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub source_event_seqs: Option<SourceSeqs>,
 }
 
@@ -255,7 +267,10 @@ impl UserMessage {
 
     /// Number of image blocks.
     pub fn image_count(&self) -> usize {
-        self.content.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("image")).count()
+        self.content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+            .count()
     }
 }
 
@@ -291,16 +306,28 @@ pub struct SessionHeader {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// The session this one was forked from.
-    #[serde(default, rename = "parentSession", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "parentSession",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub parent_session: Option<String>,
     /// Number of events seeded from the parent.
-    #[serde(default, rename = "seedLength", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "seedLength",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub seed_length: Option<u64>,
     /// `subagent` for a delegated session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
     /// Delegation depth (0 for a top-level session).
-    #[serde(default, rename = "delegationDepth", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "delegationDepth",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub delegation_depth: Option<u64>,
 }
 

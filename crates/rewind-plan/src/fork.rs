@@ -63,29 +63,52 @@ impl ForkError {
 pub fn plan_fork(log: &SessionLog, target: Target) -> Result<ForkPlan, ForkError> {
     let plan = plan_rewind(log, target)?;
     let seq = plan.target_seq;
-    let inside = |reason: &str| ForkError::InsideTurn { seq, reason: reason.to_string() };
+    let inside = |reason: &str| ForkError::InsideTurn {
+        seq,
+        reason: reason.to_string(),
+    };
     if plan.marker.is_none() {
-        return Err(inside("it is steering the model has not read yet; withdraw it with a plain rewind"));
+        return Err(inside(
+            "it is steering the model has not read yet; withdraw it with a plain rewind",
+        ));
     }
-    let upto = usize::try_from(seq).unwrap_or(usize::MAX).min(log.events.len());
+    let upto = usize::try_from(seq)
+        .unwrap_or(usize::MAX)
+        .min(log.events.len());
     // The turn the target belongs to opens at the last turn boundary before it.
-    let last_boundary = log.events[..upto].iter().rev().find(|e| e.kind == TURN_START || e.kind == TURN_END);
+    let last_boundary = log.events[..upto]
+        .iter()
+        .rev()
+        .find(|e| e.kind == TURN_START || e.kind == TURN_END);
     let boundary = match last_boundary {
         Some(e) if e.kind == TURN_START => {
             // Surface nodes between the turn start and the target would be lost
             // by forking before the turn: that is a message sent mid-turn.
             let earlier_in_turn = log.events[usize::try_from(e.seq).unwrap_or(0)..upto]
                 .iter()
-                .any(|ev| ev.surface_op.is_some() && ev.user_message().is_none_or(|m: UserMessage| m.is_human()));
+                .any(|ev| {
+                    ev.surface_op.is_some()
+                        && ev.user_message().is_none_or(|m: UserMessage| m.is_human())
+                });
             if earlier_in_turn {
-                return Err(inside("it was sent while a turn was running, after other messages of that turn"));
+                return Err(inside(
+                    "it was sent while a turn was running, after other messages of that turn",
+                ));
             }
-            e.seq.checked_sub(1).ok_or_else(|| inside("its turn starts the session"))?
+            e.seq
+                .checked_sub(1)
+                .ok_or_else(|| inside("its turn starts the session"))?
         }
         // Not inside a turn (e.g. a queued message not yet claimed): fork just before it.
-        _ => seq.checked_sub(1).ok_or_else(|| inside("it is the first event of the session"))?,
+        _ => seq
+            .checked_sub(1)
+            .ok_or_else(|| inside("it is the first event of the session"))?,
     };
-    Ok(ForkPlan { target_seq: seq, boundary_seq: boundary, target_text: plan.target_text })
+    Ok(ForkPlan {
+        target_seq: seq,
+        boundary_seq: boundary,
+        target_text: plan.target_text,
+    })
 }
 
 #[cfg(test)]
@@ -125,12 +148,27 @@ mod tests {
 
     #[test]
     fn refuses_mid_turn_messages_and_bad_targets() {
-        let events = vec![ev("x", 0), ev(TURN_START, 1), user(2, "a"), user(3, "steer"), ev(TURN_END, 4)];
+        let events = vec![
+            ev("x", 0),
+            ev(TURN_START, 1),
+            user(2, "a"),
+            user(3, "steer"),
+            ev(TURN_END, 4),
+        ];
         let log = SessionLog::from_events(None, events).expect("log");
-        assert_eq!(plan_fork(&log, Target::Seq(3)).unwrap_err().code(), ErrorCode::ForkInsideTurn);
-        assert_eq!(plan_fork(&log, Target::Seq(9)).unwrap_err().code(), ErrorCode::UnknownSeq);
+        assert_eq!(
+            plan_fork(&log, Target::Seq(3)).unwrap_err().code(),
+            ErrorCode::ForkInsideTurn
+        );
+        assert_eq!(
+            plan_fork(&log, Target::Seq(9)).unwrap_err().code(),
+            ErrorCode::UnknownSeq
+        );
         let events = vec![ev(TURN_START, 0), user(1, "a")];
         let log = SessionLog::from_events(None, events).expect("log");
-        assert_eq!(plan_fork(&log, Target::Seq(1)).unwrap_err().code(), ErrorCode::ForkInsideTurn);
+        assert_eq!(
+            plan_fork(&log, Target::Seq(1)).unwrap_err().code(),
+            ErrorCode::ForkInsideTurn
+        );
     }
 }

@@ -35,9 +35,12 @@ pub mod surface;
 pub mod target;
 
 pub use codes::ErrorCode;
-pub use fork::{ForkError, ForkPlan, plan_fork};
 pub use event::{MessageSource, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp, UserMessage};
+pub use fork::{ForkError, ForkPlan, plan_fork};
 pub use log::{ReadError, SessionLog};
-pub use plan::{Candidate, MARKER_SOURCE_KIND, MARKER_TEXT, Marker, PlanError, RewindPlan, list_candidates, plan_rewind};
+pub use plan::{
+    Candidate, MARKER_SOURCE_KIND, MARKER_TEXT, Marker, PlanError, RewindPlan, list_candidates,
+    plan_rewind,
+};
 pub use surface::{Replacement, Surface, SurfaceError, SurfaceFold, fold_surface};
 pub use target::{Target, TargetError, parse_target};

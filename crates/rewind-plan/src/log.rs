@@ -85,24 +85,31 @@ impl SessionLog {
             if line.trim().is_empty() {
                 continue;
             }
-            let probe: Probe<'_> = serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
+            let probe: Probe<'_> =
+                serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
             match probe.kind {
                 Some("session") if probe.seq.is_none() => {
                     if log.header.is_some() || !log.events.is_empty() {
                         return Err(bad(line_no, "a header line may only come first"));
                     }
-                    let header: SessionHeader = serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
+                    let header: SessionHeader =
+                        serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
                     if header.version > KNOWN_HEADER_VERSION {
-                        return Err(ReadError::NewerHeader { found: header.version, known: KNOWN_HEADER_VERSION });
+                        return Err(ReadError::NewerHeader {
+                            found: header.version,
+                            known: KNOWN_HEADER_VERSION,
+                        });
                     }
                     log.header = Some(header);
                 }
                 Some(kind) if CHUNK_ROWS.contains(&kind) => {
-                    let row: Value = serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
+                    let row: Value =
+                        serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
                     expand_chunk_row(kind, &row, line_no, &mut log.events)?;
                 }
                 _ => {
-                    let event: SessionEvent = serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
+                    let event: SessionEvent =
+                        serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
                     log.push(event)?;
                 }
             }
@@ -113,9 +120,13 @@ impl SessionLog {
     /// Reads a JSON array of events (the shape of `session.events` in the host).
     pub fn from_events_json(text: &str) -> Result<Self, ReadError> {
         let raw: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| bad(0, &e.to_string()))?;
-        let mut log = SessionLog { header: None, events: Vec::with_capacity(raw.len()) };
+        let mut log = SessionLog {
+            header: None,
+            events: Vec::with_capacity(raw.len()),
+        };
         for (i, item) in raw.into_iter().enumerate() {
-            let event: SessionEvent = serde_json::from_str(item.get()).map_err(|e| bad(i + 1, &e.to_string()))?;
+            let event: SessionEvent =
+                serde_json::from_str(item.get()).map_err(|e| bad(i + 1, &e.to_string()))?;
             log.push(event)?;
         }
         Ok(log)
@@ -123,12 +134,22 @@ impl SessionLog {
 
     /// Reads either form: a JSON array when the text starts with `[`, JSONL otherwise.
     pub fn parse(text: &str) -> Result<Self, ReadError> {
-        if text.trim_start().starts_with('[') { Self::from_events_json(text) } else { Self::from_jsonl(text) }
+        if text.trim_start().starts_with('[') {
+            Self::from_events_json(text)
+        } else {
+            Self::from_jsonl(text)
+        }
     }
 
     /// Builds a log from events already in memory, checking seq contiguity.
-    pub fn from_events(header: Option<SessionHeader>, events: Vec<SessionEvent>) -> Result<Self, ReadError> {
-        let mut log = SessionLog { header, events: Vec::with_capacity(events.len()) };
+    pub fn from_events(
+        header: Option<SessionHeader>,
+        events: Vec<SessionEvent>,
+    ) -> Result<Self, ReadError> {
+        let mut log = SessionLog {
+            header,
+            events: Vec::with_capacity(events.len()),
+        };
         for e in events {
             log.push(e)?;
         }
@@ -139,7 +160,10 @@ impl SessionLog {
     pub fn push(&mut self, event: SessionEvent) -> Result<(), ReadError> {
         let expected = self.events.len() as u64;
         if event.seq != expected {
-            return Err(ReadError::NotContiguous { expected, found: event.seq });
+            return Err(ReadError::NotContiguous {
+                expected,
+                found: event.seq,
+            });
         }
         self.events.push(event);
         Ok(())
@@ -157,31 +181,62 @@ impl SessionLog {
 }
 
 fn bad(line: usize, message: &str) -> ReadError {
-    ReadError::BadLine { line, message: message.to_string() }
+    ReadError::BadLine {
+        line,
+        message: message.to_string(),
+    }
 }
 
 /// Expands a packed chunk row back into its `assistant/chunk` events.
-fn expand_chunk_row(kind: &str, row: &Value, line: usize, out: &mut Vec<SessionEvent>) -> Result<(), ReadError> {
+fn expand_chunk_row(
+    kind: &str,
+    row: &Value,
+    line: usize,
+    out: &mut Vec<SessionEvent>,
+) -> Result<(), ReadError> {
     let int = |v: Option<&Value>, what: &str| -> Result<i64, ReadError> {
         v.and_then(Value::as_i64)
             .filter(|n| n.unsigned_abs() <= MAX_SAFE_INTEGER)
-            .ok_or_else(|| bad(line, &format!("malformed {kind} row: {what} must be a safe integer")))
+            .ok_or_else(|| {
+                bad(
+                    line,
+                    &format!("malformed {kind} row: {what} must be a safe integer"),
+                )
+            })
     };
     let seq0 = int(row.get("seq0"), "seq0")?;
     let mut time = int(row.get("time0"), "time0")?;
-    let data = row.get("data").ok_or_else(|| bad(line, &format!("malformed {kind} row: no data")))?;
+    let data = row
+        .get("data")
+        .ok_or_else(|| bad(line, &format!("malformed {kind} row: no data")))?;
     let turn = data.get("turn").cloned().unwrap_or(Value::Null);
     let step = data.get("step").cloned().unwrap_or(Value::Null);
     let index = data.get("index").cloned().unwrap_or(Value::Null);
-    let members_key = if kind == "tool-call-chunks" { "args" } else { "texts" };
+    let members_key = if kind == "tool-call-chunks" {
+        "args"
+    } else {
+        "texts"
+    };
     let members = data
         .get(members_key)
         .and_then(Value::as_array)
         .filter(|m| !m.is_empty())
-        .ok_or_else(|| bad(line, &format!("malformed {kind} row: {members_key} must be a non-empty array")))?;
-    let dt = data.get("dt").and_then(Value::as_array).cloned().unwrap_or_default();
+        .ok_or_else(|| {
+            bad(
+                line,
+                &format!("malformed {kind} row: {members_key} must be a non-empty array"),
+            )
+        })?;
+    let dt = data
+        .get("dt")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if dt.len() + 1 != members.len() || seq0 < 0 {
-        return Err(bad(line, &format!("malformed {kind} row: dt must have one entry fewer than its members")));
+        return Err(bad(
+            line,
+            &format!("malformed {kind} row: dt must have one entry fewer than its members"),
+        ));
     }
     for (k, member) in members.iter().enumerate() {
         if k > 0 {
@@ -196,7 +251,9 @@ fn expand_chunk_row(kind: &str, row: &Value, line: usize, out: &mut Vec<SessionE
                 c["argumentsDelta"] = member.clone();
                 c
             }
-            "reasoning-chunks" => serde_json::json!({"type": "reasoning-delta", "index": index, "text": member}),
+            "reasoning-chunks" => {
+                serde_json::json!({"type": "reasoning-delta", "index": index, "text": member})
+            }
             _ => serde_json::json!({"type": "text-delta", "index": index, "text": member}),
         };
         let payload = serde_json::json!({"turn": turn, "step": step, "chunk": chunk});
@@ -204,7 +261,10 @@ fn expand_chunk_row(kind: &str, row: &Value, line: usize, out: &mut Vec<SessionE
         event.time = Value::from(time);
         let expected = out.len() as u64;
         if event.seq != expected {
-            return Err(ReadError::NotContiguous { expected, found: event.seq });
+            return Err(ReadError::NotContiguous {
+                expected,
+                found: event.seq,
+            });
         }
         out.push(event);
     }
@@ -231,14 +291,32 @@ mod tests {
     #[test]
     fn refuses_newer_header_bad_json_and_gaps() {
         let newer = "{\"type\":\"session\",\"version\":1,\"id\":\"s\"}\n";
-        assert_eq!(SessionLog::from_jsonl(newer).unwrap_err(), ReadError::NewerHeader { found: 1, known: 0 });
+        assert_eq!(
+            SessionLog::from_jsonl(newer).unwrap_err(),
+            ReadError::NewerHeader { found: 1, known: 0 }
+        );
         let garbage = "{\"type\":\"turn/start\",\"seq\":0,\"time\":0,\"data\":{}}\nnot json\n";
-        assert!(matches!(SessionLog::from_jsonl(garbage).unwrap_err(), ReadError::BadLine { line: 2, .. }));
+        assert!(matches!(
+            SessionLog::from_jsonl(garbage).unwrap_err(),
+            ReadError::BadLine { line: 2, .. }
+        ));
         let gap = "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{}}\n{\"type\":\"a\",\"seq\":2,\"time\":0,\"data\":{}}\n";
-        assert_eq!(SessionLog::from_jsonl(gap).unwrap_err(), ReadError::NotContiguous { expected: 1, found: 2 });
+        assert_eq!(
+            SessionLog::from_jsonl(gap).unwrap_err(),
+            ReadError::NotContiguous {
+                expected: 1,
+                found: 2
+            }
+        );
         let late_header = "{\"type\":\"a\",\"seq\":0,\"time\":0,\"data\":{}}\n{\"type\":\"session\",\"version\":0,\"id\":\"s\"}\n";
-        assert!(matches!(SessionLog::from_jsonl(late_header).unwrap_err(), ReadError::BadLine { line: 2, .. }));
-        assert_eq!(SessionLog::from_jsonl(newer).unwrap_err().code(), ErrorCode::InvalidLog);
+        assert!(matches!(
+            SessionLog::from_jsonl(late_header).unwrap_err(),
+            ReadError::BadLine { line: 2, .. }
+        ));
+        assert_eq!(
+            SessionLog::from_jsonl(newer).unwrap_err().code(),
+            ErrorCode::InvalidLog
+        );
     }
 
     #[test]
@@ -256,7 +334,10 @@ mod tests {
         assert_eq!(tool["chunk"]["argumentsDelta"], "}");
         assert_eq!(tool["chunk"]["name"], "write");
         let broken = "{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":1,\"data\":{\"dt\":[1,2],\"texts\":[\"a\"]}}\n";
-        assert!(matches!(SessionLog::from_jsonl(broken).unwrap_err(), ReadError::BadLine { line: 1, .. }));
+        assert!(matches!(
+            SessionLog::from_jsonl(broken).unwrap_err(),
+            ReadError::BadLine { line: 1, .. }
+        ));
     }
 
     #[test]

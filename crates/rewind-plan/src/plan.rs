@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::codes::ErrorCode;
-use crate::event::{INBOX_SPLICED, InboxSplice, SessionEvent, SurfaceOp, USER_MESSAGE, UserMessage};
+use crate::event::{
+    INBOX_SPLICED, InboxSplice, SessionEvent, SurfaceOp, USER_MESSAGE, UserMessage,
+};
 use crate::log::SessionLog;
 use crate::surface::{Surface, SurfaceError, SurfaceFold, fold_surface};
 use crate::target::Target;
@@ -55,8 +57,10 @@ pub struct Marker {
 impl Marker {
     /// The marker as a session event at `seq` (for validation against a fold).
     pub fn to_event(&self, seq: u64) -> SessionEvent {
-        SessionEvent::new(self.kind, seq, &self.data)
-            .with_surface(self.surface_op.clone(), Some(self.source_event_seqs.clone()))
+        SessionEvent::new(self.kind, seq, &self.data).with_surface(
+            self.surface_op.clone(),
+            Some(self.source_event_seqs.clone()),
+        )
     }
 }
 
@@ -92,7 +96,9 @@ pub enum PlanError {
         len: u64,
     },
     /// The event is not a human prompt.
-    #[error("seq {seq} is {what}, not a message you typed; only your own messages can be rewound to")]
+    #[error(
+        "seq {seq} is {what}, not a message you typed; only your own messages can be rewound to"
+    )]
     NotHumanMessage {
         /// Requested seq.
         seq: u64,
@@ -100,7 +106,9 @@ pub enum PlanError {
         what: String,
     },
     /// The message is no longer on the surface.
-    #[error("message at seq {seq} is no longer in the conversation (an earlier rewind or a compaction removed it)")]
+    #[error(
+        "message at seq {seq} is no longer in the conversation (an earlier rewind or a compaction removed it)"
+    )]
     NotOnSurface {
         /// Requested seq.
         seq: u64,
@@ -158,12 +166,20 @@ fn pending_steering(log: &SessionLog) -> Result<Vec<Pending>, PlanError> {
     let from = log.header.as_ref().and_then(|h| h.seed_length).unwrap_or(0);
     let mut next_step: Vec<Pending> = Vec::new();
     let mut next_turn_len: u64 = 0;
-    for event in log.events.iter().skip(usize::try_from(from).unwrap_or(usize::MAX)) {
+    for event in log
+        .events
+        .iter()
+        .skip(usize::try_from(from).unwrap_or(usize::MAX))
+    {
         if event.kind != INBOX_SPLICED {
             continue;
         }
-        let bad = |problem: &str| PlanError::BadInbox { seq: event.seq, problem: problem.to_string() };
-        let splice: InboxSplice = serde_json::from_str(event.data.get()).map_err(|e| bad(&e.to_string()))?;
+        let bad = |problem: &str| PlanError::BadInbox {
+            seq: event.seq,
+            problem: problem.to_string(),
+        };
+        let splice: InboxSplice =
+            serde_json::from_str(event.data.get()).map_err(|e| bad(&e.to_string()))?;
         let removed = splice.removed_count.unwrap_or(0);
         match splice.target.as_str() {
             "next-step" => {
@@ -242,7 +258,9 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
         if event.kind != USER_MESSAGE {
             continue;
         }
-        let Some(message) = event.user_message().filter(UserMessage::is_human) else { continue };
+        let Some(message) = event.user_message().filter(UserMessage::is_human) else {
+            continue;
+        };
         candidates.push(Candidate {
             index: 0,
             seq,
@@ -255,7 +273,11 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
     for (i, c) in candidates.iter_mut().enumerate() {
         c.index = u32::try_from(i + 1).unwrap_or(u32::MAX);
     }
-    Ok(Analysis { surface, pending, candidates })
+    Ok(Analysis {
+        surface,
+        pending,
+        candidates,
+    })
 }
 
 /// The messages a rewind can target, newest first, numbered from 1: human
@@ -269,8 +291,13 @@ pub fn list_candidates(log: &SessionLog) -> Result<Vec<Candidate>, PlanError> {
 fn describe(event: &SessionEvent) -> String {
     match event.user_message() {
         Some(m) => match m.source.kind.as_str() {
-            "plugin" if m.source.plugin.as_deref() == Some("compact") => "a compaction checkpoint".into(),
-            "plugin" => format!("context injected by {}", m.source.plugin.as_deref().unwrap_or("a plugin")),
+            "plugin" if m.source.plugin.as_deref() == Some("compact") => {
+                "a compaction checkpoint".into()
+            }
+            "plugin" => format!(
+                "context injected by {}",
+                m.source.plugin.as_deref().unwrap_or("a plugin")
+            ),
             MARKER_SOURCE_KIND => "a rewind marker".into(),
             other => format!("a user/message from \"{other}\""),
         },
@@ -295,26 +322,48 @@ pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanE
             if analysis.candidates.is_empty() {
                 return Err(PlanError::NoCandidates);
             }
-            let i = usize::try_from(index).unwrap_or(usize::MAX).saturating_sub(1);
+            let i = usize::try_from(index)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(1);
             match analysis.candidates.get(i) {
-                Some(c) if c.pending => return Ok(plan_pending(&analysis, c.message_id.as_deref(), c.seq)),
+                Some(c) if c.pending => {
+                    return Ok(plan_pending(&analysis, c.message_id.as_deref(), c.seq));
+                }
                 Some(c) => c.seq,
-                None => return Err(PlanError::IndexOutOfRange { index, count: analysis.candidates.len() }),
+                None => {
+                    return Err(PlanError::IndexOutOfRange {
+                        index,
+                        count: analysis.candidates.len(),
+                    });
+                }
             }
         }
         Target::Seq(seq) => seq,
     };
-    let event = log.get(seq).ok_or(PlanError::UnknownSeq { seq, len: log.next_seq() })?;
+    let event = log.get(seq).ok_or(PlanError::UnknownSeq {
+        seq,
+        len: log.next_seq(),
+    })?;
     if event.kind == INBOX_SPLICED {
-        if let Some(p) = analysis.pending.iter().find(|p| p.splice_seq == seq && p.message.is_human()) {
+        if let Some(p) = analysis
+            .pending
+            .iter()
+            .find(|p| p.splice_seq == seq && p.message.is_human())
+        {
             return Ok(plan_pending(&analysis, p.message.id.as_deref(), seq));
         }
     }
     let message = event
         .user_message()
         .filter(UserMessage::is_human)
-        .ok_or_else(|| PlanError::NotHumanMessage { seq, what: describe(event) })?;
-    let position = analysis.surface.position(seq).ok_or(PlanError::NotOnSurface { seq })?;
+        .ok_or_else(|| PlanError::NotHumanMessage {
+            seq,
+            what: describe(event),
+        })?;
+    let position = analysis
+        .surface
+        .position(seq)
+        .ok_or(PlanError::NotOnSurface { seq })?;
     let shadowed = analysis.surface.nodes[position..].to_vec();
     let end = *shadowed.last().unwrap_or(&seq);
     let marker = Marker {
@@ -337,20 +386,34 @@ pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanE
         target_seq: seq,
         marker: Some(marker),
         shadowed_seqs: shadowed,
-        withdraw_pending: analysis.pending.iter().filter_map(|p| p.message.id.clone()).collect(),
+        withdraw_pending: analysis
+            .pending
+            .iter()
+            .filter_map(|p| p.message.id.clone())
+            .collect(),
         target_text: message.text(),
     })
 }
 
 fn plan_pending(analysis: &Analysis, id: Option<&str>, seq: u64) -> RewindPlan {
-    let position = analysis.pending.iter().position(|p| p.message.id.as_deref() == id && p.splice_seq == seq);
+    let position = analysis
+        .pending
+        .iter()
+        .position(|p| p.message.id.as_deref() == id && p.splice_seq == seq);
     let from = position.unwrap_or(analysis.pending.len());
     RewindPlan {
         target_seq: seq,
         marker: None,
         shadowed_seqs: Vec::new(),
-        withdraw_pending: analysis.pending[from..].iter().filter_map(|p| p.message.id.clone()).collect(),
-        target_text: analysis.pending.get(from).map(|p| p.message.text()).unwrap_or_default(),
+        withdraw_pending: analysis.pending[from..]
+            .iter()
+            .filter_map(|p| p.message.id.clone())
+            .collect(),
+        target_text: analysis
+            .pending
+            .get(from)
+            .map(|p| p.message.text())
+            .unwrap_or_default(),
     }
 }
 
@@ -360,7 +423,11 @@ mod tests {
     use crate::event::SessionHeader;
 
     fn msg(seq: u64, kind: &str, text: &str) -> SessionEvent {
-        let source = if kind == "user" { json!({"kind": "user"}) } else { json!({"kind": kind, "plugin": "p"}) };
+        let source = if kind == "user" {
+            json!({"kind": "user"})
+        } else {
+            json!({"kind": kind, "plugin": "p"})
+        };
         SessionEvent::new(USER_MESSAGE, seq, &json!({"id": format!("m{seq}"), "role": "user", "content": [{"type": "text", "text": text}], "source": source}))
             .with_surface(SurfaceOp::Append, None)
     }
@@ -371,9 +438,16 @@ mod tests {
 
     #[test]
     fn candidates_are_human_messages_newest_first() {
-        let l = log(vec![msg(0, "user", "first"), msg(1, "plugin", "context"), msg(2, "user", "second")]);
+        let l = log(vec![
+            msg(0, "user", "first"),
+            msg(1, "plugin", "context"),
+            msg(2, "user", "second"),
+        ]);
         let c = list_candidates(&l).expect("candidates");
-        assert_eq!(c.iter().map(|c| (c.index, c.seq)).collect::<Vec<_>>(), vec![(1, 2), (2, 0)]);
+        assert_eq!(
+            c.iter().map(|c| (c.index, c.seq)).collect::<Vec<_>>(),
+            vec![(1, 2), (2, 0)]
+        );
         assert_eq!(c[0].preview, "second");
         assert_eq!(c[0].message_id.as_deref(), Some("m2"));
     }
@@ -386,13 +460,21 @@ mod tests {
         assert!(p.starts_with("a b word"));
         assert_eq!(p.chars().count(), PREVIEW_CHARS);
         assert!(p.ends_with('…'));
-        let img: UserMessage = serde_json::from_value(json!({"content": [{"type": "image"}, {"type": "image"}], "source": {"kind": "user"}})).expect("message");
+        let img: UserMessage = serde_json::from_value(
+            json!({"content": [{"type": "image"}, {"type": "image"}], "source": {"kind": "user"}}),
+        )
+        .expect("message");
         assert_eq!(preview(&img), "[2 images]");
     }
 
     #[test]
     fn plan_shadows_the_target_and_everything_after() {
-        let l = log(vec![msg(0, "user", "a"), msg(1, "user", "b"), msg(2, "plugin", "ctx"), msg(3, "user", "c")]);
+        let l = log(vec![
+            msg(0, "user", "a"),
+            msg(1, "user", "b"),
+            msg(2, "plugin", "ctx"),
+            msg(3, "user", "c"),
+        ]);
         let plan = plan_rewind(&l, Target::Seq(1)).expect("plans");
         let marker = plan.marker.as_ref().expect("marker");
         assert_eq!(marker.surface_op, SurfaceOp::Replace { start: 1, end: 3 });
@@ -402,18 +484,36 @@ mod tests {
         assert_eq!(v["type"], "user/message");
         assert_eq!(v["data"]["content"][0]["text"], MARKER_TEXT);
         assert_eq!(v["data"]["source"]["kind"], MARKER_SOURCE_KIND);
-        assert!(v["data"].get("turn").is_none(), "the marker carries no turn number");
-        assert_eq!(v["surfaceOp"], json!({"op": "replace", "start": 1, "end": 3}));
+        assert!(
+            v["data"].get("turn").is_none(),
+            "the marker carries no turn number"
+        );
+        assert_eq!(
+            v["surfaceOp"],
+            json!({"op": "replace", "start": 1, "end": 3})
+        );
     }
 
     #[test]
     fn refusals_have_their_codes() {
         let l = log(vec![msg(0, "user", "a"), msg(1, "plugin", "ctx")]);
-        assert_eq!(plan_rewind(&l, Target::Seq(1)).unwrap_err().code(), ErrorCode::NotHumanMessage);
-        assert_eq!(plan_rewind(&l, Target::Seq(5)).unwrap_err().code(), ErrorCode::UnknownSeq);
-        assert_eq!(plan_rewind(&l, Target::Index(2)).unwrap_err().code(), ErrorCode::IndexOutOfRange);
+        assert_eq!(
+            plan_rewind(&l, Target::Seq(1)).unwrap_err().code(),
+            ErrorCode::NotHumanMessage
+        );
+        assert_eq!(
+            plan_rewind(&l, Target::Seq(5)).unwrap_err().code(),
+            ErrorCode::UnknownSeq
+        );
+        assert_eq!(
+            plan_rewind(&l, Target::Index(2)).unwrap_err().code(),
+            ErrorCode::IndexOutOfRange
+        );
         let empty = log(vec![msg(0, "plugin", "ctx")]);
-        assert_eq!(plan_rewind(&empty, Target::Index(1)).unwrap_err().code(), ErrorCode::NoCandidates);
+        assert_eq!(
+            plan_rewind(&empty, Target::Index(1)).unwrap_err().code(),
+            ErrorCode::NoCandidates
+        );
         let mut sub = log(vec![msg(0, "user", "a")]);
         sub.header = Some(SessionHeader {
             kind: "session".into(),
@@ -426,8 +526,23 @@ mod tests {
             origin: Some("subagent".into()),
             delegation_depth: Some(1),
         });
-        assert_eq!(plan_rewind(&sub, Target::Index(1)).unwrap_err().code(), ErrorCode::SubagentSession);
-        let bad_inbox = log(vec![msg(0, "user", "a"), SessionEvent::new(INBOX_SPLICED, 1, &json!({"target": "next-step", "start": 3, "inserted": []}))]);
-        assert_eq!(plan_rewind(&bad_inbox, Target::Index(1)).unwrap_err().code(), ErrorCode::InvalidLog);
+        assert_eq!(
+            plan_rewind(&sub, Target::Index(1)).unwrap_err().code(),
+            ErrorCode::SubagentSession
+        );
+        let bad_inbox = log(vec![
+            msg(0, "user", "a"),
+            SessionEvent::new(
+                INBOX_SPLICED,
+                1,
+                &json!({"target": "next-step", "start": 3, "inserted": []}),
+            ),
+        ]);
+        assert_eq!(
+            plan_rewind(&bad_inbox, Target::Index(1))
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidLog
+        );
     }
 }

@@ -14,7 +14,9 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::codes::ErrorCode;
-use crate::event::{ASSISTANT_MESSAGE, SessionEvent, SourceSeqs, SurfaceOp, TOOL_RESULT, is_surface_eligible};
+use crate::event::{
+    ASSISTANT_MESSAGE, SessionEvent, SourceSeqs, SurfaceOp, TOOL_RESULT, is_surface_eligible,
+};
 
 /// One replacement seen while folding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -59,7 +61,9 @@ pub enum SurfaceError {
         found: u64,
     },
     /// A type that may not carry `surfaceOp` carries one.
-    #[error("session event \"{kind}\" (seq {seq}) is not surface-eligible and cannot carry surfaceOp")]
+    #[error(
+        "session event \"{kind}\" (seq {seq}) is not surface-eligible and cannot carry surfaceOp"
+    )]
     IneligibleSurfaceOp {
         /// Event type.
         kind: String,
@@ -67,7 +71,9 @@ pub enum SurfaceError {
         seq: u64,
     },
     /// A type that may not carry `sourceEventSeqs` carries them.
-    #[error("session event \"{kind}\" (seq {seq}) is not surface-eligible and cannot carry sourceEventSeqs")]
+    #[error(
+        "session event \"{kind}\" (seq {seq}) is not surface-eligible and cannot carry sourceEventSeqs"
+    )]
     IneligibleSources {
         /// Event type.
         kind: String,
@@ -75,7 +81,9 @@ pub enum SurfaceError {
         seq: u64,
     },
     /// A surface-eligible event has no `surfaceOp`.
-    #[error("session event \"{kind}\" (seq {seq}) is surface-eligible and requires a surfaceOp marker")]
+    #[error(
+        "session event \"{kind}\" (seq {seq}) is surface-eligible and requires a surfaceOp marker"
+    )]
     MissingSurfaceOp {
         /// Event type.
         kind: String,
@@ -117,7 +125,9 @@ pub enum SurfaceError {
         end: u64,
     },
     /// The start comes after the end on the surface.
-    #[error("surface replace: start seq {start} (index {start_index}) is after end seq {end} (index {end_index})")]
+    #[error(
+        "surface replace: start seq {start} (index {start_index}) is after end seq {end} (index {end_index})"
+    )]
     StartAfterEnd {
         /// Declared start.
         start: u64,
@@ -129,7 +139,9 @@ pub enum SurfaceError {
         end_index: usize,
     },
     /// A shadowed node is not cited.
-    #[error("surface replace: sourceEventSeqs must include every shadowed surface node; missing {missing:?}")]
+    #[error(
+        "surface replace: sourceEventSeqs must include every shadowed surface node; missing {missing:?}"
+    )]
     MissingShadowed {
         /// Replacing event.
         seq: u64,
@@ -173,7 +185,11 @@ pub struct SurfaceFold {
 enum Step {
     None,
     Append(u64),
-    Replace { start_index: usize, end_index: usize, replacement: Replacement },
+    Replace {
+        start_index: usize,
+        end_index: usize,
+        replacement: Replacement,
+    },
 }
 
 impl SurfaceFold {
@@ -189,7 +205,11 @@ impl SurfaceFold {
     }
 
     /// Validates and applies the next event; returns the replacement it made, if any.
-    pub fn apply(&mut self, event: &SessionEvent, log: &[SessionEvent]) -> Result<Option<Replacement>, SurfaceError> {
+    pub fn apply(
+        &mut self,
+        event: &SessionEvent,
+        log: &[SessionEvent],
+    ) -> Result<Option<Replacement>, SurfaceError> {
         let step = self.plan(event, log)?;
         self.next_seq += 1;
         Ok(match step {
@@ -198,8 +218,14 @@ impl SurfaceFold {
                 self.surface.nodes.push(seq);
                 None
             }
-            Step::Replace { start_index, end_index, replacement } => {
-                self.surface.nodes.splice(start_index..=end_index, [replacement.seq]);
+            Step::Replace {
+                start_index,
+                end_index,
+                replacement,
+            } => {
+                self.surface
+                    .nodes
+                    .splice(start_index..=end_index, [replacement.seq]);
                 self.surface.replacements.push(replacement.clone());
                 Some(replacement)
             }
@@ -213,39 +239,64 @@ impl SurfaceFold {
 
     fn plan(&self, event: &SessionEvent, log: &[SessionEvent]) -> Result<Step, SurfaceError> {
         if event.seq != self.next_seq {
-            return Err(SurfaceError::NotContiguous { expected: self.next_seq, found: event.seq });
+            return Err(SurfaceError::NotContiguous {
+                expected: self.next_seq,
+                found: event.seq,
+            });
         }
         let kind = || event.kind.clone();
         if !is_surface_eligible(&event.kind) {
             if event.surface_op.is_some() {
-                return Err(SurfaceError::IneligibleSurfaceOp { kind: kind(), seq: event.seq });
+                return Err(SurfaceError::IneligibleSurfaceOp {
+                    kind: kind(),
+                    seq: event.seq,
+                });
             }
             if event.source_event_seqs.is_some() {
-                return Err(SurfaceError::IneligibleSources { kind: kind(), seq: event.seq });
+                return Err(SurfaceError::IneligibleSources {
+                    kind: kind(),
+                    seq: event.seq,
+                });
             }
             return Ok(Step::None);
         }
         match &event.surface_op {
-            None => Err(SurfaceError::MissingSurfaceOp { kind: kind(), seq: event.seq }),
-            Some(SurfaceOp::Invalid(v)) => {
-                Err(SurfaceError::InvalidSurfaceOp { kind: kind(), seq: event.seq, value: v.to_string() })
-            }
+            None => Err(SurfaceError::MissingSurfaceOp {
+                kind: kind(),
+                seq: event.seq,
+            }),
+            Some(SurfaceOp::Invalid(v)) => Err(SurfaceError::InvalidSurfaceOp {
+                kind: kind(),
+                seq: event.seq,
+                value: v.to_string(),
+            }),
             Some(SurfaceOp::Append) => {
                 check_sources(event, &[])?;
                 Ok(Step::Append(event.seq))
             }
             Some(SurfaceOp::Replace { start, end }) => {
                 let nodes = &self.surface.nodes;
-                let start_index = nodes
-                    .iter()
-                    .position(|n| n == start)
-                    .ok_or(SurfaceError::StartNotOnSurface { seq: event.seq, start: *start })?;
-                let end_index = nodes
-                    .iter()
-                    .position(|n| n == end)
-                    .ok_or(SurfaceError::EndNotOnSurface { seq: event.seq, end: *end })?;
+                let start_index = nodes.iter().position(|n| n == start).ok_or(
+                    SurfaceError::StartNotOnSurface {
+                        seq: event.seq,
+                        start: *start,
+                    },
+                )?;
+                let end_index =
+                    nodes
+                        .iter()
+                        .position(|n| n == end)
+                        .ok_or(SurfaceError::EndNotOnSurface {
+                            seq: event.seq,
+                            end: *end,
+                        })?;
                 if start_index > end_index {
-                    return Err(SurfaceError::StartAfterEnd { start: *start, start_index, end: *end, end_index });
+                    return Err(SurfaceError::StartAfterEnd {
+                        start: *start,
+                        start_index,
+                        end: *end,
+                        end_index,
+                    });
                 }
                 let shadowed = nodes[start_index..=end_index].to_vec();
                 check_sources(event, &shadowed)?;
@@ -253,7 +304,12 @@ impl SurfaceFold {
                 Ok(Step::Replace {
                     start_index,
                     end_index,
-                    replacement: Replacement { seq: event.seq, start: *start, end: *end, shadowed_seqs: shadowed },
+                    replacement: Replacement {
+                        seq: event.seq,
+                        start: *start,
+                        end: *end,
+                        shadowed_seqs: shadowed,
+                    },
                 })
             }
         }
@@ -261,7 +317,10 @@ impl SurfaceFold {
 }
 
 fn check_sources(event: &SessionEvent, shadowed: &[u64]) -> Result<(), SurfaceError> {
-    let bad = |problem: &str| SurfaceError::BadSources { seq: event.seq, problem: problem.to_string() };
+    let bad = |problem: &str| SurfaceError::BadSources {
+        seq: event.seq,
+        problem: problem.to_string(),
+    };
     let sources: &[u64] = match &event.source_event_seqs {
         None => &[],
         Some(SourceSeqs::Invalid(Value::Array(_))) => {
@@ -280,21 +339,38 @@ fn check_sources(event: &SessionEvent, shadowed: &[u64]) -> Result<(), SurfaceEr
         return Err(bad("must not contain duplicates"));
     }
     if let Some(late) = sources.iter().find(|s| **s >= event.seq) {
-        return Err(bad(&format!("must reference earlier events: {late} >= current seq {}", event.seq)));
+        return Err(bad(&format!(
+            "must reference earlier events: {late} >= current seq {}",
+            event.seq
+        )));
     }
-    let missing: Vec<u64> = shadowed.iter().copied().filter(|s| !set.contains(s)).collect();
+    let missing: Vec<u64> = shadowed
+        .iter()
+        .copied()
+        .filter(|s| !set.contains(s))
+        .collect();
     if !missing.is_empty() {
-        return Err(SurfaceError::MissingShadowed { seq: event.seq, missing });
+        return Err(SurfaceError::MissingShadowed {
+            seq: event.seq,
+            missing,
+        });
     }
     Ok(())
 }
 
 /// A `tool/result` replacement may rewrite exactly one current tool result, and only its content.
-fn check_tool_result_rewrite(event: &SessionEvent, shadowed: &[u64], log: &[SessionEvent]) -> Result<(), SurfaceError> {
+fn check_tool_result_rewrite(
+    event: &SessionEvent,
+    shadowed: &[u64],
+    log: &[SessionEvent],
+) -> Result<(), SurfaceError> {
     if event.kind != TOOL_RESULT {
         return Ok(());
     }
-    let bad = |problem: &str| SurfaceError::BadToolResultRewrite { seq: event.seq, problem: problem.to_string() };
+    let bad = |problem: &str| SurfaceError::BadToolResultRewrite {
+        seq: event.seq,
+        problem: problem.to_string(),
+    };
     let [original_seq] = shadowed else {
         return Err(bad("must rewrite exactly one current node"));
     };
@@ -308,7 +384,11 @@ fn check_tool_result_rewrite(event: &SessionEvent, shadowed: &[u64], log: &[Sess
         if let Some(obj) = first.as_object_mut() {
             obj.insert("content".into(), Value::Null);
         }
-        if let Some(content) = data.get_mut("message").and_then(|m| m.get_mut("content")).and_then(Value::as_array_mut) {
+        if let Some(content) = data
+            .get_mut("message")
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+        {
             content.truncate(1);
         }
         Some(data)
@@ -325,7 +405,12 @@ mod tests {
     use serde_json::json;
 
     fn user(seq: u64, op: SurfaceOp, sources: Option<Vec<u64>>) -> SessionEvent {
-        SessionEvent::new("user/message", seq, &json!({"content": [], "source": {"kind": "user"}})).with_surface(op, sources)
+        SessionEvent::new(
+            "user/message",
+            seq,
+            &json!({"content": [], "source": {"kind": "user"}}),
+        )
+        .with_surface(op, sources)
     }
     fn plain(seq: u64) -> SessionEvent {
         SessionEvent::new("turn/start", seq, &json!({"turn": 1}))
@@ -353,32 +438,69 @@ mod tests {
 
     #[test]
     fn every_validation_rule_refuses() {
-        let base = vec![plain(0), user(1, SurfaceOp::Append, None), user(2, SurfaceOp::Append, None)];
+        let base = vec![
+            plain(0),
+            user(1, SurfaceOp::Append, None),
+            user(2, SurfaceOp::Append, None),
+        ];
         let with = |e: SessionEvent| {
             let mut v = base.clone();
             v.push(e);
             fold_surface(&v).unwrap_err()
         };
-        assert!(matches!(with(user(3, replace(9, 2), Some(vec![2]))), SurfaceError::StartNotOnSurface { .. }));
-        assert!(matches!(with(user(3, replace(1, 9), Some(vec![1]))), SurfaceError::EndNotOnSurface { .. }));
-        assert!(matches!(with(user(3, replace(2, 1), Some(vec![1, 2]))), SurfaceError::StartAfterEnd { .. }));
+        assert!(matches!(
+            with(user(3, replace(9, 2), Some(vec![2]))),
+            SurfaceError::StartNotOnSurface { .. }
+        ));
+        assert!(matches!(
+            with(user(3, replace(1, 9), Some(vec![1]))),
+            SurfaceError::EndNotOnSurface { .. }
+        ));
+        assert!(matches!(
+            with(user(3, replace(2, 1), Some(vec![1, 2]))),
+            SurfaceError::StartAfterEnd { .. }
+        ));
         assert_eq!(
             with(user(3, replace(1, 2), Some(vec![1]))),
-            SurfaceError::MissingShadowed { seq: 3, missing: vec![2] }
+            SurfaceError::MissingShadowed {
+                seq: 3,
+                missing: vec![2]
+            }
         );
-        assert!(matches!(with(user(3, replace(1, 2), Some(vec![1, 2, 2]))), SurfaceError::BadSources { .. }));
-        assert!(matches!(with(user(3, replace(1, 2), Some(vec![1, 2, 3]))), SurfaceError::BadSources { .. }));
-        assert!(matches!(with(user(3, SurfaceOp::Append, Some(vec![]))), SurfaceError::BadSources { .. }));
+        assert!(matches!(
+            with(user(3, replace(1, 2), Some(vec![1, 2, 2]))),
+            SurfaceError::BadSources { .. }
+        ));
+        assert!(matches!(
+            with(user(3, replace(1, 2), Some(vec![1, 2, 3]))),
+            SurfaceError::BadSources { .. }
+        ));
+        assert!(matches!(
+            with(user(3, SurfaceOp::Append, Some(vec![]))),
+            SurfaceError::BadSources { .. }
+        ));
         let mut no_op = user(3, SurfaceOp::Append, None);
         no_op.surface_op = None;
         assert!(matches!(with(no_op), SurfaceError::MissingSurfaceOp { .. }));
         let mut ineligible = plain(3);
         ineligible.surface_op = Some(SurfaceOp::Append);
-        assert!(matches!(with(ineligible), SurfaceError::IneligibleSurfaceOp { .. }));
+        assert!(matches!(
+            with(ineligible),
+            SurfaceError::IneligibleSurfaceOp { .. }
+        ));
         let mut ineligible = plain(3);
         ineligible.source_event_seqs = Some(SourceSeqs::List(vec![1]));
-        assert!(matches!(with(ineligible), SurfaceError::IneligibleSources { .. }));
-        assert!(matches!(with(plain(7)), SurfaceError::NotContiguous { expected: 3, found: 7 }));
+        assert!(matches!(
+            with(ineligible),
+            SurfaceError::IneligibleSources { .. }
+        ));
+        assert!(matches!(
+            with(plain(7)),
+            SurfaceError::NotContiguous {
+                expected: 3,
+                found: 7
+            }
+        ));
     }
 
     #[test]
@@ -397,14 +519,23 @@ mod tests {
             );
             let event: SessionEvent = serde_json::from_str(&line).expect("parses");
             let err = fold_surface(&[plain(0), event]).unwrap_err();
-            assert!(matches!(err, SurfaceError::InvalidSurfaceOp { .. }), "{raw}: {err}");
+            assert!(
+                matches!(err, SurfaceError::InvalidSurfaceOp { .. }),
+                "{raw}: {err}"
+            );
         }
         let line = r#"{"type":"user/message","seq":1,"time":0,"data":{},"surfaceOp":"append","sourceEventSeqs":[0.5]}"#;
         let event: SessionEvent = serde_json::from_str(line).expect("parses");
-        assert!(matches!(fold_surface(&[plain(0), event]).unwrap_err(), SurfaceError::BadSources { .. }));
+        assert!(matches!(
+            fold_surface(&[plain(0), event]).unwrap_err(),
+            SurfaceError::BadSources { .. }
+        ));
         let line = r#"{"type":"user/message","seq":1,"time":0,"data":{},"surfaceOp":"append","sourceEventSeqs":3}"#;
         let event: SessionEvent = serde_json::from_str(line).expect("parses");
-        assert!(matches!(fold_surface(&[plain(0), event]).unwrap_err(), SurfaceError::BadSources { .. }));
+        assert!(matches!(
+            fold_surface(&[plain(0), event]).unwrap_err(),
+            SurfaceError::BadSources { .. }
+        ));
     }
 
     #[test]
@@ -423,7 +554,10 @@ mod tests {
                 &json!({"turn": 1, "message": {"role": "user", "content": [{"type": "tool-result", "toolCallId": id, "content": [{"type": "text", "text": text}]}]}}),
             )
         };
-        let base = vec![plain(0), tr(1, "a", "c1").with_surface(SurfaceOp::Append, Some(vec![0]))];
+        let base = vec![
+            plain(0),
+            tr(1, "a", "c1").with_surface(SurfaceOp::Append, Some(vec![0])),
+        ];
         let ok = tr(2, "shorter", "c1").with_surface(replace(1, 1), Some(vec![1]));
         let mut events = base.clone();
         events.push(ok);
@@ -431,10 +565,16 @@ mod tests {
         let other_id = tr(2, "x", "c2").with_surface(replace(1, 1), Some(vec![1]));
         let mut events = base.clone();
         events.push(other_id);
-        assert!(matches!(fold_surface(&events).unwrap_err(), SurfaceError::BadToolResultRewrite { .. }));
+        assert!(matches!(
+            fold_surface(&events).unwrap_err(),
+            SurfaceError::BadToolResultRewrite { .. }
+        ));
         let mut events = vec![plain(0), user(1, SurfaceOp::Append, None)];
         events.push(tr(2, "x", "c1").with_surface(replace(1, 1), Some(vec![1])));
-        assert!(matches!(fold_surface(&events).unwrap_err(), SurfaceError::BadToolResultRewrite { .. }));
+        assert!(matches!(
+            fold_surface(&events).unwrap_err(),
+            SurfaceError::BadToolResultRewrite { .. }
+        ));
     }
 
     #[test]

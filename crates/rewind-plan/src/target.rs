@@ -38,7 +38,9 @@ pub enum TargetError {
     #[error("\"{0}\" is not a valid sequence: use @ followed by a non-negative whole number")]
     BadSeq(String),
     /// A number that is not a positive whole number.
-    #[error("\"{0}\" is not a valid candidate number: use a whole number from 1 (the newest message)")]
+    #[error(
+        "\"{0}\" is not a valid candidate number: use a whole number from 1 (the newest message)"
+    )]
     BadIndex(String),
     /// More than one argument.
     #[error("unexpected argument \"{0}\": a rewind takes exactly one target")]
@@ -68,7 +70,9 @@ pub fn parse_target(input: &str) -> Result<Target, TargetError> {
         if !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(TargetError::BadSeq(first.to_string()));
         }
-        let seq = digits.parse::<u64>().map_err(|_| TargetError::BadSeq(first.to_string()))?;
+        let seq = digits
+            .parse::<u64>()
+            .map_err(|_| TargetError::BadSeq(first.to_string()))?;
         if seq > crate::event::MAX_SAFE_INTEGER {
             return Err(TargetError::BadSeq(first.to_string()));
         }
@@ -104,14 +108,29 @@ mod tests {
         assert_eq!(parse_target("@-1"), Err(TargetError::BadSeq("@-1".into())));
         assert_eq!(parse_target("@x"), Err(TargetError::BadSeq("@x".into())));
         assert_eq!(parse_target("@+3"), Err(TargetError::BadSeq("@+3".into())));
-        assert_eq!(parse_target("@9007199254740992"), Err(TargetError::BadSeq("@9007199254740992".into())));
+        assert_eq!(
+            parse_target("@9007199254740992"),
+            Err(TargetError::BadSeq("@9007199254740992".into()))
+        );
         assert_eq!(parse_target("0"), Err(TargetError::BadIndex("0".into())));
         assert_eq!(parse_target("-3"), Err(TargetError::BadIndex("-3".into())));
-        assert_eq!(parse_target("1.5"), Err(TargetError::BadIndex("1.5".into())));
+        assert_eq!(
+            parse_target("1.5"),
+            Err(TargetError::BadIndex("1.5".into()))
+        );
         assert_eq!(parse_target("+2"), Err(TargetError::BadIndex("+2".into())));
-        assert_eq!(parse_target("99999999999"), Err(TargetError::BadIndex("99999999999".into())));
-        assert_eq!(parse_target("@3 both"), Err(TargetError::TrailingArgument("both".into())));
-        assert_eq!(parse_target("2 3"), Err(TargetError::TrailingArgument("3".into())));
+        assert_eq!(
+            parse_target("99999999999"),
+            Err(TargetError::BadIndex("99999999999".into()))
+        );
+        assert_eq!(
+            parse_target("@3 both"),
+            Err(TargetError::TrailingArgument("both".into()))
+        );
+        assert_eq!(
+            parse_target("2 3"),
+            Err(TargetError::TrailingArgument("3".into()))
+        );
         for e in [TargetError::Empty, TargetError::MissingSeq] {
             assert_eq!(e.code(), ErrorCode::BadTarget);
             assert!(!e.to_string().is_empty());

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use rewind_plan::{ErrorCode, SessionLog, Target, fold_surface, list_candidates, plan_rewind};
 
 fn fixture(name: &str) -> SessionLog {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     SessionLog::from_jsonl(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -57,7 +59,11 @@ fn plans_for_every_candidate_apply_cleanly() {
         for c in &candidates {
             let by_index = check_plan_applies(&log, Target::Index(c.index));
             let by_seq = check_plan_applies(&log, Target::Seq(c.seq));
-            assert_eq!(by_index, by_seq, "{name}: index {} and @{} plan alike", c.index, c.seq);
+            assert_eq!(
+                by_index, by_seq,
+                "{name}: index {} and @{} plan alike",
+                c.index, c.seq
+            );
         }
         let oldest = candidates.last().map(|c| c.index).unwrap_or(1);
         let plan = check_plan_applies(&log, Target::Index(oldest));
@@ -91,14 +97,25 @@ fn injected_context_markers_and_checkpoints_are_refused() {
     for name in FIXTURES {
         let log = fixture(name);
         for event in &log.events {
-            let Some(message) = event.user_message() else { continue };
+            let Some(message) = event.user_message() else {
+                continue;
+            };
             if message.is_human() {
                 continue;
             }
             let err = plan_rewind(&log, Target::Seq(event.seq)).unwrap_err();
-            assert_eq!(err.code(), ErrorCode::NotHumanMessage, "{name} @{}: {err}", event.seq);
+            assert_eq!(
+                err.code(),
+                ErrorCode::NotHumanMessage,
+                "{name} @{}: {err}",
+                event.seq
+            );
         }
-        let first_other = log.events.iter().find(|e| e.kind == "turn/start").expect("a turn");
+        let first_other = log
+            .events
+            .iter()
+            .find(|e| e.kind == "turn/start")
+            .expect("a turn");
         let err = plan_rewind(&log, Target::Seq(first_other.seq)).unwrap_err();
         assert_eq!(err.code(), ErrorCode::NotHumanMessage);
         let err = plan_rewind(&log, Target::Seq(log.next_seq())).unwrap_err();
@@ -122,9 +139,15 @@ fn pending_steering_is_withdrawn_not_masked() {
     assert_eq!(plan.withdraw_pending.len(), 2);
     let newer = pending.first().expect("newer");
     let plan = plan_rewind(&log, Target::Index(newer.index)).expect("plans");
-    assert_eq!(plan.withdraw_pending, vec![newer.message_id.clone().expect("id")]);
+    assert_eq!(
+        plan.withdraw_pending,
+        vec![newer.message_id.clone().expect("id")]
+    );
     // A surface target drops every unread steering message as well.
-    let surface_target = candidates.iter().find(|c| !c.pending).expect("surface candidate");
+    let surface_target = candidates
+        .iter()
+        .find(|c| !c.pending)
+        .expect("surface candidate");
     let plan = plan_rewind(&log, Target::Seq(surface_target.seq)).expect("plans");
     assert!(plan.marker.is_some());
     assert_eq!(plan.withdraw_pending.len(), 2);
@@ -138,18 +161,23 @@ fn fork_boundaries_on_real_logs_keep_exactly_the_nodes_before_the_target() {
         for c in list_candidates(&log).expect("candidates") {
             match rewind_plan::plan_fork(&log, Target::Seq(c.seq)) {
                 Ok(plan) => {
-                    let child = fold_surface(&log.events[..=plan.boundary_seq as usize]).expect("prefix folds");
+                    let child = fold_surface(&log.events[..=plan.boundary_seq as usize])
+                        .expect("prefix folds");
                     let pos = surface.position(c.seq).expect("on surface");
                     // Without a later compaction, the child's surface is the parent's before the target.
                     let later_replace = surface.replacements.iter().any(|r| r.seq > c.seq);
                     if !later_replace {
                         // Injected context delivered in the same step as the target belongs to
                         // the target's turn and stays behind; nothing else is lost.
-                        let (kept, dropped): (Vec<u64>, Vec<u64>) =
-                            surface.nodes[..pos].iter().partition(|n| **n <= plan.boundary_seq);
+                        let (kept, dropped): (Vec<u64>, Vec<u64>) = surface.nodes[..pos]
+                            .iter()
+                            .partition(|n| **n <= plan.boundary_seq);
                         assert_eq!(child.nodes, kept, "{name} @{}", c.seq);
                         for d in dropped {
-                            let m = log.get(d).and_then(|e| e.user_message()).expect("a user message");
+                            let m = log
+                                .get(d)
+                                .and_then(|e| e.user_message())
+                                .expect("a user message");
                             assert!(!m.is_human(), "{name} @{}: human message {d} lost", c.seq);
                         }
                     }
@@ -159,9 +187,18 @@ fn fork_boundaries_on_real_logs_keep_exactly_the_nodes_before_the_target() {
                         .iter()
                         .rev()
                         .find(|e| e.kind == "turn/start" || e.kind == "turn/end");
-                    assert!(last_turn.is_none_or(|e| e.kind == "turn/end"), "{name} @{}", c.seq);
+                    assert!(
+                        last_turn.is_none_or(|e| e.kind == "turn/end"),
+                        "{name} @{}",
+                        c.seq
+                    );
                 }
-                Err(e) => assert_eq!(e.code(), ErrorCode::ForkInsideTurn, "{name} @{}: {e}", c.seq),
+                Err(e) => assert_eq!(
+                    e.code(),
+                    ErrorCode::ForkInsideTurn,
+                    "{name} @{}: {e}",
+                    c.seq
+                ),
             }
         }
     }

@@ -5,7 +5,8 @@
 
 use proptest::prelude::*;
 use rewind_plan::{
-    ErrorCode, SessionEvent, SessionLog, SurfaceOp, Target, fold_surface, list_candidates, plan_rewind,
+    ErrorCode, SessionEvent, SessionLog, SurfaceOp, Target, fold_surface, list_candidates,
+    plan_rewind,
 };
 use serde_json::json;
 
@@ -49,9 +50,16 @@ impl Builder {
         self.events.push(SessionEvent::new(kind, seq, &data));
         seq
     }
-    fn push_surface(&mut self, kind: &str, data: serde_json::Value, op: SurfaceOp, sources: Option<Vec<u64>>) -> u64 {
+    fn push_surface(
+        &mut self,
+        kind: &str,
+        data: serde_json::Value,
+        op: SurfaceOp,
+        sources: Option<Vec<u64>>,
+    ) -> u64 {
         let seq = self.seq();
-        self.events.push(SessionEvent::new(kind, seq, &data).with_surface(op, sources));
+        self.events
+            .push(SessionEvent::new(kind, seq, &data).with_surface(op, sources));
         seq
     }
     fn message(&mut self, kind: &str, text: &str) -> serde_json::Value {
@@ -63,7 +71,9 @@ impl Builder {
         json!({"id": format!("m{}", self.ids), "role": "user", "content": [{"type": "text", "text": text}], "source": source})
     }
     fn surface(&self) -> Vec<u64> {
-        fold_surface(&self.events).expect("builder keeps the log valid").nodes
+        fold_surface(&self.events)
+            .expect("builder keeps the log valid")
+            .nodes
     }
     fn log(&self) -> SessionLog {
         SessionLog::from_events(None, self.events.clone()).expect("contiguous")
@@ -85,7 +95,10 @@ impl Builder {
                 for t in 0..*tools {
                     let chunk = self.push("assistant/chunk", json!({"turn": turn, "step": t + 1}));
                     self.push_surface("assistant/message", json!({"turn": turn, "message": {"role": "assistant", "content": [{"type": "tool-call"}]}}), SurfaceOp::Append, Some(vec![chunk]));
-                    let call = self.push("tool/call", json!({"turn": turn, "callId": format!("c{turn}-{t}")}));
+                    let call = self.push(
+                        "tool/call",
+                        json!({"turn": turn, "callId": format!("c{turn}-{t}")}),
+                    );
                     self.push_surface("tool/result", json!({"turn": turn, "message": {"role": "user", "content": [{"type": "tool-result", "content": []}]}}), SurfaceOp::Append, Some(vec![call]));
                     if *steer && t == 0 {
                         let m = self.message("user", "steer");
@@ -93,7 +106,10 @@ impl Builder {
                     }
                 }
                 self.push_surface("assistant/message", json!({"turn": turn, "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}), SurfaceOp::Append, Some(vec![]));
-                self.push("turn/end", json!({"turn": turn, "reason": {"kind": "completed"}}));
+                self.push(
+                    "turn/end",
+                    json!({"turn": turn, "reason": {"kind": "completed"}}),
+                );
             }
             Action::Injected => {
                 let m = self.message("context", "<system-reminder>x</system-reminder>");
@@ -114,7 +130,15 @@ impl Builder {
                 let m = self.message("compact", "summary");
                 let mut sources = vec![start_evt, summary];
                 sources.extend(&shadowed);
-                self.push_surface("user/message", m, SurfaceOp::Replace { start: shadowed[0], end: shadowed[len - 1] }, Some(sources));
+                self.push_surface(
+                    "user/message",
+                    m,
+                    SurfaceOp::Replace {
+                        start: shadowed[0],
+                        end: shadowed[len - 1],
+                    },
+                    Some(sources),
+                );
             }
             Action::Rewind { pick } => {
                 let log = self.log();
@@ -137,7 +161,10 @@ impl Builder {
                 let m = self.message("user", "pending steer");
                 let id = m["id"].as_str().unwrap_or_default().to_string();
                 let start = self.pending.len();
-                self.push("agent/inbox/spliced", json!({"target": "next-step", "start": start, "inserted": [m]}));
+                self.push(
+                    "agent/inbox/spliced",
+                    json!({"target": "next-step", "start": start, "inserted": [m]}),
+                );
                 self.pending.push(id);
             }
         }
@@ -145,7 +172,12 @@ impl Builder {
 }
 
 fn build(actions: &[Action]) -> Builder {
-    let mut b = Builder { events: Vec::new(), turn: 0, ids: 0, pending: Vec::new() };
+    let mut b = Builder {
+        events: Vec::new(),
+        turn: 0,
+        ids: 0,
+        pending: Vec::new(),
+    };
     for a in actions {
         b.apply(a);
     }

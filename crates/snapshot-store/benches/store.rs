@@ -254,7 +254,8 @@ fn main() {
         }
         s.recheck_tracked(1).unwrap();
         for i in 0..n {
-            s.capture_before("bulk", Path::new(&format!("f{i}"))).unwrap();
+            s.capture_before("bulk", Path::new(&format!("f{i}")))
+                .unwrap();
         }
         for i in 0..n {
             std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
