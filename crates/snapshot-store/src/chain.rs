@@ -20,11 +20,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::{FsFailure, PlanError};
-use crate::format::{BeforeState, SkipReason};
+use crate::format::BeforeState;
 use crate::path::{IdError, RelPath, encode_id};
-use crate::plan::{
-    Action, Current, Observed, PlannedAction, RestorePlan, SkippedPath, UncoveredPath,
-};
+use crate::plan::RestorePlan;
 use crate::seam::Area;
 use crate::session::Session;
 
@@ -147,129 +145,12 @@ impl Session {
             .collect();
         Ok(self.plan_picks(target_seq, picks)?)
     }
-
-    /// Compares the selected before-states with the disk (as [`Session::plan_restore`] does).
-    fn plan_picks(
-        &self,
-        target_seq: u64,
-        picks: Vec<(RelPath, u64, BeforeState)>,
-    ) -> Result<RestorePlan, PlanError> {
-        let mut plan = RestorePlan {
-            session_id: self.id.clone(),
-            target_seq,
-            actions: Vec::new(),
-            uncovered: Vec::new(),
-            skipped: Vec::new(),
-            unchanged: 0,
-        };
-        let observe_err = |e: FsFailure, rel: &RelPath| -> PlanError {
-            if e.area == Area::Workspace {
-                PlanError::Observe {
-                    path: rel.display(),
-                    source: e,
-                }
-            } else {
-                PlanError::Fs(e)
-            }
-        };
-        for (path, anchor_seq, before) in picks {
-            let display = path.display();
-            let skip = |reason: SkipReason| SkippedPath {
-                path: path.clone(),
-                display: display.clone(),
-                anchor_seq,
-                reason,
-            };
-            let action = |action: Action, current: Current| PlannedAction {
-                path: path.clone(),
-                display: display.clone(),
-                anchor_seq,
-                action,
-                current,
-            };
-            match before {
-                BeforeState::Uncovered { size } => plan.uncovered.push(UncoveredPath {
-                    path: path.clone(),
-                    display: display.clone(),
-                    anchor_seq,
-                    size,
-                }),
-                BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
-                BeforeState::Absent => {
-                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                        Observed::Absent(_) => plan.unchanged += 1,
-                        Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
-                        Observed::File { meta } => plan.actions.push(action(
-                            Action::Delete,
-                            Current::File {
-                                size: meta.size,
-                                mode: meta.mode,
-                                sha256: None,
-                                meta,
-                            },
-                        )),
-                    }
-                }
-                BeforeState::File { sha256, size, mode } => {
-                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                        Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
-                        Observed::Absent(missing) => {
-                            let (parents, _) = path.split_last();
-                            let missing_dirs = match missing {
-                                Some(i) => (i + 1..=parents.len())
-                                    .filter_map(|n| path.prefix(n))
-                                    .collect(),
-                                None => Vec::new(),
-                            };
-                            plan.actions.push(action(
-                                Action::Recreate {
-                                    sha256,
-                                    size,
-                                    mode,
-                                    missing_dirs,
-                                },
-                                Current::Absent,
-                            ));
-                        }
-                        Observed::File { meta } => {
-                            let mut cur_sha = None;
-                            let mut same = false;
-                            if meta.size == size {
-                                if let Some((sha, _, m2)) = self
-                                    .hash_current(&path)
-                                    .map_err(|e| observe_err(e, &path))?
-                                {
-                                    // A file that changed while it was hashed is planned; the restore re-checks.
-                                    same = sha == sha256 && m2.mode == mode && m2 == meta;
-                                    cur_sha = Some(sha);
-                                }
-                            }
-                            if same {
-                                plan.unchanged += 1;
-                            } else {
-                                plan.actions.push(action(
-                                    Action::Write { sha256, size, mode },
-                                    Current::File {
-                                        size: meta.size,
-                                        mode: meta.mode,
-                                        sha256: cur_sha,
-                                        meta,
-                                    },
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Ok(plan)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Store, StoreOptions};
+    use crate::{Action, Store, StoreOptions};
     use std::fs;
     use std::path::Path;
 

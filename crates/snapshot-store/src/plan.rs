@@ -212,6 +212,19 @@ impl Session {
                 }
             }
         }
+        let picks = best
+            .into_iter()
+            .map(|(path, (anchor, _, before))| (path, anchor, before))
+            .collect();
+        self.plan_picks(target_seq, picks)
+    }
+
+    /// Compares the selected before-states (per path: the record that wins, its anchor) with the disk.
+    pub(crate) fn plan_picks(
+        &self,
+        target_seq: u64,
+        picks: Vec<(RelPath, u64, BeforeState)>,
+    ) -> Result<RestorePlan, PlanError> {
         let mut plan = RestorePlan {
             session_id: self.id.clone(),
             target_seq,
@@ -230,7 +243,7 @@ impl Session {
                 PlanError::Fs(e)
             }
         };
-        for (path, (anchor_seq, _, before)) in best {
+        for (path, anchor_seq, before) in picks {
             let display = path.display();
             let skip = |reason: SkipReason| SkippedPath {
                 path: path.clone(),
@@ -238,32 +251,34 @@ impl Session {
                 anchor_seq,
                 reason,
             };
+            let action = |action: Action, current: Current| PlannedAction {
+                path: path.clone(),
+                display: display.clone(),
+                anchor_seq,
+                action,
+                current,
+            };
             match before {
-                BeforeState::Uncovered { size } => {
-                    plan.uncovered.push(UncoveredPath {
-                        path: path.clone(),
-                        display,
-                        anchor_seq,
-                        size,
-                    });
-                }
+                BeforeState::Uncovered { size } => plan.uncovered.push(UncoveredPath {
+                    path: path.clone(),
+                    display: display.clone(),
+                    anchor_seq,
+                    size,
+                }),
                 BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
                 BeforeState::Absent => {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
                         Observed::Absent(_) => plan.unchanged += 1,
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
-                        Observed::File { meta } => plan.actions.push(PlannedAction {
-                            path: path.clone(),
-                            display,
-                            anchor_seq,
-                            action: Action::Delete,
-                            current: Current::File {
+                        Observed::File { meta } => plan.actions.push(action(
+                            Action::Delete,
+                            Current::File {
                                 size: meta.size,
                                 mode: meta.mode,
                                 sha256: None,
                                 meta,
                             },
-                        }),
+                        )),
                     }
                 }
                 BeforeState::File { sha256, size, mode } => {
@@ -277,18 +292,15 @@ impl Session {
                                     .collect(),
                                 None => Vec::new(),
                             };
-                            plan.actions.push(PlannedAction {
-                                path: path.clone(),
-                                display,
-                                anchor_seq,
-                                action: Action::Recreate {
+                            plan.actions.push(action(
+                                Action::Recreate {
                                     sha256,
                                     size,
                                     mode,
                                     missing_dirs,
                                 },
-                                current: Current::Absent,
-                            });
+                                Current::Absent,
+                            ));
                         }
                         Observed::File { meta } => {
                             let mut cur_sha = None;
@@ -298,29 +310,23 @@ impl Session {
                                     .hash_current(&path)
                                     .map_err(|e| observe_err(e, &path))?
                                 {
+                                    // A file that changed while it was hashed is planned; the restore re-checks.
                                     same = sha == sha256 && m2.mode == mode && m2 == meta;
-                                    if m2 != meta {
-                                        // Changed while we looked: plan the write; restore re-checks.
-                                        same = false;
-                                    }
                                     cur_sha = Some(sha);
                                 }
                             }
                             if same {
                                 plan.unchanged += 1;
                             } else {
-                                plan.actions.push(PlannedAction {
-                                    path: path.clone(),
-                                    display,
-                                    anchor_seq,
-                                    action: Action::Write { sha256, size, mode },
-                                    current: Current::File {
+                                plan.actions.push(action(
+                                    Action::Write { sha256, size, mode },
+                                    Current::File {
                                         size: meta.size,
                                         mode: meta.mode,
                                         sha256: cur_sha,
                                         meta,
                                     },
-                                });
+                                ));
                             }
                         }
                     }
