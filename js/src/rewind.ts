@@ -307,6 +307,18 @@ export class Rewinder {
     const unavailable = files.unavailable()
     if (unavailable !== undefined) return { outcome: EMPTY_OUTCOME, notRestored: unavailable }
     const sessionId = session.header.id
+    // Changes made to tracked files since the last message (by a shell command, an editor, …)
+    // are not recorded yet: a re-check at the latest message (the marker, for an in-place
+    // rewind) records the state they replaced, so the restore brings those files back too.
+    const settings = this.deps.settings.get()
+    const anchor = this.deps.state.anchor(session)
+    if (settings.backups && anchor !== undefined) {
+      try {
+        await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes))
+      } catch (error) {
+        this.deps.logger.warn('re-check of %s before the restore failed: %s', sessionId, (error as Error).message)
+      }
+    }
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
       const outcome = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
