@@ -1007,8 +1007,8 @@ impl Session {
     }
 
     /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
-    /// journals; open journals are always kept; then removes every blob nothing
-    /// references (store-wide).
+    /// journals; open journals are always kept. When that removed anything, it then
+    /// removes every blob nothing references (store-wide).
     pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
@@ -1030,7 +1030,12 @@ impl Session {
         report.journals_removed = self.prune_journals(opts.keep_journals)?;
         self.sweep_temporaries()?;
         self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
-        report.gc = self.store.collect_garbage_locked()?;
+        // The blob sweep reads every record of every session: worth it only when this prune
+        // dropped references. Blobs left by dropped captures wait for the next sweep that runs
+        // (a prune that removes something, `Store::collect_garbage`, `clear_session`).
+        if report.groups_removed > 0 || report.journals_removed > 0 {
+            report.gc = self.store.collect_garbage_locked()?;
+        }
         Ok(report)
     }
 

@@ -456,7 +456,7 @@ fn newer_or_corrupt_records_fail_closed() {
     std::fs::write(&gfile, &good[..good.len() / 2]).expect("write");
     assert!(matches!(s.plan_restore(1), Err(PlanError::Corrupt(_))));
     assert!(
-        s.prune(PruneOptions::default()).is_err(),
+        store.collect_garbage().is_err(),
         "sweep refuses when references are unreadable"
     );
     assert_eq!(env.blob_count(), 1);
