@@ -46,6 +46,12 @@ export declare class BindingHistory {
   checkUndo(key: string, opId: string, activeSession: string, journalState: string): Promise<BindingHistoryEntry>
   /** Records that `op_id`'s file changes were undone (`ok` | `partial` | `failed`) at `time`. */
   markUndone(key: string, opId: string, outcome: string, time: number): Promise<BindingHistoryEntry>
+  /**
+   * Records that the interrupted restore of `op_id` was continued: the files it wrote and
+   * deleted join the entry, its failures replace the earlier ones, and the outcome becomes
+   * `done` when nothing failed.
+   */
+  settleContinued(key: string, opId: string, written: Array<string>, deleted: Array<string>, failed: Array<string>): Promise<BindingHistoryEntry>
 }
 
 /**

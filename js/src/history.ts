@@ -106,4 +106,9 @@ export class HistoryPort {
   markUndone(key: string, opId: string, outcome: 'ok' | 'partial' | 'failed'): Promise<Addon.BindingHistoryEntry> {
     return awaitNative(() => this.history().markUndone(key, opId, outcome, Date.now()))
   }
+
+  /** Record what continuing an interrupted restore did. */
+  settleContinued(key: string, opId: string, written: string[], deleted: string[], failed: string[]): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().settleContinued(key, opId, written, deleted, failed))
+  }
 }

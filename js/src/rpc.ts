@@ -52,6 +52,16 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     return await state.run(sessionId, async () => {
       const outcome = how === 'continue' ? await port.continueRestore(sessionId, cwd, opId) : await port.rollbackRestore(sessionId, cwd, opId)
       await resyncObservations(ctx, session, cwd, outcome.written, outcome.deleted, deps.logger)
+      // The history entry follows: a continued restore settles it (done once nothing failed);
+      // a rolled-back one has had its file changes undone. A history failure never fails this.
+      try {
+        const key = await partitionKey(ctx, session)
+        const failed = outcome.failed.map(f => f.path)
+        if (how === 'continue') await history.settleContinued(key, opId, [...outcome.written], [...outcome.deleted], failed)
+        else await history.markUndone(key, opId, failed.length === 0 ? 'ok' : 'partial')
+      } catch (error) {
+        deps.logger.warn('history entry %s not updated after %s: %s', opId, how, (error as Error).message)
+      }
       return outcome
     })
   }

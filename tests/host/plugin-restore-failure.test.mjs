@@ -68,6 +68,12 @@ test('a per-file failure is reported, the journal stays open, and continue finis
   assert.equal(await bytes(b), null, 'the failed delete is done now')
   const after = await rpc(host, 'restores', { sessionId: 'continue-session' })
   assert.equal(after.json.value.restores.find(r => r.opId === entry.opId).state, 'completed')
+  // The history entry is settled: done, b.txt deleted, nothing failed — and now undoable.
+  const settled = (await rpc(host, 'history', { sessionId: 'continue-session' })).json.value.entries[0]
+  assert.equal(settled.outcome, 'done')
+  assert.equal(settled.failed, 0)
+  assert.ok(settled.paths.deleted.includes('b.txt'), JSON.stringify(settled.paths))
+  assert.equal(settled.undoable, true)
 })
 
 test('an open restore rolls back to the exact pre-restore bytes', async (t) => {
@@ -84,4 +90,10 @@ test('an open restore rolls back to the exact pre-restore bytes', async (t) => {
   assert.equal((await bytes(b)).toString(), 'created later\n')
   const after = await rpc(host, 'restores', { sessionId: 'rollback-session' })
   assert.equal(after.json.value.restores[0].state, 'rolled-back')
+  // Its file changes are undone, and the history entry says so.
+  const entry = (await rpc(host, 'history', { sessionId: 'rollback-session' })).json.value.entries[0]
+  assert.equal(entry.opId, open.opId)
+  assert.ok(entry.undoneAt > 0, JSON.stringify(entry))
+  assert.equal(entry.undoOutcome, 'ok')
+  assert.equal(entry.undoable, false)
 })

@@ -175,4 +175,28 @@ impl Entry {
     pub fn is_undone(&self) -> bool {
         self.undone_at.is_some()
     }
+
+    /// Folds in what continuing an interrupted restore did: the files it wrote and
+    /// deleted join the lists, its failures replace the earlier ones, and the
+    /// outcome becomes `done` when nothing failed (`partial` otherwise).
+    pub fn merge_continued(&mut self, continued: &Paths) {
+        for (list, more) in [
+            (&mut self.paths.restored, &continued.restored),
+            (&mut self.paths.deleted, &continued.deleted),
+        ] {
+            for p in more {
+                if !list.contains(p) {
+                    list.push(p.clone());
+                }
+            }
+        }
+        self.paths.failed = continued.failed.clone();
+        let mut counts = self.paths.counts();
+        counts.restored = counts.restored.max(self.counts.restored);
+        counts.deleted = counts.deleted.max(self.counts.deleted);
+        counts.skipped = self.counts.skipped;
+        self.counts = counts;
+        self.paths.truncate();
+        self.outcome = if continued.failed.is_empty() { Outcome::Done } else { Outcome::Partial };
+    }
 }

@@ -196,3 +196,27 @@ impl MarkUndoneError {
         }
     }
 }
+
+/// Settling the entry of a continued restore failed; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleError {
+    /// No entry with this op id in the partition.
+    #[error("no history entry for op {op_id}")]
+    UnknownEntry {
+        /// The op id.
+        op_id: String,
+    },
+    /// The write failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+impl SettleError {
+    /// The stable error code (`rewind/unknown-entry`, `rewind/failed`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownEntry { .. } => "rewind/unknown-entry",
+            Self::Write(e) => e.code(),
+        }
+    }
+}

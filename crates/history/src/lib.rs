@@ -40,7 +40,8 @@ pub use entry::{
     Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, Outcome, Paths, UndoMode, UndoOutcome,
 };
 pub use error::{
-    AppendError, CODE_FAILED, ClearError, MarkUndoneError, OpenError, ReadError, WriteError,
+    AppendError, CODE_FAILED, ClearError, MarkUndoneError, OpenError, ReadError, SettleError,
+    WriteError,
 };
 pub use key::{KeyError, MAX_WORKSPACE_ID_LEN, UNKNOWN_KEY, WORKSPACE_PREFIX, WorkspaceKey};
 pub use store::{

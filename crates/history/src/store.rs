@@ -11,8 +11,10 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::entry::{Entry, UndoMode, UndoOutcome};
-use crate::error::{AppendError, ClearError, MarkUndoneError, OpenError, ReadError, WriteError};
+use crate::entry::{Entry, Paths, UndoMode, UndoOutcome};
+use crate::error::{
+    AppendError, ClearError, MarkUndoneError, OpenError, ReadError, SettleError, WriteError,
+};
 use crate::key::WorkspaceKey;
 
 /// The newest history format version this build reads and writes.
@@ -496,6 +498,26 @@ impl HistoryStore {
             e.undone_at = Some(time);
             e.undo_outcome = Some(outcome);
             e.undo_mode = Some(mode);
+            Ok((e.clone(), true))
+        })?;
+        Ok(MarkReport { entry, notes })
+    }
+
+    /// Records that the interrupted restore of entry `op_id` was continued: see
+    /// [`Entry::merge_continued`].
+    pub fn settle_continued(
+        &self,
+        key: &WorkspaceKey,
+        op_id: &str,
+        continued: &Paths,
+    ) -> Result<MarkReport, SettleError> {
+        let (entry, notes) = self.update(key, |p| {
+            let Some(e) = p.entries.iter_mut().find(|e| e.op_id == op_id) else {
+                return Err(SettleError::UnknownEntry {
+                    op_id: op_id.to_owned(),
+                });
+            };
+            e.merge_continued(continued);
             Ok((e.clone(), true))
         })?;
         Ok(MarkReport { entry, notes })

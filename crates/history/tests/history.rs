@@ -795,3 +795,52 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_continued_restore_settles_its_entry() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = HistoryStore::open(tmp.path()).expect("open");
+    let k = key("a");
+    let partial = Entry::new(
+        "op-1",
+        "s1",
+        &k,
+        7,
+        1,
+        Outcome::Partial,
+        Paths {
+            restored: vec!["a.txt".into()],
+            deleted: vec![],
+            skipped: vec!["big.bin".into()],
+            failed: vec!["locked.txt".into(), "gone.txt".into()],
+        },
+    );
+    store.append(&k, partial).expect("append");
+
+    // Continuing once more still fails one path: partial, with only that failure left.
+    let first = Paths {
+        restored: vec!["locked.txt".into()],
+        failed: vec!["gone.txt".into()],
+        ..Paths::default()
+    };
+    let e = store.settle_continued(&k, "op-1", &first).expect("settle").entry;
+    assert_eq!(e.outcome, Outcome::Partial);
+    assert_eq!(e.paths.restored, vec!["a.txt".to_string(), "locked.txt".into()]);
+    assert_eq!(e.paths.failed, vec!["gone.txt".to_string()]);
+    assert_eq!((e.counts.restored, e.counts.skipped, e.counts.failed), (2, 1, 1));
+
+    // The next continue finishes: done, nothing failed, the entry can be undone later.
+    let second = Paths {
+        deleted: vec!["gone.txt".into()],
+        ..Paths::default()
+    };
+    let e = store.settle_continued(&k, "op-1", &second).expect("settle").entry;
+    assert_eq!(e.outcome, Outcome::Done);
+    assert_eq!(e.paths.deleted, vec!["gone.txt".to_string()]);
+    assert_eq!(e.counts.failed, 0);
+    let read = store.read(&k).expect("read");
+    assert_eq!(read.find("op-1").expect("entry").outcome, Outcome::Done);
+
+    let err = store.settle_continued(&k, "nope", &second).unwrap_err();
+    assert_eq!(err.code(), "rewind/unknown-entry");
+}

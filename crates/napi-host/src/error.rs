@@ -193,7 +193,8 @@ history_error!(
     ReadError,
     AppendError,
     WriteError,
-    MarkUndoneError
+    MarkUndoneError,
+    SettleError
 );
 
 /// The stable code of a store failure shared by every store operation.

@@ -206,4 +206,30 @@ impl BindingHistory {
             Ok(BindingHistoryEntry::from(report.entry))
         }))
     }
+
+    /// Records that the interrupted restore of `op_id` was continued: the files it wrote and
+    /// deleted join the entry, its failures replace the earlier ones, and the outcome becomes
+    /// `done` when nothing failed.
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn settle_continued(
+        &self,
+        key: String,
+        op_id: String,
+        written: Vec<String>,
+        deleted: Vec<String>,
+        failed: Vec<String>,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let root = self.root.clone();
+        AsyncTask::new(Job::new(move || {
+            let k = self::key(&key)?;
+            let continued = rewind_history::Paths {
+                restored: written,
+                deleted,
+                skipped: Vec::new(),
+                failed,
+            };
+            let report = open(&root, None)?.settle_continued(&k, &op_id, &continued)?;
+            Ok(BindingHistoryEntry::from(report.entry))
+        }))
+    }
 }
