@@ -5,6 +5,7 @@ import type { HostAgent, HostAgents, HostContext } from './host.ts'
 import type { CleanupPort, SweepReport } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { toRewindError } from './errors.ts'
+import { forkAncestors } from './fork.ts'
 import { type Locale, format } from './locales.ts'
 
 /** Human size. */
@@ -20,13 +21,26 @@ export function humanBytes(bytes: number): string {
 }
 
 /** Sessions with a live agent (never swept). */
-export function activeSessions(ctx: HostContext): string[] {
+function liveAgents(ctx: HostContext): HostAgent[] {
   const agents = ctx.get('agents') as HostAgents | undefined
   try {
-    return agents?.list().map(a => a.session.header.id) ?? []
+    return agents?.list() ?? []
   } catch {
     return []
   }
+}
+
+/**
+ * The sessions a sweep must keep: every live session, and every session a live forked session
+ * reads its earlier checkpoints from (its fork ancestors).
+ */
+export async function keptSessions(ctx: HostContext): Promise<string[]> {
+  const kept = new Set<string>()
+  for (const agent of liveAgents(ctx)) {
+    kept.add(agent.session.header.id)
+    for (const link of await forkAncestors(ctx, agent.session.header)) kept.add(link.sessionId)
+  }
+  return [...kept]
 }
 
 function sweepText(locale: Locale, report: SweepReport): string {
@@ -81,7 +95,7 @@ export async function cleanupCommand(
       const sessionId = agent.session.header.id
       const report = await deps.cleanup().sweep({
         maxAgeDays: deps.settings.get().cleanup.maxAgeDays,
-        active: current ? [] : activeSessions(deps.ctx),
+        active: current ? [] : await keptSessions(deps.ctx),
         apply,
         ...(current ? { onlySession: sessionId } : {}),
       })

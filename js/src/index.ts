@@ -13,7 +13,7 @@ import { registerCapture } from './capture.ts'
 import { Rewinder } from './rewind.ts'
 import { HistoryPort } from './history.ts'
 import { registerRpc } from './rpc.ts'
-import { cleanupCommand, activeSessions } from './cleanup-command.ts'
+import { cleanupCommand, keptSessions } from './cleanup-command.ts'
 import { openFiles } from './files.ts'
 import { openCleanup } from './cleanup.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
@@ -111,7 +111,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   const autoSweep = (): void => {
     const s = settings.get()
     if (!s.cleanup.enabled || !settings.persistent) return
-    void getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active: activeSessions(ctx) }).catch((error: unknown) => {
+    void keptSessions(ctx).then(active => getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active })).catch((error: unknown) => {
       logger.warn('automatic snapshot cleanup failed: %s', (error as Error).message)
     })
   }

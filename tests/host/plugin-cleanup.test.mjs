@@ -121,3 +121,26 @@ test('without a settings service the cleanup policy fails closed', async (t) => 
     assert.match(res.result.text, /unavailable: this host has no settings service/, line)
   }
 })
+
+test('a sweep keeps the snapshots of a live forked session’s ancestors', async (t) => {
+  const host = await bootWithPlugin({
+    script: [turn(write('a.txt', 'one\n'), text('first')), turn(write('b.txt', 'two\n'), text('second'))],
+  })
+  t.after(() => host.dispose())
+  const parent = await host.createAgent('fork-source')
+  await host.sendUser(parent, 'first')
+  await host.sendUser(parent, 'second')
+  const second = parent.session.events.find(e => e.type === 'user/message' && e.data.source?.kind === 'user' && e.data.content?.[0]?.text === 'second').seq
+  const { result } = await host.runCommand(parent, `/rewind --fork @${second}`)
+  assert.equal(result.kind, 'success', result.text)
+  const childId = /new session (session-[0-9a-f-]+)/.exec(result.text)[1]
+  const child = host.ctx.agents.get(childId)
+  assert.ok(child)
+  // The parent goes idle for long; the child stays live and still reads the parent's records.
+  await host.disposeAgent(parent)
+  await ageTree(join(host.dshHome, 'rewind-snapshots', 'sessions', 'fork-source'), 40)
+  assert.match((await host.runCommand(child, '/snapshot-auto-cleanup max-age 10')).result.text, /10 day/)
+  const applied = await host.runCommand(child, '/snapshot-auto-cleanup run --apply')
+  assert.equal(applied.result.kind, 'success', applied.result.text)
+  assert.ok((await sessionDirs(host.dshHome)).includes('fork-source'), `the fork's ancestor is kept: ${applied.result.text}`)
+})
