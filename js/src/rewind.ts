@@ -160,29 +160,11 @@ export class Rewinder {
         markerSeq: event.seq, withdrawn, filesNotRestored: notRestored, outcome,
       }
     }
-    let report: RewindReport
-    if (typeof agent.runMaintenance === 'function') {
-      // runMaintenance throws synchronously when another activity owns the agent (a new turn
-      // started between the stop and now): stop that one too, once.
-      let started: Promise<RewindReport>
-      try {
-        started = agent.runMaintenance(() => work())
-      } catch {
-        stoppedTurn = true
-        await this.stop(agent)
-        plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`))
-        if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
-        try {
-          started = agent.runMaintenance(() => work())
-        } catch (error) {
-          throw new RewindError(Codes.stopFailed, `the agent stayed busy: ${(error as Error).message}; nothing was changed`)
-        }
-      }
-      report = await started
-      report.stoppedTurn = stoppedTurn
-    } else {
-      report = await work()
-    }
+    const report = await this.asMaintenance(agent, work, () => {
+      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`))
+      if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
+    })
+    report.stoppedTurn ||= stoppedTurn
     await this.record(session, report)
     return report
   }
@@ -267,28 +249,38 @@ export class Rewinder {
         fork: { childSessionId: childId, boundarySeq: plan.boundarySeq },
       }
     }
-    let report: RewindReport
-    if (typeof agent.runMaintenance === 'function') {
-      let started: Promise<RewindReport>
-      try {
-        started = agent.runMaintenance(() => work())
-      } catch {
-        stoppedTurn = true
-        await this.stop(agent)
-        plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
-        try {
-          started = agent.runMaintenance(() => work())
-        } catch (error) {
-          throw new RewindError(Codes.stopFailed, `the agent stayed busy: ${(error as Error).message}; nothing was changed`)
-        }
-      }
-      report = await started
-      report.stoppedTurn = stoppedTurn
-    } else {
-      report = await work()
-    }
+    const report = await this.asMaintenance(agent, work, () => {
+      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
+    })
+    report.stoppedTurn ||= stoppedTurn
     await this.record(session, report)
     return report
+  }
+
+  /**
+   * Runs `work` as the agent's maintenance task, so new input waits until it is done. When
+   * another activity owns the agent (a turn started between the stop and now), that one is
+   * stopped too, once, `replan` runs on the log as it now is, and the task is tried again.
+   */
+  private async asMaintenance(agent: HostAgent, work: () => Promise<RewindReport>, replan: () => void): Promise<RewindReport> {
+    if (typeof agent.runMaintenance !== 'function') return await work()
+    let started: Promise<RewindReport>
+    try {
+      // runMaintenance throws synchronously (before `work` runs) when another activity owns the agent.
+      started = agent.runMaintenance(() => work())
+    } catch {
+      await this.stop(agent)
+      replan()
+      try {
+        started = agent.runMaintenance(() => work())
+      } catch (error) {
+        throw new RewindError(Codes.stopFailed, `the agent stayed busy: ${(error as Error).message}; nothing was changed`)
+      }
+      const report = await started
+      report.stoppedTurn = true
+      return report
+    }
+    return await started
   }
 
   private async stop(agent: HostAgent): Promise<void> {
