@@ -269,6 +269,26 @@ impl Session {
         )
     }
 
+    /// Ends an apply pass that had no failure: the durable `completed` line.
+    fn complete(&self, log: &mut LogWriter, out: &mut RestoreOutcome) -> Result<(), FsFailure> {
+        self.store
+            .inner
+            .fs
+            .io
+            .crash(CrashPoint::RestoreBeforeComplete);
+        self.log(
+            log,
+            LogLine {
+                p: Phase::Apply,
+                i: None,
+                s: Status::Completed,
+                e: None,
+            },
+        )?;
+        out.state = JournalState::Completed;
+        Ok(())
+    }
+
     fn log(&self, log: &mut LogWriter, line: LogLine) -> Result<(), FsFailure> {
         let fs = &self.store.inner.fs;
         if log.file.is_none() {
@@ -711,17 +731,7 @@ impl Session {
         }
         self.sync_touched(&out)?;
         if hard_failures == 0 {
-            fs.io.crash(CrashPoint::RestoreBeforeComplete);
-            self.log(
-                &mut lpath,
-                LogLine {
-                    p: Phase::Apply,
-                    i: None,
-                    s: Status::Completed,
-                    e: None,
-                },
-            )?;
-            out.state = JournalState::Completed;
+            self.complete(&mut lpath, &mut out)?;
         }
         Ok(out)
     }
@@ -848,21 +858,7 @@ impl Session {
         }
         self.sync_touched(&out)?;
         if out.failed.is_empty() {
-            self.store
-                .inner
-                .fs
-                .io
-                .crash(CrashPoint::RestoreBeforeComplete);
-            self.log(
-                &mut lpath,
-                LogLine {
-                    p: Phase::Apply,
-                    i: None,
-                    s: Status::Completed,
-                    e: None,
-                },
-            )?;
-            out.state = JournalState::Completed;
+            self.complete(&mut lpath, &mut out)?;
         }
         Ok(out)
     }
