@@ -26,6 +26,9 @@
  *     settings: false,    // true or a config object: mount dsh-settings-file (path <dshHome>/settings.yaml, watch off)
  *     compaction: false,  // true or a config object: mount dsh-compaction-basic ({auto:false} by default)
  *     webServer: false,   // true: mount dsh-host-webserver on 127.0.0.1, OS-assigned port (host.baseUrl)
+ *     shell: false,       // true or {background: true}: mount DSH's real `bash` tool (dsh-subprocess-local,
+ *                         //   dsh-bash-local in the workspace, dsh-shell-env, dsh-tool-bash); `background`
+ *                         //   also mounts dsh-jobs-local so `run_in_background` works
  *     auxiliary,          // (request) => string: answer for requests not built by the agent loop
  *                         //   (session titles, compaction summaries); default: a short fixed text
  *     packChunks,         // JSONL chunk packing (default: DSH's default, on)
@@ -123,6 +126,10 @@ export const text = (s, { chunks = 1 } = {}) => ({ kind: 'text', text: s, chunks
 export const tools = (...calls) => ({ kind: 'tools', calls })
 
 const call = (name, args, id) => (id === undefined ? { name, args } : { name, args, id })
+/** `bash` (dsh-tool-bash, needs `shell`): a real `bash -c` in the workspace. */
+export const bash = (command, { id, background, description = 'scripted command' } = {}) => tools(call('bash', {
+  command, description, ...(background === undefined ? {} : { run_in_background: background }),
+}, id))
 /** `write` (dsh-tool-fs); a relative path resolves against the session cwd. */
 export const write = (path, content, { id } = {}) => tools(call('write', { file_path: path, content }, id))
 /** `read` (dsh-tool-fs); required before `edit` by the observation policy. */
@@ -312,6 +319,7 @@ export async function startHost(options = {}) {
     settings = false,
     compaction = false,
     webServer = false,
+    shell = false,
     auxiliary,
     packChunks,
   } = options
@@ -355,6 +363,21 @@ export async function startHost(options = {}) {
   await mount(FsPolicy)
   await mount(ToolFs)
   await mount(ToolStrReplaceEditor)
+  if (shell) {
+    const background = typeof shell === 'object' && shell.background === true
+    const { default: LocalSubprocessRuntime } = await import('@deepseek-ai/dsh-subprocess-local')
+    const { default: LocalBashExecutor } = await import('@deepseek-ai/dsh-bash-local')
+    const ShellEnv = await import('@deepseek-ai/dsh-shell-env')
+    const ToolBash = await import('@deepseek-ai/dsh-tool-bash')
+    await mount(LocalSubprocessRuntime)
+    await mount(LocalBashExecutor, { cwd: workspace })
+    await mount(ShellEnv)
+    if (background) {
+      const { default: LocalJobRegistry } = await import('@deepseek-ai/dsh-jobs-local')
+      await mount(LocalJobRegistry)
+    }
+    await mount(ToolBash, { enableRunInBackground: background })
+  }
   if (webServer) {
     const { default: WebServer } = await import('@deepseek-ai/dsh-host-webserver')
     await mount(WebServer, { host: '127.0.0.1', port: 0 })
