@@ -26,6 +26,10 @@ export interface Preview {
   readonly files: readonly PreviewFile[]
   readonly uncovered: readonly string[]
   readonly skipped: readonly { readonly path: string; readonly reason: string }[]
+  /** Files changed since the target only outside the agent's tool calls: left as they are. */
+  readonly outside?: readonly string[]
+  /** What the workspace scan does not cover, with why. */
+  readonly notCovered?: readonly { readonly path: string; readonly reason: string }[]
   readonly backupOff: boolean
   readonly storeUnavailable?: string
 }
@@ -62,6 +66,8 @@ export interface Caps { readonly history: boolean; readonly undo: boolean; reado
 export interface RewindSettings {
   readonly backups: boolean
   readonly maxFileBytes: number
+  /** Track every change (shell commands too); absent from hosts of older builds. */
+  readonly trackAll?: boolean
   readonly historyLimit: number
   readonly cleanup: { readonly enabled: boolean; readonly maxAgeDays: number }
   /** False when the host has no settings service (the values are then read-only). */
@@ -70,6 +76,7 @@ export interface RewindSettings {
 /** A partial settings update. */
 export interface SettingsPatch {
   backups?: boolean
+  trackAll?: boolean
   historyLimit?: number
   cleanup?: { enabled?: boolean; maxAgeDays?: number }
 }

@@ -112,6 +112,7 @@ export class SettingsModel {
       const draft: RewindSettings = {
         ...s.draft,
         ...(patch.backups === undefined ? {} : { backups: patch.backups }),
+        ...(patch.trackAll === undefined ? {} : { trackAll: patch.trackAll }),
         ...(patch.historyLimit === undefined ? {} : { historyLimit: patch.historyLimit }),
         cleanup: { ...s.draft.cleanup, ...patch.cleanup },
       }
@@ -145,7 +146,7 @@ export class SettingsModel {
  */
 export function sameSettings(a: RewindSettings | undefined, b: RewindSettings | undefined): boolean {
   if (a === undefined || b === undefined) return a === b
-  return a.backups === b.backups && a.historyLimit === b.historyLimit && a.maxFileBytes === b.maxFileBytes
+  return a.backups === b.backups && a.trackAll === b.trackAll && a.historyLimit === b.historyLimit && a.maxFileBytes === b.maxFileBytes
     && a.cleanup.enabled === b.cleanup.enabled && a.cleanup.maxAgeDays === b.cleanup.maxAgeDays
 }
 
@@ -158,6 +159,7 @@ export function sameSettings(a: RewindSettings | undefined, b: RewindSettings | 
 export function diffSettings(from: RewindSettings, to: RewindSettings): SettingsPatch {
   const patch: SettingsPatch = {}
   if (from.backups !== to.backups) patch.backups = to.backups
+  if (to.trackAll !== undefined && from.trackAll !== to.trackAll) patch.trackAll = to.trackAll
   if (from.historyLimit !== to.historyLimit) patch.historyLimit = to.historyLimit
   const cleanup: { enabled?: boolean; maxAgeDays?: number } = {}
   if (from.cleanup.enabled !== to.cleanup.enabled) cleanup.enabled = to.cleanup.enabled

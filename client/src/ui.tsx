@@ -235,6 +235,8 @@ function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
   const writes = byAction('write')
   const creates = byAction('create')
   const deletes = byAction('delete')
+  const outside = p.outside ?? []
+  const notCovered = p.notCovered ?? []
   return (
     <div className="dshpr-impact" data-testid="dsh-prompt-rewind-impact">
       {p.backupOff && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-backup-off">{t('dialog.backupOff')}</p>}
@@ -246,6 +248,9 @@ function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
       {p.uncovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.uncovered', { count: p.uncovered.length })}</h3><PathList paths={p.uncovered} testid="dsh-prompt-rewind-uncovered" /></>}
       {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{s.path}</code> — {s.reason}</li>)}</ul></>}
+      {outside.length > 0 && <><h3 className="dshpr-sub">{t('dialog.outside', { count: outside.length })}</h3><PathList paths={outside} testid="dsh-prompt-rewind-outside" /></>}
+      {notCovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.notCovered', { count: notCovered.length })}</h3>
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.map(s => <li key={s.path}><code>{s.path}</code> — {s.reason}</li>)}</ul></>}
     </div>
   )
 }
@@ -287,6 +292,10 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
             <input type="checkbox" data-testid="dsh-prompt-rewind-backups" checked={d.backups} onChange={e => env.settings.edit({ backups: e.currentTarget.checked })} />
             <span><strong>{t('config.backups')}</strong> — {d.backups ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.backupsHint')} {t('config.maxFileBytes', { size: formatBytes(d.maxFileBytes) })}</small></span>
           </label>
+          {d.trackAll !== undefined && <label className="dshpr-field">
+            <input type="checkbox" data-testid="dsh-prompt-rewind-track-all" checked={d.trackAll} disabled={!d.backups} onChange={e => env.settings.edit({ trackAll: e.currentTarget.checked })} />
+            <span><strong>{t('config.trackAll')}</strong> — {d.trackAll ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.trackAllHint')}</small></span>
+          </label>}
           <label className="dshpr-field">
             <input type="checkbox" data-testid="dsh-prompt-rewind-cleanup" checked={d.cleanup.enabled} onChange={e => env.settings.edit({ cleanup: { enabled: e.currentTarget.checked } })} />
             <span><strong>{t('config.cleanup')}</strong> — {d.cleanup.enabled ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.cleanupHint')}</small></span>

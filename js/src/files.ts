@@ -7,7 +7,7 @@ import { Codes, toRewindError } from './errors.ts'
 import type { HostLogger } from './host.ts'
 import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
-import type { FilesPort, FilesPreview, UndoOutcome } from './ports.ts'
+import type { FilesPort, FilesPreview, ScanReport, UndoOutcome } from './ports.ts'
 import { unavailableFiles } from './ports.ts'
 
 /** Open the store under `root` (`<dsh home>/rewind-snapshots`). */
@@ -30,6 +30,7 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     commit: async (...a) => { await awaitNative(() => store.commit(...a)) },
     discard: async (...a) => { await awaitNative(() => store.discard(...a)) },
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },
+    scan: async (...a) => (await awaitNative(() => store.scan(...a))) as ScanReport,
     preview: async (...a) => (await awaitNative(() => store.preview(...a))) as FilesPreview,
     restore: (...a) => awaitNative(() => store.restore(...a)),
     journalState: (...a) => awaitNative(() => store.journalState(...a)),

@@ -80,7 +80,8 @@ export class HistoryPort {
       paths: {
         restored: [...o.written],
         deleted: [...o.deleted],
-        skipped: o.skipped.map(s => s.path),
+        // Left alone: skipped paths, files changed only outside the agent, what the scan does not cover.
+        skipped: [...o.skipped.map(s => s.path), ...(o.outside ?? []), ...(o.notCovered ?? []).map(n => n.path)],
         failed: o.failed.map(f => f.path),
       },
       forkChildSessionId: report.fork?.childSessionId,

@@ -10,6 +10,7 @@ import type { HostAgent, HostCommandDefinition, HostContext } from './host.ts'
 import { SettingsModel, type RewindSettings } from './settings.ts'
 import { SessionState } from './state.ts'
 import { registerCapture } from './capture.ts'
+import { registerScan } from './scan.ts'
 import { Rewinder } from './rewind.ts'
 import { HistoryPort } from './history.ts'
 import { registerRpc } from './rpc.ts'
@@ -68,6 +69,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   }
 
   registerCapture({ ctx, state, files: getFiles, settings, logger })
+  registerScan({ ctx, state, files: getFiles, settings, logger })
   const rewinder = new Rewinder({ ctx, state, files: getFiles, history, settings, logger, locale, stopTimeoutMs: config.stopTimeoutMs ?? 10_000 })
 
   const commands: HostCommandDefinition[] = [

@@ -23,11 +23,54 @@ export interface FailedPath {
   message: string
 }
 
+/** A path the workspace scan does not cover (a budget, a per-file cap, an unreadable file). */
+export interface NotCoveredPath {
+  path: string
+  reason: string
+}
+
 /** Impact of a rewind on the files, without mutation. */
 export interface FilesPreview {
   files: PreviewFile[]
   uncovered: string[]
   skipped: SkippedPath[]
+  /** Files changed since the target only outside the agent's tool calls: left as they are. */
+  outside: string[]
+  /** What the workspace scan does not cover, with why. */
+  notCovered: NotCoveredPath[]
+}
+
+/** When a workspace scan runs. */
+export type ScanPhase = 'before' | 'after' | 'boundary'
+
+/** A workspace scan request (see `scan.ts`). */
+export interface ScanRequest {
+  phase: ScanPhase
+  anchorSeq: number
+  callId?: string
+  ok?: boolean
+  maxFileBytes: number
+  maxBaselineBytes: number
+  maxFiles: number
+}
+
+/** What one workspace scan found and recorded. */
+export interface ScanReport {
+  phase: string
+  /** Files in scope. */
+  files: number
+  /** Before-states recorded by this scan. */
+  recorded: number
+  created: string[]
+  modified: string[]
+  deleted: string[]
+  modeChanged: string[]
+  outside: string[]
+  notCovered: NotCoveredPath[]
+  /** Set when a budget stopped the scan (e.g. `rewind/scan-budget`): nothing of the workspace is covered. */
+  refused?: { code: string; message: string } | null
+  baselineComplete: boolean
+  elapsedMs: number
 }
 
 /** The outcome of a journaled restore. */
@@ -36,6 +79,10 @@ export interface RestoreOutcome {
   deleted: string[]
   skipped: SkippedPath[]
   failed: FailedPath[]
+  /** Files changed since the target only outside the agent's tool calls: left as they are. */
+  outside?: string[]
+  /** What the workspace scan does not cover, with why. */
+  notCovered?: NotCoveredPath[]
   /** Whether the journal ended `completed`. */
   completed: boolean
 }
@@ -65,6 +112,8 @@ export interface FilesPort {
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<void>
+  /** Scan the session's workspace (before / after a tool call, at a message boundary). */
+  scan(sessionId: string, cwd: string, request: ScanRequest): Promise<ScanReport>
   /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */
   preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<FilesPreview>
   restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[]): Promise<RestoreOutcome>
@@ -133,6 +182,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     commit: async () => {},
     discard: async () => {},
     recheck: async () => {},
+    scan: refuse,
     preview: refuse,
     restore: refuse,
     journalState: async () => 'missing',

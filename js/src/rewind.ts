@@ -311,6 +311,18 @@ export class Rewinder {
         this.deps.logger.warn('re-check of %s before the restore failed: %s', sessionId, (error as Error).message)
       }
     }
+    // Files changed since the last workspace scan are not recorded yet either: a boundary scan
+    // records them (a file no tool touched is noted as changed outside the agent, left as is).
+    if (settings.backups && settings.trackAll && anchor !== undefined) {
+      try {
+        await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, {
+          phase: 'boundary', anchorSeq: anchor,
+          maxFileBytes: settings.maxFileBytes, maxBaselineBytes: settings.maxBaselineBytes, maxFiles: settings.maxFiles,
+        }))
+      } catch (error) {
+        this.deps.logger.warn('workspace scan of %s before the restore failed: %s', sessionId, (error as Error).message)
+      }
+    }
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
       const outcome = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
@@ -405,5 +417,9 @@ export function reportText(report: RewindReport, locale: Locale): string {
   lines.push(...section(locale, format(locale, 'deleted'), o.deleted))
   lines.push(...section(locale, format(locale, 'skipped'), o.skipped.map(skippedLine)))
   lines.push(...section(locale, format(locale, 'failed'), o.failed.map(f => `${f.path}: ${f.message}`)))
+  // Shown only when the workspace scan found any: files changed outside the agent's tool calls
+  // (left as they are), and what the scan does not cover (a budget, the per-file cap).
+  if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), [...o.outside!]))
+  if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
   return lines.join('\n')
 }

@@ -76,7 +76,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const port = files()
       const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
       if (unavailable !== undefined) {
-        return { targetSeq: seq, files: [], uncovered: [], skipped: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
+        return { targetSeq: seq, files: [], uncovered: [], skipped: [], outside: [], notCovered: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
       }
       const sessionId = agent.session.header.id
       const ancestors = await forkAncestors(ctx, agent.session.header)
@@ -180,7 +180,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
 
     async settings() {
       const s = settings.get()
-      return { backups: s.backups, maxFileBytes: s.maxFileBytes, historyLimit: s.historyLimit, cleanup: { ...s.cleanup }, persistent: settings.persistent }
+      return { backups: s.backups, maxFileBytes: s.maxFileBytes, trackAll: s.trackAll, maxBaselineBytes: s.maxBaselineBytes, maxFiles: s.maxFiles, historyLimit: s.historyLimit, cleanup: { ...s.cleanup }, persistent: settings.persistent }
     },
 
     async 'settings.update'(_agent, body) {
@@ -194,7 +194,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       } catch (error) {
         throw new RewindError(Codes.badRequest, (error as Error).message)
       }
-      return { backups: next.backups, maxFileBytes: next.maxFileBytes, historyLimit: next.historyLimit, cleanup: { ...next.cleanup }, persistent: settings.persistent }
+      return { backups: next.backups, maxFileBytes: next.maxFileBytes, trackAll: next.trackAll, maxBaselineBytes: next.maxBaselineBytes, maxFiles: next.maxFiles, historyLimit: next.historyLimit, cleanup: { ...next.cleanup }, persistent: settings.persistent }
     },
   }
 }

@@ -13,12 +13,28 @@ export const SETTINGS_NAMESPACE = 'dsh-rewind'
 /** Default per-file cap: 8 MiB. */
 export const DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 
+/** Default per-workspace budget of the scan baseline: 1 GiB of file contents. */
+export const DEFAULT_MAX_BASELINE_BYTES = 1024 * 1024 * 1024
+
+/** Default per-workspace file-count limit of the scan: 100,000 files in scope. */
+export const DEFAULT_MAX_FILES = 100_000
+
 /** The resolved settings. */
 export interface RewindSettings {
   /** Whether new snapshot backups are taken. */
   backups: boolean
   /** Per-file cap in bytes; a larger regular file is recorded as uncovered. `0` disables the cap. */
   maxFileBytes: number
+  /**
+   * Track every change (shell commands too): scan the workspace around every tool call that is
+   * not one of DSH's file-writing tools, and at each message. Off: only `write` / `edit` /
+   * `str_replace_editor` are captured.
+   */
+  trackAll: boolean
+  /** Per-workspace budget of the scan baseline in bytes (contents kept so any file can come back). */
+  maxBaselineBytes: number
+  /** Per-workspace limit of files in scope of the scan; a larger workspace is not scanned. */
+  maxFiles: number
   /** History entries kept per workspace. */
   historyLimit: number
   /** The snapshot auto-cleanup policy. */
@@ -31,6 +47,9 @@ export interface RewindSettings {
 export const DEFAULT_SETTINGS: RewindSettings = {
   backups: true,
   maxFileBytes: DEFAULT_MAX_FILE_BYTES,
+  trackAll: true,
+  maxBaselineBytes: DEFAULT_MAX_BASELINE_BYTES,
+  maxFiles: DEFAULT_MAX_FILES,
   historyLimit: 10,
   cleanup: { enabled: false, maxAgeDays: 30 },
   locale: 'auto',
@@ -40,6 +59,9 @@ export const DEFAULT_SETTINGS: RewindSettings = {
 export const SettingsSchema = z.object({
   backups: z.boolean().default(true).description('Take before-write snapshot backups (powers file restore).'),
   maxFileBytes: z.natural().default(DEFAULT_MAX_FILE_BYTES).description('Per-file backup cap in bytes (0 = no cap).'),
+  trackAll: z.boolean().default(true).description('Track every change, shell commands too (scan the workspace around every other tool call).'),
+  maxBaselineBytes: z.natural().min(0).max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_BASELINE_BYTES).description('Per-workspace budget of file contents kept by the scan, in bytes.'),
+  maxFiles: z.natural().min(1).max(10_000_000).default(DEFAULT_MAX_FILES).description('Per-workspace limit of files the scan covers.'),
   historyLimit: z.natural().min(1).max(1000).default(10).description('Rewind history entries kept per workspace.'),
   cleanup: z.object({
     enabled: z.boolean().default(false).description('Remove the snapshots of long-inactive sessions automatically.'),
@@ -61,7 +83,7 @@ export class SettingsModel {
     this.fallback = normalize({ ...DEFAULT_SETTINGS, ...config, cleanup: { ...DEFAULT_SETTINGS.cleanup, ...config?.cleanup } })
     // The plugin's entry config is the composition layer under the user's settings.
     const base: Partial<RewindSettings> = {}
-    for (const key of ['backups', 'maxFileBytes', 'historyLimit', 'locale'] as const) {
+    for (const key of ['backups', 'maxFileBytes', 'trackAll', 'maxBaselineBytes', 'maxFiles', 'historyLimit', 'locale'] as const) {
       if (config?.[key] !== undefined) (base as Record<string, unknown>)[key] = this.fallback[key]
     }
     if (config?.cleanup !== undefined) base.cleanup = this.fallback.cleanup
@@ -100,6 +122,9 @@ export class SettingsModel {
     const clean: Record<string, unknown> = {}
     if (patch.backups !== undefined) clean.backups = patch.backups
     if (patch.maxFileBytes !== undefined) clean.maxFileBytes = patch.maxFileBytes
+    if (patch.trackAll !== undefined) clean.trackAll = patch.trackAll
+    if (patch.maxBaselineBytes !== undefined) clean.maxBaselineBytes = patch.maxBaselineBytes
+    if (patch.maxFiles !== undefined) clean.maxFiles = patch.maxFiles
     if (patch.historyLimit !== undefined) clean.historyLimit = patch.historyLimit
     if (patch.locale !== undefined) clean.locale = patch.locale
     if (patch.cleanup !== undefined) {
@@ -119,6 +144,9 @@ function normalize(value: RewindSettings): RewindSettings {
   return {
     backups: value.backups !== false,
     maxFileBytes: Number.isSafeInteger(value.maxFileBytes) && value.maxFileBytes >= 0 ? value.maxFileBytes : DEFAULT_MAX_FILE_BYTES,
+    trackAll: value.trackAll !== false,
+    maxBaselineBytes: Number.isSafeInteger(value.maxBaselineBytes) && value.maxBaselineBytes >= 0 ? value.maxBaselineBytes : DEFAULT_MAX_BASELINE_BYTES,
+    maxFiles: Number.isSafeInteger(value.maxFiles) && value.maxFiles > 0 ? value.maxFiles : DEFAULT_MAX_FILES,
     historyLimit: Number.isSafeInteger(value.historyLimit) && value.historyLimit > 0 ? value.historyLimit : 10,
     cleanup: {
       enabled: value.cleanup?.enabled === true,

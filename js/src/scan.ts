@@ -1,0 +1,186 @@
+/**
+ * Every change comes back: the workspace scan around tool calls.
+ *
+ * DSH's `write` / `edit` / `str_replace_editor` announce the file they change (fs intents, see
+ * `capture.ts`). Every other tool — `bash`, the persistent shell, background jobs, subagents,
+ * MCP tools, tools this plugin has never heard of — changes files silently. For those, the
+ * session's workspace is scanned around the call (`tools/execute`, outermost listener):
+ *
+ *   before the call   the workspace index is brought up to date (a change that appeared since the
+ *                     last scan during the turn — a background job, an editor — is recorded in the
+ *                     current turn's group);
+ *   after the call    every file the call created, modified, deleted, renamed or chmod-ed is
+ *                     recorded as that call's before-state (taken from the index, whose contents
+ *                     the store already holds);
+ *   at each message   the index is refreshed (and built the first time: the baseline); a change to
+ *                     a file no tool ever touched is noted as "changed outside the agent".
+ *
+ * A subagent's calls are not scanned on their own: the parent's call that ran the subagent sees
+ * their changes. The scan is skipped while the setting "Track every change" is off, while backups
+ * are off, and for tools that only read (a short list of DSH's read-only tools).
+ */
+import type { HostAgent, HostContext, HostEvent, HostLogger, HostSession, HostToolExecution } from './host.ts'
+import type { FilesPort, ScanPhase, ScanReport } from './ports.ts'
+import type { SettingsModel } from './settings.ts'
+import { SessionState, isCapturedTool, isHumanMessage } from './state.ts'
+import { trackedCwd } from './capture.ts'
+
+/**
+ * DSH tools that never change the workspace: not scanned around (their calls would only cost
+ * time). Any tool not named here — known or not — is scanned around.
+ */
+export const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['read', 'grep', 'glob', 'ls', 'web_fetch', 'web_search', 'job_output', 'todo_read'])
+
+/** Whether the scan runs around a call of this tool. */
+export function isScannedTool(exec: { name?: unknown; arguments?: unknown }): boolean {
+  if (typeof exec.name !== 'string') return false
+  if (isCapturedTool(exec)) return false
+  if (exec.name === 'str_replace_editor') return false // `view`: reads only
+  return !READ_ONLY_TOOLS.has(exec.name)
+}
+
+/** Dependencies of the scan pipeline. */
+export interface ScanDeps {
+  ctx: HostContext
+  state: SessionState
+  files: () => FilesPort
+  settings: SettingsModel
+  logger: HostLogger
+}
+
+/** What the scan pipeline remembers per session. */
+export class ScanState {
+  /** Scanned calls in flight per session (a message-boundary scan waits for none of them). */
+  private readonly running = new Map<string, number>()
+  /** The latest report per session, for the preview and the command report. */
+  private readonly last = new Map<string, ScanReport>()
+
+  enter(sessionId: string): void {
+    this.running.set(sessionId, (this.running.get(sessionId) ?? 0) + 1)
+  }
+
+  leave(sessionId: string): void {
+    const n = (this.running.get(sessionId) ?? 1) - 1
+    if (n <= 0) this.running.delete(sessionId)
+    else this.running.set(sessionId, n)
+  }
+
+  busy(sessionId: string): boolean {
+    return (this.running.get(sessionId) ?? 0) > 0
+  }
+
+  note(sessionId: string, report: ScanReport): void {
+    this.last.set(sessionId, report)
+  }
+
+  /** The latest scan report of a session, if any scan ran. */
+  latest(sessionId: string): ScanReport | undefined {
+    return this.last.get(sessionId)
+  }
+
+  forget(sessionId: string): void {
+    this.running.delete(sessionId)
+    this.last.delete(sessionId)
+  }
+}
+
+/** Register the scan pipeline on `ctx`; returns its state (read by previews and reports). */
+export function registerScan(deps: ScanDeps): ScanState {
+  const { ctx, state, logger } = deps
+  const scans = new ScanState()
+  /** Budget refusals already logged per session (one warning, not one per call). */
+  const refusedLogged = new Set<string>()
+
+  /** The tracked session and cwd of a call, or `undefined` when the scan does not apply. */
+  function target(session: HostSession | undefined): { sessionId: string; cwd: string } | undefined {
+    if (session === undefined) return undefined
+    const settings = deps.settings.get()
+    if (!settings.backups || !settings.trackAll) return undefined
+    const cwd = trackedCwd(session)
+    if (cwd === undefined) return undefined
+    if (deps.files().unavailable() !== undefined) return undefined
+    return { sessionId: session.header.id, cwd }
+  }
+
+  async function scan(sessionId: string, cwd: string, phase: ScanPhase, anchorSeq: number, callId?: string, ok?: boolean): Promise<ScanReport | undefined> {
+    const settings = deps.settings.get()
+    try {
+      const report = await state.run(sessionId, () => deps.files().scan(sessionId, cwd, {
+        phase,
+        anchorSeq,
+        ...(callId === undefined ? {} : { callId }),
+        ...(ok === undefined ? {} : { ok }),
+        maxFileBytes: settings.maxFileBytes,
+        maxBaselineBytes: settings.maxBaselineBytes,
+        maxFiles: settings.maxFiles,
+      }))
+      scans.note(sessionId, report)
+      if (report.refused !== undefined && report.refused !== null) {
+        if (!refusedLogged.has(sessionId)) {
+          refusedLogged.add(sessionId)
+          logger.warn('workspace scan of %s is off: %s (%s)', cwd, report.refused.message, report.refused.code)
+        }
+      } else {
+        refusedLogged.delete(sessionId)
+      }
+      return report
+    } catch (error) {
+      // The tool still runs: a failed scan costs only the restorability of what the call changes.
+      logger.warn('workspace scan (%s) of session %s failed: %s', phase, sessionId, (error as Error).message)
+      return undefined
+    }
+  }
+
+  ctx.on('tools/execute', async (exec: HostToolExecution, next: () => Promise<unknown>) => {
+    const session = exec.agent?.session
+    const where = isScannedTool(exec) ? target(session) : undefined
+    if (where === undefined || session === undefined) return await next()
+    const { sessionId, cwd } = where
+    if (state.rewinding(sessionId)) return await next()
+    const anchor = state.anchor(session)
+    if (anchor === undefined) return await next()
+    scans.enter(sessionId)
+    try {
+      await scan(sessionId, cwd, 'before', anchor, exec.callId)
+      let ok = false
+      try {
+        const result = await next()
+        ok = (result as { isError?: unknown } | undefined)?.isError !== true
+        return result
+      } finally {
+        // A failed or cancelled call may still have changed files: its changes are recorded too.
+        await scan(sessionId, cwd, 'after', state.anchor(session) ?? anchor, exec.callId, ok)
+      }
+    } finally {
+      scans.leave(sessionId)
+    }
+  }, { prepend: true })
+
+  ctx.on('session/event', (session: HostSession, event: HostEvent) => {
+    if (!isHumanMessage(event)) return
+    const where = target(session)
+    if (where === undefined) return
+    if (state.rewinding(where.sessionId)) return
+    // A message that arrives while a scanned call runs (steering) is not a boundary of the
+    // workspace: the call's own after-scan records what it changed.
+    if (scans.busy(where.sessionId)) return
+    void scan(where.sessionId, where.cwd, 'boundary', event.seq)
+  }, { global: true })
+
+  // The first scan of a workspace builds its baseline; start it when the session opens so the
+  // first tool call finds it done (or waits for it in the session's queue).
+  ctx.on('agent/created', ({ agent }: { agent: HostAgent }) => {
+    const session = agent?.session
+    const where = target(session)
+    if (where === undefined || session === undefined) return
+    const anchor = state.anchor(session) ?? 0
+    void scan(where.sessionId, where.cwd, 'boundary', anchor)
+  }, { global: true })
+
+  ctx.on('agent/disposed', ({ agent }: { agent: HostAgent }) => {
+    const id = agent?.session?.header?.id
+    if (id !== undefined) scans.forget(id)
+  }, { global: true })
+
+  return scans
+}

@@ -1,0 +1,271 @@
+/**
+ * Every change comes back: files changed by DSH's real `bash` tool (dsh-tool-bash over
+ * dsh-bash-local and dsh-subprocess-local), by a background command, by a subagent run inside a
+ * tool this plugin does not know, and by the write tools followed by the shell, are restored by a
+ * rewind — bytes and the executable bit; a file changed only outside the agent is left as it is
+ * and listed; budgets are reported, never silent.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { readFile, writeFile, chmod } from 'node:fs/promises'
+import { turn, text, write, bash, tools, PROVIDER, MODEL } from './lib/harness.mjs'
+import { bootWithPlugin, humanSeq, put, BINARY } from './plugin-support.mjs'
+
+/** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
+async function tree(dir) {
+  const { readdir, lstat } = await import('node:fs/promises')
+  const out = {}
+  async function walk(rel) {
+    for (const name of (await readdir(join(dir, rel))).sort()) {
+      if (name === '.git') continue
+      const r = rel === '' ? name : `${rel}/${name}`
+      const st = await lstat(join(dir, r))
+      if (st.isDirectory()) {
+        out[`${r}/`] = 'dir'
+        await walk(r)
+      } else {
+        out[r] = `${(st.mode & 0o111) !== 0 ? 'x' : '-'} ${(await readFile(join(dir, r))).toString('base64')}`
+      }
+    }
+  }
+  await walk('')
+  return out
+}
+
+async function seedWorkspace(ws) {
+  await put(join(ws, 'src/main.c'), 'int main() { return 0; }\n')
+  await put(join(ws, 'src/util.c'), 'int util;\n')
+  await put(join(ws, 'lib/old/a.txt'), 'old a\n')
+  await put(join(ws, 'lib/old/b.txt'), 'old b\n')
+  await put(join(ws, 'run.sh'), '#!/bin/sh\necho run\n')
+  await put(join(ws, 'image.bin'), BINARY)
+  await put(join(ws, 'README.md'), '# project\n')
+  await put(join(ws, '.gitignore'), 'build/\n')
+  await put(join(ws, 'build/cache.o'), 'ignored build output\n')
+}
+
+test('shell edits, deletes, moves, chmod, binary overwrite and a generated tree all come back', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(bash('echo "first" >> README.md'), text('first done')),
+      turn(
+        bash("sed -i 's/return 0/return 1/' src/main.c"),
+        bash('rm -rf lib/old'),
+        bash('mv src/util.c src/helpers.c'),
+        bash('chmod +x README.md && chmod -x run.sh'),
+        bash("printf '\\x00\\x01\\x02' > image.bin"),
+        bash('mkdir -p gen/a/b && for i in 1 2 3; do echo $i > gen/a/b/f$i.txt; done && echo top > gen/top.txt'),
+        bash('echo rebuilt > build/cache.o'),
+        text('second done'),
+      ),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedWorkspace(ws)
+  await chmod(join(ws, 'run.sh'), 0o755)
+  const agent = await host.createAgent('shell-session')
+  await host.sendUser(agent, 'first')
+  const beforeSecond = await tree(ws)
+  await host.sendUser(agent, 'second')
+  // The shell really changed the workspace.
+  assert.equal(await readFile(join(ws, 'src/main.c'), 'utf8'), 'int main() { return 1; }\n')
+  assert.equal(existsSync(join(ws, 'lib/old')), false)
+  assert.equal(existsSync(join(ws, 'gen/a/b/f2.txt')), true)
+
+  const second = humanSeq(agent, 'second')
+  const { result } = await host.runCommand(agent, `/rewind @${second}`)
+  assert.equal(result.kind, 'success', result.text)
+  const after = await tree(ws)
+  // build/ is ignored by .gitignore: not tracked, left as the command left it.
+  assert.equal(after['build/cache.o'].split(' ')[1], Buffer.from('rebuilt\n').toString('base64'))
+  delete after['build/cache.o']
+  const expected = { ...beforeSecond }
+  delete expected['build/cache.o']
+  assert.deepEqual(after, expected, 'the workspace is exactly as before "second" (bytes, executable bits, no generated dirs)')
+  assert.match(result.text, /Written \(\d+\):[\s\S]*src\/main\.c/)
+  assert.match(result.text, /Deleted \(\d+\):[\s\S]*gen\/top\.txt/)
+
+  // Rewinding further back undoes the first turn's shell append too.
+  const first = humanSeq(agent, 'first')
+  const back = await host.runCommand(agent, `/rewind @${first}`)
+  assert.equal(back.result.kind, 'success', back.result.text)
+  assert.equal(await readFile(join(ws, 'README.md'), 'utf8'), '# project\n')
+})
+
+test('a background command that writes after its call returned is recorded at the next scan of the turn', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('ready')),
+      turn(
+        bash('(sleep 0.3; echo "late write" > late.txt; echo changed > keep.txt) > /dev/null 2>&1 &'),
+        bash('sleep 0.8'),
+        text('done'),
+      ),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'keep.txt'), 'original\n')
+  const agent = await host.createAgent('background-session')
+  await host.sendUser(agent, 'ready?')
+  await host.sendUser(agent, 'start a job')
+  assert.equal(await readFile(join(ws, 'late.txt'), 'utf8'), 'late write\n')
+  const seq = humanSeq(agent, 'start a job')
+  const { result } = await host.runCommand(agent, `/rewind @${seq}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'late.txt')), false, 'the job\'s new file is gone')
+  assert.equal(await readFile(join(ws, 'keep.txt'), 'utf8'), 'original\n', 'the job\'s edit is undone')
+})
+
+test('a file written with `write` and removed by the shell comes back, in the same turn and in a later one', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(write('made.txt', 'made by write\n'), bash('rm made.txt'), text('same turn done')),
+      turn(write('kept.txt', 'kept by write\n'), text('written')),
+      turn(bash('rm kept.txt'), text('removed')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  const agent = await host.createAgent('write-then-rm')
+  await host.sendUser(agent, 'same turn')
+  assert.equal(existsSync(join(ws, 'made.txt')), false)
+  await host.sendUser(agent, 'write it')
+  await host.sendUser(agent, 'remove it')
+  assert.equal(existsSync(join(ws, 'kept.txt')), false)
+
+  // Back to before "remove it": kept.txt is back with the bytes `write` gave it.
+  const removeSeq = humanSeq(agent, 'remove it')
+  const r1 = await host.runCommand(agent, `/rewind @${removeSeq}`)
+  assert.equal(r1.result.kind, 'success', r1.result.text)
+  assert.equal(await readFile(join(ws, 'kept.txt'), 'utf8'), 'kept by write\n')
+  // Back to before "same turn": neither file existed.
+  const firstSeq = humanSeq(agent, 'same turn')
+  const r2 = await host.runCommand(agent, `/rewind @${firstSeq}`)
+  assert.equal(r2.result.kind, 'success', r2.result.text)
+  assert.equal(existsSync(join(ws, 'kept.txt')), false)
+  assert.equal(existsSync(join(ws, 'made.txt')), false)
+})
+
+test('a change made only outside the agent between turns is left as is and listed', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('one')),
+      turn(bash('echo agent > agent.txt'), text('two')),
+      turn(text('three')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'notes.md'), 'my notes\n')
+  const agent = await host.createAgent('outside-session')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  // The user edits a file no tool touched, between turns.
+  await writeFile(join(ws, 'notes.md'), 'my notes, edited by me\n')
+  await host.sendUser(agent, 'three')
+  const seq = humanSeq(agent, 'two')
+  const { result } = await host.runCommand(agent, `/rewind @${seq}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'agent.txt')), false, 'the agent\'s shell change is undone')
+  assert.equal(await readFile(join(ws, 'notes.md'), 'utf8'), 'my notes, edited by me\n', 'the user\'s own edit stays')
+  assert.match(result.text, /Changed outside the agent, left as is \(1\):\n- notes\.md/)
+})
+
+test('"Track every change" off: shell changes are not restored (only the write tools are)', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    config: { trackAll: false },
+    script: [turn(text('one')), turn(bash('echo shell > shell.txt'), write('tool.txt', 'tool\n'), text('two'))],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  const agent = await host.createAgent('track-off')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'tool.txt')), false, 'the write tool\'s file is deleted')
+  assert.equal(existsSync(join(ws, 'shell.txt')), true, 'the shell\'s file is not tracked with the setting off')
+  assert.equal(existsSync(join(host.dshHome, 'rewind-snapshots', 'workspaces')), false, 'no workspace scan ran')
+})
+
+test('a workspace over the file-count limit is not scanned, and the rewind says so', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    config: { maxFiles: 5 },
+    script: [turn(text('one')), turn(bash('echo shell > shell.txt'), text('two'))],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  for (let i = 0; i < 12; i++) await put(join(ws, `f${i}.txt`), `${i}\n`)
+  const agent = await host.createAgent('budget-session')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'shell.txt')), true, 'not covered, so not restored')
+  assert.match(result.text, /Not covered by the backups \(\d+\):/)
+})
+
+test('a subagent run by a tool this plugin does not know: its changes belong to that call', async (t) => {
+  let ctxRef
+  // A tool of another plugin (unknown to the rewind plugin) that runs a subagent in the workspace.
+  const Delegate = {
+    name: 'test-delegate',
+    inject: ['tools', 'agents'],
+    async apply(ctx) {
+      ctxRef = ctx
+      const { defineTool } = await import('@deepseek-ai/dsh-tools')
+      ctx.tools.register(defineTool({
+        name: 'delegate',
+        description: 'run a subagent',
+        parameters: { task: { type: 'string', required: true, description: 'the task' } },
+        output: { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: String(value) }] },
+        async execute(args, exec) {
+          const { agent: sub } = await ctx.agents.create({
+            sessionId: `sub-${exec.callId}`,
+            meta: { cwd: exec.agent.session.header.cwd, origin: 'subagent', delegationDepth: 1 },
+            agentOptions: { provider: PROVIDER, model: MODEL },
+          })
+          const { createUserMessage } = await import('@deepseek-ai/dsh-llm')
+          sub.followup(createUserMessage({ content: [{ type: 'text', text: String(args.task) }], source: { kind: 'user' } }))
+          await sub.whenIdle()
+          while (sub.status !== 'idle') await sub.whenIdle()
+          return 'subagent finished'
+        },
+      }))
+    },
+  }
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('one')),
+      // The parent calls `delegate`; the subagent's turn (next steps) writes and runs the shell.
+      turn(tools({ name: 'delegate', args: { task: 'do it' } }), text('parent done')),
+    ],
+  })
+  t.after(() => host.dispose())
+  await host.ctx.plugin(Delegate)
+  assert.ok(ctxRef)
+  // The subagent's steps run while the parent's call is in flight: insert them before the parent's final answer.
+  host.adapter.steps.splice(2, 0, ...turn(write('by-sub.txt', 'from the subagent\n'), bash('echo sub > sub-shell.txt && rm seed.txt'), text('sub done')))
+  const ws = host.workspace
+  await put(join(ws, 'seed.txt'), 'seed\n')
+  const agent = await host.createAgent('delegating-parent')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  assert.equal(await readFile(join(ws, 'by-sub.txt'), 'utf8'), 'from the subagent\n')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'by-sub.txt')), false)
+  assert.equal(existsSync(join(ws, 'sub-shell.txt')), false)
+  assert.equal(await readFile(join(ws, 'seed.txt'), 'utf8'), 'seed\n')
+})
