@@ -491,6 +491,23 @@ try {
   check(read('img.txt') === null, 'img.txt removed by the rewind')
   await shot(page, 'image-refilled')
 
+  // --- every change comes back: files changed by DSH's real `bash` tool
+  await send(page, composer, 'write sh.txt one', 'DONE: sh.txt')
+  const SHELL_MSG = 'bash sed -i s/one/two/ sh.txt; bash mkdir -p gen/sub && echo g > gen/sub/g.txt; bash chmod +x sh.txt'
+  await send(page, composer, SHELL_MSG, 'DONE: bash, bash, bash')
+  fileCheck(read('sh.txt') === 'two\n' && read('gen/sub/g.txt') === 'g\n', 'the shell changed sh.txt and generated gen/sub/g.txt')
+  dialog = await openRewindDialog(page, SHELL_MSG)
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  const shellImpact = await dialog.getByTestId('dsh-prompt-rewind-impact').innerText()
+  log('dialog text (shell):', JSON.stringify(shellImpact))
+  fileCheck(shellImpact.includes('sh.txt') && shellImpact.includes('gen/sub/g.txt'), 'the dialog lists the files the shell changed')
+  await shot(page, 'dialog-shell')
+  await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+  await dialog.waitFor({ state: 'detached', timeout: 20000 })
+  fileCheck(read('sh.txt') === 'one\n' && (fs.statSync(path.join(ws, 'sh.txt')).mode & 0o111) === 0, 'sh.txt is back (bytes and no executable bit)')
+  fileCheck(!fs.existsSync(path.join(ws, 'gen')), 'the generated directory tree is gone')
+  await composer.fill('')
+
   // --- languages: a Japanese browser (DSH itself has zh/en only; the plugin follows the browser)
   const jaRun = await launch('ja-JP')
   try {

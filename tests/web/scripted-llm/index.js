@@ -2,8 +2,9 @@
  * Scripted model for the browser end-to-end test of dsh-prompt-rewind (test fixture only).
  *
  * The human prompt is a script: every `write <path> <word>` clause (clauses separated by `;`)
- * becomes one call of DSH's real `write` tool with content `<word>\n`, in order, one call per
- * model step. When every clause has a tool result, the model answers `DONE: <paths>`.
+ * becomes one call of DSH's real `write` tool with content `<word>\n`, and every `bash <command>`
+ * clause one call of DSH's real `bash` tool, in order, one call per model step. When every clause
+ * has a tool result, the model answers `DONE: <paths>` (`bash` for a command).
  * A prompt without clauses gets `ECHO: <prompt>`; a session-title request gets a fixed title.
  * Each request is appended to $DSH_REWIND_LLM_LOG (JSONL) when set.
  * No imports from DSH: the adapter is duck-typed to what `ctx.llm.registerAdapter` calls.
@@ -24,22 +25,24 @@ function* say(text) {
   yield { type: 'finish', reason: { kind: 'stop' } }
 }
 
-function* callWrite(path, content) {
+function* callTool(name, argsObject) {
   const id = `rewind-e2e-call-${++calls}`
-  const args = JSON.stringify({ file_path: path, content })
+  const args = JSON.stringify(argsObject)
   yield { type: 'block-start', index: 0, blockType: 'tool-call' }
-  yield { type: 'tool-call-delta', index: 0, id, name: 'write', argumentsDelta: args }
-  yield { type: 'block-end', index: 0, block: { type: 'tool-call', id, name: 'write', arguments: args } }
+  yield { type: 'tool-call-delta', index: 0, id, name, argumentsDelta: args }
+  yield { type: 'block-end', index: 0, block: { type: 'tool-call', id, name, arguments: args } }
   yield { type: 'usage', usage: { inputTokens: 12, outputTokens: 4 } }
   yield { type: 'finish', reason: { kind: 'tool-calls' } }
 }
 
-/** Parse `write <path> <word>` clauses. */
+/** Parse `write <path> <word>` and `bash <command>` clauses. */
 export function clauses(text) {
   const out = []
   for (const part of text.split(';')) {
     const m = /^\s*write\s+([\w./-]+)\s+(\S+)\s*$/i.exec(part)
-    if (m) out.push({ path: m[1], content: `${m[2]}\n` })
+    if (m) { out.push({ path: m[1], content: `${m[2]}\n` }); continue }
+    const b = /^\s*bash\s+(.+?)\s*$/i.exec(part)
+    if (b) out.push({ command: b[1] })
   }
   return out
 }
@@ -65,10 +68,16 @@ class ScriptedAdapter {
       try { appendFileSync(process.env.DSH_REWIND_LLM_LOG, JSON.stringify({ time: Date.now(), prompt: prompt.slice(0, 120), results, messages: options.messages.length }) + '\n') } catch {}
     }
     const script = clauses(prompt)
-    const canWrite = (options.tools ?? []).some(t => t.name === 'write')
-    if (script.length === 0 || !canWrite) { yield* say(`ECHO: ${prompt.slice(0, 200)}`); return }
-    if (results < script.length) { const c = script[results]; yield* callWrite(c.path, c.content); return }
-    yield* say(`DONE: ${script.map(c => c.path).join(', ')}`)
+    const names = new Set((options.tools ?? []).map(t => t.name))
+    const canRun = script.every(c => names.has(c.command === undefined ? 'write' : 'bash'))
+    if (script.length === 0 || !canRun) { yield* say(`ECHO: ${prompt.slice(0, 200)}`); return }
+    if (results < script.length) {
+      const c = script[results]
+      if (c.command === undefined) yield* callTool('write', { file_path: c.path, content: c.content })
+      else yield* callTool('bash', { command: c.command, description: 'scripted shell command' })
+      return
+    }
+    yield* say(`DONE: ${script.map(c => c.path ?? 'bash').join(', ')}`)
   }
 }
 
