@@ -13,7 +13,9 @@
  *                     recorded as that call's before-state (taken from the index, whose contents
  *                     the store already holds);
  *   at each message   the index is refreshed (and built the first time: the baseline); a change to
- *                     a file no tool ever touched is noted as "changed outside the agent".
+ *                     a file no tool ever touched is noted as "changed outside the agent";
+ *   when a job ends   (DSH's `jobs` service) the owner's workspace is scanned like before a call:
+ *                     what a background job wrote joins the owner's current turn.
  *
  * A subagent's calls are not scanned on their own: the parent's call that ran the subagent sees
  * their changes. The scan is skipped while the setting "Track every change" is off, while backups
@@ -176,6 +178,22 @@ export function registerScan(deps: ScanDeps): ScanState {
     const anchor = state.anchor(session) ?? 0
     void scan(where.sessionId, where.cwd, 'boundary', anchor)
   }, { global: true })
+
+  // A background job (DSH's `jobs` service: `bash` with `run_in_background`, and any other job
+  // producer) may write long after the call that started it returned: when it settles, the
+  // owner's workspace is scanned and what it changed joins the owner's current turn.
+  ctx.inject(['jobs'], (sub) => {
+    const jobs = sub.get('jobs') as { onJobDone?(listener: (snapshot: unknown, owner: HostAgent | undefined) => void): () => void } | undefined
+    if (typeof jobs?.onJobDone !== 'function') return
+    sub.effect(() => jobs.onJobDone!((_snapshot, owner) => {
+      const session = owner?.session
+      const where = target(session)
+      if (where === undefined || session === undefined || state.rewinding(where.sessionId)) return
+      const anchor = state.anchor(session)
+      if (anchor === undefined) return
+      void scan(where.sessionId, where.cwd, 'before', anchor)
+    }), 'dsh-rewind job scan')
+  })
 
   ctx.on('agent/disposed', ({ agent }: { agent: HostAgent }) => {
     const id = agent?.session?.header?.id

@@ -269,3 +269,29 @@ test('a subagent run by a tool this plugin does not know: its changes belong to 
   assert.equal(existsSync(join(ws, 'sub-shell.txt')), false)
   assert.equal(await readFile(join(ws, 'seed.txt'), 'utf8'), 'seed\n')
 })
+
+test('a job started with run_in_background that writes after the turn ended: recorded when the job ends', async (t) => {
+  const host = await bootWithPlugin({
+    shell: { background: true },
+    script: [
+      turn(text('ready')),
+      turn(bash('sleep 0.5; echo "from the job" > job.txt; echo edited > keep.txt', { background: true }), text('started')),
+      // The job's completion notice may wake the agent for one more answer.
+      turn(text('noted')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'keep.txt'), 'original\n')
+  const agent = await host.createAgent('job-session')
+  await host.sendUser(agent, 'ready?')
+  await host.sendUser(agent, 'start a job')
+  for (let i = 0; i < 100 && !existsSync(join(ws, 'job.txt')); i++) await new Promise(r => setTimeout(r, 50))
+  assert.equal(await readFile(join(ws, 'job.txt'), 'utf8'), 'from the job\n')
+  await host.waitIdle(agent)
+  const seq = humanSeq(agent, 'start a job')
+  const { result } = await host.runCommand(agent, `/rewind @${seq}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'job.txt')), false, 'the job\'s new file is gone')
+  assert.equal(await readFile(join(ws, 'keep.txt'), 'utf8'), 'original\n', 'the job\'s edit is undone')
+})
