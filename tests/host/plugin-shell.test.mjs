@@ -288,6 +288,8 @@ test('a job started with run_in_background that writes after the turn ended: rec
   await host.sendUser(agent, 'start a job')
   for (let i = 0; i < 100 && !existsSync(join(ws, 'job.txt')); i++) await new Promise(r => setTimeout(r, 50))
   assert.equal(await readFile(join(ws, 'job.txt'), 'utf8'), 'from the job\n')
+  // Wait for the job to settle (its completion is what triggers the scan), then for the agent.
+  for (let i = 0; i < 100 && host.ctx.jobs.list(agent).some(j => j.status === 'running' || j.status === 'stopping'); i++) await new Promise(r => setTimeout(r, 50))
   await host.waitIdle(agent)
   const seq = humanSeq(agent, 'start a job')
   const { result } = await host.runCommand(agent, `/rewind @${seq}`)
