@@ -89,6 +89,12 @@ export declare class BindingStore {
    */
   preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingPreview>
   /**
+   * Scans the session's workspace around a tool call (`before` / `after`) or at a message
+   * boundary, and records what changed (see `docs/tracking-boundary.md`, "Scan"). A workspace
+   * over the file-count limit resolves with `refused` (`rewind/scan-budget`), never a hang.
+   */
+  scan(sessionId: string, cwd: string, request: BindingScanRequest): Promise<BindingScanReport>
+  /**
    * Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
    * belongs to this session). For a forked session, `ancestors` are read as for `preview`.
    */
@@ -267,6 +273,14 @@ export interface BindingMarker {
   sourceEventSeqs: Array<number>
 }
 
+/** A workspace path whose content the store does not hold, with why. */
+export interface BindingNotCovered {
+  /** Workspace-relative path (a directory for an unreadable directory). */
+  path: string
+  /** Why (over a budget, unreadable, changing while read, a symlink, ...). */
+  reason: string
+}
+
 /** The planned rewind. */
 export interface BindingPlan {
   /** The seq rewound to. */
@@ -289,6 +303,10 @@ export interface BindingPreview {
   uncovered: Array<string>
   /** Paths refused (symlinks, hard links, ...), with the reason. */
   skipped: Array<BindingSkippedPath>
+  /** Paths changed only outside the agent since the target: left as they are. */
+  outside: Array<string>
+  /** Workspace paths whose content the store does not hold (budgets, unreadable, ...). */
+  notCovered: Array<BindingNotCovered>
 }
 
 /** One planned restore action. */
@@ -311,6 +329,10 @@ export interface BindingRestoreOutcome {
   failed: Array<BindingFailedPath>
   /** Whether the journal ended `completed`. */
   completed: boolean
+  /** Paths changed only outside the agent since the target: left as they are. */
+  outside: Array<string>
+  /** Workspace paths whose content the store does not hold (budgets, unreadable, ...). */
+  notCovered: Array<BindingNotCovered>
 }
 
 /** Where a restore journal stands (an `open` one was interrupted and can be continued or rolled back). */
@@ -331,6 +353,60 @@ export interface BindingRestoreStatus {
   pending: number
   /** Whether a rollback was started. */
   rollbackStarted: boolean
+}
+
+/** Why a workspace scan stopped early. */
+export interface BindingScanRefusal {
+  /** Stable code, e.g. `rewind/scan-budget`. */
+  code: string
+  /** What happened and what to do. */
+  message: string
+}
+
+/** What a workspace scan found and recorded. */
+export interface BindingScanReport {
+  /** The phase scanned. */
+  phase: string
+  /** In-scope entries. */
+  files: number
+  /** Entries recorded (restorable before-states and outside notes). */
+  recorded: number
+  /** Paths created (restorable). */
+  created: Array<string>
+  /** Paths whose content changed (restorable). */
+  modified: Array<string>
+  /** Paths deleted (restorable). */
+  deleted: Array<string>
+  /** Paths whose permission bits changed (restorable). */
+  modeChanged: Array<string>
+  /** Paths changed outside the agent (noted, never restored). */
+  outside: Array<string>
+  /** Workspace paths whose content the store does not hold. */
+  notCovered: Array<BindingNotCovered>
+  /** Set when the scan refused to run to the end (nothing was recorded). */
+  refused?: BindingScanRefusal
+  /** Every in-scope file has been read once (the baseline is done). */
+  baselineComplete: boolean
+  /** Wall time of the scan in milliseconds. */
+  elapsedMs: number
+}
+
+/** One workspace scan around a tool call or at a message boundary. */
+export interface BindingScanRequest {
+  /** `before` (a tool call), `after` (it), or `boundary` (a new human message). */
+  phase: 'before' | 'after' | 'boundary'
+  /** The tool call's id (phases `before` and `after`). */
+  callId?: string
+  /** The seq of the human message the turn belongs to. */
+  anchorSeq: number
+  /** Whether the call succeeded (`after`; a failed call's changes are recorded too). */
+  ok?: boolean
+  /** Per-file cap in bytes (the host's setting; `0` = none). */
+  maxFileBytes: number
+  /** The workspace's baseline byte budget. */
+  maxBaselineBytes: number
+  /** The file-count limit: a larger workspace refuses the scan (`rewind/scan-budget`). */
+  maxFiles: number
 }
 
 /** A path left alone, with why. */

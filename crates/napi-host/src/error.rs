@@ -232,6 +232,11 @@ store_error!(CaptureError, |e| { E::InvalidCallId { .. } => "rewind/bad-request"
 store_error!(CommitError, |e| { E::InvalidCallId { .. } => "rewind/bad-request", });
 store_error!(RecheckError, |e| {});
 store_error!(PlanError, |e| {});
+store_error!(ScanError, |e| {
+    E::InvalidCallId { .. } => "rewind/bad-request",
+    E::NoWorkspace { .. } => "rewind/bad-request",
+    E::Workspace { .. } => "rewind/bad-request",
+});
 store_error!(RestoreError, |e| {
     E::InvalidOpId { .. } => "rewind/bad-request",
     E::DuplicateOp { .. } => "rewind/bad-request",

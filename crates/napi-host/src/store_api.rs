@@ -8,14 +8,15 @@ use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
 use snapshot_store::{
     Action, CaptureOutcome, ChainLink, JournalError, JournalState, PruneOptions, RestorePlan,
-    Session, Store, StoreOptions,
+    ScanPhase, ScanRequest, Session, Store, StoreOptions,
 };
 
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingCaptureOutcome, BindingChainLink, BindingFailedPath, BindingPreview, BindingPreviewFile,
-    BindingRestoreOutcome, BindingRestoreStatus, BindingSkippedPath, BindingUndoOutcome,
+    BindingCaptureOutcome, BindingChainLink, BindingFailedPath, BindingNotCovered, BindingPreview,
+    BindingPreviewFile, BindingRestoreOutcome, BindingRestoreStatus, BindingScanRefusal,
+    BindingScanReport, BindingScanRequest, BindingSkippedPath, BindingUndoOutcome, js_number,
     seq_from_js,
 };
 
@@ -155,7 +156,38 @@ fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
             })
             .collect(),
         completed: o.state == JournalState::Completed,
+        outside: Vec::new(),
+        not_covered: Vec::new(),
     }
+}
+
+fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
+    list.iter()
+        .map(|n| BindingNotCovered {
+            path: n.path.display(),
+            reason: n.reason.clone(),
+        })
+        .collect()
+}
+
+fn displays(paths: &[snapshot_store::RelPath]) -> Vec<String> {
+    paths.iter().map(|p| p.display()).collect()
+}
+
+/// The core request of a binding scan request (validated).
+fn scan_request(r: &BindingScanRequest) -> Result<ScanRequest, BindingError> {
+    let phase = ScanPhase::parse(&r.phase).ok_or_else(|| {
+        BindingError::bad_request(format!(
+            "phase must be 'before', 'after' or 'boundary', got `{}`",
+            r.phase
+        ))
+    })?;
+    let mut req = ScanRequest::new(phase, seq_from_js(r.anchor_seq, "anchorSeq")?);
+    req.call_id = r.call_id.clone();
+    req.ok = r.ok.unwrap_or(true);
+    req.max_baseline_bytes = seq_from_js(r.max_baseline_bytes, "maxBaselineBytes")?;
+    req.max_files = seq_from_js(r.max_files, "maxFiles")?;
+    Ok(req)
 }
 
 #[napi]
@@ -325,6 +357,43 @@ impl BindingStore {
                         reason: s.reason.to_string(),
                     })
                     .collect(),
+                outside: displays(&plan.outside),
+                not_covered: not_covered(&plan.not_covered),
+            })
+        }))
+    }
+
+    /// Scans the session's workspace around a tool call (`before` / `after`) or at a message
+    /// boundary, and records what changed (see `docs/tracking-boundary.md`, "Scan"). A workspace
+    /// over the file-count limit resolves with `refused` (`rewind/scan-budget`), never a hang.
+    #[napi(ts_return_type = "Promise<BindingScanReport>")]
+    pub fn scan(
+        &self,
+        session_id: String,
+        cwd: String,
+        request: BindingScanRequest,
+    ) -> AsyncTask<Job<BindingScanReport>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let req = scan_request(&request)?;
+            let cap = cap_from(request.max_file_bytes)?;
+            let r = h.session(&session_id, &cwd, Some(cap))?.scan(&req)?;
+            Ok(BindingScanReport {
+                phase: req.phase.as_str().to_owned(),
+                files: js_number(r.files),
+                recorded: js_number(r.recorded as u64),
+                created: displays(&r.created),
+                modified: displays(&r.modified),
+                deleted: displays(&r.deleted),
+                mode_changed: displays(&r.mode_changed),
+                outside: displays(&r.outside),
+                not_covered: not_covered(&r.not_covered),
+                refused: r.refused.map(|f| BindingScanRefusal {
+                    code: f.code.to_owned(),
+                    message: f.message,
+                }),
+                baseline_complete: r.baseline_complete,
+                elapsed_ms: r.elapsed_ms,
             })
         }))
     }
@@ -345,7 +414,10 @@ impl BindingStore {
             let target = seq_from_js(target_seq, "targetSeq")?;
             let session = h.session(&session_id, &cwd, None)?;
             let plan = plan_for(&session, target, ancestors)?;
-            Ok(restore_outcome(session.restore(&plan, &op_id)?))
+            let mut out = restore_outcome(session.restore(&plan, &op_id)?);
+            out.outside = displays(&plan.outside);
+            out.not_covered = not_covered(&plan.not_covered);
+            Ok(out)
         }))
     }
 

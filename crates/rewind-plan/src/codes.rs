@@ -72,11 +72,14 @@ pub enum ErrorCode {
     ForkInsideTurn,
     /// The source session of a fork is not live on this host.
     ForkSourceNotLive,
+    // --- the workspace scan ---
+    /// The workspace has more files in scope than the file-count limit: the scan stopped there.
+    ScanBudget,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 30] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -106,6 +109,7 @@ impl ErrorCode {
         Self::SubagentSession,
         Self::ForkInsideTurn,
         Self::ForkSourceNotLive,
+        Self::ScanBudget,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -140,6 +144,7 @@ impl ErrorCode {
             Self::SubagentSession => "rewind/subagent-session",
             Self::ForkInsideTurn => "rewind/fork-inside-turn",
             Self::ForkSourceNotLive => "rewind/fork-source-not-live",
+            Self::ScanBudget => "rewind/scan-budget",
         }
     }
 

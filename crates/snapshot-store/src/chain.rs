@@ -109,7 +109,12 @@ impl Session {
                 best.insert(path, (key, before));
             }
         };
+        let mut noted = std::collections::BTreeSet::new();
         for (seq, rec) in self.load_groups(target_seq).map_err(PlanError::from)? {
+            if crate::scan::is_outside(&rec.source) {
+                noted.extend(rec.entries.into_iter().map(|e| e.path));
+                continue;
+            }
             for e in rec.entries {
                 offer(e.path, (depth, seq, e.order), e.before);
             }
@@ -134,16 +139,23 @@ impl Session {
                 if seq > limit {
                     continue;
                 }
+                if crate::scan::is_outside(&rec.source) {
+                    noted.extend(rec.entries.into_iter().map(|e| e.path));
+                    continue;
+                }
                 for e in rec.entries {
                     offer(e.path, (rank, seq, e.order), e.before);
                 }
             }
         }
+        let outside = crate::scan::outside_only(noted, &best.keys().collect());
         let picks = best
             .into_iter()
             .map(|(path, ((_, anchor, _), before))| (path, anchor, before))
             .collect();
-        Ok(self.plan_picks(target_seq, picks)?)
+        let mut plan = self.plan_picks(target_seq, picks)?;
+        plan.outside = outside;
+        Ok(plan)
     }
 }
 

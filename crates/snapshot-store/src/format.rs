@@ -129,6 +129,16 @@ pub enum EntrySource {
     },
     /// A change found by the message-boundary re-check.
     Recheck,
+    /// A change found by a workspace scan: after call `call_id`, or (`None`) between
+    /// calls of the turn. Restorable like a tool capture.
+    Scan {
+        /// The host's call id (`None`: found before a call, made between calls).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
+    /// A change made outside the agent to a path no tool touched: a note that a
+    /// plan lists ("changed outside the agent, left as is"), never restored.
+    Outside,
 }
 
 /// `sessions/<id>/groups/<anchor>/<call>.json` and `.../~recheck-<order>.json`.

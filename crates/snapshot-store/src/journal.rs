@@ -729,6 +729,7 @@ impl Session {
             }
             fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
+        self.remove_emptied_dirs(&plan.remove_dirs, &mut out);
         self.sync_touched(&out)?;
         if hard_failures == 0 {
             self.complete(&mut lpath, &mut out)?;

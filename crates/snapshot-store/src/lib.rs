@@ -57,6 +57,7 @@ mod fsio;
 mod journal;
 mod path;
 mod plan;
+mod scan;
 mod seam;
 mod session;
 mod store;
@@ -72,6 +73,10 @@ pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
+pub use scan::{
+    DEFAULT_MAX_BASELINE_BYTES, DEFAULT_MAX_FILES, NotCovered, SCAN_BUDGET_CODE, ScanError,
+    ScanPhase, ScanRefusal, ScanReport, ScanRequest, workspace_key,
+};
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
 pub use session::{
     CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome,

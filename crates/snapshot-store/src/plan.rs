@@ -29,6 +29,16 @@ pub struct RestorePlan {
     pub skipped: Vec<SkippedPath>,
     /// Recorded paths that already match the disk.
     pub unchanged: usize,
+    /// Paths changed only outside the agent since the target: left as they are.
+    #[serde(default)]
+    pub outside: Vec<RelPath>,
+    /// The workspace's paths the scan does not hold the content of (budgets, unreadable).
+    #[serde(default)]
+    pub not_covered: Vec<crate::scan::NotCovered>,
+    /// Directories to remove when the restore leaves them empty (they hold only
+    /// paths that did not exist at the target), deepest first.
+    #[serde(default)]
+    pub remove_dirs: Vec<RelPath>,
 }
 
 impl RestorePlan {
@@ -201,7 +211,12 @@ impl Session {
             return Err(e.into());
         }
         let mut best: BTreeMap<RelPath, (u64, u64, BeforeState)> = BTreeMap::new();
+        let mut noted = std::collections::BTreeSet::new();
         for (seq, rec) in self.load_groups(target_seq)? {
+            if crate::scan::is_outside(&rec.source) {
+                noted.extend(rec.entries.into_iter().map(|e| e.path));
+                continue;
+            }
             for e in rec.entries {
                 let better = match best.get(&e.path) {
                     Some((a, o, _)) => (seq, e.order) < (*a, *o),
@@ -212,11 +227,14 @@ impl Session {
                 }
             }
         }
+        let outside = crate::scan::outside_only(noted, &best.keys().collect());
         let picks = best
             .into_iter()
             .map(|(path, (anchor, _, before))| (path, anchor, before))
             .collect();
-        self.plan_picks(target_seq, picks)
+        let mut plan = self.plan_picks(target_seq, picks)?;
+        plan.outside = outside;
+        Ok(plan)
     }
 
     /// Compares the selected before-states (per path: the record that wins, its anchor) with the disk.
@@ -232,7 +250,14 @@ impl Session {
             uncovered: Vec::new(),
             skipped: Vec::new(),
             unchanged: 0,
+            outside: Vec::new(),
+            not_covered: self.scan_not_covered()?,
+            remove_dirs: Vec::new(),
         };
+        let targets: BTreeMap<RelPath, BeforeState> = picks
+            .iter()
+            .map(|(p, _, b)| (p.clone(), b.clone()))
+            .collect();
         let observe_err = |e: FsFailure, rel: &RelPath| -> PlanError {
             if e.area == Area::Workspace {
                 PlanError::Observe {
@@ -333,6 +358,7 @@ impl Session {
                 }
             }
         }
+        plan.remove_dirs = crate::scan::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
     }
 }

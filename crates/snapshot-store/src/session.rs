@@ -217,6 +217,11 @@ impl Session {
         &self.id
     }
 
+    /// The workspace directory as given to [`Store::session`] (`None` for an ancestor view).
+    pub(crate) fn workspace_root(&self) -> Option<&Path> {
+        self.roots.first().map(PathBuf::as_path)
+    }
+
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -690,6 +695,10 @@ impl Session {
                 }
             }
             for (_, rec) in self.load_groups(0)? {
+                // Outside notes do not make a path tracked (it stays "left as is").
+                if rec.source == EntrySource::Outside {
+                    continue;
+                }
                 for e in rec.entries {
                     map.entry(e.path).or_insert((Known::Unknown, None));
                 }
@@ -948,6 +957,37 @@ impl Session {
             v: RECORD_VERSION,
             anchor_seq,
             source: EntrySource::Recheck,
+            entries,
+        };
+        Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)
+    }
+
+    /// Writes one group record of `entries` (none: nothing) at `anchor_seq`: the one
+    /// function through which workspace scans add before-states and outside notes
+    /// (`st`: the caller holds the session state lock).
+    pub(crate) fn append_group(
+        &self,
+        _st: &mut State,
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+    ) -> Result<(), Fault> {
+        let Some(first) = entries.first() else {
+            return Ok(());
+        };
+        let fs = &self.store.inner.fs;
+        let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
+        fs.create_dir_all(&gdir)?;
+        let kind = match &source {
+            EntrySource::Tool { .. } | EntrySource::Recheck => "recheck",
+            EntrySource::Scan { .. } => "scan",
+            EntrySource::Outside => "outside",
+        };
+        let name = format!("~{kind}-{}.json", first.order);
+        let g = GroupRecord {
+            v: RECORD_VERSION,
+            anchor_seq,
+            source,
             entries,
         };
         Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)

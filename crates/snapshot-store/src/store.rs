@@ -382,6 +382,8 @@ impl Store {
                 }
             }
         }
+        // Workspace indexes: the content of every scanned file (the next call's before-states).
+        crate::scan::mark_live(self, &mut live)?;
         let mut report = GcReport::default();
         let mut first = true;
         for name in fs.list(Path::new("blobs"))? {

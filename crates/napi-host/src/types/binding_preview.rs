@@ -1,5 +1,6 @@
 //! `BindingPreview`: the impact of a rewind on the files; nothing is changed to compute it.
 
+use super::BindingNotCovered;
 use super::BindingPreviewFile;
 use super::BindingSkippedPath;
 use napi_derive::napi;
@@ -14,4 +15,8 @@ pub struct BindingPreview {
     pub uncovered: Vec<String>,
     /// Paths refused (symlinks, hard links, ...), with the reason.
     pub skipped: Vec<BindingSkippedPath>,
+    /// Paths changed only outside the agent since the target: left as they are.
+    pub outside: Vec<String>,
+    /// Workspace paths whose content the store does not hold (budgets, unreadable, ...).
+    pub not_covered: Vec<BindingNotCovered>,
 }

@@ -1,6 +1,7 @@
 //! `BindingRestoreOutcome`: the outcome of a journaled restore.
 
 use super::BindingFailedPath;
+use super::BindingNotCovered;
 use super::BindingSkippedPath;
 use napi_derive::napi;
 
@@ -18,4 +19,8 @@ pub struct BindingRestoreOutcome {
     pub failed: Vec<BindingFailedPath>,
     /// Whether the journal ended `completed`.
     pub completed: bool,
+    /// Paths changed only outside the agent since the target: left as they are.
+    pub outside: Vec<String>,
+    /// Workspace paths whose content the store does not hold (budgets, unreadable, ...).
+    pub not_covered: Vec<BindingNotCovered>,
 }

@@ -6,3 +6,4 @@ mod crash;
 mod faults;
 mod hostile;
 mod model;
+mod scan;

@@ -1,0 +1,413 @@
+//! One scan of a locked workspace: walk, compare with the index, read what changed
+//! into the store, update the index, and list the changes.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::Fault;
+use crate::fsio::{FileKind, WsFs};
+
+use super::hash::{Hashed, hash_all};
+use super::index::{Coverage, IdxEntry, Index, Stat, Uncovered};
+use super::walk::{WalkOptions, walk};
+use super::workspace::{Loaded, Locked};
+
+/// Entries whose status changed less than this before the previous scan started are
+/// re-read even when their metadata looks unchanged: file timestamps come from a
+/// coarse clock, so a same-size rewrite within one tick would otherwise be missed.
+pub(crate) const RACY_NS: u64 = 50_000_000;
+
+/// What changed at one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChangeKind {
+    Created,
+    Modified,
+    Deleted,
+    ModeChanged,
+}
+
+/// One change found by a scan.
+#[derive(Debug, Clone)]
+pub(crate) struct Change {
+    pub path: Box<[u8]>,
+    pub kind: ChangeKind,
+    /// The index entry before the change (`None` for a creation).
+    pub old: Option<IdxEntry>,
+    /// The entry now (`None` for a deletion).
+    pub new: Option<IdxEntry>,
+}
+
+/// Limits of one scan.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub cap: u64,
+    pub max_baseline_bytes: u64,
+    pub max_files: u64,
+    pub progress_batch: usize,
+    pub threads: usize,
+}
+
+/// The result of [`run`].
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// In-scope entries.
+    pub files: u64,
+    pub changes: Vec<Change>,
+    /// Not covered: path and reason text.
+    pub not_covered: Vec<(Box<[u8]>, String)>,
+    /// The file-count limit stopped the walk (nothing was changed).
+    pub refused: Option<String>,
+    pub baseline_complete: bool,
+    /// There was no usable index before this scan (no changes can be listed).
+    pub baseline: bool,
+    /// The index was torn or corrupt and rebuilt (the detail).
+    pub rebuilt: Option<String>,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+pub(crate) fn reason_text(u: &Uncovered, size: u64, cap: u64) -> String {
+    match u {
+        Uncovered::OverFileCap => {
+            format!("{size} bytes, over the per-file cap of {cap} bytes")
+        }
+        Uncovered::OverBudget => {
+            format!("{size} bytes, over the workspace's baseline byte budget")
+        }
+        Uncovered::Unreadable(e) => {
+            format!("unreadable: {}", std::io::Error::from_raw_os_error(*e))
+        }
+        Uncovered::Changing => "changed while it was read, twice".into(),
+        Uncovered::Symlink => crate::format::SkipReason::Symlink.to_string(),
+        Uncovered::HardLink => "has more than one hard link".into(),
+        Uncovered::Special => crate::format::SkipReason::Special.to_string(),
+    }
+}
+
+fn under(path: &[u8], dir: &[u8]) -> bool {
+    dir.is_empty() || (path.len() > dir.len() && path.starts_with(dir) && path[dir.len()] == b'/')
+}
+
+fn direct(stat: Stat) -> Option<Uncovered> {
+    match stat.kind() {
+        FileKind::File if stat.nlink > 1 => Some(Uncovered::HardLink),
+        FileKind::File => None,
+        FileKind::Symlink => Some(Uncovered::Symlink),
+        _ => Some(Uncovered::Special),
+    }
+}
+
+fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
+    if old.stat.kind() != new.stat.kind() {
+        return Some(ChangeKind::Modified);
+    }
+    let perm = old.stat.perm() != new.stat.perm();
+    match (&old.cov, &new.cov) {
+        (Coverage::Hashed(a), Coverage::Hashed(b)) if a == b => {
+            perm.then_some(ChangeKind::ModeChanged)
+        }
+        (Coverage::Hashed(_), Coverage::Hashed(_)) => Some(ChangeKind::Modified),
+        _ => {
+            let (o, n) = (&old.stat, &new.stat);
+            let same = o.size == n.size
+                && o.mtime_s == n.mtime_s
+                && o.mtime_ns == n.mtime_ns
+                && o.ino == n.ino;
+            if same {
+                perm.then_some(ChangeKind::ModeChanged)
+            } else {
+                Some(ChangeKind::Modified)
+            }
+        }
+    }
+}
+
+/// Runs one scan of the workspace rooted at `root` (read through `ws`).
+pub(crate) fn run(
+    locked: &mut Locked<'_>,
+    ws: &WsFs,
+    root: &Path,
+    limits: &Limits,
+) -> Result<Outcome, Fault> {
+    let loaded = locked.load()?;
+    let mut out = Outcome::default();
+    if let Loaded::Rebuilt(d) = &loaded {
+        out.rebuilt = Some(d.clone());
+    }
+    let had_index = matches!(loaded, Loaded::Present);
+    let mut ix = locked.cached.index.take().unwrap_or_default();
+    out.baseline = !had_index;
+    let racy_before = ix.scanned_at.saturating_sub(RACY_NS);
+    let started = now_ns();
+
+    let store = locked.store;
+    let mut wopts = WalkOptions::new(limits.max_files);
+    wopts.threads = limits.threads;
+    wopts.skip_dir = rustix::fs::fstat(&store.inner.fs.dir).ok().map(|s| {
+        #[allow(clippy::unnecessary_cast)]
+        (s.st_dev as u64, s.st_ino as u64)
+    });
+    let walked = walk(root, &wopts);
+    if walked.over_limit {
+        locked.cached.index = had_index.then_some(ix);
+        out.refused = Some(format!(
+            "the workspace has more than {} files or directories in scope; the scan stopped there \
+             and recorded nothing (raise the file-count limit or narrow the workspace with .gitignore / .ignore)",
+            limits.max_files
+        ));
+        return Ok(out);
+    }
+    out.files = walked.files.len() as u64;
+
+    // What needs work: new paths, changed metadata, retries, racy entries.
+    let mut found = 0usize;
+    let mut work: Vec<(Box<[u8]>, Stat, Option<IdxEntry>)> = Vec::new();
+    for (p, st) in &walked.files {
+        match ix.entries.get(p) {
+            Some(e) => {
+                found += 1;
+                let retry = match &e.cov {
+                    Coverage::Pending => true,
+                    Coverage::Not(u) => u.retry(),
+                    Coverage::Hashed(_) => had_index && e.stat.ctime_total() >= racy_before,
+                };
+                if e.stat != *st || retry {
+                    work.push((p.clone(), *st, Some(e.clone())));
+                }
+            }
+            None => work.push((p.clone(), *st, None)),
+        }
+    }
+    // Paths no longer seen: deleted, unless under an unreadable directory (kept as
+    // they were) or still on disk but out of scope now (dropped without a change).
+    let mut deleted: Vec<(Box<[u8]>, IdxEntry)> = Vec::new();
+    let mut dropped: Vec<Box<[u8]>> = Vec::new();
+    if found != ix.entries.len() {
+        let seen: HashSet<&[u8]> = walked.files.iter().map(|(p, _)| &p[..]).collect();
+        for (k, e) in &ix.entries {
+            if seen.contains(&k[..]) {
+                continue;
+            }
+            if walked.dir_errors.iter().any(|(d, _)| under(k, d))
+                || walked.entry_errors.iter().any(|(p, _)| p == k)
+            {
+                continue;
+            }
+            let on_disk =
+                std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes_ext(k))).is_ok();
+            if on_disk {
+                dropped.push(k.clone());
+            } else {
+                deleted.push((k.clone(), e.clone()));
+            }
+        }
+    }
+
+    // The budget: bytes of content kept in the store for this workspace.
+    let mut covered: u64 = ix
+        .entries
+        .values()
+        .filter_map(|e| matches!(e.cov, Coverage::Hashed(_)).then_some(e.stat.size))
+        .sum();
+    for (_, _, old) in &work {
+        if let Some(IdxEntry {
+            stat,
+            cov: Coverage::Hashed(_),
+        }) = old
+        {
+            covered = covered.saturating_sub(stat.size);
+        }
+    }
+    for (_, e) in &deleted {
+        if matches!(e.cov, Coverage::Hashed(_)) {
+            covered = covered.saturating_sub(e.stat.size);
+        }
+    }
+    work.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut results: Vec<Option<Hashed>> = vec![None; work.len()];
+    let mut to_hash: Vec<usize> = Vec::new();
+    for (i, (_, st, _)) in work.iter().enumerate() {
+        let direct = direct(*st).or_else(|| {
+            if limits.cap != 0 && st.size > limits.cap {
+                Some(Uncovered::OverFileCap)
+            } else if covered.saturating_add(st.size) > limits.max_baseline_bytes {
+                Some(Uncovered::OverBudget)
+            } else {
+                None
+            }
+        });
+        match direct {
+            Some(u) => {
+                results[i] = Some(Hashed::Entry(IdxEntry {
+                    stat: *st,
+                    cov: Coverage::Not(u),
+                }))
+            }
+            None => {
+                covered += st.size;
+                to_hash.push(i);
+            }
+        }
+    }
+
+    // A baseline (first scan, or one that was interrupted) persists its progress.
+    let resumable = !had_index || !ix.baseline_complete;
+    let removed_any = !dropped.is_empty() || !deleted.is_empty();
+    for k in &dropped {
+        ix.entries.remove(k);
+    }
+    for (k, _) in &deleted {
+        ix.entries.remove(k);
+    }
+    if resumable && to_hash.len() > limits.progress_batch {
+        for &i in &to_hash {
+            ix.entries.insert(
+                work[i].0.clone(),
+                IdxEntry {
+                    stat: work[i].1,
+                    cov: Coverage::Pending,
+                },
+            );
+        }
+        ix.baseline_complete = false;
+        ix.scanned_at = started;
+        locked.save(ix)?;
+        ix = locked.cached.index.take().unwrap_or_default();
+    }
+    let batch = if resumable {
+        limits.progress_batch.max(1)
+    } else {
+        usize::MAX
+    };
+    for chunk in to_hash.chunks(batch) {
+        let items: Vec<(Box<[u8]>, Stat)> = chunk
+            .iter()
+            .map(|&i| (work[i].0.clone(), work[i].1))
+            .collect();
+        let hashed = match hash_all(&store.inner.fs, ws, limits.cap, &items, limits.threads) {
+            Ok(h) => h,
+            Err(e) => {
+                locked.cached.index = None;
+                return Err(e.into());
+            }
+        };
+        for (&i, h) in chunk.iter().zip(hashed) {
+            match &h {
+                Hashed::Entry(e) => {
+                    ix.entries.insert(work[i].0.clone(), e.clone());
+                }
+                Hashed::Vanished => {
+                    ix.entries.remove(&work[i].0);
+                }
+            }
+            results[i] = Some(h);
+        }
+        if resumable && chunk.len() == batch && to_hash.len() > batch {
+            ix.baseline_complete = !ix.entries.values().any(|e| e.cov == Coverage::Pending);
+            ix.scanned_at = started;
+            locked.save(ix)?;
+            ix = locked.cached.index.take().unwrap_or_default();
+        }
+    }
+    for (i, r) in results.iter().enumerate() {
+        match r {
+            Some(Hashed::Entry(e)) => {
+                ix.entries.insert(work[i].0.clone(), e.clone());
+            }
+            Some(Hashed::Vanished) => {
+                ix.entries.remove(&work[i].0);
+            }
+            None => {}
+        }
+    }
+
+    // The changes (none for a baseline: there is nothing to compare with).
+    if had_index {
+        for (i, (p, _, old)) in work.iter().enumerate() {
+            let new = match &results[i] {
+                Some(Hashed::Entry(e)) => Some(e.clone()),
+                _ => None,
+            };
+            let kind = match (old, &new) {
+                (None, Some(n)) => {
+                    // Out of scope before (e.g. un-ignored) rather than created: its status
+                    // has not changed since before the previous scan.
+                    if n.stat.ctime_total() < racy_before {
+                        None
+                    } else {
+                        Some(ChangeKind::Created)
+                    }
+                }
+                (Some(_), None) => Some(ChangeKind::Deleted),
+                (Some(o), Some(n)) => classify(o, n),
+                (None, None) => None,
+            };
+            if let Some(kind) = kind {
+                out.changes.push(Change {
+                    path: p.clone(),
+                    kind,
+                    old: old.clone(),
+                    new,
+                });
+            }
+        }
+        for (p, e) in deleted {
+            out.changes.push(Change {
+                path: p,
+                kind: ChangeKind::Deleted,
+                old: Some(e),
+                new: None,
+            });
+        }
+        out.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+
+    ix.baseline_complete = !ix.entries.values().any(|e| e.cov == Coverage::Pending);
+    out.baseline_complete = ix.baseline_complete;
+    for (k, e) in &ix.entries {
+        if let Coverage::Not(u) = &e.cov {
+            out.not_covered
+                .push((k.clone(), reason_text(u, e.stat.size, limits.cap)));
+        }
+    }
+    for (d, err) in &walked.dir_errors {
+        out.not_covered
+            .push((d.clone(), format!("unreadable directory: {err}")));
+    }
+    for (p, err) in &walked.entry_errors {
+        out.not_covered
+            .push((p.clone(), format!("unreadable: {err}")));
+    }
+    out.not_covered.sort();
+    let dirty = !had_index || !work.is_empty() || removed_any;
+    if dirty {
+        ix.scanned_at = started;
+        locked.save(ix)?;
+    } else {
+        locked.cached.index = Some(ix);
+    }
+    Ok(out)
+}
+
+/// `OsStr` from raw bytes (Unix).
+trait FromBytesExt {
+    fn from_bytes_ext(b: &[u8]) -> &std::ffi::OsStr;
+}
+
+impl FromBytesExt for std::ffi::OsStr {
+    fn from_bytes_ext(b: &[u8]) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(b)
+    }
+}
+
+/// Every blob an index references (for the sweep).
+pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
+    ix.entries.values().filter_map(IdxEntry::sha_hex)
+}

@@ -1,0 +1,218 @@
+//! Reading changed files into the content-addressed store, in parallel.
+//!
+//! Files are opened through the session's workspace handle, one component at a
+//! time without following symlinks (as every other workspace read), and streamed
+//! into `blobs/` by the blob writer. A file whose size or times change while it
+//! is read is read once more; if it changes again it is not covered.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::blob::{Stored, store_file};
+use crate::error::FsFailure;
+use crate::fsio::{DiskMeta, FileKind, StoreFs, Walk, WsDir, WsFs};
+use crate::path::RelPath;
+use crate::seam::Area;
+
+use super::index::{Coverage, IdxEntry, Stat, Uncovered};
+
+/// The outcome for one path.
+#[derive(Debug, Clone)]
+pub(crate) enum Hashed {
+    /// Now in the index as this entry.
+    Entry(IdxEntry),
+    /// Gone (or its parent is no directory any more).
+    Vanished,
+}
+
+fn same_content_meta(a: &DiskMeta, b: &DiskMeta) -> bool {
+    a.size == b.size
+        && a.mtime_s == b.mtime_s
+        && a.mtime_ns == b.mtime_ns
+        && a.ctime_s == b.ctime_s
+        && a.ctime_ns == b.ctime_ns
+        && a.ino == b.ino
+}
+
+fn errno_of(e: &FsFailure) -> i32 {
+    e.source
+        .raw_os_error()
+        .unwrap_or(rustix::io::Errno::IO.raw_os_error())
+}
+
+fn not(stat: Stat, u: Uncovered) -> Hashed {
+    Hashed::Entry(IdxEntry {
+        stat,
+        cov: Coverage::Not(u),
+    })
+}
+
+/// Reads one file (its parent already opened) into the store.
+fn one(
+    store: &StoreFs,
+    ws: &WsFs,
+    dir: &WsDir<'_>,
+    rel: &RelPath,
+    walked: Stat,
+    cap: u64,
+) -> Result<Hashed, FsFailure> {
+    let (_, name) = rel.split_last();
+    for attempt in 0..2 {
+        let opened = match ws.open_read(dir, name, rel) {
+            Ok(o) => o,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                // Became a symlink since the walk.
+                return Ok(match ws.lstat(dir, name, rel)? {
+                    Some(m) => not(Stat::from_disk(&m), Uncovered::Symlink),
+                    None => Hashed::Vanished,
+                });
+            }
+            Err(e) if e.area == Area::Workspace => {
+                return Ok(not(walked, Uncovered::Unreadable(errno_of(&e))));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((mut f, meta)) = opened else {
+            return Ok(Hashed::Vanished);
+        };
+        let stat = Stat::from_disk(&meta);
+        match meta.kind {
+            FileKind::File if meta.nlink > 1 => return Ok(not(stat, Uncovered::HardLink)),
+            FileKind::File => {}
+            FileKind::Symlink => return Ok(not(stat, Uncovered::Symlink)),
+            FileKind::Dir => return Ok(Hashed::Vanished),
+            FileKind::Other => return Ok(not(stat, Uncovered::Special)),
+        }
+        if cap != 0 && meta.size > cap {
+            return Ok(not(stat, Uncovered::OverFileCap));
+        }
+        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap) {
+            Ok(s) => s,
+            Err(e) if e.area == Area::Workspace => {
+                return Ok(not(stat, Uncovered::Unreadable(errno_of(&e))));
+            }
+            Err(e) => return Err(e),
+        };
+        let after = rustix::fs::fstat(&f)
+            .map(|st| DiskMeta::from_stat(&st))
+            .ok();
+        let steady = after.is_some_and(|a| same_content_meta(&a, &meta));
+        match stored {
+            Stored::OverCap { .. } if steady => return Ok(not(stat, Uncovered::OverFileCap)),
+            Stored::Blob { sha256, size, .. } if steady && size == meta.size => {
+                let mut sha = [0u8; 32];
+                if hex::decode_to_slice(&sha256, &mut sha).is_err() {
+                    return Ok(not(stat, Uncovered::Changing));
+                }
+                return Ok(Hashed::Entry(IdxEntry {
+                    stat,
+                    cov: Coverage::Hashed(sha),
+                }));
+            }
+            _ if attempt == 0 => continue,
+            _ => return Ok(not(stat, Uncovered::Changing)),
+        }
+    }
+    Ok(not(walked, Uncovered::Changing))
+}
+
+/// Reads `items` (sorted by path) into the store using up to `threads` threads;
+/// results in the same order. Store-side failures abort (the first is returned).
+pub(crate) fn hash_all(
+    store: &StoreFs,
+    ws: &WsFs,
+    cap: u64,
+    items: &[(Box<[u8]>, Stat)],
+    threads: usize,
+) -> Result<Vec<Hashed>, FsFailure> {
+    // Runs of the same parent directory: each worker opens a directory once per run.
+    let parent = |p: &[u8]| -> usize { p.iter().rposition(|b| *b == b'/').unwrap_or(0) };
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for i in 1..=items.len() {
+        let split = i == items.len() || {
+            let (a, b) = (&items[i - 1].0, &items[i].0);
+            a[..parent(a)] != b[..parent(b)] || i - start >= 256
+        };
+        if split {
+            runs.push((start, i));
+            start = i;
+        }
+    }
+    let results: Mutex<Vec<Option<Hashed>>> = Mutex::new(vec![None; items.len()]);
+    let failure: Mutex<Option<FsFailure>> = Mutex::new(None);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let r = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(s, e)) = runs.get(r) else { break };
+            if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
+                break;
+            }
+            let mut local = Vec::with_capacity(e - s);
+            let mut dir: Option<Option<WsDir<'_>>> = None;
+            let mut err = None;
+            for (path, walked) in &items[s..e] {
+                let Ok(rel) = RelPath::from_bytes(path) else {
+                    local.push(Hashed::Vanished);
+                    continue;
+                };
+                if dir.is_none() {
+                    let mut created = Vec::new();
+                    dir = Some(match ws.walk_parent(&rel, false, &mut created) {
+                        Ok(Walk::Parent(d)) => Some(d),
+                        Ok(_) => None,
+                        Err(e) if e.area == Area::Workspace => {
+                            let u = Uncovered::Unreadable(errno_of(&e));
+                            local.push(not(*walked, u));
+                            continue;
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    });
+                }
+                let Some(Some(d)) = dir.as_ref() else {
+                    local.push(Hashed::Vanished);
+                    continue;
+                };
+                match one(store, ws, d, &rel, *walked, cap) {
+                    Ok(h) => local.push(h),
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = err {
+                let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+                f.get_or_insert(e);
+                break;
+            }
+            let mut res = results.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, h) in local.into_iter().enumerate() {
+                res[s + i] = Some(h);
+            }
+        }
+    };
+    let threads = threads.clamp(1, 8).min(runs.len().max(1));
+    if threads == 1 {
+        work();
+    } else {
+        std::thread::scope(|sc| {
+            for _ in 0..threads {
+                sc.spawn(work);
+            }
+        });
+    }
+    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(results
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .map(|h| h.unwrap_or(Hashed::Vanished))
+        .collect())
+}

@@ -1,0 +1,446 @@
+//! The per-workspace index: `workspaces/<key>/index.bin`, a compact binary file
+//! (documented byte by byte in `docs/format.md`, section "Workspace index").
+//!
+//! A torn or corrupt index is a cache miss (the scan rebuilds it); an index
+//! written by a newer build fails closed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{CorruptFile, Fault, NewerVersion};
+use crate::fsio::{DiskMeta, FileKind};
+
+/// The file's first eight bytes.
+pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
+/// The index version this build writes and reads.
+pub(crate) const INDEX_VERSION: u32 = 1;
+const FLAG_BASELINE_COMPLETE: u32 = 1;
+const HEADER: usize = 8 + 4 + 4 + 8 + 8;
+const TRAILER: usize = 32;
+
+/// `lstat` metadata of an index entry (the full `st_mode`, type bits included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub mode: u32,
+    pub nlink: u32,
+    pub size: u64,
+    pub mtime_s: i64,
+    pub mtime_ns: u32,
+    pub ctime_s: i64,
+    pub ctime_ns: u32,
+    pub ino: u64,
+    pub dev: u64,
+}
+
+impl Stat {
+    pub fn from_meta(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            mode: m.mode(),
+            nlink: u32::try_from(m.nlink()).unwrap_or(u32::MAX),
+            size: m.size(),
+            mtime_s: m.mtime(),
+            mtime_ns: m.mtime_nsec() as u32,
+            ctime_s: m.ctime(),
+            ctime_ns: m.ctime_nsec() as u32,
+            ino: m.ino(),
+            dev: m.dev(),
+        }
+    }
+
+    pub fn from_disk(d: &DiskMeta) -> Self {
+        let fmt = match d.kind {
+            FileKind::File => 0o100000,
+            FileKind::Dir => 0o040000,
+            FileKind::Symlink => 0o120000,
+            FileKind::Other => 0o010000,
+        };
+        Stat {
+            mode: fmt | (d.mode & 0o7777),
+            nlink: u32::try_from(d.nlink).unwrap_or(u32::MAX),
+            size: d.size,
+            mtime_s: d.mtime_s,
+            mtime_ns: d.mtime_ns,
+            ctime_s: d.ctime_s,
+            ctime_ns: d.ctime_ns,
+            ino: d.ino,
+            dev: d.dev,
+        }
+    }
+
+    pub fn kind(&self) -> FileKind {
+        match self.mode & 0o170000 {
+            0o100000 => FileKind::File,
+            0o040000 => FileKind::Dir,
+            0o120000 => FileKind::Symlink,
+            _ => FileKind::Other,
+        }
+    }
+
+    pub fn perm(&self) -> u32 {
+        self.mode & 0o7777
+    }
+
+    /// The store's [`DiskMeta`] view (what the tracked map compares).
+    pub fn disk_meta(&self) -> DiskMeta {
+        DiskMeta {
+            kind: self.kind(),
+            size: self.size,
+            mode: self.perm(),
+            nlink: u64::from(self.nlink),
+            ino: self.ino,
+            dev: self.dev,
+            mtime_s: self.mtime_s,
+            mtime_ns: self.mtime_ns,
+            ctime_s: self.ctime_s,
+            ctime_ns: self.ctime_ns,
+        }
+    }
+
+    /// Status-change time in nanoseconds since the epoch (0 before it).
+    pub fn ctime_total(&self) -> u64 {
+        u64::try_from(self.ctime_s)
+            .unwrap_or(0)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(self.ctime_ns))
+    }
+}
+
+/// Why an in-scope entry's content is not in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Uncovered {
+    /// Over the per-file cap.
+    OverFileCap,
+    /// The workspace's baseline byte budget was used up.
+    OverBudget,
+    /// Opening or reading failed (errno).
+    Unreadable(i32),
+    /// Size or times changed while it was read, twice.
+    Changing,
+    /// A symbolic link (never followed, not captured).
+    Symlink,
+    /// A regular file with more than one hard link.
+    HardLink,
+    /// A FIFO, socket or device.
+    Special,
+}
+
+impl Uncovered {
+    fn code(&self) -> (u8, i32) {
+        match self {
+            Uncovered::OverFileCap => (1, 0),
+            Uncovered::OverBudget => (2, 0),
+            Uncovered::Unreadable(e) => (3, *e),
+            Uncovered::Changing => (4, 0),
+            Uncovered::Symlink => (5, 0),
+            Uncovered::HardLink => (6, 0),
+            Uncovered::Special => (7, 0),
+        }
+    }
+
+    fn from_code(c: u8, e: i32) -> Option<Self> {
+        Some(match c {
+            1 => Uncovered::OverFileCap,
+            2 => Uncovered::OverBudget,
+            3 => Uncovered::Unreadable(e),
+            4 => Uncovered::Changing,
+            5 => Uncovered::Symlink,
+            6 => Uncovered::HardLink,
+            7 => Uncovered::Special,
+            _ => return None,
+        })
+    }
+
+    /// Whether the next scan retries the entry even when its metadata is unchanged.
+    pub fn retry(&self) -> bool {
+        matches!(self, Uncovered::Changing)
+    }
+}
+
+/// What the store holds of an entry's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Coverage {
+    /// The content is the blob with this SHA-256.
+    Hashed([u8; 32]),
+    /// Not hashed yet (an interrupted baseline continues with it).
+    Pending,
+    /// Not in the store, and why.
+    Not(Uncovered),
+}
+
+/// One in-scope path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdxEntry {
+    pub stat: Stat,
+    pub cov: Coverage,
+}
+
+impl IdxEntry {
+    pub fn sha_hex(&self) -> Option<String> {
+        match &self.cov {
+            Coverage::Hashed(s) => Some(hex::encode(s)),
+            _ => None,
+        }
+    }
+}
+
+/// The index in memory.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Index {
+    /// No entry is [`Coverage::Pending`].
+    pub baseline_complete: bool,
+    /// Wall clock (ns) when the scan that wrote this index started its walk.
+    pub scanned_at: u64,
+    pub entries: HashMap<Box<[u8]>, IdxEntry>,
+}
+
+fn corrupt(path: &Path, detail: &str) -> Fault {
+    CorruptFile {
+        path: path.to_string_lossy().into_owned(),
+        detail: detail.to_string(),
+    }
+    .into()
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .and_then(|s| s.try_into().ok())
+            .map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .and_then(|s| s.try_into().ok())
+            .map(u64::from_le_bytes)
+    }
+    fn i64(&mut self) -> Option<i64> {
+        self.u64().map(|v| v as i64)
+    }
+}
+
+/// Parses an index file. `Err(Newer)` for a newer version (fail closed),
+/// `Err(Corrupt)` for anything torn or malformed.
+pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
+    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        return Err(corrupt(
+            path,
+            "not a workspace index (bad magic or too short)",
+        ));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version > INDEX_VERSION {
+        return Err(NewerVersion {
+            path: path.to_string_lossy().into_owned(),
+            found: version,
+            supported: INDEX_VERSION,
+        }
+        .into());
+    }
+    if version == 0 {
+        return Err(corrupt(path, "version 0"));
+    }
+    if bytes.len() < HEADER + TRAILER {
+        return Err(corrupt(path, "truncated header"));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - TRAILER);
+    if Sha256::digest(body).as_slice() != sum {
+        return Err(corrupt(path, "checksum mismatch (torn or damaged)"));
+    }
+    let mut r = Reader { b: body, at: 12 };
+    let bad = || corrupt(path, "malformed entry");
+    let flags = r.u32().ok_or_else(bad)?;
+    let scanned_at = r.u64().ok_or_else(bad)?;
+    let count = r.u64().ok_or_else(bad)?;
+    let mut entries = HashMap::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 24));
+    for _ in 0..count {
+        let e = (|| {
+            let len = usize::from(r.u16()?);
+            let p: Box<[u8]> = r.take(len)?.into();
+            let stat = Stat {
+                mode: r.u32()?,
+                nlink: r.u32()?,
+                size: r.u64()?,
+                mtime_s: r.i64()?,
+                mtime_ns: r.u32()?,
+                ctime_s: r.i64()?,
+                ctime_ns: r.u32()?,
+                ino: r.u64()?,
+                dev: r.u64()?,
+            };
+            let cov = match r.u8()? {
+                0 => Coverage::Hashed(r.take(32)?.try_into().ok()?),
+                1 => Coverage::Pending,
+                2 => {
+                    let c = r.u8()?;
+                    let e = r.u32()? as i32;
+                    Coverage::Not(Uncovered::from_code(c, e)?)
+                }
+                _ => return None,
+            };
+            Some((p, IdxEntry { stat, cov }))
+        })()
+        .ok_or_else(bad)?;
+        if crate::path::RelPath::from_bytes(&e.0).is_err() {
+            return Err(corrupt(path, "entry with an invalid path"));
+        }
+        entries.insert(e.0, e.1);
+    }
+    if r.at != body.len() {
+        return Err(corrupt(path, "trailing bytes"));
+    }
+    Ok(Index {
+        baseline_complete: flags & FLAG_BASELINE_COMPLETE != 0,
+        scanned_at,
+        entries,
+    })
+}
+
+/// Serializes an index (entries sorted by path, so equal indexes are equal bytes).
+pub(crate) fn encode(ix: &Index) -> Vec<u8> {
+    let mut keys: Vec<&Box<[u8]>> = ix.entries.keys().collect();
+    keys.sort_unstable();
+    let mut out = Vec::with_capacity(HEADER + TRAILER + ix.entries.len() * 110);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+    let flags = if ix.baseline_complete {
+        FLAG_BASELINE_COMPLETE
+    } else {
+        0
+    };
+    out.extend_from_slice(&flags.to_le_bytes());
+    out.extend_from_slice(&ix.scanned_at.to_le_bytes());
+    out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+    for k in keys {
+        let e = &ix.entries[k];
+        // Paths are at most PATH_MAX (4096) bytes; the walk never yields longer ones.
+        let len = u16::try_from(k.len()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&k[..usize::from(len)]);
+        let s = &e.stat;
+        out.extend_from_slice(&s.mode.to_le_bytes());
+        out.extend_from_slice(&s.nlink.to_le_bytes());
+        out.extend_from_slice(&s.size.to_le_bytes());
+        out.extend_from_slice(&s.mtime_s.to_le_bytes());
+        out.extend_from_slice(&s.mtime_ns.to_le_bytes());
+        out.extend_from_slice(&s.ctime_s.to_le_bytes());
+        out.extend_from_slice(&s.ctime_ns.to_le_bytes());
+        out.extend_from_slice(&s.ino.to_le_bytes());
+        out.extend_from_slice(&s.dev.to_le_bytes());
+        match &e.cov {
+            Coverage::Hashed(sha) => {
+                out.push(0);
+                out.extend_from_slice(sha);
+            }
+            Coverage::Pending => out.push(1),
+            Coverage::Not(u) => {
+                let (c, errno) = u.code();
+                out.push(2);
+                out.push(c);
+                out.extend_from_slice(&(errno as u32).to_le_bytes());
+            }
+        }
+    }
+    let sum = Sha256::digest(&out);
+    out.extend_from_slice(&sum);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Index {
+        let mut ix = Index {
+            baseline_complete: true,
+            scanned_at: 123,
+            entries: HashMap::new(),
+        };
+        let stat = Stat {
+            mode: 0o100755,
+            nlink: 1,
+            size: 3,
+            mtime_s: 1,
+            mtime_ns: 2,
+            ctime_s: 3,
+            ctime_ns: 4,
+            ino: 5,
+            dev: 6,
+        };
+        ix.entries.insert(
+            b"a/b".to_vec().into(),
+            IdxEntry {
+                stat,
+                cov: Coverage::Hashed([7; 32]),
+            },
+        );
+        ix.entries.insert(
+            b"\xff\xfe".to_vec().into(),
+            IdxEntry {
+                stat,
+                cov: Coverage::Not(Uncovered::Unreadable(13)),
+            },
+        );
+        ix.entries.insert(
+            b"p".to_vec().into(),
+            IdxEntry {
+                stat,
+                cov: Coverage::Pending,
+            },
+        );
+        ix
+    }
+
+    #[test]
+    fn round_trips_and_detects_damage() {
+        let ix = sample();
+        let bytes = encode(&ix);
+        let back = decode(Path::new("i"), &bytes).expect("decode");
+        assert_eq!(back.entries, ix.entries);
+        assert!(back.baseline_complete);
+        assert_eq!(back.scanned_at, 123);
+        assert_eq!(encode(&back), bytes);
+        // Every truncation and every flipped byte is detected.
+        for n in 0..bytes.len() {
+            assert!(
+                decode(Path::new("i"), &bytes[..n]).is_err(),
+                "truncated at {n}"
+            );
+        }
+        for i in 12..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x40;
+            assert!(
+                matches!(decode(Path::new("i"), &b), Err(Fault::Corrupt(_))),
+                "flip at {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn newer_version_fails_closed() {
+        let mut bytes = encode(&sample());
+        bytes[8] = 2;
+        assert!(matches!(
+            decode(Path::new("i"), &bytes),
+            Err(Fault::Newer(_))
+        ));
+    }
+}

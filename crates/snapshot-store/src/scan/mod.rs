@@ -1,0 +1,205 @@
+//! The workspace scan: every change to an in-scope file comes back, whatever made it.
+//!
+//! A per-workspace index (`workspaces/<key>/index.bin`) holds the `lstat` metadata
+//! and the content hash of every in-scope regular file; the content itself is in the
+//! store's `blobs/` from the first scan on (the baseline). Around every tool call
+//! that the fs-intent capture does not cover, and at every message boundary, the
+//! host calls [`Session::scan`](crate::Session::scan): a parallel stat walk compares
+//! the workspace with the index, reads only what changed, and records the changes
+//! (see `docs/tracking-boundary.md`, section "Scan").
+//!
+//! Files by concern: `index` (the binary format), `walk` (the stat walk and its
+//! ignore rules), `hash` (reading changed files into the store), `workspace`
+//! (key, locks, the cached index), `diff` (one scan: compare, read, update),
+//! `record` (the `Session` API and what each phase records), `plan` (the planner's
+//! and the restore's share).
+
+mod diff;
+mod hash;
+mod index;
+mod plan;
+mod record;
+mod walk;
+mod workspace;
+
+use crate::error::{CorruptFile, FsFailure, NewerVersion};
+use crate::path::RelPath;
+
+pub use workspace::workspace_key;
+
+pub(crate) use plan::{emptied_dirs, is_outside, mark_live, outside_only};
+
+/// The stable code of a scan that stopped at the file-count limit.
+pub const SCAN_BUDGET_CODE: &str = "rewind/scan-budget";
+
+/// When the scan runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanPhase {
+    /// Before a tool call that the fs-intent capture does not cover.
+    Before,
+    /// After that call (successful or not).
+    After,
+    /// At a new human message.
+    Boundary,
+}
+
+impl ScanPhase {
+    /// `before`, `after` or `boundary`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScanPhase::Before => "before",
+            ScanPhase::After => "after",
+            ScanPhase::Boundary => "boundary",
+        }
+    }
+
+    /// Parses [`ScanPhase::as_str`].
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "before" => Some(ScanPhase::Before),
+            "after" => Some(ScanPhase::After),
+            "boundary" => Some(ScanPhase::Boundary),
+            _ => None,
+        }
+    }
+}
+
+/// A scan request.
+#[derive(Debug, Clone)]
+pub struct ScanRequest {
+    /// When the scan runs.
+    pub phase: ScanPhase,
+    /// The tool call (phases `before` / `after`).
+    pub call_id: Option<String>,
+    /// The anchor: the seq of the human message the turn belongs to.
+    pub anchor_seq: u64,
+    /// Whether the call succeeded (phase `after`; a failed call's changes are recorded too).
+    pub ok: bool,
+    /// The workspace's baseline byte budget: total bytes of file content the store
+    /// keeps for the workspace's current state.
+    pub max_baseline_bytes: u64,
+    /// The file-count limit: more files (or directories) in scope refuse the scan.
+    pub max_files: u64,
+    /// A baseline saves its progress every this many files (resumable when interrupted).
+    pub progress_batch: usize,
+    /// Threads of the walk and of hashing (0 = the number of CPUs).
+    pub threads: usize,
+}
+
+impl ScanRequest {
+    /// A request with the default budgets (2 GiB baseline, 200,000 files).
+    pub fn new(phase: ScanPhase, anchor_seq: u64) -> Self {
+        ScanRequest {
+            phase,
+            call_id: None,
+            anchor_seq,
+            ok: true,
+            max_baseline_bytes: DEFAULT_MAX_BASELINE_BYTES,
+            max_files: DEFAULT_MAX_FILES,
+            progress_batch: 8192,
+            threads: 0,
+        }
+    }
+}
+
+/// Default baseline byte budget per workspace.
+pub const DEFAULT_MAX_BASELINE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Default file-count limit.
+pub const DEFAULT_MAX_FILES: u64 = 200_000;
+
+/// A path the store does not hold the content of, with why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NotCovered {
+    /// Workspace-relative path (a directory for an unreadable directory).
+    pub path: RelPath,
+    /// Why, as text.
+    pub reason: String,
+}
+
+/// A scan that refused to run to the end.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScanRefusal {
+    /// Stable code ([`SCAN_BUDGET_CODE`]).
+    pub code: &'static str,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// What [`Session::scan`](crate::Session::scan) found and recorded.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ScanReport {
+    /// In-scope entries (regular files, symlinks, special files).
+    pub files: u64,
+    /// Entries recorded into the session's groups (restorable before-states and outside notes).
+    pub recorded: usize,
+    /// Created since the previous scan.
+    pub created: Vec<RelPath>,
+    /// Content changed.
+    pub modified: Vec<RelPath>,
+    /// Deleted.
+    pub deleted: Vec<RelPath>,
+    /// Only the permission bits changed.
+    pub mode_changed: Vec<RelPath>,
+    /// Changed outside the agent (recorded as notes, never restored).
+    pub outside: Vec<RelPath>,
+    /// Paths whose content the store does not hold.
+    pub not_covered: Vec<NotCovered>,
+    /// Set when the scan stopped at the file-count limit (nothing was recorded).
+    pub refused: Option<ScanRefusal>,
+    /// Every in-scope file has been read once (the baseline is done).
+    pub baseline_complete: bool,
+    /// This scan had no index to compare with (it built the baseline; lists are empty).
+    pub baseline: bool,
+    /// Set when the index was torn or corrupt and rebuilt by this scan.
+    pub index_rebuilt: Option<String>,
+    /// Wall time of the scan, milliseconds.
+    pub elapsed_ms: f64,
+}
+
+/// Error of [`Session::scan`](crate::Session::scan).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// A filesystem call on the store failed.
+    #[error(transparent)]
+    Fs(#[from] FsFailure),
+    /// A store file is corrupt (a corrupt index is rebuilt, never reported here).
+    #[error(transparent)]
+    Corrupt(#[from] CorruptFile),
+    /// The store, a record or the workspace index is newer than this build: refused.
+    #[error(transparent)]
+    NewerStore(#[from] NewerVersion),
+    /// The call id is not acceptable.
+    #[error("invalid call id `{id}`: {reason}")]
+    InvalidCallId {
+        /// The id.
+        id: String,
+        /// Why.
+        reason: crate::path::IdError,
+    },
+    /// The session has no workspace directory to scan (an ancestor view).
+    #[error("session `{session}` has no workspace to scan")]
+    NoWorkspace {
+        /// The session id.
+        session: String,
+    },
+    /// The workspace path cannot be resolved.
+    #[error("cannot resolve the workspace `{path}`: {source}")]
+    Workspace {
+        /// The path.
+        path: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<crate::error::Fault> for ScanError {
+    fn from(f: crate::error::Fault) -> Self {
+        match f {
+            crate::error::Fault::Fs(e) => ScanError::Fs(e),
+            crate::error::Fault::Corrupt(e) => ScanError::Corrupt(e),
+            crate::error::Fault::Newer(e) => ScanError::NewerStore(e),
+        }
+    }
+}

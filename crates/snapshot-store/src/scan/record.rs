@@ -1,0 +1,276 @@
+//! [`Session::scan`]: one scan of the session's workspace and what each phase records.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Fault;
+use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason, parse_record, to_json};
+use crate::fsio::FileKind;
+use crate::path::{RelPath, encode_id};
+use crate::session::{Session, State};
+
+use super::diff::{Change, ChangeKind, Limits, run};
+use super::index::{Coverage, IdxEntry, Uncovered};
+use super::workspace::{lock, slot, workspace_key};
+use super::{
+    NotCovered, SCAN_BUDGET_CODE, ScanError, ScanPhase, ScanRefusal, ScanReport, ScanRequest,
+};
+
+/// `sessions/<id>/scan.json`: the anchor of this session's last scan of its workspace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScanSessionState {
+    /// Record version.
+    pub v: u32,
+    /// The workspace key scanned.
+    pub workspace: String,
+    /// The anchor of the last scan.
+    pub anchor_seq: u64,
+}
+
+const SCAN_STATE_VERSION: u32 = 1;
+
+/// How a phase treats the changes found.
+enum Mode {
+    /// Restorable before-states at the anchor (`skip_explained`: a change a committed
+    /// write-tool capture already explains is not recorded again).
+    Restorable {
+        source: EntrySource,
+        skip_explained: bool,
+    },
+    /// Changes to paths no tool touched are outside notes; tracked paths are left to
+    /// the boundary re-check.
+    Outside,
+}
+
+impl Session {
+    fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
+        let path = self.p("scan.json");
+        match self.store.inner.fs.read_opt(&path)? {
+            None => Ok(None),
+            Some(bytes) => match parse_record::<ScanSessionState>(&path, &bytes) {
+                Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(Some(s)),
+                Ok(_) => Ok(None),
+                // Only tells whether the last scan was in this turn; a torn one means "unknown".
+                Err(Fault::Corrupt(_)) => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// The before-state an index entry stands for.
+    fn before_of(&self, old: Option<&IdxEntry>) -> BeforeState {
+        let Some(e) = old else {
+            return BeforeState::Absent;
+        };
+        match e.stat.kind() {
+            FileKind::Symlink => BeforeState::Skipped {
+                reason: SkipReason::Symlink,
+            },
+            FileKind::Dir => BeforeState::Skipped {
+                reason: SkipReason::Directory,
+            },
+            FileKind::Other => BeforeState::Skipped {
+                reason: SkipReason::Special,
+            },
+            FileKind::File => match &e.cov {
+                Coverage::Hashed(_) => match e.sha_hex() {
+                    Some(sha) if self.store.has_blob(&sha) => BeforeState::File {
+                        sha256: sha,
+                        size: e.stat.size,
+                        mode: e.stat.perm(),
+                    },
+                    _ => BeforeState::Uncovered { size: e.stat.size },
+                },
+                Coverage::Not(Uncovered::HardLink) => BeforeState::Skipped {
+                    reason: SkipReason::HardLink {
+                        nlink: u64::from(e.stat.nlink),
+                    },
+                },
+                _ => BeforeState::Uncovered { size: e.stat.size },
+            },
+        }
+    }
+
+    /// What the store knows of a path's state after a recorded change.
+    fn known_of(new: Option<&IdxEntry>) -> Known {
+        match new {
+            None => Known::Absent,
+            Some(e) => Known::Present {
+                meta: e.stat.disk_meta(),
+                sha256: e.sha_hex(),
+                recorded: matches!(e.cov, Coverage::Hashed(_)),
+            },
+        }
+    }
+
+    /// A change a committed capture of the write tools explains: the tracked map
+    /// already holds the path's current disk state.
+    fn explained(&self, st: &mut State, path: &RelPath, c: &Change) -> Result<bool, Fault> {
+        let tracked = self.tracked(st)?;
+        Ok(match (tracked.get(path), &c.new) {
+            (Some((Known::Absent, _)), None) => true,
+            (Some((Known::Present { meta, .. }, _)), Some(n)) => *meta == n.stat.disk_meta(),
+            _ => false,
+        })
+    }
+
+    /// Scans the session's workspace (see [`ScanPhase`]) and records what changed:
+    ///
+    /// * `After` a tool call: every change since the previous scan is that call's
+    ///   before-state in the group of `anchor_seq` (also when the call failed).
+    /// * `Before` a tool call: changes since the previous scan of this turn (a
+    ///   background job, an editor) are recorded the same way, except those a
+    ///   committed write-tool capture already explains. When this session's
+    ///   previous scan was in an earlier turn, it behaves as `Boundary`.
+    /// * `Boundary`: changes to paths a tool touched are left to
+    ///   [`Session::recheck_tracked`]; changes to any other path are recorded as
+    ///   outside notes (listed by a plan, never restored).
+    ///
+    /// The first scan of a workspace reads every in-scope file into the store (the
+    /// baseline, shared by every session of the workspace) and records nothing.
+    /// Scans of one workspace are serialized across threads and processes.
+    pub fn scan(&self, req: &ScanRequest) -> Result<ScanReport, ScanError> {
+        let t0 = Instant::now();
+        if let Some(id) = &req.call_id {
+            encode_id(id).map_err(|reason| ScanError::InvalidCallId {
+                id: id.clone(),
+                reason,
+            })?;
+        }
+        let root = self
+            .workspace_root()
+            .ok_or_else(|| ScanError::NoWorkspace {
+                session: self.id.clone(),
+            })?
+            .to_path_buf();
+        let canonical = std::fs::canonicalize(&root).map_err(|source| ScanError::Workspace {
+            path: root.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let key = workspace_key(&canonical);
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.store.lock_shared()?;
+        let slot = slot(&self.store, &key);
+        let mut locked = lock(&self.store, &key, &slot)?;
+        let limits = Limits {
+            cap: self.store.max_file_bytes(),
+            max_baseline_bytes: req.max_baseline_bytes,
+            max_files: req.max_files,
+            progress_batch: req.progress_batch,
+            threads: req.threads,
+        };
+        let out = run(&mut locked, &self.ws, &root, &limits)?;
+        let mut report = ScanReport {
+            files: out.files,
+            baseline_complete: out.baseline_complete,
+            baseline: out.baseline,
+            index_rebuilt: out.rebuilt.clone(),
+            not_covered: out
+                .not_covered
+                .iter()
+                .filter_map(|(p, r)| {
+                    RelPath::from_bytes(p).ok().map(|path| NotCovered {
+                        path,
+                        reason: r.clone(),
+                    })
+                })
+                .collect(),
+            ..ScanReport::default()
+        };
+        if let Some(message) = out.refused {
+            report.refused = Some(ScanRefusal {
+                code: SCAN_BUDGET_CODE,
+                message,
+            });
+            report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            return Ok(report);
+        }
+        let prev = self.scan_state()?.filter(|s| s.workspace == key);
+        let in_turn = prev
+            .as_ref()
+            .is_some_and(|s| s.anchor_seq == req.anchor_seq);
+        let mode = match req.phase {
+            ScanPhase::After => Mode::Restorable {
+                source: EntrySource::Scan {
+                    call_id: req.call_id.clone(),
+                },
+                skip_explained: false,
+            },
+            ScanPhase::Before if in_turn => Mode::Restorable {
+                source: EntrySource::Scan { call_id: None },
+                skip_explained: true,
+            },
+            ScanPhase::Before | ScanPhase::Boundary => Mode::Outside,
+        };
+        let mut entries = Vec::new();
+        let mut updates = Vec::new();
+        for c in &out.changes {
+            let Ok(path) = RelPath::from_bytes(&c.path) else {
+                continue;
+            };
+            let restorable = match &mode {
+                Mode::Restorable { skip_explained, .. } => {
+                    if *skip_explained && self.explained(&mut st, &path, c)? {
+                        continue;
+                    }
+                    true
+                }
+                Mode::Outside => {
+                    if self.tracked(&mut st)?.contains_key(&path) {
+                        continue;
+                    }
+                    false
+                }
+            };
+            if restorable {
+                match c.kind {
+                    ChangeKind::Created => report.created.push(path.clone()),
+                    ChangeKind::Modified => report.modified.push(path.clone()),
+                    ChangeKind::Deleted => report.deleted.push(path.clone()),
+                    ChangeKind::ModeChanged => report.mode_changed.push(path.clone()),
+                }
+                updates.push((path.clone(), Self::known_of(c.new.as_ref()), None));
+            } else {
+                report.outside.push(path.clone());
+            }
+            entries.push(Entry {
+                path,
+                order: self.store.next_order(),
+                before: self.before_of(c.old.as_ref()),
+            });
+        }
+        report.recorded = entries.len();
+        match mode {
+            Mode::Restorable { source, .. } => {
+                self.append_group(&mut st, req.anchor_seq, source, entries)?;
+            }
+            Mode::Outside => {
+                // The change happened before this message: note it at the anchor of the
+                // previous scan, so a rewind to this message itself does not list it.
+                let at = prev
+                    .as_ref()
+                    .map(|s| s.anchor_seq)
+                    .filter(|a| *a < req.anchor_seq)
+                    .unwrap_or(req.anchor_seq);
+                self.append_group(&mut st, at, EntrySource::Outside, entries)?;
+            }
+        }
+        self.update_tracked(&mut st, updates)?;
+        if !in_turn {
+            let rec = ScanSessionState {
+                v: SCAN_STATE_VERSION,
+                workspace: key,
+                anchor_seq: req.anchor_seq,
+            };
+            self.store
+                .inner
+                .fs
+                .write_atomic(&self.p("scan.json"), &to_json(&rec))?;
+        }
+        drop(locked);
+        report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        Ok(report)
+    }
+}

@@ -1,0 +1,212 @@
+//! One workspace's shared state in the store: `workspaces/<key>/` (the index and a
+//! lock file), the per-workspace lock (in-process mutex + `flock` across processes)
+//! and the in-memory copy of the index.
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use cap_std::fs::OpenOptions;
+use rustix::fs::FlockOperation;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Fault, FsFailure};
+use crate::seam::{Area, FsOp};
+use crate::store::Store;
+
+use super::index::{Index, decode, encode};
+
+/// The store directory of workspace indexes.
+pub(crate) const WORKSPACES: &str = "workspaces";
+
+/// The key of a workspace: the first 32 hex digits of SHA-256 of its canonical path.
+pub fn workspace_key(canonical: &Path) -> String {
+    let d = Sha256::digest(canonical.as_os_str().as_bytes());
+    hex::encode(&d[..16])
+}
+
+/// Identity of the index file the cached copy was read from / written to.
+type FileId = (u64, u64, i64, i64);
+
+#[derive(Default)]
+pub(crate) struct Cached {
+    pub index: Option<Index>,
+    file: Option<FileId>,
+}
+
+type Registry = Mutex<HashMap<(u64, u64, String), Arc<Mutex<Cached>>>>;
+
+fn registry() -> &'static Registry {
+    static R: OnceLock<Registry> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// A locked workspace: the in-process mutex and the cross-process `flock` are held
+/// until this is dropped.
+pub(crate) struct Locked<'a> {
+    pub store: &'a Store,
+    pub dir: PathBuf,
+    pub cached: MutexGuard<'a, Cached>,
+    _flock: cap_std::fs::File,
+}
+
+fn store_identity(store: &Store) -> (u64, u64) {
+    rustix::fs::fstat(&store.inner.fs.dir)
+        .map(|s| {
+            #[allow(clippy::unnecessary_cast)]
+            (s.st_dev as u64, s.st_ino as u64)
+        })
+        .unwrap_or((0, 0))
+}
+
+/// The shared slot of workspace `key` of `store` (keep the `Arc` alive while locked).
+pub(crate) fn slot(store: &Store, key: &str) -> Arc<Mutex<Cached>> {
+    let (dev, ino) = store_identity(store);
+    let mut r = registry().lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(r.entry((dev, ino, key.to_string())).or_default())
+}
+
+fn fail(op: FsOp, path: &Path, source: std::io::Error) -> FsFailure {
+    FsFailure {
+        op,
+        area: Area::Store,
+        path: path.to_string_lossy().into_owned(),
+        source,
+    }
+}
+
+/// Locks workspace `key` (blocking): in-process first, then across processes.
+pub(crate) fn lock<'a>(
+    store: &'a Store,
+    key: &str,
+    slot: &'a Mutex<Cached>,
+) -> Result<Locked<'a>, Fault> {
+    let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let fs = &store.inner.fs;
+    let dir = Path::new(WORKSPACES).join(key);
+    fs.create_dir_all(&dir)?;
+    let lpath = dir.join("lock");
+    fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create(true);
+    let file = fs
+        .dir
+        .open_with(&lpath, &o)
+        .map_err(|e| fail(FsOp::Lock, &lpath, e))?;
+    rustix::fs::flock(&file, FlockOperation::LockExclusive)
+        .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
+    Ok(Locked {
+        store,
+        dir,
+        cached,
+        _flock: file,
+    })
+}
+
+fn file_id(store: &Store, path: &Path) -> Result<Option<FileId>, FsFailure> {
+    match store.inner.fs.dir.symlink_metadata(path) {
+        Ok(m) => {
+            use cap_std::fs::MetadataExt;
+            Ok(Some((m.ino(), m.size(), m.mtime(), m.mtime_nsec())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(fail(FsOp::Stat, path, e)),
+    }
+}
+
+/// What loading found.
+pub(crate) enum Loaded {
+    /// No index yet: this scan is the baseline.
+    Missing,
+    /// An index (possibly with an incomplete baseline).
+    Present,
+    /// The file was torn or corrupt: dropped, rebuilt by this scan.
+    Rebuilt(String),
+}
+
+impl Locked<'_> {
+    pub fn index_path(&self) -> PathBuf {
+        self.dir.join("index.bin")
+    }
+
+    /// Makes `cached.index` the index on disk (re-read only when the file changed).
+    pub fn load(&mut self) -> Result<Loaded, Fault> {
+        let path = self.index_path();
+        let id = file_id(self.store, &path)?;
+        if id.is_some() && id == self.cached.file && self.cached.index.is_some() {
+            return Ok(Loaded::Present);
+        }
+        self.cached.index = None;
+        self.cached.file = None;
+        let Some(bytes) = self.store.inner.fs.read_opt(&path)? else {
+            return Ok(Loaded::Missing);
+        };
+        match decode(&path, &bytes) {
+            Ok(ix) => {
+                self.cached.index = Some(ix);
+                self.cached.file = id;
+                Ok(Loaded::Present)
+            }
+            Err(Fault::Corrupt(c)) => Ok(Loaded::Rebuilt(c.detail)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `ix` atomically and keeps it as the cached copy.
+    pub fn save(&mut self, ix: Index) -> Result<(), Fault> {
+        let path = self.index_path();
+        self.store.inner.fs.write_atomic(&path, &encode(&ix))?;
+        self.cached.file = file_id(self.store, &path)?;
+        self.cached.index = Some(ix);
+        Ok(())
+    }
+}
+
+/// Reads the index of workspace directory `name` for the blob sweep: `Ok(None)` when
+/// missing or corrupt (a corrupt index is rebuilt, and re-stores what it needs),
+/// `Err` when newer than this build (the sweep then removes nothing).
+pub(crate) fn read_for_gc(store: &Store, name: &std::ffi::OsStr) -> Result<Option<Index>, Fault> {
+    let path = Path::new(WORKSPACES).join(name).join("index.bin");
+    let Some(bytes) = store.inner.fs.read_opt(&path)? else {
+        return Ok(None);
+    };
+    match decode(&path, &bytes) {
+        Ok(ix) => Ok(Some(ix)),
+        Err(Fault::Corrupt(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs `f` on workspace `key`'s index as it is on disk now (cached copy when
+/// current); `None` when the workspace has no usable index. Takes the in-process
+/// lock only: the index file is replaced atomically, so a read sees a whole one.
+pub(crate) fn peek<R>(
+    store: &Store,
+    key: &str,
+    f: impl FnOnce(&Index) -> R,
+) -> Result<Option<R>, Fault> {
+    let slot = slot(store, key);
+    let mut cached = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let path = Path::new(WORKSPACES).join(key).join("index.bin");
+    let id = file_id(store, &path)?;
+    if id.is_none() {
+        return Ok(None);
+    }
+    if id != cached.file || cached.index.is_none() {
+        let Some(bytes) = store.inner.fs.read_opt(&path)? else {
+            return Ok(None);
+        };
+        match decode(&path, &bytes) {
+            // Cached only when the file did not change while it was read.
+            Ok(ix) if file_id(store, &path)? == id => {
+                cached.index = Some(ix);
+                cached.file = id;
+            }
+            Ok(ix) => return Ok(Some(f(&ix))),
+            Err(Fault::Corrupt(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(cached.index.as_ref().map(f))
+}
