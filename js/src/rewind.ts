@@ -12,6 +12,7 @@ import type { ChainLink, FilesPort, RestoreOutcome, SkippedPath } from './ports.
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
+import { refusedScope } from './scan.ts'
 import type { HistoryPort } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors } from './fork.ts'
@@ -315,17 +316,20 @@ export class Rewinder {
     // records them (a file no tool touched is noted as changed outside the agent, left as is).
     if (settings.backups && settings.trackAll && anchor !== undefined) {
       try {
-        await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, {
+        const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, {
           phase: 'boundary', anchorSeq: anchor,
           maxFileBytes: settings.maxFileBytes, maxBaselineBytes: settings.maxBaselineBytes, maxFiles: settings.maxFiles,
         }))
+        if (report.refused !== undefined && report.refused !== null) this.deps.state.scanRefused.set(sessionId, report.refused)
+        else this.deps.state.scanRefused.delete(sessionId)
       } catch (error) {
         this.deps.logger.warn('workspace scan of %s before the restore failed: %s', sessionId, (error as Error).message)
       }
     }
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
-      const outcome = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
+      const restored = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
+      const outcome = { ...restored, notCovered: [...refusedScope(this.deps.state, sessionId), ...(restored.notCovered ?? [])] }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
     } catch (error) {

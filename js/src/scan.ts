@@ -22,7 +22,7 @@
  * are off, and for tools that only read (a short list of DSH's read-only tools).
  */
 import type { HostAgent, HostContext, HostEvent, HostLogger, HostSession, HostToolExecution } from './host.ts'
-import type { FilesPort, ScanPhase, ScanReport } from './ports.ts'
+import type { FilesPort, NotCoveredPath, ScanPhase, ScanReport } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isCapturedTool, isHumanMessage } from './state.ts'
 import { trackedCwd } from './capture.ts'
@@ -86,6 +86,15 @@ export class ScanState {
   }
 }
 
+/**
+ * The whole workspace as a not-covered entry when the latest scan of the session was refused by a
+ * budget (reported in previews, the command report and the history entry).
+ */
+export function refusedScope(state: SessionState, sessionId: string): NotCoveredPath[] {
+  const refused = state.scanRefused.get(sessionId)
+  return refused === undefined ? [] : [{ path: '.', reason: `${refused.message} (${refused.code})` }]
+}
+
 /** Register the scan pipeline on `ctx`; returns its state (read by previews and reports). */
 export function registerScan(deps: ScanDeps): ScanState {
   const { ctx, state, logger } = deps
@@ -117,6 +126,8 @@ export function registerScan(deps: ScanDeps): ScanState {
         maxFiles: settings.maxFiles,
       }))
       scans.note(sessionId, report)
+      if (report.refused !== undefined && report.refused !== null) state.scanRefused.set(sessionId, report.refused)
+      else state.scanRefused.delete(sessionId)
       if (report.refused !== undefined && report.refused !== null) {
         if (!refusedLogged.has(sessionId)) {
           refusedLogged.add(sessionId)
@@ -197,7 +208,10 @@ export function registerScan(deps: ScanDeps): ScanState {
 
   ctx.on('agent/disposed', ({ agent }: { agent: HostAgent }) => {
     const id = agent?.session?.header?.id
-    if (id !== undefined) scans.forget(id)
+    if (id !== undefined) {
+      scans.forget(id)
+      state.scanRefused.delete(id)
+    }
   }, { global: true })
 
   return scans

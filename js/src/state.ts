@@ -41,6 +41,8 @@ export class SessionState {
   private readonly queues = new Map<string, Promise<unknown>>()
   private readonly anchors = new Map<string, number>()
   private readonly inFlight = new Set<string>()
+  /** Sessions whose latest workspace scan a budget refused: the code and message, for reports. */
+  readonly scanRefused = new Map<string, { code: string; message: string }>()
   /** `<sessionId>\0<callId>` → cwd of a capture awaiting commit. */
   readonly pending = new Map<string, { sessionId: string; cwd: string; callId: string }>()
 

@@ -26,9 +26,10 @@
  *     settings: false,    // true or a config object: mount dsh-settings-file (path <dshHome>/settings.yaml, watch off)
  *     compaction: false,  // true or a config object: mount dsh-compaction-basic ({auto:false} by default)
  *     webServer: false,   // true: mount dsh-host-webserver on 127.0.0.1, OS-assigned port (host.baseUrl)
- *     shell: false,       // true or {background: true}: mount DSH's real `bash` tool (dsh-subprocess-local,
- *                         //   dsh-bash-local in the workspace, dsh-shell-env, dsh-tool-bash); `background`
- *                         //   also mounts dsh-jobs-local so `run_in_background` works
+ *     shell: false,       // true or {background: true, completionDelivery}: mount DSH's real `bash` tool
+ *                         //   (dsh-subprocess-local, dsh-bash-local in the workspace, dsh-shell-env,
+ *                         //   dsh-tool-bash); `background` also mounts dsh-jobs-local and dsh-tool-jobs
+ *                         //   (completion delivery `quiet` unless given) so `run_in_background` works
  *     auxiliary,          // (request) => string: answer for requests not built by the agent loop
  *                         //   (session titles, compaction summaries); default: a short fixed text
  *     packChunks,         // JSONL chunk packing (default: DSH's default, on)
@@ -375,6 +376,9 @@ export async function startHost(options = {}) {
     if (background) {
       const { default: LocalJobRegistry } = await import('@deepseek-ai/dsh-jobs-local')
       await mount(LocalJobRegistry)
+      // The job controller; a completion is left for the next turn unless `completionDelivery` says otherwise.
+      const ToolJobs = await import('@deepseek-ai/dsh-tool-jobs')
+      await mount(ToolJobs, { completionDelivery: shell.completionDelivery ?? 'quiet' })
     }
     await mount(ToolBash, { enableRunInBackground: background })
   }
