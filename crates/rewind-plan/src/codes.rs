@@ -72,11 +72,18 @@ pub enum ErrorCode {
     ForkInsideTurn,
     /// The source session of a fork is not live on this host.
     ForkSourceNotLive,
+    // --- crash consistency ---
+    /// An earlier rewind of the session was interrupted; continue or roll it back first.
+    Interrupted,
+    /// `history.json` is damaged; the entries that can be read are kept.
+    HistoryCorrupt,
+    /// The session log could not be made durable; the files were not touched.
+    FlushFailed,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 32] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -106,6 +113,9 @@ impl ErrorCode {
         Self::SubagentSession,
         Self::ForkInsideTurn,
         Self::ForkSourceNotLive,
+        Self::Interrupted,
+        Self::HistoryCorrupt,
+        Self::FlushFailed,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -140,6 +150,9 @@ impl ErrorCode {
             Self::SubagentSession => "rewind/subagent-session",
             Self::ForkInsideTurn => "rewind/fork-inside-turn",
             Self::ForkSourceNotLive => "rewind/fork-source-not-live",
+            Self::Interrupted => "rewind/interrupted",
+            Self::HistoryCorrupt => "rewind/history-corrupt",
+            Self::FlushFailed => "rewind/flush-failed",
         }
     }
 
