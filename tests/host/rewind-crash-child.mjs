@@ -10,7 +10,7 @@
  *   "two"), `fork` (fork rewind to "two"), or `undo` (a whole rewind to "two", `READY`, then its
  *   undo over the RPC route). Prints `DONE` and exits when nothing killed it.
  * phase `restart`: resumes the session, waits for the plugin's reconcile pass, prints the state as
- *   one `STATE <json>` line; with `resolve` (`continue` | `rollback`) settles an interrupted rewind
+ *   one `STATE <json>` line; runs each of `commands` (printing `COMMAND <result json>`); with `resolve` (`continue` | `rollback`) settles an interrupted rewind
  *   with the typed command and prints `STATE` again.
  */
 import { turn, text, tools, write, read, edit } from './lib/harness.mjs'
@@ -71,6 +71,10 @@ if (args.phase === 'setup') {
   const agent = await host.resume(SESSION)
   const found = await state(agent)
   say(`STATE ${JSON.stringify(found)}`)
+  for (const line of args.commands ?? []) {
+    const r = await host.runCommand(agent, line)
+    say(`COMMAND ${JSON.stringify(r.result)}`)
+  }
   if (args.resolve !== undefined && found.interrupted.value?.interrupted?.length > 0) {
     const r = await host.runCommand(agent, `/rewind --${args.resolve}`)
     say(`RESOLVED ${JSON.stringify(r.result)}`)

@@ -208,3 +208,36 @@ for (const scenario of ['rewind', 'fork', 'undo']) {
     }
   })
 }
+
+test('after a restart the next /rewind names the interrupted rewind and offers both ways out; a new rewind waits; rollback removes the restore temp files', async () => {
+  const home = await mkdtemp(join(tmpdir(), 'rewind-crash-home-'))
+  const ws = await mkdtemp(join(tmpdir(), 'rewind-crash-ws-'))
+  const setup = await run({ phase: 'setup', home, ws, scenario: 'rewind' }, { crash: 'rewind:marker-durable' })
+  assert.equal(setup.signal, 'SIGKILL')
+  // What a kill in the middle of writing a.txt and f/00.txt leaves beside them, and a file of the
+  // user's that only looks similar.
+  const { writeFile } = await import('node:fs/promises')
+  await writeFile(join(ws, '.a.txt.rewind-tmp-4242-0'), 'half')
+  await writeFile(join(ws, 'f', '.00.txt.rewind-tmp-4242-1'), 'half')
+  await writeFile(join(ws, '.a.txt.rewind-tmp-mine'), 'mine')
+  const restart = await run({ phase: 'restart', home, ws, scenario: 'rewind', commands: ['/rewind', '/rewind 1', '/rewind --rollback', '/rewind'] })
+  assert.equal(restart.code, 0, restart.stderr)
+  const results = restart.stdout.split('\n').filter(l => l.startsWith('COMMAND ')).map(l => JSON.parse(l.slice(8)))
+  const [listed, refused, rolledBack, after] = results
+  assert.equal(listed.kind, 'success')
+  assert.match(listed.text, /^An earlier rewind of this session was interrupted:\n- rewind to @\d+ \(no file changed yet; op [0-9a-f-]+\)\nRun \/rewind --continue .* \/rewind --rollback /)
+  assert.match(listed.text, /Messages you can rewind to/)
+  assert.equal(refused.kind, 'error')
+  assert.match(refused.text, /\[rewind\/interrupted\]/)
+  assert.equal(rolledBack.kind, 'success', rolledBack.text)
+  assert.match(rolledBack.text, /^Rolled back the interrupted rewind to @\d+/)
+  assert.match(rolledBack.text, /The conversation stays rewound/)
+  assert.match(rolledBack.text, /Removed 2 leftover temporary file\(s\)/)
+  assert.doesNotMatch(after.text, /interrupted/)
+  const disk = await files(ws)
+  assert.equal(disk.get('.a.txt.rewind-tmp-mine').toString(), 'mine')
+  disk.delete('.a.txt.rewind-tmp-mine')
+  assertFiles(disk, BEFORE, 'after the rollback')
+  const [, ...states_] = states(restart)
+  assert.equal(states_.length, 0)
+})
