@@ -488,15 +488,24 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
   useEffect(() => {
     if (sessionId === undefined) return undefined
     let live = true
-    rpc('interrupted', sessionId, {}).then(
-      (value) => {
-        if (!live) return
-        setFound({ sessionId, list: value.interrupted })
-        env.report({ type: 'interrupted', sessionId, opIds: value.interrupted.map(i => i.opId) })
-      },
-      () => { if (live) setFound({ sessionId, list: [] }) },
-    )
-    return () => { live = false }
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const ask = (attempt: number): void => {
+      rpc('interrupted', sessionId, {}).then(
+        (value) => {
+          if (!live) return
+          setFound({ sessionId, list: value.interrupted })
+          env.report({ type: 'interrupted', sessionId, opIds: value.interrupted.map(i => i.opId) })
+        },
+        (error: { code?: string }) => {
+          if (!live) return
+          // A session just opened has no live agent on the host for a moment: ask again.
+          if (error.code === 'rewind/session-not-found' && attempt < 20) timer = setTimeout(() => ask(attempt + 1), 500)
+          else setFound({ sessionId, list: [] })
+        },
+      )
+    }
+    ask(0)
+    return () => { live = false; if (timer !== undefined) clearTimeout(timer) }
   }, [sessionId, tick, env])
   useEffect(() => { setNotice(undefined) }, [sessionId])
   const list = found !== undefined && found.sessionId === sessionId ? found.list : []
