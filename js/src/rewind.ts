@@ -524,7 +524,7 @@ export class Rewinder {
       for (const entry of entries) {
         if (entry.sessionId !== sessionId || !isInterrupted(entry)) continue
         try {
-          const found = await this.judge(agent, key, entry, true)
+          const found = await this.judge(agent, key, entry)
           if (found !== undefined) out.push(found)
         } catch (error) {
           const e = toRewindError(error)
@@ -560,7 +560,7 @@ export class Rewinder {
   }
 
   /** Settle what can be settled alone; returns the entry as still interrupted otherwise. */
-  private async judge(agent: HostAgent, key: string, entry: HistoryEntry, auto: boolean): Promise<InterruptedRewind | undefined> {
+  private async judge(agent: HostAgent, key: string, entry: HistoryEntry): Promise<InterruptedRewind | undefined> {
     const found = await this.describe(agent, entry)
     const session = agent.session
     const sessionId = session.header.id
@@ -597,7 +597,6 @@ export class Rewinder {
       await this.deps.history.finish(key, entry.opId, 'done')
       return undefined
     }
-    void auto
     return found
   }
 
