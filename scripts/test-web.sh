@@ -12,6 +12,7 @@
 #                   (its home/ and ws/ are emptied at the start of a run)
 #   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
 #   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
+#   DSH_WEB_SCENARIOS  which scenarios to run (default: "full degraded crash")
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEB="$ROOT/tests/web"
@@ -128,17 +129,68 @@ scenario() {
   say "[$name] browser run rc=$RC; logs in $dir (web.log, llm.jsonl, home/)"
 }
 
+# crash: `dsh web` with the plugin's crash seam set kills itself in the middle of a rewind
+# (crash-setup), then starts again on the same DSH home and workspace without it (crash-banner).
+boot_web() { # <dir> <ws> <log name>; sets WEB_PID and URL
+  local dir=$1 ws=$2 log=$3
+  (cd "$ws" && exec setsid "$DSH" web --no-open --host 127.0.0.1 --port 0) >"$dir/$log" 2>&1 &
+  WEB_PID=$!
+  URL=""
+  for _ in $(seq 1 240); do
+    URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$dir/$log" | head -1 || true)
+    [ -n "$URL" ] && break
+    kill -0 "$WEB_PID" 2>/dev/null || { cat "$dir/$log"; say "dsh web exited"; exit 1; }
+    sleep 0.25
+  done
+  [ -n "$URL" ] || { cat "$dir/$log"; say "no URL after 60 s"; exit 1; }
+}
+crash_scenario() {
+  local dir="$RUN/crash"
+  export DSH_HOME="$dir/home"
+  local ws="$dir/ws"
+  rm -rf "$dir"
+  mkdir -p "$ws"
+  dsh plugin --profile web add "$RUN"/pkgs/*.tgz >"$dir/plugin-add.log" 2>&1 || { cat "$dir/plugin-add.log"; exit 1; }
+  export DSH_REWIND_LLM_LOG="$dir/llm.jsonl"
+  DSH_REWIND_CRASH=rewind:marker-durable boot_web "$dir" "$ws" web.log
+  say "[crash] dsh web (crash seam rewind:marker-durable) at $URL"
+  set +e
+  E2E_MODE=crash-setup "$NODE" "$WEB/e2e.mjs" "$URL/" "$ws" "$SHOTS" "$dir"
+  RC=$?
+  set -e
+  for _ in $(seq 1 40); do kill -0 "$WEB_PID" 2>/dev/null || break; sleep 0.25; done
+  if kill -0 "$WEB_PID" 2>/dev/null; then say "[crash] dsh web is still running after the seam"; stop_web; RC=1; return; fi
+  grep -q '@@rewind-crash rewind:marker-durable' "$dir/web.log" || { say "[crash] the seam was not reached"; RC=1; return; }
+  WEB_PID=""
+  [ "$RC" = 0 ] || return
+  boot_web "$dir" "$ws" web-restart.log
+  say "[crash] dsh web restarted at $URL"
+  set +e
+  E2E_MODE=crash-banner "$NODE" "$WEB/e2e.mjs" "$URL/" "$ws" "$SHOTS" "$dir"
+  RC=$?
+  set -e
+  stop_web
+  say "[crash] browser run rc=$RC; logs in $dir"
+}
+
 rm -f "$SHOTS"/*.png "$SHOTS"/*.html "$SHOTS"/*.json
+SCENARIOS=${DSH_WEB_SCENARIOS:-full degraded crash}
+FULL_RC=0; DEGRADED_RC=0; CRASH_RC=0
+case " $SCENARIOS " in *" full "*)
 scenario full full
-FULL_RC=$RC
+FULL_RC=$RC;; esac
 # The same plugin on a DSH web client without the command-UI and Plugins-settings plugins, disabled
 # through a real `--patch` layer (with the two shipped plugins that require the command UI; DSH's web
 # boot refuses entries that cannot activate). Only the picker and the Plugins-page card may go.
+case " $SCENARIOS " in *" degraded "*)
 printf -- '- id: %s\n  disabled: true\n' ui-commands ui-model-selection ui-permission ui-settings-plugins >"$RUN/degraded.patch.yml"
 scenario degraded degraded --patch "$RUN/degraded.patch.yml"
-DEGRADED_RC=$RC
+DEGRADED_RC=$RC;; esac
+case " $SCENARIOS " in *" crash "*)
+crash_scenario
+CRASH_RC=$RC;; esac
 trap - EXIT
-say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, ${SECONDS} s total; screenshots in $SHOTS"
-[ "$FULL_RC" = 0 ] && [ "$DEGRADED_RC" = 0 ] && exit 0
+say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, crash rc=$CRASH_RC (scenarios: $SCENARIOS), ${SECONDS} s total; screenshots in $SHOTS"
 [ "$FULL_RC" != 0 ] && exit "$FULL_RC"
-exit "$DEGRADED_RC"
+[ "$DEGRADED_RC" != 0 ] && exit "$DEGRADED_RC"
+exit "$CRASH_RC"

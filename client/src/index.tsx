@@ -6,7 +6,7 @@
  * removes that surface only):
  * - `conversation.session.header.actions`: mounts the message-scoped portals
  *   that put ↶ into every human message's action row;
- * - `shell.overlay`: the confirm dialog;
+ * - `shell.overlay`: the confirm dialog, and the banner of a session with an interrupted rewind;
  * - `conversationEvents`: a hidden chat node per rewind marker, from which the
  *   rows of each executed rewind are hidden (the nodes stay in the store);
  * - `commandUi`: the `/rewind` and `/undo` candidate picker;
@@ -21,7 +21,7 @@ import { pickerRows, seqOfRow, type Candidate } from './picker.ts'
 import { rpc } from './rpc.ts'
 import { createLocaleStore, SettingsModel } from './store.ts'
 import { CSS } from './styles.ts'
-import { ConfigCard, ConfirmDialog, HistorySection, MessagePortals, type Env } from './ui.tsx'
+import { ConfigCard, ConfirmDialog, HistorySection, InterruptedBanner, MessagePortals, type Env } from './ui.tsx'
 
 /** Plugin name (the cordis name of the browser half). */
 export const name = 'dsh-prompt-rewind'
@@ -190,6 +190,12 @@ export function apply(ctx: Ctx): void {
   ctx.slots.inject('shell.overlay', () => {
     p.surfaces.push('dialog')
     return ctx.slots.register({ name: 'shell.overlay', id: 'dsh-prompt-rewind-dialog', order: 950 }, (): ReactNode => <ConfirmDialog env={env} />)
+  })
+
+  // The banner of a session with an interrupted rewind: Continue / Roll back.
+  ctx.slots.inject('shell.overlay', () => {
+    p.surfaces.push('interrupted-banner')
+    return ctx.slots.register({ name: 'shell.overlay', id: 'dsh-prompt-rewind-interrupted', order: 951 }, (): ReactNode => <InterruptedBanner env={env} />)
   })
 
   // `/rewind` and `/undo`: a bare call opens the candidate picker.

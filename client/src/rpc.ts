@@ -39,7 +39,7 @@ export interface HistoryEntry {
   readonly sessionId: string
   readonly targetSeq: number
   readonly time: number
-  readonly outcome: 'done' | 'partial' | 'failed'
+  readonly outcome: 'done' | 'partial' | 'failed' | 'started' | 'rolled-back' | 'abandoned'
   readonly restored: number
   readonly deleted: number
   readonly skipped: number
@@ -48,11 +48,36 @@ export interface HistoryEntry {
   readonly undoneAt?: number
   readonly undoOutcome?: string
   readonly undoMode?: string
+  readonly undoStartedAt?: number
   readonly undoable: boolean
   readonly fork?: { readonly childSessionId: string }
 }
-/** `history` answer. */
-export interface History { readonly workspace: string; readonly entries: readonly HistoryEntry[] }
+/** `history` answer; `damaged` when history.json is damaged (the entries are what could be read). */
+export interface History {
+  readonly workspace: string
+  readonly entries: readonly HistoryEntry[]
+  readonly damaged?: { readonly code: string; readonly detail: string; readonly dropped: number }
+}
+/** One interrupted rewind (or undo) a restart found (`interrupted` answer). */
+export interface Interrupted {
+  readonly opId: string
+  readonly kind: 'rewind' | 'fork' | 'undo'
+  readonly targetSeq: number
+  readonly time: number
+  readonly journal: string
+  readonly conversation: boolean
+  readonly childSessionId?: string
+  readonly restore?: { readonly actions: number; readonly done: number }
+  readonly error?: { readonly code: string; readonly message: string }
+}
+/** What continuing or rolling back did. */
+export interface ResolveResult {
+  readonly written: readonly string[]
+  readonly deleted: readonly string[]
+  readonly failed: readonly { readonly path: string; readonly message: string }[]
+  readonly entryOutcome?: string
+  readonly tempsRemoved?: readonly string[]
+}
 /** `undo` answer. */
 export interface UndoResult {
   readonly kind: 'ok' | 'partial'
@@ -91,6 +116,9 @@ export interface Endpoints {
   caps: [Record<string, never>, Caps]
   settings: [Record<string, never>, RewindSettings]
   'settings.update': [{ patch: SettingsPatch }, RewindSettings]
+  interrupted: [Record<string, never>, { interrupted: readonly Interrupted[] }]
+  'restores.continue': [{ opId: string }, ResolveResult]
+  'restores.rollback': [{ opId: string }, ResolveResult]
 }
 
 /** Path prefix of the host's route. */

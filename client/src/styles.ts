@@ -38,4 +38,9 @@ export const CSS = `
 .dshpr-export{width:100%;box-sizing:border-box;font:12px ui-monospace,monospace}
 .dshpr-details summary{cursor:pointer;color:var(--dsw-alias-label-secondary,#666)}
 .dshpr-confirm{display:inline-flex;flex-wrap:wrap;gap:6px;align-items:center}
+.dshpr-started{background:#e0e7ff;color:#3730a3}
+.dshpr-rolled-back,.dshpr-abandoned{background:#f3f4f6;color:#374151}
+.dshpr-banner{position:fixed;top:12px;left:50%;transform:translateX(-50%);z-index:2147482000;width:min(720px,94vw);box-sizing:border-box;display:flex;flex-wrap:wrap;align-items:center;gap:8px 12px;padding:10px 14px;border:1px solid #f59e0b;border-radius:10px;background:#fffbeb;color:#78350f;box-shadow:0 6px 24px rgba(0,0,0,.15);font:14px/1.45 system-ui,sans-serif}
+.dshpr-banner-title{font-weight:600}
+.dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}
 `

@@ -8,8 +8,9 @@ import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, newestEligible } from './history.ts'
+import { escapeControl } from './escape.ts'
 import { runFork } from './fork.ts'
-import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Preview } from './rpc.ts'
+import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Interrupted, type Preview } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
@@ -224,7 +225,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
 }
 
 function PathList({ paths, testid }: { paths: readonly string[]; testid: string }): ReactNode {
-  return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{p}</code></li>)}</ul>
+  return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{escapeControl(p)}</code></li>)}</ul>
 }
 
 function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
@@ -247,10 +248,10 @@ function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
       {deletes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.delete', { count: deletes.length })}</h3><PathList paths={deletes} testid="dsh-prompt-rewind-deletes" /></>}
       {p.uncovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.uncovered', { count: p.uncovered.length })}</h3><PathList paths={p.uncovered} testid="dsh-prompt-rewind-uncovered" /></>}
       {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
-        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{s.path}</code> — {s.reason}</li>)}</ul></>}
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
       {outside.length > 0 && <><h3 className="dshpr-sub">{t('dialog.outside', { count: outside.length })}</h3><PathList paths={outside} testid="dsh-prompt-rewind-outside" /></>}
       {notCovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.notCovered', { count: notCovered.length })}</h3>
-        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.map(s => <li key={s.path}><code>{s.path}</code> — {s.reason}</li>)}</ul></>}
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
     </div>
   )
 }
@@ -424,6 +425,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
       {exported !== undefined && <textarea className="dshpr-export" readOnly value={exported} data-testid="dsh-prompt-rewind-export-json" rows={6} />}
       {history?.status === 'loading' && <p className="dshpr-muted">{t('settings.loading')}</p>}
       {history?.status === 'error' && <p className="dshpr-error">{t('settings.loadFailed', { message: history.message })}</p>}
+      {history?.status === 'ready' && history.value.damaged !== undefined && <p className="dshpr-error" role="alert" data-testid="dsh-prompt-rewind-damaged">{t('settings.damaged', { dropped: history.value.damaged.dropped, detail: escapeControl(history.value.damaged.detail) })}</p>}
       {history?.status === 'ready' && entries.length === 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-empty">{t('settings.empty')}</p>}
       <ol className="dshpr-entries">
         {entries.map(entry => (
@@ -474,5 +476,85 @@ function CapsLine({ t, caps }: { t: T; caps: Load<Caps> | undefined }): ReactNod
     <p className={missing.length > 0 ? 'dshpr-warn' : 'dshpr-muted'} data-testid="dsh-prompt-rewind-caps">
       <strong>{t('settings.caps')}:</strong> {missing.length > 0 ? t('settings.capsMissing', { list: missing.join(', ') }) : t('settings.capsAll')}
     </p>
+  )
+}
+
+/**
+ * The banner on a session with an interrupted rewind (a crash in the middle of one): what was
+ * interrupted, and Continue (finish restoring the files) / Roll back (every file exactly as before
+ * the rewind), over the `interrupted` and `restores.continue` / `restores.rollback` RPCs. The host
+ * settles on its own what a restart can judge whole; only the rest is shown here.
+ * @param props - the plugin environment.
+ * @returns the banner, or nothing.
+ */
+export function InterruptedBanner({ env }: { env: Env }): ReactNode {
+  const t = useT(env)
+  const sessionId = useSessionId(env)
+  const [found, setFound] = useState<{ sessionId: string; list: readonly Interrupted[] } | undefined>(undefined)
+  const [busy, setBusy] = useState(false)
+  const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined)
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    if (sessionId === undefined) return undefined
+    let live = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const ask = (attempt: number): void => {
+      rpc('interrupted', sessionId, {}).then(
+        (value) => {
+          if (!live) return
+          setFound({ sessionId, list: value.interrupted })
+          env.report({ type: 'interrupted', sessionId, opIds: value.interrupted.map(i => i.opId) })
+        },
+        (error: { code?: string }) => {
+          if (!live) return
+          // A session just opened has no live agent on the host for a moment: ask again.
+          if (error.code === 'rewind/session-not-found' && attempt < 20) timer = setTimeout(() => ask(attempt + 1), 500)
+          else setFound({ sessionId, list: [] })
+        },
+      )
+    }
+    ask(0)
+    return () => { live = false; if (timer !== undefined) clearTimeout(timer) }
+  }, [sessionId, tick, env])
+  useEffect(() => { setNotice(undefined) }, [sessionId])
+  const list = found !== undefined && found.sessionId === sessionId ? found.list : []
+  const first = list[0]
+  if (sessionId === undefined || (first === undefined && notice === undefined)) return null
+  const settle = async (how: 'continue' | 'rollback'): Promise<void> => {
+    if (first === undefined || busy) return
+    setBusy(true)
+    try {
+      const r = await rpc(how === 'continue' ? 'restores.continue' : 'restores.rollback', sessionId, { opId: first.opId })
+      setNotice({ kind: 'ok', text: t(how === 'continue' ? 'banner.continued' : 'banner.rolledBack', { seq: first.targetSeq, written: r.written.length, deleted: r.deleted.length }) })
+      env.report({ type: 'interrupted-settled', how, sessionId, opId: first.opId, outcome: r.entryOutcome, tempsRemoved: r.tempsRemoved?.length ?? 0 })
+    } catch (error) {
+      setNotice({ kind: 'error', text: t('banner.failed', { message: escapeControl((error as Error).message) }) })
+    } finally {
+      setBusy(false)
+      setTick(n => n + 1)
+    }
+  }
+  const what = first === undefined
+    ? ''
+    : first.kind === 'undo'
+      ? t('banner.undo', { seq: first.targetSeq })
+      : first.kind === 'fork'
+        ? t('banner.fork', { seq: first.targetSeq })
+        : t('banner.rewind', { seq: first.targetSeq })
+  const files = first?.restore !== undefined ? t('banner.files', { done: first.restore.done, total: first.restore.actions }) : t('banner.noFiles')
+  return createPortal(
+    <div className="dshpr-banner" role="alert" data-testid="dsh-prompt-rewind-interrupted" data-op-id={first?.opId}>
+      {first !== undefined && <>
+        <strong className="dshpr-banner-title">{t('banner.title')}</strong>
+        <span data-testid="dsh-prompt-rewind-interrupted-what">{what} — {files}</span>
+        <span className="dshpr-banner-actions">
+          <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-interrupted-continue" disabled={busy} onClick={() => { void settle('continue') }}>{t('banner.continue')}</button>
+          {first.kind !== 'undo' && <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-interrupted-rollback" disabled={busy} onClick={() => { void settle('rollback') }}>{t('banner.rollback')}</button>}
+        </span>
+      </>}
+      {notice !== undefined && <span className={notice.kind === 'ok' ? 'dshpr-ok' : 'dshpr-error'} data-testid="dsh-prompt-rewind-interrupted-notice">{notice.text}</span>}
+      {first === undefined && <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-interrupted-dismiss" onClick={() => setNotice(undefined)}>{t('banner.dismiss')}</button>}
+    </div>,
+    document.body,
   )
 }

@@ -36,6 +36,18 @@ export declare class BindingHistory {
   append(key: string, input: BindingHistoryInput, limit: number): Promise<Array<string>>
   /** The entries of partition `key`, newest first. */
   list(key: string): Promise<Array<BindingHistoryEntry>>
+  /**
+   * The entries of partition `key` that can be read, newest first, and the damage
+   * when `history.json` is damaged (instead of failing with `rewind/history-corrupt`).
+   */
+  listChecked(key: string): Promise<BindingHistoryList>
+  /**
+   * Ends the `started` entry `op_id` with `outcome` (`done` | `partial` | `failed` |
+   * `rolled-back` | `abandoned`) and, when given, its paths. Refused for a settled entry.
+   */
+  finish(key: string, opId: string, outcome: string, paths?: BindingHistoryPaths | undefined | null): Promise<BindingHistoryEntry>
+  /** Records, before an undo changes a file, that the undo of `op_id` began at `time`. */
+  markUndoStarted(key: string, opId: string, time: number): Promise<BindingHistoryEntry>
   /** Removes every record of partition `key` (records only); resolves with how many. */
   clear(key: string): Promise<number>
   /**
@@ -116,7 +128,10 @@ export declare class BindingStore {
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<boolean>
   /** Keeps the newest 100 anchor groups of the session (what open journals need stays). */
   prune(sessionId: string, cwd: string): Promise<void>
-  /** Every restore journal of the session with where it stands (after a crash, `open` ones). */
+  /**
+   * Every restore journal of the session with where it stands (after a crash, `open` ones);
+   * a journal that cannot be read is listed as `unreadable` with why.
+   */
   restoreStatuses(sessionId: string, cwd: string): Promise<Array<BindingRestoreStatus>>
   /** Finishes the interrupted restore `op_id`. */
   continueRestore(sessionId: string, cwd: string, opId: string): Promise<BindingRestoreOutcome>
@@ -199,6 +214,14 @@ export interface BindingForkPlan {
   targetText: string
 }
 
+/** A damaged history file: why, and how many entries could not be read. */
+export interface BindingHistoryDamage {
+  /** What is wrong with the file. */
+  detail: string
+  /** Entries found but not readable. */
+  dropped: number
+}
+
 /** One rewind in a workspace's history. */
 export interface BindingHistoryEntry {
   /** Op id, shared with the restore journal. */
@@ -211,7 +234,7 @@ export interface BindingHistoryEntry {
   targetSeq: number
   /** Time of the rewind (epoch ms). */
   time: number
-  /** `done` | `partial` | `failed`. */
+  /** `done` | `partial` | `failed` | `started` | `rolled-back` | `abandoned`. */
   outcome: string
   /** Number of restored paths. */
   restored: number
@@ -231,6 +254,10 @@ export interface BindingHistoryEntry {
   undoMode?: string
   /** The fork, if any. */
   fork?: BindingForkInfo
+  /** The id of the marker message of an in-place rewind. */
+  markerId?: string
+  /** When an undo began (epoch ms); with no `undone_at`, an interrupted undo. */
+  undoStartedAt?: number
 }
 
 /** A rewind to record in the history. */
@@ -243,12 +270,25 @@ export interface BindingHistoryInput {
   targetSeq: number
   /** Time of the rewind (epoch ms). */
   time: number
-  /** `done` | `partial` | `failed`. */
+  /** `done` | `partial` | `failed` | `started` (before the rewind changes anything). */
   outcome: string
   /** The paths per outcome. */
   paths: BindingHistoryPaths
   /** The child session, when the rewind forked into one. */
   forkChildSessionId?: string
+  /** The id of the marker message an in-place rewind appends. */
+  markerId?: string
+}
+
+/**
+ * A partition as the history page shows it: the entries that can be read,
+ * newest first, and the damage when the file is damaged.
+ */
+export interface BindingHistoryList {
+  /** The entries, newest first. */
+  entries: Array<BindingHistoryEntry>
+  /** Set when `history.json` is damaged (`rewind/history-corrupt`). */
+  damaged?: BindingHistoryDamage
 }
 
 /** Paths of one history entry, per outcome (each list capped by the history crate). */
@@ -341,7 +381,10 @@ export interface BindingRestoreStatus {
   opId: string
   /** The target seq of the rewind. */
   targetSeq: number
-  /** `open`, `completed`, `rolled-back` or `undone`. */
+  /**
+   * `open`, `completed`, `rolled-back`, `undone`, or `unreadable` for a journal that
+   * cannot be read (its counts are 0 and `error` says why).
+   */
   state: string
   /** Planned actions. */
   actions: number
@@ -353,6 +396,8 @@ export interface BindingRestoreStatus {
   pending: number
   /** Whether a rollback was started. */
   rollbackStarted: boolean
+  /** Why the journal cannot be read (state `unreadable` only). */
+  error?: string
 }
 
 /** Why a workspace scan stopped early. */

@@ -29,6 +29,9 @@ export const Codes = {
   subagentSession: 'rewind/subagent-session',
   forkInsideTurn: 'rewind/fork-inside-turn',
   forkSourceNotLive: 'rewind/fork-source-not-live',
+  interrupted: 'rewind/interrupted',
+  historyCorrupt: 'rewind/history-corrupt',
+  flushFailed: 'rewind/flush-failed',
 } as const
 
 /** A failure with a stable code. */

@@ -62,6 +62,14 @@ async function headerOf(ctx: HostContext, id: string, persisted: { list?: HostSe
 }
 
 /**
+ * Whether a session exists: live in this host, or listed by DSH's session persistence (a fork
+ * child created before a crash). Without a persistence service only live sessions count.
+ */
+export async function sessionExists(ctx: HostContext, id: string): Promise<boolean> {
+  return (await headerOf(ctx, id, {})) !== undefined
+}
+
+/**
  * The fork chain of a session, nearest parent first: each parent named by a header's
  * `parentSession`, limited to the boundary `seedLength - 1` (DSH seeds a child with the parent's
  * events `0..seedLength-1`, same seqs). The walk stops at a session whose header is unknown (not

@@ -8,6 +8,28 @@ import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
 import type { HostContext, HostSession, HostWorkspaceRegistry } from './host.ts'
 import type { RewindReport } from './rewind.ts'
+import type { RestoreOutcome } from './ports.ts'
+
+/** The history outcome of a finished rewind. */
+export function outcomeOf(report: RewindReport): 'done' | 'partial' | 'failed' {
+  const o = report.outcome
+  const total = o.written.length + o.deleted.length + o.failed.length
+  if (report.filesNotRestored !== undefined && report.filesNotRestored.code !== 'no-cwd') {
+    return report.filesNotRestored.code.startsWith('rewind/') ? 'failed' : 'done'
+  }
+  return o.failed.length === 0 ? 'done' : o.failed.length === total ? 'failed' : 'partial'
+}
+
+/** The history paths of a restore outcome. */
+export function pathsOf(o: Pick<RestoreOutcome, 'written' | 'deleted' | 'skipped' | 'failed' | 'outside' | 'notCovered'>): Addon.BindingHistoryPaths {
+  return {
+    restored: [...o.written],
+    deleted: [...o.deleted],
+    // Left alone: skipped paths, files changed only outside the agent, what the scan does not cover.
+    skipped: [...o.skipped.map(s => s.path), ...(o.outside ?? []), ...(o.notCovered ?? []).map(n => n.path)],
+    failed: o.failed.map(f => f.path),
+  }
+}
 
 /**
  * The partition key of a session, always derived host-side:
@@ -63,29 +85,45 @@ export class HistoryPort {
     return join(dshHome, 'rewind-history')
   }
 
-  /** Record a rewind. */
-  async record(session: HostSession, report: RewindReport, limit: number): Promise<void> {
+  /**
+   * Crash order, step 1: the entry in state `started`, durable before the rewind changes anything
+   * (marker, child session, files). After a kill, an entry still `started` is how a restart knows
+   * a rewind was interrupted. Resolves with the partition key. Rejects (and the rewind is refused
+   * with nothing changed) when the history cannot be written.
+   */
+  async start(session: HostSession, entry: { opId: string; targetSeq: number; markerId?: string; forkChildSessionId?: string }, limit: number): Promise<string> {
     const key = await partitionKey(this.ctx, session)
-    const o = report.outcome
-    const total = o.written.length + o.deleted.length + o.failed.length
-    const outcome = report.filesNotRestored !== undefined && report.filesNotRestored.code !== 'no-cwd'
-      ? (report.filesNotRestored.code.startsWith('rewind/') ? 'failed' : 'done')
-      : o.failed.length === 0 ? 'done' : o.failed.length === total ? 'failed' : 'partial'
     await awaitNative(() => this.history().append(key, {
-      opId: report.opId,
+      opId: entry.opId,
       sessionId: session.header.id,
-      targetSeq: report.targetSeq,
+      targetSeq: entry.targetSeq,
       time: Date.now(),
-      outcome,
-      paths: {
-        restored: [...o.written],
-        deleted: [...o.deleted],
-        // Left alone: skipped paths, files changed only outside the agent, what the scan does not cover.
-        skipped: [...o.skipped.map(s => s.path), ...(o.outside ?? []), ...(o.notCovered ?? []).map(n => n.path)],
-        failed: o.failed.map(f => f.path),
-      },
-      forkChildSessionId: report.fork?.childSessionId,
+      outcome: 'started',
+      paths: { restored: [], deleted: [], skipped: [], failed: [] },
+      forkChildSessionId: entry.forkChildSessionId,
+      markerId: entry.markerId,
     }, limit))
+    return key
+  }
+
+  /** Crash order, last step: the `started` entry gets the rewind's outcome and paths. */
+  async record(key: string, report: RewindReport): Promise<Addon.BindingHistoryEntry> {
+    return await this.finish(key, report.opId, outcomeOf(report), pathsOf(report.outcome))
+  }
+
+  /** End a `started` entry (refused for a settled one). */
+  finish(key: string, opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned', paths?: Addon.BindingHistoryPaths): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().finish(key, opId, outcome, paths))
+  }
+
+  /** Durable before an undo changes a file. */
+  markUndoStarted(key: string, opId: string): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().markUndoStarted(key, opId, Date.now()))
+  }
+
+  /** Entries that can be read, newest first, and the damage of a damaged file. */
+  listChecked(key: string): Promise<Addon.BindingHistoryList> {
+    return awaitNative(() => this.history().listChecked(key))
   }
 
   /** Entries of a partition, newest first. */

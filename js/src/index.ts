@@ -107,7 +107,15 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }
   }
 
-  registerRpc({ ctx, state, files: getFiles, history, settings, logger })
+  registerRpc({ ctx, state, files: getFiles, history, settings, logger, rewinder })
+
+  // Crash order, the reconcile pass: when a session's agent is created (opened, resumed after a
+  // restart), its interrupted rewinds are settled or logged; `/rewind` and the client ask again.
+  ctx.on('agent/created', ({ agent }: { agent: HostAgent }) => {
+    void rewinder.reconcile(agent).then((found) => {
+      for (const i of found) logger.warn('interrupted %s %s of session %s (journal %s); /rewind --continue or --rollback settles it', i.kind, i.opId, agent.session.header.id, i.journal)
+    }, (error: unknown) => logger.warn('reconcile of %s failed: %s', agent.session?.header?.id, (error as Error).message))
+  }, { global: true })
 
   // The automatic sweep (at most once a day, only when enabled and a settings service backs it).
   const autoSweep = (): void => {

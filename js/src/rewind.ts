@@ -4,18 +4,21 @@
  * record history, and report. Also the candidate listing of a bare `/rewind`.
  */
 import { randomUUID } from 'node:crypto'
+import { writeSync } from 'node:fs'
+import { readdir, unlink } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import type { Addon } from './native.ts'
 import { callNative } from './native.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostContext, HostFs, HostLogger, HostSession } from './host.ts'
-import type { ChainLink, FilesPort, RestoreOutcome, SkippedPath } from './ports.ts'
+import type { ChainLink, FilesPort, RestoreOutcome, RestoreStatus, SkippedPath } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { refusedScope } from './scan.ts'
-import type { HistoryPort } from './history.ts'
+import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
 import { type Locale, format } from './locales.ts'
-import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors } from './fork.ts'
+import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -62,22 +65,104 @@ function sleep(ms: number): Promise<'timeout'> {
   return new Promise(resolve => setTimeout(() => resolve('timeout'), ms).unref?.())
 }
 
+/**
+ * Test seam of the crash order: when `DSH_REWIND_CRASH` names `point`, this process is killed
+ * with SIGKILL right there (after a synchronous line on stderr naming the point), so the crash
+ * tests can stop a real host at every step. A no-op otherwise.
+ */
+export function crashPoint(point: string): void {
+  if (process.env.DSH_REWIND_CRASH !== point) return
+  try {
+    writeSync(2, `@@rewind-crash ${point}\n`)
+  } finally {
+    process.kill(process.pid, 'SIGKILL')
+  }
+}
+
+/**
+ * Make what the session log holds in memory durable: DSH's JSONL persistence batches appends
+ * (up to `writeBatchMaxDelayMs`, 200 ms); `ctx.sessions.flush(session)` is DSH's own durability
+ * checkpoint (the `session/flush` listeners drain and fsync). Without a session store nothing is
+ * persisted, so there is nothing to wait for.
+ */
+export async function makeDurable(ctx: HostContext, session: HostSession): Promise<void> {
+  const sessions = ctx.get('sessions') as { flush?(session: HostSession): Promise<boolean> } | undefined
+  if (sessions === undefined || typeof sessions.flush !== 'function') return
+  try {
+    await sessions.flush(session)
+  } catch (error) {
+    throw new RewindError(Codes.flushFailed, `the session log could not be made durable: ${(error as Error).message}`)
+  }
+}
+
+/** An interrupted rewind (or undo) of a session, as a restart finds it. */
+export interface InterruptedRewind {
+  opId: string
+  /** `rewind` (in place), `fork`, or `undo` (an undo of a finished rewind). */
+  kind: 'rewind' | 'fork' | 'undo'
+  targetSeq: number
+  time: number
+  /** The restore journal's state (`open`, `missing`, ...). */
+  journal: string
+  /** Whether the conversation half happened (the marker is in the log, the child session exists). */
+  conversation: boolean
+  childSessionId?: string
+  /** Where the restore stands, when it has a journal. */
+  restore?: RestoreStatus
+  /** Why an automatic finish failed, if it did. */
+  error?: { code: string; message: string }
+}
+
+/** What continuing or rolling back an interrupted rewind did. */
+export interface ResolveReport {
+  opId: string
+  how: 'continue' | 'rollback'
+  kind: InterruptedRewind['kind']
+  targetSeq: number
+  conversation: boolean
+  outcome: RestoreOutcome
+  /** The history outcome written. */
+  entryOutcome: string
+  /** Leftover restore temp files removed. */
+  tempsRemoved: string[]
+}
+
+type HistoryEntry = Awaited<ReturnType<HistoryPort['listChecked']>>['entries'][number]
+
 /** The rewind service. */
 export class Rewinder {
+  private readonly reconciling = new Map<string, Promise<InterruptedRewind[]>>()
+
   constructor(private readonly deps: RewindDeps) {}
 
   /** `/rewind` and `/undo`: a bare call lists candidates; otherwise rewinds. */
   async command(agent: HostAgent, rawInput: string, engine: boolean): Promise<{ kind: 'success'; text: string } | { kind: 'error'; text: string }> {
     const locale = this.deps.locale()
     let input = rawInput.trim()
+    // `--continue` / `--rollback [<op id>]`: settle an interrupted rewind of this session.
+    const resolveFlag = /^--(continue|rollback)(?:\s+|$)/.exec(input)
     // `--fork` first: continue from the target in a new child session instead of in place.
     const forkFlag = /^--fork(?:\s+|$)/.exec(input)
     if (forkFlag !== null) input = input.slice(forkFlag[0].length).trim()
     try {
-      if (input === '' && !engine) return { kind: 'success', text: this.listText(agent.session, locale) }
+      if (resolveFlag !== null && !engine) {
+        const rest = input.slice(resolveFlag[0].length).trim()
+        const report = await this.resolve(agent, rest === '' ? undefined : rest, resolveFlag[1] as 'continue' | 'rollback')
+        return { kind: 'success', text: resolveText(report, locale) }
+      }
+      // An interrupted rewind of this session is settled before anything else: the next
+      // `/rewind` says what was interrupted and offers both ways out.
+      const interrupted = await this.reconcile(agent)
+      if (input === '' && !engine) {
+        const list = this.listText(agent.session, locale)
+        return { kind: 'success', text: interrupted.length > 0 ? `${interruptedText(interrupted, locale)}\n\n${list}` : list }
+      }
+      if (interrupted.length > 0) {
+        throw new RewindError(Codes.interrupted, interruptedText(interrupted, locale), { opIds: interrupted.map(i => i.opId) })
+      }
       if (input === '') throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
       if (engine && !input.startsWith('@')) {
-        throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${input}"`)
+        throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${escapeControl(input)}"`)
       }
       const report = forkFlag !== null ? await this.fork(agent, input) : await this.rewind(agent, input)
       return { kind: 'success', text: reportText(report, locale) }
@@ -94,7 +179,7 @@ export class Rewinder {
     if (list.length === 0) return format(locale, 'listEmpty')
     const lines = [format(locale, 'listHeader')]
     for (const c of list) {
-      lines.push(`${c.index}. @${c.seq} ${c.pending ? `${format(locale, 'pendingTag')} ` : ''}${c.preview}`)
+      lines.push(`${c.index}. @${c.seq} ${c.pending ? `${format(locale, 'pendingTag')} ` : ''}${escapeControl(c.preview)}`)
     }
     lines.push(format(locale, 'listHint'))
     return lines.join('\n')
@@ -108,6 +193,7 @@ export class Rewinder {
     if (isSubagentSession(session)) {
       throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
     }
+    await this.settled(sessionId)
     if (!state.begin(sessionId)) {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
@@ -145,28 +231,58 @@ export class Rewinder {
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     }
 
-    // 3–5 run as one maintenance task: new input waits until the files are back.
+    // 3–6 run as one maintenance task: new input waits until the files are back. The steps
+    // follow the crash order (docs/architecture.md, "Crash order"): after a kill at any instant
+    // a restart finds the whole rewind, none of it, or a `started` entry it can settle.
     const work = async (): Promise<RewindReport> => {
       const marker = plan.marker!
-      // The append validates before it changes anything; only once it succeeded is pending
-      // steering (which belongs to the future being rolled back) withdrawn.
-      const event = session.append('user/message', { ...marker.data, id: randomUUID() }, {
-        surfaceOp: { op: 'replace', start: marker.surfaceOp.start, end: marker.surfaceOp.end },
-        sourceEventSeqs: [...marker.sourceEventSeqs],
-      })
+      const markerId = randomUUID()
+      // Step 1: the history entry `started`, durable before anything changes. A history that
+      // cannot be written refuses the rewind here, with nothing changed.
+      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, markerId }, this.deps.settings.get().historyLimit)
+      crashPoint('rewind:started')
+      // Step 2: the marker, in memory. The append validates before it changes anything; only
+      // once it succeeded is pending steering (the future being rolled back) withdrawn.
+      let event
+      try {
+        event = session.append('user/message', { ...marker.data, id: markerId }, {
+          surfaceOp: { op: 'replace', start: marker.surfaceOp.start, end: marker.surfaceOp.end },
+          sourceEventSeqs: [...marker.sourceEventSeqs],
+        })
+      } catch (error) {
+        await this.settle(key, opId, 'abandoned')
+        throw error
+      }
       const withdrawn = withdraw(agent, plan.withdrawPending)
-      const { outcome, notRestored } = await this.restoreFiles(session, plan.targetSeq, opId)
-      return {
+      crashPoint('rewind:marker-appended')
+      // Step 3: the marker durable before the first file changes, so a restored workspace never
+      // meets a log without its marker. If the log cannot be flushed, no file is touched.
+      let durable: { code: string; message: string } | undefined
+      try {
+        await makeDurable(this.deps.ctx, session)
+      } catch (error) {
+        const e = toRewindError(error, Codes.flushFailed)
+        durable = { code: e.code, message: e.message }
+      }
+      crashPoint('rewind:marker-durable')
+      // Step 4: the journaled restore (its own journal is durable before its first action).
+      const { outcome, notRestored } = durable === undefined
+        ? await this.restoreFiles(session, plan.targetSeq, opId)
+        : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
+      const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
         markerSeq: event.seq, withdrawn, filesNotRestored: notRestored, outcome,
       }
+      // Step 5: the entry gets its outcome; from here the rewind is whole and undoable.
+      await this.record(key, report)
+      crashPoint('rewind:done')
+      return report
     }
     const report = await this.asMaintenance(agent, work, () => {
       plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`))
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     })
     report.stoppedTurn ||= stoppedTurn
-    await this.record(session, report)
     return report
   }
 
@@ -192,6 +308,7 @@ export class Rewinder {
     if (agents === undefined || typeof agents.create !== 'function') {
       throw new RewindError(Codes.agentsUnavailable, 'this host has no agent registry to create the forked session in')
     }
+    await this.settled(sessionId)
     if (!state.begin(sessionId)) {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
@@ -220,41 +337,67 @@ export class Rewinder {
       const seed = session.events.slice(0, plan.boundarySeq + 1)
       const cwd = session.header.cwd
       const composition = await childComposition(ctx, session)
-      // Nothing has changed until the child exists: a refusal here leaves parent and files alone.
-      await agents.create({
-        sessionId: childId,
-        seed,
-        meta: {
-          ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
-          parentSession: sessionId,
-          seedLength: seed.length,
-          ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
-        },
-        agentOptions: (agent as { options?: unknown }).options,
-        ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
-      })
+      // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
+      // before the child exists or a file changes.
+      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, forkChildSessionId: childId }, this.deps.settings.get().historyLimit)
+      crashPoint('fork:started')
+      // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
+      // files alone, and the entry says the fork was abandoned.
+      try {
+        await agents.create({
+          sessionId: childId,
+          seed,
+          meta: {
+            ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
+            parentSession: sessionId,
+            seedLength: seed.length,
+            ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
+          },
+          agentOptions: (agent as { options?: unknown }).options,
+          ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
+        })
+      } catch (error) {
+        await this.settle(key, opId, 'abandoned')
+        throw error
+      }
+      crashPoint('fork:child-created')
+      // Step 3: the child's log durable before the first file changes.
+      const child = agents.get(childId)
+      let durable: { code: string; message: string } | undefined
+      try {
+        if (child !== undefined) await makeDurable(ctx, child.session)
+      } catch (error) {
+        const e = toRewindError(error, Codes.flushFailed)
+        durable = { code: e.code, message: e.message }
+      }
+      crashPoint('fork:child-durable')
       try {
         await attachToParentWorkspace(ctx, sessionId, childId)
       } catch (error) {
         logger.warn('forked session %s not attached to the workspace of %s: %s', childId, sessionId, (error as Error).message)
       }
-      const { outcome, notRestored } = await this.restoreFiles(session, plan.targetSeq, opId)
-      const child = agents.get(childId)
+      // Step 4: the journaled restore.
+      const { outcome, notRestored } = durable === undefined
+        ? await this.restoreFiles(session, plan.targetSeq, opId)
+        : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       if (child !== undefined && notRestored === undefined) {
         const childCwd = trackedCwd(child.session)
         if (childCwd !== undefined) await resyncObservations(ctx, child.session, childCwd, [...outcome.written], [...outcome.deleted], logger)
       }
-      return {
+      const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
         markerSeq: undefined, withdrawn: [], filesNotRestored: notRestored, outcome,
         fork: { childSessionId: childId, boundarySeq: plan.boundarySeq },
       }
+      // Step 5: the entry gets its outcome.
+      await this.record(key, report)
+      crashPoint('fork:done')
+      return report
     }
     const report = await this.asMaintenance(agent, work, () => {
       plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
     })
     report.stoppedTurn ||= stoppedTurn
-    await this.record(session, report)
     return report
   }
 
@@ -339,15 +482,240 @@ export class Rewinder {
     }
   }
 
-  private async record(session: HostSession, report: RewindReport): Promise<void> {
-    if (report.filesNotRestored?.code === 'pending-only') return
+  /** The last step: a failure here is logged; the entry stays `started` and the next reconcile settles it. */
+  private async record(key: string, report: RewindReport): Promise<void> {
     try {
-      await this.deps.history.record(session, report, this.deps.settings.get().historyLimit)
+      await this.deps.history.record(key, report)
     } catch (error) {
-      // A history failure never fails the rewind.
-      this.deps.logger.warn('history entry for %s not recorded: %s', report.opId, (error as Error).message)
+      this.deps.logger.warn('history entry for %s not finished: %s', report.opId, (error as Error).message)
     }
   }
+
+  private async settle(key: string, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
+    try {
+      await this.deps.history.finish(key, opId, outcome)
+    } catch (error) {
+      this.deps.logger.warn('history entry %s not settled as %s: %s', opId, outcome, (error as Error).message)
+    }
+  }
+
+  /**
+   * The reconcile pass (at session open, before `/rewind`, on the client's request): every
+   * history entry of the session still `started`, or whose undo began and never ended, while no
+   * rewind of the session runs in this process, was interrupted by a crash. What can be judged
+   * whole is settled at once — nothing changed (no marker or child, no journal) → `abandoned`;
+   * conversation and files both done → `done`; an interrupted undo is finished (the store's undo
+   * is idempotent) — and the rest is returned for the user to continue or roll back.
+   */
+  async reconcile(agent: HostAgent): Promise<InterruptedRewind[]> {
+    const session = agent.session
+    const sessionId = session.header.id
+    if (isSubagentSession(session)) return []
+    // A rewind running in this process: its `started` entry is not interrupted.
+    if (this.deps.state.rewinding(sessionId)) return []
+    // Concurrent callers join one pass; a rewind waits for it (see `settled`).
+    const running = this.reconciling.get(sessionId)
+    if (running !== undefined) return await running
+    const pass = this.reconcilePass(agent)
+    this.reconciling.set(sessionId, pass)
+    try {
+      return await pass
+    } finally {
+      if (this.reconciling.get(sessionId) === pass) this.reconciling.delete(sessionId)
+    }
+  }
+
+  /** Wait for a reconcile pass of the session, if one runs (a rewind never overlaps one). */
+  private async settled(sessionId: string): Promise<void> {
+    await this.reconciling.get(sessionId)?.catch(() => undefined)
+  }
+
+  private async reconcilePass(agent: HostAgent): Promise<InterruptedRewind[]> {
+    const session = agent.session
+    const sessionId = session.header.id
+    {
+      const key = await partitionKey(this.deps.ctx, session)
+      const { entries } = await this.deps.history.listChecked(key)
+      const out: InterruptedRewind[] = []
+      for (const entry of entries) {
+        if (entry.sessionId !== sessionId || !isInterrupted(entry)) continue
+        try {
+          const found = await this.judge(agent, key, entry)
+          if (found !== undefined) out.push(found)
+        } catch (error) {
+          const e = toRewindError(error)
+          out.push({ ...(await this.describe(agent, entry)), error: { code: e.code, message: e.message } })
+        }
+      }
+      return out
+    }
+  }
+
+  /** What an interrupted entry left, without changing anything. */
+  private async describe(agent: HostAgent, entry: HistoryEntry): Promise<InterruptedRewind> {
+    const session = agent.session
+    const sessionId = session.header.id
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    const usable = cwd !== undefined && port.unavailable() === undefined
+    const journal = usable ? await this.deps.state.run(sessionId, () => port.journalState(sessionId, cwd!, entry.opId)).catch(() => 'unreadable') : 'missing'
+    let restore: RestoreStatus | undefined
+    if (usable && journal !== 'missing') {
+      restore = (await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd!)).catch(() => [])).find(r => r.opId === entry.opId)
+    }
+    const childSessionId = entry.fork?.childSessionId
+    const conversation = childSessionId !== undefined
+      ? await sessionExists(this.deps.ctx, childSessionId)
+      : entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
+    const kind = entry.outcome !== 'started' ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
+    return {
+      opId: entry.opId, kind, targetSeq: entry.targetSeq, time: entry.time, journal, conversation,
+      ...(childSessionId !== undefined ? { childSessionId } : {}),
+      ...(restore !== undefined ? { restore } : {}),
+    }
+  }
+
+  /** Settle what can be settled alone; returns the entry as still interrupted otherwise. */
+  private async judge(agent: HostAgent, key: string, entry: HistoryEntry): Promise<InterruptedRewind | undefined> {
+    const found = await this.describe(agent, entry)
+    const session = agent.session
+    const sessionId = session.header.id
+    const cwd = trackedCwd(session)
+    if (found.kind === 'undo') {
+      // Undo crash order: `undoStartedAt` durable → the store's journaled undo → `undoneAt`.
+      if (found.journal === 'undone') {
+        await this.deps.history.markUndone(key, entry.opId, 'ok')
+        return undefined
+      }
+      if (found.journal === 'completed' && cwd !== undefined) {
+        const port = this.deps.files()
+        const outcome = await this.deps.state.run(sessionId, () => port.undo(sessionId, cwd, entry.opId))
+        await resyncObservations(this.deps.ctx, session, cwd, outcome.restored, outcome.deleted, this.deps.logger)
+        await removeRestoreTemps(cwd, [...outcome.restored, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
+        await this.deps.history.markUndone(key, entry.opId, outcome.kind)
+        return undefined
+      }
+      return found
+    }
+    if (!found.conversation && found.journal === 'missing') {
+      // Killed before the marker (or the child) became durable and before the restore began:
+      // nothing changed.
+      await this.deps.history.finish(key, entry.opId, 'abandoned')
+      return undefined
+    }
+    if (found.journal === 'rolled-back') {
+      await this.deps.history.finish(key, entry.opId, 'rolled-back')
+      return undefined
+    }
+    if (found.conversation && (found.journal === 'completed' || (cwd === undefined && found.journal === 'missing'))) {
+      // Killed after the restore completed, before the entry was finished: the rewind is whole.
+      // The paths of such an entry are not known here (the journal holds them); counts stay 0.
+      await this.deps.history.finish(key, entry.opId, 'done')
+      return undefined
+    }
+    return found
+  }
+
+  /**
+   * `/rewind --continue` / `--rollback` and the RPC `restores.continue` / `restores.rollback` for
+   * an interrupted rewind: continue finishes restoring the files (the journal's remaining actions,
+   * or the whole restore when it never began); roll back puts every file back exactly as before
+   * the rewind (nothing to do when the restore never began). Both remove the restore's leftover
+   * temp files and finish the history entry. `opId` defaults to the newest interrupted one.
+   */
+  async resolve(agent: HostAgent, opId: string | undefined, how: 'continue' | 'rollback'): Promise<ResolveReport> {
+    const session = agent.session
+    const sessionId = session.header.id
+    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
+    const pending = await this.reconcile(agent)
+    const found = opId === undefined ? pending[0] : pending.find(i => i.opId === opId)
+    if (found === undefined) {
+      throw new RewindError(Codes.unknownEntry, opId === undefined ? 'no interrupted rewind in this session' : `no interrupted rewind ${escapeControl(opId)} in this session`)
+    }
+    if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
+    try {
+      const key = await partitionKey(this.deps.ctx, session)
+      const cwd = trackedCwd(session)
+      const port = this.deps.files()
+      const unavailable = port.unavailable()
+      if (cwd === undefined || unavailable !== undefined) {
+        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
+      }
+      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
+      // The paths the restore plans: a kill mid-write left a temp file beside one of them.
+      const planned = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, found.targetSeq, ancestors)).then(p => p.files.map(f => f.path), () => [] as string[])
+      let outcome: RestoreOutcome = EMPTY_OUTCOME
+      let entryOutcome: string
+      if (found.kind === 'undo') {
+        if (how === 'rollback') throw new RewindError(Codes.badRequest, 'an interrupted undo can only be continued')
+        const undone = await this.deps.state.run(sessionId, () => port.undo(sessionId, cwd, found.opId))
+        outcome = { written: undone.restored, deleted: undone.deleted, skipped: [], failed: undone.failed, completed: undone.kind === 'ok' }
+        await this.deps.history.markUndone(key, found.opId, undone.kind)
+        entryOutcome = 'undone'
+      } else if (how === 'continue') {
+        outcome = await this.deps.state.run(sessionId, () => found.journal === 'open'
+          ? port.continueRestore(sessionId, cwd, found.opId)
+          : port.restore(sessionId, cwd, found.targetSeq, found.opId, ancestors))
+        entryOutcome = outcome.failed.length === 0 ? 'done' : 'partial'
+        await this.deps.history.finish(key, found.opId, entryOutcome as 'done' | 'partial', pathsOf(outcome))
+      } else {
+        if (found.journal === 'open') outcome = await this.deps.state.run(sessionId, () => port.rollbackRestore(sessionId, cwd, found.opId))
+        if (outcome.failed.length > 0) {
+          await removeRestoreTemps(cwd, [...planned, ...outcome.failed.map(f => f.path)])
+          throw new RewindError(Codes.restoreFailed, `the rollback left ${outcome.failed.length} file(s) as they are: ${outcome.failed.map(f => `${escapeControl(f.path)}: ${escapeControl(f.message)}`).join('; ')}`, { paths: outcome.failed.map(f => f.path) })
+        }
+        entryOutcome = 'rolled-back'
+        await this.deps.history.finish(key, found.opId, 'rolled-back', pathsOf(outcome))
+      }
+      await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
+      const tempsRemoved = await removeRestoreTemps(cwd, [...planned, ...outcome.written, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
+      return { opId: found.opId, how, kind: found.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome, entryOutcome, tempsRemoved }
+    } finally {
+      this.deps.state.end(sessionId)
+    }
+  }
+}
+
+function isInterrupted(entry: HistoryEntry): boolean {
+  return entry.outcome === 'started' || (entry.undoStartedAt != null && entry.undoneAt == null)
+}
+
+/** A restore's temp file: `.<first 100 bytes of the name>.rewind-tmp-<pid>-<n>` beside the target. */
+const TEMP_NAME = /^\.(.+)\.rewind-tmp-\d+-\d+$/s
+
+/**
+ * Remove the temp files a killed restore left beside `paths` (workspace-relative): only names of
+ * the store's exact temp shape whose name part is the start of one of those paths' names.
+ * Returns the removed paths. Never throws; a directory that cannot be read is skipped.
+ */
+export async function removeRestoreTemps(cwd: string, paths: readonly string[]): Promise<string[]> {
+  const byDir = new Map<string, Set<string>>()
+  for (const path of paths) {
+    const dir = dirname(path)
+    const name = Buffer.from(basename(path)).subarray(0, 100).toString('utf8')
+    if (!byDir.has(dir)) byDir.set(dir, new Set())
+    byDir.get(dir)!.add(name)
+  }
+  const removed: string[] = []
+  for (const [dir, names] of byDir) {
+    let entries: string[]
+    try {
+      entries = await readdir(join(cwd, dir))
+    } catch {
+      continue
+    }
+    for (const entry of entries) {
+      const m = TEMP_NAME.exec(entry)
+      if (m === null || !names.has(m[1]!)) continue
+      try {
+        await unlink(join(cwd, dir, entry))
+        removed.push(dir === '.' ? entry : join(dir, entry))
+      } catch {
+        // Gone already, or not a file: left alone.
+      }
+    }
+  }
+  return removed
 }
 
 function withdraw(agent: HostAgent, ids: readonly string[]): string[] {
@@ -383,6 +751,19 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
   }
 }
 
+/**
+ * A name or message as one line of a report or list: control characters (C0, DEL, C1, and the
+ * Unicode line and paragraph separators) become `\xNN` / `\uNNNN` escapes and a backslash becomes
+ * `\\`, so a file name can never split a report line or forge one.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(/[\\\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
+    if (c === '\\') return '\\\\'
+    const code = c.charCodeAt(0)
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
+  })
+}
+
 function section(locale: Locale, title: string, lines: string[]): string[] {
   const out = [`${title} (${lines.length}):`]
   if (lines.length === 0) out.push(`- ${format(locale, 'none')}`)
@@ -391,7 +772,43 @@ function section(locale: Locale, title: string, lines: string[]): string[] {
 }
 
 function skippedLine(s: SkippedPath): string {
-  return `${s.path}: ${s.reason}`
+  return `${escapeControl(s.path)}: ${escapeControl(s.reason)}`
+}
+
+function outcomeLines(locale: Locale, o: RestoreOutcome): string[] {
+  return [
+    ...section(locale, format(locale, 'written'), o.written.map(escapeControl)),
+    ...section(locale, format(locale, 'deleted'), o.deleted.map(escapeControl)),
+    ...section(locale, format(locale, 'skipped'), o.skipped.map(skippedLine)),
+    ...section(locale, format(locale, 'failed'), o.failed.map(f => `${escapeControl(f.path)}: ${escapeControl(f.message)}`)),
+  ]
+}
+
+/** What an interrupted rewind left, and the two ways out. */
+export function interruptedText(list: readonly InterruptedRewind[], locale: Locale): string {
+  const lines = [format(locale, 'interruptedHeader')]
+  for (const i of list) {
+    const what = i.kind === 'undo'
+      ? format(locale, 'interruptedUndo', { seq: i.targetSeq })
+      : i.kind === 'fork'
+        ? format(locale, 'interruptedFork', { seq: i.targetSeq, child: escapeControl(i.childSessionId ?? '') })
+        : format(locale, 'interruptedRewind', { seq: i.targetSeq })
+    const files = i.restore !== undefined
+      ? format(locale, 'interruptedFiles', { done: i.restore.done, total: i.restore.actions })
+      : format(locale, 'interruptedNoFiles')
+    lines.push(`- ${what} (${files}; op ${escapeControl(i.opId)})${i.error !== undefined ? ` [${i.error.code}: ${escapeControl(i.error.message)}]` : ''}`)
+  }
+  lines.push(format(locale, list.some(i => i.kind !== 'undo') ? 'interruptedHint' : 'interruptedUndoHint'))
+  return lines.join('\n')
+}
+
+/** The durable report of `/rewind --continue` / `--rollback`. */
+export function resolveText(report: ResolveReport, locale: Locale): string {
+  const lines = [format(locale, report.how === 'continue' ? 'continuedDone' : 'rolledBackDone', { seq: report.targetSeq })]
+  if (report.how === 'rollback' && report.conversation && report.kind === 'rewind') lines.push(format(locale, 'rollbackConversation'))
+  if (report.tempsRemoved.length > 0) lines.push(format(locale, 'tempsRemoved', { n: report.tempsRemoved.length }))
+  lines.push(...outcomeLines(locale, report.outcome))
+  return lines.join('\n')
 }
 
 const REASON_KEYS: Record<string, 'reasonBackupsOff' | 'reasonStoreNewer' | 'reasonStoreUnavailable' | 'reasonPendingOnly' | 'reasonNoCwd'> = {
@@ -407,23 +824,20 @@ export function reportText(report: RewindReport, locale: Locale): string {
     ? [format(locale, 'rewoundTo', { seq: report.targetSeq, preview: JSON.stringify(report.preview) })]
     : [
         format(locale, 'forkedTo', { seq: report.targetSeq, preview: JSON.stringify(report.preview) }),
-        format(locale, 'forkChild', { child: report.fork.childSessionId }),
+        format(locale, 'forkChild', { child: escapeControl(report.fork.childSessionId) }),
       ]
   if (report.stoppedTurn) lines.push(format(locale, 'stopped'))
   if (report.withdrawn.length > 0) lines.push(format(locale, 'withdrawn', { n: report.withdrawn.length }))
   if (report.filesNotRestored !== undefined) {
     const key = REASON_KEYS[report.filesNotRestored.code]
-    const reason = key !== undefined ? format(locale, key) : `${format(locale, 'reasonStoreUnavailable')} (${report.filesNotRestored.code}: ${report.filesNotRestored.message})`
+    const reason = key !== undefined ? format(locale, key) : `${format(locale, 'reasonStoreUnavailable')} (${report.filesNotRestored.code}: ${escapeControl(report.filesNotRestored.message)})`
     lines.push(format(locale, 'filesNotRestored', { reason }))
   }
-  const o = report.outcome
-  lines.push(...section(locale, format(locale, 'written'), o.written))
-  lines.push(...section(locale, format(locale, 'deleted'), o.deleted))
-  lines.push(...section(locale, format(locale, 'skipped'), o.skipped.map(skippedLine)))
-  lines.push(...section(locale, format(locale, 'failed'), o.failed.map(f => `${f.path}: ${f.message}`)))
+  lines.push(...outcomeLines(locale, report.outcome))
   // Shown only when the workspace scan found any: files changed outside the agent's tool calls
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).
-  if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), [...o.outside!]))
+  const o = report.outcome
+  if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(escapeControl)))
   if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
   return lines.join('\n')
 }

@@ -12,7 +12,7 @@ import type { HostAgent, HostAgents, HostContext, HostLogger } from './host.ts'
 import type { FilesPort } from './ports.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
-import { candidates, resyncObservations } from './rewind.ts'
+import { type Rewinder, candidates, crashPoint, removeRestoreTemps, resyncObservations } from './rewind.ts'
 import { trackedCwd } from './capture.ts'
 import { refusedScope } from './scan.ts'
 import type { SessionState } from './state.ts'
@@ -31,6 +31,8 @@ export interface RpcDeps {
   history: HistoryPort
   settings: SettingsModel
   logger: HostLogger
+  /** Settles interrupted rewinds (reconcile, continue, roll back). */
+  rewinder?: Rewinder
 }
 
 type Body = Record<string, unknown> & { sessionId: string }
@@ -50,9 +52,19 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     if (cwd === undefined || unavailable !== undefined) throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
     const sessionId = session.header.id
     if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+    // An interrupted rewind (its history entry `started`) is settled as a whole: files, temp
+    // files and the history entry (see Rewinder.resolve).
+    if (deps.rewinder !== undefined) {
+      const interrupted = await deps.rewinder.reconcile(agent)
+      if (interrupted.some(i => i.opId === opId)) {
+        const report = await deps.rewinder.resolve(agent, opId, how)
+        return { ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved }
+      }
+    }
     return await state.run(sessionId, async () => {
       const outcome = how === 'continue' ? await port.continueRestore(sessionId, cwd, opId) : await port.rollbackRestore(sessionId, cwd, opId)
       await resyncObservations(ctx, session, cwd, outcome.written, outcome.deleted, deps.logger)
+      await removeRestoreTemps(cwd, [...outcome.written, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
       // The history entry follows: a continued restore settles it (done once nothing failed);
       // a rolled-back one has had its file changes undone. A history failure never fails this.
       try {
@@ -91,21 +103,23 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
 
     async history(agent) {
       const key = await partitionKey(ctx, agent.session)
-      const entries = await history.list(key)
+      // A damaged history.json still lists what can be read, and says it is damaged.
+      const { entries, damaged } = await history.listChecked(key)
       const sessionId = agent.session.header.id
       const cwd = trackedCwd(agent.session)
       const port = files()
       const tails = new Set<string>()
       const seen = new Set<string>()
       for (const entry of entries) {
-        if (entry.undoneAt !== undefined || seen.has(entry.sessionId)) continue
+        if (entry.undoneAt != null || entry.outcome === 'rolled-back' || entry.outcome === 'abandoned' || seen.has(entry.sessionId)) continue
         seen.add(entry.sessionId)
         tails.add(entry.opId)
       }
       const out = []
       for (const entry of entries) {
         let undoable = false
-        if (entry.sessionId === sessionId && tails.has(entry.opId) && cwd !== undefined && port.unavailable() === undefined) {
+        const settled = entry.outcome !== 'started' && entry.undoStartedAt == null
+        if (settled && entry.sessionId === sessionId && tails.has(entry.opId) && cwd !== undefined && port.unavailable() === undefined) {
           try {
             undoable = (await port.journalState(sessionId, cwd, entry.opId)) === 'completed'
           } catch {
@@ -114,7 +128,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         }
         out.push({ ...entry, undoable })
       }
-      return { workspace: key, entries: out }
+      return { workspace: key, entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
     },
 
     async 'history.clear'(agent) {
@@ -134,10 +148,17 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       if (cwd === undefined || unavailable !== undefined) {
         throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
       }
+      // An interrupted undo or rewind of this session is settled first (joins a running pass).
+      if (deps.rewinder !== undefined) await deps.rewinder.reconcile(agent)
       if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
       return await state.run(sessionId, async () => {
         const journal = await port.journalState(sessionId, cwd, opId).catch(() => 'unreadable')
         await history.checkUndo(key, opId, sessionId, journal)
+        // Undo crash order: the undo's start is durable in the entry before the first file
+        // changes; the store's undo is journaled and can be run again; then `undoneAt`. A restart
+        // that finds the start without the end finishes the undo (Rewinder.reconcile).
+        await history.markUndoStarted(key, opId)
+        crashPoint('undo:started')
         let outcome
         try {
           outcome = await port.undo(sessionId, cwd, opId)
@@ -146,14 +167,20 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
           if (e.code === Codes.staleUndo || e.code === Codes.notUndoable || e.code === Codes.alreadyUndone) throw e
           throw new RewindError(Codes.undoFailed, e.message, e.details)
         }
+        crashPoint('undo:files')
         await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, deps.logger)
         try {
           await history.markUndone(key, opId, outcome.kind)
+          crashPoint('undo:done')
         } catch (error) {
           deps.logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
         }
         return outcome
       })
+    },
+
+    async interrupted(agent) {
+      return { interrupted: deps.rewinder === undefined ? [] : await deps.rewinder.reconcile(agent) }
     },
 
     async restores(agent) {
@@ -193,6 +220,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       try {
         next = await settings.update(patch as SettingsPatch)
       } catch (error) {
+        // A range refusal keeps its field and range in the details.
+        if (error instanceof RewindError) throw error
         throw new RewindError(Codes.badRequest, (error as Error).message)
       }
       return { backups: next.backups, maxFileBytes: next.maxFileBytes, trackAll: next.trackAll, maxBaselineBytes: next.maxBaselineBytes, maxFiles: next.maxFiles, historyLimit: next.historyLimit, cleanup: { ...next.cleanup }, persistent: settings.persistent }

@@ -6,6 +6,7 @@
  */
 import z from '@deepseek-ai/schemastery'
 import type { HostContext, HostSettingsScope } from './host.ts'
+import { Codes, RewindError } from './errors.ts'
 
 /** The settings namespace. */
 export const SETTINGS_NAMESPACE = 'dsh-rewind'
@@ -18,6 +19,44 @@ export const DEFAULT_MAX_BASELINE_BYTES = 1024 * 1024 * 1024
 
 /** Default per-workspace file-count limit of the scan: 100,000 files in scope. */
 export const DEFAULT_MAX_FILES = 100_000
+
+/** Largest accepted `maxBaselineBytes`: 1 TiB. */
+export const MAX_BASELINE_BYTES_LIMIT = 1024 ** 4
+
+/** Largest accepted `maxFiles`: ten million. */
+export const MAX_FILES_LIMIT = 10_000_000
+
+/** Largest accepted `maxFileBytes`: 4 GiB. */
+export const MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024 * 1024
+
+/**
+ * The accepted range of every numeric setting (a dotted path into the settings), checked by
+ * {@link validateNumbers} before anything is written: an integer outside it is refused with
+ * `rewind/bad-request` naming the field and the range, never written and never silently replaced
+ * by the default. A new numeric setting adds its row here.
+ */
+export const NUMERIC_RANGES: Readonly<Record<string, { min: number; max: number }>> = {
+  maxFileBytes: { min: 0, max: MAX_FILE_BYTES_LIMIT },
+  historyLimit: { min: 1, max: 1000 },
+  maxBaselineBytes: { min: 0, max: MAX_BASELINE_BYTES_LIMIT },
+  maxFiles: { min: 1, max: MAX_FILES_LIMIT },
+  'cleanup.maxAgeDays': { min: 1, max: 3650 },
+}
+
+/** Refuses (`rewind/bad-request`, details `{field, min, max}`) a numeric setting of `patch` out of its range. */
+export function validateNumbers(patch: Record<string, unknown>): void {
+  for (const [field, range] of Object.entries(NUMERIC_RANGES)) {
+    let value: unknown = patch
+    for (const part of field.split('.')) {
+      value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[part] : undefined
+    }
+    if (value === undefined) continue
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
+      const shown = typeof value === 'number' ? String(value) : JSON.stringify(value) ?? typeof value
+      throw new RewindError(Codes.badRequest, `${field} must be an integer from ${range.min} to ${range.max} (got ${shown}); nothing was written`, { field, min: range.min, max: range.max })
+    }
+  }
+}
 
 /** The resolved settings. */
 export interface RewindSettings {
@@ -58,10 +97,10 @@ export const DEFAULT_SETTINGS: RewindSettings = {
 /** The schemastery schema (rendered by DSH's settings UI, validated on every write). */
 export const SettingsSchema = z.object({
   backups: z.boolean().default(true).description('Take before-write snapshot backups (powers file restore).'),
-  maxFileBytes: z.natural().default(DEFAULT_MAX_FILE_BYTES).description('Per-file backup cap in bytes (0 = no cap).'),
+  maxFileBytes: z.natural().max(MAX_FILE_BYTES_LIMIT).default(DEFAULT_MAX_FILE_BYTES).description('Per-file backup cap in bytes (0 = no cap).'),
   trackAll: z.boolean().default(true).description('Track every change, shell commands too (scan the workspace around every other tool call).'),
-  maxBaselineBytes: z.natural().min(0).max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_BASELINE_BYTES).description('Per-workspace budget of file contents kept by the scan, in bytes.'),
-  maxFiles: z.natural().min(1).max(10_000_000).default(DEFAULT_MAX_FILES).description('Per-workspace limit of files the scan covers.'),
+  maxBaselineBytes: z.natural().max(MAX_BASELINE_BYTES_LIMIT).default(DEFAULT_MAX_BASELINE_BYTES).description('Per-workspace budget of file contents kept by the scan, in bytes.'),
+  maxFiles: z.natural().min(1).max(MAX_FILES_LIMIT).default(DEFAULT_MAX_FILES).description('Per-workspace limit of files the scan covers.'),
   historyLimit: z.natural().min(1).max(1000).default(10).description('Rewind history entries kept per workspace.'),
   cleanup: z.object({
     enabled: z.boolean().default(false).description('Remove the snapshots of long-inactive sessions automatically.'),
@@ -119,6 +158,7 @@ export class SettingsModel {
   /** Persist a patch; refuses without a settings service. */
   async update(patch: SettingsPatch): Promise<RewindSettings> {
     if (this.scope === undefined) throw new Error('no settings service: settings are read-only on this host')
+    validateNumbers(patch as Record<string, unknown>)
     const clean: Record<string, unknown> = {}
     if (patch.backups !== undefined) clean.backups = patch.backups
     if (patch.maxFileBytes !== undefined) clean.maxFileBytes = patch.maxFileBytes

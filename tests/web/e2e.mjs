@@ -9,7 +9,8 @@ import path from 'node:path'
 const [baseUrl, ws, shots, runDir = os.tmpdir()] = process.argv.slice(2)
 if (!baseUrl || !ws || !shots) throw new Error('usage: e2e.mjs <baseUrl> <workspaceDir> <shotsDir> [runDir]')
 fs.mkdirSync(shots, { recursive: true })
-// full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins
+// full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins;
+// crash-setup / crash-banner: a rewind killed by the crash seam, then the banner after a restart
 const MODE = process.env.E2E_MODE ?? 'full'
 
 const T0 = Date.now()
@@ -145,11 +146,81 @@ async function degraded(page) {
   check(page.pageErrors.length === 0, 'no page errors')
 }
 
+/** A session whose `dsh web` was SIGKILLed in the middle of a rewind (crash seam `rewind:marker-durable`). */
+async function crashSetup(page) {
+  await page.goto(baseUrl)
+  await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
+  await dismissModals(page)
+  const composer = await openWorkspace(page)
+  await send(page, composer, M1, 'DONE: a.txt')
+  await send(page, composer, M2, 'DONE: a.txt, b.txt')
+  const dialog = await openRewindDialog(page, M2)
+  await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+  await page.keyboard.press('Control+Enter')
+  // The host kills itself at the seam: the server stops answering.
+  let down = false
+  for (let i = 0; i < 120 && !down; i++) {
+    down = await fetch(baseUrl).then(() => false, () => true)
+    if (!down) await new Promise(r => setTimeout(r, 250))
+  }
+  check(down, 'dsh web died in the middle of the rewind (crash seam)')
+  check(read('a.txt') === 'alpha-2\n' && read('b.txt') === 'beta-2\n', 'no file was restored before the kill')
+}
+
+/** The same DSH home after a restart: the banner names the interrupted rewind; Continue finishes it. */
+async function crashBanner(page) {
+  await page.goto(baseUrl)
+  await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).or(page.locator('textarea[data-phase]')).first().waitFor({ timeout: 30000 })
+  await dismissModals(page)
+  await openWorkspace(page)
+  const banner = page.getByTestId('dsh-prompt-rewind-interrupted')
+  // Expand the workspace in the sidebar, then open its sessions one by one.
+  for (let round = 0; round < 3; round++) {
+    const collapsed = page.locator('[role="treeitem"][aria-expanded="false"]')
+    if (await collapsed.count() === 0) break
+    await collapsed.first().focus()
+    await page.keyboard.press('ArrowRight')
+    await page.waitForTimeout(300)
+    if (await collapsed.count() > 0) await collapsed.first().click({ position: { x: 14, y: 16 } })
+    await page.waitForTimeout(300)
+  }
+  const items = page.locator('[role="treeitem"]:not([aria-expanded])')
+  log('sessions listed:', await items.count())
+  for (let i = 0; i < await items.count() && !await banner.isVisible(); i++) {
+    await items.nth(i).click()
+    await banner.waitFor({ timeout: 8000 }).catch(() => {})
+  }
+  await banner.waitFor({ timeout: 10000 })
+  const text = await banner.innerText()
+  log('banner:', JSON.stringify(text))
+  check(/A rewind was interrupted\./.test(text) && /Rewind to message seq \d+ — no file changed yet/.test(text), 'the session shows the interrupted rewind')
+  check(await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').isVisible() && await banner.getByTestId('dsh-prompt-rewind-interrupted-rollback').isVisible(), 'Continue and Roll back are offered')
+  await shot(page, 'interrupted-banner')
+  await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').click()
+  const notice = banner.getByTestId('dsh-prompt-rewind-interrupted-notice')
+  await notice.waitFor({ timeout: 20000 })
+  log('notice:', JSON.stringify(await notice.innerText()))
+  check(/^Finished the rewind to seq \d+: 1 written, 1 deleted\.$/.test(await notice.innerText()), 'Continue finished restoring the files')
+  check(read('a.txt') === 'alpha-1\n' && read('b.txt') === null, 'files on disk: a.txt restored, b.txt deleted')
+  check(await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').count() === 0, 'the banner no longer offers anything')
+  await shot(page, 'interrupted-continued')
+  await banner.getByTestId('dsh-prompt-rewind-interrupted-dismiss').click()
+  await banner.waitFor({ state: 'detached', timeout: 5000 })
+  await page.getByText('Settings', { exact: true }).last().click()
+  await page.getByText('Rewind history', { exact: true }).first().click()
+  const entry = page.getByTestId('dsh-prompt-rewind-history').getByTestId('dsh-prompt-rewind-entry').first()
+  await entry.waitFor({ timeout: 10000 })
+  check(await entry.getAttribute('data-outcome') === 'done', 'the history entry shows the outcome: done')
+  check(page.pageErrors.length === 0, 'no page errors')
+}
+
 let failed = null
 const main = await launch('en-US')
 const { page } = main
 try {
   if (MODE === 'degraded') await degraded(page)
+  else if (MODE === 'crash-setup') await crashSetup(page)
+  else if (MODE === 'crash-banner') await crashBanner(page)
   else {
   await page.goto(baseUrl)
   await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })

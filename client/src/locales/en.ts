@@ -93,6 +93,22 @@ export const en = {
   'config.off': 'Off',
   'config.readOnly': 'This host has no settings service: the settings are read-only here.',
   'plugins.tab': 'Prompt rewind',
+  'settings.outcome.started': 'Interrupted',
+  'settings.outcome.rolled-back': 'Rolled back',
+  'settings.outcome.abandoned': 'Not applied',
+  'settings.damaged': 'The history file was damaged ({detail}); {dropped} entries could not be read. The entries below are the ones that could; the damaged file is kept beside it at the next rewind.',
+  'banner.title': 'A rewind was interrupted.',
+  'banner.rewind': 'Rewind to message seq {seq}',
+  'banner.fork': 'Fork at message seq {seq}',
+  'banner.undo': 'Undo of the rewind to message seq {seq}',
+  'banner.files': '{done} of {total} file changes applied',
+  'banner.noFiles': 'no file changed yet',
+  'banner.continue': 'Continue',
+  'banner.rollback': 'Roll back',
+  'banner.continued': 'Finished the rewind to seq {seq}: {written} written, {deleted} deleted.',
+  'banner.rolledBack': 'Rolled back the rewind to seq {seq}: every file is as it was before it.',
+  'banner.failed': 'Not settled: {message}',
+  'banner.dismiss': 'Dismiss',
 } as const
 
 /** A translation key. */

@@ -11,8 +11,10 @@ use crate::key::WorkspaceKey;
 pub const MAX_PATHS_PER_LIST: usize = 200;
 
 /// How a rewind's file half ended.
+///
+/// `Started`, `RolledBack` and `Abandoned` are new in format version 2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every planned file action succeeded (the restore journal completed).
     Done,
@@ -20,6 +22,22 @@ pub enum Outcome {
     Partial,
     /// The file half failed as a whole (the conversation half may still have run).
     Failed,
+    /// Written before the rewind changes anything; replaced when it ends. An
+    /// entry still `started` when no rewind runs is an interrupted rewind.
+    Started,
+    /// An interrupted rewind whose files were put back exactly as they were
+    /// before it (the conversation half, if it ran, stays).
+    RolledBack,
+    /// An interrupted rewind that had changed nothing: no marker reached the
+    /// session log and no file was touched.
+    Abandoned,
+}
+
+impl Outcome {
+    /// Whether the rewind is over (anything but [`Outcome::Started`]).
+    pub fn is_settled(self) -> bool {
+        self != Self::Started
+    }
 }
 
 /// How an undo of a rewind ended.
@@ -133,6 +151,15 @@ pub struct Entry {
     /// Set when the rewind forked into a child session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork: Option<ForkInfo>,
+    /// The `id` of the marker message an in-place rewind appends (version 2),
+    /// so a restart can tell whether the marker reached the session log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker_id: Option<String>,
+    /// When an undo of this entry began (version 2): written before the undo
+    /// changes a file; an entry with this and no `undone_at` is an
+    /// interrupted undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_started_at: Option<u64>,
     /// When the rewind was undone, milliseconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undone_at: Option<u64>,
@@ -165,6 +192,8 @@ impl Entry {
             counts: paths.counts(),
             paths,
             fork: None,
+            marker_id: None,
+            undo_started_at: None,
             undone_at: None,
             undo_outcome: None,
             undo_mode: None,
@@ -174,6 +203,16 @@ impl Entry {
     /// Whether the entry was undone.
     pub fn is_undone(&self) -> bool {
         self.undone_at.is_some()
+    }
+
+    /// Whether the entry is an interrupted (or still running) rewind.
+    pub fn is_started(&self) -> bool {
+        self.outcome == Outcome::Started
+    }
+
+    /// Whether an undo of the entry began and was never recorded as ended.
+    pub fn is_undo_interrupted(&self) -> bool {
+        self.undo_started_at.is_some() && self.undone_at.is_none()
     }
 
     /// Folds in what continuing an interrupted restore did: the files it wrote and
@@ -197,6 +236,10 @@ impl Entry {
         counts.skipped = self.counts.skipped;
         self.counts = counts;
         self.paths.truncate();
-        self.outcome = if continued.failed.is_empty() { Outcome::Done } else { Outcome::Partial };
+        self.outcome = if continued.failed.is_empty() {
+            Outcome::Done
+        } else {
+            Outcome::Partial
+        };
     }
 }

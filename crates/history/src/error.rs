@@ -3,8 +3,10 @@
 use std::io;
 use std::path::PathBuf;
 
-/// The code of every storage failure (disk error, corrupt or newer file).
+/// The code of every storage failure (disk error, newer file).
 pub const CODE_FAILED: &str = "rewind/failed";
+/// The code of a damaged `history.json` (reads keep the entries that can be read).
+pub const CODE_HISTORY_CORRUPT: &str = "rewind/history-corrupt";
 
 /// Opening the history root failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,9 +72,13 @@ pub enum ReadError {
 }
 
 impl ReadError {
-    /// The stable error code (`rewind/failed`).
+    /// The stable error code (`rewind/history-corrupt` for a damaged file,
+    /// `rewind/failed` otherwise).
     pub fn code(&self) -> &'static str {
-        CODE_FAILED
+        match self {
+            Self::Corrupt { .. } => CODE_HISTORY_CORRUPT,
+            _ => CODE_FAILED,
+        }
     }
 }
 
@@ -206,16 +212,28 @@ pub enum SettleError {
         /// The op id.
         op_id: String,
     },
+    /// The entry is not in the state the change needs (e.g. finishing an
+    /// entry that is not `started`, or one already undone).
+    #[error("history entry {op_id} is {state}; {wanted}")]
+    WrongState {
+        /// The op id.
+        op_id: String,
+        /// The entry's state (`outcome`, or `undone`).
+        state: String,
+        /// What the change needed.
+        wanted: &'static str,
+    },
     /// The write failed.
     #[error(transparent)]
     Write(#[from] WriteError),
 }
 
 impl SettleError {
-    /// The stable error code (`rewind/unknown-entry`, `rewind/failed`).
+    /// The stable error code (`rewind/unknown-entry`, `rewind/not-undoable`, `rewind/failed`).
     pub fn code(&self) -> &'static str {
         match self {
             Self::UnknownEntry { .. } => "rewind/unknown-entry",
+            Self::WrongState { .. } => "rewind/not-undoable",
             Self::Write(e) => e.code(),
         }
     }

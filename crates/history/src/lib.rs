@@ -22,8 +22,10 @@
 //!
 //! Writes are serialized per partition (a process-wide lock plus an OS file
 //! lock) and atomic (temp file, sync, rename, directory sync). A corrupt file
-//! is renamed aside (`history.json.corrupt-<ms>`) by the next write and
-//! replaced; a file of a newer format version is refused by reads and writes
+//! is reported as `rewind/history-corrupt`; [`HistoryStore::read_salvaged`]
+//! keeps the entries that can still be read, and the next write renames the
+//! file aside (`history.json.corrupt-<ms>`) and carries those entries over;
+//! a file of a newer format version is refused by reads and writes
 //! ([`ReadError::NewerVersion`], [`WriteError::NewerVersion`]).
 //!
 //! Undo eligibility is a pure function over a partition and the journal state
@@ -40,13 +42,13 @@ pub use entry::{
     Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, Outcome, Paths, UndoMode, UndoOutcome,
 };
 pub use error::{
-    AppendError, CODE_FAILED, ClearError, MarkUndoneError, OpenError, ReadError, SettleError,
-    WriteError,
+    AppendError, CODE_FAILED, CODE_HISTORY_CORRUPT, ClearError, MarkUndoneError, OpenError,
+    ReadError, SettleError, WriteError,
 };
 pub use key::{KeyError, MAX_WORKSPACE_ID_LEN, UNKNOWN_KEY, WORKSPACE_PREFIX, WorkspaceKey};
 pub use store::{
     AppendReport, ClearReport, Clock, CrashSeam, DEFAULT_HISTORY_LIMIT, FORMAT_VERSION,
-    HISTORY_FILE, HistoryStore, LOCK_FILE, MAX_HISTORY_LIMIT, MarkReport, Partition, WriteNotes,
-    WriteStep, system_clock,
+    HISTORY_FILE, HistoryStore, LOCK_FILE, MAX_HISTORY_LIMIT, MarkReport, Partition, Salvaged,
+    WriteNotes, WriteStep, system_clock,
 };
 pub use undo::{JournalState, UndoRefusal, UndoRequest, require_unchanged, undo_eligibility};

@@ -11,14 +11,17 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::entry::{Entry, Paths, UndoMode, UndoOutcome};
+use crate::entry::{Entry, Outcome, Paths, UndoMode, UndoOutcome};
 use crate::error::{
     AppendError, ClearError, MarkUndoneError, OpenError, ReadError, SettleError, WriteError,
 };
 use crate::key::WorkspaceKey;
 
-/// The newest history format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest history format version this build reads and writes (version 2
+/// adds the outcomes `started`, `rolled-back`, `abandoned` and the fields
+/// `markerId`, `undoStartedAt`; version 1 files are read as they are and
+/// written back as version 2).
+pub const FORMAT_VERSION: u32 = 2;
 /// Entries kept per partition unless configured otherwise.
 pub const DEFAULT_HISTORY_LIMIT: usize = 10;
 /// The largest accepted `historyLimit`; larger values are clamped to it.
@@ -122,10 +125,23 @@ impl Partition {
         self.entries.iter().find(|e| e.op_id == op_id)
     }
 
-    /// The chain tail of a session: its newest not-yet-undone entry.
+    /// The chain tail of a session: its newest entry that is not undone and
+    /// not a rewind that was rolled back or abandoned (those changed no file
+    /// that an undo could put back).
     pub fn chain_tail(&self, session_id: &str) -> Option<&Entry> {
-        self.newest_first()
-            .find(|e| e.session_id == session_id && !e.is_undone())
+        self.newest_first().find(|e| {
+            e.session_id == session_id
+                && !e.is_undone()
+                && !matches!(e.outcome, Outcome::RolledBack | Outcome::Abandoned)
+        })
+    }
+
+    /// Interrupted rewinds and undos of a session, newest first: entries still
+    /// `started`, and entries whose undo began and never ended.
+    pub fn interrupted<'a>(&'a self, session_id: &'a str) -> impl Iterator<Item = &'a Entry> {
+        self.newest_first().filter(move |e| {
+            e.session_id == session_id && (e.is_started() || e.is_undo_interrupted())
+        })
     }
 
     /// The partition as pretty JSON (the export format; identical to the file).
@@ -141,6 +157,20 @@ pub struct WriteNotes {
     /// A corrupt `history.json` found by the write was renamed to this name
     /// (inside the partition directory) and replaced.
     pub quarantined: Option<String>,
+    /// Entries of that corrupt file that could still be read and were kept.
+    pub salvaged: usize,
+}
+
+/// A damaged `history.json` read leniently: what could be read, and why the
+/// file is damaged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Salvaged {
+    /// The entries that could be read (every one valid on its own), oldest first.
+    pub partition: Partition,
+    /// Why the file is damaged (the strict parser's message).
+    pub detail: String,
+    /// Entries found in the file but dropped because they could not be read.
+    pub dropped: usize,
 }
 
 /// Result of [`HistoryStore::append`].
@@ -234,6 +264,47 @@ fn parse(bytes: &[u8], key: &WorkspaceKey) -> Result<Partition, ParseFailure> {
         }
     }
     Ok(partition)
+}
+
+/// Reads what can be read from a damaged partition file: the `entries` array
+/// (if the file is JSON with one), each entry parsed on its own and kept when it
+/// is valid by itself (non-empty ids, the partition's workspace, first of its
+/// op id). Returns `None` for a file of a newer version (never misread).
+fn salvage(bytes: &[u8], key: &WorkspaceKey, detail: String) -> Option<Salvaged> {
+    let mut out = Salvaged {
+        partition: Partition::empty(key),
+        detail,
+        dropped: 0,
+    };
+    let Ok(serde_json::Value::Object(root)) = serde_json::from_slice::<serde_json::Value>(bytes)
+    else {
+        return Some(out);
+    };
+    if root
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .is_some_and(|v| v > u64::from(FORMAT_VERSION))
+    {
+        return None;
+    }
+    let Some(serde_json::Value::Array(items)) = root.get("entries") else {
+        return Some(out);
+    };
+    let mut seen = std::collections::HashSet::new();
+    for item in items {
+        match serde_json::from_value::<Entry>(item.clone()) {
+            Ok(e)
+                if !e.op_id.is_empty()
+                    && !e.session_id.is_empty()
+                    && e.workspace == key.as_str()
+                    && seen.insert(e.op_id.clone()) =>
+            {
+                out.partition.entries.push(e)
+            }
+            _ => out.dropped += 1,
+        }
+    }
+    Some(out)
 }
 
 fn rel(key: &WorkspaceKey, name: &str) -> PathBuf {
@@ -427,6 +498,33 @@ impl HistoryStore {
         })
     }
 
+    /// Reads a partition, keeping what can be read of a damaged file: `Ok((p,
+    /// None))` for a sound file, `Ok((p, Some(s)))` with the readable entries
+    /// when the file is damaged (see [`Salvaged`]). Other failures (a newer
+    /// version, a disk error) are errors. Never changes anything on disk.
+    pub fn read_salvaged(
+        &self,
+        key: &WorkspaceKey,
+    ) -> Result<(Partition, Option<Salvaged>), ReadError> {
+        match self.read(key) {
+            Ok(p) => Ok((p, None)),
+            Err(ReadError::Corrupt { path, detail }) => {
+                let dir = match self.partition_dir(key, false) {
+                    Ok(Some(d)) => d,
+                    _ => return Err(ReadError::Corrupt { path, detail }),
+                };
+                let bytes = match read_raw(&dir) {
+                    Ok(Raw::Bytes(b)) => b,
+                    _ => Vec::new(),
+                };
+                let salvaged = salvage(&bytes, key, detail.clone())
+                    .ok_or(ReadError::Corrupt { path, detail })?;
+                Ok((salvaged.partition.clone(), Some(salvaged)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The partition as JSON (pretty, the same shape as the file; an empty
     /// partition when none exists).
     pub fn export(&self, key: &WorkspaceKey) -> Result<String, ReadError> {
@@ -503,6 +601,55 @@ impl HistoryStore {
         Ok(MarkReport { entry, notes })
     }
 
+    /// Ends a `started` entry: sets its outcome (anything but `started`) and,
+    /// when given, its paths (counts from the lists). Refused
+    /// ([`SettleError::WrongState`]) when the entry is not `started`, so a
+    /// settled entry is never rewritten by a late or repeated finish.
+    pub fn finish(
+        &self,
+        key: &WorkspaceKey,
+        op_id: &str,
+        outcome: Outcome,
+        paths: Option<&Paths>,
+    ) -> Result<MarkReport, SettleError> {
+        let (entry, notes) = self.update(key, |p| {
+            let e = find_mut(p, op_id)?;
+            if !e.is_started() || !outcome.is_settled() {
+                return Err(wrong_state(e, "only a started entry can be finished"));
+            }
+            e.outcome = outcome;
+            if let Some(paths) = paths {
+                e.paths = paths.clone();
+                e.counts = paths.counts();
+                e.paths.truncate();
+            }
+            Ok((e.clone(), true))
+        })?;
+        Ok(MarkReport { entry, notes })
+    }
+
+    /// Records, before an undo changes any file, that the undo of `op_id`
+    /// began at `time`. Refused when the entry is undone already or not a
+    /// settled rewind.
+    pub fn mark_undo_started(
+        &self,
+        key: &WorkspaceKey,
+        op_id: &str,
+        time: u64,
+    ) -> Result<MarkReport, SettleError> {
+        let (entry, notes) = self.update(key, |p| {
+            let e = find_mut(p, op_id)?;
+            if e.is_undone() || e.is_started() {
+                return Err(wrong_state(e, "an undo needs a settled, not undone rewind"));
+            }
+            if e.undo_started_at.is_none() {
+                e.undo_started_at = Some(time);
+            }
+            Ok((e.clone(), true))
+        })?;
+        Ok(MarkReport { entry, notes })
+    }
+
     /// Records that the interrupted restore of entry `op_id` was continued: see
     /// [`Entry::merge_continued`].
     pub fn settle_continued(
@@ -573,9 +720,14 @@ impl HistoryStore {
                     }
                     .into());
                 }
-                Err(ParseFailure::Corrupt(_)) => {
+                Err(ParseFailure::Corrupt(detail)) => {
+                    // The damaged bytes are kept aside; the entries that can still be
+                    // read carry over, so a damaged file never empties the page.
+                    let kept = salvage(&bytes, key, detail).map(|s| s.partition);
                     notes.quarantined = Some(self.quarantine(&dir, key)?);
-                    Partition::empty(key)
+                    let kept = kept.unwrap_or_else(|| Partition::empty(key));
+                    notes.salvaged = kept.entries.len();
+                    kept
                 }
             },
             Ok(Raw::Missing) => Partition::empty(key),
@@ -719,5 +871,30 @@ fn sync_dir(dir: &Dir) -> io::Result<()> {
             .sync_all()
     } else {
         Ok(())
+    }
+}
+
+fn find_mut<'p>(p: &'p mut Partition, op_id: &str) -> Result<&'p mut Entry, SettleError> {
+    p.entries
+        .iter_mut()
+        .find(|e| e.op_id == op_id)
+        .ok_or_else(|| SettleError::UnknownEntry {
+            op_id: op_id.to_owned(),
+        })
+}
+
+fn wrong_state(e: &Entry, wanted: &'static str) -> SettleError {
+    let state = if e.is_undone() {
+        "undone".to_owned()
+    } else {
+        serde_json::to_value(e.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    SettleError::WrongState {
+        op_id: e.op_id.clone(),
+        state,
+        wanted,
     }
 }

@@ -6,7 +6,7 @@
 //! rewind and calls [`require_unchanged`]; only then does it run the undo and
 //! record it with [`HistoryStore::mark_undone`](crate::HistoryStore::mark_undone).
 
-use crate::entry::Entry;
+use crate::entry::{Entry, Outcome};
 use crate::key::WorkspaceKey;
 use crate::store::Partition;
 
@@ -111,6 +111,13 @@ pub enum UndoRefusal {
         /// The journal state found.
         journal: JournalState,
     },
+    /// The rewind (or an undo of it) was interrupted and is not settled yet:
+    /// continue or roll it back first.
+    #[error("history entry {op_id} is an interrupted rewind; continue or roll it back first")]
+    Interrupted {
+        /// The requested op id.
+        op_id: String,
+    },
     /// Files changed after the rewind; undoing would overwrite those changes.
     #[error("undo refused: {} file(s) changed since the rewind: {}", paths.len(), paths.join(", "))]
     Stale {
@@ -129,6 +136,7 @@ impl UndoRefusal {
             Self::AlreadyUndone { .. } => "rewind/already-undone",
             Self::NotTop { .. } => "rewind/undo-not-top",
             Self::NotUndoable { .. } => "rewind/not-undoable",
+            Self::Interrupted { .. } => "rewind/interrupted",
             Self::Stale { .. } => "rewind/stale-undo",
         }
     }
@@ -139,7 +147,9 @@ impl UndoRefusal {
 /// Rules, checked in this order: the entry exists; the partition and the
 /// entry belong to the active workspace; the entry was recorded by the active
 /// session; it was not undone before; it is that session's chain tail (newest
-/// not-yet-undone entry); its restore journal is completed. Returns the entry.
+/// not-yet-undone entry); it is not an interrupted rewind (`started`) and not
+/// one that was rolled back or abandoned; its restore journal is completed.
+/// Returns the entry.
 pub fn undo_eligibility<'p>(
     partition: &'p Partition,
     req: &UndoRequest<'_>,
@@ -177,6 +187,18 @@ pub fn undo_eligibility<'p>(
         return Err(UndoRefusal::AlreadyUndone {
             op_id: op_id(),
             undone_at,
+        });
+    }
+    if entry.is_started() {
+        return Err(UndoRefusal::Interrupted { op_id: op_id() });
+    }
+    if !matches!(
+        entry.outcome,
+        Outcome::Done | Outcome::Partial | Outcome::Failed
+    ) {
+        return Err(UndoRefusal::NotUndoable {
+            op_id: op_id(),
+            journal: req.journal,
         });
     }
     match partition.chain_tail(req.active_session) {

@@ -109,7 +109,7 @@ fn append_read_export_roundtrip() {
         std::fs::read(file(dir.path(), &k)).unwrap()
     );
     let v: serde_json::Value = serde_json::from_str(&exported).unwrap();
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert_eq!(v["workspace"], "ws-w1");
     assert_eq!(v["entries"][0]["opId"], "op-1");
     assert_eq!(v["entries"][0]["fork"]["childSessionId"], "child");
@@ -296,7 +296,7 @@ fn corrupt_file_is_kept_aside_and_replaced() {
         std::fs::write(file(dir.path(), &k), bytes).unwrap();
         let e = store.read(&k).unwrap_err();
         assert!(matches!(e, ReadError::Corrupt { .. }), "{i}: {e}");
-        assert_eq!(e.code(), "rewind/failed");
+        assert_eq!(e.code(), "rewind/history-corrupt");
         // Reading changed nothing.
         assert_eq!(&std::fs::read(file(dir.path(), &k)).unwrap(), bytes);
         let r = store
@@ -330,15 +330,15 @@ fn newer_version_fails_closed() {
     let store = HistoryStore::open(dir.path()).unwrap();
     let k = key("w");
     store.append(&k, entry("op-0", "s", &k, 0)).unwrap();
-    let newer = br#"{"version": 2, "workspace": "ws-w", "entries": [{"something": "new"}]}"#;
+    let newer = br#"{"version": 3, "workspace": "ws-w", "entries": [{"something": "new"}]}"#;
     std::fs::write(file(dir.path(), &k), newer).unwrap();
     let e = store.read(&k).unwrap_err();
     assert!(
         matches!(
             e,
             ReadError::NewerVersion {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             }
         ),
@@ -351,7 +351,7 @@ fn newer_version_fails_closed() {
     assert!(matches!(
         store.append(&k, entry("op-1", "s", &k, 1)),
         Err(AppendError::Write(WriteError::NewerVersion {
-            found: 2,
+            found: 3,
             ..
         }))
     ));
@@ -823,18 +823,30 @@ fn a_continued_restore_settles_its_entry() {
         failed: vec!["gone.txt".into()],
         ..Paths::default()
     };
-    let e = store.settle_continued(&k, "op-1", &first).expect("settle").entry;
+    let e = store
+        .settle_continued(&k, "op-1", &first)
+        .expect("settle")
+        .entry;
     assert_eq!(e.outcome, Outcome::Partial);
-    assert_eq!(e.paths.restored, vec!["a.txt".to_string(), "locked.txt".into()]);
+    assert_eq!(
+        e.paths.restored,
+        vec!["a.txt".to_string(), "locked.txt".into()]
+    );
     assert_eq!(e.paths.failed, vec!["gone.txt".to_string()]);
-    assert_eq!((e.counts.restored, e.counts.skipped, e.counts.failed), (2, 1, 1));
+    assert_eq!(
+        (e.counts.restored, e.counts.skipped, e.counts.failed),
+        (2, 1, 1)
+    );
 
     // The next continue finishes: done, nothing failed, the entry can be undone later.
     let second = Paths {
         deleted: vec!["gone.txt".into()],
         ..Paths::default()
     };
-    let e = store.settle_continued(&k, "op-1", &second).expect("settle").entry;
+    let e = store
+        .settle_continued(&k, "op-1", &second)
+        .expect("settle")
+        .entry;
     assert_eq!(e.outcome, Outcome::Done);
     assert_eq!(e.paths.deleted, vec!["gone.txt".to_string()]);
     assert_eq!(e.counts.failed, 0);

@@ -173,6 +173,7 @@ impl From<rewind_history::UndoRefusal> for BindingError {
             R::NotUndoable { op_id, journal } => {
                 json!({ "opId": op_id, "journal": journal.name() })
             }
+            R::Interrupted { op_id } => json!({ "opId": op_id }),
             R::Stale { paths } => json!({ "paths": paths }),
         };
         Self::new(e.code(), e.to_string()).with_details(details)

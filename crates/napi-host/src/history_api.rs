@@ -9,7 +9,10 @@ use rewind_history::{
 
 use crate::error::BindingError;
 use crate::task::Job;
-use crate::types::{BindingHistoryEntry, BindingHistoryInput, seq_from_js};
+use crate::types::{
+    BindingHistoryDamage, BindingHistoryEntry, BindingHistoryInput, BindingHistoryList,
+    BindingHistoryPaths, seq_from_js,
+};
 
 /// The per-workspace rewind history under one root (`<dsh home>/rewind-history`).
 #[napi]
@@ -34,6 +37,9 @@ fn outcome(name: &str) -> Result<Outcome, BindingError> {
         "done" => Ok(Outcome::Done),
         "partial" => Ok(Outcome::Partial),
         "failed" => Ok(Outcome::Failed),
+        "started" => Ok(Outcome::Started),
+        "rolled-back" => Ok(Outcome::RolledBack),
+        "abandoned" => Ok(Outcome::Abandoned),
         other => Err(BindingError::bad_request(format!(
             "unknown history outcome {other:?}"
         ))),
@@ -128,6 +134,7 @@ impl BindingHistory {
             entry.fork = input
                 .fork_child_session_id
                 .map(|child_session_id| rewind_history::ForkInfo { child_session_id });
+            entry.marker_id = input.marker_id;
             Ok(store.append(&k, entry)?.dropped)
         }))
     }
@@ -144,6 +151,69 @@ impl BindingHistory {
                 .cloned()
                 .map(BindingHistoryEntry::from)
                 .collect())
+        }))
+    }
+
+    /// The entries of partition `key` that can be read, newest first, and the damage
+    /// when `history.json` is damaged (instead of failing with `rewind/history-corrupt`).
+    #[napi(ts_return_type = "Promise<BindingHistoryList>")]
+    pub fn list_checked(&self, key: String) -> AsyncTask<Job<BindingHistoryList>> {
+        let root = self.root.clone();
+        AsyncTask::new(Job::new(move || {
+            let k = self::key(&key)?;
+            let (partition, damage) = open(&root, None)?.read_salvaged(&k)?;
+            Ok(BindingHistoryList {
+                entries: partition
+                    .newest_first()
+                    .cloned()
+                    .map(BindingHistoryEntry::from)
+                    .collect(),
+                damaged: damage.map(|d| BindingHistoryDamage {
+                    detail: d.detail,
+                    dropped: d.dropped as f64,
+                }),
+            })
+        }))
+    }
+
+    /// Ends the `started` entry `op_id` with `outcome` (`done` | `partial` | `failed` |
+    /// `rolled-back` | `abandoned`) and, when given, its paths. Refused for a settled entry.
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn finish(
+        &self,
+        key: String,
+        op_id: String,
+        outcome: String,
+        paths: Option<BindingHistoryPaths>,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let root = self.root.clone();
+        AsyncTask::new(Job::new(move || {
+            let k = self::key(&key)?;
+            let paths = paths.map(|p| Paths {
+                restored: p.restored,
+                deleted: p.deleted,
+                skipped: p.skipped,
+                failed: p.failed,
+            });
+            let report =
+                open(&root, None)?.finish(&k, &op_id, self::outcome(&outcome)?, paths.as_ref())?;
+            Ok(BindingHistoryEntry::from(report.entry))
+        }))
+    }
+
+    /// Records, before an undo changes a file, that the undo of `op_id` began at `time`.
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn mark_undo_started(
+        &self,
+        key: String,
+        op_id: String,
+        time: f64,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let root = self.root.clone();
+        AsyncTask::new(Job::new(move || {
+            let k = self::key(&key)?;
+            let report = open(&root, None)?.mark_undo_started(&k, &op_id, self::time(time)?)?;
+            Ok(BindingHistoryEntry::from(report.entry))
         }))
     }
 

@@ -508,7 +508,8 @@ impl BindingStore {
         }))
     }
 
-    /// Every restore journal of the session with where it stands (after a crash, `open` ones).
+    /// Every restore journal of the session with where it stands (after a crash, `open` ones);
+    /// a journal that cannot be read is listed as `unreadable` with why.
     #[napi(ts_return_type = "Promise<Array<BindingRestoreStatus>>")]
     pub fn restore_statuses(
         &self,
@@ -517,7 +518,10 @@ impl BindingStore {
     ) -> AsyncTask<Job<Vec<BindingRestoreStatus>>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
-            let statuses = h.session(&session_id, &cwd, None)?.restore_statuses()?;
+            // One unreadable journal is named, never hides the others.
+            let (statuses, unreadable) = h
+                .session(&session_id, &cwd, None)?
+                .restore_statuses_each()?;
             Ok(statuses
                 .into_iter()
                 .map(|s| BindingRestoreStatus {
@@ -529,7 +533,23 @@ impl BindingStore {
                     pending: count(s.pending),
                     rollback_started: s.rollback_started,
                     op_id: s.op_id,
+                    error: None,
                 })
+                .chain(
+                    unreadable
+                        .into_iter()
+                        .map(|(op_id, error)| BindingRestoreStatus {
+                            op_id,
+                            target_seq: 0.0,
+                            state: "unreadable".to_owned(),
+                            actions: 0,
+                            done: 0,
+                            failed: 0,
+                            pending: 0,
+                            rollback_started: false,
+                            error: Some(error),
+                        }),
+                )
                 .collect())
         }))
     }

@@ -72,6 +72,13 @@ pub enum ErrorCode {
     ForkInsideTurn,
     /// The source session of a fork is not live on this host.
     ForkSourceNotLive,
+    // --- crash consistency ---
+    /// An earlier rewind of the session was interrupted; continue or roll it back first.
+    Interrupted,
+    /// `history.json` is damaged; the entries that can be read are kept.
+    HistoryCorrupt,
+    /// The session log could not be made durable; the files were not touched.
+    FlushFailed,
     // --- the workspace scan ---
     /// The workspace has more files in scope than the file-count limit: the scan stopped there.
     ScanBudget,
@@ -79,7 +86,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 30] = [
+    pub const ALL: [ErrorCode; 33] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -109,6 +116,9 @@ impl ErrorCode {
         Self::SubagentSession,
         Self::ForkInsideTurn,
         Self::ForkSourceNotLive,
+        Self::Interrupted,
+        Self::HistoryCorrupt,
+        Self::FlushFailed,
         Self::ScanBudget,
     ];
 
@@ -144,6 +154,9 @@ impl ErrorCode {
             Self::SubagentSession => "rewind/subagent-session",
             Self::ForkInsideTurn => "rewind/fork-inside-turn",
             Self::ForkSourceNotLive => "rewind/fork-source-not-live",
+            Self::Interrupted => "rewind/interrupted",
+            Self::HistoryCorrupt => "rewind/history-corrupt",
+            Self::FlushFailed => "rewind/flush-failed",
             Self::ScanBudget => "rewind/scan-budget",
         }
     }

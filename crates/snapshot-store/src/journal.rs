@@ -1014,6 +1014,42 @@ impl Session {
         Ok(all.into_iter().map(|(_, _, s)| s).collect())
     }
 
+    /// Like [`Session::restore_statuses`], but a journal that cannot be read does not hide
+    /// the others: the readable ones come first (oldest first), then each unreadable one
+    /// by its op id (decoded from the file name) with why.
+    pub fn restore_statuses_each(
+        &self,
+    ) -> Result<(Vec<RestoreStatus>, Vec<(String, String)>), ReconcileError> {
+        let fs = &self.store.inner.fs;
+        let jdir = self.dir.join("journals");
+        let mut good = Vec::new();
+        let mut bad = Vec::new();
+        for name in fs.list(&jdir).map_err(Fault::from)? {
+            let s = name.to_string_lossy().into_owned();
+            if is_hidden(&name) || !s.ends_with(".json") {
+                continue;
+            }
+            let stem = s.trim_end_matches(".json").to_string();
+            let one = (|| {
+                let ipath = jdir.join(&name);
+                let Some(bytes) = fs.read_opt(&ipath)? else {
+                    return Ok(None);
+                };
+                let intent: JournalIntent = parse_record(&ipath, &bytes)?;
+                let l = self.fold_log(intent, &jdir.join(format!("{stem}.log")))?;
+                Ok::<_, Fault>(Some((l.intent.order, status_of(&l))))
+            })();
+            match one {
+                Ok(Some(x)) => good.push(x),
+                Ok(None) => {}
+                Err(e) => bad.push((crate::path::decode_id(&stem).unwrap_or(stem), e.to_string())),
+            }
+        }
+        good.sort_by_key(|(o, _)| *o);
+        bad.sort();
+        Ok((good.into_iter().map(|(_, s)| s).collect(), bad))
+    }
+
     fn all_journals(&self) -> Result<Vec<(u64, String, RestoreStatus)>, Fault> {
         let fs = &self.store.inner.fs;
         let jdir = self.dir.join("journals");

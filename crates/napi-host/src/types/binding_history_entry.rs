@@ -38,7 +38,7 @@ pub struct BindingHistoryEntry {
     pub target_seq: f64,
     /// Time of the rewind (epoch ms).
     pub time: f64,
-    /// `done` | `partial` | `failed`.
+    /// `done` | `partial` | `failed` | `started` | `rolled-back` | `abandoned`.
     pub outcome: String,
     /// Number of restored paths.
     pub restored: f64,
@@ -58,6 +58,10 @@ pub struct BindingHistoryEntry {
     pub undo_mode: Option<String>,
     /// The fork, if any.
     pub fork: Option<BindingForkInfo>,
+    /// The id of the marker message of an in-place rewind.
+    pub marker_id: Option<String>,
+    /// When an undo began (epoch ms); with no `undone_at`, an interrupted undo.
+    pub undo_started_at: Option<f64>,
 }
 
 fn name<T: serde::Serialize>(value: &T) -> String {
@@ -82,6 +86,8 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
                 failed: e.paths.failed,
             },
             undone_at: e.undone_at.map(|t| t as f64),
+            undo_started_at: e.undo_started_at.map(|t| t as f64),
+            marker_id: e.marker_id,
             undo_outcome: e.undo_outcome.as_ref().map(name),
             undo_mode: e.undo_mode.as_ref().map(name),
             fork: e.fork.map(|f| BindingForkInfo {
@@ -94,4 +100,25 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
             workspace: e.workspace,
         }
     }
+}
+
+/// A damaged history file: why, and how many entries could not be read.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingHistoryDamage {
+    /// What is wrong with the file.
+    pub detail: String,
+    /// Entries found but not readable.
+    pub dropped: f64,
+}
+
+/// A partition as the history page shows it: the entries that can be read,
+/// newest first, and the damage when the file is damaged.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingHistoryList {
+    /// The entries, newest first.
+    pub entries: Vec<BindingHistoryEntry>,
+    /// Set when `history.json` is damaged (`rewind/history-corrupt`).
+    pub damaged: Option<BindingHistoryDamage>,
 }

@@ -16,10 +16,12 @@ pub struct BindingHistoryInput {
     pub target_seq: f64,
     /// Time of the rewind (epoch ms).
     pub time: f64,
-    /// `done` | `partial` | `failed`.
+    /// `done` | `partial` | `failed` | `started` (before the rewind changes anything).
     pub outcome: String,
     /// The paths per outcome.
     pub paths: BindingHistoryPaths,
     /// The child session, when the rewind forked into one.
     pub fork_child_session_id: Option<String>,
+    /// The id of the marker message an in-place rewind appends.
+    pub marker_id: Option<String>,
 }

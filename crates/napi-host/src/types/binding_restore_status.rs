@@ -10,7 +10,8 @@ pub struct BindingRestoreStatus {
     pub op_id: String,
     /// The target seq of the rewind.
     pub target_seq: f64,
-    /// `open`, `completed`, `rolled-back` or `undone`.
+    /// `open`, `completed`, `rolled-back`, `undone`, or `unreadable` for a journal that
+    /// cannot be read (its counts are 0 and `error` says why).
     pub state: String,
     /// Planned actions.
     pub actions: u32,
@@ -22,4 +23,6 @@ pub struct BindingRestoreStatus {
     pub pending: u32,
     /// Whether a rollback was started.
     pub rollback_started: bool,
+    /// Why the journal cannot be read (state `unreadable` only).
+    pub error: Option<String>,
 }

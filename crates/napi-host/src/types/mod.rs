@@ -28,7 +28,10 @@ pub use binding_chain_link::BindingChainLink;
 pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_failed_path::BindingFailedPath;
 pub use binding_fork_plan::BindingForkPlan;
-pub use binding_history_entry::{BindingForkInfo, BindingHistoryEntry, BindingHistoryPaths};
+pub use binding_history_entry::{
+    BindingForkInfo, BindingHistoryDamage, BindingHistoryEntry, BindingHistoryList,
+    BindingHistoryPaths,
+};
 pub use binding_history_input::BindingHistoryInput;
 pub use binding_not_covered::BindingNotCovered;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
