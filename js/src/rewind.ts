@@ -15,7 +15,7 @@ import type { ChainLink, FilesPort, RestoreOutcome, RestoreStatus, SkippedPath }
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { refusedScope } from './scan.ts'
+import { notCoveredOf } from './scan.ts'
 import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
@@ -472,7 +472,7 @@ export class Rewinder {
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
       const restored = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
-      const outcome = { ...restored, notCovered: [...refusedScope(this.deps.state, sessionId), ...(restored.notCovered ?? [])] }
+      const outcome = { ...restored, notCovered: notCoveredOf(this.deps.state, sessionId, restored) }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
     } catch (error) {

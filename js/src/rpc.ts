@@ -14,7 +14,7 @@ import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
 import { type Rewinder, candidates, crashPoint, removeRestoreTemps, resyncObservations } from './rewind.ts'
 import { trackedCwd } from './capture.ts'
-import { refusedScope } from './scan.ts'
+import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
 import { addonAvailable } from './native.ts'
 
@@ -94,7 +94,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const sessionId = agent.session.header.id
       const ancestors = await forkAncestors(ctx, agent.session.header)
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
-      return { targetSeq: seq, ...preview, notCovered: [...refusedScope(state, sessionId), ...(preview.notCovered ?? [])], backupOff }
+      return { targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff }
     },
 
     async candidates(agent) {

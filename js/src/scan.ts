@@ -95,6 +95,15 @@ export function refusedScope(state: SessionState, sessionId: string): NotCovered
   return refused === undefined ? [] : [{ path: '.', reason: `${refused.message} (${refused.code})` }]
 }
 
+/**
+ * The not-covered list of a preview or restore: the refused scope first, then the scan's own
+ * entries, without the paths the report already lists as skipped or uncovered (one line per path).
+ */
+export function notCoveredOf(state: SessionState, sessionId: string, o: { notCovered?: NotCoveredPath[]; skipped: { path: string }[]; uncovered?: string[] }): NotCoveredPath[] {
+  const listed = new Set([...o.skipped.map(s => s.path), ...(o.uncovered ?? [])])
+  return [...refusedScope(state, sessionId), ...(o.notCovered ?? []).filter(n => !listed.has(n.path))]
+}
+
 /** Register the scan pipeline on `ctx`; returns its state (read by previews and reports). */
 export function registerScan(deps: ScanDeps): ScanState {
   const { ctx, state, logger } = deps
