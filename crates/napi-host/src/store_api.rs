@@ -588,3 +588,47 @@ impl BindingStore {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(phase: &str, anchor: f64) -> BindingScanRequest {
+        BindingScanRequest {
+            phase: phase.into(),
+            call_id: Some("c1".into()),
+            anchor_seq: anchor,
+            ok: None,
+            max_file_bytes: 1024.0,
+            max_baseline_bytes: 4096.0,
+            max_files: 10.0,
+        }
+    }
+
+    #[test]
+    fn the_scan_budget_code_is_in_the_code_table() {
+        assert_eq!(
+            snapshot_store::SCAN_BUDGET_CODE,
+            rewind_plan::ErrorCode::ScanBudget.as_str()
+        );
+    }
+
+    #[test]
+    fn scan_requests_are_validated() {
+        let r = scan_request(&request("after", 7.0)).expect("valid");
+        assert_eq!(r.phase, ScanPhase::After);
+        assert_eq!(
+            (r.anchor_seq, r.max_files, r.max_baseline_bytes),
+            (7, 10, 4096)
+        );
+        assert!(r.ok, "ok defaults to true");
+        for bad in [
+            request("during", 1.0),
+            request("before", -1.0),
+            request("boundary", 1.5),
+        ] {
+            let e = scan_request(&bad).expect_err("refused");
+            assert_eq!(e.code, "rewind/bad-request");
+        }
+    }
+}

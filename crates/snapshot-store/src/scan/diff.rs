@@ -199,8 +199,9 @@ pub(crate) fn run(
             {
                 continue;
             }
-            let on_disk =
-                std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes_ext(k))).is_ok();
+            // Still there as a file (not a directory that replaced it): out of scope now.
+            let on_disk = std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes_ext(k)))
+                .is_ok_and(|m| !m.is_dir());
             if on_disk {
                 dropped.push(k.clone());
             } else {

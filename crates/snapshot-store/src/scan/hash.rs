@@ -196,6 +196,11 @@ pub(crate) fn hash_all(
             }
         }
     };
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        threads
+    };
     let threads = threads.clamp(1, 8).min(runs.len().max(1));
     if threads == 1 {
         work();

@@ -5,12 +5,18 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use crate::error::Fault;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use cap_std::fs::Dir;
+
+use crate::error::{Fault, FsFailure};
 use crate::format::{BeforeState, EntrySource};
 use crate::fsio::Walk;
 use crate::journal::{PathFailure, RestoreOutcome};
 use crate::path::RelPath;
 use crate::plan::{Action, PlannedAction};
+use crate::seam::{Area, FsOp};
 use crate::session::Session;
 use crate::store::{Store, is_hidden};
 
@@ -95,14 +101,27 @@ impl Session {
         Ok(list.unwrap_or_default())
     }
 
-    /// Removes the directories of `dirs` (deepest first) that are empty now.
-    /// A directory still holding anything is left; a failure is reported in `out`.
+    /// Removes the directories of `dirs` (deepest first) that hold nothing now but
+    /// empty directories (those go too: they were made after the target as well).
+    /// A directory still holding anything else is left; a failure is reported in `out`.
     pub(crate) fn remove_emptied_dirs(&self, dirs: &[RelPath], out: &mut RestoreOutcome) {
         for d in dirs {
             let mut created = Vec::new();
             if let Ok(Walk::Parent(parent)) = self.ws.walk_parent(d, false, &mut created) {
                 let (_, name) = d.split_last();
-                if let Err(e) = self.ws.rmdir_if_empty(&parent, name, d) {
+                let r = self.ws.rmdir_if_empty(&parent, name, d).and_then(|gone| {
+                    if gone {
+                        return Ok(());
+                    }
+                    let Some(dir) = open_sub(&parent, name) else {
+                        return Ok(());
+                    };
+                    if self.only_empty_dirs(&dir, d, 0)? {
+                        self.ws.rmdir_if_empty(&parent, name, d)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = r {
                     out.failed.push(PathFailure {
                         path: d.clone(),
                         display: d.display(),
@@ -112,6 +131,51 @@ impl Session {
             }
         }
     }
+
+    /// Removes the empty-directory tree inside `dir`; `true` when `dir` is empty then.
+    fn only_empty_dirs(&self, dir: &Dir, rel: &RelPath, depth: usize) -> Result<bool, FsFailure> {
+        if depth > 64 {
+            return Ok(false);
+        }
+        self.ws
+            .io
+            .check(FsOp::ReadDir, Area::Workspace, rel.as_path())?;
+        let Ok(entries) = dir.entries() else {
+            return Ok(false);
+        };
+        for e in entries {
+            let Ok(e) = e else { return Ok(false) };
+            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if !is_dir {
+                return Ok(false);
+            }
+            let name = e.file_name();
+            let Ok(child_rel) =
+                RelPath::from_bytes(&[rel.as_bytes(), b"/", name.as_bytes()].concat())
+            else {
+                return Ok(false);
+            };
+            let Some(child) = open_sub(dir, name.as_bytes()) else {
+                return Ok(false);
+            };
+            if !self.only_empty_dirs(&child, &child_rel, depth + 1)? {
+                return Ok(false);
+            }
+            if !self.ws.rmdir_if_empty(dir, name.as_bytes(), &child_rel)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Opens subdirectory `name` without following a symlink.
+fn open_sub(dir: &impl std::os::fd::AsFd, name: &[u8]) -> Option<Dir> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
+        .ok()
+        .map(Dir::from)
 }
 
 /// Adds every blob a workspace index references to `live`. A corrupt index is

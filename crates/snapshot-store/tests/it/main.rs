@@ -7,3 +7,4 @@ mod faults;
 mod hostile;
 mod model;
 mod scan;
+mod scan_model;

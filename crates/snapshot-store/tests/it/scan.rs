@@ -739,3 +739,21 @@ fn the_store_inside_the_workspace_is_never_scanned() {
     let r = call(&s, 1, "c", || env.write("b", b"b"));
     assert_eq!(names(&r.created), ["b"]);
 }
+
+#[test]
+fn a_file_replaced_by_a_directory_is_reported_not_guessed() {
+    let env = Env::new();
+    env.write("x", b"a file");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    let r = call(&s, 1, "c", || {
+        env.remove("x");
+        env.write("x/inside", b"now a directory");
+    });
+    assert_eq!(names(&r.deleted), ["x"]);
+    assert_eq!(names(&r.created), ["x/inside"]);
+    let plan = s.plan_restore(1).expect("plan");
+    assert_eq!(plan.skipped.len(), 1, "{plan:?}");
+    assert_eq!(plan.skipped[0].display, "x");
+}
