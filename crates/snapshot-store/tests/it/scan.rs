@@ -757,3 +757,84 @@ fn a_file_replaced_by_a_directory_is_reported_not_guessed() {
     assert_eq!(plan.skipped.len(), 1, "{plan:?}");
     assert_eq!(plan.skipped[0].display, "x");
 }
+
+#[test]
+fn scans_of_one_workspace_wait_for_the_lock_held_by_another_process() {
+    let env = Env::new();
+    env.write("a", b"1");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    // Another process's scan holds the workspace lock (a separate open file description).
+    let key = snapshot_store::workspace_key(&std::fs::canonicalize(&env.cwd).expect("canonical"));
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(env.root.join("workspaces").join(&key).join("lock"))
+        .expect("lock file");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            let r = scan(&s, ScanPhase::Boundary, 2, None);
+            (released.load(Ordering::SeqCst), r)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        released.store(true, Ordering::SeqCst);
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock).expect("unlock");
+        h.join().expect("join")
+    });
+    assert!(
+        seen.0,
+        "the scan returned while the other process held the lock"
+    );
+}
+
+#[test]
+fn concurrent_scans_of_one_workspace_keep_one_consistent_index() {
+    let env = Env::new();
+    for i in 0..50 {
+        env.write(format!("f{i}"), b"0");
+    }
+    let store = env.store();
+    let sessions: Vec<Session> = (0..4)
+        .map(|i| store.session(&format!("s{i}"), &env.cwd).expect("session"))
+        .collect();
+    // Each session's turn starts with its boundary scan (as the host does at a message).
+    for s in &sessions {
+        scan(s, ScanPhase::Boundary, 1, None);
+    }
+    std::thread::scope(|sc| {
+        for (i, s) in sessions.iter().enumerate() {
+            let env = &env;
+            sc.spawn(move || {
+                for round in 0..5 {
+                    let id = format!("c{i}-{round}");
+                    scan(s, ScanPhase::Before, 1, Some(&id));
+                    env.write(
+                        format!("f{}", i * 10 + round),
+                        format!("{i}-{round}").as_bytes(),
+                    );
+                    scan(s, ScanPhase::After, 1, Some(&id));
+                }
+            });
+        }
+    });
+    // Every change was recorded by exactly one session, and the index is current.
+    let last = scan(&sessions[0], ScanPhase::Before, 1, Some("final"));
+    assert!(
+        last.modified.is_empty() && last.created.is_empty(),
+        "{last:?}"
+    );
+    assert!(last.not_covered.is_empty());
+    let mut restorable = std::collections::BTreeSet::new();
+    for s in &sessions {
+        let plan = s.plan_restore(1).expect("plan");
+        restorable.extend(plan.actions.iter().map(|a| a.display.clone()));
+    }
+    assert_eq!(
+        restorable.len(),
+        20,
+        "each changed file is restorable by some session"
+    );
+}
