@@ -128,6 +128,19 @@ fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
     }
 }
 
+/// Whether an indexed entry must be read again: its metadata changed, its content is
+/// not known yet (or was changing), or it changed so shortly before the previous scan
+/// started (`racy_before`) that a same-size rewrite within one clock tick would keep
+/// its metadata.
+fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64) -> bool {
+    let retry = match &old.cov {
+        Coverage::Pending => true,
+        Coverage::Not(u) => u.retry(),
+        Coverage::Hashed(_) => had_index && old.stat.ctime_total() >= racy_before,
+    };
+    old.stat != *now || retry
+}
+
 /// Runs one scan of the workspace rooted at `root` (read through `ws`).
 pub(crate) fn run(
     locked: &mut Locked<'_>,
@@ -172,12 +185,7 @@ pub(crate) fn run(
         match ix.entries.get(p) {
             Some(e) => {
                 found += 1;
-                let retry = match &e.cov {
-                    Coverage::Pending => true,
-                    Coverage::Not(u) => u.retry(),
-                    Coverage::Hashed(_) => had_index && e.stat.ctime_total() >= racy_before,
-                };
-                if e.stat != *st || retry {
+                if needs_read(e, st, had_index, racy_before) {
                     work.push((p.clone(), *st, Some(e.clone())));
                 }
             }
@@ -411,4 +419,53 @@ impl FromBytesExt for std::ffi::OsStr {
 /// Every blob an index references (for the sweep).
 pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
     ix.entries.values().filter_map(IdxEntry::sha_hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recently_changed_entries_are_read_again() {
+        let stat = Stat {
+            mode: 0o100644,
+            nlink: 1,
+            size: 2,
+            mtime_s: 100,
+            mtime_ns: 5,
+            ctime_s: 100,
+            ctime_ns: 5,
+            ino: 7,
+            dev: 8,
+        };
+        let e = IdxEntry {
+            stat,
+            cov: Coverage::Hashed([1; 32]),
+        };
+        let ctime = stat.ctime_total();
+        // Changed well before the previous scan: unchanged metadata means unchanged.
+        assert!(!needs_read(&e, &stat, true, ctime + 1));
+        // Changed within the racy window before it: read again, although nothing differs.
+        assert!(needs_read(&e, &stat, true, ctime));
+        assert!(needs_read(&e, &stat, true, ctime - 1));
+        // Any metadata difference, pending content and retries are read.
+        let mut other = stat;
+        other.mtime_ns += 1;
+        assert!(needs_read(&e, &other, true, 0));
+        let pending = IdxEntry {
+            stat,
+            cov: Coverage::Pending,
+        };
+        assert!(needs_read(&pending, &stat, true, u64::MAX));
+        let changing = IdxEntry {
+            stat,
+            cov: Coverage::Not(Uncovered::Changing),
+        };
+        assert!(needs_read(&changing, &stat, true, u64::MAX));
+        let capped = IdxEntry {
+            stat,
+            cov: Coverage::Not(Uncovered::OverFileCap),
+        };
+        assert!(!needs_read(&capped, &stat, true, u64::MAX));
+    }
 }
