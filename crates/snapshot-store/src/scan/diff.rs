@@ -265,17 +265,24 @@ pub(crate) fn run(
         }
     }
 
-    // A baseline (first scan, or one that was interrupted) persists its progress.
+    // A baseline (first scan, or one that was interrupted) persists its progress. Only
+    // baseline entries (no index before, or pending ones) are saved before the scan ends:
+    // a change (deletion, creation, new content of a known file) enters the index only
+    // with the final save, so an interrupted scan loses no record.
     let resumable = !had_index || !ix.baseline_complete;
     let removed_any = !dropped.is_empty() || !deleted.is_empty();
-    for k in &dropped {
-        ix.entries.remove(k);
-    }
-    for (k, _) in &deleted {
-        ix.entries.remove(k);
-    }
+    let early = |i: usize| -> bool {
+        !had_index
+            || matches!(
+                work[i].2,
+                Some(IdxEntry {
+                    cov: Coverage::Pending,
+                    ..
+                })
+            )
+    };
     if resumable && to_hash.len() > limits.progress_batch {
-        for &i in &to_hash {
+        for &i in to_hash.iter().filter(|&&i| early(i)) {
             ix.entries.insert(
                 work[i].0.clone(),
                 IdxEntry {
@@ -307,12 +314,14 @@ pub(crate) fn run(
             }
         };
         for (&i, h) in chunk.iter().zip(hashed) {
-            match &h {
-                Hashed::Entry(e) => {
-                    ix.entries.insert(work[i].0.clone(), e.clone());
-                }
-                Hashed::Vanished => {
-                    ix.entries.remove(&work[i].0);
+            if early(i) {
+                match &h {
+                    Hashed::Entry(e) => {
+                        ix.entries.insert(work[i].0.clone(), e.clone());
+                    }
+                    Hashed::Vanished => {
+                        ix.entries.remove(&work[i].0);
+                    }
                 }
             }
             results[i] = Some(h);
@@ -334,6 +343,12 @@ pub(crate) fn run(
             }
             None => {}
         }
+    }
+    for k in &dropped {
+        ix.entries.remove(k);
+    }
+    for (k, _) in &deleted {
+        ix.entries.remove(k);
     }
 
     // The changes (none for a baseline: there is nothing to compare with).

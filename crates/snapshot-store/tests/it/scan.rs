@@ -838,3 +838,40 @@ fn concurrent_scans_of_one_workspace_keep_one_consistent_index() {
         "each changed file is restorable by some session"
     );
 }
+
+#[test]
+fn an_interrupted_scan_loses_no_change() {
+    let env = Env::new();
+    for i in 0..40 {
+        env.write(format!("f{i:02}"), format!("content {i}").as_bytes());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let seam = Arc::new(Interrupt::default());
+    seam.fail_at.store(25, Ordering::SeqCst);
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    let mut r = req(ScanPhase::Boundary, 1, None);
+    r.progress_batch = 10;
+    r.threads = 1;
+    s.scan(&r)
+        .expect_err("baseline interrupted after its first batch");
+    // A shell call deletes and rewrites files the interrupted baseline had read.
+    env.remove("f00");
+    env.write("f01", b"rewritten");
+    let mut after = req(ScanPhase::After, 1, Some("c"));
+    after.progress_batch = 10;
+    after.threads = 1;
+    seam.store_writes.store(0, Ordering::SeqCst);
+    s.scan(&after)
+        .expect_err("interrupted again, after saving progress");
+    seam.fail_at.store(usize::MAX, Ordering::SeqCst);
+    let rep = s.scan(&after).expect("completed");
+    assert_eq!(names(&rep.deleted), ["f00"]);
+    assert_eq!(names(&rep.modified), ["f01"]);
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("f00").as_deref(), Some(&b"content 0"[..]));
+    assert_eq!(env.read("f01").as_deref(), Some(&b"content 1"[..]));
+}
