@@ -63,6 +63,8 @@ pub(crate) struct Outcome {
     pub baseline: bool,
     /// The index was torn or corrupt and rebuilt (the detail).
     pub rebuilt: Option<String>,
+    /// The updated index, to be saved once the changes are recorded (`None`: unchanged).
+    pub save: Option<Index>,
 }
 
 fn now_ns() -> u64 {
@@ -412,7 +414,7 @@ pub(crate) fn run(
     let dirty = !had_index || !work.is_empty() || removed_any;
     if dirty {
         ix.scanned_at = started;
-        locked.save(ix)?;
+        out.save = Some(ix);
     } else {
         locked.cached.index = Some(ix);
     }

@@ -875,3 +875,48 @@ fn an_interrupted_scan_loses_no_change() {
     assert_eq!(env.read("f00").as_deref(), Some(&b"content 0"[..]));
     assert_eq!(env.read("f01").as_deref(), Some(&b"content 1"[..]));
 }
+
+/// Fails the first store write under a session's `groups/` once armed.
+#[derive(Default)]
+struct FailGroupWrite {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl FaultSeam for FailGroupWrite {
+    fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
+        let in_groups = path.components().any(|c| c.as_os_str() == "groups");
+        if area == Area::Store
+            && matches!(op, FsOp::Create | FsOp::Write | FsOp::CreateDir)
+            && in_groups
+            && self.armed.swap(false, Ordering::SeqCst)
+        {
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn changes_are_found_again_when_recording_them_failed() {
+    let env = Env::new();
+    env.write("a.txt", b"before");
+    let seam = Arc::new(FailGroupWrite::default());
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    scan(&s, ScanPhase::Before, 1, Some("c"));
+    env.write("a.txt", b"after the call");
+    seam.armed.store(true, Ordering::SeqCst);
+    let err = s
+        .scan(&req(ScanPhase::After, 1, Some("c")))
+        .expect_err("the group write fails");
+    assert!(matches!(err, ScanError::Fs(_)), "{err}");
+    // The next scan finds the same change and records it.
+    let r = scan(&s, ScanPhase::After, 1, Some("c"));
+    assert_eq!(names(&r.modified), ["a.txt"]);
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"before"[..]));
+}
