@@ -63,6 +63,8 @@ pub(crate) struct Outcome {
     pub baseline: bool,
     /// The index was torn or corrupt and rebuilt (the detail).
     pub rebuilt: Option<String>,
+    /// The updated index, to be saved once the changes are recorded (`None`: unchanged).
+    pub save: Option<Index>,
 }
 
 fn now_ns() -> u64 {
@@ -128,6 +130,19 @@ fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
     }
 }
 
+/// Whether an indexed entry must be read again: its metadata changed, its content is
+/// not known yet (or was changing), or it changed so shortly before the previous scan
+/// started (`racy_before`) that a same-size rewrite within one clock tick would keep
+/// its metadata.
+fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64) -> bool {
+    let retry = match &old.cov {
+        Coverage::Pending => true,
+        Coverage::Not(u) => u.retry(),
+        Coverage::Hashed(_) => had_index && old.stat.ctime_total() >= racy_before,
+    };
+    old.stat != *now || retry
+}
+
 /// Runs one scan of the workspace rooted at `root` (read through `ws`).
 pub(crate) fn run(
     locked: &mut Locked<'_>,
@@ -172,12 +187,7 @@ pub(crate) fn run(
         match ix.entries.get(p) {
             Some(e) => {
                 found += 1;
-                let retry = match &e.cov {
-                    Coverage::Pending => true,
-                    Coverage::Not(u) => u.retry(),
-                    Coverage::Hashed(_) => had_index && e.stat.ctime_total() >= racy_before,
-                };
-                if e.stat != *st || retry {
+                if needs_read(e, st, had_index, racy_before) {
                     work.push((p.clone(), *st, Some(e.clone())));
                 }
             }
@@ -257,17 +267,24 @@ pub(crate) fn run(
         }
     }
 
-    // A baseline (first scan, or one that was interrupted) persists its progress.
+    // A baseline (first scan, or one that was interrupted) persists its progress. Only
+    // baseline entries (no index before, or pending ones) are saved before the scan ends:
+    // a change (deletion, creation, new content of a known file) enters the index only
+    // with the final save, so an interrupted scan loses no record.
     let resumable = !had_index || !ix.baseline_complete;
     let removed_any = !dropped.is_empty() || !deleted.is_empty();
-    for k in &dropped {
-        ix.entries.remove(k);
-    }
-    for (k, _) in &deleted {
-        ix.entries.remove(k);
-    }
+    let early = |i: usize| -> bool {
+        !had_index
+            || matches!(
+                work[i].2,
+                Some(IdxEntry {
+                    cov: Coverage::Pending,
+                    ..
+                })
+            )
+    };
     if resumable && to_hash.len() > limits.progress_batch {
-        for &i in &to_hash {
+        for &i in to_hash.iter().filter(|&&i| early(i)) {
             ix.entries.insert(
                 work[i].0.clone(),
                 IdxEntry {
@@ -299,12 +316,14 @@ pub(crate) fn run(
             }
         };
         for (&i, h) in chunk.iter().zip(hashed) {
-            match &h {
-                Hashed::Entry(e) => {
-                    ix.entries.insert(work[i].0.clone(), e.clone());
-                }
-                Hashed::Vanished => {
-                    ix.entries.remove(&work[i].0);
+            if early(i) {
+                match &h {
+                    Hashed::Entry(e) => {
+                        ix.entries.insert(work[i].0.clone(), e.clone());
+                    }
+                    Hashed::Vanished => {
+                        ix.entries.remove(&work[i].0);
+                    }
                 }
             }
             results[i] = Some(h);
@@ -326,6 +345,12 @@ pub(crate) fn run(
             }
             None => {}
         }
+    }
+    for k in &dropped {
+        ix.entries.remove(k);
+    }
+    for (k, _) in &deleted {
+        ix.entries.remove(k);
     }
 
     // The changes (none for a baseline: there is nothing to compare with).
@@ -389,7 +414,7 @@ pub(crate) fn run(
     let dirty = !had_index || !work.is_empty() || removed_any;
     if dirty {
         ix.scanned_at = started;
-        locked.save(ix)?;
+        out.save = Some(ix);
     } else {
         locked.cached.index = Some(ix);
     }
@@ -411,4 +436,53 @@ impl FromBytesExt for std::ffi::OsStr {
 /// Every blob an index references (for the sweep).
 pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
     ix.entries.values().filter_map(IdxEntry::sha_hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recently_changed_entries_are_read_again() {
+        let stat = Stat {
+            mode: 0o100644,
+            nlink: 1,
+            size: 2,
+            mtime_s: 100,
+            mtime_ns: 5,
+            ctime_s: 100,
+            ctime_ns: 5,
+            ino: 7,
+            dev: 8,
+        };
+        let e = IdxEntry {
+            stat,
+            cov: Coverage::Hashed([1; 32]),
+        };
+        let ctime = stat.ctime_total();
+        // Changed well before the previous scan: unchanged metadata means unchanged.
+        assert!(!needs_read(&e, &stat, true, ctime + 1));
+        // Changed within the racy window before it: read again, although nothing differs.
+        assert!(needs_read(&e, &stat, true, ctime));
+        assert!(needs_read(&e, &stat, true, ctime - 1));
+        // Any metadata difference, pending content and retries are read.
+        let mut other = stat;
+        other.mtime_ns += 1;
+        assert!(needs_read(&e, &other, true, 0));
+        let pending = IdxEntry {
+            stat,
+            cov: Coverage::Pending,
+        };
+        assert!(needs_read(&pending, &stat, true, u64::MAX));
+        let changing = IdxEntry {
+            stat,
+            cov: Coverage::Not(Uncovered::Changing),
+        };
+        assert!(needs_read(&changing, &stat, true, u64::MAX));
+        let capped = IdxEntry {
+            stat,
+            cov: Coverage::Not(Uncovered::OverFileCap),
+        };
+        assert!(!needs_read(&capped, &stat, true, u64::MAX));
+    }
 }

@@ -161,7 +161,7 @@ impl Session {
             progress_batch: req.progress_batch,
             threads: req.threads,
         };
-        let out = run(&mut locked, &self.ws, &root, &limits)?;
+        let mut out = run(&mut locked, &self.ws, &root, &limits)?;
         let mut report = ScanReport {
             files: out.files,
             baseline_complete: out.baseline_complete,
@@ -179,7 +179,7 @@ impl Session {
                 .collect(),
             ..ScanReport::default()
         };
-        if let Some(message) = out.refused {
+        if let Some(message) = out.refused.take() {
             report.refused = Some(ScanRefusal {
                 code: SCAN_BUDGET_CODE,
                 message,
@@ -258,6 +258,11 @@ impl Session {
             }
         }
         self.update_tracked(&mut st, updates)?;
+        // The index moves on only once the changes are recorded: a failure before this
+        // point leaves them to be found again by the next scan.
+        if let Some(ix) = out.save.take() {
+            locked.save(ix)?;
+        }
         if !in_turn {
             let rec = ScanSessionState {
                 v: SCAN_STATE_VERSION,

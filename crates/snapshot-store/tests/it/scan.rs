@@ -757,3 +757,166 @@ fn a_file_replaced_by_a_directory_is_reported_not_guessed() {
     assert_eq!(plan.skipped.len(), 1, "{plan:?}");
     assert_eq!(plan.skipped[0].display, "x");
 }
+
+#[test]
+fn scans_of_one_workspace_wait_for_the_lock_held_by_another_process() {
+    let env = Env::new();
+    env.write("a", b"1");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    // Another process's scan holds the workspace lock (a separate open file description).
+    let key = snapshot_store::workspace_key(&std::fs::canonicalize(&env.cwd).expect("canonical"));
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(env.root.join("workspaces").join(&key).join("lock"))
+        .expect("lock file");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            let r = scan(&s, ScanPhase::Boundary, 2, None);
+            (released.load(Ordering::SeqCst), r)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        released.store(true, Ordering::SeqCst);
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock).expect("unlock");
+        h.join().expect("join")
+    });
+    assert!(
+        seen.0,
+        "the scan returned while the other process held the lock"
+    );
+}
+
+#[test]
+fn concurrent_scans_of_one_workspace_keep_one_consistent_index() {
+    let env = Env::new();
+    for i in 0..50 {
+        env.write(format!("f{i}"), b"0");
+    }
+    let store = env.store();
+    let sessions: Vec<Session> = (0..4)
+        .map(|i| store.session(&format!("s{i}"), &env.cwd).expect("session"))
+        .collect();
+    // Each session's turn starts with its boundary scan (as the host does at a message).
+    for s in &sessions {
+        scan(s, ScanPhase::Boundary, 1, None);
+    }
+    std::thread::scope(|sc| {
+        for (i, s) in sessions.iter().enumerate() {
+            let env = &env;
+            sc.spawn(move || {
+                for round in 0..5 {
+                    let id = format!("c{i}-{round}");
+                    scan(s, ScanPhase::Before, 1, Some(&id));
+                    env.write(
+                        format!("f{}", i * 10 + round),
+                        format!("{i}-{round}").as_bytes(),
+                    );
+                    scan(s, ScanPhase::After, 1, Some(&id));
+                }
+            });
+        }
+    });
+    // Every change was recorded by exactly one session, and the index is current.
+    let last = scan(&sessions[0], ScanPhase::Before, 1, Some("final"));
+    assert!(
+        last.modified.is_empty() && last.created.is_empty(),
+        "{last:?}"
+    );
+    assert!(last.not_covered.is_empty());
+    let mut restorable = std::collections::BTreeSet::new();
+    for s in &sessions {
+        let plan = s.plan_restore(1).expect("plan");
+        restorable.extend(plan.actions.iter().map(|a| a.display.clone()));
+    }
+    assert_eq!(
+        restorable.len(),
+        20,
+        "each changed file is restorable by some session"
+    );
+}
+
+#[test]
+fn an_interrupted_scan_loses_no_change() {
+    let env = Env::new();
+    for i in 0..40 {
+        env.write(format!("f{i:02}"), format!("content {i}").as_bytes());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let seam = Arc::new(Interrupt::default());
+    seam.fail_at.store(25, Ordering::SeqCst);
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    let mut r = req(ScanPhase::Boundary, 1, None);
+    r.progress_batch = 10;
+    r.threads = 1;
+    s.scan(&r)
+        .expect_err("baseline interrupted after its first batch");
+    // A shell call deletes and rewrites files the interrupted baseline had read.
+    env.remove("f00");
+    env.write("f01", b"rewritten");
+    let mut after = req(ScanPhase::After, 1, Some("c"));
+    after.progress_batch = 10;
+    after.threads = 1;
+    seam.store_writes.store(0, Ordering::SeqCst);
+    s.scan(&after)
+        .expect_err("interrupted again, after saving progress");
+    seam.fail_at.store(usize::MAX, Ordering::SeqCst);
+    let rep = s.scan(&after).expect("completed");
+    assert_eq!(names(&rep.deleted), ["f00"]);
+    assert_eq!(names(&rep.modified), ["f01"]);
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("f00").as_deref(), Some(&b"content 0"[..]));
+    assert_eq!(env.read("f01").as_deref(), Some(&b"content 1"[..]));
+}
+
+/// Fails the first store write under a session's `groups/` once armed.
+#[derive(Default)]
+struct FailGroupWrite {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl FaultSeam for FailGroupWrite {
+    fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
+        let in_groups = path.components().any(|c| c.as_os_str() == "groups");
+        if area == Area::Store
+            && matches!(op, FsOp::Create | FsOp::Write | FsOp::CreateDir)
+            && in_groups
+            && self.armed.swap(false, Ordering::SeqCst)
+        {
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn changes_are_found_again_when_recording_them_failed() {
+    let env = Env::new();
+    env.write("a.txt", b"before");
+    let seam = Arc::new(FailGroupWrite::default());
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    scan(&s, ScanPhase::Before, 1, Some("c"));
+    env.write("a.txt", b"after the call");
+    seam.armed.store(true, Ordering::SeqCst);
+    let err = s
+        .scan(&req(ScanPhase::After, 1, Some("c")))
+        .expect_err("the group write fails");
+    assert!(matches!(err, ScanError::Fs(_)), "{err}");
+    // The next scan finds the same change and records it.
+    let r = scan(&s, ScanPhase::After, 1, Some("c"));
+    assert_eq!(names(&r.modified), ["a.txt"]);
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"before"[..]));
+}
