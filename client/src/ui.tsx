@@ -228,6 +228,9 @@ function PathList({ paths, testid }: { paths: readonly string[]; testid: string 
   return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{escapeControl(p)}</code></li>)}</ul>
 }
 
+/** Longest list of not-covered paths the dialog shows (the rest is counted). */
+const LIST_CAP = 50
+
 function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
   if (state.status === 'loading') return <p className="dshpr-muted" data-testid="dsh-prompt-rewind-impact-loading">{t('dialog.loading')}</p>
   if (state.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-impact-error">{t('dialog.previewFailed', { message: state.message })}</p>
@@ -251,7 +254,7 @@ function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
       {outside.length > 0 && <><h3 className="dshpr-sub">{t('dialog.outside', { count: outside.length })}</h3><PathList paths={outside} testid="dsh-prompt-rewind-outside" /></>}
       {notCovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.notCovered', { count: notCovered.length })}</h3>
-        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.slice(0, LIST_CAP).map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}{notCovered.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: notCovered.length - LIST_CAP })}</li>}</ul></>}
     </div>
   )
 }

@@ -159,6 +159,9 @@ export function registerScan(deps: ScanDeps): ScanState {
     if (where === undefined || session === undefined) return await next()
     const { sessionId, cwd } = where
     if (state.rewinding(sessionId)) return await next()
+    // A workspace over a budget is not walked again around every call (each walk would go up to
+    // the limit): it is retried at the next message.
+    if (state.scanRefused.has(sessionId)) return await next()
     const anchor = state.anchor(session)
     if (anchor === undefined) return await next()
     scans.enter(sessionId)
@@ -208,7 +211,7 @@ export function registerScan(deps: ScanDeps): ScanState {
     sub.effect(() => jobs.onJobDone!((_snapshot, owner) => {
       const session = owner?.session
       const where = target(session)
-      if (where === undefined || session === undefined || state.rewinding(where.sessionId)) return
+      if (where === undefined || session === undefined || state.rewinding(where.sessionId) || state.scanRefused.has(where.sessionId)) return
       const anchor = state.anchor(session)
       if (anchor === undefined) return
       void scan(where.sessionId, where.cwd, 'before', anchor)

@@ -16,6 +16,7 @@ export const ptBR: Dict = {
   'dialog.skipped': 'Ignorados ({count}):',
   'dialog.outside': 'Alterados fora do agente; ficam como estão ({count}):',
   'dialog.notCovered': 'Não cobertos pela varredura do espaço de trabalho ({count}):',
+  'dialog.more': '…e mais {count}',
   'dialog.backupOff': 'Os backups estão desligados: alterações feitas enquanto estiverem desligados não podem ser restauradas.',
   'dialog.storeUnavailable': 'Os backups de arquivos não podem ser lidos ({reason}); só a conversa será voltada.',
   'dialog.previewFailed': 'Não foi possível ler o impacto nos arquivos: {message}',

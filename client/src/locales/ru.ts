@@ -16,6 +16,7 @@ export const ru: Dict = {
   'dialog.skipped': 'Пропущено ({count}):',
   'dialog.outside': 'Изменены вне агента, останутся как есть ({count}):',
   'dialog.notCovered': 'Не охвачено сканированием рабочей папки ({count}):',
+  'dialog.more': '…и ещё {count}',
   'dialog.backupOff': 'Резервное копирование выключено: изменения, сделанные при выключенном копировании, восстановить нельзя.',
   'dialog.storeUnavailable': 'Резервные копии файлов недоступны ({reason}); будет откачен только разговор.',
   'dialog.previewFailed': 'Не удалось получить влияние на файлы: {message}',
