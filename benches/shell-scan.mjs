@@ -16,7 +16,7 @@
  * plugin and would hide it).
  */
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
-import { cpSync } from 'node:fs'
+import { cpSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -75,6 +75,36 @@ for (let r = 0; r < ROUNDS; r++) {
   b.push(await shellTurn(without))
   a.push(await shellTurn(withPlugin))
 }
+// Store growth over a 50-turn session: each turn edits 5 files of the tree with `sed -i`.
+const du = (dir) => {
+  let total = 0
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name)
+      if (e.isDirectory()) walk(p)
+      else if (e.isFile()) total += statSync(p).size
+    }
+  }
+  walk(dir)
+  return total
+}
+const storeDir = join(withPlugin.host.dshHome, 'rewind-snapshots')
+const storeBefore = du(storeDir)
+let changedBytes = 0
+for (let turnNo = 0; turnNo < 50; turnNo++) {
+  const steps = []
+  for (let k = 0; k < 5; k++) {
+    const i = (turnNo * 37 + k * 4001) % FILES
+    const rel = `m${i % 7}/d${Math.floor(i / 100) % 40}/e${Math.floor(i / 4000)}/f${i}.txt`
+    steps.push(bash(`sed -i 's/^file /FILE /' ${rel}`))
+    changedBytes += statSync(join(ws, rel)).size
+  }
+  withPlugin.host.addTurns(turn(...steps, text('edited')))
+  await withPlugin.host.sendUser(withPlugin.agent, `edit turn ${turnNo}`)
+}
+const storeAfter = du(storeDir)
+const wsBytes = du(ws)
+
 await withPlugin.host.dispose()
 await without.host.dispose()
 const perCall = (median(a) - median(b)) / CALLS
@@ -126,6 +156,8 @@ const lines = [
   `| one re-scan of the unchanged tree through the addon | ${fmt(rescan)} | ≤ 30 ms | ${rescan <= 30 ? 'yes' : 'no'} |`,
   `| first scan (baseline) through the addon, first run in this process | ${fmt(baselineMs)} | — | — |`,
   `| first scan on a fresh store vs \`fs.cpSync\` of the tree | ${fmt(median(firsts))} vs ${fmt(median(copies))} | ≤ 1.5× | ${firstRatio <= 1.5 ? 'yes' : 'no'} (${firstRatio.toFixed(2)}×) |`,
+  '',
+  `Store growth over a 50-turn session, each turn editing 5 files with \`sed -i\` (workspace contents: ${(wsBytes / 1048576).toFixed(1)} MiB): the store held ${(storeBefore / 1048576).toFixed(1)} MiB after the baseline and the timed turns, and ${(storeAfter / 1048576).toFixed(1)} MiB after the 50 turns — ${((storeAfter - storeBefore) / 1024).toFixed(0)} KiB more for ${(changedBytes / 1024).toFixed(0)} KiB of edited files (${((storeAfter - storeBefore) / Math.max(1, changedBytes)).toFixed(1)}× what changed, records and new contents included).`,
   '',
 ]
 await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
