@@ -34,11 +34,15 @@ const addon = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-re
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(0)} µs`)
 
-/** A tree of `n` files of 96–160 bytes in 100-file directories, 4 levels deep. */
+/** A tree of `n` files of 96–160 bytes spread over a few hundred directories, 3 levels deep. */
 async function makeTree(dir, n) {
+  const made = new Set()
   for (let i = 0; i < n; i++) {
     const d = join(dir, `m${i % 7}`, `d${Math.floor(i / 100) % 40}`, `e${Math.floor(i / 4000)}`)
-    if (i % 100 === 0 || i < 100) await mkdir(d, { recursive: true })
+    if (!made.has(d)) {
+      await mkdir(d, { recursive: true })
+      made.add(d)
+    }
     await writeFile(join(d, `f${i}.txt`), `file ${i}\n${'y'.repeat(96 + (i % 64))}\n`)
   }
 }
