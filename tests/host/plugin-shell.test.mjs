@@ -34,6 +34,14 @@ async function tree(dir) {
   return out
 }
 
+/** Rewind `agent` to its message `message` and check that the job's `created` file is gone and keep.txt is back. */
+async function rewindUndoesJob(host, agent, message, created) {
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, message)}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(host.workspace, created)), false, 'the job\'s new file is gone')
+  assert.equal(await readFile(join(host.workspace, 'keep.txt'), 'utf8'), 'original\n', 'the job\'s edit is undone')
+}
+
 async function seedWorkspace(ws) {
   await put(join(ws, 'src/main.c'), 'int main() { return 0; }\n')
   await put(join(ws, 'src/util.c'), 'int util;\n')
@@ -115,11 +123,7 @@ test('a background command that writes after its call returned is recorded at th
   await host.sendUser(agent, 'ready?')
   await host.sendUser(agent, 'start a job')
   assert.equal(await readFile(join(ws, 'late.txt'), 'utf8'), 'late write\n')
-  const seq = humanSeq(agent, 'start a job')
-  const { result } = await host.runCommand(agent, `/rewind @${seq}`)
-  assert.equal(result.kind, 'success', result.text)
-  assert.equal(existsSync(join(ws, 'late.txt')), false, 'the job\'s new file is gone')
-  assert.equal(await readFile(join(ws, 'keep.txt'), 'utf8'), 'original\n', 'the job\'s edit is undone')
+  await rewindUndoesJob(host, agent, 'start a job', 'late.txt')
 })
 
 test('a file written with `write` and removed by the shell comes back, in the same turn and in a later one', async (t) => {
@@ -291,9 +295,5 @@ test('a job started with run_in_background that writes after the turn ended: rec
   // Wait for the job to settle (its completion is what triggers the scan), then for the agent.
   for (let i = 0; i < 100 && host.ctx.jobs.list(agent).some(j => j.status === 'running' || j.status === 'stopping'); i++) await new Promise(r => setTimeout(r, 50))
   await host.waitIdle(agent)
-  const seq = humanSeq(agent, 'start a job')
-  const { result } = await host.runCommand(agent, `/rewind @${seq}`)
-  assert.equal(result.kind, 'success', result.text)
-  assert.equal(existsSync(join(ws, 'job.txt')), false, 'the job\'s new file is gone')
-  assert.equal(await readFile(join(ws, 'keep.txt'), 'utf8'), 'original\n', 'the job\'s edit is undone')
+  await rewindUndoesJob(host, agent, 'start a job', 'job.txt')
 })
