@@ -5,12 +5,12 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
 use history::{
     Entry, HistoryStore, JournalState as HJournal, Outcome, Partition, Paths, UndoMode,
     UndoOutcome, UndoRequest, WorkspaceKey, undo_eligibility,
 };
+use indicatif::{ProgressBar, ProgressStyle};
 use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use serde_json::{Value, json};
 use snapshot_store::{
@@ -227,9 +227,7 @@ impl Ctx {
         match found {
             Some(c) if c.pending => Err(Fail::new(
                 Code::Refused,
-                format!(
-                    "{text} is steering the model has not read yet: no file changed after it"
-                ),
+                format!("{text} is steering the model has not read yet: no file changed after it"),
             )),
             Some(c) => Ok(c.seq),
             None => Err(Fail::new(
@@ -269,7 +267,11 @@ impl Ctx {
         for k in keys {
             let p = hs.read(&k).map_err(|e| {
                 Fail::new(
-                    if e.code() == "rewind/failed" { Code::Corrupt } else { Code::Newer },
+                    if e.code() == "rewind/failed" {
+                        Code::Corrupt
+                    } else {
+                        Code::Newer
+                    },
                     format!("history partition {}: {e}", k.as_str()),
                 )
             })?;
@@ -309,7 +311,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 fn candidates(ctx: &Ctx, id: &str) -> Result<Vec<Candidate>, Fail> {
     let log = ctx.logs.read(id)?;
-    list_candidates(&log).map_err(|e| Fail::new(Code::Corrupt, format!("session `{}`: {e}", safe(id))))
+    list_candidates(&log)
+        .map_err(|e| Fail::new(Code::Corrupt, format!("session `{}`: {e}", safe(id))))
 }
 
 // ---------------------------------------------------------------- sessions, checkpoints
@@ -341,9 +344,18 @@ fn sessions(ctx: &Ctx) -> Result<u8, Fail> {
             time(s.last_activity_ms),
             s.anchors.len(),
             bytes(total),
-            if held { "  [held by a running DSH]" } else { "" },
-            if s.open_journals.is_empty() { "" } else { "  [interrupted restore]" },
-            ws.map(|p| safe(&p.to_string_lossy())).unwrap_or_else(|| "? (no DSH log)".into()),
+            if held {
+                "  [held by a running DSH]"
+            } else {
+                ""
+            },
+            if s.open_journals.is_empty() {
+                ""
+            } else {
+                "  [interrupted restore]"
+            },
+            ws.map(|p| safe(&p.to_string_lossy()))
+                .unwrap_or_else(|| "? (no DSH log)".into()),
         ));
     }
     if inv.sessions.is_empty() {
@@ -352,7 +364,11 @@ fn sessions(ctx: &Ctx) -> Result<u8, Fail> {
     for p in &inv.problems {
         text.push_str(&format!("warning: {}\n", safe(&p.to_string())));
     }
-    emit(ctx, json!({"ok": true, "sessions": rows, "problems": inv.problems}), text);
+    emit(
+        ctx,
+        json!({"ok": true, "sessions": rows, "problems": inv.problems}),
+        text,
+    );
     Ok(0)
 }
 
@@ -368,9 +384,8 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
         .unwrap_or_default();
     let per_anchor: BTreeMap<u64, usize> = usage.anchors.iter().copied().collect();
     // Files a restore to a message would consider: paths recorded at or after it.
-    let paths_from = |seq: u64| -> usize {
-        per_anchor.range(seq..).map(|(_, n)| *n).sum::<usize>()
-    };
+    let paths_from =
+        |seq: u64| -> usize { per_anchor.range(seq..).map(|(_, n)| *n).sum::<usize>() };
     let mut rows = Vec::new();
     let mut text = format!("Checkpoints of session {}:\n", safe(id));
     match ctx.logs.by_id.contains_key(id) {
@@ -395,7 +410,9 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
         false => {
             text.push_str("  (no DSH log for this session: checkpoints by log seq only)\n");
             for (seq, n) in usage.anchors.iter().rev() {
-                rows.push(json!({"seq": seq, "filesChangedAfter": n, "filesSinceThen": paths_from(*seq)}));
+                rows.push(
+                    json!({"seq": seq, "filesChangedAfter": n, "filesSinceThen": paths_from(*seq)}),
+                );
                 text.push_str(&format!(
                     "  @{seq:<6} {n} file(s) changed answering it, {} recorded since\n",
                     paths_from(*seq)
@@ -403,7 +420,11 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
             }
         }
     }
-    emit(ctx, json!({"ok": true, "session": id, "checkpoints": rows}), text);
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "checkpoints": rows}),
+        text,
+    );
     Ok(0)
 }
 
@@ -412,7 +433,10 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
 fn action_row(a: &snapshot_store::PlannedAction) -> (Value, String) {
     let (kind, detail) = match &a.action {
         Action::Write { size, .. } => ("write", format!("{} from @{}", bytes(*size), a.anchor_seq)),
-        Action::Recreate { size, .. } => ("recreate", format!("{} from @{}", bytes(*size), a.anchor_seq)),
+        Action::Recreate { size, .. } => (
+            "recreate",
+            format!("{} from @{}", bytes(*size), a.anchor_seq),
+        ),
         Action::Delete => ("delete", format!("absent at @{}", a.anchor_seq)),
     };
     (
@@ -437,7 +461,11 @@ fn plan_text(plan: &RestorePlan) -> (Value, String) {
         ));
     }
     for s in &plan.skipped {
-        text.push_str(&format!("  skipped   {}  ({})\n", safe(&s.display), s.reason));
+        text.push_str(&format!(
+            "  skipped   {}  ({})\n",
+            safe(&s.display),
+            s.reason
+        ));
     }
     let v = json!({
         "target": plan.target_seq,
@@ -464,7 +492,11 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
         plan.actions.len(),
         plan.unchanged
     );
-    emit(ctx, json!({"ok": true, "session": id, "workspace": cwd, "plan": v}), text);
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "workspace": cwd, "plan": v}),
+        text,
+    );
     Ok(0)
 }
 
@@ -493,7 +525,13 @@ fn side_of_bytes(b: Vec<u8>) -> Side {
     }
 }
 
-fn diff(ctx: &Ctx, id: &str, target: &str, path: Option<&str>, ws: Option<PathBuf>) -> Result<u8, Fail> {
+fn diff(
+    ctx: &Ctx,
+    id: &str,
+    target: &str,
+    path: Option<&str>,
+    ws: Option<PathBuf>,
+) -> Result<u8, Fail> {
     let store = ctx.store()?;
     ctx.known_session(&store, id)?;
     let cwd = ctx.workspace(id, ws)?;
@@ -535,9 +573,13 @@ fn diff(ctx: &Ctx, id: &str, target: &str, path: Option<&str>, ws: Option<PathBu
             Action::Write { sha256, .. } | Action::Recreate { sha256, .. } => {
                 match store.read_blob(sha256, DIFF_MAX_BYTES)? {
                     BlobRead::Bytes(b) => side_of_bytes(b),
-                    BlobRead::TooLarge { size } => Side::Summary(format!("{} (too large to diff)", bytes(size))),
+                    BlobRead::TooLarge { size } => {
+                        Side::Summary(format!("{} (too large to diff)", bytes(size)))
+                    }
                     BlobRead::Missing => Side::Summary(format!("backup blob {sha256} is missing")),
-                    BlobRead::Corrupt { .. } => Side::Summary(format!("backup blob {sha256} is corrupt")),
+                    BlobRead::Corrupt { .. } => {
+                        Side::Summary(format!("backup blob {sha256} is corrupt"))
+                    }
                 }
             }
         };
@@ -568,7 +610,11 @@ fn diff(ctx: &Ctx, id: &str, target: &str, path: Option<&str>, ws: Option<PathBu
         }
         files.push(json!({"path": a.display, "diff": udiff}));
     }
-    emit(ctx, json!({"ok": true, "session": id, "target": seq, "files": files}), text);
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "target": seq, "files": files}),
+        text,
+    );
     Ok(0)
 }
 
@@ -659,23 +705,35 @@ fn restore(
         return Ok(0);
     }
     let op = format!("cli-{}-{}", now_ms(), std::process::id());
-    let spinner = (plan.actions.len() > BIG_RESTORE && std::io::stderr().is_terminal()).then(|| {
-        let s = ProgressBar::new_spinner();
-        s.set_message(format!("restoring {} files", plan.actions.len()));
-        s.enable_steady_tick(Duration::from_millis(120));
-        s
-    });
+    let spinner =
+        (plan.actions.len() > BIG_RESTORE && std::io::stderr().is_terminal()).then(|| {
+            let s = ProgressBar::new_spinner();
+            s.set_message(format!("restoring {} files", plan.actions.len()));
+            s.enable_steady_tick(Duration::from_millis(120));
+            s
+        });
     let result = session.restore(&plan, &op);
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
     let outcome = result?;
     let complete = outcome.state == JournalState::Completed;
-    let entry_outcome = if complete { Outcome::Done } else { Outcome::Partial };
+    let entry_outcome = if complete {
+        Outcome::Done
+    } else {
+        Outcome::Partial
+    };
     let paths = outcome_paths(&outcome);
     let key = ctx.history_key(id, &cwd)?;
-    let history_note = match append_history(ctx, &key, Entry::new(&op, id, &key, seq, now_ms(), entry_outcome, paths)) {
-        Ok(()) => format!("Recorded in the rewind history of {} as {op}.\n", key.as_str()),
+    let history_note = match append_history(
+        ctx,
+        &key,
+        Entry::new(&op, id, &key, seq, now_ms(), entry_outcome, paths),
+    ) {
+        Ok(()) => format!(
+            "Recorded in the rewind history of {} as {op}.\n",
+            key.as_str()
+        ),
         Err(e) => format!("warning: the restore is done but not recorded in the history: {e}\n"),
     };
     let (v, body) = outcome_text(&outcome);
@@ -686,10 +744,16 @@ fn restore(
         if complete {
             format!("Undo with: dsh-rewind undo {op}\n")
         } else {
-            format!("Some files failed: `dsh-rewind continue {op}` or `dsh-rewind rollback {op}`.\n")
+            format!(
+                "Some files failed: `dsh-rewind continue {op}` or `dsh-rewind rollback {op}`.\n"
+            )
         }
     );
-    emit(ctx, json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v}), text);
+    emit(
+        ctx,
+        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v}),
+        text,
+    );
     Ok(if complete { 0 } else { Code::Failed.exit() })
 }
 
@@ -718,7 +782,10 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
     let Some((key, part, entry)) = find_entry(ctx, op)? else {
         return Err(Fail::new(
             Code::NotFound,
-            format!("no rewind with op `{}` in the history (see `dsh-rewind history`)", safe(op)),
+            format!(
+                "no rewind with op `{}` in the history (see `dsh-rewind history`)",
+                safe(op)
+            ),
         ));
     };
     let id = entry.session_id.clone();
@@ -742,15 +809,23 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
         active_workspace: &key,
         journal,
     };
-    undo_eligibility(&part, &req)
-        .map_err(|r| Fail::new(Code::Refused, format!("{} ({}); nothing was changed", r, r.code())))?;
+    undo_eligibility(&part, &req).map_err(|r| {
+        Fail::new(
+            Code::Refused,
+            format!("{} ({}); nothing was changed", r, r.code()),
+        )
+    })?;
     let o = session.undo_restore(op)?;
     let ok = o.failed.is_empty();
     let hs = ctx.history_store()?;
     let note = match hs.mark_undone(
         &key,
         op,
-        if ok { UndoOutcome::Ok } else { UndoOutcome::Partial },
+        if ok {
+            UndoOutcome::Ok
+        } else {
+            UndoOutcome::Partial
+        },
         UndoMode::Files,
         now_ms(),
     ) {
@@ -758,7 +833,11 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
         Err(e) => format!("warning: undone, but the history could not record it: {e}\n"),
     };
     let (v, body) = outcome_text(&o);
-    let text = format!("Undid {} in session {} (files only).\n{body}{note}", safe(op), safe(&id));
+    let text = format!(
+        "Undid {} in session {} (files only).\n{body}{note}",
+        safe(op),
+        safe(&id)
+    );
     emit(ctx, json!({"ok": ok, "session": id, "outcome": v}), text);
     Ok(if ok { 0 } else { Code::Failed.exit() })
 }
@@ -773,11 +852,17 @@ fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
             all.push((k.clone(), e.clone()));
         }
     }
-    all.sort_by(|a, b| b.1.time.cmp(&a.1.time).then_with(|| a.1.op_id.cmp(&b.1.op_id)));
+    all.sort_by(|a, b| {
+        b.1.time
+            .cmp(&a.1.time)
+            .then_with(|| a.1.op_id.cmp(&b.1.op_id))
+    });
     for (k, e) in all {
         let cwd = ctx.logs.cwd(&e.session_id);
         if let Some(w) = &want {
-            let c = cwd.as_ref().map(|c| std::fs::canonicalize(c).unwrap_or(c.clone()));
+            let c = cwd
+                .as_ref()
+                .map(|c| std::fs::canonicalize(c).unwrap_or(c.clone()));
             if c.as_ref() != Some(w) {
                 continue;
             }
@@ -842,7 +927,11 @@ fn restores(ctx: &Ctx) -> Result<u8, Fail> {
                 st.actions,
                 st.failed,
                 st.pending,
-                if st.rollback_started { " (rollback started)" } else { "" },
+                if st.rollback_started {
+                    " (rollback started)"
+                } else {
+                    ""
+                },
             ));
             rows.push(json!({"session": id, "status": st}));
         }
@@ -869,7 +958,10 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     let Some(id) = owner else {
         return Err(Fail::new(
             Code::NotFound,
-            format!("no restore `{}` in any session (see `dsh-rewind restores`)", safe(op)),
+            format!(
+                "no restore `{}` in any session (see `dsh-rewind restores`)",
+                safe(op)
+            ),
         ));
     };
     let cwd = ctx.workspace(&id, ws)?;
@@ -885,9 +977,19 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     if let Some((key, _, _)) = find_entry(ctx, op)? {
         let hs = ctx.history_store()?;
         let r = if rollback {
-            hs.mark_undone(&key, op, if ok { UndoOutcome::Ok } else { UndoOutcome::Partial }, UndoMode::Files, now_ms())
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            hs.mark_undone(
+                &key,
+                op,
+                if ok {
+                    UndoOutcome::Ok
+                } else {
+                    UndoOutcome::Partial
+                },
+                UndoMode::Files,
+                now_ms(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
         } else {
             hs.settle_continued(&key, op, &outcome_paths(&o))
                 .map(|_| ())
@@ -952,7 +1054,11 @@ fn du(ctx: &Ctx) -> Result<u8, Fail> {
 }
 
 fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Result<u8, Fail> {
-    let store = if apply { ctx.writable_store()? } else { ctx.store()? };
+    let store = if apply {
+        ctx.writable_store()?
+    } else {
+        ctx.store()?
+    };
     let inv = store.inventory()?;
     // Sessions a live host holds, and the fork ancestors they read from, are never swept.
     let mut active = BTreeSet::new();
@@ -989,10 +1095,15 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
         .iter()
         .map(|i| (i.session_id.clone(), i.bytes, "idle"))
         .collect();
-    let mut failed: Vec<String> = age.failed.iter().map(|f| format!("{}: {}", f.session_id, f.detail)).collect();
+    let mut failed: Vec<String> = age
+        .failed
+        .iter()
+        .map(|f| format!("{}: {}", f.session_id, f.detail))
+        .collect();
     let gone: BTreeSet<String> = removed.iter().map(|r| r.0.clone()).collect();
     // By size: the oldest idle sessions next, until the estimate fits.
-    let mut estimate: u64 = inv.blob_bytes + inv.sessions.iter().map(|s| s.record_bytes).sum::<u64>()
+    let mut estimate: u64 = inv.blob_bytes
+        + inv.sessions.iter().map(|s| s.record_bytes).sum::<u64>()
         - inv.unreferenced_bytes;
     for s in inv.sessions.iter().filter(|s| gone.contains(&s.session_id)) {
         estimate = estimate.saturating_sub(s.record_bytes + s.exclusive_blob_bytes);
@@ -1009,7 +1120,10 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
             if estimate <= max {
                 break;
             }
-            if active.contains(&s.session_id) || pins.contains(&s.session_id) || !s.open_journals.is_empty() {
+            if active.contains(&s.session_id)
+                || pins.contains(&s.session_id)
+                || !s.open_journals.is_empty()
+            {
                 over_kept.push(s.session_id.clone());
                 continue;
             }
@@ -1022,7 +1136,11 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
                 removed.push((i.session_id.clone(), i.bytes, "size"));
                 estimate = estimate.saturating_sub(s.record_bytes + s.exclusive_blob_bytes);
             }
-            failed.extend(r.failed.iter().map(|f| format!("{}: {}", f.session_id, f.detail)));
+            failed.extend(
+                r.failed
+                    .iter()
+                    .map(|f| format!("{}: {}", f.session_id, f.detail)),
+            );
             for k in &r.kept {
                 over_kept.push(k.session_id.clone());
             }
@@ -1046,8 +1164,14 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
     }
     let mut text = format!(
         "{} (idle cutoff {max_age_days} day(s){}):\n",
-        if apply { "Removed" } else { "Would remove (dry run; --apply to remove)" },
-        max_size.map(|m| format!(", size quota {}", bytes(m))).unwrap_or_default()
+        if apply {
+            "Removed"
+        } else {
+            "Would remove (dry run; --apply to remove)"
+        },
+        max_size
+            .map(|m| format!(", size quota {}", bytes(m)))
+            .unwrap_or_default()
     );
     if removed.is_empty() {
         text.push_str("- no session\n");
@@ -1057,7 +1181,11 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
     }
     for k in &age.kept {
         if let KeepReason::OpenJournal { op } = &k.reason {
-            text.push_str(&format!("kept {} (interrupted restore {})\n", safe(&k.session_id), safe(op)));
+            text.push_str(&format!(
+                "kept {} (interrupted restore {})\n",
+                safe(&k.session_id),
+                safe(op)
+            ));
         }
     }
     if let Some(max) = max_size {
@@ -1074,8 +1202,14 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
         text.push_str(&format!("failed: {}\n", safe(f)));
     }
     match blobs_removed {
-        Some(n) => text.push_str(&format!("{n} unreferenced blob(s) removed; about {} freed.\n", bytes(freed_estimate))),
-        None => text.push_str(&format!("About {} would be freed.\n", bytes(freed_estimate))),
+        Some(n) => text.push_str(&format!(
+            "{n} unreferenced blob(s) removed; about {} freed.\n",
+            bytes(freed_estimate)
+        )),
+        None => text.push_str(&format!(
+            "About {} would be freed.\n",
+            bytes(freed_estimate)
+        )),
     }
     emit(
         ctx,
@@ -1087,7 +1221,11 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
         }),
         text,
     );
-    Ok(if failed.is_empty() { 0 } else { Code::Failed.exit() })
+    Ok(if failed.is_empty() {
+        0
+    } else {
+        Code::Failed.exit()
+    })
 }
 
 fn verify_report(store: &Store) -> Result<snapshot_store::VerifyReport, Fail> {
@@ -1108,7 +1246,10 @@ fn verify_report(store: &Store) -> Result<snapshot_store::VerifyReport, Fail> {
 fn verify(ctx: &Ctx) -> Result<u8, Fail> {
     let store = ctx.store()?;
     if let Some(n) = store.newer_version() {
-        return Err(Fail::new(Code::Newer, format!("{n}; this dsh-rewind cannot judge it")));
+        return Err(Fail::new(
+            Code::Newer,
+            format!("{n}; this dsh-rewind cannot judge it"),
+        ));
     }
     let r = verify_report(&store)?;
     let mut text = format!(
@@ -1128,8 +1269,14 @@ fn verify(ctx: &Ctx) -> Result<u8, Fail> {
             r.problems.len()
         ));
     }
-    let newer = r.problems.iter().any(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
-    let only_newer = newer && r.problems.iter().all(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
+    let newer = r
+        .problems
+        .iter()
+        .any(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
+    let only_newer = newer
+        && r.problems
+            .iter()
+            .all(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
     emit(ctx, json!({"ok": r.problems.is_empty(), "report": r}), text);
     Ok(if r.problems.is_empty() {
         0
@@ -1149,7 +1296,11 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
         if let snapshot_store::Problem::CorruptRecord { path, .. } = p {
             let mut comps = Path::new(path).iter();
             if comps.next().is_some_and(|c| c == "sessions") {
-                if let Some(id) = comps.next().and_then(|c| c.to_str()).and_then(snapshot_store::decode_id) {
+                if let Some(id) = comps
+                    .next()
+                    .and_then(|c| c.to_str())
+                    .and_then(snapshot_store::decode_id)
+                {
                     if !holds.iter().any(|(i, _): &(String, SessionHold)| *i == id) {
                         let h = ctx.claim(&store, &id)?;
                         holds.push((id, h));
@@ -1162,7 +1313,11 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
     let mut text = String::new();
     match &q.dir {
         Some(d) => {
-            text.push_str(&format!("Moved {} file(s) into {}:\n", q.moved.len(), safe(d)));
+            text.push_str(&format!(
+                "Moved {} file(s) into {}:\n",
+                q.moved.len(),
+                safe(d)
+            ));
             for m in &q.moved {
                 text.push_str(&format!("- {}\n", safe(m)));
             }
@@ -1182,5 +1337,9 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
         text.push_str(&format!("left as is: {}\n", safe(&p.to_string())));
     }
     emit(ctx, json!({"ok": q.left.is_empty(), "quarantine": q}), text);
-    Ok(if q.left.is_empty() { 0 } else { Code::Corrupt.exit() })
+    Ok(if q.left.is_empty() {
+        0
+    } else {
+        Code::Corrupt.exit()
+    })
 }

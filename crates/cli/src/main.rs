@@ -137,7 +137,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { Code::Usage.exit() } else { 0 });
+            return ExitCode::from(if e.use_stderr() {
+                Code::Usage.exit()
+            } else {
+                0
+            });
         }
     };
     let json = cli.json;

@@ -31,7 +31,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
-        other => return Err(format!("unknown size unit `{other}` in `{s}` (use K, M, G or T)")),
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{s}` (use K, M, G or T)"
+            ));
+        }
     };
     if !n.is_finite() || n < 0.0 || n * mult as f64 > u64::MAX as f64 {
         return Err(format!("`{s}` is out of range"));

@@ -305,7 +305,11 @@ fn hash_reader(r: &mut impl Read, mut tick: impl FnMut(u64)) -> io::Result<(Stri
 }
 
 impl Store {
-    fn hold_lock(&self, session_id: &str, op: FlockOperation) -> Result<Option<SessionHold>, QueryError> {
+    fn hold_lock(
+        &self,
+        session_id: &str,
+        op: FlockOperation,
+    ) -> Result<Option<SessionHold>, QueryError> {
         self.guard_writable().map_err(QueryError::from)?;
         let enc = encode_id(session_id).map_err(|reason| CorruptFile {
             path: format!("{HOLDS_DIR}/…"),
@@ -705,23 +709,34 @@ impl Store {
             }
         };
         match comps.as_slice() {
-            [f] if *f == "session.json" => push(parse_record::<SessionMarker>(rel, &bytes).and_then(|m| {
-                if m.session_id == id {
-                    Ok(())
-                } else {
-                    Err(CorruptFile {
-                        path: shown.clone(),
-                        detail: format!("marker names session `{}`", m.session_id),
+            [f] if *f == "session.json" => {
+                push(parse_record::<SessionMarker>(rel, &bytes).and_then(|m| {
+                    if m.session_id == id {
+                        Ok(())
+                    } else {
+                        Err(CorruptFile {
+                            path: shown.clone(),
+                            detail: format!("marker names session `{}`", m.session_id),
+                        }
+                        .into())
                     }
-                    .into())
-                }
-            })),
+                }))
+            }
             [f] if *f == "pending.log" => match parse_lines::<PendingLine>(rel, &bytes) {
                 Ok(lines) => {
+                    // Only calls not yet settled (settled ones live on in their groups).
+                    let mut open: BTreeMap<String, Vec<String>> = BTreeMap::new();
                     for l in lines {
-                        if let Some(BeforeState::File { sha256, .. }) = l.entry.map(|e| e.before) {
-                            add_ref(w, &sha256);
+                        if l.settled {
+                            open.remove(&l.call_id);
+                        } else if let Some(BeforeState::File { sha256, .. }) =
+                            l.entry.map(|e| e.before)
+                        {
+                            open.entry(l.call_id).or_default().push(sha256);
                         }
+                    }
+                    for sha in open.values().flatten() {
+                        add_ref(w, sha);
                     }
                 }
                 Err(f) => push(Err(f)),
@@ -744,7 +759,9 @@ impl Store {
                 }
                 Err(f) => push(Err(f)),
             },
-            [f] if *f == "boundary.json" => push(parse_record::<BoundaryRecord>(rel, &bytes).map(|_| ())),
+            [f] if *f == "boundary.json" => {
+                push(parse_record::<BoundaryRecord>(rel, &bytes).map(|_| ()))
+            }
             [g, a, f] if *g == "groups" => {
                 let gdir = sdir.join("groups");
                 let anchor = match parse_anchor(&gdir, a) {
@@ -815,7 +832,13 @@ impl Store {
             return;
         };
         // Journal status reading never touches the workspace: the store root stands in.
-        let session = Session::new(self.clone(), id.to_string(), sdir.to_path_buf(), root, Vec::new());
+        let session = Session::new(
+            self.clone(),
+            id.to_string(),
+            sdir.to_path_buf(),
+            root,
+            Vec::new(),
+        );
         match session.restore_status(&op) {
             Ok(s) => {
                 if s.state == crate::JournalState::Open {
@@ -871,7 +894,9 @@ fn walk_files(
     usage: &mut SessionUsage,
 ) -> io::Result<()> {
     if depth > 8 {
-        return Err(io::Error::other("directory tree deeper than the store writes"));
+        return Err(io::Error::other(
+            "directory tree deeper than the store writes",
+        ));
     }
     usage.last_activity_ms = usage
         .last_activity_ms
@@ -896,4 +921,103 @@ fn walk_files(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreOptions;
+
+    fn store_with_session() -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("a.txt"), b"before").unwrap();
+        let store = Store::open(&tmp.path().join("store"), StoreOptions::default()).unwrap();
+        let s = store.session("s1", &ws).unwrap();
+        s.recheck_tracked(1).unwrap();
+        s.capture_before("c1", "a.txt".as_ref()).unwrap();
+        std::fs::write(ws.join("a.txt"), b"after").unwrap();
+        s.commit("c1", 1, true).unwrap();
+        (tmp, store)
+    }
+
+    #[test]
+    fn a_host_hold_and_a_tool_claim_exclude_each_other() {
+        let (_tmp, store) = store_with_session();
+        let host = store.hold_session("s1").unwrap().expect("host hold");
+        assert!(store.session_is_held("s1").unwrap());
+        assert!(store.claim_session("s1").unwrap().is_none());
+        // Another session is not affected.
+        assert!(store.claim_session("s2").unwrap().is_some());
+        drop(host);
+        assert!(!store.session_is_held("s1").unwrap());
+        let tool = store.claim_session("s1").unwrap().expect("tool claim");
+        assert!(store.hold_session("s1").unwrap().is_none());
+        drop(tool);
+        assert!(store.hold_session("s1").unwrap().is_some());
+    }
+
+    #[test]
+    fn quarantine_keeps_the_blobs_a_corrupt_record_names() {
+        let (tmp, store) = store_with_session();
+        let root = tmp.path().join("store");
+        let sha = hex::encode(Sha256::digest(b"before"));
+        // A group record that still names its blob but no longer parses.
+        let group = root.join("sessions/s1/groups/00000000000000000001/c1.json");
+        let text = std::fs::read_to_string(&group).unwrap();
+        std::fs::write(&group, format!("{} trailing garbage", text)).unwrap();
+        let report = store.verify(&mut |_, _| {}).unwrap();
+        assert!(
+            report.problems.iter().any(
+                |p| matches!(p, Problem::CorruptRecord { path, .. } if path.ends_with("c1.json"))
+            ),
+            "{report:?}"
+        );
+        let q = store.quarantine(&report).unwrap();
+        assert_eq!(q.moved, ["sessions/s1/groups/00000000000000000001/c1.json"]);
+        assert_eq!(q.kept_blobs.as_slice(), std::slice::from_ref(&sha));
+        let dir = root.join(q.dir.unwrap());
+        assert_eq!(
+            std::fs::read(dir.join("kept-blobs").join(&sha)).unwrap(),
+            b"before"
+        );
+        assert!(
+            dir.join("sessions/s1/groups/00000000000000000001/c1.json")
+                .is_file()
+        );
+        // Garbage collection may now drop the blob from blobs/, never the kept copy.
+        store.collect_garbage().unwrap();
+        assert_eq!(
+            std::fs::read(dir.join("kept-blobs").join(&sha)).unwrap(),
+            b"before"
+        );
+    }
+
+    #[test]
+    fn read_blob_verifies_and_bounds() {
+        let (tmp, store) = store_with_session();
+        let sha = hex::encode(Sha256::digest(b"before"));
+        assert_eq!(
+            store.read_blob(&sha, 100).unwrap(),
+            BlobRead::Bytes(b"before".to_vec())
+        );
+        assert_eq!(
+            store.read_blob(&sha, 3).unwrap(),
+            BlobRead::TooLarge { size: 6 }
+        );
+        assert_eq!(
+            store.read_blob(&"0".repeat(64), 100).unwrap(),
+            BlobRead::Missing
+        );
+        assert_eq!(
+            store.read_blob("../store.json", 100).unwrap(),
+            BlobRead::Missing
+        );
+        std::fs::write(tmp.path().join("store/blobs").join(&sha), b"BEFORE").unwrap();
+        assert!(matches!(
+            store.read_blob(&sha, 100).unwrap(),
+            BlobRead::Corrupt { .. }
+        ));
+    }
 }
