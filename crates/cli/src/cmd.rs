@@ -140,8 +140,11 @@ impl Ctx {
         Ok(store)
     }
 
+    /// A session with checkpoints of its own, or a fork whose ancestors have some.
     fn known_session(&self, store: &Store, id: &str) -> Result<(), Fail> {
-        if store.list_sessions()?.iter().any(|s| s == id) {
+        let stored = store.list_sessions()?;
+        let known = |s: &str| stored.iter().any(|x| x == s);
+        if known(id) || self.logs.chain(id).iter().any(|l| known(&l.session_id)) {
             Ok(())
         } else {
             Err(Fail::new(
@@ -200,7 +203,7 @@ impl Ctx {
     /// a log, an `@<seq>` at or before the newest checkpoint.
     fn target(&self, session: &Session, id: &str, text: &str) -> Result<u64, Fail> {
         let target = parse_target(text).map_err(|e| Fail::new(Code::Usage, e.to_string()))?;
-        let cands = match self.logs.by_id.contains_key(id) {
+        let cands = match self.logs.readable(id) {
             true => Some(candidates(self, id)?),
             false => None,
         };
@@ -388,7 +391,7 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
         |seq: u64| -> usize { per_anchor.range(seq..).map(|(_, n)| *n).sum::<usize>() };
     let mut rows = Vec::new();
     let mut text = format!("Checkpoints of session {}:\n", safe(id));
-    match ctx.logs.by_id.contains_key(id) {
+    match ctx.logs.readable(id) {
         true => {
             for c in candidates(ctx, id)? {
                 let here = per_anchor.get(&c.seq).copied().unwrap_or(0);
@@ -408,7 +411,10 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
             }
         }
         false => {
-            text.push_str("  (no DSH log for this session: checkpoints by log seq only)\n");
+            text.push_str(match ctx.logs.by_id.get(id) {
+                Some(f) if f.compressed => "  (the DSH log is compressed, which this build does not read: checkpoints by log seq only)\n",
+                _ => "  (no DSH log for this session: checkpoints by log seq only)\n",
+            });
             for (seq, n) in usage.anchors.iter().rev() {
                 rows.push(
                     json!({"seq": seq, "filesChangedAfter": n, "filesSinceThen": paths_from(*seq)}),

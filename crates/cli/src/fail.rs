@@ -19,8 +19,6 @@ pub enum Code {
     Newer,
     /// 7: refused by a rule (an undo that is not allowed, a file changed since).
     Refused,
-    /// 8: not supported by this build (a compressed session log).
-    Unsupported,
 }
 
 impl Code {
@@ -34,7 +32,6 @@ impl Code {
             Code::Corrupt => 5,
             Code::Newer => 6,
             Code::Refused => 7,
-            Code::Unsupported => 8,
         }
     }
 
@@ -48,7 +45,6 @@ impl Code {
             Code::Corrupt => "corrupt",
             Code::Newer => "newer-format",
             Code::Refused => "refused",
-            Code::Unsupported => "unsupported",
         }
     }
 }

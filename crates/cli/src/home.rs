@@ -131,6 +131,11 @@ impl Logs {
         logs
     }
 
+    /// Whether the session has a log this build reads (plain JSONL).
+    pub fn readable(&self, id: &str) -> bool {
+        self.by_id.get(id).is_some_and(|f| !f.compressed)
+    }
+
     /// The session's working directory, from its log header.
     pub fn cwd(&self, id: &str) -> Option<PathBuf> {
         self.by_id
@@ -152,7 +157,7 @@ impl Logs {
         };
         if file.compressed {
             return Err(Fail::new(
-                Code::Unsupported,
+                Code::NotFound,
                 format!(
                     "the log of session `{id}` is compressed ({}); this build reads only session.jsonl",
                     file.path.display()

@@ -580,3 +580,53 @@ fn help_lists_every_command() {
         );
     }
 }
+
+#[test]
+fn a_fork_restores_from_its_parents_checkpoints() {
+    let h = home();
+    // DSH's fork of s1 at its first message: the child's log repeats the seeded events.
+    h.log(
+        "child",
+        &["create the notes", "a new direction"],
+        ",\"parentSession\":\"s1\",\"seedLength\":1",
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "preview", "child", "@0"]).stdout).unwrap();
+    let paths: Vec<_> = v["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap().to_string())
+        .collect();
+    // Only the parent's records up to the fork point count: a.txt back to "one", new.txt deleted.
+    assert_eq!(paths, ["a.txt", "new.txt"]);
+    let r = h.run(&["restore", "child", "@0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(h.read("a.txt").as_deref(), Some("one\nshared line\n"));
+    assert_eq!(h.read("new.txt"), None);
+    // A session that is neither stored nor a fork of a stored one stays unknown.
+    h.log("stranger", &["hello"], "");
+    assert_eq!(h.run(&["preview", "stranger", "@0"]).code, 3);
+}
+
+#[test]
+fn a_compressed_log_falls_back_to_checkpoints_by_seq() {
+    let _g = filters().bind_to_scope();
+    let h = home();
+    let dir = h.home.join("sessions/--ws--/s1");
+    std::fs::rename(dir.join("session.jsonl"), dir.join("session.jsonl.zstd")).unwrap();
+    insta::assert_snapshot!(
+        "checkpoints_compressed",
+        snap(&h, &h.run(&["checkpoints", "s1"]))
+    );
+    // Its header is not read: the workspace is asked for, then a restore by seq works.
+    let r = h.run(&["restore", "s1", "@1"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("pass --workspace DIR"), "{}", r.stderr);
+    let r = h.run(&["restore", "s1", "@1", "--workspace", h.ws.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(h.read("a.txt").as_deref(), Some("two\nshared line\n"));
+    // By index needs the messages.
+    let r = h.run(&["restore", "s1", "1", "--workspace", h.ws.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+}
