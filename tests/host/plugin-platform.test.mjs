@@ -1,0 +1,77 @@
+/**
+ * A platform without a native binary, on the real host: the built plugin is copied without its
+ * `native/` directory (as when npm skipped the platform package, or no binary exists for the
+ * platform). DSH still starts with the plugin, the agent still works and writes files, and the
+ * plugin's commands and its RPC route (what its page calls) answer with one clear message naming
+ * the platform and the package expected.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { cp, mkdtemp, readFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startHost, turn, text, write } from './lib/harness.mjs'
+import { loadPlugin, rpc } from './plugin-support.mjs'
+
+const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
+// This machine's target (the tests run on linux-x64-gnu, the only platform built here).
+const TARGET = 'linux-x64-gnu'
+const PACKAGE = `dsh-prompt-rewind-${TARGET}`
+
+/** The built package without native/: lib/ and package.json in a fresh directory. */
+async function packageWithoutBinary() {
+  await loadPlugin() // builds the package when it was never built
+  const dir = await mkdtemp(join(tmpdir(), 'rewind-nobinary-'))
+  await cp(join(ROOT, 'lib'), join(dir, 'lib'), { recursive: true })
+  await cp(join(ROOT, 'package.json'), join(dir, 'package.json'))
+  assert.ok(!existsSync(join(dir, 'native')))
+  return import(join(dir, 'lib', 'index.js'))
+}
+
+test('without a native binary DSH starts, the agent works, and every answer names the platform and the package', async (t) => {
+  const Plugin = await packageWithoutBinary()
+  const home = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  const host = await startHost({
+    plugins: [[Plugin, { dshHome: home }]],
+    script: [turn(write('a.txt', 'one\n'), text('done')), turn(text('ok'))],
+    webServer: true,
+    settings: true,
+    dshHome: home,
+  })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('no-binary')
+  // The write tools still work: the plugin's capture stands aside.
+  await host.sendUser(agent, 'create a.txt')
+  assert.equal(await readFile(join(host.workspace, 'a.txt'), 'utf8'), 'one\n')
+  await host.sendUser(agent, 'second')
+
+  const { result } = await host.runCommand(agent, '/rewind 1')
+  assert.notEqual(result.kind, 'success', result.text)
+  assert.match(result.text, new RegExp(`no native addon for ${TARGET}`))
+  assert.match(result.text, new RegExp(`the package ${PACKAGE}`))
+  assert.equal(await readFile(join(host.workspace, 'a.txt'), 'utf8'), 'one\n', 'nothing was touched')
+
+  // The page's calls: capabilities say no history, and history answers with the same message.
+  const caps = await rpc(host, 'caps', { sessionId: 'no-binary' })
+  assert.equal(caps.status, 200)
+  assert.equal(caps.json.value.history, false)
+  assert.equal(caps.json.value.fileCheckpointing, false)
+  const history = await rpc(host, 'history', { sessionId: 'no-binary' })
+  assert.equal(history.json.ok, false)
+  assert.equal(history.json.error.code, 'rewind/native-unavailable')
+  assert.match(history.json.error.message, new RegExp(`no native addon for ${TARGET}`))
+  assert.equal(history.json.error.details.platform, TARGET)
+  assert.equal(history.json.error.details.package, PACKAGE)
+})
+
+test('with the binary in place the same package loads it (the copy differs only by native/)', async (t) => {
+  const Plugin = await loadPlugin()
+  const home = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  const host = await startHost({ plugins: [[Plugin, { dshHome: home }]], script: [turn(text('ok'))], webServer: true, settings: true, dshHome: home })
+  t.after(() => host.dispose())
+  await host.createAgent('with-binary')
+  const caps = await rpc(host, 'caps', { sessionId: 'with-binary' })
+  assert.equal(caps.json.value.history, true)
+})
