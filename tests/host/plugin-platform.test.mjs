@@ -4,16 +4,20 @@
  * platform). DSH still starts with the plugin, the agent still works and writes files, and the
  * plugin's commands and its RPC route (what its page calls) answer with one clear message naming
  * the platform and the package expected.
+ *
+ * Also here: the command-line tool (`dsh-rewind`, crates/cli) against a live host, which holds
+ * every session it opens — the tool refuses to change such a session.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { cp, mkdtemp, readFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startHost, turn, text, write } from './lib/harness.mjs'
-import { loadPlugin, rpc } from './plugin-support.mjs'
+import { humanSeq, loadPlugin, rpc } from './plugin-support.mjs'
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
 // This machine's target (the tests run on linux-x64-gnu, the only platform built here).
@@ -74,4 +78,42 @@ test('with the binary in place the same package loads it (the copy differs only 
   await host.createAgent('with-binary')
   const caps = await rpc(host, 'caps', { sessionId: 'with-binary' })
   assert.equal(caps.json.value.history, true)
+})
+
+/** The dsh-rewind binary (scripts/test-host.sh builds it), built here when run on its own. */
+function cliBinary() {
+  if (process.env.DSH_REWIND_CLI) return process.env.DSH_REWIND_CLI
+  const target = process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target')
+  const res = spawnSync('cargo', ['build', '--quiet', '-p', 'dsh-rewind-cli'], { cwd: ROOT, stdio: 'inherit', env: { ...process.env, CARGO_TARGET_DIR: target } })
+  assert.equal(res.status, 0, 'cargo build -p dsh-rewind-cli')
+  return join(target, 'debug', 'dsh-rewind')
+}
+
+test('dsh-rewind refuses to change a session the live host holds, and reads it', async (t) => {
+  const cli = cliBinary()
+  const Plugin = await loadPlugin()
+  const home = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  const host = await startHost({ plugins: [[Plugin, { dshHome: home }]], script: [turn(write('a.txt', 'one\n'), text('a')), turn(write('a.txt', 'two\n'), text('b'))], webServer: true, settings: true, dshHome: home })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('live')
+  await host.sendUser(agent, 'first')
+  await host.sendUser(agent, 'second')
+  assert.equal(await readFile(join(host.workspace, 'a.txt'), 'utf8'), 'two\n')
+  const seq = humanSeq(agent, 'second')
+  await host.flush(agent) // DSH's JSONL persistence batches writes; the tool reads the file
+  const run = (...args) => spawnSync(cli, ['--home', home, ...args], { encoding: 'utf8' })
+
+  const sessions = run('--json', 'sessions')
+  assert.equal(sessions.status, 0, sessions.stderr)
+  const row = JSON.parse(sessions.stdout).sessions.find(s => s.session === 'live')
+  assert.equal(row.held, true)
+  assert.equal(row.workspace, host.workspace)
+  const preview = run('--json', 'preview', 'live', `@${seq}`)
+  assert.equal(preview.status, 0, preview.stderr)
+  assert.deepEqual(JSON.parse(preview.stdout).plan.actions.map(a => a.path), ['a.txt'])
+
+  const restore = run('restore', 'live', `@${seq}`)
+  assert.equal(restore.status, 4, restore.stderr)
+  assert.match(restore.stderr, /session `live` is held by a running DSH host/)
+  assert.equal(await readFile(join(host.workspace, 'a.txt'), 'utf8'), 'two\n', 'nothing was changed')
 })
