@@ -1106,61 +1106,44 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
         .iter()
         .map(|f| format!("{}: {}", f.session_id, f.detail))
         .collect();
-    let gone: BTreeSet<String> = removed.iter().map(|r| r.0.clone()).collect();
-    // By size: the oldest idle sessions next, until the estimate fits.
-    let mut estimate: u64 = inv.blob_bytes
-        + inv.sessions.iter().map(|s| s.record_bytes).sum::<u64>()
-        - inv.unreferenced_bytes;
-    for s in inv.sessions.iter().filter(|s| gone.contains(&s.session_id)) {
-        estimate = estimate.saturating_sub(s.record_bytes + s.exclusive_blob_bytes);
-    }
+    let age_ids: Vec<String> = removed.iter().map(|r| r.0.clone()).collect();
+    // By size: the oldest idle sessions next, until the store fits (same keep rules).
     let mut over_kept = Vec::new();
-    if let Some(max) = max_size {
-        let mut rest: Vec<_> = inv
-            .sessions
-            .iter()
-            .filter(|s| !gone.contains(&s.session_id))
-            .collect();
-        rest.sort_by_key(|s| (s.last_activity_ms, s.session_id.clone()));
-        for s in rest {
-            if estimate <= max {
-                break;
-            }
-            if active.contains(&s.session_id)
-                || pins.contains(&s.session_id)
-                || !s.open_journals.is_empty()
-            {
-                over_kept.push(s.session_id.clone());
-                continue;
-            }
-            let mut one = SweepRequest::dry_run(Scope::OnlySession(s.session_id.clone()))
-                .with_active(active.iter().cloned())
-                .with_pins(pins.clone());
-            one.apply = apply;
-            let r = cleaner.sweep(&policy, &one).map_err(sweep_fail)?;
-            for i in &r.items {
-                removed.push((i.session_id.clone(), i.bytes, "size"));
-                estimate = estimate.saturating_sub(s.record_bytes + s.exclusive_blob_bytes);
-            }
-            failed.extend(
-                r.failed
-                    .iter()
-                    .map(|f| format!("{}: {}", f.session_id, f.detail)),
-            );
-            for k in &r.kept {
-                over_kept.push(k.session_id.clone());
-            }
-        }
-    }
-    let freed_estimate: u64 = inv
+    let mut estimate = None;
+    let mut blobs_removed = None;
+    let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
+    let age_freed: u64 = inv
         .sessions
         .iter()
-        .filter(|s| removed.iter().any(|r| r.0 == s.session_id))
+        .filter(|s| age_ids.contains(&s.session_id))
         .map(|s| s.record_bytes + s.exclusive_blob_bytes)
-        .sum::<u64>()
-        + inv.unreferenced_bytes;
-    let mut blobs_removed = None;
-    if apply {
+        .sum();
+    let mut freed_estimate = age_freed + inv.unreferenced_bytes;
+    let total_before = records + inv.blob_bytes;
+    if let Some(max) = max_size {
+        let pb = progress_bar(1, "sizing sessions");
+        let q = cleaner
+            .quota_sweep(&policy, &store, max, &req, &age_ids)
+            .map_err(sweep_fail)?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        for i in &q.items {
+            removed.push((i.session_id.clone(), i.freed, "size"));
+        }
+        over_kept.extend(q.kept.iter().map(|k| k.session_id.clone()));
+        failed.extend(
+            q.failed
+                .iter()
+                .map(|f| format!("{}: {}", f.session_id, f.detail)),
+        );
+        freed_estimate = total_before.saturating_sub(q.bytes_after);
+        estimate = Some(q.bytes_after);
+        if apply {
+            blobs_removed = Some(q.blobs_removed);
+        }
+    }
+    if apply && blobs_removed.is_none() {
         let pb = progress_bar(1, "collecting unreferenced blobs");
         let r = store.collect_garbage()?;
         if let Some(pb) = pb {
@@ -1194,7 +1177,7 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
             ));
         }
     }
-    if let Some(max) = max_size {
+    if let (Some(max), Some(estimate)) = (max_size, estimate) {
         if estimate > max {
             text.push_str(&format!(
                 "warning: still about {} after removing every idle session the rules allow (over the quota of {}); kept: {}\n",

@@ -63,6 +63,9 @@ pub struct SessionUsage {
     pub exclusive_blob_bytes: u64,
     /// Op ids of restore journals that are still open.
     pub open_journals: Vec<String>,
+    /// The present blobs the session references, with their sizes (not serialized).
+    #[serde(skip)]
+    pub referenced: BTreeMap<String, u64>,
 }
 
 /// What [`Store::inventory`] found.
@@ -391,6 +394,7 @@ impl Store {
             let mut u = w.usage.clone();
             for sha in w.refs.keys() {
                 if let Some(size) = sizes.get(sha) {
+                    u.referenced.insert(sha.clone(), *size);
                     u.blobs += 1;
                     u.blob_bytes += size;
                     if users.get(sha.as_str()) == Some(&1) {
