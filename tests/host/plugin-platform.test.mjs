@@ -6,18 +6,19 @@
  * the platform and the package expected.
  *
  * Also here: the command-line tool (`dsh-rewind`, crates/cli) against a live host, which holds
- * every session it opens — the tool refuses to change such a session.
+ * every session it opens — the tool refuses to change such a session; and the size quota of
+ * `/snapshot-auto-cleanup run --max-size`, which reads sizes through the same store inventory.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { cp, mkdtemp, readFile } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, readFile, utimes } from 'node:fs/promises'
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startHost, turn, text, write } from './lib/harness.mjs'
-import { humanSeq, loadPlugin, rpc } from './plugin-support.mjs'
+import { startHost, turn, text, write, read } from './lib/harness.mjs'
+import { bootWithPlugin, humanSeq, loadPlugin, rpc } from './plugin-support.mjs'
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
 // This machine's target (the tests run on linux-x64-gnu, the only platform built here).
@@ -116,4 +117,54 @@ test('dsh-rewind refuses to change a session the live host holds, and reads it',
   assert.equal(restore.status, 4, restore.stderr)
   assert.match(restore.stderr, /session `live` is held by a running DSH host/)
   assert.equal(await readFile(join(host.workspace, 'a.txt'), 'utf8'), 'two\n', 'nothing was changed')
+})
+
+async function ageTree(path, days) {
+  const when = new Date(Date.now() - days * 86_400_000)
+  for (const e of await readdir(path, { withFileTypes: true, recursive: true })) await utimes(join(e.parentPath ?? e.path, e.name), when, when)
+  await utimes(path, when, when)
+}
+
+test('/snapshot-auto-cleanup run --max-size: the oldest idle sessions go until the store fits; live ones stay', async (t) => {
+  const host = await bootWithPlugin({
+    script: [turn(read('a.txt'), write('a.txt', 'a'.repeat(3000)), text('a')), turn(read('b.txt'), write('b.txt', 'b'.repeat(3000)), text('b')), turn(write('c.txt', 'c\n'), text('c'))],
+  })
+  t.after(() => host.dispose())
+  const { writeFile } = await import('node:fs/promises')
+  // Each file exists before its session overwrites it: a 40 KiB backup per session.
+  for (const f of ['a.txt', 'b.txt']) await writeFile(join(host.workspace, f), f[0].repeat(40_000))
+  const older = await host.createAgent('older')
+  await host.sendUser(older, 'write a')
+  const newer = await host.createAgent('newer')
+  await host.sendUser(newer, 'write b')
+  const current = await host.createAgent('current')
+  await host.sendUser(current, 'write c')
+  await host.disposeAgent(older)
+  await host.disposeAgent(newer)
+  const sessions = join(host.dshHome, 'rewind-snapshots', 'sessions')
+  await ageTree(join(sessions, 'older'), 3) // both idle, within the 30-day cutoff
+  await ageTree(join(sessions, 'newer'), 2)
+  const dirs = async () => (await readdir(sessions)).filter(d => !d.startsWith('.')).sort()
+  assert.deepEqual(await dirs(), ['current', 'newer', 'older'])
+
+  // 60 KiB: removing `older` (about 40 KiB of backup) is enough.
+  const dry = await host.runCommand(current, '/snapshot-auto-cleanup run --max-size 60K')
+  assert.equal(dry.result.kind, 'success', dry.result.text)
+  assert.match(dry.result.text, /^Nothing to remove\.\nSize quota 60\.0 KiB: 1 more session snapshot director\(ies\) would be removed/)
+  assert.match(dry.result.text, /\n- older \(/)
+  assert.doesNotMatch(dry.result.text, /- newer|- current/)
+  assert.deepEqual(await dirs(), ['current', 'newer', 'older'], 'a dry run removes nothing')
+
+  // A budget nothing idle can meet: both idle sessions go, the live one stays, and it says so.
+  const all = await host.runCommand(current, '/snapshot-auto-cleanup run --max-size 1 --apply')
+  assert.equal(all.result.kind, 'success', all.result.text)
+  assert.match(all.result.text, /Size quota 1 B: removed 2 more session snapshot/)
+  assert.match(all.result.text, /Still over the size quota/)
+  assert.deepEqual(await dirs(), ['current'])
+
+  for (const bad of ['run --max-size', 'run --max-size lots', 'run --current --max-size 1G']) {
+    const res = await host.runCommand(current, `/snapshot-auto-cleanup ${bad}`)
+    assert.equal(res.result.kind, 'error', bad)
+    assert.match(res.result.text, /^Usage: \/snapshot-auto-cleanup/)
+  }
 })
