@@ -5,7 +5,7 @@
 //! Nothing here changes a record. [`Store::quarantine`] only moves corrupt
 //! files aside (into `quarantine/`), never deletes them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -240,9 +240,24 @@ pub enum BlobRead {
 #[derive(Default)]
 struct SessionWalk {
     usage: SessionUsage,
-    /// blob → referencing record paths.
-    refs: BTreeMap<String, Vec<String>>,
+    /// blob → indexes into `sources` of the records naming it.
+    refs: HashMap<String, Vec<u32>>,
+    /// Store-relative paths of the records read.
+    sources: Vec<String>,
+    /// Blobs the tracked cache names: live when present, never "missing" (the cache may
+    /// name content that was never stored).
+    soft: HashSet<String>,
     records: u64,
+}
+
+impl SessionWalk {
+    /// Every blob the session keeps alive, given the set of present blobs.
+    fn live<'a>(&'a self, present: &'a HashMap<String, u64>) -> impl Iterator<Item = &'a String> + 'a {
+        self.refs
+            .keys()
+            .chain(self.soft.iter().filter(|s| !self.refs.contains_key(*s)))
+            .filter(move |s| present.contains_key(*s))
+    }
 }
 
 fn now_stamp() -> String {
@@ -375,7 +390,7 @@ impl Store {
         }
         let mut users: HashMap<&str, usize> = HashMap::new();
         for w in &walks {
-            for sha in w.refs.keys() {
+            for sha in w.live(&sizes) {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
         }
@@ -392,7 +407,7 @@ impl Store {
         }
         for w in &walks {
             let mut u = w.usage.clone();
-            for sha in w.refs.keys() {
+            for sha in w.live(&sizes) {
                 if let Some(size) = sizes.get(sha) {
                     u.referenced.insert(sha.clone(), *size);
                     u.blobs += 1;
@@ -426,7 +441,8 @@ impl Store {
         let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for w in walks {
             for (sha, by) in w.refs {
-                refs.entry(sha).or_default().extend(by);
+                let names = by.iter().map(|i| w.sources[*i as usize].clone());
+                refs.entry(sha).or_default().extend(names);
             }
         }
         let names = fs.list(Path::new("blobs"))?;
@@ -701,11 +717,13 @@ impl Store {
             }
         };
         w.records += 1;
-        let add_ref = |w: &mut SessionWalk, sha: &str| {
-            w.refs
-                .entry(sha.to_string())
-                .or_default()
-                .push(shown.clone());
+        let source = w.sources.len() as u32;
+        w.sources.push(shown.clone());
+        let add_ref = |w: &mut SessionWalk, sha: &str| match w.refs.get_mut(sha) {
+            Some(v) => v.push(source),
+            None => {
+                w.refs.insert(sha.to_string(), vec![source]);
+            }
         };
         let mut push = |r: Result<(), Fault>| {
             if let Err(f) = r {
@@ -755,9 +773,7 @@ impl Store {
                             // The cache names content the next re-check may record; it is
                             // live for garbage collection but its blob may legitimately be
                             // absent (never stored), so it is not a missing-blob reference.
-                            if self.has_blob(&sha) {
-                                add_ref(w, &sha);
-                            }
+                            w.soft.insert(sha);
                         }
                     }
                 }
