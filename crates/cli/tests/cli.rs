@@ -630,3 +630,51 @@ fn a_compressed_log_falls_back_to_checkpoints_by_seq() {
     let r = h.run(&["restore", "s1", "1", "--workspace", h.ws.to_str().unwrap()]);
     assert_eq!(r.code, 3, "{}", r.stderr);
 }
+
+#[test]
+fn a_record_from_a_newer_build_is_named_and_never_quarantined() {
+    let h = home();
+    let group = h
+        .store_root()
+        .join("sessions/s1/groups/00000000000000000001/c2.json");
+    std::fs::write(&group, r#"{"v": 99, "anchor_seq": 1, "future": true}"#).unwrap();
+    let r = h.run(&["verify"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("newer record sessions/s1/groups/00000000000000000001/c2.json: version 99"),
+        "{}",
+        r.stdout
+    );
+    let r = h.run(&["restore", "s1", "@1"]);
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert_eq!(h.read("a.txt").as_deref(), Some("three\nshared line\n"));
+    let r = h.run(&["repair"]);
+    assert_eq!(r.code, 5, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("left as is: newer record"),
+        "{}",
+        r.stdout
+    );
+    assert!(group.is_file(), "a newer record stays where it is");
+}
+
+#[test]
+fn repair_does_not_move_the_records_of_a_held_session() {
+    let h = home();
+    let group = h
+        .store_root()
+        .join("sessions/s1/groups/00000000000000000001/c2.json");
+    std::fs::write(&group, "{ torn").unwrap();
+    let store = h.store();
+    let _hold = store.hold_session("s1").unwrap().expect("hold");
+    let r = h.run(&["repair"]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("held by a running DSH host"),
+        "{}",
+        r.stderr
+    );
+    assert!(group.is_file());
+    assert!(!h.store_root().join("quarantine").exists());
+}
