@@ -160,6 +160,8 @@ fn sessions_json_is_machine_readable() {
     assert_eq!(s["session"], "s1");
     assert_eq!(s["checkpoints"], 2);
     assert_eq!(s["held"], false);
+    // Listing creates nothing in the store.
+    assert!(!h.store_root().join("holds").exists());
     assert_eq!(s["workspace"], h.ws.to_string_lossy().as_ref());
     assert!(s["bytes"].as_u64().unwrap() > 0);
 }

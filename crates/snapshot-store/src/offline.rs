@@ -252,7 +252,10 @@ struct SessionWalk {
 
 impl SessionWalk {
     /// Every blob the session keeps alive, given the set of present blobs.
-    fn live<'a>(&'a self, present: &'a HashMap<String, u64>) -> impl Iterator<Item = &'a String> + 'a {
+    fn live<'a>(
+        &'a self,
+        present: &'a HashMap<String, u64>,
+    ) -> impl Iterator<Item = &'a String> + 'a {
         self.refs
             .keys()
             .chain(self.soft.iter().filter(|s| !self.refs.contains_key(*s)))
@@ -368,8 +371,16 @@ impl Store {
 
     /// Whether a host or tool holds session `session_id` right now (probes and releases;
     /// `false` for a store written by a newer build, whose holds this build cannot judge).
+    /// Creates nothing: a session whose hold file does not exist was never held.
     pub fn session_is_held(&self, session_id: &str) -> Result<bool, QueryError> {
         if self.newer_version().is_some() {
+            return Ok(false);
+        }
+        let Ok(enc) = encode_id(session_id) else {
+            return Ok(false);
+        };
+        let path = Path::new(HOLDS_DIR).join(format!("{enc}.lock"));
+        if !self.inner.fs.exists(&path)? {
             return Ok(false);
         }
         Ok(self.claim_session(session_id)?.is_none())
