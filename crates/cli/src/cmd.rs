@@ -411,10 +411,7 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
             }
         }
         false => {
-            text.push_str(match ctx.logs.by_id.get(id) {
-                Some(f) if f.compressed => "  (the DSH log is compressed, which this build does not read: checkpoints by log seq only)\n",
-                _ => "  (no DSH log for this session: checkpoints by log seq only)\n",
-            });
+            text.push_str("  (no DSH log for this session: checkpoints by log seq only)\n");
             for (seq, n) in usage.anchors.iter().rev() {
                 rows.push(
                     json!({"seq": seq, "filesChangedAfter": n, "filesSinceThen": paths_from(*seq)}),

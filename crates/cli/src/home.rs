@@ -44,9 +44,9 @@ pub fn resolve(explicit: Option<&Path>) -> Result<PathBuf, Fail> {
 pub struct LogFile {
     /// The log file.
     pub path: PathBuf,
-    /// Its header, when it could be read (`None` for a compressed log).
+    /// Its header, when it could be read.
     pub header: Option<SessionHeader>,
-    /// `session.jsonl.zstd`: not read by this build.
+    /// `session.jsonl.zstd` (DSH's default) rather than `session.jsonl`.
     pub compressed: bool,
 }
 
@@ -82,6 +82,49 @@ fn read_header(path: &Path) -> Option<SessionHeader> {
     serde_json::from_str(&line).ok()
 }
 
+/// The header of a zstd log: the first line of its first frame (DSH writes the header as a
+/// frame of its own), decoded without reading the rest of the file.
+fn read_zstd_header(path: &Path) -> Option<SessionHeader> {
+    let f = std::fs::File::open(path).ok()?;
+    let dec = ruzstd::decoding::StreamingDecoder::new(BufReader::new(f)).ok()?;
+    let mut r = BufReader::new(dec).take(1 << 20);
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    serde_json::from_str(&line).ok()
+}
+
+/// Decodes DSH's zstd log: independent frames one after another, each checked against its
+/// content checksum when it has one. A final frame cut short (an append torn by a crash) is
+/// ignored, as DSH's reader does; damage anywhere else is an error.
+pub fn decode_zstd(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    use ruzstd::decoding::{FrameDecoder, StreamingDecoder};
+    let mut out = Vec::new();
+    let mut cur = std::io::Cursor::new(bytes);
+    let mut dec = FrameDecoder::new();
+    while (cur.position() as usize) < bytes.len() {
+        let start = cur.position();
+        let mut frame = Vec::new();
+        let result = StreamingDecoder::new_with_decoder(&mut cur, &mut dec)
+            .map_err(|e| e.to_string())
+            .and_then(|mut s| s.read_to_end(&mut frame).map_err(|e| e.to_string()))
+            .and_then(
+                |_| match (dec.get_checksum_from_data(), dec.get_calculated_checksum()) {
+                    (Some(want), Some(got)) if want != got => Err(format!(
+                        "checksum mismatch ({got:08x}, frame says {want:08x})"
+                    )),
+                    _ => Ok(()),
+                },
+            );
+        match result {
+            Ok(()) => out.extend_from_slice(&frame),
+            // Cut short at the end of the file: a torn append.
+            Err(_) if cur.position() as usize >= bytes.len() && !out.is_empty() => break,
+            Err(e) => return Err(format!("zstd frame at byte {start}: {e}")),
+        }
+    }
+    Ok(out)
+}
+
 impl Logs {
     /// Reads the header of every log under `<home>/sessions/<project>/<session>/`.
     pub fn scan(home: &Path) -> Logs {
@@ -111,9 +154,10 @@ impl Logs {
                         compressed: false,
                     }
                 } else if zstd.is_file() {
+                    let header = read_zstd_header(&zstd);
                     LogFile {
                         path: zstd,
-                        header: None,
+                        header,
                         compressed: true,
                     }
                 } else {
@@ -131,9 +175,9 @@ impl Logs {
         logs
     }
 
-    /// Whether the session has a log this build reads (plain JSONL).
+    /// Whether the session has a log (plain JSONL, or DSH's default zstd encoding).
     pub fn readable(&self, id: &str) -> bool {
-        self.by_id.get(id).is_some_and(|f| !f.compressed)
+        self.by_id.contains_key(id)
     }
 
     /// The session's working directory, from its log header.
@@ -155,19 +199,21 @@ impl Logs {
                 format!("no DSH session log for session `{id}` under the home's sessions/"),
             ));
         };
-        if file.compressed {
-            return Err(Fail::new(
-                Code::NotFound,
-                format!(
-                    "the log of session `{id}` is compressed ({}); this build reads only session.jsonl",
-                    file.path.display()
-                ),
-            ));
-        }
-        let text = std::fs::read_to_string(&file.path).map_err(|e| {
+        let bytes = std::fs::read(&file.path).map_err(|e| {
             Fail::new(
                 Code::Failed,
                 format!("cannot read {}: {e}", file.path.display()),
+            )
+        })?;
+        let bytes = match file.compressed {
+            true => decode_zstd(&bytes)
+                .map_err(|e| Fail::new(Code::Corrupt, format!("{}: {e}", file.path.display())))?,
+            false => bytes,
+        };
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Fail::new(
+                Code::Corrupt,
+                format!("{}: not UTF-8: {e}", file.path.display()),
             )
         })?;
         SessionLog::from_jsonl(&text).map_err(|e| {

@@ -611,26 +611,93 @@ fn a_fork_restores_from_its_parents_checkpoints() {
     assert_eq!(h.run(&["preview", "stranger", "@0"]).code, 3);
 }
 
+/// Rewrites s1's log in DSH's default encoding: one zstd frame per line (ruzstd's encoder),
+/// optionally followed by a torn frame.
+fn compress_log(h: &Home, torn: bool) -> PathBuf {
+    let dir = h.home.join("sessions/--ws--/s1");
+    let text = std::fs::read_to_string(dir.join("session.jsonl")).unwrap();
+    let mut out = Vec::new();
+    for line in text.split_inclusive('\n') {
+        out.extend(ruzstd::encoding::compress_to_vec(
+            line.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        ));
+    }
+    if torn {
+        let f = ruzstd::encoding::compress_to_vec(
+            &b"{\"type\":\"user/message\"}\n"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        out.extend_from_slice(&f[..f.len() / 2]);
+    }
+    std::fs::remove_file(dir.join("session.jsonl")).unwrap();
+    std::fs::write(dir.join("session.jsonl.zstd"), &out).unwrap();
+    dir.join("session.jsonl.zstd")
+}
+
 #[test]
-fn a_compressed_log_falls_back_to_checkpoints_by_seq() {
+fn a_zstd_log_is_read_like_a_plain_one() {
     let _g = filters().bind_to_scope();
     let h = home();
-    let dir = h.home.join("sessions/--ws--/s1");
-    std::fs::rename(dir.join("session.jsonl"), dir.join("session.jsonl.zstd")).unwrap();
-    insta::assert_snapshot!(
-        "checkpoints_compressed",
-        snap(&h, &h.run(&["checkpoints", "s1"]))
-    );
-    // Its header is not read: the workspace is asked for, then a restore by seq works.
-    let r = h.run(&["restore", "s1", "@1"]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("pass --workspace DIR"), "{}", r.stderr);
-    let r = h.run(&["restore", "s1", "@1", "--workspace", h.ws.to_str().unwrap()]);
+    let plain = h.run(&["checkpoints", "s1"]).stdout;
+    compress_log(&h, true);
+    // The same messages; the torn final frame is ignored.
+    assert_eq!(h.run(&["checkpoints", "s1"]).stdout, plain);
+    let r = h.run(&["restore", "s1", "2"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(h.read("a.txt").as_deref(), Some("two\nshared line\n"));
-    // By index needs the messages.
-    let r = h.run(&["restore", "s1", "1", "--workspace", h.ws.to_str().unwrap()]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(h.read("a.txt").as_deref(), Some("one\nshared line\n"));
+}
+
+#[test]
+fn a_zstd_log_written_by_dsh_encoding_is_read() {
+    let _g = filters().bind_to_scope();
+    let h = home();
+    // Written by Node's zlib, as DSH's persistence writes it (see tests/fixtures/README.md).
+    let dir = h.home.join("sessions/--nonexistent-zstd-ws--/zs1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/session.jsonl.zstd"),
+        dir.join("session.jsonl.zstd"),
+    )
+    .unwrap();
+    let store = h.store();
+    let s = store.session("zs1", &h.ws).unwrap();
+    s.recheck_tracked(1).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "sessions"]).stdout).unwrap();
+    let zs1 = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session"] == "zs1")
+        .cloned();
+    assert_eq!(
+        zs1.map(|s| s["workspace"].clone()),
+        Some(serde_json::json!("/nonexistent/zstd-ws"))
+    );
+    insta::assert_snapshot!(
+        "checkpoints_zstd",
+        snap(&h, &h.run(&["checkpoints", "zs1"]))
+    );
+}
+
+#[test]
+fn a_damaged_zstd_log_is_named() {
+    let h = home();
+    let path = compress_log(&h, false);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Damage the first frame (the header) past its frame header: not a torn tail.
+    let i = 8.min(bytes.len() - 1);
+    bytes[i] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let r = h.run(&["checkpoints", "s1"]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("session.jsonl.zstd: zstd frame at byte 0"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
