@@ -11,6 +11,9 @@ case "$CARGO_TARGET_DIR" in /*) ;; *) CARGO_TARGET_DIR=$ROOT/$CARGO_TARGET_DIR ;
 echo "test-host: cargo build -p rewind-plan --example plan-cli" >&2
 cargo build --quiet -p rewind-plan --example plan-cli
 export PLAN_CLI="$CARGO_TARGET_DIR/debug/examples/plan-cli"
+echo "test-host: cargo build -p dsh-rewind-cli" >&2
+cargo build --quiet -p dsh-rewind-cli
+export DSH_REWIND_CLI="$CARGO_TARGET_DIR/debug/dsh-rewind"
 
 NODE24=$("$ROOT/scripts/setup-node.sh" | tail -n1)
 echo "test-host: $("$NODE24" --version) --test tests/host/" >&2

@@ -4,7 +4,7 @@
 # packages from their registries, and Debian's chromium for the browser tests).
 #
 #   scripts/test.sh            everything
-#   TEST_ONLY=rust|host|web scripts/test.sh   one part
+#   TEST_ONLY=rust|release|host|web scripts/test.sh   one part
 #
 # Environment: PROPTEST_CASES (default per test), CARGO_TARGET_DIR (default ./target).
 set -euo pipefail
@@ -20,6 +20,11 @@ command -v npm >/dev/null || { echo "test.sh: npm is not on PATH (install Node.j
 if [ "$ONLY" = all ] || [ "$ONLY" = rust ]; then
   step "Rust: cargo test --workspace"
   cargo test --workspace
+fi
+
+if [ "$ONLY" = all ] || [ "$ONLY" = release ]; then
+  step "release: platform packages, actionlint of .github/workflows"
+  scripts/check-release.sh
 fi
 
 if [ "$ONLY" = all ] || [ "$ONLY" = host ]; then

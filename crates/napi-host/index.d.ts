@@ -16,6 +16,14 @@ export declare class BindingCleanup {
    * Sessions in `active` are never removed.
    */
   sweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, apply: boolean, onlySession?: string | undefined | null): Promise<BindingSweepReport>
+  /**
+   * The size quota: after the age sweep, removes the oldest idle sessions until the store
+   * takes at most `max_bytes` (a dry run unless `apply`). Sessions in `active` and those an
+   * open restore journal needs are kept; `already` names the sessions the age sweep of the
+   * same run removes (or would remove). Items carry the bytes each removal frees; `bytes` is
+   * the store's size afterwards (measured when applied, else estimated).
+   */
+  quotaSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, apply: boolean, maxBytes: number, already: Array<string>): Promise<BindingSweepReport>
   /** Epoch ms of the last recorded sweep, `null` when none. */
   lastSweep(): Promise<number | null>
   /**

@@ -1,5 +1,6 @@
 /**
- * `/snapshot-auto-cleanup show | on | off | max-age <days> | run [--apply] | run --current [--apply]`.
+ * `/snapshot-auto-cleanup show | on | off | max-age <days> | run [--apply] [--max-size <size>] |
+ * run --current [--apply]`.
  */
 import type { HostAgent, HostAgents, HostContext } from './host.ts'
 import type { CleanupPort, SweepReport } from './ports.ts'
@@ -18,6 +19,16 @@ export function humanBytes(bytes: number): string {
     unit++
   }
   return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`
+}
+
+/** Bytes of `123`, `500K`, `2GiB`, `1.5G` (binary units); `undefined` when it is not a size. */
+export function parseSize(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?$/i.exec(text.trim())
+  if (m === null) return undefined
+  const unit = (m[2] ?? 'b').toLowerCase()[0]!
+  const mult = { b: 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 }[unit as 'b' | 'k' | 'm' | 'g' | 't']
+  const bytes = Math.floor(Number(m[1]) * mult)
+  return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : undefined
 }
 
 /** Sessions with a live agent (never swept). */
@@ -86,9 +97,19 @@ export async function cleanupCommand(
       return { kind: 'success', text: format(locale, 'cleanupMaxAge', { days }) }
     }
     if (sub === 'run') {
-      const flags = new Set(words.slice(1))
-      if (flags.size !== words.length - 1 || [...flags].some(f => f !== '--apply' && f !== '--current')) return usage
+      const rest = words.slice(1)
+      // `--max-size <size>`: the size quota after the age rule (not with --current).
+      let maxBytes: number | undefined
+      const at = rest.indexOf('--max-size')
+      if (at !== -1) {
+        maxBytes = parseSize(rest[at + 1] ?? '')
+        if (maxBytes === undefined) return usage
+        rest.splice(at, 2)
+      }
+      const flags = new Set(rest)
+      if (flags.size !== rest.length || [...flags].some(f => f !== '--apply' && f !== '--current')) return usage
       const current = flags.has('--current')
+      if (current && maxBytes !== undefined) return usage
       const apply = flags.has('--apply')
       // Without a settings service the policy fails closed: no sweep deletes anything.
       if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
@@ -99,7 +120,23 @@ export async function cleanupCommand(
         apply,
         ...(current ? { onlySession: sessionId } : {}),
       })
-      return { kind: 'success', text: sweepText(locale, report) }
+      if (maxBytes === undefined) return { kind: 'success', text: sweepText(locale, report) }
+      const quota = await deps.cleanup().quotaSweep({
+        maxBytes,
+        active: await keptSessions(deps.ctx),
+        apply,
+        already: report.items.map(i => i.sessionId),
+      })
+      const lines = [sweepText(locale, report)]
+      if (quota.items.length > 0) {
+        const freed = quota.items.reduce((sum, i) => sum + i.bytes, 0)
+        lines.push(
+          format(locale, quota.applied ? 'cleanupQuotaApplied' : 'cleanupQuotaDryRun', { max: humanBytes(maxBytes), n: quota.items.length, size: humanBytes(freed), after: humanBytes(quota.bytes) }),
+          ...quota.items.map(i => `- ${i.sessionId} (${humanBytes(i.bytes)})`),
+        )
+      }
+      if (quota.bytes > maxBytes) lines.push(format(locale, 'cleanupQuotaOver'))
+      return { kind: 'success', text: lines.join('\n') }
     }
     return usage
   } catch (error) {

@@ -33,6 +33,7 @@ export function openCleanup(dshHome: string, snapshotRoot: string, settings: Set
   return {
     unavailable: () => undefined,
     sweep: async (o) => shape(await awaitNative(() => binding.sweep(policy(), o.active, o.apply, o.onlySession ?? null))),
+    quotaSweep: async (o) => shape(await awaitNative(() => binding.quotaSweep(policy(), o.active, o.apply, o.maxBytes, o.already))),
     lastSweep: async () => (await awaitNative(() => binding.lastSweep())) ?? undefined,
     autoSweep: async (o) => {
       const r = await awaitNative(() => binding.autoSweep(policy(), o.active))

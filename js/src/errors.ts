@@ -19,6 +19,7 @@ export const Codes = {
   undoFailed: 'rewind/undo-failed',
   unknownEndpoint: 'rewind/unknown-endpoint',
   failed: 'rewind/failed',
+  nativeUnavailable: 'rewind/native-unavailable',
   badTarget: 'rewind/bad-target',
   inFlight: 'rewind/in-flight',
   stopFailed: 'rewind/stop-failed',

@@ -165,6 +165,12 @@ export interface CleanupPort {
   unavailable(): { code: string; message: string } | undefined
   /** Sweep session directories idle longer than `maxAgeDays`; never those in `active`. */
   sweep(opts: { maxAgeDays: number; active: string[]; apply: boolean; onlySession?: string }): Promise<SweepReport>
+  /**
+   * The size quota: the oldest idle sessions go until the store takes at most `maxBytes`; never
+   * those in `active` or needed by an open restore; `already` are the sessions the age sweep of
+   * the same run removes. Items carry the bytes each frees; `bytes` is the size afterwards.
+   */
+  quotaSweep(opts: { maxBytes: number; active: string[]; apply: boolean; already: string[] }): Promise<SweepReport>
   /** Epoch ms of the last automatic sweep, if any. */
   lastSweep(): Promise<number | undefined>
   /** Run the automatic sweep when the last one is older than a day. */
@@ -201,6 +207,9 @@ export function unavailableCleanup(code: string, message: string): CleanupPort {
   return {
     unavailable: () => ({ code, message }),
     sweep: async () => {
+      throw new RewindError(code, message)
+    },
+    quotaSweep: async () => {
       throw new RewindError(code, message)
     },
     lastSweep: async () => undefined,

@@ -14,6 +14,10 @@
 //!   the session's `journals/`), never anything that is not a session
 //!   directory (symlinks and unknown entries are left alone). A dry run
 //!   (the default) lists what would go and how many bytes.
+//! * **Size quota** ([`Cleaner::quota_sweep`]): after the age rule, the
+//!   oldest idle sessions go until the store fits a byte budget, with the
+//!   same keep rules; sizes come from the store's inventory, blobs shared
+//!   with remaining sessions are not counted as freed.
 //! * **Automatic sweep** ([`Cleaner::auto_sweep`]): at most once a day,
 //!   recorded in `<dsh home>/snapshot-cleanup-last-sweep.json`.
 //!
@@ -36,6 +40,7 @@
 
 mod layout;
 mod policy;
+mod quota;
 mod record;
 mod sweep;
 
@@ -48,6 +53,7 @@ pub use policy::{
     PolicyError, PolicyPort, PolicyStatus, load_policy, policy_status, set_enabled,
     set_max_age_days,
 };
+pub use quota::{QuotaItem, QuotaReport};
 pub use record::{LAST_SWEEP_FILE, LastSweep, RECORD_VERSION, RecordError, Trigger};
 pub use sweep::{
     AutoSweep, Cleaner, CleanupStep, Clock, CrashSeam, DAY_MS, Failed, KeepReason, Kept,

@@ -148,6 +148,67 @@ impl BindingCleanup {
         }))
     }
 
+    /// The size quota: after the age sweep, removes the oldest idle sessions until the store
+    /// takes at most `max_bytes` (a dry run unless `apply`). Sessions in `active` and those an
+    /// open restore journal needs are kept; `already` names the sessions the age sweep of the
+    /// same run removes (or would remove). Items carry the bytes each removal frees; `bytes` is
+    /// the store's size afterwards (measured when applied, else estimated).
+    #[napi(ts_return_type = "Promise<BindingSweepReport>")]
+    pub fn quota_sweep(
+        &self,
+        policy: Option<BindingCleanupPolicy>,
+        active: Vec<String>,
+        apply: bool,
+        max_bytes: f64,
+        already: Vec<String>,
+    ) -> AsyncTask<Job<BindingSweepReport>> {
+        let cleaner = self.cleaner();
+        let store_root = self.store_root.clone();
+        AsyncTask::new(Job::new(move || {
+            let cleaner = cleaner?;
+            let max = crate::types::seq_from_js(max_bytes, "maxBytes")?;
+            let store = snapshot_store::Store::open(
+                std::path::Path::new(&store_root),
+                snapshot_store::StoreOptions::default(),
+            )?;
+            let mut request = SweepRequest::dry_run(Scope::Idle).with_active(active);
+            if apply {
+                request = request.applied();
+            }
+            let q = cleaner.quota_sweep(port(policy).as_ref(), &store, max, &request, &already)?;
+            Ok(BindingSweepReport {
+                applied: q.applied,
+                bytes: q.bytes_after as f64,
+                items: q
+                    .items
+                    .into_iter()
+                    .map(|i| BindingSweepItem {
+                        session_id: i.session_id,
+                        bytes: i.freed as f64,
+                        files: 0.0,
+                        last_activity: i.last_activity as f64,
+                    })
+                    .collect(),
+                kept: q
+                    .kept
+                    .iter()
+                    .map(|k| BindingSkippedPath {
+                        path: k.session_id.clone(),
+                        reason: keep_reason(&k.reason),
+                    })
+                    .collect(),
+                failed: q
+                    .failed
+                    .into_iter()
+                    .map(|f| BindingSkippedPath {
+                        path: f.session_id,
+                        reason: f.detail,
+                    })
+                    .collect(),
+            })
+        }))
+    }
+
     /// Epoch ms of the last recorded sweep, `null` when none.
     #[napi(ts_return_type = "Promise<number | null>")]
     pub fn last_sweep(&self) -> AsyncTask<Job<Option<f64>>> {

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
 use snapshot_store::{
     Action, CaptureOutcome, ChainLink, JournalError, JournalState, PruneOptions, RestorePlan,
-    ScanPhase, ScanRequest, Session, Store, StoreOptions,
+    ScanPhase, ScanRequest, Session, SessionHold, Store, StoreOptions,
 };
 
 use crate::error::BindingError;
@@ -24,6 +24,9 @@ struct Inner {
     cap: u64,
     store: Store,
     sessions: HashMap<(String, PathBuf), Arc<Session>>,
+    /// Shared holds of the sessions this host opened: an offline tool (`dsh-rewind`) refuses
+    /// to change a held session. Kept until `forget` or the process ends.
+    holds: HashMap<String, SessionHold>,
 }
 
 /// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), with one cached session
@@ -86,6 +89,12 @@ impl Handle {
         }
         let session = Arc::new(inner.store.session(session_id, Path::new(cwd))?);
         inner.sessions.insert(key, Arc::clone(&session));
+        if !inner.holds.contains_key(session_id) {
+            // Best effort: a hold that cannot be taken only weakens the offline tool's check.
+            if let Ok(Some(hold)) = inner.store.hold_session(session_id) {
+                inner.holds.insert(session_id.to_owned(), hold);
+            }
+        }
         Ok(session)
     }
 }
@@ -205,6 +214,7 @@ impl BindingStore {
                 cap,
                 store,
                 sessions: HashMap::new(),
+                holds: HashMap::new(),
             })),
         })
     }
@@ -215,6 +225,7 @@ impl BindingStore {
     pub fn forget(&self, session_id: String) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.sessions.retain(|(id, _), _| *id != session_id);
+        inner.holds.remove(&session_id);
     }
 
     /// `null` when this build understands the store; otherwise why it refuses to write or restore.

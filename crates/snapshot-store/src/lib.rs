@@ -55,6 +55,7 @@ mod error;
 mod format;
 mod fsio;
 mod journal;
+mod offline;
 mod path;
 mod plan;
 mod scan;
@@ -71,6 +72,10 @@ pub use error::{
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
+pub use offline::{
+    BlobRead, HOLDS_DIR, Inventory, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
+    SessionHold, SessionUsage, VerifyReport,
+};
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
 pub use scan::{

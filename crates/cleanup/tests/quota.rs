@@ -1,0 +1,211 @@
+//! The size quota over a real snapshot store: oldest idle sessions first, shared
+//! blobs credited only when their last user goes, the keep rules, fail closed.
+
+use std::fs::{File, FileTimes};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use rewind_cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
+use snapshot_store::{Store, StoreOptions};
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    home: std::path::PathBuf,
+    store: Store,
+}
+
+fn age(p: &Path, days: u64) {
+    let t = SystemTime::now() - Duration::from_secs(days * 86_400);
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            age(&e.unwrap().path(), days);
+        }
+    }
+    File::open(p)
+        .unwrap()
+        .set_times(FileTimes::new().set_modified(t))
+        .unwrap();
+}
+
+/// Sessions `old` (10 days idle), `mid` (5 days) and `new` (now), each with one
+/// captured 4 KiB file of its own; `mid` and `new` also share one 8 KiB content.
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let store = Store::open(&home.join("rewind-snapshots"), StoreOptions::default()).unwrap();
+    for (id, days, shared) in [("old", 10, false), ("mid", 5, true), ("new", 0, true)] {
+        let ws = tmp.path().join(format!("ws-{id}"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(ws.join("own.txt"), id.repeat(4096 / id.len())).unwrap();
+        if shared {
+            std::fs::write(ws.join("shared.txt"), vec![b's'; 8192]).unwrap();
+        }
+        let s = store.session(id, &ws).unwrap();
+        s.recheck_tracked(1).unwrap();
+        s.capture_before("c", "own.txt".as_ref()).unwrap();
+        if shared {
+            s.capture_before("c", "shared.txt".as_ref()).unwrap();
+        }
+        s.commit("c", 1, true).unwrap();
+        if days > 0 {
+            age(&home.join("rewind-snapshots/sessions").join(id), days);
+        }
+    }
+    Fixture {
+        _tmp: tmp,
+        home,
+        store,
+    }
+}
+
+fn policy() -> MemoryPolicy {
+    MemoryPolicy::new(Policy {
+        enabled: true,
+        max_age_days: 30,
+    })
+}
+
+fn ids(r: &rewind_cleanup::QuotaReport) -> Vec<&str> {
+    r.items.iter().map(|i| i.session_id.as_str()).collect()
+}
+
+#[test]
+fn the_oldest_idle_sessions_go_until_the_store_fits() {
+    let f = fixture();
+    let cleaner = Cleaner::open(&f.home).unwrap();
+    let inv = f.store.inventory().unwrap();
+    let total: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum::<u64>() + inv.blob_bytes;
+    let old = inv.sessions.iter().find(|s| s.session_id == "old").unwrap();
+    let old_bytes = old.record_bytes + old.exclusive_blob_bytes;
+
+    // A budget that only `old` has to leave for.
+    let max = total - old_bytes;
+    let dry = cleaner
+        .quota_sweep(
+            &policy(),
+            &f.store,
+            max,
+            &SweepRequest::dry_run(Scope::Idle),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&dry), ["old"]);
+    assert_eq!(dry.bytes_after, max);
+    assert!(
+        f.home.join("rewind-snapshots/sessions/old").is_dir(),
+        "a dry run removes nothing"
+    );
+
+    let applied = cleaner
+        .quota_sweep(
+            &policy(),
+            &f.store,
+            max,
+            &SweepRequest::dry_run(Scope::Idle).applied(),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&applied), ["old"]);
+    assert!(!applied.over_quota(), "{applied:?}");
+    assert_eq!(applied.bytes_after, max, "the estimate was exact");
+    assert!(!f.home.join("rewind-snapshots/sessions/old").exists());
+    assert_eq!(applied.blobs_removed, 1);
+    // The others still restore: their blobs are all there.
+    assert!(f.store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+}
+
+#[test]
+fn a_shared_blob_is_freed_only_with_its_last_user() {
+    let f = fixture();
+    let cleaner = Cleaner::open(&f.home).unwrap();
+    let inv = f.store.inventory().unwrap();
+    let mid = inv.sessions.iter().find(|s| s.session_id == "mid").unwrap();
+    // Removing `old` and `mid` frees mid's own content, not the 8 KiB shared with `new`.
+    let r = cleaner
+        .quota_sweep(
+            &policy(),
+            &f.store,
+            1,
+            &SweepRequest::dry_run(Scope::Idle).with_active(["new"]),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&r), ["old", "mid"]);
+    let freed_mid = r.items[1].freed;
+    assert_eq!(freed_mid, mid.record_bytes + mid.exclusive_blob_bytes);
+    assert!(
+        freed_mid < mid.record_bytes + mid.blob_bytes,
+        "the shared blob is not credited"
+    );
+    assert!(r.over_quota());
+    assert_eq!(r.kept.len(), 1);
+    assert_eq!(r.kept[0].reason, KeepReason::Active);
+}
+
+#[test]
+fn active_pinned_and_already_removed_sessions_are_not_listed() {
+    let f = fixture();
+    let cleaner = Cleaner::open(&f.home).unwrap();
+    let req = SweepRequest::dry_run(Scope::Idle)
+        .with_active(["old"])
+        .with_pins(Pins::from_iter(["mid"]));
+    let r = cleaner
+        .quota_sweep(&policy(), &f.store, 1, &req, &[])
+        .unwrap();
+    assert_eq!(ids(&r), ["new"]);
+    let kept: Vec<_> = r
+        .kept
+        .iter()
+        .map(|k| (k.session_id.as_str(), k.reason.clone()))
+        .collect();
+    assert_eq!(
+        kept,
+        [("old", KeepReason::Active), ("mid", KeepReason::Pinned)]
+    );
+    // Sessions the age rule already takes are counted as gone, not listed twice.
+    let r = cleaner
+        .quota_sweep(
+            &policy(),
+            &f.store,
+            1,
+            &SweepRequest::dry_run(Scope::Idle),
+            &["old".into()],
+        )
+        .unwrap();
+    assert_eq!(ids(&r), ["mid", "new"]);
+    // Applied, the keep rules hold too.
+    let r = cleaner
+        .quota_sweep(&policy(), &f.store, 1, &req.clone().applied(), &[])
+        .unwrap();
+    assert_eq!(ids(&r), ["new"]);
+    assert!(f.home.join("rewind-snapshots/sessions/old").is_dir());
+    assert!(f.home.join("rewind-snapshots/sessions/mid").is_dir());
+}
+
+#[test]
+fn an_unreadable_record_stops_the_quota_before_anything_goes() {
+    let f = fixture();
+    let cleaner = Cleaner::open(&f.home).unwrap();
+    std::fs::write(
+        f.home.join("rewind-snapshots/sessions/new/session.json"),
+        b"{ not json",
+    )
+    .unwrap();
+    let err = cleaner
+        .quota_sweep(
+            &policy(),
+            &f.store,
+            1,
+            &SweepRequest::dry_run(Scope::Idle).applied(),
+            &[],
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("nothing removed by the size quota"),
+        "{err}"
+    );
+    for id in ["old", "mid", "new"] {
+        assert!(f.home.join("rewind-snapshots/sessions").join(id).is_dir());
+    }
+}

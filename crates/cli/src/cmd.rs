@@ -1,0 +1,1331 @@
+//! The commands.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
+use history::{
+    Entry, HistoryStore, JournalState as HJournal, Outcome, Partition, Paths, UndoMode,
+    UndoOutcome, UndoRequest, WorkspaceKey, undo_eligibility,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use rewind_plan::{Candidate, Target, list_candidates, parse_target};
+use serde_json::{Value, json};
+use snapshot_store::{
+    Action, BlobRead, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, Store,
+    StoreOptions,
+};
+
+use crate::fail::{Code, Fail};
+use crate::home::{self, Logs};
+use crate::show::{bytes, safe, time};
+use crate::{Cli, Command};
+
+/// Files larger than this are summarized by `diff`, never diffed line by line.
+const DIFF_MAX_BYTES: u64 = 1 << 20;
+/// Restores with more actions than this show a spinner on a terminal.
+const BIG_RESTORE: usize = 200;
+
+struct Ctx {
+    home: PathBuf,
+    json: bool,
+    logs: Logs,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn emit(ctx: &Ctx, value: Value, text: String) {
+    if ctx.json {
+        println!("{value:#}");
+    } else {
+        print!("{text}");
+    }
+}
+
+fn progress_bar(len: u64, what: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({eta})") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    Some(pb)
+}
+
+/// Runs the command; returns the exit code of a run that did not fail outright.
+pub fn run(cli: Cli) -> Result<u8, Fail> {
+    let home = home::resolve(cli.home.as_deref())?;
+    let ctx = Ctx {
+        logs: Logs::scan(&home),
+        home,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Sessions => sessions(&ctx),
+        Command::Checkpoints { session } => checkpoints(&ctx, &session),
+        Command::Preview {
+            session,
+            target,
+            workspace,
+        } => preview(&ctx, &session, &target, workspace),
+        Command::Diff {
+            session,
+            target,
+            path,
+            workspace,
+        } => diff(&ctx, &session, &target, path.as_deref(), workspace),
+        Command::Restore {
+            session,
+            target,
+            only,
+            keep,
+            workspace,
+        } => restore(&ctx, &session, &target, &only, &keep, workspace),
+        Command::Undo { op, workspace } => undo(&ctx, &op, workspace),
+        Command::History { workspace } => history(&ctx, workspace),
+        Command::Restores => restores(&ctx),
+        Command::Continue { op, workspace } => finish(&ctx, &op, workspace, false),
+        Command::Rollback { op, workspace } => finish(&ctx, &op, workspace, true),
+        Command::Du => du(&ctx),
+        Command::Gc {
+            max_age_days,
+            max_size,
+            apply,
+        } => gc(&ctx, max_age_days, max_size, apply),
+        Command::Verify => verify(&ctx),
+        Command::Repair => repair(&ctx),
+    }
+}
+
+// ---------------------------------------------------------------- store access
+
+impl Ctx {
+    fn store_root(&self) -> PathBuf {
+        self.home.join(home::SNAPSHOTS)
+    }
+
+    /// Opens the existing store (never creates one under a mistyped home).
+    fn store(&self) -> Result<Store, Fail> {
+        let root = self.store_root();
+        if !root.join("store.json").is_file() {
+            return Err(Fail::new(
+                Code::NotFound,
+                format!(
+                    "no snapshot store at {} (is --home the DSH home?)",
+                    root.display()
+                ),
+            ));
+        }
+        Ok(Store::open(&root, StoreOptions::default())?)
+    }
+
+    /// A store that will be written: refused when a newer build wrote it.
+    fn writable_store(&self) -> Result<Store, Fail> {
+        let store = self.store()?;
+        if let Some(n) = store.newer_version() {
+            return Err(Fail::new(
+                Code::Newer,
+                format!("{n}; this dsh-rewind changes nothing in it"),
+            ));
+        }
+        Ok(store)
+    }
+
+    /// A session with checkpoints of its own, or a fork whose ancestors have some.
+    fn known_session(&self, store: &Store, id: &str) -> Result<(), Fail> {
+        let stored = store.list_sessions()?;
+        let known = |s: &str| stored.iter().any(|x| x == s);
+        if known(id) || self.logs.chain(id).iter().any(|l| known(&l.session_id)) {
+            Ok(())
+        } else {
+            Err(Fail::new(
+                Code::NotFound,
+                format!(
+                    "unknown session `{}`: it has no checkpoints in {} (see `dsh-rewind sessions`)",
+                    safe(id),
+                    self.store_root().display()
+                ),
+            ))
+        }
+    }
+
+    fn workspace(&self, id: &str, given: Option<PathBuf>) -> Result<PathBuf, Fail> {
+        let cwd = given.or_else(|| self.logs.cwd(id)).ok_or_else(|| {
+            Fail::new(
+                Code::NotFound,
+                format!(
+                    "the workspace of session `{}` is unknown (no readable DSH log names it); pass --workspace DIR",
+                    safe(id)
+                ),
+            )
+        })?;
+        if !cwd.is_dir() {
+            return Err(Fail::new(
+                Code::NotFound,
+                format!(
+                    "workspace {} of session `{}` is not a directory",
+                    cwd.display(),
+                    safe(id)
+                ),
+            ));
+        }
+        Ok(cwd)
+    }
+
+    fn session(&self, store: &Store, id: &str, cwd: &Path) -> Result<Session, Fail> {
+        self.known_session(store, id)?;
+        Ok(store.session(id, cwd)?)
+    }
+
+    /// Claims a session for a change: refused while a live DSH host holds it.
+    fn claim(&self, store: &Store, id: &str) -> Result<SessionHold, Fail> {
+        store.claim_session(id)?.ok_or_else(|| {
+            Fail::new(
+                Code::Busy,
+                format!(
+                    "session `{}` is held by a running DSH host (or another dsh-rewind); close the session or stop DSH, then try again — nothing was changed",
+                    safe(id)
+                ),
+            )
+        })
+    }
+
+    /// Resolves `@<seq>` / `<n>` against the session's log (a human message), or, without
+    /// a log, an `@<seq>` at or before the newest checkpoint.
+    fn target(&self, session: &Session, id: &str, text: &str) -> Result<u64, Fail> {
+        let target = parse_target(text).map_err(|e| Fail::new(Code::Usage, e.to_string()))?;
+        let cands = match self.logs.readable(id) {
+            true => Some(candidates(self, id)?),
+            false => None,
+        };
+        let Some(cands) = cands else {
+            return match target {
+                Target::Seq(s) if session.anchors()?.last().is_some_and(|a| *a >= s) => Ok(s),
+                Target::Seq(s) => Err(Fail::new(
+                    Code::NotFound,
+                    format!("no checkpoint at or after @{s} in session `{}`", safe(id)),
+                )),
+                Target::Index(_) => Err(Fail::new(
+                    Code::NotFound,
+                    format!(
+                        "session `{}` has no DSH log to count messages in; use @<seq>",
+                        safe(id)
+                    ),
+                )),
+            };
+        };
+        let found = match target {
+            Target::Seq(s) => cands.iter().find(|c| c.seq == s),
+            Target::Index(n) => cands.iter().find(|c| c.index == n),
+        };
+        match found {
+            Some(c) if c.pending => Err(Fail::new(
+                Code::Refused,
+                format!("{text} is steering the model has not read yet: no file changed after it"),
+            )),
+            Some(c) => Ok(c.seq),
+            None => Err(Fail::new(
+                Code::NotFound,
+                format!(
+                    "{text} is not a message you typed in session `{}` (see `dsh-rewind checkpoints {}`)",
+                    safe(id),
+                    safe(id)
+                ),
+            )),
+        }
+    }
+
+    fn plan(&self, session: &Session, id: &str, seq: u64) -> Result<RestorePlan, Fail> {
+        Ok(session.plan_restore_chain(seq, &self.logs.chain(id))?)
+    }
+
+    fn history_store(&self) -> Result<HistoryStore, Fail> {
+        HistoryStore::open(self.home.join(home::HISTORY))
+            .map_err(|e| Fail::new(Code::Failed, e.to_string()))
+    }
+
+    /// Every readable partition of the history root.
+    fn partitions(&self) -> Result<Vec<(WorkspaceKey, Partition)>, Fail> {
+        let root = self.home.join(home::HISTORY);
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            return Ok(Vec::new());
+        };
+        let mut keys: Vec<WorkspaceKey> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| WorkspaceKey::parse(e.file_name().to_str()?).ok())
+            .collect();
+        keys.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        let hs = self.history_store()?;
+        let mut out = Vec::new();
+        for k in keys {
+            let p = hs.read(&k).map_err(|e| {
+                Fail::new(
+                    if e.code() == "rewind/failed" {
+                        Code::Corrupt
+                    } else {
+                        Code::Newer
+                    },
+                    format!("history partition {}: {e}", k.as_str()),
+                )
+            })?;
+            out.push((k, p));
+        }
+        Ok(out)
+    }
+
+    /// The partition a session's entries go to: the one already holding its entries,
+    /// else one holding entries of a session in the same workspace, else the key a
+    /// host without a workspace registry uses (`ws-cwd.<sha256(cwd)[0..16]>`).
+    fn history_key(&self, id: &str, cwd: &Path) -> Result<WorkspaceKey, Fail> {
+        let parts = self.partitions()?;
+        if let Some((k, _)) = parts
+            .iter()
+            .find(|(_, p)| p.entries.iter().any(|e| e.session_id == id))
+        {
+            return Ok(k.clone());
+        }
+        if let Some((k, _)) = parts.iter().find(|(_, p)| {
+            p.entries
+                .iter()
+                .any(|e| self.logs.cwd(&e.session_id).as_deref() == Some(cwd))
+        }) {
+            return Ok(k.clone());
+        }
+        let digest = sha256_hex(cwd.to_string_lossy().as_bytes());
+        WorkspaceKey::for_workspace(&format!("cwd.{}", &digest[..16]))
+            .map_err(|e| Fail::new(Code::Failed, e.to_string()))
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+fn candidates(ctx: &Ctx, id: &str) -> Result<Vec<Candidate>, Fail> {
+    let log = ctx.logs.read(id)?;
+    list_candidates(&log)
+        .map_err(|e| Fail::new(Code::Corrupt, format!("session `{}`: {e}", safe(id))))
+}
+
+// ---------------------------------------------------------------- sessions, checkpoints
+
+fn sessions(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    let inv = store.inventory()?;
+    let mut rows = Vec::new();
+    let mut text = String::new();
+    for s in &inv.sessions {
+        let ws = ctx.logs.cwd(&s.session_id);
+        let held = store.session_is_held(&s.session_id)?;
+        let total = s.record_bytes + s.blob_bytes;
+        rows.push(json!({
+            "session": s.session_id,
+            "workspace": ws,
+            "lastActivityMs": s.last_activity_ms,
+            "checkpoints": s.anchors.len(),
+            "bytes": total,
+            "recordBytes": s.record_bytes,
+            "blobBytes": s.blob_bytes,
+            "exclusiveBlobBytes": s.exclusive_blob_bytes,
+            "openRestores": s.open_journals,
+            "held": held,
+        }));
+        text.push_str(&format!(
+            "{}  {}  {} checkpoint(s)  {}{}{}\n    workspace: {}\n",
+            safe(&s.session_id),
+            time(s.last_activity_ms),
+            s.anchors.len(),
+            bytes(total),
+            if held {
+                "  [held by a running DSH]"
+            } else {
+                ""
+            },
+            if s.open_journals.is_empty() {
+                ""
+            } else {
+                "  [interrupted restore]"
+            },
+            ws.map(|p| safe(&p.to_string_lossy()))
+                .unwrap_or_else(|| "? (no DSH log)".into()),
+        ));
+    }
+    if inv.sessions.is_empty() {
+        text.push_str("No sessions have checkpoints.\n");
+    }
+    for p in &inv.problems {
+        text.push_str(&format!("warning: {}\n", safe(&p.to_string())));
+    }
+    emit(
+        ctx,
+        json!({"ok": true, "sessions": rows, "problems": inv.problems}),
+        text,
+    );
+    Ok(0)
+}
+
+fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    ctx.known_session(&store, id)?;
+    let inv = store.inventory()?;
+    let usage = inv
+        .sessions
+        .iter()
+        .find(|s| s.session_id == id)
+        .cloned()
+        .unwrap_or_default();
+    let per_anchor: BTreeMap<u64, usize> = usage.anchors.iter().copied().collect();
+    // Files a restore to a message would consider: paths recorded at or after it.
+    let paths_from =
+        |seq: u64| -> usize { per_anchor.range(seq..).map(|(_, n)| *n).sum::<usize>() };
+    let mut rows = Vec::new();
+    let mut text = format!("Checkpoints of session {}:\n", safe(id));
+    match ctx.logs.readable(id) {
+        true => {
+            for c in candidates(ctx, id)? {
+                let here = per_anchor.get(&c.seq).copied().unwrap_or(0);
+                rows.push(json!({
+                    "seq": c.seq, "index": c.index, "preview": c.preview, "pending": c.pending,
+                    "timeMs": c.time, "filesChangedAfter": here, "filesSinceThen": paths_from(c.seq),
+                }));
+                text.push_str(&format!(
+                    "  @{:<6} {:>3}. {}{}\n          {} file(s) changed answering it, {} recorded since\n",
+                    c.seq,
+                    c.index,
+                    safe(&c.preview),
+                    if c.pending { "  (not read yet)" } else { "" },
+                    here,
+                    paths_from(c.seq),
+                ));
+            }
+        }
+        false => {
+            text.push_str("  (no DSH log for this session: checkpoints by log seq only)\n");
+            for (seq, n) in usage.anchors.iter().rev() {
+                rows.push(
+                    json!({"seq": seq, "filesChangedAfter": n, "filesSinceThen": paths_from(*seq)}),
+                );
+                text.push_str(&format!(
+                    "  @{seq:<6} {n} file(s) changed answering it, {} recorded since\n",
+                    paths_from(*seq)
+                ));
+            }
+        }
+    }
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "checkpoints": rows}),
+        text,
+    );
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- preview, diff
+
+fn action_row(a: &snapshot_store::PlannedAction) -> (Value, String) {
+    let (kind, detail) = match &a.action {
+        Action::Write { size, .. } => ("write", format!("{} from @{}", bytes(*size), a.anchor_seq)),
+        Action::Recreate { size, .. } => (
+            "recreate",
+            format!("{} from @{}", bytes(*size), a.anchor_seq),
+        ),
+        Action::Delete => ("delete", format!("absent at @{}", a.anchor_seq)),
+    };
+    (
+        json!({"path": a.display, "action": kind, "anchor": a.anchor_seq}),
+        format!("  {kind:<9} {}  ({detail})\n", safe(&a.display)),
+    )
+}
+
+fn plan_text(plan: &RestorePlan) -> (Value, String) {
+    let mut text = String::new();
+    let mut actions = Vec::new();
+    for a in &plan.actions {
+        let (v, t) = action_row(a);
+        actions.push(v);
+        text.push_str(&t);
+    }
+    for u in &plan.uncovered {
+        text.push_str(&format!(
+            "  uncovered {}  ({} over the per-file cap: not restorable)\n",
+            safe(&u.display),
+            bytes(u.size)
+        ));
+    }
+    for s in &plan.skipped {
+        text.push_str(&format!(
+            "  skipped   {}  ({})\n",
+            safe(&s.display),
+            s.reason
+        ));
+    }
+    let v = json!({
+        "target": plan.target_seq,
+        "actions": actions,
+        "uncovered": plan.uncovered.iter().map(|u| json!({"path": u.display, "size": u.size})).collect::<Vec<_>>(),
+        "skipped": plan.skipped.iter().map(|s| json!({"path": s.display, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
+        "unchanged": plan.unchanged,
+    });
+    (v, text)
+}
+
+fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    ctx.known_session(&store, id)?;
+    let cwd = ctx.workspace(id, ws)?;
+    let session = ctx.session(&store, id, &cwd)?;
+    let seq = ctx.target(&session, id, target)?;
+    let plan = ctx.plan(&session, id, seq)?;
+    let (v, body) = plan_text(&plan);
+    let text = format!(
+        "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}",
+        safe(id),
+        safe(&cwd.to_string_lossy()),
+        plan.actions.len(),
+        plan.unchanged
+    );
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "workspace": cwd, "plan": v}),
+        text,
+    );
+    Ok(0)
+}
+
+fn matches(path: &str, filter: &str) -> bool {
+    let f = filter.trim_end_matches('/');
+    path == f || path.starts_with(&format!("{f}/"))
+}
+
+/// What a side of a diff holds.
+enum Side {
+    Text(String),
+    Absent,
+    Summary(String),
+}
+
+fn side_of_bytes(b: Vec<u8>) -> Side {
+    if b.len() as u64 > DIFF_MAX_BYTES {
+        return Side::Summary(format!("{} (too large to diff)", bytes(b.len() as u64)));
+    }
+    if b.iter().take(8192).any(|c| *c == 0) {
+        return Side::Summary(format!("binary, {}", bytes(b.len() as u64)));
+    }
+    match String::from_utf8(b) {
+        Ok(s) => Side::Text(s),
+        Err(e) => Side::Summary(format!("binary, {}", bytes(e.as_bytes().len() as u64))),
+    }
+}
+
+fn diff(
+    ctx: &Ctx,
+    id: &str,
+    target: &str,
+    path: Option<&str>,
+    ws: Option<PathBuf>,
+) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    ctx.known_session(&store, id)?;
+    let cwd = ctx.workspace(id, ws)?;
+    let session = ctx.session(&store, id, &cwd)?;
+    let seq = ctx.target(&session, id, target)?;
+    let plan = ctx.plan(&session, id, seq)?;
+    let actions: Vec<_> = plan
+        .actions
+        .iter()
+        .filter(|a| path.is_none_or(|p| matches(&a.display, p)))
+        .collect();
+    if let Some(p) = path {
+        if actions.is_empty() {
+            return Err(Fail::new(
+                Code::NotFound,
+                format!("`{}` would not change when restoring to @{seq}", safe(p)),
+            ));
+        }
+    }
+    let mut text = String::new();
+    let mut files = Vec::new();
+    for a in actions {
+        let name = safe(&a.display);
+        // Now: the workspace file (read without following a symlink at the last component).
+        let full = cwd.join(a.path.as_path());
+        let now = match std::fs::symlink_metadata(&full) {
+            Ok(m) if m.is_file() && m.len() > DIFF_MAX_BYTES => {
+                Side::Summary(format!("{} (too large to diff)", bytes(m.len())))
+            }
+            Ok(m) if m.is_file() => match std::fs::read(&full) {
+                Ok(b) => side_of_bytes(b),
+                Err(e) => Side::Summary(format!("unreadable: {e}")),
+            },
+            Ok(_) => Side::Summary("not a regular file".into()),
+            Err(_) => Side::Absent,
+        };
+        let then = match &a.action {
+            Action::Delete => Side::Absent,
+            Action::Write { sha256, .. } | Action::Recreate { sha256, .. } => {
+                match store.read_blob(sha256, DIFF_MAX_BYTES)? {
+                    BlobRead::Bytes(b) => side_of_bytes(b),
+                    BlobRead::TooLarge { size } => {
+                        Side::Summary(format!("{} (too large to diff)", bytes(size)))
+                    }
+                    BlobRead::Missing => Side::Summary(format!("backup blob {sha256} is missing")),
+                    BlobRead::Corrupt { .. } => {
+                        Side::Summary(format!("backup blob {sha256} is corrupt"))
+                    }
+                }
+            }
+        };
+        text.push_str(&format!("--- {name} (now)\n+++ {name} (@{seq})\n"));
+        let (old, new) = match (&now, &then) {
+            (Side::Text(a), Side::Text(b)) => (a.as_str(), b.as_str()),
+            (Side::Absent, Side::Text(b)) => ("", b.as_str()),
+            (Side::Text(a), Side::Absent) => (a.as_str(), ""),
+            _ => {
+                let d = |s: &Side| match s {
+                    Side::Absent => "absent".to_string(),
+                    Side::Text(t) => format!("text, {}", bytes(t.len() as u64)),
+                    Side::Summary(s) => s.clone(),
+                };
+                let line = format!("now: {}; at @{seq}: {}", d(&now), d(&then));
+                text.push_str(&format!("  {line}\n"));
+                files.push(json!({"path": a.display, "summary": line}));
+                continue;
+            }
+        };
+        let udiff = similar::TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .to_string();
+        text.push_str(&udiff);
+        if !udiff.ends_with('\n') && !udiff.is_empty() {
+            text.push('\n');
+        }
+        files.push(json!({"path": a.display, "diff": udiff}));
+    }
+    emit(
+        ctx,
+        json!({"ok": true, "session": id, "target": seq, "files": files}),
+        text,
+    );
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- restore, undo, journals
+
+fn outcome_paths(o: &RestoreOutcome) -> Paths {
+    Paths {
+        restored: o.written.iter().map(|p| p.display()).collect(),
+        deleted: o.deleted.iter().map(|p| p.display()).collect(),
+        skipped: o
+            .skipped
+            .iter()
+            .map(|s| s.display.clone())
+            .chain(o.uncovered.iter().map(|u| u.display.clone()))
+            .collect(),
+        failed: o.failed.iter().map(|f| f.display.clone()).collect(),
+    }
+}
+
+fn outcome_text(o: &RestoreOutcome) -> (Value, String) {
+    let list = |title: &str, items: Vec<String>| -> String {
+        let mut s = format!("{title}:\n");
+        if items.is_empty() {
+            s.push_str("- none\n");
+        }
+        for i in items {
+            s.push_str(&format!("- {}\n", safe(&i)));
+        }
+        s
+    };
+    let p = outcome_paths(o);
+    let mut text = String::new();
+    text.push_str(&list("Written", p.restored.clone()));
+    text.push_str(&list("Deleted", p.deleted.clone()));
+    text.push_str(&list("Skipped", p.skipped.clone()));
+    text.push_str(&list(
+        "Failed",
+        o.failed
+            .iter()
+            .map(|f| format!("{}: {}", f.display, f.error))
+            .collect(),
+    ));
+    let v = json!({
+        "op": o.op_id, "state": o.state.to_string(),
+        "written": p.restored, "deleted": p.deleted, "skipped": p.skipped,
+        "unchanged": o.unchanged.iter().map(|p| p.display()).collect::<Vec<_>>(),
+        "failed": o.failed.iter().map(|f| json!({"path": f.display, "error": f.error})).collect::<Vec<_>>(),
+    });
+    (v, text)
+}
+
+fn restore(
+    ctx: &Ctx,
+    id: &str,
+    target: &str,
+    only: &[String],
+    keep: &[String],
+    ws: Option<PathBuf>,
+) -> Result<u8, Fail> {
+    let store = ctx.writable_store()?;
+    ctx.known_session(&store, id)?;
+    let cwd = ctx.workspace(id, ws)?;
+    let session = ctx.session(&store, id, &cwd)?;
+    let seq = ctx.target(&session, id, target)?;
+    let _hold = ctx.claim(&store, id)?;
+    let mut plan = ctx.plan(&session, id, seq)?;
+    for f in only.iter().chain(keep) {
+        if !plan.actions.iter().any(|a| matches(&a.display, f)) {
+            return Err(Fail::new(
+                Code::NotFound,
+                format!(
+                    "`{}` matches no file the restore to @{seq} would change (see `dsh-rewind preview`); nothing was changed",
+                    safe(f)
+                ),
+            ));
+        }
+    }
+    plan.actions.retain(|a| {
+        (only.is_empty() || only.iter().any(|f| matches(&a.display, f)))
+            && !keep.iter().any(|f| matches(&a.display, f))
+    });
+    if plan.actions.is_empty() {
+        let text = format!(
+            "Nothing to restore: the files of session {} already are as they were at @{seq}.\n",
+            safe(id)
+        );
+        emit(ctx, json!({"ok": true, "op": null, "changed": 0}), text);
+        return Ok(0);
+    }
+    let op = format!("cli-{}-{}", now_ms(), std::process::id());
+    let spinner =
+        (plan.actions.len() > BIG_RESTORE && std::io::stderr().is_terminal()).then(|| {
+            let s = ProgressBar::new_spinner();
+            s.set_message(format!("restoring {} files", plan.actions.len()));
+            s.enable_steady_tick(Duration::from_millis(120));
+            s
+        });
+    let result = session.restore(&plan, &op);
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let outcome = result?;
+    let complete = outcome.state == JournalState::Completed;
+    let entry_outcome = if complete {
+        Outcome::Done
+    } else {
+        Outcome::Partial
+    };
+    let paths = outcome_paths(&outcome);
+    let key = ctx.history_key(id, &cwd)?;
+    let history_note = match append_history(
+        ctx,
+        &key,
+        Entry::new(&op, id, &key, seq, now_ms(), entry_outcome, paths),
+    ) {
+        Ok(()) => format!(
+            "Recorded in the rewind history of {} as {op}.\n",
+            key.as_str()
+        ),
+        Err(e) => format!("warning: the restore is done but not recorded in the history: {e}\n"),
+    };
+    let (v, body) = outcome_text(&outcome);
+    let text = format!(
+        "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{}",
+        safe(id),
+        outcome.state,
+        if complete {
+            format!("Undo with: dsh-rewind undo {op}\n")
+        } else {
+            format!(
+                "Some files failed: `dsh-rewind continue {op}` or `dsh-rewind rollback {op}`.\n"
+            )
+        }
+    );
+    emit(
+        ctx,
+        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v}),
+        text,
+    );
+    Ok(if complete { 0 } else { Code::Failed.exit() })
+}
+
+fn append_history(ctx: &Ctx, key: &WorkspaceKey, entry: Entry) -> Result<(), Fail> {
+    let hs = ctx.history_store()?;
+    // Never trims entries the host's (possibly larger) history limit keeps.
+    let have = hs.read(key).map(|p| p.entries.len()).unwrap_or(0);
+    let hs = hs.with_limit(history::DEFAULT_HISTORY_LIMIT.max(have + 1));
+    hs.append(key, entry)
+        .map(|_| ())
+        .map_err(|e| Fail::new(Code::Failed, e.to_string()))
+}
+
+/// Finds the history entry of `op` in any partition.
+fn find_entry(ctx: &Ctx, op: &str) -> Result<Option<(WorkspaceKey, Partition, Entry)>, Fail> {
+    for (k, p) in ctx.partitions()? {
+        if let Some(e) = p.find(op).cloned() {
+            return Ok(Some((k, p, e)));
+        }
+    }
+    Ok(None)
+}
+
+fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
+    let store = ctx.writable_store()?;
+    let Some((key, part, entry)) = find_entry(ctx, op)? else {
+        return Err(Fail::new(
+            Code::NotFound,
+            format!(
+                "no rewind with op `{}` in the history (see `dsh-rewind history`)",
+                safe(op)
+            ),
+        ));
+    };
+    let id = entry.session_id.clone();
+    let cwd = ctx.workspace(&id, ws)?;
+    let session = ctx.session(&store, &id, &cwd)?;
+    let _hold = ctx.claim(&store, &id)?;
+    let journal = match session.restore_status(op) {
+        Ok(s) => match s.state {
+            JournalState::Completed => HJournal::Completed,
+            JournalState::Open => HJournal::Open,
+            JournalState::RolledBack => HJournal::RolledBack,
+            JournalState::Undone => HJournal::Undone,
+        },
+        Err(snapshot_store::JournalError::UnknownOp { .. }) => HJournal::Missing,
+        Err(snapshot_store::JournalError::NewerStore(_)) => HJournal::Unreadable,
+        Err(e) => return Err(e.into()),
+    };
+    let req = UndoRequest {
+        op_id: op,
+        active_session: &id,
+        active_workspace: &key,
+        journal,
+    };
+    undo_eligibility(&part, &req).map_err(|r| {
+        Fail::new(
+            Code::Refused,
+            format!("{} ({}); nothing was changed", r, r.code()),
+        )
+    })?;
+    let o = session.undo_restore(op)?;
+    let ok = o.failed.is_empty();
+    let hs = ctx.history_store()?;
+    let note = match hs.mark_undone(
+        &key,
+        op,
+        if ok {
+            UndoOutcome::Ok
+        } else {
+            UndoOutcome::Partial
+        },
+        UndoMode::Files,
+        now_ms(),
+    ) {
+        Ok(_) => String::new(),
+        Err(e) => format!("warning: undone, but the history could not record it: {e}\n"),
+    };
+    let (v, body) = outcome_text(&o);
+    let text = format!(
+        "Undid {} in session {} (files only).\n{body}{note}",
+        safe(op),
+        safe(&id)
+    );
+    emit(ctx, json!({"ok": ok, "session": id, "outcome": v}), text);
+    Ok(if ok { 0 } else { Code::Failed.exit() })
+}
+
+fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
+    let want = ws.map(|w| std::fs::canonicalize(&w).unwrap_or(w));
+    let mut rows = Vec::new();
+    let mut text = String::new();
+    let mut all: Vec<(WorkspaceKey, Entry)> = Vec::new();
+    for (k, p) in ctx.partitions()? {
+        for e in p.newest_first() {
+            all.push((k.clone(), e.clone()));
+        }
+    }
+    all.sort_by(|a, b| {
+        b.1.time
+            .cmp(&a.1.time)
+            .then_with(|| a.1.op_id.cmp(&b.1.op_id))
+    });
+    for (k, e) in all {
+        let cwd = ctx.logs.cwd(&e.session_id);
+        if let Some(w) = &want {
+            let c = cwd
+                .as_ref()
+                .map(|c| std::fs::canonicalize(c).unwrap_or(c.clone()));
+            if c.as_ref() != Some(w) {
+                continue;
+            }
+        }
+        text.push_str(&format!(
+            "{}  {}  session {} → @{}  {:?}: {} written, {} deleted, {} skipped, {} failed{}\n    workspace: {}\n",
+            time(e.time),
+            safe(&e.op_id),
+            safe(&e.session_id),
+            e.target_seq,
+            e.outcome,
+            e.counts.restored,
+            e.counts.deleted,
+            e.counts.skipped,
+            e.counts.failed,
+            match e.undone_at {
+                Some(t) => format!("  (undone {})", time(t)),
+                None => String::new(),
+            },
+            cwd.as_ref()
+                .map(|c| safe(&c.to_string_lossy()))
+                .unwrap_or_else(|| format!("? ({})", k.as_str())),
+        ));
+        let mut v = serde_json::to_value(&e).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.insert("partition".into(), json!(k.as_str()));
+            m.insert("cwd".into(), json!(cwd));
+        }
+        rows.push(v);
+    }
+    if rows.is_empty() {
+        text.push_str("No rewinds recorded.\n");
+    }
+    emit(ctx, json!({"ok": true, "entries": rows}), text);
+    Ok(0)
+}
+
+/// A session handle for reading journals: the workspace when known, else the store
+/// root (journal status never touches the workspace).
+fn reading_session(ctx: &Ctx, store: &Store, id: &str) -> Result<Session, Fail> {
+    let cwd = ctx
+        .logs
+        .cwd(id)
+        .filter(|c| c.is_dir())
+        .unwrap_or_else(|| ctx.store_root());
+    Ok(store.session(id, &cwd)?)
+}
+
+fn restores(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    let mut rows = Vec::new();
+    let mut text = String::new();
+    for id in store.list_sessions()? {
+        let s = reading_session(ctx, &store, &id)?;
+        for st in s.reconcile_restores()? {
+            text.push_str(&format!(
+                "{}  session {} → @{}: {} of {} applied, {} failed, {} pending{}\n",
+                safe(&st.op_id),
+                safe(&id),
+                st.target_seq,
+                st.done,
+                st.actions,
+                st.failed,
+                st.pending,
+                if st.rollback_started {
+                    " (rollback started)"
+                } else {
+                    ""
+                },
+            ));
+            rows.push(json!({"session": id, "status": st}));
+        }
+    }
+    if rows.is_empty() {
+        text.push_str("No interrupted restores.\n");
+    } else {
+        text.push_str("Finish one with `dsh-rewind continue <op>`, or undo it with `dsh-rewind rollback <op>`.\n");
+    }
+    emit(ctx, json!({"ok": true, "restores": rows}), text);
+    Ok(0)
+}
+
+fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8, Fail> {
+    let store = ctx.writable_store()?;
+    let mut owner = None;
+    for id in store.list_sessions()? {
+        let s = reading_session(ctx, &store, &id)?;
+        if s.restore_status(op).is_ok() {
+            owner = Some(id);
+            break;
+        }
+    }
+    let Some(id) = owner else {
+        return Err(Fail::new(
+            Code::NotFound,
+            format!(
+                "no restore `{}` in any session (see `dsh-rewind restores`)",
+                safe(op)
+            ),
+        ));
+    };
+    let cwd = ctx.workspace(&id, ws)?;
+    let session = ctx.session(&store, &id, &cwd)?;
+    let _hold = ctx.claim(&store, &id)?;
+    let o = if rollback {
+        session.rollback_restore(op)?
+    } else {
+        session.continue_restore(op)?
+    };
+    let ok = o.failed.is_empty();
+    let mut note = String::new();
+    if let Some((key, _, _)) = find_entry(ctx, op)? {
+        let hs = ctx.history_store()?;
+        let r = if rollback {
+            hs.mark_undone(
+                &key,
+                op,
+                if ok {
+                    UndoOutcome::Ok
+                } else {
+                    UndoOutcome::Partial
+                },
+                UndoMode::Files,
+                now_ms(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        } else {
+            hs.settle_continued(&key, op, &outcome_paths(&o))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = r {
+            note = format!("warning: the history could not record it: {e}\n");
+        }
+    }
+    let (v, body) = outcome_text(&o);
+    let text = format!(
+        "{} {} in session {} ({}).\n{body}{note}",
+        if rollback { "Rolled back" } else { "Continued" },
+        safe(op),
+        safe(&id),
+        o.state
+    );
+    emit(ctx, json!({"ok": ok, "session": id, "outcome": v}), text);
+    Ok(if ok { 0 } else { Code::Failed.exit() })
+}
+
+// ---------------------------------------------------------------- du, gc, verify, repair
+
+fn du(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    let inv = store.inventory()?;
+    let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
+    let mut text = format!(
+        "Store {}\n  total        {}\n  blobs        {} in {} file(s)\n  records      {} in {} session(s)\n  unreferenced {} in {} blob(s) (freed by `dsh-rewind gc --apply`)\n",
+        safe(&ctx.store_root().to_string_lossy()),
+        bytes(records + inv.blob_bytes),
+        bytes(inv.blob_bytes),
+        inv.blobs,
+        bytes(records),
+        inv.sessions.len(),
+        bytes(inv.unreferenced_bytes),
+        inv.unreferenced_blobs,
+    );
+    let mut by_size: Vec<_> = inv.sessions.iter().collect();
+    by_size.sort_by(|a, b| {
+        (b.record_bytes + b.blob_bytes)
+            .cmp(&(a.record_bytes + a.blob_bytes))
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    if !by_size.is_empty() {
+        text.push_str("Sessions, biggest first (own = freed if the session went):\n");
+    }
+    for s in &by_size {
+        text.push_str(&format!(
+            "  {}  {}  (own {})\n",
+            safe(&s.session_id),
+            bytes(s.record_bytes + s.blob_bytes),
+            bytes(s.record_bytes + s.exclusive_blob_bytes)
+        ));
+    }
+    emit(
+        ctx,
+        json!({"ok": true, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "inventory": inv}),
+        text,
+    );
+    Ok(0)
+}
+
+fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Result<u8, Fail> {
+    let store = if apply {
+        ctx.writable_store()?
+    } else {
+        ctx.store()?
+    };
+    let inv = store.inventory()?;
+    // Sessions a live host holds, and the fork ancestors they read from, are never swept.
+    let mut active = BTreeSet::new();
+    let mut pins = Pins::none();
+    for s in &inv.sessions {
+        if store.session_is_held(&s.session_id)? {
+            active.insert(s.session_id.clone());
+            for l in ctx.logs.chain(&s.session_id) {
+                pins.insert(l.session_id);
+            }
+        }
+    }
+    let cleaner = Cleaner::open_with(&ctx.home, ctx.store_root())
+        .map_err(|e| Fail::new(Code::Failed, e.to_string()))?;
+    let policy = MemoryPolicy::new(Policy {
+        enabled: true,
+        max_age_days,
+    });
+    let sweep_fail = |e: cleanup::SweepError| {
+        let code = match e {
+            cleanup::SweepError::NewerStore { .. } => Code::Newer,
+            cleanup::SweepError::CorruptStore { .. } => Code::Corrupt,
+            _ => Code::Failed,
+        };
+        Fail::new(code, e.to_string())
+    };
+    let mut req = SweepRequest::dry_run(Scope::Idle)
+        .with_active(active.iter().cloned())
+        .with_pins(pins.clone());
+    req.apply = apply;
+    let age = cleaner.sweep(&policy, &req).map_err(sweep_fail)?;
+    let mut removed: Vec<(String, u64, &'static str)> = age
+        .items
+        .iter()
+        .map(|i| (i.session_id.clone(), i.bytes, "idle"))
+        .collect();
+    let mut failed: Vec<String> = age
+        .failed
+        .iter()
+        .map(|f| format!("{}: {}", f.session_id, f.detail))
+        .collect();
+    let age_ids: Vec<String> = removed.iter().map(|r| r.0.clone()).collect();
+    // By size: the oldest idle sessions next, until the store fits (same keep rules).
+    let mut over_kept = Vec::new();
+    let mut estimate = None;
+    let mut blobs_removed = None;
+    let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
+    let age_freed: u64 = inv
+        .sessions
+        .iter()
+        .filter(|s| age_ids.contains(&s.session_id))
+        .map(|s| s.record_bytes + s.exclusive_blob_bytes)
+        .sum();
+    let mut freed_estimate = age_freed + inv.unreferenced_bytes;
+    let total_before = records + inv.blob_bytes;
+    if let Some(max) = max_size {
+        let pb = progress_bar(1, "sizing sessions");
+        let q = cleaner
+            .quota_sweep(&policy, &store, max, &req, &age_ids)
+            .map_err(sweep_fail)?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        for i in &q.items {
+            removed.push((i.session_id.clone(), i.freed, "size"));
+        }
+        over_kept.extend(q.kept.iter().map(|k| k.session_id.clone()));
+        failed.extend(
+            q.failed
+                .iter()
+                .map(|f| format!("{}: {}", f.session_id, f.detail)),
+        );
+        freed_estimate = total_before.saturating_sub(q.bytes_after);
+        estimate = Some(q.bytes_after);
+        if apply {
+            blobs_removed = Some(q.blobs_removed);
+        }
+    }
+    if apply && blobs_removed.is_none() {
+        let pb = progress_bar(1, "collecting unreferenced blobs");
+        let r = store.collect_garbage()?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        blobs_removed = Some(r.blobs_removed);
+    }
+    let mut text = format!(
+        "{} (idle cutoff {max_age_days} day(s){}):\n",
+        if apply {
+            "Removed"
+        } else {
+            "Would remove (dry run; --apply to remove)"
+        },
+        max_size
+            .map(|m| format!(", size quota {}", bytes(m)))
+            .unwrap_or_default()
+    );
+    if removed.is_empty() {
+        text.push_str("- no session\n");
+    }
+    for (id, b, why) in &removed {
+        text.push_str(&format!("- {}  {}  ({why})\n", safe(id), bytes(*b)));
+    }
+    for k in &age.kept {
+        if let KeepReason::OpenJournal { op } = &k.reason {
+            text.push_str(&format!(
+                "kept {} (interrupted restore {})\n",
+                safe(&k.session_id),
+                safe(op)
+            ));
+        }
+    }
+    if let (Some(max), Some(estimate)) = (max_size, estimate) {
+        if estimate > max {
+            text.push_str(&format!(
+                "warning: still about {} after removing every idle session the rules allow (over the quota of {}); kept: {}\n",
+                bytes(estimate),
+                bytes(max),
+                over_kept.join(", ")
+            ));
+        }
+    }
+    for f in &failed {
+        text.push_str(&format!("failed: {}\n", safe(f)));
+    }
+    match blobs_removed {
+        Some(n) => text.push_str(&format!(
+            "{n} unreferenced blob(s) removed; about {} freed.\n",
+            bytes(freed_estimate)
+        )),
+        None => text.push_str(&format!(
+            "About {} would be freed.\n",
+            bytes(freed_estimate)
+        )),
+    }
+    emit(
+        ctx,
+        json!({
+            "ok": failed.is_empty(), "applied": apply, "maxAgeDays": max_age_days, "maxSize": max_size,
+            "removed": removed.iter().map(|(id, b, why)| json!({"session": id, "bytes": b, "rule": why})).collect::<Vec<_>>(),
+            "failed": failed, "freedBytesEstimate": freed_estimate, "blobsRemoved": blobs_removed,
+            "estimatedBytesAfter": estimate,
+        }),
+        text,
+    );
+    Ok(if failed.is_empty() {
+        0
+    } else {
+        Code::Failed.exit()
+    })
+}
+
+fn verify_report(store: &Store) -> Result<snapshot_store::VerifyReport, Fail> {
+    let pb = progress_bar(0, "verifying blobs");
+    let mut tick = |done: u64, total: u64| {
+        if let Some(pb) = &pb {
+            pb.set_length(total);
+            pb.set_position(done);
+        }
+    };
+    let r = store.verify(&mut tick)?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    Ok(r)
+}
+
+fn verify(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.store()?;
+    if let Some(n) = store.newer_version() {
+        return Err(Fail::new(
+            Code::Newer,
+            format!("{n}; this dsh-rewind cannot judge it"),
+        ));
+    }
+    let r = verify_report(&store)?;
+    let mut text = format!(
+        "Checked {} record(s) and {} blob(s) ({}).\n",
+        r.records,
+        r.blobs,
+        bytes(r.blob_bytes)
+    );
+    for p in &r.problems {
+        text.push_str(&format!("- {}\n", safe(&p.to_string())));
+    }
+    if r.problems.is_empty() {
+        text.push_str("No problems found.\n");
+    } else {
+        text.push_str(&format!(
+            "{} problem(s). `dsh-rewind repair` moves corrupt files into quarantine/ (nothing is deleted).\n",
+            r.problems.len()
+        ));
+    }
+    let newer = r
+        .problems
+        .iter()
+        .any(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
+    let only_newer = newer
+        && r.problems
+            .iter()
+            .all(|p| matches!(p, snapshot_store::Problem::NewerRecord { .. }));
+    emit(ctx, json!({"ok": r.problems.is_empty(), "report": r}), text);
+    Ok(if r.problems.is_empty() {
+        0
+    } else if only_newer {
+        Code::Newer.exit()
+    } else {
+        Code::Corrupt.exit()
+    })
+}
+
+fn repair(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.writable_store()?;
+    let r = verify_report(&store)?;
+    // Records of a session a live host holds are not moved under it.
+    let mut holds = Vec::new();
+    for p in &r.problems {
+        if let snapshot_store::Problem::CorruptRecord { path, .. } = p {
+            let mut comps = Path::new(path).iter();
+            if comps.next().is_some_and(|c| c == "sessions") {
+                if let Some(id) = comps
+                    .next()
+                    .and_then(|c| c.to_str())
+                    .and_then(snapshot_store::decode_id)
+                {
+                    if !holds.iter().any(|(i, _): &(String, SessionHold)| *i == id) {
+                        let h = ctx.claim(&store, &id)?;
+                        holds.push((id, h));
+                    }
+                }
+            }
+        }
+    }
+    let q = store.quarantine(&r)?;
+    let mut text = String::new();
+    match &q.dir {
+        Some(d) => {
+            text.push_str(&format!(
+                "Moved {} file(s) into {}:\n",
+                q.moved.len(),
+                safe(d)
+            ));
+            for m in &q.moved {
+                text.push_str(&format!("- {}\n", safe(m)));
+            }
+            if !q.kept_blobs.is_empty() {
+                text.push_str(&format!(
+                    "{} blob(s) named by those records are kept beside them.\n",
+                    q.kept_blobs.len()
+                ));
+            }
+        }
+        None => text.push_str("Nothing to quarantine.\n"),
+    }
+    for g in &q.gone {
+        text.push_str(&format!("no longer corrupt: {}\n", safe(g)));
+    }
+    for p in &q.left {
+        text.push_str(&format!("left as is: {}\n", safe(&p.to_string())));
+    }
+    emit(ctx, json!({"ok": q.left.is_empty(), "quarantine": q}), text);
+    Ok(if q.left.is_empty() {
+        0
+    } else {
+        Code::Corrupt.exit()
+    })
+}

@@ -1,0 +1,104 @@
+//! Text formatting: sizes, times, control characters.
+
+/// `1.5 KiB`, `12 B`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+/// Parses `123`, `10K`, `2GiB`, `1.5G`, `500MB` (binary units) into bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (e.g. 500M, 2GiB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{s}` (use K, M, G or T)"
+            ));
+        }
+    };
+    if !n.is_finite() || n < 0.0 || n * mult as f64 > u64::MAX as f64 {
+        return Err(format!("`{s}` is out of range"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// `2026-11-30 15:20 UTC` from ms since the Unix epoch.
+pub fn time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02} UTC")
+}
+
+/// A path or message made safe for one line of output: control characters escaped.
+pub fn safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_round_trip_through_units() {
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("500M"), Ok(500 << 20));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert_eq!(parse_size("17"), Ok(17));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("3X").is_err());
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(12), "12 B");
+    }
+
+    #[test]
+    fn times_are_civil_utc() {
+        assert_eq!(time(0), "1970-01-01 00:00 UTC");
+        assert_eq!(time(1_764_516_000_000), "2025-11-30 15:20 UTC");
+        assert_eq!(time(951_782_400_000), "2000-02-29 00:00 UTC");
+    }
+
+    #[test]
+    fn control_characters_cannot_forge_lines() {
+        assert_eq!(safe("a\nb\tc"), "a\\nb\\tc");
+    }
+}
