@@ -55,8 +55,10 @@ mod error;
 mod format;
 mod fsio;
 mod journal;
+mod log;
 mod path;
 mod plan;
+mod records;
 mod seam;
 mod session;
 mod store;
@@ -68,6 +70,7 @@ pub use error::{
     SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
+pub use log::LOG_VERSION;
 pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};

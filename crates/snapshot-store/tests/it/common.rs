@@ -152,3 +152,40 @@ pub fn assert_snap(got: &Snap, want: &Snap, what: &str) {
     }
     panic!("{what}: workspace differs (path, got, want): {diff:?}");
 }
+
+/// Walks a record log as `docs/format.md` describes it (header, then frames of
+/// `len`, `!len`, CRC-32, JSON payload): the payloads of the complete frames, and
+/// the bytes after the last complete frame.
+pub fn log_records(path: &Path) -> (Vec<serde_json::Value>, usize) {
+    let bytes = std::fs::read(path).expect("read log");
+    assert!(bytes.len() >= 8, "log header");
+    assert_eq!(&bytes[..4], b"RWLG");
+    let mut out = Vec::new();
+    let mut o = 8;
+    while o + 12 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4")) as usize;
+        let inv = u32::from_le_bytes(bytes[o + 4..o + 8].try_into().expect("4"));
+        if inv != !(len as u32) || o + 12 + len > bytes.len() {
+            break;
+        }
+        out.push(serde_json::from_slice(&bytes[o + 12..o + 12 + len]).expect("json payload"));
+        o += 12 + len;
+    }
+    (out, bytes.len() - o)
+}
+
+/// Every file (not directory) under `dir`, counted.
+pub fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let ft = e.file_type().expect("ft");
+            if ft.is_dir() {
+                n += count_files(&e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
