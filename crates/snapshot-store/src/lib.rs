@@ -80,4 +80,6 @@ pub use session::{
     CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome,
     RecordedChange, Session,
 };
-pub use store::{DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions};
+pub use store::{
+    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions,
+};

@@ -19,8 +19,6 @@ use crate::store::is_hidden;
 
 /// File name of a session's record log.
 pub(crate) const LOG_NAME: &str = "records.log";
-/// A log is compacted when it is larger than this and more than half of it is dead.
-pub(crate) const COMPACT_MIN_BYTES: u64 = 256 * 1024;
 /// Tracked paths per record in a compacted log.
 const TRACKED_BATCH: usize = 512;
 

@@ -18,7 +18,7 @@ use crate::journal::PathFailure;
 use crate::log::{HEADER_LEN, Record, TrackedUpdate, decode_frames, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::records::{
-    COMPACT_MIN_BYTES, Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy,
+    Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy,
     migrate_session,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
@@ -288,15 +288,15 @@ impl Session {
     pub(crate) fn sync(&self, st: &mut State) -> Result<(), Fault> {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
-        let Some(disk) = fs.stat_id(&path)? else {
-            if !st.legacy_checked {
-                if has_legacy(fs, &self.dir)? {
-                    self.migrate()?;
-                    st.legacy_checked = true;
-                    return self.sync(st);
-                }
-                st.legacy_checked = true;
+        if !st.legacy_checked {
+            // Layout-1 files: a session not migrated yet, or leftovers of a migration
+            // interrupted after its log was in place.
+            if has_legacy(fs, &self.dir)? {
+                self.migrate()?;
             }
+            st.legacy_checked = true;
+        }
+        let Some(disk) = fs.stat_id(&path)? else {
             st.idx = Index::default();
             st.log = None;
             return Ok(());
@@ -510,7 +510,7 @@ impl Session {
     fn wants_compaction(&self, st: &State) -> bool {
         st.log
             .as_ref()
-            .is_some_and(|h| h.len > COMPACT_MIN_BYTES && st.idx.dead * 2 > h.len)
+            .is_some_and(|h| h.len > self.store.inner.compact_min_bytes && st.idx.dead * 2 > h.len)
     }
 
     /// Rewrites the log as a snapshot of the index: written to a temporary name and

@@ -50,7 +50,14 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// The fault/crash seam ([`NoFaults`] in production).
     pub seam: Arc<dyn FaultSeam>,
+    /// A session's record log is compacted (at prune, or at a handle's first write)
+    /// once it is larger than this and more than half of it is dead; default
+    /// [`DEFAULT_COMPACT_MIN_BYTES`].
+    pub compact_min_bytes: u64,
 }
+
+/// Default of [`StoreOptions::compact_min_bytes`].
+pub const DEFAULT_COMPACT_MIN_BYTES: u64 = 256 * 1024;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -58,6 +65,7 @@ impl Default for StoreOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             durability: Durability::default(),
             seam: Arc::new(NoFaults),
+            compact_min_bytes: DEFAULT_COMPACT_MIN_BYTES,
         }
     }
 }
@@ -67,6 +75,7 @@ impl std::fmt::Debug for StoreOptions {
         f.debug_struct("StoreOptions")
             .field("max_file_bytes", &self.max_file_bytes)
             .field("durability", &self.durability)
+            .field("compact_min_bytes", &self.compact_min_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +83,7 @@ impl std::fmt::Debug for StoreOptions {
 pub(crate) struct Inner {
     pub fs: StoreFs,
     pub max_file_bytes: u64,
+    pub compact_min_bytes: u64,
     /// What `store.json` said when last read, and its identity then.
     pub marker: Mutex<MarkerSeen>,
     pub order: AtomicU64,
@@ -190,6 +200,7 @@ impl Store {
             inner: Arc::new(Inner {
                 fs,
                 max_file_bytes: options.max_file_bytes,
+                compact_min_bytes: options.compact_min_bytes,
                 marker: Mutex::new(MarkerSeen { id, newer }),
                 order: AtomicU64::new(0),
             }),

@@ -5,4 +5,5 @@ mod common;
 mod crash;
 mod faults;
 mod hostile;
+mod migrate;
 mod model;
