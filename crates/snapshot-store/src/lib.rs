@@ -51,6 +51,7 @@
 
 mod blob;
 mod chain;
+mod codec;
 mod error;
 mod format;
 mod fsio;

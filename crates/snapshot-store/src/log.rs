@@ -7,7 +7,7 @@
 //! frame  = len:u32le  !len:u32le  crc32(payload):u32le  payload[len]
 //! ```
 //!
-//! The payload is one JSON object tagged by `t` (see [`Record`]). A frame is
+//! The payload is one binary record (see [`crate::codec`]). A frame is
 //! written with one `write` call on an append-mode descriptor, so a crash leaves
 //! at most one incomplete frame, always the last. The reader tells that torn tail
 //! apart from damage: the length is stored twice (plain and inverted), so a
@@ -15,8 +15,6 @@
 //! is missing"; a bad checksum on a frame that other bytes follow is damage. A torn
 //! tail is ignored (and cut off by the next writer, which holds the log's lock);
 //! damage is a named `Corrupt` error and nothing is cut or rewritten.
-
-use serde::{Deserialize, Serialize};
 
 use crate::format::{Entry, EntrySource, Known};
 use crate::path::RelPath;
@@ -29,13 +27,14 @@ pub const LOG_VERSION: u32 = 1;
 pub(crate) const HEADER_LEN: usize = 8;
 /// Length of a frame header.
 pub(crate) const FRAME_HEAD: usize = 12;
-/// Largest payload a frame may carry (a larger length is damage).
-pub(crate) const MAX_PAYLOAD: u32 = 64 * 1024 * 1024;
+/// Largest payload a frame may carry (a larger length is damage). One group record
+/// carries every entry of its group, so this is generous.
+pub(crate) const MAX_PAYLOAD: u32 = 1 << 30;
 
-/// One record of the log. Unknown kinds (`t`) are damage in a log of a version this
-/// build understands: a newer build that adds a kind also bumps [`LOG_VERSION`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "kebab-case")]
+/// One record of the log (binary payload: [`crate::codec`]). Unknown kinds are
+/// damage in a log of a version this build understands: a newer build that adds a
+/// kind also bumps [`LOG_VERSION`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Record {
     /// First record of every log: names the session (must match the directory).
     Session { session_id: String },
@@ -52,6 +51,12 @@ pub(crate) enum Record {
         source: EntrySource,
         entries: Vec<Entry>,
     },
+    /// A group read back from a log, its entries still encoded (count + entries).
+    GroupRaw {
+        anchor_seq: u64,
+        source: EntrySource,
+        raw: Box<[u8]>,
+    },
     /// Updates of the tracked cache (last known disk state per path).
     Tracked { paths: Vec<TrackedUpdate> },
     /// A boundary re-check ran at `anchor_seq`.
@@ -61,11 +66,10 @@ pub(crate) enum Record {
 }
 
 /// One path's new tracked state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TrackedUpdate {
     pub path: RelPath,
     pub known: Known,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
 
@@ -81,8 +85,7 @@ pub(crate) fn header() -> [u8; HEADER_LEN] {
 pub(crate) fn encode_into(rec: &Record, out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0u8; FRAME_HEAD]);
-    // Serializing these types cannot fail (string keys, no maps with non-string keys).
-    let _ = serde_json::to_writer(&mut *out, rec);
+    crate::codec::encode(rec, out);
     let len = (out.len() - start - FRAME_HEAD) as u32;
     let crc = crc32(&out[start + FRAME_HEAD..]);
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
@@ -175,7 +178,7 @@ pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, Decod
                 "checksum mismatch in the frame at offset {o}"
             )));
         }
-        let rec: Record = serde_json::from_slice(payload).map_err(|e| {
+        let rec = crate::codec::decode(payload).map_err(|e| {
             DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}"))
         })?;
         out.records.push((rec, (end - o) as u64));
@@ -186,8 +189,9 @@ pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, Decod
     Ok(out)
 }
 
-const CRC_TABLE: [u32; 256] = {
-    let mut t = [0u32; 256];
+/// Slicing-by-8 tables of CRC-32 (IEEE, reflected polynomial 0xEDB88320).
+const CRC_TABLES: [[u32; 256]; 8] = {
+    let mut t = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
@@ -196,17 +200,41 @@ const CRC_TABLE: [u32; 256] = {
             c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
             k += 1;
         }
-        t[i] = c;
+        t[0][i] = c;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 256 {
+        let mut j = 1;
+        while j < 8 {
+            let prev = t[j - 1][i];
+            t[j][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
+            j += 1;
+        }
         i += 1;
     }
     t
 };
 
-/// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`).
+/// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`), eight bytes per step.
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    let t = &CRC_TABLES;
     let mut c = !0u32;
-    for b in bytes {
-        c = CRC_TABLE[((c ^ *b as u32) & 0xFF) as usize] ^ (c >> 8);
+    let mut chunks = bytes.chunks_exact(8);
+    for ch in &mut chunks {
+        let lo = c ^ u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
+        let hi = u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]);
+        c = t[7][(lo & 0xFF) as usize]
+            ^ t[6][((lo >> 8) & 0xFF) as usize]
+            ^ t[5][((lo >> 16) & 0xFF) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xFF) as usize]
+            ^ t[2][((hi >> 8) & 0xFF) as usize]
+            ^ t[1][((hi >> 16) & 0xFF) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    for b in chunks.remainder() {
+        c = t[0][((c ^ u32::from(*b)) & 0xFF) as usize] ^ (c >> 8);
     }
     !c
 }
@@ -243,6 +271,19 @@ mod tests {
     #[test]
     fn crc32_matches_the_standard_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+        // Against the bytewise definition, across every alignment of the 8-byte steps.
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..data.len() {
+            let mut c = !0u32;
+            for b in &data[..n] {
+                c ^= u32::from(*b);
+                for _ in 0..8 {
+                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                }
+            }
+            assert_eq!(crc32(&data[..n]), !c, "length {n}");
+        }
     }
 
     #[test]
@@ -310,7 +351,7 @@ mod tests {
     #[test]
     fn an_unknown_record_kind_is_named() {
         let mut b = header().to_vec();
-        let payload = br#"{"t":"from-the-future"}"#;
+        let payload = &[200u8, 1, 2, 3];
         b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         b.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
         b.extend_from_slice(&crc32(payload).to_le_bytes());

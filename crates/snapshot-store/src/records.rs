@@ -36,8 +36,50 @@ pub(crate) struct Tracked {
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
     pub source: EntrySource,
-    pub entries: Vec<Entry>,
+    body: GroupBody,
     bytes: u64,
+}
+
+/// A group's entries: built (appended by this handle) or still encoded (read back).
+#[derive(Debug, Clone)]
+enum GroupBody {
+    Built(Vec<Entry>),
+    Encoded(Box<[u8]>),
+}
+
+impl Group {
+    /// The group's entries (decoded from the log on demand).
+    pub(crate) fn entries(&self) -> Result<std::borrow::Cow<'_, [Entry]>, String> {
+        match &self.body {
+            GroupBody::Built(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            GroupBody::Encoded(raw) => Ok(std::borrow::Cow::Owned(
+                crate::codec::decode_entries(raw)?,
+            )),
+        }
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        match &self.body {
+            GroupBody::Built(v) => v.len(),
+            GroupBody::Encoded(raw) => crate::codec::count_entries(raw),
+        }
+    }
+
+    fn record(&self, anchor_seq: u64) -> Record {
+        match &self.body {
+            GroupBody::Built(entries) => Record::Group {
+                anchor_seq,
+                source: self.source.clone(),
+                entries: entries.clone(),
+            },
+            GroupBody::Encoded(raw) => Record::GroupRaw {
+                anchor_seq,
+                source: self.source.clone(),
+                raw: raw.clone(),
+            },
+        }
+    }
 }
 
 /// The in-memory index of one session, folded from its records.
@@ -51,6 +93,8 @@ pub(crate) struct Index {
     pub tracked: BTreeMap<RelPathKey, Tracked>,
     pub boundary: Option<u64>,
     boundary_bytes: u64,
+    /// The paths of every group are in `tracked` (see [`Index::merge_group_paths`]).
+    merged: bool,
     /// Bytes of records whose content a compacted log would not carry.
     pub dead: u64,
 }
@@ -91,28 +135,32 @@ impl Index {
                 source,
                 entries,
             } => {
-                if let EntrySource::Tool { call_id } = &source {
-                    if let Some((_, b)) = self.pending.remove(call_id) {
-                        self.dead += b;
-                    }
-                }
-                for e in &entries {
-                    if !self.tracked.contains_key(&e.path) {
-                        self.tracked.insert(
-                            e.path.clone(),
-                            Tracked {
-                                known: Known::Unknown,
-                                since: None,
-                                share: 0,
-                            },
-                        );
-                    }
+                self.settle(&source);
+                if self.merged {
+                    self.track_unknown(&entries);
                 }
                 self.groups.entry(anchor_seq).or_default().push(Group {
                     source,
-                    entries,
+                    body: GroupBody::Built(entries),
                     bytes,
                 });
+            }
+            Record::GroupRaw {
+                anchor_seq,
+                source,
+                raw,
+            } => {
+                self.settle(&source);
+                let g = Group {
+                    source,
+                    body: GroupBody::Encoded(raw),
+                    bytes,
+                };
+                if self.merged {
+                    let entries = g.entries()?.into_owned();
+                    self.track_unknown(&entries);
+                }
+                self.groups.entry(anchor_seq).or_default().push(g);
             }
             Record::Tracked { paths } => {
                 let share = bytes / (paths.len().max(1) as u64);
@@ -149,7 +197,56 @@ impl Index {
         Ok(())
     }
 
-    /// The records of a compacted log carrying exactly this index's live content.
+    /// A group of a tool call settles that call's staged captures.
+    fn settle(&mut self, source: &EntrySource) {
+        if let EntrySource::Tool { call_id } = source {
+            if let Some((_, b)) = self.pending.remove(call_id) {
+                self.dead += b;
+            }
+        }
+    }
+
+    /// Every path named by a group is tracked (state unknown until a re-check sees it).
+    fn track_unknown(&mut self, entries: &[Entry]) {
+        for e in entries {
+            if !self.tracked.contains_key(&e.path) {
+                self.tracked.insert(
+                    e.path.clone(),
+                    Tracked {
+                        known: Known::Unknown,
+                        since: None,
+                        share: 0,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Adds the paths of every group to `tracked` (deferred at open: only a re-check,
+    /// a listing of tracked paths or a compaction needs the whole set).
+    pub(crate) fn merge_group_paths(&mut self) -> Result<(), String> {
+        if self.merged {
+            return Ok(());
+        }
+        let mut all = Vec::new();
+        for gs in self.groups.values() {
+            for g in gs {
+                all.extend(g.entries()?.iter().map(|e| e.path.clone()));
+            }
+        }
+        for p in all {
+            self.tracked.entry(p).or_insert(Tracked {
+                known: Known::Unknown,
+                since: None,
+                share: 0,
+            });
+        }
+        self.merged = true;
+        Ok(())
+    }
+
+    /// The records of a compacted log carrying exactly this index's live content
+    /// (call [`Index::merge_group_paths`] first).
     pub(crate) fn snapshot(&self, session_id: &str) -> Vec<Record> {
         let mut out = vec![Record::Session {
             session_id: session_id.to_string(),
@@ -164,11 +261,7 @@ impl Index {
         }
         for (anchor, gs) in &self.groups {
             for g in gs {
-                out.push(Record::Group {
-                    anchor_seq: *anchor,
-                    source: g.source.clone(),
-                    entries: g.entries.clone(),
-                });
+                out.push(g.record(*anchor));
             }
         }
         for (call, (entries, _)) in &self.pending {
@@ -188,13 +281,18 @@ impl Index {
                 since: t.since,
             })
             .collect();
-        for chunk in all.chunks(TRACKED_BATCH) {
-            out.push(Record::Tracked {
-                paths: chunk.to_vec(),
-            });
-        }
+        out.extend(tracked_records(all));
         out
     }
+}
+
+/// Tracked-cache updates as records of at most [`TRACKED_BATCH`] paths each (a frame
+/// stays small however many paths one write touches).
+pub(crate) fn tracked_records(updates: Vec<TrackedUpdate>) -> Vec<Record> {
+    updates
+        .chunks(TRACKED_BATCH)
+        .map(|c| Record::Tracked { paths: c.to_vec() })
+        .collect()
 }
 
 /// Encodes a whole log: header plus `records`.
@@ -410,11 +508,7 @@ fn legacy_records(fs: &StoreFs, sdir: &Path, session_id: &str) -> Result<Vec<Rec
                         since: t.since,
                     })
                     .collect();
-                for chunk in all.chunks(TRACKED_BATCH) {
-                    out.push(Record::Tracked {
-                        paths: chunk.to_vec(),
-                    });
-                }
+                out.extend(tracked_records(all));
             }
             // A cache: a torn one is dropped (paths become unknown), as layout 1 does.
             Err(Fault::Corrupt(_)) => {}

@@ -15,10 +15,10 @@ use crate::error::{
 use crate::format::{BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION, SkipReason};
 use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
-use crate::log::{HEADER_LEN, Record, TrackedUpdate, decode_frames, encode_into};
+use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, decode_frames, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::records::{
-    Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy,
+    Index, LOG_NAME, decode_fault, tracked_records, encode_log, fold_log, has_legacy,
     migrate_session,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
@@ -406,11 +406,12 @@ impl Session {
             fs.flock(&h.file, &path, FlockOperation::LockExclusive)?;
             let r = (|| -> Result<Option<R>, Fault> {
                 let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
-                let same = fs.stat_id(&path)?.is_some_and(|d| d.same_file(&h.id));
-                if !same {
-                    return Ok(None);
-                }
-                let size = fs.fstat_id(&h.file, &path)?.size;
+                // The path still names our file (not replaced by a compaction, not
+                // removed by a clear); its size shows appends by other handles.
+                let size = match fs.stat_id(&path)? {
+                    Some(d) if d.same_file(&h.id) => d.size,
+                    _ => return Ok(None),
+                };
                 if h.len == 0 || size < h.len {
                     st.idx = self.fold_all(h)?;
                 } else if size != h.len + h.torn {
@@ -488,16 +489,22 @@ impl Session {
         }
         all.extend(recs);
         for r in &all {
-            sizes.push(encode_into(r, &mut buf) as u64);
+            let n = encode_into(r, &mut buf);
+            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
+                return Err(CorruptFile {
+                    path: path.to_string_lossy().into_owned(),
+                    detail: format!("a record of {n} bytes is over the frame limit; not written"),
+                }
+                .into());
+            }
+            sizes.push(n as u64);
         }
         if let Err(e) = fs.append_bytes(&mut h.file, &path, &buf) {
             // A short write leaves part of a frame: cut it (we hold the lock).
             let _ = h.file.set_len(h.len);
             return Err(e.into());
         }
-        let head = if h.len == 0 { HEADER_LEN as u64 } else { 0 };
         h.len += buf.len() as u64;
-        let _ = head;
         for (r, n) in all.into_iter().zip(sizes) {
             st.idx.apply(r, n).map_err(|detail| CorruptFile {
                 path: path.to_string_lossy().into_owned(),
@@ -518,6 +525,7 @@ impl Session {
     fn compact_locked(&self, st: &mut State) -> Result<(), Fault> {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
         let bytes = encode_log(&st.idx.snapshot(&self.id));
         let (tmp, mut f) = fs.create_tmp_beside(&path)?;
         let r = (|| {
@@ -563,6 +571,15 @@ impl Session {
                 Ok(false)
             }
         })
+    }
+
+    /// A damaged record of this session's log.
+    fn damaged(&self, detail: String) -> Fault {
+        CorruptFile {
+            path: self.log_path().to_string_lossy().into_owned(),
+            detail,
+        }
+        .into()
     }
 
     /// Loads the session's index (read-only checks of plans and previews): a corrupt
@@ -860,7 +877,7 @@ impl Session {
                 if let Some(g) = done {
                     return Ok(CommitOutcome::Committed {
                         anchor_seq,
-                        entries: g.entries.len(),
+                        entries: g.len(),
                     });
                 }
             }
@@ -893,7 +910,7 @@ impl Session {
                 call_id: call_id.to_string(),
             },
             entries,
-            vec![Record::Tracked { paths: updates }],
+            tracked_records(updates),
         )?;
         let fs = &self.store.inner.fs;
         // One record settles the call: both points follow the same write.
@@ -933,13 +950,14 @@ impl Session {
         let mut out = Vec::new();
         for (seq, gs) in st.idx.groups.range(min_anchor..) {
             for g in gs {
+                let entries = g.entries().map_err(|d| self.damaged(d))?.into_owned();
                 out.push((
                     *seq,
                     GroupRecord {
                         v: RECORD_VERSION,
                         anchor_seq: *seq,
                         source: g.source.clone(),
-                        entries: g.entries.clone(),
+                        entries,
                     },
                 ));
             }
@@ -955,6 +973,7 @@ impl Session {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.lock_shared()?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
         let paths: Vec<(RelPath, (Known, Option<u64>))> = st
             .idx
             .tracked
@@ -1073,14 +1092,12 @@ impl Session {
             self.append_group(&mut st, prev, EntrySource::Recheck, backdated, Vec::new())?;
         }
         let mut also = Vec::new();
-        if !updates.is_empty() {
-            also.push(Record::Tracked {
-                paths: updates
-                    .into_iter()
-                    .map(|(path, known, since)| TrackedUpdate { path, known, since })
-                    .collect(),
-            });
-        }
+        also.extend(tracked_records(
+            updates
+                .into_iter()
+                .map(|(path, known, since)| TrackedUpdate { path, known, since })
+                .collect(),
+        ));
         if st.idx.boundary.is_none_or(|b| b < anchor_seq) {
             also.push(Record::Boundary { anchor_seq });
         }
@@ -1129,6 +1146,7 @@ impl Session {
     pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
         let mut st = self.lock_state();
         self.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
         Ok(st.idx.tracked.keys().cloned().collect())
     }
 

@@ -445,7 +445,11 @@ impl Store {
             if let Some(idx) = read_index(fs, &sdir)? {
                 for gs in idx.groups.values() {
                     for g in gs {
-                        mark(&mut live, g.entries.iter().map(|e| &e.before));
+                        let entries = g.entries().map_err(|detail| CorruptFile {
+                            path: sdir.join(crate::records::LOG_NAME).to_string_lossy().into_owned(),
+                            detail,
+                        })?;
+                        mark(&mut live, entries.iter().map(|e| &e.before));
                     }
                 }
                 // Calls not yet settled (settled ones live on in their groups).

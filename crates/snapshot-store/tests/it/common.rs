@@ -154,9 +154,9 @@ pub fn assert_snap(got: &Snap, want: &Snap, what: &str) {
 }
 
 /// Walks a record log as `docs/format.md` describes it (header, then frames of
-/// `len`, `!len`, CRC-32, JSON payload): the payloads of the complete frames, and
-/// the bytes after the last complete frame.
-pub fn log_records(path: &Path) -> (Vec<serde_json::Value>, usize) {
+/// `len`, `!len`, CRC-32, payload): the (kind byte, payload) of each complete frame,
+/// and the bytes after the last complete frame.
+pub fn log_records(path: &Path) -> (Vec<(u8, Vec<u8>)>, usize) {
     let bytes = std::fs::read(path).expect("read log");
     assert!(bytes.len() >= 8, "log header");
     assert_eq!(&bytes[..4], b"RWLG");
@@ -165,13 +165,24 @@ pub fn log_records(path: &Path) -> (Vec<serde_json::Value>, usize) {
     while o + 12 <= bytes.len() {
         let len = u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4")) as usize;
         let inv = u32::from_le_bytes(bytes[o + 4..o + 8].try_into().expect("4"));
-        if inv != !(len as u32) || o + 12 + len > bytes.len() {
+        if inv != !(len as u32) || len == 0 || o + 12 + len > bytes.len() {
             break;
         }
-        out.push(serde_json::from_slice(&bytes[o + 12..o + 12 + len]).expect("json payload"));
+        let payload = bytes[o + 12..o + 12 + len].to_vec();
+        out.push((payload[0], payload));
         o += 12 + len;
     }
     (out, bytes.len() - o)
+}
+
+/// Record kinds (the first payload byte).
+pub const SESSION: u8 = 1;
+pub const DROPPED: u8 = 4;
+pub const GROUP: u8 = 5;
+
+/// Whether `hay` contains `needle`.
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Every file (not directory) under `dir`, counted.

@@ -13,7 +13,9 @@ use snapshot_store::{
     CommitOutcome, CrashPoint, FaultSeam, JournalState, PruneOptions, Store, StoreOptions,
 };
 
-use crate::common::{Env, Snap, assert_snap, copy_tree, log_records, tool_edit};
+use crate::common::{
+    Env, GROUP, SESSION, Snap, assert_snap, contains, copy_tree, log_records, tool_edit,
+};
 use crate::faults::setup_restore;
 
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
@@ -22,6 +24,8 @@ const HIT: &str = "SNAPSHOT_STORE_CRASH_HIT";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
 const DURABLE: &str = "SNAPSHOT_STORE_CRASH_DURABLE";
 const REACHED: &str = "CRASH-POINT-REACHED";
+/// Compaction threshold of the crash and compaction tests (small logs compact).
+pub const SMALL_LOG: u64 = 16 * 1024;
 
 struct StopAt {
     name: String,
@@ -69,6 +73,7 @@ fn crash_child() {
         StoreOptions {
             seam,
             durability,
+            compact_min_bytes: SMALL_LOG,
             ..StoreOptions::default()
         },
     )
@@ -387,7 +392,7 @@ fn kill_during_capture_and_commit_loses_nothing() {
         let (recs, torn) = log_records(&env.root.join("sessions/s1/records.log"));
         let groups = recs
             .iter()
-            .filter(|r| r["t"] == "group" && r["source"]["call_id"] == "c9")
+            .filter(|(k, p)| *k == GROUP && contains(p, b"\x00\x02c9"))
             .count();
         if point == "capture-blob-stored" {
             assert!(groups <= 1, "{point}: no duplicate group");
@@ -470,11 +475,14 @@ fn kill_during_compaction_loses_nothing() {
             }
             let log = env.root.join("sessions/s1/records.log");
             let before = std::fs::metadata(&log).expect("log").len();
-            assert!(before > 256 * 1024, "big enough to compact: {before}");
+            assert!(before > SMALL_LOG, "big enough to compact: {before}");
             if !run_child(env.tmp.path(), "prune", point, hit) {
                 return false;
             }
-            let store = env.store();
+            let store = env.store_with(StoreOptions {
+                compact_min_bytes: SMALL_LOG,
+                ..StoreOptions::default()
+            });
             let s = env.session(&store);
             assert_eq!(s.anchors().expect("anchors"), vec![408, 409], "{point}#{hit}");
             for (anchor, want) in [(408u64, "f at 398"), (409, "f at 399")] {
@@ -495,7 +503,7 @@ fn kill_during_compaction_loses_nothing() {
                 std::fs::metadata(&log).expect("log").len() < before / 4,
                 "{point}#{hit}: compacted"
             );
-            assert_eq!(recs[0]["t"], "session");
+            assert_eq!(recs[0].0, SESSION);
             let hidden = std::fs::read_dir(env.root.join("sessions/s1"))
                 .expect("dir")
                 .flatten()

@@ -401,6 +401,7 @@ fn every_fs_call_of_compaction_can_fail() {
     let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Result<(), String> {
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
+            compact_min_bytes: crate::crash::SMALL_LOG,
             ..StoreOptions::default()
         });
         let s = env.session(&store);
@@ -438,7 +439,10 @@ fn every_fs_call_of_compaction_can_fail() {
             assert!(e.contains(&os_text(errno)), "call {n}: {e}");
         }
         // Either log is whole: every group or the newest two, exactly restorable.
-        let store = env.store();
+        let store = env.store_with(StoreOptions {
+            compact_min_bytes: crate::crash::SMALL_LOG,
+            ..StoreOptions::default()
+        });
         let s = env.session(&store);
         let anchors = s.anchors().unwrap_or_else(|e| panic!("call {n}: {e}"));
         assert!(

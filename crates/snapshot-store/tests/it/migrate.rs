@@ -86,7 +86,7 @@ pub fn check_fixture(dir: &Path) {
         }
         let (recs, torn) = log_records(&sdir.join("records.log"));
         assert_eq!(torn, 0);
-        assert_eq!(recs[0]["t"], "session");
+        assert_eq!(recs[0].0, crate::common::SESSION);
     }
     assert!(store.collect_garbage().is_ok());
 }
