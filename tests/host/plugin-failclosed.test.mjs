@@ -4,11 +4,38 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { appendFile, mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { crc32 } from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { turn, text, write, gate, gated } from './lib/harness.mjs'
 import { bootWithPlugin, bytes, humanSeq, rpc } from './plugin-support.mjs'
+
+// The session's record log (docs/format.md): frames of len, ~len, CRC-32, payload.
+// A `format` record is kind 2, then 1 (some), then the text as a varint length + bytes.
+function formatFrame(format) {
+  const text = Buffer.from(format)
+  if (text.length > 127) throw new Error('short formats only')
+  const payload = Buffer.concat([Buffer.from([2, 1, text.length]), text])
+  const head = Buffer.alloc(12)
+  head.writeUInt32LE(payload.length, 0)
+  head.writeUInt32LE(~payload.length >>> 0, 4)
+  head.writeUInt32LE(crc32(payload) >>> 0, 8)
+  return Buffer.concat([head, payload])
+}
+
+async function recordedFormat(log) {
+  const b = await readFile(log).catch(() => Buffer.alloc(0))
+  let format = null
+  for (let o = 8; o + 12 <= b.length;) {
+    const len = b.readUInt32LE(o)
+    if (o + 12 + len > b.length) break
+    const p = b.subarray(o + 12, o + 12 + len)
+    if (p[0] === 2) format = p[1] === 1 ? p.subarray(3, 3 + p[2]).toString() : null
+    o += 12 + len
+  }
+  return format
+}
 
 async function homeWithStoreMarker(marker) {
   const home = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
@@ -73,17 +100,18 @@ test('a session whose recorded format differs gets its snapshots cleared when it
   const agent = await host.createAgent('format-session')
   await host.sendUser(agent, 'first')
   await host.sendUser(agent, 'second')
-  const sessionJson = join(host.dshHome, 'rewind-snapshots', 'sessions', 'format-session', 'session.json')
-  const recorded = JSON.parse(await readFile(sessionJson, 'utf8'))
-  assert.equal(recorded.session_format, 'dsh-session-v0')
-  await writeFile(sessionJson, JSON.stringify({ ...recorded, session_format: 'dsh-session-v-older' }))
+  const log = join(host.dshHome, 'rewind-snapshots', 'sessions', 'format-session', 'records.log')
+  assert.equal(await recordedFormat(log), 'dsh-session-v0')
+  // As if an older DSH had recorded the session: its format differs.
+  await appendFile(log, formatFrame('dsh-session-v-older'))
+  assert.equal(await recordedFormat(log), 'dsh-session-v-older')
   const resumed = await host.resume('format-session')
   // The guard runs in the background of agent creation; wait until the format is re-recorded.
   for (let i = 0; i < 50; i++) {
-    const now = JSON.parse(await readFile(sessionJson, 'utf8').catch(() => '{}'))
-    if (now.session_format === 'dsh-session-v0') break
+    if ((await recordedFormat(log)) === 'dsh-session-v0') break
     await new Promise(r => setTimeout(r, 20))
   }
+  assert.equal(await recordedFormat(log), 'dsh-session-v0')
   const { result } = await host.runCommand(resumed, `/rewind @${humanSeq(resumed, 'second')}`)
   assert.equal(result.kind, 'success', result.text)
   assert.match(result.text, /Deleted \(0\)/, 'the cleared snapshots restore nothing')

@@ -8,6 +8,8 @@
 //! intent) and `journals/<op>.log` (its progress lines, one JSON object per
 //! line, `s` being the status). A restore is finished when its log holds a
 //! `completed`, `rolled-back` or `undone` line; until then it pins its session.
+//! Layout 2 keeps the rest of a session in one `records.log` (layout 1 in
+//! several JSON files); the sweep reads neither, so it handles both alike.
 
 use std::io;
 
@@ -22,7 +24,7 @@ pub const STORE_MARKER: &str = "store.json";
 /// The store's lock file, relative to the store root.
 pub const STORE_LOCK: &str = "lock";
 /// The newest store version this crate knows the layout of.
-pub const KNOWN_STORE_VERSION: u64 = 1;
+pub const KNOWN_STORE_VERSION: u64 = 2;
 /// The newest journal intent version (`v`) this crate can judge.
 pub const KNOWN_JOURNAL_VERSION: u64 = 1;
 

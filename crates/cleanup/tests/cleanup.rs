@@ -612,7 +612,7 @@ fn newer_or_corrupt_store_fails_closed() {
     h.session("old", 400, 10);
     let before = snapshot(&h.home);
     for (marker, want_newer) in [
-        (&br#"{"store_version": 2}"#[..], true),
+        (&br#"{"store_version": 3}"#[..], true),
         (b"garbage", false),
         (b"{}", false),
     ] {
@@ -622,7 +622,7 @@ fn newer_or_corrupt_store_fails_closed() {
             .sweep(&policy(30), &SweepRequest::dry_run(Scope::Idle).applied())
             .unwrap_err();
         if want_newer {
-            assert!(matches!(e, SweepError::NewerStore { found: 2 }), "{e}");
+            assert!(matches!(e, SweepError::NewerStore { found: 3 }), "{e}");
         } else {
             assert!(matches!(e, SweepError::CorruptStore { .. }), "{e}");
         }

@@ -100,7 +100,7 @@ impl Session {
         ancestors: &[ChainLink],
     ) -> Result<RestorePlan, ChainPlanError> {
         self.store.guard_writable().map_err(PlanError::from)?;
-        self.read_marker().map_err(PlanError::from)?;
+        self.load().map_err(PlanError::from)?;
         let mut seen = vec![self.id.clone()];
         let depth = ancestors.len();
         let mut best: BTreeMap<RelPath, Pick> = BTreeMap::new();
@@ -133,7 +133,7 @@ impl Session {
                 break;
             }
             let anc = self.ancestor(&link.session_id)?;
-            anc.read_marker().map_err(PlanError::from)?;
+            anc.load().map_err(PlanError::from)?;
             let rank = depth - 1 - i;
             for (seq, rec) in anc.load_groups(target_seq).map_err(PlanError::from)? {
                 if seq > limit {
@@ -338,14 +338,11 @@ mod tests {
         // A corrupt ancestor record is reported, never skipped.
         let parent = f.session("p");
         f.write(&parent, 3, "p1", "a.txt", "x");
-        let gdir = f._tmp.path().join("store/sessions/p/groups");
-        let group = fs::read_dir(gdir.join(crate::format::anchor_dir_name(3)))
-            .expect("group")
-            .next()
-            .expect("file")
-            .expect("entry")
-            .path();
-        fs::write(&group, b"{not json").expect("corrupt");
+        let log = f._tmp.path().join("store/sessions/p/records.log");
+        let mut bytes = fs::read(&log).expect("log");
+        // A flipped bit in the first record (more records follow): damage, not a torn tail.
+        bytes[crate::log::HEADER_LEN + crate::log::FRAME_HEAD + 2] ^= 0x01;
+        fs::write(&log, &bytes).expect("corrupt");
         let err = child.plan_restore_chain(1, &[link("p", 5)]).unwrap_err();
         assert!(
             matches!(err, ChainPlanError::Plan(PlanError::Corrupt(_))),

@@ -10,7 +10,7 @@ use crate::fsio::DiskMeta;
 use crate::path::RelPath;
 
 /// Version of the store layout written to `store.json`.
-pub const STORE_VERSION: u32 = 1;
+pub const STORE_VERSION: u32 = 2;
 /// Version of every JSON record (field `v`) this build writes and understands.
 pub const RECORD_VERSION: u32 = 1;
 
@@ -254,9 +254,4 @@ pub(crate) fn valid_sha(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// The group directory name of an anchor (zero-padded so names sort numerically).
-pub(crate) fn anchor_dir_name(seq: u64) -> String {
-    format!("{seq:020}")
 }

@@ -284,6 +284,88 @@ impl StoreFs {
         Ok(f)
     }
 
+    /// Identity and size of a store file (`lstat`); `None` when it does not exist.
+    pub fn stat_id(&self, path: &Path) -> Result<Option<FileId>, FsFailure> {
+        self.check(FsOp::Stat, path)?;
+        let target: &Path = if path.as_os_str().is_empty() { Path::new(".") } else { path };
+        match rustix::fs::statat(&self.dir, target, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(FileId::from_stat(&st))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(fail(FsOp::Stat, Area::Store, path, e.into())),
+        }
+    }
+
+    /// Identity and size of an open store file (`fstat`).
+    pub fn fstat_id(&self, f: &File, path: &Path) -> Result<FileId, FsFailure> {
+        self.check(FsOp::Stat, path)?;
+        rustix::fs::fstat(f)
+            .map(|st| FileId::from_stat(&st))
+            .map_err(|e| fail(FsOp::Stat, Area::Store, path, e.into()))
+    }
+
+    /// Opens (creating) a record log for reading and appending.
+    pub fn open_log(&self, path: &Path) -> Result<File, FsFailure> {
+        self.check(FsOp::Open, path)?;
+        let mut o = OpenOptions::new();
+        o.read(true).append(true).create(true);
+        self.dir
+            .open_with(path, &o)
+            .map_err(|e| fail(FsOp::Open, Area::Store, path, e))
+    }
+
+    /// Reads an open store file from `offset` to its end (positional reads).
+    pub fn read_from(&self, f: &File, path: &Path, offset: u64) -> Result<Vec<u8>, FsFailure> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut at = offset;
+        loop {
+            self.check(FsOp::Read, path)?;
+            match rustix::io::pread(f, &mut buf[..], at) {
+                Ok(0) => break,
+                Ok(n) => {
+                    out.extend_from_slice(&buf[..n]);
+                    at += n as u64;
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(fail(FsOp::Read, Area::Store, path, e.into())),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `flock` on an open store file (`Ok(false)`: a non-blocking request would block).
+    pub fn flock(
+        &self,
+        f: &File,
+        path: &Path,
+        op: rustix::fs::FlockOperation,
+    ) -> Result<bool, FsFailure> {
+        if op != rustix::fs::FlockOperation::Unlock {
+            self.check(FsOp::Lock, path)?;
+        }
+        loop {
+            match rustix::fs::flock(f, op) {
+                Ok(()) => return Ok(true),
+                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(false),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(fail(FsOp::Lock, Area::Store, path, e.into())),
+            }
+        }
+    }
+
+    /// Writes all bytes at the end of an append-mode file; `fdatasync` in durable mode.
+    pub fn append_bytes(&self, f: &mut File, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, path)?;
+        f.write_all(bytes)
+            .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
+        if self.io.durable {
+            self.check(FsOp::Sync, path)?;
+            f.sync_data()
+                .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
+        }
+        Ok(())
+    }
+
     /// Truncates an open store file to `len` bytes.
     pub fn truncate(&self, f: &File, path: &Path, len: u64) -> Result<(), FsFailure> {
         self.check(FsOp::Write, path)?;
@@ -410,6 +492,33 @@ pub enum FileKind {
     Symlink,
     /// FIFO, socket, device.
     Other,
+}
+
+/// Identity of a store file: device, inode, size and change times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl FileId {
+    pub(crate) fn from_stat(st: &rustix::fs::Stat) -> Self {
+        FileId {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// Same file (device and inode).
+    pub(crate) fn same_file(&self, other: &FileId) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
 }
 
 /// Metadata of a workspace entry as seen by `lstat` (the recheck fast path).

@@ -637,7 +637,7 @@ impl Session {
         }
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
+        let _g = self.lock_shared()?;
         let fs = &self.store.inner.fs;
         let (ipath, lpath) = self.journal_paths(&enc);
         if fs.exists(&ipath)? {
@@ -820,7 +820,7 @@ impl Session {
     pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
+        let _g = self.lock_shared()?;
         let l = self.load_journal(op_id)?;
         if l.state != JournalState::Open {
             return Err(wrong_state(op_id, l.state, "continue", "open"));
@@ -870,7 +870,7 @@ impl Session {
     pub fn rollback_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
+        let _g = self.lock_shared()?;
         let l = self.load_journal(op_id)?;
         if l.state != JournalState::Open {
             return Err(wrong_state(op_id, l.state, "rollback", "open"));
@@ -884,7 +884,7 @@ impl Session {
     pub fn undo_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
+        let _g = self.lock_shared()?;
         let l = self.load_journal(op_id)?;
         if l.state != JournalState::Completed {
             return Err(wrong_state(op_id, l.state, "undo", "completed"));

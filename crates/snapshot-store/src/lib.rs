@@ -51,13 +51,16 @@
 
 mod blob;
 mod chain;
+mod codec;
 mod error;
 mod format;
 mod fsio;
 mod journal;
+mod log;
 mod offline;
 mod path;
 mod plan;
+mod records;
 mod scan;
 mod seam;
 mod session;
@@ -70,6 +73,7 @@ pub use error::{
     SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
+pub use log::LOG_VERSION;
 pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
 pub use offline::{
@@ -87,4 +91,6 @@ pub use session::{
     CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome,
     RecordedChange, Session,
 };
-pub use store::{DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions};
+pub use store::{
+    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions,
+};

@@ -689,7 +689,7 @@ impl Store {
         }
         let mut anchors: BTreeMap<u64, BTreeSet<Vec<u8>>> = BTreeMap::new();
         for rel in &files {
-            if let Some(rec) = self.check_record(sdir, id, rel, &mut w, problems) {
+            for rec in self.check_record(sdir, id, rel, &mut w, problems) {
                 anchors
                     .entry(rec.anchor_seq)
                     .or_default()
@@ -701,7 +701,7 @@ impl Store {
     }
 
     /// Parses one session file; records problems and blob references. Returns the
-    /// group record when `rel` is one.
+    /// group records it holds (a layout-1 group file, or every group of a record log).
     fn check_record(
         &self,
         sdir: &Path,
@@ -709,22 +709,22 @@ impl Store {
         rel: &Path,
         w: &mut SessionWalk,
         problems: &mut Vec<Problem>,
-    ) -> Option<GroupRecord> {
+    ) -> Vec<GroupRecord> {
         let fs = &self.inner.fs;
         let Ok(inner) = rel.strip_prefix(sdir) else {
-            return None;
+            return Vec::new();
         };
         let comps: Vec<&OsStr> = inner.iter().collect();
         let shown = show(rel);
         let bytes = match fs.read_opt(rel) {
             Ok(Some(b)) => b,
-            Ok(None) => return None,
+            Ok(None) => return Vec::new(),
             Err(e) => {
                 problems.push(Problem::Unreadable {
                     path: shown,
                     detail: e.to_string(),
                 });
-                return None;
+                return Vec::new();
             }
         };
         w.records += 1;
@@ -799,7 +799,7 @@ impl Store {
                     Ok(a) => a,
                     Err(e) => {
                         push(Err(e));
-                        return None;
+                        return Vec::new();
                     }
                 };
                 let _ = f;
@@ -815,7 +815,7 @@ impl Store {
                                 add_ref(w, sha256);
                             }
                         }
-                        return Some(rec);
+                        return vec![rec];
                     }
                     Err(f) => push(Err(f)),
                 }
@@ -837,11 +837,72 @@ impl Store {
                     w.records -= 1;
                 }
             }
+            [f] if *f == crate::records::LOG_NAME => {
+                // Layout 2: one record log; a torn tail is what a crash leaves (not a problem).
+                match crate::records::fold_log(rel, &bytes) {
+                    Ok((idx, _, _)) => {
+                        if idx.session_id.as_deref().is_some_and(|s| s != id) {
+                            push(Err(CorruptFile {
+                                path: shown.clone(),
+                                detail: "the log names another session".into(),
+                            }
+                            .into()));
+                            return Vec::new();
+                        }
+                        let mut out = Vec::new();
+                        for (anchor, gs) in &idx.groups {
+                            for g in gs {
+                                match g.entries() {
+                                    Ok(entries) => {
+                                        for e in entries.iter() {
+                                            if let BeforeState::File { sha256, .. } = &e.before {
+                                                add_ref(w, sha256);
+                                            }
+                                        }
+                                        out.push(GroupRecord {
+                                            v: crate::RECORD_VERSION,
+                                            anchor_seq: *anchor,
+                                            source: g.source.clone(),
+                                            entries: entries.into_owned(),
+                                        });
+                                    }
+                                    Err(detail) => push(Err(CorruptFile {
+                                        path: shown.clone(),
+                                        detail,
+                                    }
+                                    .into())),
+                                }
+                            }
+                        }
+                        // Calls not yet settled (settled ones live on in their groups).
+                        for (entries, _) in idx.pending.values() {
+                            for e in entries {
+                                if let BeforeState::File { sha256, .. } = &e.before {
+                                    add_ref(w, sha256);
+                                }
+                            }
+                        }
+                        for t in idx.tracked.values() {
+                            if let Known::Present {
+                                sha256: Some(sha), ..
+                            } = &t.known
+                            {
+                                w.soft.insert(sha.clone());
+                            }
+                        }
+                        // Counted as its groups and unsettled calls (the log file itself was
+                        // counted once above).
+                        w.records += (out.len() + idx.pending.len()).saturating_sub(1) as u64;
+                        return out;
+                    }
+                    Err(f) => push(Err(f)),
+                }
+            }
             _ => {
                 w.records -= 1;
             }
         }
-        None
+        Vec::new()
     }
 
     fn check_journal(

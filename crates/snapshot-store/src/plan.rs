@@ -207,7 +207,7 @@ impl Session {
     /// matches the disk plans no actions.
     pub fn plan_restore(&self, target_seq: u64) -> Result<RestorePlan, PlanError> {
         self.store.guard_writable()?;
-        if let Err(e) = self.read_marker() {
+        if let Err(e) = self.load() {
             return Err(e.into());
         }
         let mut best: BTreeMap<RelPath, (u64, u64, BeforeState)> = BTreeMap::new();

@@ -110,6 +110,14 @@ pub enum CrashPoint {
     PruneBeforeSweep,
     /// One unreferenced blob was removed during the sweep.
     PruneBlobRemoved,
+    /// A compacted record log is written under its temporary name, not yet renamed.
+    CompactWritten,
+    /// The compacted record log replaced the old one.
+    CompactReplaced,
+    /// A migrated session's record log is in place, its layout-1 files not yet removed.
+    MigrateLogWritten,
+    /// `store.json` says layout 2, the sessions not yet migrated.
+    MigrateMarkerWritten,
 }
 
 impl CrashPoint {
@@ -130,6 +138,10 @@ impl CrashPoint {
             CrashPoint::PruneGroupDetached => "prune-group-detached",
             CrashPoint::PruneBeforeSweep => "prune-before-sweep",
             CrashPoint::PruneBlobRemoved => "prune-blob-removed",
+            CrashPoint::CompactWritten => "compact-written",
+            CrashPoint::CompactReplaced => "compact-replaced",
+            CrashPoint::MigrateLogWritten => "migrate-log-written",
+            CrashPoint::MigrateMarkerWritten => "migrate-marker-written",
         }
     }
 
@@ -149,6 +161,10 @@ impl CrashPoint {
         "prune-group-detached",
         "prune-before-sweep",
         "prune-blob-removed",
+        "compact-written",
+        "compact-replaced",
+        "migrate-log-written",
+        "migrate-marker-written",
     ];
 }
 

@@ -1,26 +1,27 @@
 //! A session's workspace handle: capture, commit, discard, recheck, prune, clear.
 
-use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use cap_std::fs::Dir;
+use rustix::fs::FlockOperation;
 use serde::Serialize;
 
 use crate::blob::{Stored, store_file};
 use crate::error::{
     CaptureError, ClearError, CommitError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
 };
-use crate::format::{
-    BeforeState, BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingLine,
-    RECORD_VERSION, SessionMarker, SkipReason, TrackedPath, TrackedRecord, anchor_dir_name,
-    parse_lines, parse_record, to_json,
-};
-use crate::fsio::{DiskMeta, FileKind, Io, Walk, WsDir, WsFs};
+use crate::format::{BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION, SkipReason};
+use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
+use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, decode_frames, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
-use crate::seam::{Area, CrashPoint};
+use crate::records::{
+    Index, LOG_NAME, decode_fault, tracked_records, encode_log, fold_log, has_legacy,
+    migrate_session,
+};
+use crate::seam::{Area, CrashPoint, FsOp};
 use crate::store::{GcReport, Store, is_hidden};
 
 /// What [`Session::capture_before`] recorded.
@@ -149,21 +150,27 @@ pub enum FormatOutcome {
     },
 }
 
-/// Staged captures not yet settled, folded from `pending.log`.
-pub(crate) struct PendingLog {
-    file: Option<cap_std::fs::File>,
-    calls: BTreeMap<String, Vec<Entry>>,
+/// The open record log of a session handle.
+pub(crate) struct LogHandle {
+    file: cap_std::fs::File,
+    id: FileId,
+    /// End of the frames folded into the index.
     len: u64,
+    /// Bytes after `len` that are not (yet) a complete frame.
+    torn: u64,
 }
 
 pub(crate) struct State {
-    /// Path → (what the store last knew, the anchor at which that state is recorded).
-    pub tracked: Option<BTreeMap<RelPath, (Known, Option<u64>)>>,
+    /// The index folded from the record log.
+    pub idx: Index,
+    /// The record log, once opened.
+    pub log: Option<LogHandle>,
+    /// The layout-1 check ran for this handle.
+    legacy_checked: bool,
+    /// The session directories exist.
     pub prepared: bool,
-    /// The anchor of the last recheck (`None` until loaded / never).
-    pub last_boundary: Option<Option<u64>>,
-    /// The pending log, loaded on first use.
-    pub pending: Option<PendingLog>,
+    /// The first write of this handle checked whether the log wants compaction.
+    compact_checked: bool,
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -174,6 +181,22 @@ pub struct Session {
     pub(crate) ws: WsFs,
     roots: Vec<PathBuf>,
     pub(crate) state: Mutex<State>,
+    /// The store's lock file, opened once per handle.
+    lock_file: OnceLock<cap_std::fs::File>,
+}
+
+/// A shared store lock held on the session's lock descriptor; released on drop.
+pub(crate) struct SharedLock<'a> {
+    file: &'a cap_std::fs::File,
+    fs: &'a crate::fsio::StoreFs,
+}
+
+impl Drop for SharedLock<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .fs
+            .flock(self.file, Path::new("lock"), FlockOperation::Unlock);
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -204,11 +227,13 @@ impl Session {
             ws: WsFs { root, io },
             roots,
             state: Mutex::new(State {
-                tracked: None,
+                idx: Index::default(),
+                log: None,
+                legacy_checked: false,
                 prepared: false,
-                last_boundary: None,
-                pending: None,
+                compact_checked: false,
             }),
+            lock_file: OnceLock::new(),
         }
     }
 
@@ -230,46 +255,343 @@ impl Session {
         self.dir.join(rest)
     }
 
-    /// Refuses when the store, or this session's marker, is newer than this build
-    /// (or the marker is corrupt); creates the session directories once.
+    fn log_path(&self) -> PathBuf {
+        self.p(LOG_NAME)
+    }
+
+    /// Shared store lock (held by anything that adds blob references), taken on a
+    /// descriptor opened once per session handle.
+    pub(crate) fn lock_shared(&self) -> Result<SharedLock<'_>, FsFailure> {
+        let fs = &self.store.inner.fs;
+        let file = match self.lock_file.get() {
+            Some(f) => f,
+            None => {
+                let f = self.store.open_lock_file()?;
+                self.lock_file.get_or_init(|| f)
+            }
+        };
+        fs.flock(file, Path::new("lock"), FlockOperation::LockShared)?;
+        Ok(SharedLock { file, fs })
+    }
+
+    /// Refuses when the store (re-checked when `store.json` changed) or this session's
+    /// log is newer than this build, or the log is corrupt; brings the index up to
+    /// date; creates the session directories once.
     pub(crate) fn prepare(&self, st: &mut State) -> Result<(), Fault> {
         self.store.guard_writable()?;
+        self.sync(st)?;
         if st.prepared {
             return Ok(());
         }
-        self.read_marker()?;
-        let fs = &self.store.inner.fs;
-        for d in ["groups", "journals"] {
-            fs.create_dir_all(&self.p(d))?;
-        }
-        if !fs.exists(&self.p("session.json"))? {
-            let m = SessionMarker {
-                v: RECORD_VERSION,
-                session_id: self.id.clone(),
-                session_format: None,
-            };
-            fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
-        }
+        self.store.inner.fs.create_dir_all(&self.p("journals"))?;
         st.prepared = true;
         Ok(())
     }
 
-    pub(crate) fn read_marker(&self) -> Result<Option<SessionMarker>, Fault> {
-        let path = self.p("session.json");
-        match self.store.inner.fs.read_opt(&path)? {
-            None => Ok(None),
-            Some(bytes) => {
-                let m: SessionMarker = parse_record(&path, &bytes)?;
-                if m.session_id != self.id {
-                    return Err(CorruptFile {
-                        path: path.to_string_lossy().into_owned(),
-                        detail: format!("marker names session `{}`", m.session_id),
-                    }
-                    .into());
+    /// Brings the index up to date with the session's log (read-only). Migrates a
+    /// layout-1 session directory first.
+    pub(crate) fn sync(&self, st: &mut State) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        if !st.legacy_checked {
+            // Layout-1 files: a session not migrated yet, or leftovers of a migration
+            // interrupted after its log was in place.
+            if has_legacy(fs, &self.dir)? {
+                self.migrate()?;
+            }
+            st.legacy_checked = true;
+        }
+        let Some(disk) = fs.stat_id(&path)? else {
+            st.idx = Index::default();
+            st.log = None;
+            return Ok(());
+        };
+        if let Some(h) = st.log.as_mut() {
+            if h.id.same_file(&disk) && disk.size >= h.len && h.len > 0 {
+                if disk.size != h.len + h.torn {
+                    self.fold_tail(&mut st.idx, h)?;
                 }
-                Ok(Some(m))
+                return Ok(());
             }
         }
+        let file = match fs.open_log(&path) {
+            Ok(f) => f,
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                st.idx = Index::default();
+                st.log = None;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let id = fs.fstat_id(&file, &path)?;
+        let mut h = LogHandle {
+            file,
+            id,
+            len: 0,
+            torn: 0,
+        };
+        st.idx = self.fold_all(&mut h)?;
+        st.log = Some(h);
+        Ok(())
+    }
+
+    /// Folds the whole log of `h` into a fresh index.
+    fn fold_all(&self, h: &mut LogHandle) -> Result<Index, Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let bytes = fs.read_from(&h.file, &path, 0)?;
+        let (idx, valid, torn) = fold_log(&path, &bytes)?;
+        if let Some(named) = &idx.session_id {
+            if *named != self.id {
+                return Err(CorruptFile {
+                    path: path.to_string_lossy().into_owned(),
+                    detail: format!("log names session `{named}`"),
+                }
+                .into());
+            }
+        }
+        h.len = valid;
+        h.torn = torn;
+        Ok(idx)
+    }
+
+    /// Folds the frames appended after `h.len` (by another handle) into `idx`.
+    fn fold_tail(&self, idx: &mut Index, h: &mut LogHandle) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let tail = fs.read_from(&h.file, &path, h.len)?;
+        let d = decode_frames(&tail, 0).map_err(|e| decode_fault(&path, e))?;
+        for (rec, n) in d.records {
+            idx.apply(rec, n).map_err(|detail| CorruptFile {
+                path: path.to_string_lossy().into_owned(),
+                detail,
+            })?;
+        }
+        h.len += d.valid_len;
+        h.torn = d.torn;
+        Ok(())
+    }
+
+    /// Migrates this session's layout-1 directory under the exclusive store lock.
+    fn migrate(&self) -> Result<(), Fault> {
+        let _g = self.store.lock_exclusive()?;
+        migrate_session(&self.store.inner.fs, &self.dir, &self.id, |p| {
+            self.store.remove_tree(p)
+        })?;
+        Ok(())
+    }
+
+    /// Runs `f` holding the log's exclusive lock, the index up to date and any torn
+    /// tail cut off (no other writer is mid-append while the lock is held). Opens
+    /// (creating) the log first; follows a log replaced by another handle's compaction.
+    fn with_log_lock<R>(
+        &self,
+        st: &mut State,
+        f: impl FnOnce(&Self, &mut State) -> Result<R, Fault>,
+    ) -> Result<R, Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let mut f = Some(f);
+        for _ in 0..16 {
+            if st.log.is_none() {
+                fs.create_dir_all(&self.dir)?;
+                let file = fs.open_log(&path)?;
+                let id = fs.fstat_id(&file, &path)?;
+                st.log = Some(LogHandle {
+                    file,
+                    id,
+                    len: 0,
+                    torn: 0,
+                });
+                fs.sync_dir(&self.dir)?;
+            }
+            let Some(h) = st.log.as_ref() else {
+                continue;
+            };
+            fs.flock(&h.file, &path, FlockOperation::LockExclusive)?;
+            let r = (|| -> Result<Option<R>, Fault> {
+                let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+                // The path still names our file (not replaced by a compaction, not
+                // removed by a clear); its size shows appends by other handles.
+                let size = match fs.stat_id(&path)? {
+                    Some(d) if d.same_file(&h.id) => d.size,
+                    _ => return Ok(None),
+                };
+                if h.len == 0 || size < h.len {
+                    st.idx = self.fold_all(h)?;
+                } else if size != h.len + h.torn {
+                    self.fold_tail(&mut st.idx, h)?;
+                }
+                if h.torn > 0 {
+                    fs.truncate(&h.file, &path, h.len)?;
+                    h.torn = 0;
+                }
+                match f.take() {
+                    Some(f) => f(self, st).map(Some),
+                    None => Ok(None),
+                }
+            })();
+            if let Some(h) = st.log.as_ref() {
+                let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
+            }
+            match r {
+                Ok(Some(v)) => return Ok(v),
+                // Replaced or removed by another handle: reopen.
+                Ok(None) => st.log = None,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(lost_log(&path))
+    }
+
+    /// Appends `recs` to the session's log in one write and folds them into the index.
+    pub(crate) fn append(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
+        self.with_log_lock(st, |s, st| {
+            s.write_locked(st, recs)?;
+            if !st.compact_checked {
+                st.compact_checked = true;
+                if s.wants_compaction(st) {
+                    s.compact_locked(st)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every group of before-states (a committed tool call, a re-check, …) is recorded
+    /// here: one `group` record at `anchor_seq` with its source, followed in the same
+    /// write by `also` (tracked-cache updates, a boundary).
+    pub(crate) fn append_group(
+        &self,
+        st: &mut State,
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+        also: Vec<Record>,
+    ) -> Result<(), Fault> {
+        let mut recs = Vec::with_capacity(1 + also.len());
+        recs.push(Record::Group {
+            anchor_seq,
+            source,
+            entries,
+        });
+        recs.extend(also);
+        self.append(st, recs)
+    }
+
+    fn write_locked(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+        let mut buf = Vec::with_capacity(256 * recs.len() + 64);
+        let mut sizes = Vec::with_capacity(recs.len() + 1);
+        let mut all = Vec::with_capacity(recs.len() + 1);
+        if h.len == 0 {
+            buf.extend_from_slice(&crate::log::header());
+            all.push(Record::Session {
+                session_id: self.id.clone(),
+            });
+        }
+        all.extend(recs);
+        for r in &all {
+            let n = encode_into(r, &mut buf);
+            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
+                return Err(CorruptFile {
+                    path: path.to_string_lossy().into_owned(),
+                    detail: format!("a record of {n} bytes is over the frame limit; not written"),
+                }
+                .into());
+            }
+            sizes.push(n as u64);
+        }
+        if let Err(e) = fs.append_bytes(&mut h.file, &path, &buf) {
+            // A short write leaves part of a frame: cut it (we hold the lock).
+            let _ = h.file.set_len(h.len);
+            return Err(e.into());
+        }
+        h.len += buf.len() as u64;
+        for (r, n) in all.into_iter().zip(sizes) {
+            st.idx.apply(r, n).map_err(|detail| CorruptFile {
+                path: path.to_string_lossy().into_owned(),
+                detail,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn wants_compaction(&self, st: &State) -> bool {
+        st.log
+            .as_ref()
+            .is_some_and(|h| h.len > self.store.inner.compact_min_bytes && st.idx.dead * 2 > h.len)
+    }
+
+    /// Rewrites the log as a snapshot of the index: written to a temporary name and
+    /// renamed over the log (a crash leaves either log whole). Holds the log lock.
+    fn compact_locked(&self, st: &mut State) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let bytes = encode_log(&st.idx.snapshot(&self.id));
+        let (tmp, mut f) = fs.create_tmp_beside(&path)?;
+        let r = (|| {
+            fs.write_all(&mut f, &tmp, &bytes)?;
+            fs.sync_file(&f, &tmp)?;
+            drop(f);
+            fs.io.crash(CrashPoint::CompactWritten);
+            fs.rename(&tmp, &path)
+        })();
+        if r.is_err() {
+            let _ = fs.remove_file(&tmp);
+        }
+        r?;
+        fs.sync_dir(&self.dir)?;
+        fs.io.crash(CrashPoint::CompactReplaced);
+        // Follow the new log; the old descriptor (and its lock) is closed.
+        let file = fs.open_log(&path)?;
+        let id = fs.fstat_id(&file, &path)?;
+        let mut h = LogHandle {
+            file,
+            id,
+            len: 0,
+            torn: 0,
+        };
+        let idx = self.fold_all(&mut h)?;
+        if let Some(old) = st.log.replace(h) {
+            let _ = fs.flock(&old.file, &path, FlockOperation::Unlock);
+        }
+        st.idx = idx;
+        Ok(())
+    }
+
+    /// Compacts the log now when it outgrew its live content (at prune).
+    fn compact_if_due(&self, st: &mut State) -> Result<bool, Fault> {
+        if !self.wants_compaction(st) {
+            return Ok(false);
+        }
+        self.with_log_lock(st, |s, st| {
+            if s.wants_compaction(st) {
+                s.compact_locked(st)?;
+                Ok(true)
+            } else {
+                Ok(false)
+            }
+        })
+    }
+
+    /// A damaged record of this session's log.
+    pub(crate) fn damaged(&self, detail: String) -> Fault {
+        CorruptFile {
+            path: self.log_path().to_string_lossy().into_owned(),
+            detail,
+        }
+        .into()
+    }
+
+    /// Loads the session's index (read-only checks of plans and previews): a corrupt
+    /// or newer log fails here.
+    pub(crate) fn load(&self) -> Result<(), Fault> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)
     }
 
     /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.
@@ -446,67 +768,6 @@ impl Session {
         }
     }
 
-    fn pending_log<'s>(&self, st: &'s mut State) -> Result<&'s mut PendingLog, Fault> {
-        if st.pending.is_none() {
-            let path = self.p("pending.log");
-            let bytes = self.store.inner.fs.read_opt(&path)?.unwrap_or_default();
-            let mut calls: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
-            for line in parse_lines::<PendingLine>(&path, &bytes)? {
-                if line.settled {
-                    calls.remove(&line.call_id);
-                } else if let Some(e) = line.entry {
-                    calls.entry(line.call_id).or_default().push(e);
-                }
-            }
-            st.pending = Some(PendingLog {
-                file: None,
-                calls,
-                len: bytes.len() as u64,
-            });
-        }
-        Ok(st.pending.get_or_insert_with(|| PendingLog {
-            file: None,
-            calls: BTreeMap::new(),
-            len: 0,
-        }))
-    }
-
-    fn append_pending(&self, st: &mut State, line: &PendingLine) -> Result<(), Fault> {
-        let path = self.p("pending.log");
-        let fs = &self.store.inner.fs;
-        let log = self.pending_log(st)?;
-        if log.file.is_none() {
-            log.file = Some(fs.open_append(&path)?);
-        }
-        let bytes = to_json(line);
-        if let Some(f) = log.file.as_mut() {
-            fs.append_to(f, &path, &bytes, true)?;
-        }
-        log.len += bytes.len() as u64 + 1;
-        Ok(())
-    }
-
-    /// Settles `call_id` in the pending log.
-    fn settle(&self, st: &mut State, call_id: &str) -> Result<(), Fault> {
-        let line = PendingLine {
-            v: RECORD_VERSION,
-            call_id: call_id.to_string(),
-            entry: None,
-            settled: true,
-        };
-        self.append_pending(st, &line)?;
-        let fs = &self.store.inner.fs;
-        let log = self.pending_log(st)?;
-        log.calls.remove(call_id);
-        // Nothing pending and the log has grown: start it afresh.
-        if log.calls.is_empty() && log.len > 256 * 1024 {
-            if let Some(f) = log.file.as_ref() {
-                fs.truncate(f, &self.p("pending.log"), 0)?;
-                log.len = 0;
-            }
-        }
-        Ok(())
-    }
 
     /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
     ///
@@ -532,12 +793,12 @@ impl Session {
                 });
             }
         };
-        let _g = self.store.lock_shared()?;
-        let staged = self
-            .pending_log(&mut st)?
-            .calls
+        let _g = self.lock_shared()?;
+        let staged = st
+            .idx
+            .pending
             .get(call_id)
-            .is_some_and(|v| v.iter().any(|e| e.path == rel));
+            .is_some_and(|(v, _)| v.iter().any(|e| e.path == rel));
         if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
@@ -546,16 +807,23 @@ impl Session {
         let (before, now, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
-        if let Some(prev) = self.last_boundary(&mut st)? {
-            let (known, since) = self
-                .tracked(&mut st)?
+        if let Some(prev) = st.idx.boundary {
+            let (known, since) = st
+                .idx
+                .tracked
                 .get(&rel)
-                .cloned()
+                .map(|t| (t.known.clone(), t.since))
                 .unwrap_or((Known::Unknown, None));
             if differs(&known, &now) {
                 if let Some(e) = self.backdated_entry(&rel, &known, since, prev, back_order) {
-                    self.write_recheck_group(prev, vec![e])?;
-                    self.update_tracked(&mut st, vec![(rel.clone(), known, Some(prev))])?;
+                    let upd = Record::Tracked {
+                        paths: vec![TrackedUpdate {
+                            path: rel.clone(),
+                            known,
+                            since: Some(prev),
+                        }],
+                    };
+                    self.append_group(&mut st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
                 }
             }
         }
@@ -564,18 +832,13 @@ impl Session {
             order,
             before: before.clone(),
         };
-        let line = PendingLine {
-            v: RECORD_VERSION,
-            call_id: call_id.to_string(),
-            entry: Some(entry.clone()),
-            settled: false,
-        };
-        self.append_pending(&mut st, &line)?;
-        self.pending_log(&mut st)?
-            .calls
-            .entry(call_id.to_string())
-            .or_default()
-            .push(entry);
+        self.append(
+            &mut st,
+            vec![Record::Staged {
+                call_id: call_id.to_string(),
+                entry,
+            }],
+        )?;
         self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
@@ -602,55 +865,62 @@ impl Session {
         anchor_seq: u64,
         ok: bool,
     ) -> Result<CommitOutcome, CommitError> {
-        let enc = encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
+        encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
             id: call_id.into(),
             reason,
         })?;
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
-        let fs = &self.store.inner.fs;
-        let gdir = self.dir.join("groups").join(anchor_dir_name(anchor_seq));
-        let gpath = gdir.join(format!("{enc}.json"));
-        let staged = self.pending_log(&mut st)?.calls.get(call_id).cloned();
+        let staged = st.idx.pending.get(call_id).map(|(e, _)| e.clone());
         let Some(entries) = staged else {
-            if ok && fs.exists(&gpath)? {
-                let bytes = fs.read_opt(&gpath)?.unwrap_or_default();
-                let g: GroupRecord = parse_record(&gpath, &bytes)?;
-                return Ok(CommitOutcome::Committed {
-                    anchor_seq,
-                    entries: g.entries.len(),
+            if ok {
+                let done = st.idx.groups.get(&anchor_seq).and_then(|gs| {
+                    gs.iter().find(|g| {
+                        matches!(&g.source, EntrySource::Tool { call_id: c } if c == call_id)
+                    })
                 });
+                if let Some(g) = done {
+                    return Ok(CommitOutcome::Committed {
+                        anchor_seq,
+                        entries: g.len(),
+                    });
+                }
             }
             return Ok(CommitOutcome::NothingStaged);
         };
         let n = entries.len();
         if !ok {
-            self.settle(&mut st, call_id)?;
+            self.append(
+                &mut st,
+                vec![Record::Dropped {
+                    call_id: call_id.to_string(),
+                }],
+            )?;
             return Ok(CommitOutcome::Dropped { entries: n });
         }
-        if !fs.exists(&gpath)? {
-            fs.create_dir_all(&gdir)?;
-            let g = GroupRecord {
-                v: RECORD_VERSION,
-                anchor_seq,
-                source: EntrySource::Tool {
-                    call_id: call_id.to_string(),
-                },
-                entries: entries.clone(),
-            };
-            fs.write_atomic(&gpath, &to_json(&g))?;
-        }
-        fs.io.crash(CrashPoint::CommitEntryWritten);
-        self.settle(&mut st, call_id)?;
-        fs.io.crash(CrashPoint::CommitPendingRemoved);
         // The tool has written: remember the after-state metadata (content unknown).
         let mut updates = Vec::with_capacity(n);
         for e in &entries {
             let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
-            updates.push((e.path.clone(), known, None));
+            updates.push(TrackedUpdate {
+                path: e.path.clone(),
+                known,
+                since: None,
+            });
         }
-        self.update_tracked(&mut st, updates)?;
+        self.append_group(
+            &mut st,
+            anchor_seq,
+            EntrySource::Tool {
+                call_id: call_id.to_string(),
+            },
+            entries,
+            tracked_records(updates),
+        )?;
+        let fs = &self.store.inner.fs;
+        // One record settles the call: both points follow the same write.
+        fs.io.crash(CrashPoint::CommitEntryWritten);
+        fs.io.crash(CrashPoint::CommitPendingRemoved);
         Ok(CommitOutcome::Committed {
             anchor_seq,
             entries: n,
@@ -666,116 +936,35 @@ impl Session {
         })?;
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
-        if !self.pending_log(&mut st)?.calls.contains_key(call_id) {
+        if !st.idx.pending.contains_key(call_id) {
             return Ok(false);
         }
-        self.settle(&mut st, call_id)?;
+        self.append(
+            &mut st,
+            vec![Record::Dropped {
+                call_id: call_id.to_string(),
+            }],
+        )?;
         Ok(true)
     }
 
-    /// Loads (once) the tracked cache: `tracked.json` plus every path named by a group.
-    pub(crate) fn tracked<'s>(
-        &self,
-        st: &'s mut State,
-    ) -> Result<&'s mut BTreeMap<RelPath, (Known, Option<u64>)>, Fault> {
-        if st.tracked.is_none() {
-            let path = self.p("tracked.json");
-            let mut map = BTreeMap::new();
-            if let Some(bytes) = self.store.inner.fs.read_opt(&path)? {
-                match parse_record::<TrackedRecord>(&path, &bytes) {
-                    Ok(rec) => {
-                        for t in rec.paths {
-                            map.insert(t.path, (t.known, t.since));
-                        }
-                    }
-                    // A cache: a torn or malformed one is rebuilt (paths become Unknown).
-                    Err(Fault::Corrupt(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            for (_, rec) in self.load_groups(0)? {
-                // Outside notes do not make a path tracked (it stays "left as is").
-                if rec.source == EntrySource::Outside {
-                    continue;
-                }
-                for e in rec.entries {
-                    map.entry(e.path).or_insert((Known::Unknown, None));
-                }
-            }
-            st.tracked = Some(map);
-        }
-        Ok(st.tracked.get_or_insert_with(BTreeMap::new))
-    }
-
-    pub(crate) fn update_tracked(
-        &self,
-        st: &mut State,
-        updates: Vec<(RelPath, Known, Option<u64>)>,
-    ) -> Result<(), Fault> {
-        if updates.is_empty() {
-            return Ok(());
-        }
-        let map = self.tracked(st)?;
-        for (p, k, since) in updates {
-            map.insert(p, (k, since));
-        }
-        self.save_tracked(st)
-    }
-
-    fn save_tracked(&self, st: &State) -> Result<(), Fault> {
-        let Some(map) = &st.tracked else {
-            return Ok(());
-        };
-        let rec = TrackedRecord {
-            v: RECORD_VERSION,
-            paths: map
-                .iter()
-                .map(|(p, (k, since))| TrackedPath {
-                    path: p.clone(),
-                    known: k.clone(),
-                    since: *since,
-                })
-                .collect(),
-        };
-        Ok(self
-            .store
-            .inner
-            .fs
-            .write_atomic(&self.p("tracked.json"), &to_json(&rec))?)
-    }
-
-    /// Every group record with anchor ≥ `min_anchor`, in (anchor, file) order.
+    /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.
     pub(crate) fn load_groups(&self, min_anchor: u64) -> Result<Vec<(u64, GroupRecord)>, Fault> {
-        let fs = &self.store.inner.fs;
-        let gdir = self.p("groups");
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
         let mut out = Vec::new();
-        for name in fs.list(&gdir)? {
-            if is_hidden(&name) {
-                continue;
-            }
-            let seq = parse_anchor(&gdir, &name)?;
-            if seq < min_anchor {
-                continue;
-            }
-            let adir = gdir.join(&name);
-            for f in fs.list(&adir)? {
-                if is_hidden(&f) {
-                    continue;
-                }
-                let p = adir.join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else {
-                    continue;
-                };
-                let rec: GroupRecord = parse_record(&p, &bytes)?;
-                if rec.anchor_seq != seq {
-                    return Err(CorruptFile {
-                        path: p.to_string_lossy().into_owned(),
-                        detail: format!("anchor_seq {} in group {seq}", rec.anchor_seq),
-                    }
-                    .into());
-                }
-                out.push((seq, rec));
+        for (seq, gs) in st.idx.groups.range(min_anchor..) {
+            for g in gs {
+                let entries = g.entries().map_err(|d| self.damaged(d))?.into_owned();
+                out.push((
+                    *seq,
+                    GroupRecord {
+                        v: RECORD_VERSION,
+                        anchor_seq: *seq,
+                        source: g.source.clone(),
+                        entries,
+                    },
+                ));
             }
         }
         Ok(out)
@@ -788,13 +977,15 @@ impl Session {
     pub fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
-        let paths: Vec<(RelPath, (Known, Option<u64>))> = self
-            .tracked(&mut st)?
+        let _g = self.lock_shared()?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let paths: Vec<(RelPath, (Known, Option<u64>))> = st
+            .idx
+            .tracked
             .iter()
-            .map(|(p, k)| (p.clone(), k.clone()))
+            .map(|(p, t)| (p.clone(), (t.known.clone(), t.since)))
             .collect();
-        let prev_boundary = self.last_boundary(&mut st)?.filter(|b| *b < anchor_seq);
+        let prev_boundary = st.idx.boundary.filter(|b| *b < anchor_seq);
         let mut backdated = Vec::new();
         let mut outcome = RecheckOutcome {
             checked: paths.len(),
@@ -903,14 +1094,22 @@ impl Session {
         }
         drop(cached);
         if let (Some(prev), false) = (prev_boundary, backdated.is_empty()) {
-            self.write_recheck_group(prev, backdated)?;
+            self.append_group(&mut st, prev, EntrySource::Recheck, backdated, Vec::new())?;
+        }
+        let mut also = Vec::new();
+        also.extend(tracked_records(
+            updates
+                .into_iter()
+                .map(|(path, known, since)| TrackedUpdate { path, known, since })
+                .collect(),
+        ));
+        if st.idx.boundary.is_none_or(|b| b < anchor_seq) {
+            also.push(Record::Boundary { anchor_seq });
         }
         if !entries.is_empty() {
-            self.write_recheck_group(anchor_seq, entries)?;
-        }
-        self.update_tracked(&mut st, updates)?;
-        if prev_boundary != Some(anchor_seq) {
-            self.set_last_boundary(&mut st, anchor_seq)?;
+            self.append_group(&mut st, anchor_seq, EntrySource::Recheck, entries, also)?;
+        } else if !also.is_empty() {
+            self.append(&mut st, also)?;
         }
         Ok(outcome)
     }
@@ -948,125 +1147,42 @@ impl Session {
         })
     }
 
-    fn write_recheck_group(&self, anchor_seq: u64, entries: Vec<Entry>) -> Result<(), Fault> {
-        let fs = &self.store.inner.fs;
-        let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
-        fs.create_dir_all(&gdir)?;
-        let name = format!("~recheck-{}.json", entries[0].order);
-        let g = GroupRecord {
-            v: RECORD_VERSION,
-            anchor_seq,
-            source: EntrySource::Recheck,
-            entries,
-        };
-        Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)
-    }
-
-    /// Writes one group record of `entries` (none: nothing) at `anchor_seq`: the one
-    /// function through which workspace scans add before-states and outside notes
-    /// (`st`: the caller holds the session state lock).
-    pub(crate) fn append_group(
-        &self,
-        _st: &mut State,
-        anchor_seq: u64,
-        source: EntrySource,
-        entries: Vec<Entry>,
-    ) -> Result<(), Fault> {
-        let Some(first) = entries.first() else {
-            return Ok(());
-        };
-        let fs = &self.store.inner.fs;
-        let gdir = self.p("groups").join(anchor_dir_name(anchor_seq));
-        fs.create_dir_all(&gdir)?;
-        let kind = match &source {
-            EntrySource::Tool { .. } | EntrySource::Recheck => "recheck",
-            EntrySource::Scan { .. } => "scan",
-            EntrySource::Outside => "outside",
-        };
-        let name = format!("~{kind}-{}.json", first.order);
-        let g = GroupRecord {
-            v: RECORD_VERSION,
-            anchor_seq,
-            source,
-            entries,
-        };
-        Ok(fs.write_atomic(&gdir.join(name), &to_json(&g))?)
-    }
-
-    fn last_boundary(&self, st: &mut State) -> Result<Option<u64>, Fault> {
-        if let Some(b) = st.last_boundary {
-            return Ok(b);
-        }
-        let path = self.p("boundary.json");
-        let b = match self.store.inner.fs.read_opt(&path)? {
-            None => None,
-            Some(bytes) => match parse_record::<BoundaryRecord>(&path, &bytes) {
-                Ok(r) => Some(r.anchor_seq),
-                // Only used to make records exact; a torn one means "unknown".
-                Err(Fault::Corrupt(_)) => None,
-                Err(e) => return Err(e),
-            },
-        };
-        st.last_boundary = Some(b);
-        Ok(b)
-    }
-
-    fn set_last_boundary(&self, st: &mut State, anchor_seq: u64) -> Result<(), Fault> {
-        if self.last_boundary(st)?.is_some_and(|b| b >= anchor_seq) {
-            return Ok(());
-        }
-        let rec = BoundaryRecord {
-            v: RECORD_VERSION,
-            anchor_seq,
-        };
-        self.store
-            .inner
-            .fs
-            .write_atomic(&self.p("boundary.json"), &to_json(&rec))?;
-        st.last_boundary = Some(Some(anchor_seq));
-        Ok(())
-    }
-
     /// The tracked paths (every path with a recorded before-state, plus the cache).
     pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
         let mut st = self.lock_state();
-        Ok(self.tracked(&mut st)?.keys().cloned().collect())
+        self.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        Ok(st.idx.tracked.keys().cloned().collect())
     }
 
     /// The anchors that have a group, ascending.
     pub fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
-        let gdir = self.p("groups");
-        let mut out = Vec::new();
-        for name in self.store.inner.fs.list(&gdir)? {
-            if !is_hidden(&name) {
-                out.push(parse_anchor(&gdir, &name)?);
-            }
-        }
-        out.sort_unstable();
-        Ok(out)
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        Ok(st.idx.groups.keys().copied().collect())
     }
 
     /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
-    /// journals; open journals are always kept. When that removed anything, it then
-    /// removes every blob nothing references (store-wide).
+    /// journals; open journals are always kept. Compacts the record log when it
+    /// outgrew its live content. When that removed anything, it then removes every
+    /// blob nothing references (store-wide).
     pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.store.lock_exclusive()?;
         let mut report = PruneReport::default();
-        let anchors = self.anchors().map_err(|e| match e {
-            RecheckError::Fs(f) => Fault::Fs(f),
-            RecheckError::Corrupt(c) => Fault::Corrupt(c),
-            RecheckError::NewerStore(n) => Fault::Newer(n),
-            RecheckError::Read { source, .. } => Fault::Fs(source),
-        })?;
+        let anchors: Vec<u64> = st.idx.groups.keys().copied().collect();
         if anchors.len() > opts.keep_groups {
-            for seq in &anchors[..anchors.len() - opts.keep_groups] {
-                self.store
-                    .remove_tree(&self.p("groups").join(anchor_dir_name(*seq)))?;
-                report.groups_removed += 1;
-            }
+            let drop = anchors[..anchors.len() - opts.keep_groups].to_vec();
+            report.groups_removed = drop.len();
+            self.append(&mut st, vec![Record::Pruned { anchors: drop }])?;
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::PruneGroupDetached);
         }
+        self.compact_if_due(&mut st)?;
         report.journals_removed = self.prune_journals(opts.keep_journals)?;
         self.sweep_temporaries()?;
         self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
@@ -1080,17 +1196,11 @@ impl Session {
     }
 
     /// Removes temporary files (`.name.tmp-…`) left in the session by a crash in the
-    /// middle of an atomic write. Called under the exclusive store lock, so no writer
-    /// of this store is between creating and renaming one.
+    /// middle of an atomic write or a compaction. Called under the exclusive store
+    /// lock and the session's state lock.
     fn sweep_temporaries(&self) -> Result<(), Fault> {
         let fs = &self.store.inner.fs;
-        let mut dirs = vec![self.dir.clone(), self.p("journals")];
-        for g in fs.list(&self.p("groups"))? {
-            if !is_hidden(&g) {
-                dirs.push(self.p("groups").join(g));
-            }
-        }
-        for d in dirs {
+        for d in [self.dir.clone(), self.p("journals")] {
             for name in fs.list(&d)? {
                 if is_hidden(&name) {
                     fs.remove_file(&d.join(name))?;
@@ -1100,17 +1210,17 @@ impl Session {
         Ok(())
     }
 
-    /// Removes this session's snapshot directory (groups, pending captures, tracked
-    /// cache, journals), then sweeps unreferenced blobs. Refused on a newer store.
+    /// Removes this session's snapshot directory (record log, journals), then sweeps
+    /// unreferenced blobs. Refused on a newer store.
     pub fn clear_session(&self) -> Result<GcReport, ClearError> {
         let mut st = self.lock_state();
         self.store.guard_writable()?;
         let _g = self.store.lock_exclusive()?;
         self.store.remove_tree(&self.dir)?;
-        st.tracked = None;
+        st.idx = Index::default();
+        st.log = None;
         st.prepared = false;
-        st.last_boundary = None;
-        st.pending = None;
+        st.legacy_checked = true;
         Ok(self.store.collect_garbage_locked()?)
     }
 
@@ -1119,52 +1229,51 @@ impl Session {
     /// they are not re-mapped across formats).
     pub fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
         self.store.guard_writable()?;
-        let previous = match self.read_marker() {
-            Ok(m) => m,
-            Err(Fault::Corrupt(_)) => Some(SessionMarker {
-                v: RECORD_VERSION,
-                session_id: self.id.clone(),
-                session_format: None,
-            }),
-            Err(e) => return Err(e.into()),
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        let previous = st.idx.format.clone();
+        let outcome = if previous.as_deref() == Some(format) {
+            return Ok(FormatOutcome::Unchanged);
+        } else if previous.is_none() && st.idx.groups.is_empty() && !self.has_journals()? {
+            FormatOutcome::Initialized
+        } else {
+            drop(st);
+            self.clear_session()?;
+            st = self.lock_state();
+            FormatOutcome::Cleared { previous }
         };
-        let outcome = match &previous {
-            None => FormatOutcome::Initialized,
-            Some(m) if m.session_format.as_deref() == Some(format) => {
-                return Ok(FormatOutcome::Unchanged);
-            }
-            Some(m) if m.session_format.is_none() && !self.has_records()? => {
-                FormatOutcome::Initialized
-            }
-            Some(m) => {
-                self.clear_session()?;
-                FormatOutcome::Cleared {
-                    previous: m.session_format.clone(),
-                }
-            }
-        };
-        let fs = &self.store.inner.fs;
-        let _g = self.store.lock_shared()?;
-        fs.create_dir_all(&self.dir)?;
-        let m = SessionMarker {
-            v: RECORD_VERSION,
-            session_id: self.id.clone(),
-            session_format: Some(format.to_string()),
-        };
-        fs.write_atomic(&self.p("session.json"), &to_json(&m))?;
+        self.prepare(&mut st)?;
+        self.append(
+            &mut st,
+            vec![Record::Format {
+                format: Some(format.to_string()),
+            }],
+        )?;
         Ok(outcome)
     }
 
-    fn has_records(&self) -> Result<bool, Fault> {
-        let fs = &self.store.inner.fs;
-        Ok(!fs.list(&self.p("groups"))?.is_empty() || !fs.list(&self.p("journals"))?.is_empty())
+    fn has_journals(&self) -> Result<bool, Fault> {
+        Ok(!self.store.inner.fs.list(&self.p("journals"))?.is_empty())
     }
 
     /// The recorded session-log format, if any.
     pub fn format(&self) -> Result<Option<String>, RecheckError> {
-        Ok(self.read_marker()?.and_then(|m| m.session_format))
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        Ok(st.idx.format.clone())
     }
 }
+
+fn lost_log(path: &Path) -> Fault {
+    FsFailure {
+        op: FsOp::Lock,
+        area: Area::Store,
+        path: path.to_string_lossy().into_owned(),
+        source: std::io::Error::other("the record log kept being replaced while locking it"),
+    }
+    .into()
+}
+
 
 /// Whether the disk state `now` differs from the last known state (unknown never differs).
 fn differs(known: &Known, now: &Known) -> bool {

@@ -1,9 +1,9 @@
 //! The store root: version marker, lock, blob garbage collection, sessions.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,10 +14,11 @@ use crate::error::{
     CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError,
 };
 use crate::format::{
-    BeforeState, GroupRecord, Known, PendingLine, STORE_VERSION, StoreMarker, TrackedRecord,
-    parse_lines, parse_record, to_json, valid_sha,
+    BeforeState, Known, STORE_VERSION, StoreMarker, parse_record, to_json, valid_sha,
 };
-use crate::fsio::{Io, StoreFs, unique_suffix};
+use crate::fsio::{FileId, Io, StoreFs, unique_suffix};
+use crate::records::{has_legacy, migrate_session, read_index};
+use crate::seam::CrashPoint;
 use crate::journal::JournalIntent;
 use crate::path::{decode_id, encode_id};
 use crate::seam::{Area, FaultSeam, FsOp, NoFaults};
@@ -49,7 +50,14 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// The fault/crash seam ([`NoFaults`] in production).
     pub seam: Arc<dyn FaultSeam>,
+    /// A session's record log is compacted (at prune, or at a handle's first write)
+    /// once it is larger than this and more than half of it is dead; default
+    /// [`DEFAULT_COMPACT_MIN_BYTES`].
+    pub compact_min_bytes: u64,
 }
+
+/// Default of [`StoreOptions::compact_min_bytes`].
+pub const DEFAULT_COMPACT_MIN_BYTES: u64 = 256 * 1024;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -57,6 +65,7 @@ impl Default for StoreOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             durability: Durability::default(),
             seam: Arc::new(NoFaults),
+            compact_min_bytes: DEFAULT_COMPACT_MIN_BYTES,
         }
     }
 }
@@ -66,6 +75,7 @@ impl std::fmt::Debug for StoreOptions {
         f.debug_struct("StoreOptions")
             .field("max_file_bytes", &self.max_file_bytes)
             .field("durability", &self.durability)
+            .field("compact_min_bytes", &self.compact_min_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -73,8 +83,39 @@ impl std::fmt::Debug for StoreOptions {
 pub(crate) struct Inner {
     pub fs: StoreFs,
     pub max_file_bytes: u64,
-    pub newer: Option<NewerVersion>,
+    pub compact_min_bytes: u64,
+    /// What `store.json` said when last read, and its identity then.
+    pub marker: Mutex<MarkerSeen>,
     pub order: AtomicU64,
+}
+
+/// The version guard: re-read when `store.json`'s identity (inode, size, times) changes.
+pub(crate) struct MarkerSeen {
+    pub id: Option<FileId>,
+    pub newer: Option<NewerVersion>,
+}
+
+const MARKER: &str = "store.json";
+
+/// Parses `store.json`: `Some(newer)` when written by a newer build.
+fn parse_marker(bytes: &[u8]) -> Result<(u32, Option<NewerVersion>), Fault> {
+    let m: StoreMarker = serde_json::from_slice(bytes).map_err(|e| CorruptFile {
+        path: MARKER.into(),
+        detail: e.to_string(),
+    })?;
+    if m.store_version == 0 {
+        return Err(CorruptFile {
+            path: MARKER.into(),
+            detail: "store_version 0".into(),
+        }
+        .into());
+    }
+    let newer = (m.store_version > STORE_VERSION).then(|| NewerVersion {
+        path: MARKER.into(),
+        found: m.store_version,
+        supported: STORE_VERSION,
+    });
+    Ok((m.store_version, newer))
 }
 
 /// A checkpoint store rooted at one directory (`<dsh home>/rewind-snapshots`).
@@ -132,56 +173,44 @@ impl Store {
             io,
             blobs: None,
         };
-        let marker = Path::new("store.json");
-        let newer = match fs.read_opt(marker)? {
-            Some(bytes) => {
-                let m: StoreMarker = serde_json::from_slice(&bytes).map_err(|e| CorruptFile {
-                    path: "store.json".into(),
-                    detail: e.to_string(),
-                })?;
-                if m.store_version > STORE_VERSION {
-                    Some(NewerVersion {
-                        path: "store.json".into(),
-                        found: m.store_version,
-                        supported: STORE_VERSION,
-                    })
-                } else if m.store_version == 0 {
-                    return Err(CorruptFile {
-                        path: "store.json".into(),
-                        detail: "store_version 0".into(),
-                    }
-                    .into());
-                } else {
-                    None
-                }
-            }
-            None => {
-                fs.write_atomic(
-                    marker,
-                    &to_json(&StoreMarker {
-                        store_version: STORE_VERSION,
-                    }),
-                )?;
-                None
-            }
+        let marker = Path::new(MARKER);
+        let found = match fs.read_opt(marker)? {
+            Some(bytes) => Some(parse_marker(&bytes)?),
+            None => None,
         };
+        let newer = found.as_ref().and_then(|(_, n)| n.clone());
+        let layout1 = matches!(found, Some((1, _)));
+        if found.is_none() || layout1 {
+            // A new store, or a layout-1 store to migrate: the marker goes first, so an
+            // older build sees a newer store (and refuses) from here on.
+            fs.write_atomic(
+                marker,
+                &to_json(&StoreMarker {
+                    store_version: STORE_VERSION,
+                }),
+            )?;
+            fs.io.crash(CrashPoint::MigrateMarkerWritten);
+        }
         if newer.is_none() {
             fs.create_dir_all(Path::new("blobs"))?;
         }
         fs.blobs = fs.dir.open_dir("blobs").ok();
+        let id = fs.stat_id(marker)?;
         let store = Store {
             inner: Arc::new(Inner {
                 fs,
                 max_file_bytes: options.max_file_bytes,
-                newer,
+                compact_min_bytes: options.compact_min_bytes,
+                marker: Mutex::new(MarkerSeen { id, newer }),
                 order: AtomicU64::new(0),
             }),
         };
-        if store.inner.newer.is_none() {
+        if store.newer_seen().is_none() {
             for d in ["blobs", "tmp", "sessions", "trash"] {
                 store.inner.fs.create_dir_all(Path::new(d))?;
             }
-            // Leftovers of interrupted writes: only when no other user holds the lock.
+            // Leftovers of interrupted writes, and layout-1 sessions: only when no other
+            // user holds the lock (otherwise each session migrates when first used).
             if let Some(_g) = store.try_lock_exclusive()? {
                 for name in store.inner.fs.list(Path::new("tmp"))? {
                     store.inner.fs.remove_file(&Path::new("tmp").join(name))?;
@@ -192,14 +221,83 @@ impl Store {
                         .fs
                         .remove_dir_all(&Path::new("trash").join(name))?;
                 }
+                if layout1 {
+                    store.migrate_all_locked();
+                }
             }
         }
         Ok(store)
     }
 
-    /// `Some` when the store was written by a newer build (everything that writes refuses).
-    pub fn newer_version(&self) -> Option<&NewerVersion> {
-        self.inner.newer.as_ref()
+    /// Migrates every layout-1 session directory (exclusive lock held). A session
+    /// that cannot be migrated (corrupt or newer record) is left as it is: using it
+    /// retries and reports the error, and blob sweeps refuse while it remains.
+    fn migrate_all_locked(&self) {
+        let fs = &self.inner.fs;
+        let Ok(names) = fs.list(Path::new("sessions")) else {
+            return;
+        };
+        for name in names {
+            let Some(id) = name.to_str().and_then(decode_id) else {
+                continue;
+            };
+            let sdir = Path::new("sessions").join(&name);
+            let _ = migrate_session(fs, &sdir, &id, |p| self.remove_tree(p));
+        }
+    }
+
+    /// The newer version recorded at the last check, without re-checking.
+    fn newer_seen(&self) -> Option<NewerVersion> {
+        self.inner
+            .marker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .newer
+            .clone()
+    }
+
+    /// Re-reads `store.json` when its identity changed since it was last read (a
+    /// build sharing the store rewrote it). One `stat` when nothing changed.
+    fn recheck_marker(&self) -> Result<Option<NewerVersion>, Fault> {
+        let fs = &self.inner.fs;
+        let marker = Path::new(MARKER);
+        let id = fs.stat_id(marker)?;
+        let mut seen = self.inner.marker.lock().unwrap_or_else(|p| p.into_inner());
+        if id != seen.id {
+            let Some(bytes) = fs.read_opt(marker)? else {
+                return Err(CorruptFile {
+                    path: MARKER.into(),
+                    detail: "the store-version marker is missing".into(),
+                }
+                .into());
+            };
+            let (version, newer) = parse_marker(&bytes)?;
+            if version < STORE_VERSION {
+                return Err(CorruptFile {
+                    path: MARKER.into(),
+                    detail: format!("store_version {version} written over layout {STORE_VERSION}"),
+                }
+                .into());
+            }
+            // Identity taken before the read: a change during the read is seen next time.
+            seen.id = id;
+            seen.newer = newer;
+        }
+        Ok(seen.newer.clone())
+    }
+
+    /// `Some` when the store was written by a newer build (everything that writes
+    /// refuses). Re-checks `store.json` when it changed since it was last read; a
+    /// marker that became unreadable counts as newer (fails closed).
+    pub fn newer_version(&self) -> Option<NewerVersion> {
+        match self.recheck_marker() {
+            Ok(n) => n,
+            Err(_) => Some(self.newer_seen().unwrap_or(NewerVersion {
+                path: MARKER.into(),
+                found: 0,
+                supported: STORE_VERSION,
+            })),
+        }
     }
 
     /// The per-file cap in effect (`0` = none).
@@ -207,9 +305,11 @@ impl Store {
         self.inner.max_file_bytes
     }
 
+    /// Refuses when the store is newer than this build; re-checks `store.json` when
+    /// its identity changed (a newer build sharing the store is noticed without restart).
     pub(crate) fn guard_writable(&self) -> Result<(), Fault> {
-        match &self.inner.newer {
-            Some(n) => Err(n.clone().into()),
+        match self.recheck_marker()? {
+            Some(n) => Err(n.into()),
             None => Ok(()),
         }
     }
@@ -255,16 +355,25 @@ impl Store {
         }
     }
 
-    /// Shared lock: held by captures, commits, restores (anything that adds references).
-    pub(crate) fn lock_shared(&self) -> Result<LockGuard, FsFailure> {
-        self.lock(FlockOperation::LockShared)?
-            .ok_or_else(would_block)
-    }
-
     /// Exclusive lock: held while unreferenced blobs are swept.
     pub(crate) fn lock_exclusive(&self) -> Result<LockGuard, FsFailure> {
         self.lock(FlockOperation::LockExclusive)?
             .ok_or_else(would_block)
+    }
+
+    /// Opens the lock file (for a session handle that keeps it).
+    pub(crate) fn open_lock_file(&self) -> Result<cap_std::fs::File, FsFailure> {
+        let path = Path::new("lock");
+        let fs = &self.inner.fs;
+        fs.io.check(FsOp::Open, Area::Store, path)?;
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true);
+        fs.dir.open_with(path, &o).map_err(|source| FsFailure {
+            op: FsOp::Lock,
+            area: Area::Store,
+            path: "lock".into(),
+            source,
+        })
     }
 
     fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, FsFailure> {
@@ -325,45 +434,36 @@ impl Store {
         let mut live: HashSet<String> = HashSet::new();
         for s in fs.list(Path::new("sessions"))? {
             let sdir = Path::new("sessions").join(&s);
-            for g in fs.list(&sdir.join("groups"))? {
-                let gdir = sdir.join("groups").join(&g);
-                for f in fs.list(&gdir)? {
-                    if is_hidden(&f) {
-                        continue;
-                    }
-                    let p = gdir.join(&f);
-                    let Some(bytes) = fs.read_opt(&p)? else {
-                        continue;
-                    };
-                    let rec: GroupRecord = parse_record(&p, &bytes)?;
-                    mark(&mut live, rec.entries.iter().map(|e| &e.before));
-                }
+            if has_legacy(fs, &sdir)? {
+                // Layout 1 not yet migrated: migrate now (or refuse to sweep).
+                let id = s.to_str().and_then(decode_id).ok_or_else(|| CorruptFile {
+                    path: sdir.to_string_lossy().into_owned(),
+                    detail: "layout-1 session directory with an undecodable name".into(),
+                })?;
+                migrate_session(fs, &sdir, &id, |p| self.remove_tree(p))?;
             }
-            let ppath = sdir.join("pending.log");
-            if let Some(bytes) = fs.read_opt(&ppath)? {
-                // Only calls not yet settled (settled ones live on in their groups).
-                let mut open: HashMap<String, Vec<BeforeState>> = HashMap::new();
-                for l in parse_lines::<PendingLine>(&ppath, &bytes)? {
-                    if l.settled {
-                        open.remove(&l.call_id);
-                    } else if let Some(e) = l.entry {
-                        open.entry(l.call_id).or_default().push(e.before);
+            if let Some(idx) = read_index(fs, &sdir)? {
+                for gs in idx.groups.values() {
+                    for g in gs {
+                        let entries = g.entries().map_err(|detail| CorruptFile {
+                            path: sdir.join(crate::records::LOG_NAME).to_string_lossy().into_owned(),
+                            detail,
+                        })?;
+                        mark(&mut live, entries.iter().map(|e| &e.before));
                     }
                 }
-                mark(&mut live, open.values().flatten());
-            }
-            // The tracked cache names the content last seen per path; it is recorded at a
-            // boundary later if the path changes, so it stays live too.
-            let tpath = sdir.join("tracked.json");
-            if let Some(bytes) = fs.read_opt(&tpath)? {
-                if let Ok(rec) = parse_record::<TrackedRecord>(&tpath, &bytes) {
-                    for t in rec.paths {
-                        if let Known::Present {
-                            sha256: Some(sha), ..
-                        } = t.known
-                        {
-                            live.insert(sha);
-                        }
+                // Calls not yet settled (settled ones live on in their groups).
+                for (entries, _) in idx.pending.values() {
+                    mark(&mut live, entries.iter().map(|e| &e.before));
+                }
+                // The tracked cache names the content last seen per path; it is recorded at
+                // a boundary later if the path changes, so it stays live too.
+                for t in idx.tracked.values() {
+                    if let Known::Present {
+                        sha256: Some(sha), ..
+                    } = &t.known
+                    {
+                        live.insert(sha.clone());
                     }
                 }
             }
@@ -399,7 +499,7 @@ impl Store {
             fs.remove_file(&Path::new("blobs").join(&name))?;
             report.blobs_removed += 1;
             if first {
-                fs.io.crash(crate::seam::CrashPoint::PruneBlobRemoved);
+                fs.io.crash(CrashPoint::PruneBlobRemoved);
                 first = false;
             }
         }
@@ -416,8 +516,7 @@ impl Store {
         fs.create_dir_all(Path::new("trash"))?;
         fs.rename(path, &trash)?;
         fs.sync_dir(path.parent().unwrap_or(Path::new("")))?;
-        fs.io.crash(crate::seam::CrashPoint::PruneGroupDetached);
-        fs.remove_dir_all(&trash)?;
+                fs.remove_dir_all(&trash)?;
         Ok(true)
     }
 

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::Fault;
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason, parse_record, to_json};
 use crate::fsio::FileKind;
+use crate::log::TrackedUpdate;
+use crate::records::tracked_records;
 use crate::path::{RelPath, encode_id};
 use crate::session::{Session, State};
 
@@ -107,12 +109,18 @@ impl Session {
     /// A change a committed capture of the write tools explains: the tracked map
     /// already holds the path's current disk state.
     fn explained(&self, st: &mut State, path: &RelPath, c: &Change) -> Result<bool, Fault> {
-        let tracked = self.tracked(st)?;
-        Ok(match (tracked.get(path), &c.new) {
-            (Some((Known::Absent, _)), None) => true,
-            (Some((Known::Present { meta, .. }, _)), Some(n)) => *meta == n.stat.disk_meta(),
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        Ok(match (st.idx.tracked.get(path).map(|t| &t.known), &c.new) {
+            (Some(Known::Absent), None) => true,
+            (Some(Known::Present { meta, .. }), Some(n)) => *meta == n.stat.disk_meta(),
             _ => false,
         })
+    }
+
+    /// Whether a tool ever recorded a before-state of `path` in this session.
+    fn is_tracked(&self, st: &mut State, path: &RelPath) -> Result<bool, Fault> {
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        Ok(st.idx.tracked.contains_key(path))
     }
 
     /// Scans the session's workspace (see [`ScanPhase`]) and records what changed:
@@ -151,7 +159,7 @@ impl Session {
         let key = workspace_key(&canonical);
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
-        let _g = self.store.lock_shared()?;
+        let _g = self.lock_shared()?;
         let slot = slot(&self.store, &key);
         let mut locked = lock(&self.store, &key, &slot)?;
         let limits = Limits {
@@ -218,7 +226,7 @@ impl Session {
                     true
                 }
                 Mode::Outside => {
-                    if self.tracked(&mut st)?.contains_key(&path) {
+                    if self.is_tracked(&mut st, &path)? {
                         continue;
                     }
                     false
@@ -231,7 +239,11 @@ impl Session {
                     ChangeKind::Deleted => report.deleted.push(path.clone()),
                     ChangeKind::ModeChanged => report.mode_changed.push(path.clone()),
                 }
-                updates.push((path.clone(), Self::known_of(c.new.as_ref()), None));
+                updates.push(TrackedUpdate {
+                    path: path.clone(),
+                    known: Self::known_of(c.new.as_ref()),
+                    since: None,
+                });
             } else {
                 report.outside.push(path.clone());
             }
@@ -242,10 +254,19 @@ impl Session {
             });
         }
         report.recorded = entries.len();
+        // One write: the group and what the store now knows of its paths.
         match mode {
+            Mode::Restorable { .. } if entries.is_empty() => {}
             Mode::Restorable { source, .. } => {
-                self.append_group(&mut st, req.anchor_seq, source, entries)?;
+                self.append_group(
+                    &mut st,
+                    req.anchor_seq,
+                    source,
+                    entries,
+                    tracked_records(updates),
+                )?;
             }
+            Mode::Outside if entries.is_empty() => {}
             Mode::Outside => {
                 // The change happened before this message: note it at the anchor of the
                 // previous scan, so a rewind to this message itself does not list it.
@@ -254,10 +275,9 @@ impl Session {
                     .map(|s| s.anchor_seq)
                     .filter(|a| *a < req.anchor_seq)
                     .unwrap_or(req.anchor_seq);
-                self.append_group(&mut st, at, EntrySource::Outside, entries)?;
+                self.append_group(&mut st, at, EntrySource::Outside, entries, Vec::new())?;
             }
         }
-        self.update_tracked(&mut st, updates)?;
         // The index moves on only once the changes are recorded: a failure before this
         // point leaves them to be found again by the next scan.
         if let Some(ix) = out.save.take() {

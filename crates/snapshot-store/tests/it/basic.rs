@@ -8,7 +8,7 @@ use snapshot_store::{
     PlanError, PruneOptions, RestoreError, StoreOptions,
 };
 
-use crate::common::{Env, tool_edit};
+use crate::common::{DROPPED, Env, GROUP, count_files, log_records, tool_edit};
 
 #[test]
 fn rewind_restores_earliest_before_state_per_path_and_is_idempotent() {
@@ -442,25 +442,39 @@ fn newer_or_corrupt_records_fail_closed() {
     let store = env.store();
     let s = env.session(&store);
     tool_edit(&env, &s, "c", 1, "a", Some(b"y"));
-    let gfile = env
-        .root
-        .join("sessions/s1/groups/00000000000000000001/c.json");
-    let good = std::fs::read(&gfile).expect("group");
-    // Newer record version.
-    let newer = String::from_utf8(good.clone())
-        .expect("utf8")
-        .replacen("\"v\":1", "\"v\":7", 1);
-    std::fs::write(&gfile, newer).expect("write");
-    assert!(matches!(s.plan_restore(1), Err(PlanError::NewerStore(_))));
-    // Truncated record.
-    std::fs::write(&gfile, &good[..good.len() / 2]).expect("write");
-    assert!(matches!(s.plan_restore(1), Err(PlanError::Corrupt(_))));
+    drop(s);
+    let log = env.root.join("sessions/s1/records.log");
+    let good = std::fs::read(&log).expect("log");
+    // A log written by a newer build: named, refused for reading and writing, untouched.
+    let mut newer = good.clone();
+    newer[4..8].copy_from_slice(&7u32.to_le_bytes());
+    std::fs::write(&log, &newer).expect("write");
+    let s = env.session(&store);
+    let e = s.plan_restore(1).expect_err("newer log");
+    assert!(matches!(&e, PlanError::NewerStore(n) if n.found == 7), "{e}");
+    assert!(e.to_string().contains("records.log"), "{e}");
+    assert!(s.capture_before("c2", Path::new("a")).is_err());
+    assert!(store.collect_garbage().is_err(), "sweep refuses a newer log");
+    assert_eq!(std::fs::read(&log).expect("log"), newer, "nothing rewritten");
+    // A flipped bit in a record that others follow: damage, named, never cut off.
+    drop(s);
+    let mut flipped = good.clone();
+    flipped[8 + 12 + 3] ^= 0x04;
+    std::fs::write(&log, &flipped).expect("write");
+    let s = env.session(&store);
+    let e = s.plan_restore(1).expect_err("corrupt log");
+    assert!(matches!(&e, PlanError::Corrupt(c) if c.detail.contains("checksum")), "{e}");
+    assert!(s.capture_before("c2", Path::new("a")).is_err());
+    assert!(s.commit("c", 1, true).is_err());
     assert!(
         store.collect_garbage().is_err(),
         "sweep refuses when references are unreadable"
     );
     assert_eq!(env.blob_count(), 1);
-    std::fs::write(&gfile, &good).expect("restore record");
+    assert_eq!(std::fs::read(&log).expect("log"), flipped, "nothing cut");
+    drop(s);
+    std::fs::write(&log, &good).expect("restore record");
+    let s = env.session(&store);
     assert_eq!(s.plan_restore(1).expect("plan").actions.len(), 1);
     // Corrupt and truncated store marker.
     drop(s);
@@ -561,23 +575,29 @@ fn torn_log_tails_are_cut_before_appending() {
         let s = env.session(&store);
         tool_edit(&env, &s, "c1", 1, "a", Some(b"a1"));
     }
-    // A crash in the middle of appending a pending line.
-    let plog = env.root.join("sessions/s1/pending.log");
+    // A crash in the middle of appending a record: a frame header and half a payload.
+    let rlog = env.root.join("sessions/s1/records.log");
+    let payload = [4u8, 3, b'x', b'y', b'z'];
+    let mut torn = Vec::new();
+    torn.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    torn.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
+    torn.extend_from_slice(&[0, 0, 0, 0]);
+    torn.extend_from_slice(&payload[..3]);
     std::fs::OpenOptions::new()
         .append(true)
-        .open(&plog)
+        .open(&rlog)
         .expect("open")
-        .write_all(b"{\"v\":1,\"call_id\":\"x\",\"ent")
+        .write_all(&torn)
         .expect("w");
+    assert_eq!(log_records(&rlog).1, torn.len(), "the tail is torn");
     let store = env.store();
     let s = env.session(&store);
+    assert_eq!(s.anchors().expect("read past nothing"), vec![1]);
     tool_edit(&env, &s, "c2", 1, "b", Some(b"b1"));
-    let text = std::fs::read_to_string(&plog).expect("read");
-    assert!(
-        text.lines()
-            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
-        "{text}"
-    );
+    let (recs, rest) = log_records(&rlog);
+    assert_eq!(rest, 0, "the torn tail was cut before appending");
+    assert!(recs.iter().all(|(k, _)| *k != DROPPED));
+    assert_eq!(recs.iter().filter(|(k, _)| *k == GROUP).count(), 2);
     // A torn progress line in an open journal.
     let plan = s.plan_restore(1).expect("plan");
     let sha = plan
@@ -646,4 +666,64 @@ fn handles_are_shareable_across_threads() {
         .expect("restore");
     assert_eq!(out.written.len(), 8);
     assert_eq!(env.read("f3").as_deref(), Some(&b"v3"[..]));
+}
+
+#[test]
+fn a_newer_store_marker_written_while_open_is_noticed_without_reopening() {
+    let env = Env::new();
+    env.write("a", b"x");
+    let store = env.store();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c1", 1, "a", Some(b"y"));
+    assert!(store.newer_version().is_none());
+    // A newer build sharing the store rewrites the marker (atomically, as builds do).
+    let tmp = env.root.join(".store.json.tmp-other");
+    std::fs::write(&tmp, br#"{"store_version":99}"#).expect("write");
+    std::fs::rename(&tmp, env.root.join("store.json")).expect("rename");
+    let e = s.capture_before("c2", Path::new("a")).expect_err("refused");
+    assert!(e.to_string().contains("newer"), "{e}");
+    assert!(matches!(s.plan_restore(1), Err(PlanError::NewerStore(_))));
+    assert!(s.commit("c1", 1, true).is_err());
+    assert!(s.prune(PruneOptions::default()).is_err());
+    assert_eq!(store.newer_version().map(|n| n.found), Some(99));
+    // Rewritten in place (same inode).
+    std::fs::write(env.root.join("store.json"), br#"{"store_version":2}"#).expect("write");
+    assert!(store.newer_version().is_none());
+    tool_edit(&env, &s, "c3", 2, "a", Some(b"z"));
+    // In place with the same size: caught by the changed modification time (the pause
+    // makes it differ even on a filesystem with coarse timestamps).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::fs::write(env.root.join("store.json"), br#"{"store_version":9}"#).expect("write");
+    assert!(s.capture_before("c4", Path::new("a")).is_err());
+    assert_eq!(store.newer_version().map(|n| n.found), Some(9));
+    // A removed marker fails closed.
+    std::fs::remove_file(env.root.join("store.json")).expect("rm");
+    assert!(s.capture_before("c4", Path::new("a")).is_err());
+    assert!(store.newer_version().is_some());
+}
+
+#[test]
+fn files_in_the_store_do_not_grow_with_tool_calls() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("f", b"0");
+    tool_edit(&env, &s, "c0", 1, "f", Some(b"1"));
+    let sessions = env.root.join("sessions");
+    let after_one = count_files(&sessions);
+    for i in 1..200u64 {
+        tool_edit(&env, &s, &format!("c{i}"), 1 + i / 10, "f", Some(format!("{i}").as_bytes()));
+    }
+    s.recheck_tracked(100).expect("recheck");
+    assert_eq!(count_files(&sessions), after_one, "one record log per session");
+    assert_eq!(after_one, 1);
+    // Two handles on one session see each other's records.
+    let t = env.session(&store);
+    assert_eq!(t.anchors().expect("anchors"), s.anchors().expect("anchors"));
+    tool_edit(&env, &t, "other", 500, "g", Some(b"g"));
+    assert_eq!(s.anchors().expect("anchors").last(), Some(&500));
+    tool_edit(&env, &s, "again", 501, "g", Some(b"g2"));
+    assert_eq!(t.anchors().expect("anchors").last(), Some(&501));
+    let plan = t.plan_restore(500).expect("plan");
+    assert_eq!(plan.actions.len(), 1, "{plan:?}");
 }

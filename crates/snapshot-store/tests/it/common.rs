@@ -152,3 +152,51 @@ pub fn assert_snap(got: &Snap, want: &Snap, what: &str) {
     }
     panic!("{what}: workspace differs (path, got, want): {diff:?}");
 }
+
+/// Walks a record log as `docs/format.md` describes it (header, then frames of
+/// `len`, `!len`, CRC-32, payload): the (kind byte, payload) of each complete frame,
+/// and the bytes after the last complete frame.
+pub fn log_records(path: &Path) -> (Vec<(u8, Vec<u8>)>, usize) {
+    let bytes = std::fs::read(path).expect("read log");
+    assert!(bytes.len() >= 8, "log header");
+    assert_eq!(&bytes[..4], b"RWLG");
+    let mut out = Vec::new();
+    let mut o = 8;
+    while o + 12 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4")) as usize;
+        let inv = u32::from_le_bytes(bytes[o + 4..o + 8].try_into().expect("4"));
+        if inv != !(len as u32) || len == 0 || o + 12 + len > bytes.len() {
+            break;
+        }
+        let payload = bytes[o + 12..o + 12 + len].to_vec();
+        out.push((payload[0], payload));
+        o += 12 + len;
+    }
+    (out, bytes.len() - o)
+}
+
+/// Record kinds (the first payload byte).
+pub const SESSION: u8 = 1;
+pub const DROPPED: u8 = 4;
+pub const GROUP: u8 = 5;
+
+/// Whether `hay` contains `needle`.
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Every file (not directory) under `dir`, counted.
+pub fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let ft = e.file_type().expect("ft");
+            if ft.is_dir() {
+                n += count_files(&e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}

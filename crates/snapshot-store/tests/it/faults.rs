@@ -383,3 +383,137 @@ fn every_fs_call_of_continue_rollback_and_undo_can_fail() {
         }
     }
 }
+
+#[test]
+fn every_fs_call_of_compaction_can_fail() {
+    // One big log, copied for each fault: 400 commits of one path, most of it dead.
+    let base = Env::new();
+    {
+        let store = base.store();
+        let s = base.session(&store);
+        for i in 0..400u64 {
+            base.write("f", format!("f at {i}").as_bytes());
+            tool_edit(&base, &s, &format!("c{i}"), 10 + i, "f", Some(b"tool"));
+        }
+    }
+    let log = |env: &Env| env.root.join("sessions/s1/records.log");
+    let full = std::fs::metadata(log(&base)).expect("log").len();
+    let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Result<(), String> {
+        let store = env.store_with(StoreOptions {
+            seam: seam.clone(),
+            compact_min_bytes: crate::crash::SMALL_LOG,
+            ..StoreOptions::default()
+        });
+        let s = env.session(&store);
+        seam.arm(n, errno);
+        let r = s
+            .prune(PruneOptions {
+                keep_groups: 2,
+                keep_journals: 10,
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        seam.disarm();
+        r
+    };
+    let total = {
+        let env = Env::new();
+        crate::common::copy_tree(base.tmp.path(), env.tmp.path());
+        let seam = FailNth::new();
+        run(&seam, &env, OFF - 1, 5).expect("prune");
+        assert!(std::fs::metadata(log(&env)).expect("log").len() < full / 4, "compacted");
+        seam.disarm()
+    };
+    let mut fired = 0;
+    for n in 0..total {
+        let errno = ERRNOS[n % 3];
+        let env = Env::new();
+        crate::common::copy_tree(base.tmp.path(), env.tmp.path());
+        let seam = FailNth::new();
+        let r = run(&seam, &env, n, errno);
+        if !seam.fired() {
+            continue;
+        }
+        fired += 1;
+        if let Err(e) = &r {
+            assert!(e.contains(&os_text(errno)), "call {n}: {e}");
+        }
+        // Either log is whole: every group or the newest two, exactly restorable.
+        let store = env.store_with(StoreOptions {
+            compact_min_bytes: crate::crash::SMALL_LOG,
+            ..StoreOptions::default()
+        });
+        let s = env.session(&store);
+        let anchors = s.anchors().unwrap_or_else(|e| panic!("call {n}: {e}"));
+        assert!(
+            anchors == vec![408, 409] || anchors.len() == 400,
+            "call {n}: {anchors:?}"
+        );
+        let out = s
+            .restore(&s.plan_restore(409).expect("plan"), "op")
+            .expect("restore");
+        assert!(out.failed.is_empty(), "call {n}: {out:?}");
+        assert_eq!(env.read("f").as_deref(), Some(&b"f at 399"[..]), "call {n}");
+        s.prune(PruneOptions {
+            keep_groups: 2,
+            keep_journals: 10,
+        })
+        .expect("prune after the fault");
+        assert_eq!(s.anchors().expect("anchors"), vec![408, 409]);
+        assert!(std::fs::metadata(log(&env)).expect("log").len() < full / 4, "call {n}");
+    }
+    assert!(fired > 0);
+}
+
+#[test]
+fn every_fs_call_of_migration_can_fail() {
+    let run = |seam: &Arc<FailNth>, dir: &Path, n: usize, errno: i32| -> Vec<Result<(), String>> {
+        seam.arm(n, errno);
+        let mut r = Vec::new();
+        match snapshot_store::Store::open(
+            &dir.join("store"),
+            StoreOptions {
+                seam: seam.clone(),
+                ..StoreOptions::default()
+            },
+        ) {
+            Err(e) => r.push(Err(e.to_string())),
+            Ok(store) => {
+                for (id, ws) in [("fx-a", "ws-a"), ("fx/b%", "ws-b")] {
+                    r.push(
+                        store
+                            .session(id, &dir.join(ws))
+                            .map_err(|e| e.to_string())
+                            .and_then(|s| s.anchors().map(|_| ()).map_err(|e| e.to_string())),
+                    );
+                }
+            }
+        }
+        seam.disarm();
+        r
+    };
+    let total = {
+        let tmp = crate::migrate::fixture_copy();
+        let seam = FailNth::new();
+        let r = run(&seam, tmp.path(), OFF - 1, 5);
+        assert!(r.iter().all(Result::is_ok), "{r:?}");
+        seam.disarm()
+    };
+    let mut fired = 0;
+    for n in 0..total {
+        let errno = ERRNOS[n % 3];
+        let tmp = crate::migrate::fixture_copy();
+        let seam = FailNth::new();
+        let r = run(&seam, tmp.path(), n, errno);
+        if !seam.fired() {
+            continue;
+        }
+        fired += 1;
+        for e in r.iter().filter_map(|x| x.as_ref().err()) {
+            assert!(e.contains(&os_text(errno)), "call {n}: {e}");
+        }
+        // The next open finishes the migration; nothing was lost.
+        crate::migrate::check_fixture(tmp.path());
+    }
+    assert!(fired > 10, "{fired}/{total}");
+}

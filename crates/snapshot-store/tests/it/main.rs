@@ -5,6 +5,7 @@ mod common;
 mod crash;
 mod faults;
 mod hostile;
+mod migrate;
 mod model;
 mod scan;
 mod scan_model;

@@ -115,7 +115,10 @@ proptest! {
 
 fn run(ops: Vec<Op>) {
     let env = Env::new();
-    let mut store: Store = env.store();
+    let mut store: Store = env.store_with(snapshot_store::StoreOptions {
+        compact_min_bytes: 2048,
+        ..snapshot_store::StoreOptions::default()
+    });
     let mut s: Session = env.session(&store);
     let mut m = Model {
         disk: Disk::new(),
@@ -255,7 +258,10 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 drop(s);
                 drop(store);
-                store = env.store();
+                store = env.store_with(snapshot_store::StoreOptions {
+        compact_min_bytes: 2048,
+        ..snapshot_store::StoreOptions::default()
+    });
                 s = env.session(&store);
             }
         }

@@ -1,0 +1,361 @@
+//! The per-session record log (`sessions/<id>/records.log`): framing, checksums,
+//! torn-tail detection, and the record types.
+//!
+//! ```text
+//! file   = header frame*
+//! header = "RWLG" version:u32le                       (8 bytes)
+//! frame  = len:u32le  !len:u32le  crc32(payload):u32le  payload[len]
+//! ```
+//!
+//! The payload is one binary record (see [`crate::codec`]). A frame is
+//! written with one `write` call on an append-mode descriptor, so a crash leaves
+//! at most one incomplete frame, always the last. The reader tells that torn tail
+//! apart from damage: the length is stored twice (plain and inverted), so a
+//! damaged length is recognised as such rather than read as "the rest of the file
+//! is missing"; a bad checksum on a frame that other bytes follow is damage. A torn
+//! tail is ignored (and cut off by the next writer, which holds the log's lock);
+//! damage is a named `Corrupt` error and nothing is cut or rewritten.
+
+use crate::format::{Entry, EntrySource, Known};
+use crate::path::RelPath;
+
+/// Magic bytes at the start of every record log.
+pub(crate) const MAGIC: &[u8; 4] = b"RWLG";
+/// Version of the record log this build writes and understands.
+pub const LOG_VERSION: u32 = 1;
+/// Length of the file header.
+pub(crate) const HEADER_LEN: usize = 8;
+/// Length of a frame header.
+pub(crate) const FRAME_HEAD: usize = 12;
+/// Largest payload a frame may carry (a larger length is damage). One group record
+/// carries every entry of its group, so this is generous.
+pub(crate) const MAX_PAYLOAD: u32 = 1 << 30;
+
+/// One record of the log (binary payload: [`crate::codec`]). Unknown kinds are
+/// damage in a log of a version this build understands: a newer build that adds a
+/// kind also bumps [`LOG_VERSION`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// First record of every log: names the session (must match the directory).
+    Session { session_id: String },
+    /// The host's session-log format was recorded.
+    Format { format: Option<String> },
+    /// A tool call staged a before-state (`capture_before`).
+    Staged { call_id: String, entry: Entry },
+    /// A call's staged captures were dropped (failed call, or discarded).
+    Dropped { call_id: String },
+    /// A group of before-states joined anchor `anchor_seq`. A group whose source is a
+    /// tool call also settles that call's staged captures.
+    Group {
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+    },
+    /// A group read back from a log, its entries still encoded (count + entries).
+    GroupRaw {
+        anchor_seq: u64,
+        source: EntrySource,
+        raw: Box<[u8]>,
+    },
+    /// Updates of the tracked cache (last known disk state per path).
+    Tracked { paths: Vec<TrackedUpdate> },
+    /// A boundary re-check ran at `anchor_seq`.
+    Boundary { anchor_seq: u64 },
+    /// Anchor groups removed by a prune.
+    Pruned { anchors: Vec<u64> },
+}
+
+/// One path's new tracked state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TrackedUpdate {
+    pub path: RelPath,
+    pub known: Known,
+    pub since: Option<u64>,
+}
+
+/// The file header of a new log.
+pub(crate) fn header() -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..4].copy_from_slice(MAGIC);
+    h[4..].copy_from_slice(&LOG_VERSION.to_le_bytes());
+    h
+}
+
+/// Appends the frame of `rec` to `out`; returns the frame length.
+pub(crate) fn encode_into(rec: &Record, out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; FRAME_HEAD]);
+    crate::codec::encode(rec, out);
+    let len = (out.len() - start - FRAME_HEAD) as u32;
+    let crc = crc32(&out[start + FRAME_HEAD..]);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&(!len).to_le_bytes());
+    out[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
+    out.len() - start
+}
+
+/// Why a log could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// The header names a newer log version.
+    Newer(u32),
+    /// Damage: what and where (byte offset).
+    Corrupt(String),
+}
+
+/// A decoded log: the records with their frame lengths, and where the valid part ends.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    pub records: Vec<(Record, u64)>,
+    /// Bytes up to the end of the last valid frame (the header included).
+    pub valid_len: u64,
+    /// Bytes after `valid_len` (a torn tail), 0 when none.
+    pub torn: u64,
+}
+
+/// Checks a log header. `Ok(false)`: the file is shorter than a header (torn at creation).
+pub(crate) fn check_header(bytes: &[u8]) -> Result<bool, DecodeError> {
+    if bytes.len() < HEADER_LEN {
+        // A header is one write: a shorter file was torn while being created, or is
+        // zero-filled; anything else is not a record log.
+        if MAGIC.starts_with(&bytes[..bytes.len().min(4)]) || bytes.iter().all(|b| *b == 0) {
+            return Ok(false);
+        }
+        return Err(DecodeError::Corrupt("not a record log (bad magic)".into()));
+    }
+    if &bytes[..4] != MAGIC {
+        if bytes.iter().all(|b| *b == 0) {
+            return Ok(false);
+        }
+        return Err(DecodeError::Corrupt("not a record log (bad magic)".into()));
+    }
+    let v = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+    if v > LOG_VERSION {
+        return Err(DecodeError::Newer(v));
+    }
+    if v == 0 {
+        return Err(DecodeError::Corrupt("log version 0".into()));
+    }
+    Ok(true)
+}
+
+/// Decodes the frames of `bytes` starting at `start` (≥ [`HEADER_LEN`]), the header
+/// already checked.
+pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, DecodeError> {
+    let mut out = Decoded {
+        valid_len: start as u64,
+        ..Decoded::default()
+    };
+    let mut o = start;
+    let n = bytes.len();
+    while o < n {
+        let rest = &bytes[o..];
+        let all_zero = || rest.iter().all(|b| *b == 0);
+        if rest.len() < FRAME_HEAD {
+            break; // torn frame header
+        }
+        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let inv = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        if inv != !len || len > MAX_PAYLOAD || len == 0 {
+            if all_zero() {
+                break; // zero-filled tail (power loss in process-crash mode)
+            }
+            return Err(DecodeError::Corrupt(format!(
+                "damaged frame header at offset {o}"
+            )));
+        }
+        let end = o + FRAME_HEAD + len as usize;
+        if end > n {
+            break; // frame torn mid-payload
+        }
+        let crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        let payload = &bytes[o + FRAME_HEAD..end];
+        if crc32(payload) != crc {
+            if end == n || bytes[end..].iter().all(|b| *b == 0) {
+                break; // the last frame, incompletely written
+            }
+            return Err(DecodeError::Corrupt(format!(
+                "checksum mismatch in the frame at offset {o}"
+            )));
+        }
+        let rec = crate::codec::decode(payload).map_err(|e| {
+            DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}"))
+        })?;
+        out.records.push((rec, (end - o) as u64));
+        o = end;
+        out.valid_len = o as u64;
+    }
+    out.torn = (n as u64).saturating_sub(out.valid_len);
+    Ok(out)
+}
+
+/// Slicing-by-8 tables of CRC-32 (IEEE, reflected polynomial 0xEDB88320).
+const CRC_TABLES: [[u32; 256]; 8] = {
+    let mut t = [[0u32; 256]; 8];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        t[0][i] = c;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 256 {
+        let mut j = 1;
+        while j < 8 {
+            let prev = t[j - 1][i];
+            t[j][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
+            j += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`), eight bytes per step.
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    let t = &CRC_TABLES;
+    let mut c = !0u32;
+    let mut chunks = bytes.chunks_exact(8);
+    for ch in &mut chunks {
+        let lo = c ^ u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
+        let hi = u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]);
+        c = t[7][(lo & 0xFF) as usize]
+            ^ t[6][((lo >> 8) & 0xFF) as usize]
+            ^ t[5][((lo >> 16) & 0xFF) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xFF) as usize]
+            ^ t[2][((hi >> 8) & 0xFF) as usize]
+            ^ t[1][((hi >> 16) & 0xFF) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    for b in chunks.remainder() {
+        c = t[0][((c ^ u32::from(*b)) & 0xFF) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::BeforeState;
+
+    fn rec(i: u64) -> Record {
+        Record::Staged {
+            call_id: format!("c{i}"),
+            entry: Entry {
+                path: RelPath::from_path(std::path::Path::new("a.txt")).unwrap(),
+                order: i,
+                before: BeforeState::Absent,
+            },
+        }
+    }
+
+    fn log(n: u64) -> Vec<u8> {
+        let mut b = header().to_vec();
+        for i in 0..n {
+            encode_into(&rec(i), &mut b);
+        }
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Decoded, DecodeError> {
+        assert!(check_header(b)?);
+        decode_frames(b, HEADER_LEN)
+    }
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+        // Against the bytewise definition, across every alignment of the 8-byte steps.
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..data.len() {
+            let mut c = !0u32;
+            for b in &data[..n] {
+                c ^= u32::from(*b);
+                for _ in 0..8 {
+                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                }
+            }
+            assert_eq!(crc32(&data[..n]), !c, "length {n}");
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let b = log(3);
+        let d = decode(&b).unwrap();
+        assert_eq!(d.records.len(), 3);
+        assert_eq!(d.records[2].0, rec(2));
+        assert_eq!(d.valid_len, b.len() as u64);
+        assert_eq!(d.torn, 0);
+    }
+
+    #[test]
+    fn every_truncation_is_a_torn_tail_keeping_the_complete_frames() {
+        let full = log(3);
+        let two = log(2).len();
+        for cut in two..full.len() {
+            let d = decode(&full[..cut]).unwrap();
+            assert_eq!(d.records.len(), 2, "cut at {cut}");
+            assert_eq!(d.valid_len, two as u64);
+            assert_eq!(d.torn, (cut - two) as u64);
+        }
+    }
+
+    #[test]
+    fn zero_filled_tail_is_torn() {
+        let mut b = log(2);
+        let len = b.len();
+        b.extend_from_slice(&[0u8; 40]);
+        let d = decode(&b).unwrap();
+        assert_eq!((d.records.len(), d.valid_len), (2, len as u64));
+    }
+
+    #[test]
+    fn a_flipped_bit_before_the_last_frame_is_corruption() {
+        let b = log(3);
+        let first = HEADER_LEN;
+        // In the payload of the first frame: checksum mismatch.
+        let mut p = b.clone();
+        p[first + FRAME_HEAD + 3] ^= 0x01;
+        assert!(matches!(decode(&p), Err(DecodeError::Corrupt(m)) if m.contains("checksum")));
+        // In the checksum itself.
+        let mut c = b.clone();
+        c[first + 9] ^= 0x80;
+        assert!(matches!(decode(&c), Err(DecodeError::Corrupt(m)) if m.contains("checksum")));
+        // In the length: caught by the inverted copy, not read as a torn tail.
+        let mut l = b.clone();
+        l[first + 1] ^= 0x40;
+        assert!(matches!(decode(&l), Err(DecodeError::Corrupt(m)) if m.contains("header")));
+    }
+
+    #[test]
+    fn newer_and_foreign_headers_are_refused() {
+        let mut b = log(1);
+        b[4..8].copy_from_slice(&(LOG_VERSION + 1).to_le_bytes());
+        assert_eq!(check_header(&b), Err(DecodeError::Newer(LOG_VERSION + 1)));
+        assert!(matches!(
+            check_header(b"{\"v\":1}\n"),
+            Err(DecodeError::Corrupt(_))
+        ));
+        assert_eq!(check_header(b"RW"), Ok(false));
+        assert_eq!(check_header(b""), Ok(false));
+    }
+
+    #[test]
+    fn an_unknown_record_kind_is_named() {
+        let mut b = header().to_vec();
+        let payload = &[200u8, 1, 2, 3];
+        b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
+        b.extend_from_slice(&crc32(payload).to_le_bytes());
+        b.extend_from_slice(payload);
+        assert!(matches!(decode(&b), Err(DecodeError::Corrupt(m)) if m.contains("unreadable record")));
+    }
+}
