@@ -567,8 +567,13 @@ impl Store {
                 fs.create_dir_all(parent)?;
             }
             if !rel.starts_with("blobs") {
-                // Blobs this record names (any 64-hex run in its raw bytes) stay alive.
-                for sha in hex_runs(&bytes) {
+                // Blobs this record names stay alive: any 64-hex run in its raw bytes (JSON
+                // records), and any blob whose 32-byte name appears in them (the binary log).
+                let mut named = hex_runs(&bytes);
+                if rel.file_name() == Some(OsStr::new(crate::records::LOG_NAME)) {
+                    named.extend(self.raw_blob_names(&bytes)?);
+                }
+                for sha in named {
                     if out.kept_blobs.contains(&sha) || !self.has_blob(&sha) {
                         continue;
                     }
@@ -954,6 +959,25 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The blobs of the store whose raw 32-byte SHA-256 occurs anywhere in `bytes`
+    /// (a damaged binary log: frames past the damage cannot be decoded, but the names
+    /// they carry can still be found).
+    fn raw_blob_names(&self, bytes: &[u8]) -> Result<Vec<String>, FsFailure> {
+        let windows: std::collections::HashSet<&[u8]> = bytes.windows(32).collect();
+        let mut out = Vec::new();
+        for name in self.inner.fs.list(Path::new("blobs"))? {
+            let sha = name.to_string_lossy();
+            if let Ok(raw) = hex::decode(sha.as_bytes()) {
+                if raw.len() == 32 && windows.contains(raw.as_slice()) {
+                    out.push(sha.into_owned());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Every 64-character lowercase hex run in `bytes` (candidate blob names).
 fn hex_runs(bytes: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
@@ -1055,29 +1079,28 @@ mod tests {
         let (tmp, store) = store_with_session();
         let root = tmp.path().join("store");
         let sha = hex::encode(Sha256::digest(b"before"));
-        // A group record that still names its blob but no longer parses.
-        let group = root.join("sessions/s1/groups/00000000000000000001/c1.json");
-        let text = std::fs::read_to_string(&group).unwrap();
-        std::fs::write(&group, format!("{} trailing garbage", text)).unwrap();
+        // The session's log, damaged in its first frame: it still carries the blob's
+        // name (raw bytes) further on, but no longer decodes.
+        let group = root.join("sessions/s1/records.log");
+        let mut bytes = std::fs::read(&group).unwrap();
+        bytes[20] ^= 0xff;
+        std::fs::write(&group, &bytes).unwrap();
         let report = store.verify(&mut |_, _| {}).unwrap();
         assert!(
             report.problems.iter().any(
-                |p| matches!(p, Problem::CorruptRecord { path, .. } if path.ends_with("c1.json"))
+                |p| matches!(p, Problem::CorruptRecord { path, .. } if path.ends_with("records.log"))
             ),
             "{report:?}"
         );
         let q = store.quarantine(&report).unwrap();
-        assert_eq!(q.moved, ["sessions/s1/groups/00000000000000000001/c1.json"]);
+        assert_eq!(q.moved, ["sessions/s1/records.log"]);
         assert_eq!(q.kept_blobs.as_slice(), std::slice::from_ref(&sha));
         let dir = root.join(q.dir.unwrap());
         assert_eq!(
             std::fs::read(dir.join("kept-blobs").join(&sha)).unwrap(),
             b"before"
         );
-        assert!(
-            dir.join("sessions/s1/groups/00000000000000000001/c1.json")
-                .is_file()
-        );
+        assert!(dir.join("sessions/s1/records.log").is_file());
         // Garbage collection may now drop the blob from blobs/, never the kept copy.
         store.collect_garbage().unwrap();
         assert_eq!(
