@@ -73,9 +73,9 @@ pub use error::{
     SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
-pub use log::LOG_VERSION;
 pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
+pub use log::LOG_VERSION;
 pub use offline::{
     BlobRead, HOLDS_DIR, Inventory, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
     SessionHold, SessionUsage, VerifyReport,
