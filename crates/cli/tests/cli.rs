@@ -480,13 +480,23 @@ fn verify_names_corrupt_and_missing_data_and_repair_quarantines_it() {
         .unwrap(),
         "tampered"
     );
-    assert!(q.join("sessions/s1").join(log.file_name().unwrap()).is_file());
-    assert!(!log.exists(), "the damaged log is in the quarantine, not in the session");
+    assert!(
+        q.join("sessions/s1")
+            .join(log.file_name().unwrap())
+            .is_file()
+    );
+    assert!(
+        !log.exists(),
+        "the damaged log is in the quarantine, not in the session"
+    );
     // What is left to report names only missing blobs (a restore names them per path
     // instead of writing wrong bytes); the damaged log is no longer read.
     let r = h.run(&["verify"]);
     assert!(
-        r.stdout.lines().filter(|l| l.starts_with("- ")).all(|l| l.starts_with("- missing blob")),
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with("- "))
+            .all(|l| l.starts_with("- missing blob")),
         "{}",
         r.stdout
     );

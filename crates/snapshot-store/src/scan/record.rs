@@ -8,8 +8,8 @@ use crate::error::Fault;
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason, parse_record, to_json};
 use crate::fsio::FileKind;
 use crate::log::TrackedUpdate;
-use crate::records::tracked_records;
 use crate::path::{RelPath, encode_id};
+use crate::records::tracked_records;
 use crate::session::{Session, State};
 
 use super::diff::{Change, ChangeKind, Limits, run};
