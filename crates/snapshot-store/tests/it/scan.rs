@@ -884,10 +884,11 @@ struct FailGroupWrite {
 
 impl FaultSeam for FailGroupWrite {
     fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
-        let in_groups = path.components().any(|c| c.as_os_str() == "groups");
+        // The session's record log, where every group is appended.
+        let in_log = path.file_name().is_some_and(|n| n == "records.log");
         if area == Area::Store
             && matches!(op, FsOp::Create | FsOp::Write | FsOp::CreateDir)
-            && in_groups
+            && in_log
             && self.armed.swap(false, Ordering::SeqCst)
         {
             return Err(io::Error::from_raw_os_error(28));
