@@ -100,6 +100,13 @@ impl Bench {
     }
 }
 
+/// Writes back the setup's dirty data (`syncfs`) so the measurement that follows
+/// does not pay for it.
+fn settle(dir: &Path) {
+    let d = std::fs::File::open(dir).unwrap();
+    rustix::fs::syncfs(&d).unwrap();
+}
+
 /// Distinct content of `size` bytes for index `i`.
 fn content(size: usize, i: usize) -> Vec<u8> {
     let mut v: Vec<u8> = (0..size)
@@ -157,6 +164,7 @@ fn main() {
             }
             s.commit("bulk", 1, true).unwrap();
             s.recheck_tracked(2).unwrap();
+            settle(&b.base);
             let size = 16 << 10;
             std::fs::write(b.cwd.join("w"), content(size, 0)).unwrap();
             std::fs::write(b.raw.join("w"), content(size, 0)).unwrap();
@@ -231,6 +239,7 @@ fn main() {
             }
         }
         let log = root.join("sessions/bench/records.log");
+        settle(&b.base);
         let open = || {
             let store = Store::open(&root, StoreOptions::default()).unwrap();
             let s = store.session("bench", &b.cwd).unwrap();

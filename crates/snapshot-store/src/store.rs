@@ -189,7 +189,9 @@ impl Store {
                     store_version: STORE_VERSION,
                 }),
             )?;
-            fs.io.crash(CrashPoint::MigrateMarkerWritten);
+            if layout1 {
+                fs.io.crash(CrashPoint::MigrateMarkerWritten);
+            }
         }
         if newer.is_none() {
             fs.create_dir_all(Path::new("blobs"))?;
