@@ -142,7 +142,6 @@ fn main() {
          Default durability is `ProcessCrash` (atomic renames, no fsync); `PowerLoss` rows compare with an fsyncing baseline.",
     );
 
-
     // One write-tool call (capture before + commit after, 16 KiB, new content each time)
     // as the store grows: the same figure at 100 … 100,000 tracked files.
     let only = std::env::var("STORE_BENCH_ONLY").ok();
@@ -194,7 +193,9 @@ fn main() {
             }
             let (subject, baseline) = (timing::median(&mut sub), timing::median(&mut base));
             report.row(
-                &format!("tool call 16 KiB (capture + commit) at {tracked} tracked files vs read + write"),
+                &format!(
+                    "tool call 16 KiB (capture + commit) at {tracked} tracked files vs read + write"
+                ),
                 subject,
                 baseline,
                 Some(1.5),
@@ -202,8 +203,14 @@ fn main() {
             curve.push((tracked, subject));
         }
         let first = curve[0].1.as_secs_f64();
-        let worst = curve.iter().map(|(_, d)| d.as_secs_f64()).fold(0.0, f64::max);
-        let best = curve.iter().map(|(_, d)| d.as_secs_f64()).fold(f64::MAX, f64::min);
+        let worst = curve
+            .iter()
+            .map(|(_, d)| d.as_secs_f64())
+            .fold(0.0, f64::max);
+        let best = curve
+            .iter()
+            .map(|(_, d)| d.as_secs_f64())
+            .fold(f64::MAX, f64::min);
         report.text(&format!(
             "Tool-call curve (100 → 100,000 tracked): {}; max / min = {:.2} (goal ≤ 1.2: {}); first {}.",
             curve
@@ -246,13 +253,9 @@ fn main() {
             assert_eq!(s.anchors().unwrap().len(), 1000);
         };
         let written = std::fs::metadata(&log).unwrap().len();
-        let (subject, baseline) = timing::pair(
-            10,
-            open,
-            || {
-                std::hint::black_box(std::fs::read(&log).unwrap());
-            },
-        );
+        let (subject, baseline) = timing::pair(10, open, || {
+            std::hint::black_box(std::fs::read(&log).unwrap());
+        });
         report.row(
             &format!(
                 "open a session of 100,000 tool calls, log as written ({:.1} MiB) vs reading it",
@@ -274,13 +277,9 @@ fn main() {
             .unwrap();
         }
         let compacted = std::fs::metadata(&log).unwrap().len();
-        let (subject, baseline) = timing::pair(
-            10,
-            open,
-            || {
-                std::hint::black_box(std::fs::read(&log).unwrap());
-            },
-        );
+        let (subject, baseline) = timing::pair(10, open, || {
+            std::hint::black_box(std::fs::read(&log).unwrap());
+        });
         report.row(
             &format!(
                 "open a session of 100,000 tool calls, compacted log ({:.1} MiB) vs reading it",

@@ -47,7 +47,11 @@ impl FaultSeam for FailYWrite {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = PathBuf::from(std::env::args().nth(1).ok_or("usage: layout1_fixture <out dir>")?);
+    let out = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .ok_or("usage: layout1_fixture <out dir>")?,
+    );
     let root = out.join("store");
     let (wa, wb) = (out.join("ws-a"), out.join("ws-b"));
     std::fs::create_dir_all(&wa)?;

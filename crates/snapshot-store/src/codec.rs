@@ -149,9 +149,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
             }
             Record::Tracked { paths }
         }
-        BOUNDARY => Record::Boundary {
-            anchor_seq: r.u()?,
-        },
+        BOUNDARY => Record::Boundary { anchor_seq: r.u()? },
         PRUNED => {
             let n = r.count()?;
             let mut anchors = Vec::with_capacity(n);

@@ -287,7 +287,11 @@ impl StoreFs {
     /// Identity and size of a store file (`lstat`); `None` when it does not exist.
     pub fn stat_id(&self, path: &Path) -> Result<Option<FileId>, FsFailure> {
         self.check(FsOp::Stat, path)?;
-        let target: &Path = if path.as_os_str().is_empty() { Path::new(".") } else { path };
+        let target: &Path = if path.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            path
+        };
         match rustix::fs::statat(&self.dir, target, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(FileId::from_stat(&st))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
@@ -506,6 +510,8 @@ pub(crate) struct FileId {
 
 impl FileId {
     pub(crate) fn from_stat(st: &rustix::fs::Stat) -> Self {
+        // The field types differ between targets.
+        #[allow(clippy::unnecessary_cast)]
         FileId {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,

@@ -71,9 +71,9 @@ pub use error::{
     SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
-pub use log::LOG_VERSION;
 pub use fsio::{DiskMeta, FileKind};
 pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
+pub use log::LOG_VERSION;
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};

@@ -178,9 +178,8 @@ pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, Decod
                 "checksum mismatch in the frame at offset {o}"
             )));
         }
-        let rec = crate::codec::decode(payload).map_err(|e| {
-            DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}"))
-        })?;
+        let rec = crate::codec::decode(payload)
+            .map_err(|e| DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}")))?;
         out.records.push((rec, (end - o) as u64));
         o = end;
         out.valid_len = o as u64;
@@ -197,7 +196,11 @@ const CRC_TABLES: [[u32; 256]; 8] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[0][i] = c;
@@ -279,7 +282,11 @@ mod tests {
             for b in &data[..n] {
                 c ^= u32::from(*b);
                 for _ in 0..8 {
-                    c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                    c = if c & 1 != 0 {
+                        0xEDB8_8320 ^ (c >> 1)
+                    } else {
+                        c >> 1
+                    };
                 }
             }
             assert_eq!(crc32(&data[..n]), !c, "length {n}");
@@ -356,6 +363,8 @@ mod tests {
         b.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
         b.extend_from_slice(&crc32(payload).to_le_bytes());
         b.extend_from_slice(payload);
-        assert!(matches!(decode(&b), Err(DecodeError::Corrupt(m)) if m.contains("unreadable record")));
+        assert!(
+            matches!(decode(&b), Err(DecodeError::Corrupt(m)) if m.contains("unreadable record"))
+        );
     }
 }

@@ -52,9 +52,9 @@ impl Group {
     pub(crate) fn entries(&self) -> Result<std::borrow::Cow<'_, [Entry]>, String> {
         match &self.body {
             GroupBody::Built(v) => Ok(std::borrow::Cow::Borrowed(v)),
-            GroupBody::Encoded(raw) => Ok(std::borrow::Cow::Owned(
-                crate::codec::decode_entries(raw)?,
-            )),
+            GroupBody::Encoded(raw) => {
+                Ok(std::borrow::Cow::Owned(crate::codec::decode_entries(raw)?))
+            }
         }
     }
 
@@ -108,9 +108,7 @@ impl Index {
             Record::Session { session_id } => {
                 if let Some(prev) = &self.session_id {
                     if *prev != session_id {
-                        return Err(format!(
-                            "log names session `{session_id}` after `{prev}`"
-                        ));
+                        return Err(format!("log names session `{session_id}` after `{prev}`"));
                     }
                     self.dead += bytes;
                 }

@@ -12,14 +12,16 @@ use crate::blob::{Stored, store_file};
 use crate::error::{
     CaptureError, ClearError, CommitError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
 };
-use crate::format::{BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION, SkipReason};
+use crate::format::{
+    BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION, SkipReason,
+};
 use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
 use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, decode_frames, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::records::{
-    Index, LOG_NAME, decode_fault, tracked_records, encode_log, fold_log, has_legacy,
-    migrate_session,
+    Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy, migrate_session,
+    tracked_records,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
 use crate::store::{GcReport, Store, is_hidden};
@@ -763,7 +765,6 @@ impl Session {
         }
     }
 
-
     /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
     ///
     /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
@@ -870,9 +871,9 @@ impl Session {
         let Some(entries) = staged else {
             if ok {
                 let done = st.idx.groups.get(&anchor_seq).and_then(|gs| {
-                    gs.iter().find(|g| {
-                        matches!(&g.source, EntrySource::Tool { call_id: c } if c == call_id)
-                    })
+                    gs.iter().find(
+                        |g| matches!(&g.source, EntrySource::Tool { call_id: c } if c == call_id),
+                    )
                 });
                 if let Some(g) = done {
                     return Ok(CommitOutcome::Committed {
@@ -1171,11 +1172,7 @@ impl Session {
             let drop = anchors[..anchors.len() - opts.keep_groups].to_vec();
             report.groups_removed = drop.len();
             self.append(&mut st, vec![Record::Pruned { anchors: drop }])?;
-            self.store
-                .inner
-                .fs
-                .io
-                .crash(CrashPoint::PruneGroupDetached);
+            self.store.inner.fs.io.crash(CrashPoint::PruneGroupDetached);
         }
         self.compact_if_due(&mut st)?;
         report.journals_removed = self.prune_journals(opts.keep_journals)?;
@@ -1268,7 +1265,6 @@ fn lost_log(path: &Path) -> Fault {
     }
     .into()
 }
-
 
 /// Whether the disk state `now` differs from the last known state (unknown never differs).
 fn differs(known: &Known, now: &Known) -> bool {

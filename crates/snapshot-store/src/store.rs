@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::{Dir, OpenOptions};
@@ -17,10 +17,10 @@ use crate::format::{
     BeforeState, Known, STORE_VERSION, StoreMarker, parse_record, to_json, valid_sha,
 };
 use crate::fsio::{FileId, Io, StoreFs, unique_suffix};
-use crate::records::{has_legacy, migrate_session, read_index};
-use crate::seam::CrashPoint;
 use crate::journal::JournalIntent;
 use crate::path::{decode_id, encode_id};
+use crate::records::{has_legacy, migrate_session, read_index};
+use crate::seam::CrashPoint;
 use crate::seam::{Area, FaultSeam, FsOp, NoFaults};
 use crate::session::Session;
 
@@ -448,7 +448,10 @@ impl Store {
                 for gs in idx.groups.values() {
                     for g in gs {
                         let entries = g.entries().map_err(|detail| CorruptFile {
-                            path: sdir.join(crate::records::LOG_NAME).to_string_lossy().into_owned(),
+                            path: sdir
+                                .join(crate::records::LOG_NAME)
+                                .to_string_lossy()
+                                .into_owned(),
                             detail,
                         })?;
                         mark(&mut live, entries.iter().map(|e| &e.before));
@@ -516,7 +519,7 @@ impl Store {
         fs.create_dir_all(Path::new("trash"))?;
         fs.rename(path, &trash)?;
         fs.sync_dir(path.parent().unwrap_or(Path::new("")))?;
-                fs.remove_dir_all(&trash)?;
+        fs.remove_dir_all(&trash)?;
         Ok(true)
     }
 

@@ -451,11 +451,21 @@ fn newer_or_corrupt_records_fail_closed() {
     std::fs::write(&log, &newer).expect("write");
     let s = env.session(&store);
     let e = s.plan_restore(1).expect_err("newer log");
-    assert!(matches!(&e, PlanError::NewerStore(n) if n.found == 7), "{e}");
+    assert!(
+        matches!(&e, PlanError::NewerStore(n) if n.found == 7),
+        "{e}"
+    );
     assert!(e.to_string().contains("records.log"), "{e}");
     assert!(s.capture_before("c2", Path::new("a")).is_err());
-    assert!(store.collect_garbage().is_err(), "sweep refuses a newer log");
-    assert_eq!(std::fs::read(&log).expect("log"), newer, "nothing rewritten");
+    assert!(
+        store.collect_garbage().is_err(),
+        "sweep refuses a newer log"
+    );
+    assert_eq!(
+        std::fs::read(&log).expect("log"),
+        newer,
+        "nothing rewritten"
+    );
     // A flipped bit in a record that others follow: damage, named, never cut off.
     drop(s);
     let mut flipped = good.clone();
@@ -463,7 +473,10 @@ fn newer_or_corrupt_records_fail_closed() {
     std::fs::write(&log, &flipped).expect("write");
     let s = env.session(&store);
     let e = s.plan_restore(1).expect_err("corrupt log");
-    assert!(matches!(&e, PlanError::Corrupt(c) if c.detail.contains("checksum")), "{e}");
+    assert!(
+        matches!(&e, PlanError::Corrupt(c) if c.detail.contains("checksum")),
+        "{e}"
+    );
     assert!(s.capture_before("c2", Path::new("a")).is_err());
     assert!(s.commit("c", 1, true).is_err());
     assert!(
@@ -712,10 +725,21 @@ fn files_in_the_store_do_not_grow_with_tool_calls() {
     let sessions = env.root.join("sessions");
     let after_one = count_files(&sessions);
     for i in 1..200u64 {
-        tool_edit(&env, &s, &format!("c{i}"), 1 + i / 10, "f", Some(format!("{i}").as_bytes()));
+        tool_edit(
+            &env,
+            &s,
+            &format!("c{i}"),
+            1 + i / 10,
+            "f",
+            Some(format!("{i}").as_bytes()),
+        );
     }
     s.recheck_tracked(100).expect("recheck");
-    assert_eq!(count_files(&sessions), after_one, "one record log per session");
+    assert_eq!(
+        count_files(&sessions),
+        after_one,
+        "one record log per session"
+    );
     assert_eq!(after_one, 1);
     // Two handles on one session see each other's records.
     let t = env.session(&store);

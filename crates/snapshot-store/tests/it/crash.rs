@@ -484,13 +484,24 @@ fn kill_during_compaction_loses_nothing() {
                 ..StoreOptions::default()
             });
             let s = env.session(&store);
-            assert_eq!(s.anchors().expect("anchors"), vec![408, 409], "{point}#{hit}");
+            assert_eq!(
+                s.anchors().expect("anchors"),
+                vec![408, 409],
+                "{point}#{hit}"
+            );
             for (anchor, want) in [(408u64, "f at 398"), (409, "f at 399")] {
                 let out = s
-                    .restore(&s.plan_restore(anchor).expect("plan"), &format!("op{anchor}"))
+                    .restore(
+                        &s.plan_restore(anchor).expect("plan"),
+                        &format!("op{anchor}"),
+                    )
                     .expect("restore");
                 assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
-                assert_eq!(env.read("f").as_deref(), Some(want.as_bytes()), "{point}#{hit}");
+                assert_eq!(
+                    env.read("f").as_deref(),
+                    Some(want.as_bytes()),
+                    "{point}#{hit}"
+                );
             }
             s.prune(PruneOptions {
                 keep_groups: 2,

@@ -421,7 +421,10 @@ fn every_fs_call_of_compaction_can_fail() {
         crate::common::copy_tree(base.tmp.path(), env.tmp.path());
         let seam = FailNth::new();
         run(&seam, &env, OFF - 1, 5).expect("prune");
-        assert!(std::fs::metadata(log(&env)).expect("log").len() < full / 4, "compacted");
+        assert!(
+            std::fs::metadata(log(&env)).expect("log").len() < full / 4,
+            "compacted"
+        );
         seam.disarm()
     };
     let mut fired = 0;
@@ -460,7 +463,10 @@ fn every_fs_call_of_compaction_can_fail() {
         })
         .expect("prune after the fault");
         assert_eq!(s.anchors().expect("anchors"), vec![408, 409]);
-        assert!(std::fs::metadata(log(&env)).expect("log").len() < full / 4, "call {n}");
+        assert!(
+            std::fs::metadata(log(&env)).expect("log").len() < full / 4,
+            "call {n}"
+        );
     }
     assert!(fired > 0);
 }

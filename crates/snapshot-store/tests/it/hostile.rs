@@ -288,7 +288,11 @@ fn a_log_planted_in_another_session_or_a_foreign_file_is_refused_and_kept() {
     let sessions = env.root.join("sessions");
     // s1's log copied into s2's directory: it names s1, so s2 refuses it.
     std::fs::create_dir_all(sessions.join("s2")).expect("mkdir");
-    std::fs::copy(sessions.join("s1/records.log"), sessions.join("s2/records.log")).expect("cp");
+    std::fs::copy(
+        sessions.join("s1/records.log"),
+        sessions.join("s2/records.log"),
+    )
+    .expect("cp");
     let s2 = store.session("s2", &env.cwd).expect("s2");
     let e = s2.plan_restore(1).expect_err("foreign log");
     assert!(e.to_string().contains("names session `s1`"), "{e}");
@@ -301,8 +305,14 @@ fn a_log_planted_in_another_session_or_a_foreign_file_is_refused_and_kept() {
     let e = s3.plan_restore(1).expect_err("not a log");
     assert!(e.to_string().contains("bad magic"), "{e}");
     assert!(s3.commit("c", 1, true).is_err());
-    assert_eq!(std::fs::read(sessions.join("s3/records.log")).expect("kept"), planted);
-    assert!(store.collect_garbage().is_err(), "sweep refuses unreadable logs");
+    assert_eq!(
+        std::fs::read(sessions.join("s3/records.log")).expect("kept"),
+        planted
+    );
+    assert!(
+        store.collect_garbage().is_err(),
+        "sweep refuses unreadable logs"
+    );
     // The real session is unaffected.
     assert_eq!(s.plan_restore(1).expect("plan").actions.len(), 1);
 }

@@ -33,18 +33,26 @@ pub fn check_fixture(dir: &Path) {
     assert_eq!(ids, vec!["fx-a".to_string(), "fx/b%".to_string()]);
 
     let a = store.session("fx-a", &wa).expect("session");
-    assert_eq!(a.format().expect("format").as_deref(), Some("dsh-session-v0"));
+    assert_eq!(
+        a.format().expect("format").as_deref(),
+        Some("dsh-session-v0")
+    );
     assert_eq!(a.anchors().expect("anchors"), vec![10, 20, 30]);
     let st = a.restore_statuses().expect("statuses");
     assert_eq!(st.len(), 1);
-    assert_eq!((st[0].op_id.as_str(), st[0].state), ("op-1", JournalState::Completed));
+    assert_eq!(
+        (st[0].op_id.as_str(), st[0].state),
+        ("op-1", JournalState::Completed)
+    );
     // The completed rewind to 20 is undoable.
     a.undo_restore("op-1").expect("undo op-1");
     assert_eq!(read(&wa.join("a.txt")).as_deref(), Some("a2"));
     assert_eq!(read(&wa.join("dir/c.txt")).as_deref(), Some("c2"));
     assert_eq!(read(&wa.join("b.txt")).as_deref(), Some("b1"));
     // Rewind to 10: every message's changes, the outside edit included.
-    let out = a.restore(&a.plan_restore(10).expect("plan 10"), "op-2").expect("restore");
+    let out = a
+        .restore(&a.plan_restore(10).expect("plan 10"), "op-2")
+        .expect("restore");
     assert!(out.failed.is_empty(), "{out:?}");
     assert_eq!(read(&wa.join("a.txt")).as_deref(), Some("a0"));
     assert_eq!(read(&wa.join("b.txt")), None);
@@ -62,12 +70,18 @@ pub fn check_fixture(dir: &Path) {
     // The call left pending by layout 1 settles.
     assert_eq!(
         a.commit("c6", 30, true).expect("commit c6"),
-        CommitOutcome::Committed { anchor_seq: 30, entries: 1 }
+        CommitOutcome::Committed {
+            anchor_seq: 30,
+            entries: 1
+        }
     );
 
     let b = store.session("fx/b%", &wb).expect("session b");
     let st = b.restore_statuses().expect("statuses");
-    assert_eq!((st[0].op_id.as_str(), st[0].state), ("op-open", JournalState::Open));
+    assert_eq!(
+        (st[0].op_id.as_str(), st[0].state),
+        ("op-open", JournalState::Open)
+    );
     let c = b.continue_restore("op-open").expect("continue");
     assert_eq!(c.state, JournalState::Completed, "{c:?}");
     assert_eq!(read(&wb.join("x.txt")).as_deref(), Some("x0"));
@@ -81,7 +95,13 @@ pub fn check_fixture(dir: &Path) {
     assert!(marker.contains("\"store_version\":2"), "{marker}");
     for s in ["fx-a", "fx%2Fb%25"] {
         let sdir = root.join("sessions").join(s);
-        for old in ["groups", "pending.log", "tracked.json", "boundary.json", "session.json"] {
+        for old in [
+            "groups",
+            "pending.log",
+            "tracked.json",
+            "boundary.json",
+            "session.json",
+        ] {
             assert!(!sdir.join(old).exists(), "{s}/{old} left behind");
         }
         let (recs, torn) = log_records(&sdir.join("records.log"));

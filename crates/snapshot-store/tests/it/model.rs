@@ -259,9 +259,9 @@ fn run(ops: Vec<Op>) {
                 drop(s);
                 drop(store);
                 store = env.store_with(snapshot_store::StoreOptions {
-        compact_min_bytes: 2048,
-        ..snapshot_store::StoreOptions::default()
-    });
+                    compact_min_bytes: 2048,
+                    ..snapshot_store::StoreOptions::default()
+                });
                 s = env.session(&store);
             }
         }
