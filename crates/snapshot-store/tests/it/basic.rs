@@ -751,3 +751,45 @@ fn files_in_the_store_do_not_grow_with_tool_calls() {
     let plan = t.plan_restore(500).expect("plan");
     assert_eq!(plan.actions.len(), 1, "{plan:?}");
 }
+
+#[test]
+fn two_handles_appending_to_one_session_at_once_lose_no_record() {
+    let env = Env::new();
+    for t in 0..2 {
+        for i in 0..150 {
+            env.write(format!("t{t}/f{i}"), b"before");
+        }
+    }
+    let store = env.store();
+    std::thread::scope(|scope| {
+        for t in 0..2 {
+            let (env, store) = (&env, &store);
+            scope.spawn(move || {
+                // Each thread has its own handle (its own log descriptor and lock).
+                let s = env.session(store);
+                for i in 0..150u64 {
+                    let rel = format!("t{t}/f{i}");
+                    s.capture_before(&format!("t{t}-c{i}"), Path::new(&rel))
+                        .expect("capture");
+                    env.write(&rel, b"after");
+                    s.commit(&format!("t{t}-c{i}"), 1 + i, true)
+                        .expect("commit");
+                }
+            });
+        }
+    });
+    let log = env.root.join("sessions/s1/records.log");
+    let (recs, torn) = log_records(&log);
+    assert_eq!(torn, 0);
+    assert_eq!(recs.iter().filter(|(k, _)| *k == GROUP).count(), 300);
+    let s = env.session(&env.store());
+    let plan = s.plan_restore(1).expect("plan");
+    assert_eq!(
+        plan.actions.len(),
+        300,
+        "every call's before-state is there"
+    );
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.read("t1/f149").as_deref(), Some(&b"before"[..]));
+}
