@@ -12,7 +12,7 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { turn, text, write, read, edit, sre } from './lib/harness.mjs'
+import { turn, text, write, read, edit, sre, bash } from './lib/harness.mjs'
 import { bootWithPlugin, rpc, humanSeq, textOf } from './plugin-support.mjs'
 
 const keep = process.argv.includes('--keep')
@@ -45,9 +45,20 @@ function printTranscript(agent) {
   }
 }
 
+/** Every file under `ws` (relative paths, sorted), directories walked. */
+async function listFiles(ws, rel = '') {
+  const out = []
+  for (const entry of (await readdir(join(ws, rel), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    const path = rel === '' ? entry.name : `${rel}/${entry.name}`
+    if (entry.isDirectory()) out.push(...await listFiles(ws, path))
+    else out.push(path)
+  }
+  return out
+}
+
 async function printFiles(ws, title) {
   heading(`Files: ${title}`)
-  const names = (await readdir(ws)).sort()
+  const names = await listFiles(ws)
   if (names.length === 0) console.log(dim('  (empty workspace)'))
   for (const name of names) {
     const body = await readFile(join(ws, name), 'utf8')
@@ -61,9 +72,13 @@ const ws = await mkdtemp(join(tmpdir(), 'dsh-rewind-demo-ws-'))
 const host = await bootWithPlugin({
   dshHome: home,
   workspace: ws,
+  // DSH's real `bash` tool too: what the shell changes comes back like what `write` changes.
+  shell: true,
   script: [
     turn(write('app.py', 'def greet():\n    return "hello"\n'), sre.create(join(ws, 'README.md'), '# Demo app\n'), text('Created app.py and README.md.')),
-    turn(read('app.py'), edit('app.py', '"hello"', '"hello, world"'), write('notes.txt', 'remember to add tests\n'), text('Greeting changed; notes added.')),
+    turn(read('app.py'), edit('app.py', '"hello"', '"hello, world"'), write('notes.txt', 'remember to add tests\n'),
+      bash("mkdir -p tests && printf 'from app import greet\\n' > tests/test_app.py && sed -i 's/add tests/add more tests/' notes.txt"),
+      text('Greeting changed; notes and a test added.')),
     turn(read('app.py'), edit('app.py', 'def greet():', 'def greet(name):'), sre.strReplace(join(ws, 'README.md'), '# Demo app', '# Demo app (v2)'), text('greet now takes a name.')),
   ],
 })
