@@ -325,16 +325,22 @@ impl BindingCleanup {
     }
 
     /// How much the store takes: in all, for the workspace made of the sessions `members` and
-    /// the workspace scan states `scan_keys`, and the `top` biggest sessions.
+    /// the workspace scan states of the directories `cwds` (a directory that no longer exists
+    /// has none), and the `top` biggest sessions.
     #[napi(ts_return_type = "Promise<BindingStorage>")]
     pub fn storage(
         &self,
         members: Vec<String>,
-        scan_keys: Vec<String>,
+        cwds: Vec<String>,
         top: u32,
     ) -> AsyncTask<Job<BindingStorage>> {
         let store_root = self.store_root.clone();
         AsyncTask::new(Job::new(move || {
+            let scan_keys: Vec<String> = cwds
+                .iter()
+                .filter_map(|c| std::fs::canonicalize(c).ok())
+                .map(|c| snapshot_store::workspace_key(&c))
+                .collect();
             storage(&store_root, &members, &scan_keys, top as usize)
         }))
     }
