@@ -155,6 +155,11 @@ test('the automatic sweep enforces the size quota after the age rule: oldest idl
   assert.equal((await rpc(host, 'storage', { sessionId: 'live' })).json.value.totalBytes, after)
   assert.ok(after <= 100 * 1024)
 
+  // The host log names what the quota removed and freed (cordis keeps the latest messages).
+  const logged = host.ctx.logger.buffer.filter(m => m.name === 'dsh-rewind' && typeof m.args[0] === 'string' && m.args[0].includes('the size quota (%s) removed'))
+  assert.equal(logged.length, 1, 'one log line for the quota')
+  assert.deepEqual(logged[0].args.slice(1, 5), ['100.0 KiB', 1, 'older', `${(olderBytes / 1024).toFixed(1)} KiB`])
+
   const shown = (await host.runCommand(live, '/snapshot-auto-cleanup show')).result.text
   assert.match(shown, /^Snapshot auto-cleanup: on; idle cutoff 30 day\(s\); last sweep: \d{4}-/)
   assert.match(shown, /\nSize quota: 100\.0 KiB\.\n/)
