@@ -125,6 +125,7 @@ test('the automatic sweep enforces the size quota after the age rule: oldest idl
 
   // Nothing runs while auto-cleanup is off (an agent's creation opens its own snapshot directory).
   await host.createAgent('probe')
+  await quiet(host, 'probe')
   assert.deepEqual(await dirs(), ['live', 'newer', 'older', 'probe'])
   const before = (await rpc(host, 'storage', { sessionId: 'live' })).json.value
   assert.equal(before.lastSweep, null)
