@@ -94,7 +94,8 @@ export interface RewindSettings {
   /** Track every change (shell commands too); absent from hosts of older builds. */
   readonly trackAll?: boolean
   readonly historyLimit: number
-  readonly cleanup: { readonly enabled: boolean; readonly maxAgeDays: number }
+  /** `maxSizeBytes` (the size quota, `0` = none) is absent from hosts of older builds. */
+  readonly cleanup: { readonly enabled: boolean; readonly maxAgeDays: number; readonly maxSizeBytes?: number }
   /** False when the host has no settings service (the values are then read-only). */
   readonly persistent?: boolean
 }
@@ -103,7 +104,33 @@ export interface SettingsPatch {
   backups?: boolean
   trackAll?: boolean
   historyLimit?: number
-  cleanup?: { enabled?: boolean; maxAgeDays?: number }
+  cleanup?: { enabled?: boolean; maxAgeDays?: number; maxSizeBytes?: number }
+}
+
+/** `storage` answer: how much the snapshot backups take (bytes). */
+export interface Storage {
+  /** The workspace (history partition) the figures are about. */
+  readonly workspace: string
+  /** The whole store: every session, every workspace scan state, every backup counted once. */
+  readonly totalBytes: number
+  readonly unreferencedBytes: number
+  readonly sessions: number
+  /** This workspace: its sessions' records, its scan state, the backups only it uses. */
+  readonly workspaceBytes: number
+  /** Backups this workspace uses that other workspaces use too (counted in `totalBytes` only). */
+  readonly workspaceSharedBytes: number
+  readonly workspaceSessions: number
+  readonly biggest: readonly { readonly sessionId: string; readonly bytes: number; readonly ownBytes: number; readonly lastActivity: number; readonly inWorkspace: boolean }[]
+  /** Records that could not be read: the figures are lower bounds. */
+  readonly problems: number
+  readonly quota: { readonly enabled: boolean; readonly maxSizeBytes: number }
+  readonly lastSweep: {
+    readonly at: number
+    readonly trigger: string
+    readonly removed: number
+    readonly bytes: number
+    readonly quota?: { readonly maxBytes: number; readonly removed: number; readonly freed: number; readonly bytesAfter: number }
+  } | null
 }
 
 /** Endpoint → [request extras, answer]. */
@@ -114,6 +141,7 @@ export interface Endpoints {
   'history.clear': [Record<string, never>, { cleared: number }]
   undo: [{ opId: string }, UndoResult]
   caps: [Record<string, never>, Caps]
+  storage: [Record<string, never>, Storage]
   settings: [Record<string, never>, RewindSettings]
   'settings.update': [{ patch: SettingsPatch }, RewindSettings]
   interrupted: [Record<string, never>, { interrupted: readonly Interrupted[] }]

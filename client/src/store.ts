@@ -147,7 +147,7 @@ export class SettingsModel {
 export function sameSettings(a: RewindSettings | undefined, b: RewindSettings | undefined): boolean {
   if (a === undefined || b === undefined) return a === b
   return a.backups === b.backups && a.trackAll === b.trackAll && a.historyLimit === b.historyLimit && a.maxFileBytes === b.maxFileBytes
-    && a.cleanup.enabled === b.cleanup.enabled && a.cleanup.maxAgeDays === b.cleanup.maxAgeDays
+    && a.cleanup.enabled === b.cleanup.enabled && a.cleanup.maxAgeDays === b.cleanup.maxAgeDays && a.cleanup.maxSizeBytes === b.cleanup.maxSizeBytes
 }
 
 /**
@@ -161,9 +161,10 @@ export function diffSettings(from: RewindSettings, to: RewindSettings): Settings
   if (from.backups !== to.backups) patch.backups = to.backups
   if (to.trackAll !== undefined && from.trackAll !== to.trackAll) patch.trackAll = to.trackAll
   if (from.historyLimit !== to.historyLimit) patch.historyLimit = to.historyLimit
-  const cleanup: { enabled?: boolean; maxAgeDays?: number } = {}
+  const cleanup: { enabled?: boolean; maxAgeDays?: number; maxSizeBytes?: number } = {}
   if (from.cleanup.enabled !== to.cleanup.enabled) cleanup.enabled = to.cleanup.enabled
   if (from.cleanup.maxAgeDays !== to.cleanup.maxAgeDays) cleanup.maxAgeDays = to.cleanup.maxAgeDays
+  if (to.cleanup.maxSizeBytes !== undefined && from.cleanup.maxSizeBytes !== to.cleanup.maxSizeBytes) cleanup.maxSizeBytes = to.cleanup.maxSizeBytes
   if (Object.keys(cleanup).length > 0) patch.cleanup = cleanup
   return patch
 }

@@ -10,7 +10,7 @@ import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageI
 import { missingCaps, newestEligible } from './history.ts'
 import { escapeControl } from './escape.ts'
 import { runFork } from './fork.ts'
-import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Interrupted, type Preview } from './rpc.ts'
+import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Interrupted, type Preview, type Storage } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
@@ -269,6 +269,7 @@ function useSessionId(env: Env): string | undefined {
 
 function formatBytes(n: number): string {
   if (!Number.isFinite(n) || n <= 0) return String(n)
+  if (n >= 1024 ** 3) return `${+(n / 1024 ** 3).toFixed(1)} GiB`
   if (n >= 1024 * 1024) return `${+(n / (1024 * 1024)).toFixed(1)} MiB`
   if (n >= 1024) return `${+(n / 1024).toFixed(1)} KiB`
   return `${n} B`
@@ -309,6 +310,11 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
             <input type="number" min={1} step={1} data-testid="dsh-prompt-rewind-max-age" value={d.cleanup.maxAgeDays}
               onChange={e => { const n = Number(e.currentTarget.value); if (Number.isSafeInteger(n) && n >= 1) env.settings.edit({ cleanup: { maxAgeDays: n } }) }} />
           </label>
+          {d.cleanup.maxSizeBytes !== undefined && <label className="dshpr-field dshpr-number">
+            <span>{t('config.maxSizeMiB')}<br /><small className="dshpr-muted">{t('config.maxSizeHint')}</small></span>
+            <input type="number" min={0} step={1} data-testid="dsh-prompt-rewind-max-size" value={Math.round(d.cleanup.maxSizeBytes / MIB)}
+              onChange={e => { const n = Number(e.currentTarget.value); if (Number.isSafeInteger(n) && n >= 0) env.settings.edit({ cleanup: { maxSizeBytes: n * MIB } }) }} />
+          </label>}
           <label className="dshpr-field dshpr-number">
             <span>{t('config.historyLimit')}</span>
             <input type="number" min={1} step={1} data-testid="dsh-prompt-rewind-history-limit" value={d.historyLimit}
@@ -323,6 +329,45 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
           </div>
         </fieldset>
       )}
+    </section>
+  )
+}
+
+const MIB = 1024 * 1024
+
+/** How much the backups take: this workspace, all workspaces, the biggest sessions, the quota. */
+function StorageView({ t, tag, storage }: { t: T; tag: string; storage: Load<Storage> | undefined }): ReactNode {
+  if (storage === undefined) return null
+  if (storage.status === 'loading') return <p className="dshpr-muted">{t('settings.loading')}</p>
+  if (storage.status === 'error') return <p className="dshpr-error" data-testid="dsh-prompt-rewind-storage-error">{t('storage.loadFailed', { message: storage.message })}</p>
+  const s = storage.value
+  const size = (n: number): string => (n === 0 ? '0 B' : formatBytes(n))
+  const last = s.lastSweep
+  return (
+    <section className="dshpr-card" data-testid="dsh-prompt-rewind-storage" aria-label={t('storage.title')}>
+      <h3 className="dshpr-card-title">{t('storage.title')}</h3>
+      <p data-testid="dsh-prompt-rewind-storage-workspace" data-bytes={s.workspaceBytes}>{t('storage.workspace', { size: size(s.workspaceBytes), n: s.workspaceSessions })}</p>
+      {s.workspaceSharedBytes > 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-shared" data-bytes={s.workspaceSharedBytes}>{t('storage.shared', { size: size(s.workspaceSharedBytes) })}</p>}
+      <p data-testid="dsh-prompt-rewind-storage-all" data-bytes={s.totalBytes}>{t('storage.all', { size: size(s.totalBytes), n: s.sessions })}</p>
+      <p data-testid="dsh-prompt-rewind-storage-quota">
+        {s.quota.maxSizeBytes === 0 ? t('storage.quotaNone') : t('storage.quota', { size: size(s.quota.maxSizeBytes) })}
+        {s.quota.maxSizeBytes !== 0 && !s.quota.enabled && <> <span className="dshpr-muted">{t('storage.quotaInactive')}</span></>}
+      </p>
+      <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-last">
+        {last === null ? t('storage.neverSwept') : t('storage.lastSweep', { time: formatTime(last.at, tag), size: size(last.bytes + (last.quota?.freed ?? 0)), age: last.removed, quota: last.quota?.removed ?? 0 })}
+      </p>
+      {s.problems > 0 && <p className="dshpr-warn">{t('storage.lowerBound', { n: s.problems })}</p>}
+      {s.biggest.length > 0 && <>
+        <h4 className="dshpr-card-title">{t('storage.biggest')}</h4>
+        <ol className="dshpr-entries" data-testid="dsh-prompt-rewind-storage-biggest">
+          {s.biggest.map(b => (
+            <li key={b.sessionId} data-testid="dsh-prompt-rewind-storage-session" data-session-id={b.sessionId} data-bytes={b.bytes}>
+              <code>{b.sessionId}</code> — {t('storage.session', { size: size(b.bytes), time: formatTime(b.lastActivity, tag) })}
+              {b.inWorkspace && <span className="dshpr-muted"> ({t('storage.here')})</span>}
+            </li>
+          ))}
+        </ol>
+      </>}
     </section>
   )
 }
@@ -349,6 +394,12 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
   const [version, setVersion] = useState(0)
   const history = useRpc<History>(sessionId, id => rpc('history', id, {}), version)
   const caps = useRpc<Caps>(sessionId, id => rpc('caps', id, {}), version)
+  const settingsState = useSyncExternalStore(env.settings.store.subscribe, env.settings.store.getSnapshot)
+  // Reloaded with the history and whenever the saved settings change (a new quota shows at once).
+  const savedSettings = JSON.stringify(settingsState.value ?? null)
+  const [storageVersion, setStorageVersion] = useState(0)
+  useEffect(() => { setStorageVersion(v => v + 1) }, [savedSettings, version])
+  const storage = useRpc<Storage>(sessionId, id => rpc('storage', id, {}), storageVersion)
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string; paths?: string[] } | undefined>(undefined)
   const [exported, setExported] = useState<string | undefined>(undefined)
   const [confirmClear, setConfirmClear] = useState(false)
@@ -450,6 +501,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
           </li>
         ))}
       </ol>
+      <StorageView t={t} tag={tag} storage={storage} />
       <ConfigCard env={env} site="history" />
     </div>
   )

@@ -24,13 +24,21 @@ export declare class BindingCleanup {
    * the store's size afterwards (measured when applied, else estimated).
    */
   quotaSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, apply: boolean, maxBytes: number, already: Array<string>): Promise<BindingSweepReport>
-  /** Epoch ms of the last recorded sweep, `null` when none. */
-  lastSweep(): Promise<number | null>
+  /** The last recorded sweep (with what its size quota did), `null` when none. */
+  lastSweep(): Promise<BindingLastSweep | null>
+  /**
+   * How much the store takes: in all, for the workspace made of the sessions `members` and
+   * the workspace scan states of the directories `cwds` (a directory that no longer exists
+   * has none), and the `top` biggest sessions.
+   */
+  storage(members: Array<string>, cwds: Array<string>, top: number): Promise<BindingStorage>
   /**
    * The automatic sweep: runs (applied) only when the policy is enabled and the last sweep is
-   * a day old or more; resolves with its report, or `null` when it did not run.
+   * a day old or more; then, when `max_bytes` is set (non-zero), the size quota removes the
+   * oldest idle sessions until the store fits, and the last-sweep record notes what it
+   * freed. Resolves with both reports, or `null` when the sweep did not run.
    */
-  autoSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>): Promise<BindingSweepReport | null>
+  autoSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, maxBytes?: number | undefined | null): Promise<BindingAutoSweep | null>
 }
 
 /** The per-workspace rewind history under one root (`<dsh home>/rewind-history`). */
@@ -149,6 +157,16 @@ export declare class BindingStore {
 
 /** Version of this addon (the crate version). */
 export declare function addonVersion(): string
+
+/** The automatic sweep's result: the age rule, then the size quota. */
+export interface BindingAutoSweep {
+  /** The age rule. */
+  age: BindingSweepReport
+  /** The size quota (absent when no quota is set). */
+  quota?: BindingSweepReport
+  /** Why the size quota could not run (the age rule's removals stand). */
+  quotaError?: string
+}
 
 /** One message a rewind can target (newest first; `index` 1 = newest). */
 export interface BindingCandidate {
@@ -311,6 +329,20 @@ export interface BindingHistoryPaths {
   failed: Array<string>
 }
 
+/** The last recorded (applied) sweep. */
+export interface BindingLastSweep {
+  /** When it ran, ms since the Unix epoch. */
+  at: number
+  /** `auto` or `manual`. */
+  trigger: string
+  /** Session directories the age rule removed. */
+  removed: number
+  /** Bytes they held. */
+  bytes: number
+  /** What the size quota did, when it ran with the sweep. */
+  quota?: BindingQuotaRecord
+}
+
 /** The `user/message` marker to append with `session.append`. */
 export interface BindingMarker {
   /** Message data (`role`, `content`, `source`); the host adds a fresh `id`. */
@@ -363,6 +395,18 @@ export interface BindingPreviewFile {
   path: string
   /** `write` (replace content), `create` (recreate a missing file) or `delete`. */
   action: string
+}
+
+/** What the size quota of a recorded sweep did. */
+export interface BindingQuotaRecord {
+  /** The budget in bytes. */
+  maxBytes: number
+  /** Sessions removed. */
+  removed: number
+  /** Bytes freed. */
+  freed: number
+  /** The store's size afterwards. */
+  bytesAfter: number
 }
 
 /** The outcome of a journaled restore. */
@@ -468,6 +512,49 @@ export interface BindingSkippedPath {
   path: string
   /** Why it was left alone. */
   reason: string
+}
+
+/** The storage of the snapshot store. */
+export interface BindingStorage {
+  /**
+   * Bytes of the whole store: every session's records, every workspace index, every blob
+   * counted once.
+   */
+  totalBytes: number
+  /** Of which blobs nothing references (garbage collection frees them). */
+  unreferencedBytes: number
+  /** Sessions in the store. */
+  sessions: number
+  /**
+   * Bytes of the workspace asked about: its sessions' records, its scan index and the blobs
+   * only it references.
+   */
+  workspaceBytes: number
+  /**
+   * Bytes of the blobs the workspace references that other workspaces reference too (counted
+   * in `total_bytes` only).
+   */
+  workspaceSharedBytes: number
+  /** Sessions of the workspace in the store. */
+  workspaceSessions: number
+  /** The biggest sessions (by `bytes`), at most the number asked for. */
+  biggest: Array<BindingStorageSession>
+  /** Records that could not be read: the figures are then lower bounds. */
+  problems: number
+}
+
+/** One session's storage. */
+export interface BindingStorageSession {
+  /** The session id. */
+  sessionId: string
+  /** Its records plus every blob it references (blobs shared with others counted in full). */
+  bytes: number
+  /** Its records plus the blobs nothing else references: what removing it frees. */
+  ownBytes: number
+  /** Newest activity in its snapshot directory, ms since the Unix epoch. */
+  lastActivity: number
+  /** Whether it belongs to the workspace asked about. */
+  inWorkspace: boolean
 }
 
 /** The replace operation of the marker: `{op:'replace', start, end}`. */

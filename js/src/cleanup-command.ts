@@ -1,6 +1,6 @@
 /**
- * `/snapshot-auto-cleanup show | on | off | max-age <days> | run [--apply] [--max-size <size>] |
- * run --current [--apply]`.
+ * `/snapshot-auto-cleanup show | on | off | max-age <days> | max-size <size|0> |
+ * run [--apply] [--max-size <size>] | run --current [--apply]`.
  */
 import type { HostAgent, HostAgents, HostContext } from './host.ts'
 import type { CleanupPort, SweepReport } from './ports.ts'
@@ -75,14 +75,19 @@ export async function cleanupCommand(
       const s = deps.settings.get()
       if (!deps.settings.persistent) return { kind: 'success', text: format(locale, 'cleanupUnavailable') }
       const last = await deps.cleanup().lastSweep()
-      return {
-        kind: 'success',
-        text: format(locale, 'cleanupStatus', {
+      const lines = [
+        format(locale, 'cleanupStatus', {
           state: format(locale, s.cleanup.enabled ? 'on' : 'off'),
           days: s.cleanup.maxAgeDays,
-          last: last === undefined ? format(locale, 'never') : new Date(last).toISOString(),
+          last: last === undefined ? format(locale, 'never') : new Date(last.at).toISOString(),
         }),
+        format(locale, 'cleanupQuotaStatus', { max: s.cleanup.maxSizeBytes === 0 ? format(locale, 'cleanupQuotaNone') : humanBytes(s.cleanup.maxSizeBytes) }),
+      ]
+      if (last !== undefined) {
+        const quotaFreed = last.quota?.freed ?? 0
+        lines.push(format(locale, 'cleanupLastFreed', { size: humanBytes(last.bytes + quotaFreed), n: last.removed + (last.quota?.removed ?? 0), quota: humanBytes(quotaFreed) }))
       }
+      return { kind: 'success', text: lines.join('\n') }
     }
     if ((sub === 'on' || sub === 'off') && words.length === 1) {
       if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
@@ -95,6 +100,14 @@ export async function cleanupCommand(
       if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
       await deps.settings.update({ cleanup: { maxAgeDays: days } })
       return { kind: 'success', text: format(locale, 'cleanupMaxAge', { days }) }
+    }
+    if (sub === 'max-size' && words.length === 2) {
+      const bytes = words[1] === '0' ? 0 : parseSize(words[1]!)
+      if (bytes === undefined) return usage
+      if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
+      // Out of range: refused by the settings model with the field named (nothing written).
+      await deps.settings.update({ cleanup: { maxSizeBytes: bytes } })
+      return { kind: 'success', text: bytes === 0 ? format(locale, 'cleanupMaxSizeOff') : format(locale, 'cleanupMaxSize', { size: humanBytes(bytes) }) }
     }
     if (sub === 'run') {
       const rest = words.slice(1)

@@ -28,16 +28,29 @@ export function openCleanup(dshHome: string, snapshotRoot: string, settings: Set
   }
   const shape = (r: Addon.BindingSweepReport): SweepReport => {
     if (r.applied) for (const item of r.items) forget(item.sessionId)
-    return { applied: r.applied, items: r.items.map(i => ({ sessionId: i.sessionId, bytes: i.bytes })), bytes: r.bytes }
+    return { applied: r.applied, items: r.items.map(i => ({ sessionId: i.sessionId, bytes: i.bytes })), bytes: r.bytes, failed: r.failed.map(f => ({ path: f.path, reason: f.reason })) }
   }
   return {
     unavailable: () => undefined,
     sweep: async (o) => shape(await awaitNative(() => binding.sweep(policy(), o.active, o.apply, o.onlySession ?? null))),
     quotaSweep: async (o) => shape(await awaitNative(() => binding.quotaSweep(policy(), o.active, o.apply, o.maxBytes, o.already))),
-    lastSweep: async () => (await awaitNative(() => binding.lastSweep())) ?? undefined,
+    lastSweep: async () => {
+      const r = await awaitNative(() => binding.lastSweep())
+      if (r === null || r === undefined) return undefined
+      return { at: r.at, trigger: r.trigger, removed: r.removed, bytes: r.bytes, ...(r.quota != null ? { quota: { ...r.quota } } : {}) }
+    },
     autoSweep: async (o) => {
-      const r = await awaitNative(() => binding.autoSweep(policy(), o.active))
-      return r === null || r === undefined ? undefined : shape(r)
+      const r = await awaitNative(() => binding.autoSweep(policy(), o.active, o.maxBytes))
+      if (r === null || r === undefined) return undefined
+      return {
+        age: shape(r.age),
+        ...(r.quota != null ? { quota: shape(r.quota) } : {}),
+        ...(r.quotaError != null ? { quotaError: r.quotaError } : {}),
+      }
+    },
+    storage: async (o) => {
+      const r = await awaitNative(() => binding.storage(o.members, o.cwds, o.top))
+      return { ...r, biggest: r.biggest.map(b => ({ ...b })) }
     },
   }
 }

@@ -39,7 +39,7 @@ export function pathsOf(o: Pick<RestoreOutcome, 'written' | 'deleted' | 'skipped
  * - no registry in this composition (headless hosts) → `ws-cwd.<sha256(cwd)[0..16]>`, so
  *   workspaces still never share a partition; no cwd → `_unknown`.
  */
-export async function partitionKey(ctx: HostContext, session: HostSession): Promise<string> {
+export async function partitionKey(ctx: HostContext, session: Pick<HostSession, 'header'>): Promise<string> {
   const unknown = (): string => callNative(n => n.workspaceKey(undefined))
   const registry = ctx.get('workspaceRegistry') as HostWorkspaceRegistry | undefined
   const cwd = session.header.cwd

@@ -14,7 +14,7 @@ import { registerScan } from './scan.ts'
 import { Rewinder } from './rewind.ts'
 import { HistoryPort } from './history.ts'
 import { registerRpc } from './rpc.ts'
-import { cleanupCommand, keptSessions } from './cleanup-command.ts'
+import { cleanupCommand, humanBytes, keptSessions } from './cleanup-command.ts'
 import { openFiles } from './files.ts'
 import { openCleanup } from './cleanup.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
@@ -94,7 +94,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     {
       name: 'snapshot-auto-cleanup',
       description: 'Show or change snapshot auto-cleanup, or run a sweep',
-      input: { hint: 'show | on | off | max-age <days> | run [--apply] | run --current [--apply]' },
+      input: { hint: 'show | on | off | max-age <days> | max-size <size|0> | run [--apply] [--max-size <size>] | run --current [--apply]' },
       handler: inv => cleanupCommand({ ctx, cleanup: getCleanup, settings, locale }, inv.agent as HostAgent, inv.rawInput),
     },
   ]
@@ -107,7 +107,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }
   }
 
-  registerRpc({ ctx, state, files: getFiles, history, settings, logger, rewinder })
+  registerRpc({ ctx, state, files: getFiles, history, settings, logger, rewinder, cleanup: getCleanup })
 
   // Crash order, the reconcile pass: when a session's agent is created (opened, resumed after a
   // restart), its interrupted rewinds are settled or logged; `/rewind` and the client ask again.
@@ -117,11 +117,24 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }, (error: unknown) => logger.warn('reconcile of %s failed: %s', agent.session?.header?.id, (error as Error).message))
   }, { global: true })
 
-  // The automatic sweep (at most once a day, only when enabled and a settings service backs it).
+  // The automatic sweep (at most once a day, only when enabled and a settings service backs it):
+  // the age rule, then the size quota (oldest idle sessions first until the store fits).
   const autoSweep = (): void => {
     const s = settings.get()
     if (!s.cleanup.enabled || !settings.persistent) return
-    void keptSessions(ctx).then(active => getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active })).catch((error: unknown) => {
+    const maxBytes = s.cleanup.maxSizeBytes
+    void keptSessions(ctx).then(active => getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active, maxBytes })).then((report) => {
+      if (report === undefined) return
+      const { age, quota, quotaError } = report
+      logger.info('automatic snapshot cleanup: the age rule removed %d session(s), %s', age.items.length, humanBytes(age.bytes))
+      if (quota !== undefined) {
+        const freed = quota.items.reduce((sum, i) => sum + i.bytes, 0)
+        logger.info('automatic snapshot cleanup: the size quota (%s) removed %d session(s) (%s), freed %s; the store now takes %s', humanBytes(maxBytes), quota.items.length, quota.items.map(i => i.sessionId).join(', ') || 'none', humanBytes(freed), humanBytes(quota.bytes))
+        if (quota.bytes > maxBytes) logger.warn('snapshot store still over its size quota (%s of %s): the remaining sessions are live, pinned or needed by an interrupted restore', humanBytes(quota.bytes), humanBytes(maxBytes))
+      }
+      for (const f of [...age.failed, ...(quota?.failed ?? [])]) logger.warn('automatic snapshot cleanup: %s not removed: %s', f.path, f.reason)
+      if (quotaError !== undefined) logger.warn('automatic snapshot cleanup: the size quota did not run: %s', quotaError)
+    }).catch((error: unknown) => {
       logger.warn('automatic snapshot cleanup failed: %s', (error as Error).message)
     })
   }

@@ -158,6 +158,8 @@ export interface SweepReport {
   applied: boolean
   items: SweepItem[]
   bytes: number
+  /** Sessions whose removal failed, with why. */
+  failed: { path: string; reason: string }[]
 }
 
 /** The cleanup sweep. */
@@ -171,10 +173,50 @@ export interface CleanupPort {
    * the same run removes. Items carry the bytes each frees; `bytes` is the size afterwards.
    */
   quotaSweep(opts: { maxBytes: number; active: string[]; apply: boolean; already: string[] }): Promise<SweepReport>
-  /** Epoch ms of the last automatic sweep, if any. */
-  lastSweep(): Promise<number | undefined>
-  /** Run the automatic sweep when the last one is older than a day. */
-  autoSweep(opts: { maxAgeDays: number; active: string[] }): Promise<SweepReport | undefined>
+  /** The last recorded sweep (with what its size quota did), if any. */
+  lastSweep(): Promise<LastSweep | undefined>
+  /**
+   * Run the automatic sweep when the last one is older than a day; then, with `maxBytes` (non-zero),
+   * the size quota. `undefined` when it did not run.
+   */
+  autoSweep(opts: { maxAgeDays: number; active: string[]; maxBytes: number }): Promise<AutoSweepReport | undefined>
+  /**
+   * How much the store takes: in all, for the workspace made of the sessions `members` and the
+   * workspace scan states of `cwds`, and the `top` biggest sessions.
+   */
+  storage(opts: { members: string[]; cwds: string[]; top: number }): Promise<StorageReport>
+}
+
+/** The last recorded sweep. */
+export interface LastSweep {
+  at: number
+  trigger: string
+  /** Sessions the age rule removed, and their bytes. */
+  removed: number
+  bytes: number
+  /** What the size quota did, when it ran with the sweep. */
+  quota?: { maxBytes: number; removed: number; freed: number; bytesAfter: number }
+}
+
+/** The automatic sweep's result. */
+export interface AutoSweepReport {
+  age: SweepReport
+  quota?: SweepReport
+  /** Why the quota could not run (the age rule's removals stand). */
+  quotaError?: string
+}
+
+/** Storage figures of the snapshot store (bytes). */
+export interface StorageReport {
+  totalBytes: number
+  unreferencedBytes: number
+  sessions: number
+  workspaceBytes: number
+  workspaceSharedBytes: number
+  workspaceSessions: number
+  biggest: { sessionId: string; bytes: number; ownBytes: number; lastActivity: number; inWorkspace: boolean }[]
+  /** Records that could not be read: the figures are lower bounds. */
+  problems: number
 }
 
 /** A port that is never available. */
@@ -214,5 +256,8 @@ export function unavailableCleanup(code: string, message: string): CleanupPort {
     },
     lastSweep: async () => undefined,
     autoSweep: async () => undefined,
+    storage: async () => {
+      throw new RewindError(code, message)
+    },
   }
 }

@@ -8,8 +8,9 @@
 import { forkAncestors } from './fork.ts'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Codes, RewindError, toRewindError } from './errors.ts'
-import type { HostAgent, HostAgents, HostContext, HostLogger } from './host.ts'
-import type { FilesPort } from './ports.ts'
+import type { HostAgent, HostAgents, HostContext, HostLogger, HostSessionHeader } from './host.ts'
+import type { CleanupPort, FilesPort } from './ports.ts'
+import type { HostSessionPersistence } from './fork.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
 import { type Rewinder, candidates, crashPoint, removeRestoreTemps, resyncObservations } from './rewind.ts'
@@ -33,6 +34,48 @@ export interface RpcDeps {
   logger: HostLogger
   /** Settles interrupted rewinds (reconcile, continue, roll back). */
   rewinder?: Rewinder
+  /** The snapshot cleanup (the `storage` figures). */
+  cleanup?: () => CleanupPort
+}
+
+/** Sessions listed among the biggest by `storage`. */
+export const STORAGE_TOP = 5
+
+/**
+ * The sessions of the workspace of `session` (by the history partition: DSH's workspace registry,
+ * else the cwd), with their working directories: every session DSH has persisted and every live
+ * one. An unreadable session list leaves the live sessions.
+ */
+async function workspaceSessions(ctx: HostContext, session: HostAgent['session']): Promise<{ key: string; members: string[]; cwds: string[] }> {
+  const key = await partitionKey(ctx, session)
+  const headers = new Map<string, HostSessionHeader>()
+  const persistence = ctx.get('sessionPersistence') as HostSessionPersistence | undefined
+  try {
+    for (const h of (await persistence?.list()) ?? []) if (typeof h?.id === 'string') headers.set(h.id, h)
+  } catch {
+    // the live sessions below still count
+  }
+  const agents = ctx.get('agents') as HostAgents | undefined
+  try {
+    for (const a of agents?.list() ?? []) headers.set(a.session.header.id, a.session.header)
+  } catch {
+    // the current session below still counts
+  }
+  headers.set(session.header.id, session.header)
+  const members: string[] = []
+  const cwds = new Set<string>()
+  for (const header of headers.values()) {
+    let same: boolean
+    try {
+      same = header.id === session.header.id || (await partitionKey(ctx, { header })) === key
+    } catch {
+      same = false
+    }
+    if (!same) continue
+    members.push(header.id)
+    if (typeof header.cwd === 'string' && header.cwd !== '') cwds.add(header.cwd)
+  }
+  return { key, members, cwds: [...cwds] }
 }
 
 type Body = Record<string, unknown> & { sessionId: string }
@@ -204,6 +247,22 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const port = files()
       const fileCheckpointing = port.unavailable() === undefined && trackedCwd(agent.session) !== undefined
       return { history: addonAvailable(), undo: fileCheckpointing, fileCheckpointing: fileCheckpointing && s.backups, backups: s.backups }
+    },
+
+    async storage(agent) {
+      const s = settings.get()
+      const cleanup = deps.cleanup?.()
+      const unavailable = cleanup?.unavailable()
+      if (cleanup === undefined || unavailable !== undefined) throw new RewindError(unavailable?.code ?? Codes.failed, `storage figures are unavailable${unavailable ? `: ${unavailable.message}` : ''}`)
+      const { key, members, cwds } = await workspaceSessions(ctx, agent.session)
+      const report = await cleanup.storage({ members, cwds, top: STORAGE_TOP })
+      const last = await cleanup.lastSweep().catch(() => undefined)
+      return {
+        workspace: key,
+        ...report,
+        quota: { enabled: s.cleanup.enabled, maxSizeBytes: s.cleanup.maxSizeBytes },
+        lastSweep: last ?? null,
+      }
     },
 
     async settings() {

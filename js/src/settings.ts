@@ -29,6 +29,12 @@ export const MAX_FILES_LIMIT = 10_000_000
 /** Largest accepted `maxFileBytes`: 4 GiB. */
 export const MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024 * 1024
 
+/** Default size quota of the snapshot store: 4 GiB (`0` = no quota). */
+export const DEFAULT_MAX_SIZE_BYTES = 4 * 1024 ** 3
+
+/** Largest accepted `cleanup.maxSizeBytes`: 1 PiB. */
+export const MAX_SIZE_BYTES_LIMIT = 1024 ** 5
+
 /**
  * The accepted range of every numeric setting (a dotted path into the settings), checked by
  * {@link validateNumbers} before anything is written: an integer outside it is refused with
@@ -41,6 +47,7 @@ export const NUMERIC_RANGES: Readonly<Record<string, { min: number; max: number 
   maxBaselineBytes: { min: 0, max: MAX_BASELINE_BYTES_LIMIT },
   maxFiles: { min: 1, max: MAX_FILES_LIMIT },
   'cleanup.maxAgeDays': { min: 1, max: 3650 },
+  'cleanup.maxSizeBytes': { min: 0, max: MAX_SIZE_BYTES_LIMIT },
 }
 
 /** Refuses (`rewind/bad-request`, details `{field, min, max}`) a numeric setting of `patch` out of its range. */
@@ -77,7 +84,12 @@ export interface RewindSettings {
   /** History entries kept per workspace. */
   historyLimit: number
   /** The snapshot auto-cleanup policy. */
-  cleanup: { enabled: boolean; maxAgeDays: number }
+  cleanup: {
+    enabled: boolean
+    maxAgeDays: number
+    /** Size quota of the whole snapshot store in bytes, enforced by the automatic sweep after the age rule; `0` = none. */
+    maxSizeBytes: number
+  }
   /** Language of command output: `auto` follows DSH's interface language. */
   locale: string
 }
@@ -90,7 +102,7 @@ export const DEFAULT_SETTINGS: RewindSettings = {
   maxBaselineBytes: DEFAULT_MAX_BASELINE_BYTES,
   maxFiles: DEFAULT_MAX_FILES,
   historyLimit: 10,
-  cleanup: { enabled: false, maxAgeDays: 30 },
+  cleanup: { enabled: false, maxAgeDays: 30, maxSizeBytes: DEFAULT_MAX_SIZE_BYTES },
   locale: 'auto',
 }
 
@@ -105,7 +117,8 @@ export const SettingsSchema = z.object({
   cleanup: z.object({
     enabled: z.boolean().default(false).description('Remove the snapshots of long-inactive sessions automatically.'),
     maxAgeDays: z.natural().min(1).max(3650).default(30).description('Idle days after which a session\'s snapshots are removed.'),
-  }).default({ enabled: false, maxAgeDays: 30 }),
+    maxSizeBytes: z.natural().max(MAX_SIZE_BYTES_LIMIT).default(DEFAULT_MAX_SIZE_BYTES).description('Size quota of all snapshot backups in bytes: after the age rule, the oldest idle sessions go until they fit (0 = no quota).'),
+  }).default({ enabled: false, maxAgeDays: 30, maxSizeBytes: DEFAULT_MAX_SIZE_BYTES }),
   locale: z.union(['auto', 'zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']).default('auto').description('Language of command output.'),
 })
 
@@ -171,6 +184,7 @@ export class SettingsModel {
       const cleanup: Record<string, unknown> = {}
       if (patch.cleanup.enabled !== undefined) cleanup.enabled = patch.cleanup.enabled
       if (patch.cleanup.maxAgeDays !== undefined) cleanup.maxAgeDays = patch.cleanup.maxAgeDays
+      if (patch.cleanup.maxSizeBytes !== undefined) cleanup.maxSizeBytes = patch.cleanup.maxSizeBytes
       clean.cleanup = { ...this.get().cleanup, ...cleanup }
     }
     // Validate before persisting so a bad patch names its field instead of half-applying.
@@ -191,6 +205,7 @@ function normalize(value: RewindSettings): RewindSettings {
     cleanup: {
       enabled: value.cleanup?.enabled === true,
       maxAgeDays: Number.isSafeInteger(value.cleanup?.maxAgeDays) && value.cleanup.maxAgeDays > 0 ? value.cleanup.maxAgeDays : 30,
+      maxSizeBytes: Number.isSafeInteger(value.cleanup?.maxSizeBytes) && value.cleanup.maxSizeBytes >= 0 ? value.cleanup.maxSizeBytes : DEFAULT_MAX_SIZE_BYTES,
     },
     locale: typeof value.locale === 'string' ? value.locale : 'auto',
   }

@@ -326,6 +326,31 @@ try {
   const clip = await page.evaluate(() => navigator.clipboard.readText().catch(e => `ERR ${e}`))
   check(clip.trim() === (await exported.inputValue()).trim(), 'export copied the same JSON to the clipboard')
 
+  // --- the storage view: this workspace, all workspaces, the biggest sessions, the quota
+  const storage = history.getByTestId('dsh-prompt-rewind-storage')
+  await storage.waitFor({ timeout: 10000 })
+  const bytesOf = async (id) => Number(await storage.getByTestId(id).getAttribute('data-bytes'))
+  const wsBytes = await bytesOf('dsh-prompt-rewind-storage-workspace')
+  const allBytes = await bytesOf('dsh-prompt-rewind-storage-all')
+  log('storage:', JSON.stringify(await storage.innerText()))
+  fileCheck(wsBytes > 0 && allBytes >= wsBytes, `the storage view shows this workspace's and all workspaces' backups (${wsBytes} B of ${allBytes} B)`)
+  fileCheck(/^This workspace: [\d.]+ (B|KiB|MiB) \(1 session\(s\), its scan baseline included\)$/.test(await storage.getByTestId('dsh-prompt-rewind-storage-workspace').innerText()), 'the workspace figure is labelled with its sessions and the scan baseline')
+  const biggest = storage.getByTestId('dsh-prompt-rewind-storage-session')
+  fileCheck(await biggest.count() >= 1 && Number(await biggest.first().getAttribute('data-bytes')) > 0, 'the biggest sessions are listed with their size')
+  fileCheck(/last activity/.test(await biggest.first().innerText()), 'each with its last activity')
+  check(/^Size quota: 4 GiB \(applies when auto-cleanup is on\)$/.test(await storage.getByTestId('dsh-prompt-rewind-storage-quota').innerText()), 'the default size quota is shown, and that it applies with auto-cleanup')
+  // The quota is edited in the config card (MiB) and the view follows the saved value.
+  const quotaCard = history.getByTestId('dsh-prompt-rewind-config-history')
+  const maxSize = quotaCard.getByTestId('dsh-prompt-rewind-max-size')
+  check(await maxSize.inputValue() === '4096', 'the config card shows the quota in MiB')
+  await maxSize.fill('2048')
+  await quotaCard.getByTestId('dsh-prompt-rewind-save').click()
+  await quotaCard.getByTestId('dsh-prompt-rewind-save-status').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10000 })
+  await storage.getByTestId('dsh-prompt-rewind-storage-quota').filter({ hasText: 'Size quota: 2 GiB' }).waitFor({ timeout: 10000 }).catch(() => {})
+  check(/^Size quota: 2 GiB\b/.test(await storage.getByTestId('dsh-prompt-rewind-storage-quota').innerText()), 'a quota saved from the config card shows in the storage view')
+  await storage.scrollIntoViewIfNeeded()
+  await shot(page, 'rewind-storage')
+
   // --- the configuration card: one model on the Rewind history page and on the Plugins page
   const card = history.getByTestId('dsh-prompt-rewind-config-history')
   const backups = card.getByTestId('dsh-prompt-rewind-backups')

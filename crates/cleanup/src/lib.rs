@@ -54,7 +54,7 @@ pub use policy::{
     set_max_age_days,
 };
 pub use quota::{QuotaItem, QuotaReport};
-pub use record::{LAST_SWEEP_FILE, LastSweep, RECORD_VERSION, RecordError, Trigger};
+pub use record::{LAST_SWEEP_FILE, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger};
 pub use sweep::{
     AutoSweep, Cleaner, CleanupStep, Clock, CrashSeam, DAY_MS, Failed, KeepReason, Kept,
     MAX_SCAN_DEPTH, OpenError, Pins, SNAPSHOT_DIR, Scope, SweepError, SweepItem, SweepReport,

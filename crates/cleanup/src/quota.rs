@@ -35,7 +35,7 @@ pub struct QuotaReport {
     pub applied: bool,
     /// The budget in bytes.
     pub max_bytes: u64,
-    /// Store size before: records, referenced and unreferenced blobs.
+    /// Store size before: records, workspace indexes, referenced and unreferenced blobs.
     pub bytes_before: u64,
     /// Store size after (measured when applied, else the estimate).
     pub bytes_after: u64,
@@ -104,8 +104,7 @@ impl Cleaner {
                 format!("{p}; sizes are unknown, nothing removed by the size quota"),
             ));
         }
-        let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
-        let before = records + inv.blob_bytes;
+        let before = inv.total_bytes();
         let mut report = QuotaReport {
             applied: req.apply,
             max_bytes,
@@ -121,6 +120,12 @@ impl Cleaner {
         let mut users: HashMap<&str, usize> = HashMap::new();
         for s in &inv.sessions {
             for sha in s.referenced.keys() {
+                *users.entry(sha.as_str()).or_default() += 1;
+            }
+        }
+        // A blob a workspace index references stays (garbage collection spares it).
+        for w in &inv.workspaces {
+            for sha in w.referenced.keys() {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
         }
@@ -187,8 +192,7 @@ impl Cleaner {
             .map_err(|e| store_fault("collect garbage", e))?;
         report.blobs_removed = gc.blobs_removed;
         let after = store.inventory().map_err(|e| store_fault("inventory", e))?;
-        report.bytes_after =
-            after.sessions.iter().map(|s| s.record_bytes).sum::<u64>() + after.blob_bytes;
+        report.bytes_after = after.total_bytes();
         Ok(report)
     }
 }

@@ -39,6 +39,23 @@ pub struct LastSweep {
     pub removed: u64,
     /// Bytes those directories held.
     pub bytes: u64,
+    /// The size quota the sweep enforced after the age rule (absent when none ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<QuotaRecord>,
+}
+
+/// What the size quota of a recorded sweep did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuotaRecord {
+    /// The budget in bytes.
+    pub max_bytes: u64,
+    /// Sessions the quota removed.
+    pub removed: u64,
+    /// Bytes their removal freed.
+    pub freed: u64,
+    /// The store's size afterwards.
+    pub bytes_after: u64,
 }
 
 /// The last-sweep record could not be read or written.

@@ -14,7 +14,7 @@ use crate::layout::{
     decode_session_dir, journal_pin,
 };
 use crate::policy::{Policy, PolicyError, PolicyPort, load_policy};
-use crate::record::{self, LastSweep, RECORD_VERSION, RecordError, Trigger};
+use crate::record::{self, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger};
 
 /// Name of the snapshot store directory inside the DSH home.
 pub const SNAPSHOT_DIR: &str = "rewind-snapshots";
@@ -448,6 +448,17 @@ impl Cleaner {
         record::read(&self.home)
     }
 
+    /// Adds what the size quota did to the last-sweep record (the automatic sweep
+    /// enforces the quota right after its age rule). Nothing is written when no
+    /// sweep was recorded.
+    pub fn record_quota(&self, quota: QuotaRecord) -> Result<(), RecordError> {
+        let Some(mut last) = record::read(&self.home)? else {
+            return Ok(());
+        };
+        last.quota = Some(quota);
+        record::write(&self.home, &last, &|s| self.step(s))
+    }
+
     /// Runs a sweep. The policy is read first; without it nothing is swept
     /// ([`SweepError::Policy`]). The `enabled` flag governs only the
     /// automatic sweep; a manual run uses the cutoff either way.
@@ -518,6 +529,7 @@ impl Cleaner {
             max_age_days: report.max_age_days,
             removed: report.items.len() as u64,
             bytes: report.bytes,
+            quota: None,
         };
         match record::write(&self.home, &rec, &|s| self.step(s)) {
             Ok(()) => Ok(()),

@@ -815,3 +815,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_quota_result_joins_the_last_sweep_record() {
+    let h = Home::new();
+    let on = policy(30);
+    // Nothing recorded yet: nothing to add to.
+    let quota = rewind_cleanup::QuotaRecord {
+        max_bytes: 4096,
+        removed: 2,
+        freed: 1234,
+        bytes_after: 4000,
+    };
+    h.cleaner(NOW).record_quota(quota.clone()).unwrap();
+    assert!(h.cleaner(NOW).last_sweep().unwrap().is_none());
+    let AutoSweep::Ran { .. } = h.cleaner(NOW).auto_sweep(&on, &[], &Pins::none()).unwrap() else {
+        panic!()
+    };
+    assert_eq!(h.cleaner(NOW).last_sweep().unwrap().unwrap().quota, None);
+    h.cleaner(NOW).record_quota(quota.clone()).unwrap();
+    let last = h.cleaner(NOW).last_sweep().unwrap().unwrap();
+    assert_eq!(last.quota, Some(quota));
+    assert_eq!(last.at, NOW, "the sweep's own fields are kept");
+    let rec: serde_json::Value =
+        serde_json::from_slice(&fs::read(h.home.join(LAST_SWEEP_FILE)).unwrap()).unwrap();
+    assert_eq!(
+        rec["quota"],
+        serde_json::json!({"maxBytes": 4096, "removed": 2, "freed": 1234, "bytesAfter": 4000})
+    );
+}

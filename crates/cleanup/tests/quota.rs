@@ -209,3 +209,76 @@ fn an_unreadable_record_stops_the_quota_before_anything_goes() {
         assert!(f.home.join("rewind-snapshots/sessions").join(id).is_dir());
     }
 }
+
+#[test]
+fn a_blob_a_workspace_scan_keeps_is_never_counted_as_freed() {
+    use snapshot_store::{ScanPhase, ScanRequest, workspace_key};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let store = Store::open(&home.join("rewind-snapshots"), StoreOptions::default()).unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("kept.txt"), vec![b'k'; 6000]).unwrap();
+    std::fs::write(ws.join("own.txt"), vec![b'o'; 3000]).unwrap();
+    let s = store.session("scanned", &ws).unwrap();
+    // The scan's baseline keeps the contents of every file of the workspace.
+    s.scan(&ScanRequest::new(ScanPhase::Boundary, 1)).unwrap();
+    s.recheck_tracked(1).unwrap();
+    s.capture_before("c", "kept.txt".as_ref()).unwrap();
+    s.commit("c", 1, true).unwrap();
+    age(&home.join("rewind-snapshots/sessions/scanned"), 3);
+
+    let inv = store.inventory().unwrap();
+    assert!(inv.problems.is_empty(), "{:?}", inv.problems);
+    let key = workspace_key(&std::fs::canonicalize(&ws).unwrap());
+    assert_eq!(inv.workspaces.len(), 1);
+    let w = &inv.workspaces[0];
+    assert_eq!(w.key, key);
+    assert_eq!(
+        w.blob_bytes, 9000,
+        "the baseline references both files' contents"
+    );
+    assert_eq!(
+        w.exclusive_blob_bytes, 3000,
+        "kept.txt's contents are the session's too"
+    );
+    let index_bytes: u64 = std::fs::read_dir(home.join("rewind-snapshots/workspaces").join(&key))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    assert_eq!(w.index_bytes, index_bytes);
+    assert_eq!(
+        inv.unreferenced_bytes, 0,
+        "what the baseline keeps is not garbage"
+    );
+    let session = &inv.sessions[0];
+    assert_eq!(session.blob_bytes, 6000);
+    assert_eq!(session.exclusive_blob_bytes, 0, "the baseline shares it");
+    assert_eq!(
+        inv.total_bytes(),
+        session.record_bytes + index_bytes + inv.blob_bytes
+    );
+
+    // Removing the session frees its records only: the baseline still needs the blob.
+    let cleaner = Cleaner::open(&home).unwrap();
+    let r = cleaner
+        .quota_sweep(
+            &policy(),
+            &store,
+            1,
+            &SweepRequest::dry_run(Scope::Idle).applied(),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&r), ["scanned"]);
+    assert_eq!(r.items[0].freed, session.record_bytes);
+    assert_eq!(
+        r.bytes_after,
+        index_bytes + 9000,
+        "the estimate and the measure agree"
+    );
+    assert_eq!(r.blobs_removed, 0);
+    assert!(std::fs::metadata(home.join("rewind-snapshots/workspaces").join(&key)).is_ok());
+}

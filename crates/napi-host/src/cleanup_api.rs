@@ -10,7 +10,9 @@ use rewind_cleanup::{
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingCleanupPolicy, BindingSkippedPath, BindingSweepItem, BindingSweepReport,
+    BindingAutoSweep, BindingCleanupPolicy, BindingLastSweep, BindingQuotaRecord,
+    BindingSkippedPath, BindingStorage, BindingStorageSession, BindingSweepItem,
+    BindingSweepReport,
 };
 
 /// The snapshot auto-cleanup of one DSH home. The policy comes from the host's settings on every
@@ -79,6 +81,135 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
             })
             .collect(),
     }
+}
+
+/// The size quota after an age sweep (see [`BindingCleanup::quota_sweep`]).
+fn run_quota(
+    cleaner: &Cleaner,
+    policy: Option<BindingCleanupPolicy>,
+    store_root: &str,
+    active: Vec<String>,
+    apply: bool,
+    max: u64,
+    already: &[String],
+) -> Result<BindingSweepReport, BindingError> {
+    let store = snapshot_store::Store::open(
+        std::path::Path::new(store_root),
+        snapshot_store::StoreOptions::default(),
+    )?;
+    let mut request = SweepRequest::dry_run(Scope::Idle).with_active(active);
+    if apply {
+        request = request.applied();
+    }
+    let q = cleaner.quota_sweep(port(policy).as_ref(), &store, max, &request, already)?;
+    Ok(BindingSweepReport {
+        applied: q.applied,
+        bytes: q.bytes_after as f64,
+        items: q
+            .items
+            .into_iter()
+            .map(|i| BindingSweepItem {
+                session_id: i.session_id,
+                bytes: i.freed as f64,
+                files: 0.0,
+                last_activity: i.last_activity as f64,
+            })
+            .collect(),
+        kept: q
+            .kept
+            .iter()
+            .map(|k| BindingSkippedPath {
+                path: k.session_id.clone(),
+                reason: keep_reason(&k.reason),
+            })
+            .collect(),
+        failed: q
+            .failed
+            .into_iter()
+            .map(|f| BindingSkippedPath {
+                path: f.session_id,
+                reason: f.detail,
+            })
+            .collect(),
+    })
+}
+
+/// The store's storage, with the share of the workspace made of `members` (session ids) and
+/// `scan_keys` (its workspace scan states).
+fn storage(
+    store_root: &str,
+    members: &[String],
+    scan_keys: &[String],
+    top: usize,
+) -> Result<BindingStorage, BindingError> {
+    use std::collections::HashMap;
+    let store = snapshot_store::Store::open(
+        std::path::Path::new(store_root),
+        snapshot_store::StoreOptions::default(),
+    )?;
+    let inv = store.inventory()?;
+    let member = |id: &str| members.iter().any(|m| m == id);
+    let scanned = |key: &str| scan_keys.iter().any(|k| k == key);
+    // Per blob: (size, referenced from the workspace, referenced from elsewhere).
+    let mut blobs: HashMap<&str, (u64, bool, bool)> = HashMap::new();
+    let mut workspace_bytes = 0u64;
+    let mut workspace_sessions = 0u32;
+    for s in &inv.sessions {
+        let inside = member(&s.session_id);
+        if inside {
+            workspace_sessions += 1;
+            workspace_bytes += s.record_bytes;
+        }
+        for (sha, size) in &s.referenced {
+            let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
+            if inside { e.1 = true } else { e.2 = true }
+        }
+    }
+    for w in &inv.workspaces {
+        let inside = scanned(&w.key);
+        if inside {
+            workspace_bytes += w.index_bytes;
+        }
+        for (sha, size) in &w.referenced {
+            let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
+            if inside { e.1 = true } else { e.2 = true }
+        }
+    }
+    let mut shared = 0u64;
+    for (size, inside, outside) in blobs.values() {
+        match (inside, outside) {
+            (true, false) => workspace_bytes += size,
+            (true, true) => shared += size,
+            _ => {}
+        }
+    }
+    let mut biggest: Vec<BindingStorageSession> = inv
+        .sessions
+        .iter()
+        .map(|s| BindingStorageSession {
+            session_id: s.session_id.clone(),
+            bytes: (s.record_bytes + s.blob_bytes) as f64,
+            own_bytes: (s.record_bytes + s.exclusive_blob_bytes) as f64,
+            last_activity: s.last_activity_ms as f64,
+            in_workspace: member(&s.session_id),
+        })
+        .collect();
+    biggest.sort_by(|a, b| {
+        b.bytes
+            .total_cmp(&a.bytes)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    biggest.truncate(top);
+    Ok(BindingStorage {
+        total_bytes: inv.total_bytes() as f64,
+        unreferenced_bytes: inv.unreferenced_bytes as f64,
+        sessions: inv.sessions.len() as u32,
+        workspace_bytes: workspace_bytes as f64,
+        workspace_shared_bytes: shared as f64,
+        workspace_sessions,
+        biggest,
+        problems: inv.problems.len() as u32,
+    })
 }
 
 impl BindingCleanup {
@@ -165,80 +296,112 @@ impl BindingCleanup {
         let cleaner = self.cleaner();
         let store_root = self.store_root.clone();
         AsyncTask::new(Job::new(move || {
-            let cleaner = cleaner?;
             let max = crate::types::seq_from_js(max_bytes, "maxBytes")?;
-            let store = snapshot_store::Store::open(
-                std::path::Path::new(&store_root),
-                snapshot_store::StoreOptions::default(),
-            )?;
-            let mut request = SweepRequest::dry_run(Scope::Idle).with_active(active);
-            if apply {
-                request = request.applied();
-            }
-            let q = cleaner.quota_sweep(port(policy).as_ref(), &store, max, &request, &already)?;
-            Ok(BindingSweepReport {
-                applied: q.applied,
-                bytes: q.bytes_after as f64,
-                items: q
-                    .items
-                    .into_iter()
-                    .map(|i| BindingSweepItem {
-                        session_id: i.session_id,
-                        bytes: i.freed as f64,
-                        files: 0.0,
-                        last_activity: i.last_activity as f64,
-                    })
-                    .collect(),
-                kept: q
-                    .kept
-                    .iter()
-                    .map(|k| BindingSkippedPath {
-                        path: k.session_id.clone(),
-                        reason: keep_reason(&k.reason),
-                    })
-                    .collect(),
-                failed: q
-                    .failed
-                    .into_iter()
-                    .map(|f| BindingSkippedPath {
-                        path: f.session_id,
-                        reason: f.detail,
-                    })
-                    .collect(),
-            })
+            run_quota(&cleaner?, policy, &store_root, active, apply, max, &already)
         }))
     }
 
-    /// Epoch ms of the last recorded sweep, `null` when none.
-    #[napi(ts_return_type = "Promise<number | null>")]
-    pub fn last_sweep(&self) -> AsyncTask<Job<Option<f64>>> {
+    /// The last recorded sweep (with what its size quota did), `null` when none.
+    #[napi(ts_return_type = "Promise<BindingLastSweep | null>")]
+    pub fn last_sweep(&self) -> AsyncTask<Job<Option<BindingLastSweep>>> {
         let cleaner = self.cleaner();
         AsyncTask::new(Job::new(move || {
-            Ok(cleaner?.last_sweep()?.map(|l| l.at as f64))
+            Ok(cleaner?.last_sweep()?.map(|l| BindingLastSweep {
+                at: l.at as f64,
+                trigger: match l.trigger {
+                    rewind_cleanup::Trigger::Auto => "auto".into(),
+                    rewind_cleanup::Trigger::Manual => "manual".into(),
+                },
+                removed: l.removed as f64,
+                bytes: l.bytes as f64,
+                quota: l.quota.map(|q| BindingQuotaRecord {
+                    max_bytes: q.max_bytes as f64,
+                    removed: q.removed as f64,
+                    freed: q.freed as f64,
+                    bytes_after: q.bytes_after as f64,
+                }),
+            }))
+        }))
+    }
+
+    /// How much the store takes: in all, for the workspace made of the sessions `members` and
+    /// the workspace scan states of the directories `cwds` (a directory that no longer exists
+    /// has none), and the `top` biggest sessions.
+    #[napi(ts_return_type = "Promise<BindingStorage>")]
+    pub fn storage(
+        &self,
+        members: Vec<String>,
+        cwds: Vec<String>,
+        top: u32,
+    ) -> AsyncTask<Job<BindingStorage>> {
+        let store_root = self.store_root.clone();
+        AsyncTask::new(Job::new(move || {
+            let scan_keys: Vec<String> = cwds
+                .iter()
+                .filter_map(|c| std::fs::canonicalize(c).ok())
+                .map(|c| snapshot_store::workspace_key(&c))
+                .collect();
+            storage(&store_root, &members, &scan_keys, top as usize)
         }))
     }
 
     /// The automatic sweep: runs (applied) only when the policy is enabled and the last sweep is
-    /// a day old or more; resolves with its report, or `null` when it did not run.
-    #[napi(ts_return_type = "Promise<BindingSweepReport | null>")]
+    /// a day old or more; then, when `max_bytes` is set (non-zero), the size quota removes the
+    /// oldest idle sessions until the store fits, and the last-sweep record notes what it
+    /// freed. Resolves with both reports, or `null` when the sweep did not run.
+    #[napi(ts_return_type = "Promise<BindingAutoSweep | null>")]
     pub fn auto_sweep(
         &self,
         policy: Option<BindingCleanupPolicy>,
         active: Vec<String>,
-    ) -> AsyncTask<Job<Option<BindingSweepReport>>> {
+        max_bytes: Option<f64>,
+    ) -> AsyncTask<Job<Option<BindingAutoSweep>>> {
         let cleaner = self.cleaner();
         let store_root = self.store_root.clone();
         AsyncTask::new(Job::new(move || {
-            Ok(
-                match cleaner?.auto_sweep(port(policy).as_ref(), &active, &Pins::none())? {
-                    AutoSweep::Ran { report: r, .. } => {
-                        let mut swept = report(r);
-                        free_unreferenced_blobs(&store_root, &mut swept);
-                        Some(swept)
+            let max = match max_bytes {
+                Some(m) => crate::types::seq_from_js(m, "maxBytes")?,
+                None => 0,
+            };
+            let cleaner = cleaner?;
+            let ran = cleaner.auto_sweep(port(policy.clone()).as_ref(), &active, &Pins::none())?;
+            let AutoSweep::Ran { report: r, .. } = ran else {
+                return Ok(None);
+            };
+            let mut age = report(r);
+            free_unreferenced_blobs(&store_root, &mut age);
+            if max == 0 {
+                return Ok(Some(BindingAutoSweep {
+                    age,
+                    quota: None,
+                    quota_error: None,
+                }));
+            }
+            let already: Vec<String> = age.items.iter().map(|i| i.session_id.clone()).collect();
+            let quota = run_quota(&cleaner, policy, &store_root, active, true, max, &already);
+            let (quota, quota_error) = match quota {
+                Ok(q) => {
+                    let record = rewind_cleanup::QuotaRecord {
+                        max_bytes: max,
+                        removed: q.items.len() as u64,
+                        freed: q.items.iter().map(|i| i.bytes as u64).sum(),
+                        bytes_after: q.bytes as u64,
+                    };
+                    match cleaner.record_quota(record) {
+                        Ok(()) => (Some(q), None),
+                        Err(e) => (
+                            Some(q),
+                            Some(format!("the quota's result was not recorded: {e}")),
+                        ),
                     }
-                    AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
-                },
-            )
+                }
+                Err(e) => (None, Some(e.to_string())),
+            };
+            Ok(Some(BindingAutoSweep {
+                age,
+                quota,
+                quota_error,
+            }))
         }))
     }
 }

@@ -78,7 +78,7 @@ pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreSta
 pub use log::LOG_VERSION;
 pub use offline::{
     BlobRead, HOLDS_DIR, Inventory, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
-    SessionHold, SessionUsage, VerifyReport,
+    SessionHold, SessionUsage, VerifyReport, WorkspaceUsage,
 };
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};

@@ -68,11 +68,31 @@ pub struct SessionUsage {
     pub referenced: BTreeMap<String, u64>,
 }
 
+/// Storage used by one workspace's scan state, `workspaces/<key>/` (see [`Store::inventory`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkspaceUsage {
+    /// The workspace key ([`crate::workspace_key`] of its canonical path).
+    pub key: String,
+    /// Bytes of the workspace directory's own files (the index, the lock).
+    pub index_bytes: u64,
+    /// Distinct present blobs the index references (the scan's baseline).
+    pub blobs: usize,
+    /// Their bytes (shared blobs counted here and in every session that references them).
+    pub blob_bytes: u64,
+    /// Bytes of the blobs nothing else references.
+    pub exclusive_blob_bytes: u64,
+    /// The present blobs the index references, with their sizes (not serialized).
+    #[serde(skip)]
+    pub referenced: BTreeMap<String, u64>,
+}
+
 /// What [`Store::inventory`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Inventory {
     /// Sessions, sorted by id.
     pub sessions: Vec<SessionUsage>,
+    /// Workspace scan states (`workspaces/<key>/`), sorted by key.
+    pub workspaces: Vec<WorkspaceUsage>,
     /// Blob files in `blobs/`.
     pub blobs: usize,
     /// Their bytes.
@@ -83,6 +103,16 @@ pub struct Inventory {
     pub unreferenced_bytes: u64,
     /// Records that could not be read; the usage of their session is then a lower bound.
     pub problems: Vec<Problem>,
+}
+
+impl Inventory {
+    /// Bytes the whole store takes: session records, workspace indexes and every blob
+    /// (each counted once).
+    pub fn total_bytes(&self) -> u64 {
+        self.sessions.iter().map(|s| s.record_bytes).sum::<u64>()
+            + self.workspaces.iter().map(|w| w.index_bytes).sum::<u64>()
+            + self.blob_bytes
+    }
 }
 
 /// One integrity problem (see [`Store::verify`]).
@@ -399,9 +429,18 @@ impl Store {
                 sizes.insert(sha, size);
             }
         }
+        // Workspace indexes keep their baseline blobs alive (garbage collection spares them).
+        let spaces = crate::scan::workspace_refs(self)?;
         let mut users: HashMap<&str, usize> = HashMap::new();
         for w in &walks {
             for sha in w.live(&sizes) {
+                *users.entry(sha.as_str()).or_default() += 1;
+            }
+        }
+        for (_, _, refs) in &spaces {
+            let distinct: BTreeSet<&String> =
+                refs.iter().filter(|s| sizes.contains_key(*s)).collect();
+            for sha in distinct {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
         }
@@ -430,6 +469,26 @@ impl Store {
             }
             inv.sessions.push(u);
         }
+        for (key, index_bytes, refs) in &spaces {
+            let mut u = WorkspaceUsage {
+                key: key.clone(),
+                index_bytes: *index_bytes,
+                ..WorkspaceUsage::default()
+            };
+            for sha in refs {
+                if let Some(size) = sizes.get(sha) {
+                    if u.referenced.insert(sha.clone(), *size).is_none() {
+                        u.blobs += 1;
+                        u.blob_bytes += size;
+                        if users.get(sha.as_str()) == Some(&1) {
+                            u.exclusive_blob_bytes += size;
+                        }
+                    }
+                }
+            }
+            inv.workspaces.push(u);
+        }
+        inv.workspaces.sort_by(|a, b| a.key.cmp(&b.key));
         problems.sort_by_key(|p| p.subject());
         inv.problems = problems;
         Ok(inv)

@@ -27,7 +27,7 @@ use crate::path::RelPath;
 
 pub use workspace::workspace_key;
 
-pub(crate) use plan::{emptied_dirs, is_outside, mark_live, outside_only};
+pub(crate) use plan::{emptied_dirs, is_outside, mark_live, outside_only, workspace_refs};
 
 /// The stable code of a scan that stopped at the file-count limit.
 pub const SCAN_BUDGET_CODE: &str = "rewind/scan-budget";

@@ -192,3 +192,37 @@ pub(crate) fn mark_live(store: &Store, live: &mut HashSet<String>) -> Result<(),
     }
     Ok(())
 }
+
+/// Every workspace directory of the store: its key, the bytes of its own files
+/// (the index, the lock) and the blobs its index references. A corrupt or missing
+/// index references nothing (the next scan rebuilds it).
+pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<(String, u64, Vec<String>)>, Fault> {
+    let mut out = Vec::new();
+    for name in store.inner.fs.list(Path::new(WORKSPACES))? {
+        if is_hidden(&name) {
+            continue;
+        }
+        let Some(key) = name.to_str() else { continue };
+        let mut bytes = 0;
+        if let Ok(d) = store
+            .inner
+            .fs
+            .dir
+            .open_dir(Path::new(WORKSPACES).join(&name))
+        {
+            for e in d.entries().into_iter().flatten().flatten() {
+                if let Ok(md) = e.metadata() {
+                    if md.is_file() {
+                        bytes += md.len();
+                    }
+                }
+            }
+        }
+        let refs = match read_for_gc(store, &name)? {
+            Some(ix) => referenced(&ix).collect(),
+            None => Vec::new(),
+        };
+        out.push((key.to_string(), bytes, refs));
+    }
+    Ok(out)
+}

@@ -1,0 +1,45 @@
+//! `BindingLastSweep`: the last recorded sweep.
+
+use napi_derive::napi;
+
+/// What the size quota of a recorded sweep did.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingQuotaRecord {
+    /// The budget in bytes.
+    pub max_bytes: f64,
+    /// Sessions removed.
+    pub removed: f64,
+    /// Bytes freed.
+    pub freed: f64,
+    /// The store's size afterwards.
+    pub bytes_after: f64,
+}
+
+/// The last recorded (applied) sweep.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingLastSweep {
+    /// When it ran, ms since the Unix epoch.
+    pub at: f64,
+    /// `auto` or `manual`.
+    pub trigger: String,
+    /// Session directories the age rule removed.
+    pub removed: f64,
+    /// Bytes they held.
+    pub bytes: f64,
+    /// What the size quota did, when it ran with the sweep.
+    pub quota: Option<BindingQuotaRecord>,
+}
+
+/// The automatic sweep's result: the age rule, then the size quota.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingAutoSweep {
+    /// The age rule.
+    pub age: super::BindingSweepReport,
+    /// The size quota (absent when no quota is set).
+    pub quota: Option<super::BindingSweepReport>,
+    /// Why the size quota could not run (the age rule's removals stand).
+    pub quota_error: Option<String>,
+}
