@@ -15,7 +15,7 @@ import type { ChainLink, FilesPort, RestoreOutcome, RestoreStatus, SkippedPath }
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { notCoveredOf } from './scan.ts'
+import { notCoveredOf, noteRefusal, scanRequest } from './scan.ts'
 import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
@@ -459,12 +459,8 @@ export class Rewinder {
     // records them (a file no tool touched is noted as changed outside the agent, left as is).
     if (settings.backups && settings.trackAll && anchor !== undefined) {
       try {
-        const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, {
-          phase: 'boundary', anchorSeq: anchor,
-          maxFileBytes: settings.maxFileBytes, maxBaselineBytes: settings.maxBaselineBytes, maxFiles: settings.maxFiles,
-        }))
-        if (report.refused !== undefined && report.refused !== null) this.deps.state.scanRefused.set(sessionId, report.refused)
-        else this.deps.state.scanRefused.delete(sessionId)
+        const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
+        noteRefusal(this.deps.state, sessionId, report)
       } catch (error) {
         this.deps.logger.warn('workspace scan of %s before the restore failed: %s', sessionId, (error as Error).message)
       }

@@ -22,8 +22,8 @@
  * are off, and for tools that only read (a short list of DSH's read-only tools).
  */
 import type { HostAgent, HostContext, HostEvent, HostLogger, HostSession, HostToolExecution } from './host.ts'
-import type { FilesPort, NotCoveredPath, ScanPhase, ScanReport } from './ports.ts'
-import type { SettingsModel } from './settings.ts'
+import type { FilesPort, NotCoveredPath, ScanPhase, ScanReport, ScanRequest } from './ports.ts'
+import type { RewindSettings, SettingsModel } from './settings.ts'
 import { SessionState, isCapturedTool, isHumanMessage } from './state.ts'
 import { trackedCwd } from './capture.ts'
 
@@ -50,12 +50,9 @@ export interface ScanDeps {
   logger: HostLogger
 }
 
-/** What the scan pipeline remembers per session. */
-export class ScanState {
-  /** Scanned calls in flight per session (a message-boundary scan waits for none of them). */
+/** Scanned calls in flight per session (a message-boundary scan waits for none of them). */
+class InFlight {
   private readonly running = new Map<string, number>()
-  /** The latest report per session, for the preview and the command report. */
-  private readonly last = new Map<string, ScanReport>()
 
   enter(sessionId: string): void {
     this.running.set(sessionId, (this.running.get(sessionId) ?? 0) + 1)
@@ -71,19 +68,30 @@ export class ScanState {
     return (this.running.get(sessionId) ?? 0) > 0
   }
 
-  note(sessionId: string, report: ScanReport): void {
-    this.last.set(sessionId, report)
-  }
-
-  /** The latest scan report of a session, if any scan ran. */
-  latest(sessionId: string): ScanReport | undefined {
-    return this.last.get(sessionId)
-  }
-
   forget(sessionId: string): void {
     this.running.delete(sessionId)
-    this.last.delete(sessionId)
   }
+}
+
+/** The scan request of `phase` under the current settings. */
+export function scanRequest(settings: RewindSettings, phase: ScanPhase, anchorSeq: number, callId?: string, ok?: boolean): ScanRequest {
+  return {
+    phase,
+    anchorSeq,
+    ...(callId === undefined ? {} : { callId }),
+    ...(ok === undefined ? {} : { ok }),
+    maxFileBytes: settings.maxFileBytes,
+    maxBaselineBytes: settings.maxBaselineBytes,
+    maxFiles: settings.maxFiles,
+  }
+}
+
+/** Remember whether a budget refused the session's latest scan; returns the refusal, if any. */
+export function noteRefusal(state: SessionState, sessionId: string, report: ScanReport): { code: string; message: string } | undefined {
+  const refused = report.refused ?? undefined
+  if (refused === undefined) state.scanRefused.delete(sessionId)
+  else state.scanRefused.set(sessionId, refused)
+  return refused
 }
 
 /**
@@ -104,10 +112,10 @@ export function notCoveredOf(state: SessionState, sessionId: string, o: { notCov
   return [...refusedScope(state, sessionId), ...(o.notCovered ?? []).filter(n => !listed.has(n.path))]
 }
 
-/** Register the scan pipeline on `ctx`; returns its state (read by previews and reports). */
-export function registerScan(deps: ScanDeps): ScanState {
+/** Register the scan pipeline on `ctx`. */
+export function registerScan(deps: ScanDeps): void {
   const { ctx, state, logger } = deps
-  const scans = new ScanState()
+  const scans = new InFlight()
   /** Budget refusals already logged per session (one warning, not one per call). */
   const refusedLogged = new Set<string>()
 
@@ -123,27 +131,14 @@ export function registerScan(deps: ScanDeps): ScanState {
   }
 
   async function scan(sessionId: string, cwd: string, phase: ScanPhase, anchorSeq: number, callId?: string, ok?: boolean): Promise<ScanReport | undefined> {
-    const settings = deps.settings.get()
+    const request = scanRequest(deps.settings.get(), phase, anchorSeq, callId, ok)
     try {
-      const report = await state.run(sessionId, () => deps.files().scan(sessionId, cwd, {
-        phase,
-        anchorSeq,
-        ...(callId === undefined ? {} : { callId }),
-        ...(ok === undefined ? {} : { ok }),
-        maxFileBytes: settings.maxFileBytes,
-        maxBaselineBytes: settings.maxBaselineBytes,
-        maxFiles: settings.maxFiles,
-      }))
-      scans.note(sessionId, report)
-      if (report.refused !== undefined && report.refused !== null) state.scanRefused.set(sessionId, report.refused)
-      else state.scanRefused.delete(sessionId)
-      if (report.refused !== undefined && report.refused !== null) {
-        if (!refusedLogged.has(sessionId)) {
-          refusedLogged.add(sessionId)
-          logger.warn('workspace scan of %s is off: %s (%s)', cwd, report.refused.message, report.refused.code)
-        }
-      } else {
-        refusedLogged.delete(sessionId)
+      const report = await state.run(sessionId, () => deps.files().scan(sessionId, cwd, request))
+      const refused = noteRefusal(state, sessionId, report)
+      if (refused === undefined) refusedLogged.delete(sessionId)
+      else if (!refusedLogged.has(sessionId)) {
+        refusedLogged.add(sessionId)
+        logger.warn('workspace scan of %s is off: %s (%s)', cwd, refused.message, refused.code)
       }
       return report
     } catch (error) {
@@ -226,5 +221,4 @@ export function registerScan(deps: ScanDeps): ScanState {
     }
   }, { global: true })
 
-  return scans
 }

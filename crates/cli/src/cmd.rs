@@ -821,17 +821,7 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
     let o = session.undo_restore(op)?;
     let ok = o.failed.is_empty();
     let hs = ctx.history_store()?;
-    let note = match hs.mark_undone(
-        &key,
-        op,
-        if ok {
-            UndoOutcome::Ok
-        } else {
-            UndoOutcome::Partial
-        },
-        UndoMode::Files,
-        now_ms(),
-    ) {
+    let note = match hs.mark_undone(&key, op, undo_outcome(ok), UndoMode::Files, now_ms()) {
         Ok(_) => String::new(),
         Err(e) => format!("warning: undone, but the history could not record it: {e}\n"),
     };
@@ -980,19 +970,9 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     if let Some((key, _, _)) = find_entry(ctx, op)? {
         let hs = ctx.history_store()?;
         let r = if rollback {
-            hs.mark_undone(
-                &key,
-                op,
-                if ok {
-                    UndoOutcome::Ok
-                } else {
-                    UndoOutcome::Partial
-                },
-                UndoMode::Files,
-                now_ms(),
-            )
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            hs.mark_undone(&key, op, undo_outcome(ok), UndoMode::Files, now_ms())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         } else {
             hs.settle_continued(&key, op, &outcome_paths(&o))
                 .map(|_| ())
@@ -1328,4 +1308,13 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
     } else {
         Code::Corrupt.exit()
     })
+}
+
+/// The history outcome of an undo or rollback: `Partial` when any path failed.
+fn undo_outcome(ok: bool) -> UndoOutcome {
+    if ok {
+        UndoOutcome::Ok
+    } else {
+        UndoOutcome::Partial
+    }
 }

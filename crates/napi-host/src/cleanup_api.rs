@@ -50,6 +50,27 @@ fn keep_reason(reason: &KeepReason) -> String {
     }
 }
 
+/// The sessions a sweep (by age or by size) kept, with why.
+fn kept(kept: &[rewind_cleanup::Kept]) -> Vec<BindingSkippedPath> {
+    kept.iter()
+        .map(|k| BindingSkippedPath {
+            path: k.session_id.clone(),
+            reason: keep_reason(&k.reason),
+        })
+        .collect()
+}
+
+/// The sessions a sweep could not remove, with why.
+fn failed(failed: Vec<rewind_cleanup::Failed>) -> Vec<BindingSkippedPath> {
+    failed
+        .into_iter()
+        .map(|f| BindingSkippedPath {
+            path: f.session_id,
+            reason: f.detail,
+        })
+        .collect()
+}
+
 fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
     BindingSweepReport {
         applied: r.applied,
@@ -64,22 +85,8 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
                 last_activity: i.last_activity as f64,
             })
             .collect(),
-        kept: r
-            .kept
-            .iter()
-            .map(|k| BindingSkippedPath {
-                path: k.session_id.clone(),
-                reason: keep_reason(&k.reason),
-            })
-            .collect(),
-        failed: r
-            .failed
-            .into_iter()
-            .map(|f| BindingSkippedPath {
-                path: f.session_id,
-                reason: f.detail,
-            })
-            .collect(),
+        kept: kept(&r.kept),
+        failed: failed(r.failed),
     }
 }
 
@@ -115,22 +122,8 @@ fn run_quota(
                 last_activity: i.last_activity as f64,
             })
             .collect(),
-        kept: q
-            .kept
-            .iter()
-            .map(|k| BindingSkippedPath {
-                path: k.session_id.clone(),
-                reason: keep_reason(&k.reason),
-            })
-            .collect(),
-        failed: q
-            .failed
-            .into_iter()
-            .map(|f| BindingSkippedPath {
-                path: f.session_id,
-                reason: f.detail,
-            })
-            .collect(),
+        kept: kept(&q.kept),
+        failed: failed(q.failed),
     })
 }
 

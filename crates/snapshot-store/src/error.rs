@@ -113,6 +113,22 @@ op_error! {
 }
 
 op_error! {
+    /// Error of [`Session::scan`](crate::Session::scan) (a corrupt workspace index is
+    /// rebuilt, never reported here; a newer one is `NewerStore`).
+    ScanError {
+        /// The call id is not acceptable.
+        #[error("invalid call id `{id}`: {reason}")]
+        InvalidCallId { /** The id. */ id: String, /** Why. */ reason: crate::path::IdError },
+        /// The session has no workspace directory to scan (an ancestor view).
+        #[error("session `{session}` has no workspace to scan")]
+        NoWorkspace { /** The session id. */ session: String },
+        /// The workspace path cannot be resolved.
+        #[error("cannot resolve the workspace `{path}`: {source}")]
+        Workspace { /** The path. */ path: String, /** Cause. */ #[source] source: io::Error },
+    }
+}
+
+op_error! {
     /// Error of [`Session::capture_before`](crate::Session::capture_before).
     CaptureError {
         /// The call id is not acceptable.

@@ -22,7 +22,6 @@ mod record;
 mod walk;
 mod workspace;
 
-use crate::error::{CorruptFile, FsFailure, NewerVersion};
 use crate::path::RelPath;
 
 pub use workspace::workspace_key;
@@ -156,50 +155,4 @@ pub struct ScanReport {
     pub elapsed_ms: f64,
 }
 
-/// Error of [`Session::scan`](crate::Session::scan).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScanError {
-    /// A filesystem call on the store failed.
-    #[error(transparent)]
-    Fs(#[from] FsFailure),
-    /// A store file is corrupt (a corrupt index is rebuilt, never reported here).
-    #[error(transparent)]
-    Corrupt(#[from] CorruptFile),
-    /// The store, a record or the workspace index is newer than this build: refused.
-    #[error(transparent)]
-    NewerStore(#[from] NewerVersion),
-    /// The call id is not acceptable.
-    #[error("invalid call id `{id}`: {reason}")]
-    InvalidCallId {
-        /// The id.
-        id: String,
-        /// Why.
-        reason: crate::path::IdError,
-    },
-    /// The session has no workspace directory to scan (an ancestor view).
-    #[error("session `{session}` has no workspace to scan")]
-    NoWorkspace {
-        /// The session id.
-        session: String,
-    },
-    /// The workspace path cannot be resolved.
-    #[error("cannot resolve the workspace `{path}`: {source}")]
-    Workspace {
-        /// The path.
-        path: String,
-        /// Cause.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<crate::error::Fault> for ScanError {
-    fn from(f: crate::error::Fault) -> Self {
-        match f {
-            crate::error::Fault::Fs(e) => ScanError::Fs(e),
-            crate::error::Fault::Corrupt(e) => ScanError::Corrupt(e),
-            crate::error::Fault::Newer(e) => ScanError::NewerStore(e),
-        }
-    }
-}
+pub use crate::error::ScanError;
