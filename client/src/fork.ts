@@ -5,7 +5,7 @@
  * child and refill its composer with the target's text. The original session
  * is left as it is and stays in the session list.
  */
-import { currentSessionId, refillComposer, type Ctx, type MessageInfo, type Refill } from './host.ts'
+import { currentSessionId, keepArgs, refillComposer, type Ctx, type MessageInfo, type Refill } from './host.ts'
 import { rpc } from './rpc.ts'
 
 /** How a fork ended, from the client's point of view. */
@@ -31,12 +31,13 @@ const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(r
  * @param ctx - plugin context.
  * @param sessionId - the session the dialog belongs to (the parent).
  * @param target - the target message (its text refills the child's composer).
+ * @param keep - planned files to leave as they are (unticked in the dialog).
  * @returns the outcome.
  */
-export async function runFork(ctx: Ctx, sessionId: string, target: MessageInfo): Promise<ForkOutcome> {
+export async function runFork(ctx: Ctx, sessionId: string, target: MessageInfo, keep: readonly string[] = []): Promise<ForkOutcome> {
   let answer
   try {
-    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind --fork @${target.seq}`, [])
+    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind --fork @${target.seq}${keepArgs(keep)}`, [])
   } catch (error) {
     return { ok: false, message: String((error as Error)?.message ?? error) }
   }

@@ -170,6 +170,16 @@ export function ownRewindKey(sessionId: string, seq: number): string {
   return `${sessionId}:${seq}`
 }
 
+/**
+ * The `--keep` options of the engine command for files the user unticked: one quoted (JSON
+ * string) path each, so a path holding spaces or commas stays whole.
+ * @param keep - workspace-relative paths.
+ * @returns the options, each with its leading space.
+ */
+export function keepArgs(keep: readonly string[]): string {
+  return keep.map(p => ` --keep ${JSON.stringify(p)}`).join('')
+}
+
 /** How a rewind ended, from the client's point of view. */
 export type RewindOutcome =
   | { readonly ok: true; readonly text: string; readonly refill: Refill; readonly images: number }
@@ -184,15 +194,16 @@ export type RewindOutcome =
  * @param pendingCommand - when the rewind comes from a slash command, the composer still holds
  *   that command line while the command UI settles; a draft matching this pattern is waited out
  *   (and then counts as empty) instead of being kept as the user's draft.
+ * @param keep - planned files to leave as they are (unticked in the dialog).
  * @returns the outcome.
  */
-export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp): Promise<RewindOutcome> {
+export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp, keep: readonly string[] = []): Promise<RewindOutcome> {
   const seq = target.seq
   const own = ownRewindKey(sessionId, seq)
   ownRewinds.add(own)
   let answer
   try {
-    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}`, [])
+    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}${keepArgs(keep)}`, [])
   } catch (error) {
     ownRewinds.delete(own)
     return { ok: false, message: String((error as Error)?.message ?? error) }

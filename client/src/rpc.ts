@@ -18,8 +18,35 @@ export class RpcError extends Error {
   }
 }
 
-/** One file of the preview. */
-export interface PreviewFile { readonly path: string; readonly action: 'write' | 'delete' | 'create' }
+/** One file of the preview: its action, `+added / −removed` lines when known, and who made the change it undoes. */
+export interface PreviewFile {
+  readonly path: string
+  readonly action: 'write' | 'delete' | 'create'
+  readonly added?: number | null
+  readonly removed?: number | null
+  /** Absent from hosts of older builds (then: the agent). */
+  readonly origin?: 'agent' | 'outside' | 'other-session'
+  readonly originSession?: string | null
+}
+/** One side of a file diff. */
+export interface DiffSide {
+  readonly state: 'absent' | 'text' | 'binary' | 'too-large' | 'too-many-lines' | 'not-regular' | 'unreadable' | 'missing-backup' | 'corrupt-backup'
+  readonly size?: number | null
+  readonly lines?: number | null
+  readonly sha256?: string | null
+  readonly message?: string | null
+}
+/** `diff` answer: the unified hunks (now → after the rewind) when both sides are text, else each side summarized. */
+export interface FileDiff {
+  readonly path: string
+  readonly action: 'write' | 'delete' | 'create'
+  readonly now: DiffSide
+  readonly then: DiffSide
+  readonly added?: number | null
+  readonly removed?: number | null
+  readonly unified?: string | null
+  readonly truncated: boolean
+}
 /** `preview` answer. */
 export interface Preview {
   readonly targetSeq: number
@@ -51,10 +78,17 @@ export interface HistoryEntry {
   readonly undoStartedAt?: number
   readonly undoable: boolean
   readonly fork?: { readonly childSessionId: string }
+  /** Planned files the user kept as they were (absent from older entries). */
+  readonly kept?: number
+  /** The target message's text and the workspace's folder name (absent from older entries). */
+  readonly targetText?: string | null
+  readonly workspaceName?: string | null
 }
 /** `history` answer; `damaged` when history.json is damaged (the entries are what could be read). */
 export interface History {
   readonly workspace: string
+  /** The workspace's folder name (absent from hosts of older builds). */
+  readonly workspaceName?: string
   readonly entries: readonly HistoryEntry[]
   readonly damaged?: { readonly code: string; readonly detail: string; readonly dropped: number }
 }
@@ -136,6 +170,7 @@ export interface Storage {
 /** Endpoint → [request extras, answer]. */
 export interface Endpoints {
   preview: [{ seq: number }, Preview]
+  diff: [{ seq: number; path: string }, FileDiff]
   candidates: [Record<string, never>, { candidates: import('./picker.ts').Candidate[] }]
   history: [Record<string, never>, History]
   'history.clear': [Record<string, never>, { cleared: number }]

@@ -42,5 +42,25 @@ export const CSS = `
 .dshpr-rolled-back,.dshpr-abandoned{background:#f3f4f6;color:#374151}
 .dshpr-banner{position:fixed;top:12px;left:50%;transform:translateX(-50%);z-index:2147482000;width:min(720px,94vw);box-sizing:border-box;display:flex;flex-wrap:wrap;align-items:center;gap:8px 12px;padding:10px 14px;border:1px solid #f59e0b;border-radius:10px;background:#fffbeb;color:#78350f;box-shadow:0 6px 24px rgba(0,0,0,.15);font:14px/1.45 system-ui,sans-serif}
 .dshpr-banner-title{font-weight:600}
+.dshpr-small{font-size:12px;padding:2px 8px}
+.dshpr-choice{justify-content:space-between;margin:4px 0}
+.dshpr-files{list-style:none;margin:0;padding:0;display:flex;flex-direction:column;gap:4px;font-size:12.5px}
+.dshpr-file{display:flex;flex-direction:column;gap:4px}
+.dshpr-file-row{display:flex;flex-wrap:wrap;align-items:center;gap:6px 10px}
+.dshpr-file-label{display:inline-flex;align-items:center;gap:6px;min-width:0;word-break:break-all}
+.dshpr-file code{font-family:ui-monospace,monospace}
+.dshpr-file[data-checked="false"] code{text-decoration:line-through;color:var(--dsw-alias-label-tertiary,#888)}
+.dshpr-counts{font:12px ui-monospace,monospace}
+.dshpr-add{color:#15803d}
+.dshpr-del{color:#b91c1c}
+.dshpr-origin{font-size:11.5px;font-weight:600;padding:0 6px;border-radius:999px;background:#fef3c7;color:#92400e}
+.dshpr-kept{font-size:12px;padding-left:24px}
+.dshpr-diff{margin:0 0 0 24px;padding:6px 8px;max-height:260px;overflow:auto;border-radius:6px;background:var(--dsw-alias-fill-secondary,#f6f8fa);font:12px/1.45 ui-monospace,monospace;white-space:pre;tab-size:4}
+.dshpr-diff:focus-visible{outline:2px solid #4a6cf7}
+.dshpr-line-add{display:block;background:rgba(34,197,94,.14)}
+.dshpr-line-del{display:block;background:rgba(239,68,68,.14)}
+.dshpr-line-hunk{display:block;color:var(--dsw-alias-label-tertiary,#888)}
+.dshpr-diff-summary{margin-left:24px;font-size:12px;color:var(--dsw-alias-label-secondary,#555)}
+.dshpr-entry-target{font-weight:500;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}
 `

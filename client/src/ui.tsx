@@ -10,7 +10,7 @@ import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageI
 import { missingCaps, newestEligible } from './history.ts'
 import { escapeControl } from './escape.ts'
 import { runFork } from './fork.ts'
-import { rpc, stalePaths, type Caps, type History, type HistoryEntry, type Interrupted, type Preview, type Storage } from './rpc.ts'
+import { rpc, stalePaths, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
@@ -134,6 +134,10 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
   const [preview, setPreview] = useState<PreviewState>({ status: 'loading' })
   const [running, setRunning] = useState<false | 'rewind' | 'fork'>(false)
   const [failure, setFailure] = useState<string | undefined>(undefined)
+  // Planned files the user unticked: left as they are by Rewind and Fork.
+  const [keep, setKeep] = useState<ReadonlySet<string>>(new Set())
+  const keepRef = useRef<ReadonlySet<string>>(keep)
+  keepRef.current = keep
   const cancelRef = useRef<HTMLButtonElement>(null)
   const dialogRef = useRef<HTMLDivElement>(null)
   const runningRef = useRef(false)
@@ -158,10 +162,11 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
     runningRef.current = true
     setRunning('rewind')
     setFailure(undefined)
-    void runRewind(env.ctx, sessionId, target).then((outcome: RewindOutcome) => {
+    const kept = [...keepRef.current]
+    void runRewind(env.ctx, sessionId, target, undefined, kept).then((outcome: RewindOutcome) => {
       runningRef.current = false
       setRunning(false)
-      env.report({ type: 'rewind', via: 'dialog', sessionId, seq, ...outcome })
+      env.report({ type: 'rewind', via: 'dialog', sessionId, seq, kept, ...outcome })
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.failed', { message: outcome.message }))
     })
@@ -171,10 +176,11 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
     runningRef.current = true
     setRunning('fork')
     setFailure(undefined)
-    void runFork(env.ctx, sessionId, target).then((outcome) => {
+    const kept = [...keepRef.current]
+    void runFork(env.ctx, sessionId, target, kept).then((outcome) => {
       runningRef.current = false
       setRunning(false)
-      env.report({ type: 'fork', via: 'dialog', sessionId, seq, ...outcome })
+      env.report({ type: 'fork', via: 'dialog', sessionId, seq, kept, ...outcome })
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.forkFailed', { message: outcome.message }))
     })
@@ -206,7 +212,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
         <h2 id="dshpr-dialog-title" className="dshpr-title">{t('dialog.title')}</h2>
         <p className="dshpr-body">{t('dialog.body')}</p>
         {text !== '' && <blockquote className="dshpr-quote" aria-label={t('dialog.message')}>{text.length > 400 ? `${text.slice(0, 399)}…` : text}</blockquote>}
-        <Impact t={t} state={preview} />
+        <Impact t={t} state={preview} sessionId={sessionId} seq={seq} keep={keep} setKeep={setKeep} />
         {failure !== undefined && <p className="dshpr-error" role="alert" data-testid="dsh-prompt-rewind-failure">{failure}</p>}
         <p className="dshpr-muted" data-testid="dsh-prompt-rewind-fork-hint">{t('dialog.forkHint')}</p>
         <p className="dshpr-hint">{t('dialog.hint')}</p>
@@ -231,24 +237,44 @@ function PathList({ paths, testid }: { paths: readonly string[]; testid: string 
 /** Longest list of not-covered paths the dialog shows (the rest is counted). */
 const LIST_CAP = 50
 
-function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
+interface Selection {
+  readonly sessionId: string
+  readonly seq: number
+  readonly keep: ReadonlySet<string>
+  readonly setKeep: (update: (keep: ReadonlySet<string>) => ReadonlySet<string>) => void
+}
+
+function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Selection): ReactNode {
   if (state.status === 'loading') return <p className="dshpr-muted" data-testid="dsh-prompt-rewind-impact-loading">{t('dialog.loading')}</p>
   if (state.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-impact-error">{t('dialog.previewFailed', { message: state.message })}</p>
   const p = state.preview
-  const byAction = (action: 'write' | 'delete' | 'create'): string[] => p.files.filter(f => f.action === action).map(f => f.path)
+  const byAction = (action: 'write' | 'delete' | 'create'): PreviewFile[] => p.files.filter(f => f.action === action)
   const writes = byAction('write')
   const creates = byAction('create')
   const deletes = byAction('delete')
   const outside = p.outside ?? []
   const notCovered = p.notCovered ?? []
+  const foreign = p.files.filter(f => f.origin === 'outside' || f.origin === 'other-session').map(f => f.path)
+  const { keep, setKeep } = selection
+  const chosen = p.files.length - p.files.filter(f => keep.has(f.path)).length
   return (
     <div className="dshpr-impact" data-testid="dsh-prompt-rewind-impact">
       {p.backupOff && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-backup-off">{t('dialog.backupOff')}</p>}
       {p.storeUnavailable !== undefined && <p className="dshpr-warn" data-testid="dsh-prompt-rewind-store-unavailable">{t('dialog.storeUnavailable', { reason: p.storeUnavailable })}</p>}
       {p.files.length === 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-files">{t('dialog.noFiles')}</p>}
-      {writes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.write', { count: writes.length })}</h3><PathList paths={writes} testid="dsh-prompt-rewind-writes" /></>}
-      {creates.length > 0 && <><h3 className="dshpr-sub">{t('dialog.create', { count: creates.length })}</h3><PathList paths={creates} testid="dsh-prompt-rewind-creates" /></>}
-      {deletes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.delete', { count: deletes.length })}</h3><PathList paths={deletes} testid="dsh-prompt-rewind-deletes" /></>}
+      {p.files.length > 0 && (
+        <div className="dshpr-row dshpr-choice">
+          <span className="dshpr-muted" data-testid="dsh-prompt-rewind-chosen" data-chosen={chosen} data-total={p.files.length}>{t('dialog.chosen', { chosen, total: p.files.length })}</span>
+          {foreign.length > 0 && (
+            <button type="button" className="dshpr-btn dshpr-small" data-testid="dsh-prompt-rewind-keep-outside" onClick={() => setKeep(k => new Set([...k, ...foreign]))}>
+              {t('dialog.keepOutside', { count: foreign.length })}
+            </button>
+          )}
+        </div>
+      )}
+      {writes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.write', { count: writes.length })}</h3><FileRows t={t} files={writes} testid="dsh-prompt-rewind-writes" {...selection} /></>}
+      {creates.length > 0 && <><h3 className="dshpr-sub">{t('dialog.create', { count: creates.length })}</h3><FileRows t={t} files={creates} testid="dsh-prompt-rewind-creates" {...selection} /></>}
+      {deletes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.delete', { count: deletes.length })}</h3><FileRows t={t} files={deletes} testid="dsh-prompt-rewind-deletes" {...selection} /></>}
       {p.uncovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.uncovered', { count: p.uncovered.length })}</h3><PathList paths={p.uncovered} testid="dsh-prompt-rewind-uncovered" /></>}
       {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
@@ -257,6 +283,106 @@ function Impact({ t, state }: { t: T; state: PreviewState }): ReactNode {
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.slice(0, LIST_CAP).map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}{notCovered.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: notCovered.length - LIST_CAP })}</li>}</ul></>}
     </div>
   )
+}
+
+/** One row per planned file: a checkbox (checked = restored), `+/−` counts, who changed it, and its diff on demand. */
+function FileRows({ t, files, testid, ...selection }: { t: T; files: readonly PreviewFile[]; testid: string } & Selection): ReactNode {
+  return <ul className="dshpr-files" data-testid={testid}>{files.map(f => <FileRow key={f.path} t={t} file={f} {...selection} />)}</ul>
+}
+
+function FileRow({ t, file, sessionId, seq, keep, setKeep }: { t: T; file: PreviewFile } & Selection): ReactNode {
+  const [open, setOpen] = useState(false)
+  const checked = !keep.has(file.path)
+  const toggle = (on: boolean): void => setKeep((k) => {
+    const next = new Set(k)
+    if (on) next.delete(file.path)
+    else next.add(file.path)
+    return next
+  })
+  const origin = file.origin ?? 'agent'
+  const diffId = `dshpr-diff-${seq}-${encodeURIComponent(file.path)}`
+  return (
+    <li className="dshpr-file" data-testid="dsh-prompt-rewind-file" data-path={file.path} data-action={file.action} data-origin={origin} data-checked={checked}>
+      <div className="dshpr-file-row">
+        <label className="dshpr-file-label">
+          <input type="checkbox" data-testid="dsh-prompt-rewind-file-check" checked={checked} onChange={e => toggle(e.currentTarget.checked)} aria-label={t('dialog.restoreFile', { path: file.path })} />
+          <code>{escapeControl(file.path)}</code>
+        </label>
+        {file.added != null && file.removed != null && (
+          <span className="dshpr-counts" data-testid="dsh-prompt-rewind-file-counts"><span className="dshpr-add">+{file.added}</span> <span className="dshpr-del">−{file.removed}</span></span>
+        )}
+        {origin !== 'agent' && (
+          <span className="dshpr-origin" data-testid="dsh-prompt-rewind-file-origin" title={t(origin === 'outside' ? 'dialog.originOutsideHint' : 'dialog.originSessionHint')}>
+            {origin === 'outside' ? t('dialog.originOutside') : t('dialog.originSession', { session: shortId(file.originSession ?? '') })}
+          </span>
+        )}
+        <button type="button" className="dshpr-btn dshpr-small" data-testid="dsh-prompt-rewind-file-diff-toggle" aria-expanded={open} aria-controls={diffId} onClick={() => setOpen(o => !o)}>
+          {open ? t('dialog.hideDiff') : t('dialog.showDiff')}
+        </button>
+      </div>
+      {!checked && <div className="dshpr-muted dshpr-kept" data-testid="dsh-prompt-rewind-file-kept">{t('dialog.kept')}</div>}
+      {open && <DiffView t={t} id={diffId} sessionId={sessionId} seq={seq} path={file.path} />}
+    </li>
+  )
+}
+
+function shortId(id: string): string {
+  const bare = id.replace(/^session-/, '')
+  return bare.length > 8 ? bare.slice(0, 8) : bare
+}
+
+type DiffState = { readonly status: 'loading' } | { readonly status: 'ready'; readonly diff: FileDiff } | { readonly status: 'error'; readonly message: string }
+
+/** A file's diff, loaded when first shown: unified lines, or each side summarized. */
+function DiffView({ t, id, sessionId, seq, path }: { t: T; id: string; sessionId: string; seq: number; path: string }): ReactNode {
+  const [state, setState] = useState<DiffState>({ status: 'loading' })
+  useEffect(() => {
+    let live = true
+    rpc('diff', sessionId, { seq, path }).then(
+      (diff) => { if (live) setState({ status: 'ready', diff }) },
+      (error: Error) => { if (live) setState({ status: 'error', message: error.message }) },
+    )
+    return () => { live = false }
+  }, [sessionId, seq, path])
+  if (state.status === 'loading') return <p id={id} className="dshpr-muted" data-testid="dsh-prompt-rewind-diff-loading">{t('dialog.diffLoading')}</p>
+  if (state.status === 'error') return <p id={id} className="dshpr-warn" data-testid="dsh-prompt-rewind-diff-error">{t('dialog.diffFailed', { message: state.message })}</p>
+  const d = state.diff
+  if (d.unified == null) {
+    return (
+      <div id={id} className="dshpr-diff-summary" data-testid="dsh-prompt-rewind-diff-summary">
+        <div>{t('dialog.diffNow')}: {sideText(t, d.now)}</div>
+        <div>{t('dialog.diffThen')}: {sideText(t, d.then)}</div>
+      </div>
+    )
+  }
+  const lines = d.unified.split('\n')
+  if (lines[lines.length - 1] === '') lines.pop()
+  return (
+    <div id={id}>
+      <pre className="dshpr-diff" data-testid="dsh-prompt-rewind-diff" tabIndex={0} aria-label={t('dialog.diffLabel', { path })}>
+        {lines.length === 0 ? <span className="dshpr-muted">{t('dialog.diffEmpty')}</span> : lines.map((line, i) => (
+          <span key={i} className={line.startsWith('+') ? 'dshpr-line-add' : line.startsWith('-') ? 'dshpr-line-del' : line.startsWith('@@') ? 'dshpr-line-hunk' : undefined}>{escapeControl(line)}{'\n'}</span>
+        ))}
+      </pre>
+      {d.truncated && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-diff-truncated">{t('dialog.diffTruncated')}</p>}
+    </div>
+  )
+}
+
+function sideText(t: T, side: DiffSide): string {
+  const size = side.size != null ? formatBytes(side.size) : ''
+  const sha = side.sha256 != null ? ` · sha256 ${side.sha256.slice(0, 12)}` : ''
+  switch (side.state) {
+    case 'absent': return t('dialog.sideAbsent')
+    case 'text': return t('dialog.sideText', { size, lines: side.lines ?? 0 })
+    case 'binary': return `${t('dialog.sideBinary', { size })}${sha}`
+    case 'too-large': return t('dialog.sideTooLarge', { size })
+    case 'too-many-lines': return t('dialog.sideTooManyLines', { size, lines: side.lines ?? 0 })
+    case 'not-regular': return t('dialog.sideNotRegular')
+    case 'unreadable': return t('dialog.sideUnreadable', { message: escapeControl(side.message ?? '') })
+    case 'missing-backup': return `${t('dialog.sideMissingBackup')}${sha}`
+    case 'corrupt-backup': return `${t('dialog.sideCorruptBackup')}${sha}`
+  }
 }
 
 /* ------------------------------------------------------------ settings */
@@ -461,7 +587,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
       <p className="dshpr-muted">{t('settings.intro')}</p>
       {sessionId === undefined && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-session">{t('settings.noSession')}</p>}
       <CapsLine t={t} caps={caps} />
-      {history?.status === 'ready' && history.value.workspace !== '' && <p className="dshpr-muted">{t('settings.workspace', { name: history.value.workspace })}</p>}
+      {history?.status === 'ready' && history.value.workspace !== '' && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-workspace" title={history.value.workspace}>{t('settings.workspace', { name: history.value.workspaceName ?? history.value.workspace })}</p>}
       <div className="dshpr-row">
         <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-export" disabled={history?.status !== 'ready'} onClick={() => { void exportJson() }}>{t('settings.export')}</button>
         {!confirmClear
@@ -486,11 +612,14 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
           <li key={entry.opId} className="dshpr-entry" data-testid="dsh-prompt-rewind-entry" data-op-id={entry.opId} data-outcome={entry.outcome}>
             <div className="dshpr-row">
               <span className={`dshpr-badge dshpr-${entry.outcome}`} data-testid="dsh-prompt-rewind-outcome">{t(`settings.outcome.${entry.outcome}`)}</span>
-              <span>{t('settings.entryTarget', { seq: entry.targetSeq })}</span>
+              {entry.targetText != null && entry.targetText !== ''
+                ? <span className="dshpr-entry-target" data-testid="dsh-prompt-rewind-entry-target" title={t('settings.entryTarget', { seq: entry.targetSeq })}>{t('settings.entryText', { text: escapeControl(entry.targetText) })}</span>
+                : <span data-testid="dsh-prompt-rewind-entry-target">{t('settings.entryTarget', { seq: entry.targetSeq })}</span>}
+              {entry.workspaceName != null && entry.workspaceName !== '' && <span className="dshpr-muted">{t('settings.entryWorkspace', { name: escapeControl(entry.workspaceName) })}</span>}
               <span className="dshpr-muted">{formatTime(entry.time, tag)}</span>
               {entry.sessionId !== sessionId && <span className="dshpr-muted">({t('settings.otherSession')})</span>}
             </div>
-            <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}</div>
+            <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}{(entry.kept ?? 0) > 0 && <> · <span data-testid="dsh-prompt-rewind-entry-kept">{t('settings.countKept', { kept: entry.kept ?? 0 })}</span></>}</div>
             <EntryPaths t={t} paths={entry.paths} />
             {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: formatTime(entry.undoneAt, tag) })}</div>}
             {undoTarget === entry.opId && (
@@ -507,7 +636,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
   )
 }
 
-const PATH_GROUPS = [['restored', 'settings.pathsRestored'], ['deleted', 'settings.pathsDeleted'], ['skipped', 'settings.pathsSkipped'], ['failed', 'settings.pathsFailed']] as const
+const PATH_GROUPS = [['restored', 'settings.pathsRestored'], ['deleted', 'settings.pathsDeleted'], ['kept', 'settings.pathsKept'], ['skipped', 'settings.pathsSkipped'], ['failed', 'settings.pathsFailed']] as const
 
 function EntryPaths({ t, paths }: { t: T; paths: unknown }): ReactNode {
   const groups = PATH_GROUPS.map(([field, key]) => {

@@ -117,6 +117,13 @@ export declare class BindingStore {
    */
   preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingPreview>
   /**
+   * What restoring `path` to `targetSeq` would change inside it: a unified line diff
+   * (now → after the restore) with `+/−` counts, or a summary of each side for binary,
+   * oversized or unreadable files. Rejects `rewind/not-planned` when the restore would
+   * not change that path.
+   */
+  diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingFileDiff>
+  /**
    * Scans the session's workspace around a tool call (`before` / `after`) or at a message
    * boundary, and records what changed (see `docs/tracking-boundary.md`, "Scan"). A workspace
    * over the file-count limit resolves with `refused` (`rewind/scan-budget`), never a hang.
@@ -126,7 +133,7 @@ export declare class BindingStore {
    * Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
    * belongs to this session). For a forked session, `ancestors` are read as for `preview`.
    */
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingRestoreOutcome>
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: Array<BindingChainLink> | undefined | null, selection?: BindingRestoreSelection | undefined | null): Promise<BindingRestoreOutcome>
   /**
    * The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
    * `missing` or `unreadable`.
@@ -213,12 +220,50 @@ export interface BindingCleanupPolicy {
   maxAgeDays: number
 }
 
+/** One side of a file diff. */
+export interface BindingDiffSide {
+  /** What is there. */
+  state: 'absent' | 'text' | 'binary' | 'too-large' | 'too-many-lines' | 'not-regular' | 'unreadable' | 'missing-backup' | 'corrupt-backup'
+  /** Size in bytes, when known. */
+  size?: number
+  /** Number of lines (text). */
+  lines?: number
+  /** SHA-256 (binary sides and backups). */
+  sha256?: string
+  /** Why it could not be read (`unreadable`). */
+  message?: string
+}
+
 /** A path that failed, with why. */
 export interface BindingFailedPath {
   /** Workspace-relative path. */
   path: string
   /** What went wrong. */
   message: string
+}
+
+/**
+ * What restoring one path would change inside it: a unified diff of its lines (now →
+ * after the restore) when both sides are text within the bounds, else a summary of
+ * each side.
+ */
+export interface BindingFileDiff {
+  /** Workspace-relative path. */
+  path: string
+  /** `write`, `create` or `delete`. */
+  action: 'write' | 'create' | 'delete'
+  /** The file now. */
+  now: BindingDiffSide
+  /** The file as the restore would leave it. */
+  then: BindingDiffSide
+  /** Lines added by the restore (text only). */
+  added?: number
+  /** Lines removed by the restore (text only). */
+  removed?: number
+  /** The unified diff's hunks, without a `---`/`+++` header (text only). */
+  unified?: string
+  /** The hunks were cut at the size bound. */
+  truncated: boolean
 }
 
 /** The fork a rewind created, when it forked. */
@@ -270,6 +315,12 @@ export interface BindingHistoryEntry {
   skipped: number
   /** Number of failed paths. */
   failed: number
+  /** Number of planned paths kept as they were. */
+  kept: number
+  /** The target message's text (cut), when recorded. */
+  targetText?: string
+  /** The workspace's folder name, when recorded. */
+  workspaceName?: string
   /** The paths. */
   paths: BindingHistoryPaths
   /** When the rewind's file changes were undone (epoch ms). */
@@ -304,6 +355,10 @@ export interface BindingHistoryInput {
   forkChildSessionId?: string
   /** The id of the marker message an in-place rewind appends. */
   markerId?: string
+  /** The target message's text (cut to 200 characters when recorded). */
+  targetText?: string
+  /** The workspace's folder name. */
+  workspaceName?: string
 }
 
 /**
@@ -327,6 +382,8 @@ export interface BindingHistoryPaths {
   skipped: Array<string>
   /** Paths that failed. */
   failed: Array<string>
+  /** Planned paths the user kept as they were (not restored). */
+  kept?: Array<string>
 }
 
 /** The last recorded (applied) sweep. */
@@ -389,12 +446,27 @@ export interface BindingPreview {
   notCovered: Array<BindingNotCovered>
 }
 
-/** One planned restore action. */
+/**
+ * One planned restore action, with what it changes inside the file and who made the
+ * change it undoes.
+ */
 export interface BindingPreviewFile {
   /** Workspace-relative path. */
   path: string
   /** `write` (replace content), `create` (recreate a missing file) or `delete`. */
-  action: string
+  action: 'write' | 'create' | 'delete'
+  /** Lines the restore adds, when both sides are text within the diff bounds. */
+  added?: number
+  /** Lines the restore removes, when both sides are text within the diff bounds. */
+  removed?: number
+  /**
+   * Who made the newest change since the target: this session's agent, someone
+   * outside it (the user between turns, another program), or another session of the
+   * same workspace (`originSession`).
+   */
+  origin: 'agent' | 'outside' | 'other-session'
+  /** The other session, when `origin` is `other-session`. */
+  originSession?: string
 }
 
 /** What the size quota of a recorded sweep did. */
@@ -425,6 +497,19 @@ export interface BindingRestoreOutcome {
   outside: Array<string>
   /** Workspace paths whose content the store does not hold (budgets, unreadable, ...). */
   notCovered: Array<BindingNotCovered>
+  /** Planned paths the selection left as they are (`keep`, or not in `only`). */
+  kept: Array<string>
+}
+
+/**
+ * Which planned files a restore takes: every one, minus `keep`, limited to `only` when
+ * given (a path or a directory prefix each).
+ */
+export interface BindingRestoreSelection {
+  /** Restore only these paths (or directories). */
+  only?: Array<string>
+  /** Leave these paths (or directories) as they are. */
+  keep?: Array<string>
 }
 
 /** Where a restore journal stands (an `open` one was interrupted and can be continued or rolled back). */

@@ -33,6 +33,8 @@ export const Codes = {
   interrupted: 'rewind/interrupted',
   historyCorrupt: 'rewind/history-corrupt',
   flushFailed: 'rewind/flush-failed',
+  badSelection: 'rewind/bad-selection',
+  notPlanned: 'rewind/not-planned',
 } as const
 
 /** A failure with a stable code. */

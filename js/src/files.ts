@@ -33,6 +33,7 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     scan: async (...a) => (await awaitNative(() => store.scan(...a))) as ScanReport,
     preview: async (...a) => (await awaitNative(() => store.preview(...a))) as FilesPreview,
     restore: (...a) => awaitNative(() => store.restore(...a)),
+    diff: (...a) => awaitNative(() => store.diff(...a)),
     journalState: (...a) => awaitNative(() => store.journalState(...a)),
     undo: async (...a) => (await awaitNative(() => store.undo(...a))) as UndoOutcome,
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },

@@ -3,7 +3,7 @@
  * host-side from the session, record / list / clear / undo bookkeeping.
  */
 import { createHash } from 'node:crypto'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
 import type { HostContext, HostSession, HostWorkspaceRegistry } from './host.ts'
@@ -21,13 +21,14 @@ export function outcomeOf(report: RewindReport): 'done' | 'partial' | 'failed' {
 }
 
 /** The history paths of a restore outcome. */
-export function pathsOf(o: Pick<RestoreOutcome, 'written' | 'deleted' | 'skipped' | 'failed' | 'outside' | 'notCovered'>): Addon.BindingHistoryPaths {
+export function pathsOf(o: Pick<RestoreOutcome, 'written' | 'deleted' | 'skipped' | 'failed' | 'outside' | 'notCovered' | 'kept'>): Addon.BindingHistoryPaths {
   return {
     restored: [...o.written],
     deleted: [...o.deleted],
     // Left alone: skipped paths, files changed only outside the agent, what the scan does not cover.
     skipped: [...o.skipped.map(s => s.path), ...(o.outside ?? []), ...(o.notCovered ?? []).map(n => n.path)],
     failed: o.failed.map(f => f.path),
+    kept: [...(o.kept ?? [])],
   }
 }
 
@@ -91,7 +92,7 @@ export class HistoryPort {
    * a rewind was interrupted. Resolves with the partition key. Rejects (and the rewind is refused
    * with nothing changed) when the history cannot be written.
    */
-  async start(session: HostSession, entry: { opId: string; targetSeq: number; markerId?: string; forkChildSessionId?: string }, limit: number): Promise<string> {
+  async start(session: HostSession, entry: { opId: string; targetSeq: number; targetText?: string; markerId?: string; forkChildSessionId?: string }, limit: number): Promise<string> {
     const key = await partitionKey(this.ctx, session)
     await awaitNative(() => this.history().append(key, {
       opId: entry.opId,
@@ -102,6 +103,8 @@ export class HistoryPort {
       paths: { restored: [], deleted: [], skipped: [], failed: [] },
       forkChildSessionId: entry.forkChildSessionId,
       markerId: entry.markerId,
+      targetText: entry.targetText,
+      workspaceName: typeof session.header.cwd === 'string' && session.header.cwd !== '' ? basename(session.header.cwd) : undefined,
     }, limit))
     return key
   }

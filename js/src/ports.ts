@@ -9,7 +9,22 @@ import { RewindError } from './errors.ts'
 export interface PreviewFile {
   path: string
   action: 'write' | 'delete' | 'create'
+  /** Lines the restore adds / removes, when both sides are text within the diff bounds. */
+  added?: number | null
+  removed?: number | null
+  /** Who made the newest change since the target: this agent, someone outside it, or another session (`originSession`). */
+  origin?: 'agent' | 'outside' | 'other-session'
+  originSession?: string | null
 }
+
+/** Which planned files a restore takes: all, minus `keep`, limited to `only` (paths or directories). */
+export interface RestoreSelection {
+  only?: string[]
+  keep?: string[]
+}
+
+/** What restoring one path would change inside it (see `BindingFileDiff`). */
+export type FileDiff = import('../../crates/napi-host/index.d.ts').BindingFileDiff
 
 /** A path left alone, with why. */
 export interface SkippedPath {
@@ -85,6 +100,8 @@ export interface RestoreOutcome {
   notCovered?: NotCoveredPath[]
   /** Whether the journal ended `completed`. */
   completed: boolean
+  /** Planned paths the selection kept as they were. */
+  kept?: string[]
 }
 
 /** The outcome of undoing a restore (files only). */
@@ -116,7 +133,9 @@ export interface FilesPort {
   scan(sessionId: string, cwd: string, request: ScanRequest): Promise<ScanReport>
   /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */
   preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<FilesPreview>
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[]): Promise<RestoreOutcome>
+  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[], selection?: RestoreSelection): Promise<RestoreOutcome>
+  /** What restoring `path` would change inside it; rejects `rewind/not-planned` for a path the restore leaves alone. */
+  diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: ChainLink[]): Promise<FileDiff>
   /** `completed` | `open` | `rolled-back` | `undone` | `missing` | `unreadable`. */
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) when a restored path changed. */
@@ -233,6 +252,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     scan: refuse,
     preview: refuse,
     restore: refuse,
+    diff: refuse,
     journalState: async () => 'missing',
     undo: refuse,
     sessionFormat: async () => {},

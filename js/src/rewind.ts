@@ -11,7 +11,7 @@ import type { Addon } from './native.ts'
 import { callNative } from './native.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostContext, HostFs, HostLogger, HostSession } from './host.ts'
-import type { ChainLink, FilesPort, RestoreOutcome, RestoreStatus, SkippedPath } from './ports.ts'
+import type { ChainLink, FilesPort, FilesPreview, PreviewFile, RestoreOutcome, RestoreSelection, RestoreStatus, SkippedPath } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
@@ -161,10 +161,15 @@ export class Rewinder {
         throw new RewindError(Codes.interrupted, interruptedText(interrupted, locale), { opIds: interrupted.map(i => i.opId) })
       }
       if (input === '') throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
-      if (engine && !input.startsWith('@')) {
-        throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${escapeControl(input)}"`)
+      const args = parseRewindArgs(input)
+      if (engine && !args.target.startsWith('@')) {
+        throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${escapeControl(args.target)}"`)
       }
-      const report = forkFlag !== null ? await this.fork(agent, input) : await this.rewind(agent, input)
+      if (args.preview) {
+        if (forkFlag !== null) throw new RewindError(Codes.badRequest, '`preview` and `--fork` do not go together')
+        return { kind: 'success', text: previewText(await this.preview(agent, args.target), locale) }
+      }
+      const report = forkFlag !== null ? await this.fork(agent, args.target, args.selection) : await this.rewind(agent, args.target, args.selection)
       return { kind: 'success', text: reportText(report, locale) }
     } catch (error) {
       const e = toRewindError(error)
@@ -185,8 +190,77 @@ export class Rewinder {
     return lines.join('\n')
   }
 
-  /** Rewind `agent`'s session to `target` (`@<seq>` or `<n>`). */
-  async rewind(agent: HostAgent, target: string): Promise<RewindReport> {
+  /**
+   * Record what changed since the last scan (re-check of tracked files, boundary scan) so a plan
+   * made now sees every change and who made it. Never throws; a failure is logged.
+   */
+  async recordPending(session: HostSession): Promise<void> {
+    const cwd = trackedCwd(session)
+    const files = this.deps.files()
+    if (cwd === undefined || files.unavailable() !== undefined) return
+    const sessionId = session.header.id
+    const settings = this.deps.settings.get()
+    const anchor = this.deps.state.anchor(session)
+    if (!settings.backups || anchor === undefined) return
+    // Changes made to tracked files since the last message (by a shell command, an editor, …)
+    // are not recorded yet: a re-check at the latest message records the state they replaced.
+    try {
+      await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes))
+    } catch (error) {
+      this.deps.logger.warn('re-check of %s failed: %s', sessionId, (error as Error).message)
+    }
+    // Files changed since the last workspace scan are not recorded yet either: a boundary scan
+    // records them (a file no tool touched is noted as changed outside the agent, left as is).
+    if (!settings.trackAll) return
+    try {
+      const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
+      noteRefusal(this.deps.state, sessionId, report)
+    } catch (error) {
+      this.deps.logger.warn('workspace scan of %s failed: %s', sessionId, (error as Error).message)
+    }
+  }
+
+  /** What rewinding to `target` would do to the files, with counts and who made each change. */
+  async preview(agent: HostAgent, target: string): Promise<{ targetSeq: number; preview: string; files: FilesPreview | undefined; unavailable?: { code: string; message: string } }> {
+    const session = agent.session
+    const plan = callNative(native => native.planRewind(eventsJson(session), target))
+    const previewLine = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+    if (unavailable !== undefined) return { targetSeq: plan.targetSeq, preview: previewLine, files: undefined, unavailable }
+    const sessionId = session.header.id
+    await this.recordPending(session)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header)
+    const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
+    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) } }
+  }
+
+  /**
+   * Refuses, with nothing changed, a selection naming a path the restore to `targetSeq` would not
+   * change (a typo never restores more than asked).
+   */
+  private async checkSelection(session: HostSession, targetSeq: number, selection: RestoreSelection | undefined): Promise<void> {
+    const filters = [...(selection?.only ?? []), ...(selection?.keep ?? [])]
+    if (filters.length === 0) return
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    if (cwd === undefined || port.unavailable() !== undefined) {
+      throw new RewindError(Codes.badSelection, 'files cannot be chosen: file restore is unavailable for this session; nothing was changed')
+    }
+    const sessionId = session.header.id
+    await this.recordPending(session)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header)
+    const planned = (await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, targetSeq, ancestors))).files.map(f => f.path)
+    for (const f of filters) {
+      if (!planned.some(p => pathMatches(p, f))) {
+        throw new RewindError(Codes.badSelection, `\`${escapeControl(f)}\` matches no file the rewind to @${targetSeq} would change (see /rewind preview @${targetSeq}); nothing was changed`, { path: f })
+      }
+    }
+  }
+
+  /** Rewind `agent`'s session to `target` (`@<seq>` or `<n>`); `selection` narrows the files restored. */
+  async rewind(agent: HostAgent, target: string, selection?: RestoreSelection): Promise<RewindReport> {
     const { state } = this.deps
     const session = agent.session
     const sessionId = session.header.id
@@ -198,16 +272,17 @@ export class Rewinder {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
     try {
-      return await this.rewindLocked(agent, target)
+      return await this.rewindLocked(agent, target, selection)
     } finally {
       state.end(sessionId)
     }
   }
 
-  private async rewindLocked(agent: HostAgent, target: string): Promise<RewindReport> {
+  private async rewindLocked(agent: HostAgent, target: string, selection: RestoreSelection | undefined): Promise<RewindReport> {
     const session = agent.session
     // 1. Resolve the target on the live log (refusals carry the planner's codes; nothing changed yet).
     let plan = callNative(native => native.planRewind(eventsJson(session), target))
+    await this.checkSelection(session, plan.targetSeq, selection)
     const previewText = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
     const opId = randomUUID()
     let stoppedTurn = false
@@ -239,7 +314,7 @@ export class Rewinder {
       const markerId = randomUUID()
       // Step 1: the history entry `started`, durable before anything changes. A history that
       // cannot be written refuses the rewind here, with nothing changed.
-      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, markerId }, this.deps.settings.get().historyLimit)
+      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit)
       crashPoint('rewind:started')
       // Step 2: the marker, in memory. The append validates before it changes anything; only
       // once it succeeded is pending steering (the future being rolled back) withdrawn.
@@ -267,7 +342,7 @@ export class Rewinder {
       crashPoint('rewind:marker-durable')
       // Step 4: the journaled restore (its own journal is durable before its first action).
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, plan.targetSeq, opId)
+        ? await this.restoreFiles(session, plan.targetSeq, opId, selection)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
@@ -293,7 +368,7 @@ export class Rewinder {
    * The files go back to the target's state through the parent's journaled restore, recorded in
    * history as a fork naming the child.
    */
-  async fork(agent: HostAgent, target: string): Promise<RewindReport> {
+  async fork(agent: HostAgent, target: string, selection?: RestoreSelection): Promise<RewindReport> {
     const { ctx, state } = this.deps
     const session = agent.session
     const sessionId = session.header.id
@@ -313,17 +388,18 @@ export class Rewinder {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
     try {
-      return await this.forkLocked(agent, agents, target)
+      return await this.forkLocked(agent, agents, target, selection)
     } finally {
       state.end(sessionId)
     }
   }
 
-  private async forkLocked(agent: HostAgent, agents: HostAgentFactory, target: string): Promise<RewindReport> {
+  private async forkLocked(agent: HostAgent, agents: HostAgentFactory, target: string, selection: RestoreSelection | undefined): Promise<RewindReport> {
     const { ctx, logger } = this.deps
     const session = agent.session
     const sessionId = session.header.id
     let plan = callNative(native => native.planFork(eventsJson(session), target))
+    await this.checkSelection(session, plan.targetSeq, selection)
     const previewText = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
     const opId = randomUUID()
     let stoppedTurn = false
@@ -339,7 +415,7 @@ export class Rewinder {
       const composition = await childComposition(ctx, session)
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
       // before the child exists or a file changes.
-      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, forkChildSessionId: childId }, this.deps.settings.get().historyLimit)
+      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit)
       crashPoint('fork:started')
       // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
       // files alone, and the entry says the fork was abandoned.
@@ -378,7 +454,7 @@ export class Rewinder {
       }
       // Step 4: the journaled restore.
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, plan.targetSeq, opId)
+        ? await this.restoreFiles(session, plan.targetSeq, opId, selection)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       if (child !== undefined && notRestored === undefined) {
         const childCwd = trackedCwd(child.session)
@@ -436,38 +512,18 @@ export class Rewinder {
   }
 
   /** The file half; never fails the rewind. */
-  private async restoreFiles(session: HostSession, targetSeq: number, opId: string): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
+  private async restoreFiles(session: HostSession, targetSeq: number, opId: string, selection?: RestoreSelection): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
     const cwd = trackedCwd(session)
     if (cwd === undefined) return { outcome: EMPTY_OUTCOME, notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
     const files = this.deps.files()
     const unavailable = files.unavailable()
     if (unavailable !== undefined) return { outcome: EMPTY_OUTCOME, notRestored: unavailable }
     const sessionId = session.header.id
-    // Changes made to tracked files since the last message (by a shell command, an editor, …)
-    // are not recorded yet: a re-check at the latest message (the marker, for an in-place
-    // rewind) records the state they replaced, so the restore brings those files back too.
-    const settings = this.deps.settings.get()
-    const anchor = this.deps.state.anchor(session)
-    if (settings.backups && anchor !== undefined) {
-      try {
-        await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes))
-      } catch (error) {
-        this.deps.logger.warn('re-check of %s before the restore failed: %s', sessionId, (error as Error).message)
-      }
-    }
-    // Files changed since the last workspace scan are not recorded yet either: a boundary scan
-    // records them (a file no tool touched is noted as changed outside the agent, left as is).
-    if (settings.backups && settings.trackAll && anchor !== undefined) {
-      try {
-        const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
-        noteRefusal(this.deps.state, sessionId, report)
-      } catch (error) {
-        this.deps.logger.warn('workspace scan of %s before the restore failed: %s', sessionId, (error as Error).message)
-      }
-    }
+    // What changed since the last scan is recorded first, so the restore brings it back too.
+    await this.recordPending(session)
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
-      const restored = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors))
+      const restored = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors, selection))
       const outcome = { ...restored, notCovered: notCoveredOf(this.deps.state, sessionId, restored) }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
@@ -830,10 +886,122 @@ export function reportText(report: RewindReport, locale: Locale): string {
     lines.push(format(locale, 'filesNotRestored', { reason }))
   }
   lines.push(...outcomeLines(locale, report.outcome))
+  if ((report.outcome.kept ?? []).length > 0) lines.push(...section(locale, format(locale, 'kept'), report.outcome.kept!.map(escapeControl)))
   // Shown only when the workspace scan found any: files changed outside the agent's tool calls
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).
   const o = report.outcome
   if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(escapeControl)))
   if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
+  return lines.join('\n')
+}
+
+/** The arguments of `/rewind [preview] <target> [--only <paths>] [--keep <paths>]`. */
+export interface RewindArgs {
+  target: string
+  preview: boolean
+  selection: RestoreSelection | undefined
+}
+
+/**
+ * Parse what follows `/rewind` (after `--fork`): an optional `preview`, the target, and any number
+ * of `--only` / `--keep` options (also `--only=<paths>`). A value is a comma-separated list of
+ * workspace-relative paths or directories, or one JSON string (`"a, b.txt"`) for a path holding
+ * commas or spaces.
+ */
+export function parseRewindArgs(input: string): RewindArgs {
+  const tokens: string[] = []
+  let rest = input.trim()
+  while (rest !== '') {
+    let token: string
+    if (rest.startsWith('"')) {
+      const m = /^"(?:[^"\\]|\\.)*"/s.exec(rest)
+      if (m === null) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
+      token = m[0]
+    } else {
+      const m = /^(--(?:only|keep)=)"/.exec(rest)
+      if (m !== null) {
+        const q = /^"(?:[^"\\]|\\.)*"/s.exec(rest.slice(m[1]!.length))
+        if (q === null) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
+        token = m[1]! + q[0]
+      } else {
+        token = /^\S+/.exec(rest)![0]
+      }
+    }
+    tokens.push(token)
+    rest = rest.slice(token.length).trimStart()
+  }
+  const values = (raw: string): string[] => {
+    if (raw.startsWith('"')) {
+      try {
+        return [JSON.parse(raw) as string]
+      } catch {
+        throw new RewindError(Codes.badRequest, `bad quoted path ${escapeControl(raw)}`)
+      }
+    }
+    return raw.split(',').map(v => v.trim()).filter(v => v !== '')
+  }
+  const only: string[] = []
+  const keep: string[] = []
+  let target: string | undefined
+  let preview = false
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!
+    const flag = /^--(only|keep)(?:=(.*))?$/s.exec(t)
+    if (flag !== null) {
+      const raw = flag[2] ?? tokens[++i]
+      if (raw === undefined || raw === '' || raw.startsWith('--')) throw new RewindError(Codes.badRequest, `--${flag[1]} needs a path`)
+      const list = values(raw)
+      if (list.length === 0) throw new RewindError(Codes.badRequest, `--${flag[1]} needs a path`)
+      ;(flag[1] === 'only' ? only : keep).push(...list)
+    } else if (t === 'preview' && target === undefined && !preview) {
+      preview = true
+    } else if (target === undefined && !t.startsWith('--')) {
+      target = t
+    } else {
+      throw new RewindError(Codes.badRequest, `unexpected argument "${escapeControl(t)}"`)
+    }
+  }
+  if (target === undefined) throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
+  if (preview && (only.length > 0 || keep.length > 0)) throw new RewindError(Codes.badRequest, '`preview` takes no --only / --keep')
+  return { target, preview, selection: only.length > 0 || keep.length > 0 ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}) } : undefined }
+}
+
+/** Whether `path` is `filter` or lies under the directory `filter` (as the store selects). */
+export function pathMatches(path: string, filter: string): boolean {
+  const f = filter.replace(/\/+$/, '')
+  return f !== '' && (path === f || path.startsWith(`${f}/`))
+}
+
+/** The impact line of one planned file: action, path, `+added −removed`, who changed it. */
+function previewLine(f: PreviewFile, locale: Locale): string {
+  const act = format(locale, f.action === 'write' ? 'actWrite' : f.action === 'create' ? 'actCreate' : 'actDelete')
+  const counts = f.added != null && f.removed != null ? ` (+${f.added} −${f.removed})` : ''
+  const origin = f.origin === 'outside'
+    ? ` [${format(locale, 'originOutside')}]`
+    : f.origin === 'other-session'
+      ? ` [${format(locale, 'originSession', { session: escapeControl(f.originSession ?? '?') })}]`
+      : ''
+  return `${act} ${escapeControl(f.path)}${counts}${origin}`
+}
+
+/** `/rewind preview @<seq>`: the files the rewind would change, with counts and origins. */
+export function previewText(p: Awaited<ReturnType<Rewinder['preview']>>, locale: Locale): string {
+  const preview = JSON.stringify(p.preview)
+  if (p.files === undefined) {
+    const key = p.unavailable !== undefined ? REASON_KEYS[p.unavailable.code] : undefined
+    const reason = key !== undefined ? format(locale, key) : `${p.unavailable?.code ?? ''}: ${escapeControl(p.unavailable?.message ?? '')}`
+    return format(locale, 'previewUnavailable', { seq: p.targetSeq, reason })
+  }
+  const f = p.files
+  const lines = [f.files.length === 0
+    ? format(locale, 'previewNone', { seq: p.targetSeq, preview })
+    : format(locale, 'previewHeader', { seq: p.targetSeq, preview, n: f.files.length })]
+  for (const file of f.files) lines.push(`- ${previewLine(file, locale)}`)
+  if (f.skipped.length > 0 || f.uncovered.length > 0) {
+    lines.push(...section(locale, format(locale, 'skipped'), [...f.skipped.map(skippedLine), ...f.uncovered.map(escapeControl)]))
+  }
+  if (f.outside.length > 0) lines.push(...section(locale, format(locale, 'outside'), f.outside.map(escapeControl)))
+  if (f.notCovered.length > 0) lines.push(...section(locale, format(locale, 'notCovered'), f.notCovered.map(skippedLine)))
+  if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
   return lines.join('\n')
 }

@@ -7,6 +7,7 @@
  */
 import { forkAncestors } from './fork.ts'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { basename } from 'node:path'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostAgents, HostContext, HostLogger, HostSessionHeader } from './host.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
@@ -135,9 +136,28 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         return { targetSeq: seq, files: [], uncovered: [], skipped: [], outside: [], notCovered: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
       }
       const sessionId = agent.session.header.id
+      // What changed since the last scan is recorded first: the preview then lists it, and says
+      // who made each change (this agent, someone outside it, another session).
+      await deps.rewinder?.recordPending(agent.session)
       const ancestors = await forkAncestors(ctx, agent.session.header)
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
       return { targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff }
+    },
+
+    async diff(agent, body) {
+      const seq = body.seq
+      if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+        throw new RewindError(Codes.badRequest, '`seq` must be a non-negative integer')
+      }
+      const path = body.path
+      if (typeof path !== 'string' || path === '') throw new RewindError(Codes.badRequest, '`path` must be a non-empty string')
+      const cwd = trackedCwd(agent.session)
+      const port = files()
+      const unavailable = cwd === undefined ? { code: Codes.notPlanned, message: 'the session has no working directory' } : port.unavailable()
+      if (unavailable !== undefined) throw new RewindError(unavailable.code, unavailable.message)
+      const sessionId = agent.session.header.id
+      const ancestors = await forkAncestors(ctx, agent.session.header)
+      return await state.run(sessionId, () => port.diff(sessionId, cwd!, seq, path, ancestors))
     },
 
     async candidates(agent) {
@@ -171,7 +191,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         }
         out.push({ ...entry, undoable })
       }
-      return { workspace: key, entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
+      const cwdName = typeof agent.session.header.cwd === 'string' && agent.session.header.cwd !== '' ? basename(agent.session.header.cwd) : undefined
+      return { workspace: key, ...(cwdName !== undefined ? { workspaceName: cwdName } : {}), entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
     },
 
     async 'history.clear'(agent) {

@@ -14,8 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use serde_json::{Value, json};
 use snapshot_store::{
-    Action, BlobRead, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, Store,
-    StoreOptions,
+    Action, DiffLimits, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, SideState,
+    Store, StoreOptions, path_matches,
 };
 
 use crate::fail::{Code, Fail};
@@ -23,8 +23,6 @@ use crate::home::{self, Logs};
 use crate::show::{bytes, safe, time};
 use crate::{Cli, Command};
 
-/// Files larger than this are summarized by `diff`, never diffed line by line.
-const DIFF_MAX_BYTES: u64 = 1 << 20;
 /// Restores with more actions than this show a spinner on a terminal.
 const BIG_RESTORE: usize = 200;
 
@@ -503,28 +501,18 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     Ok(0)
 }
 
-fn matches(path: &str, filter: &str) -> bool {
-    let f = filter.trim_end_matches('/');
-    path == f || path.starts_with(&format!("{f}/"))
-}
-
-/// What a side of a diff holds.
-enum Side {
-    Text(String),
-    Absent,
-    Summary(String),
-}
-
-fn side_of_bytes(b: Vec<u8>) -> Side {
-    if b.len() as u64 > DIFF_MAX_BYTES {
-        return Side::Summary(format!("{} (too large to diff)", bytes(b.len() as u64)));
-    }
-    if b.iter().take(8192).any(|c| *c == 0) {
-        return Side::Summary(format!("binary, {}", bytes(b.len() as u64)));
-    }
-    match String::from_utf8(b) {
-        Ok(s) => Side::Text(s),
-        Err(e) => Side::Summary(format!("binary, {}", bytes(e.as_bytes().len() as u64))),
+/// One side of a diff that is not compared line by line, in words.
+fn side_text(side: &SideState) -> String {
+    match side {
+        SideState::Absent => "absent".into(),
+        SideState::Text { size, .. } => format!("text, {}", bytes(*size)),
+        SideState::Binary { size, .. } => format!("binary, {}", bytes(*size)),
+        SideState::TooLarge { size } => format!("{} (too large to diff)", bytes(*size)),
+        SideState::TooManyLines { lines, .. } => format!("{lines} lines (too many to diff)"),
+        SideState::NotRegular => "not a regular file".into(),
+        SideState::Unreadable { message } => format!("unreadable: {}", safe(message)),
+        SideState::MissingBackup { sha256 } => format!("backup blob {sha256} is missing"),
+        SideState::CorruptBackup { sha256 } => format!("backup blob {sha256} is corrupt"),
     }
 }
 
@@ -544,7 +532,7 @@ fn diff(
     let actions: Vec<_> = plan
         .actions
         .iter()
-        .filter(|a| path.is_none_or(|p| matches(&a.display, p)))
+        .filter(|a| path.is_none_or(|p| path_matches(&a.display, p)))
         .collect();
     if let Some(p) = path {
         if actions.is_empty() {
@@ -556,62 +544,32 @@ fn diff(
     }
     let mut text = String::new();
     let mut files = Vec::new();
+    let limits = DiffLimits::default();
     for a in actions {
         let name = safe(&a.display);
-        // Now: the workspace file (read without following a symlink at the last component).
-        let full = cwd.join(a.path.as_path());
-        let now = match std::fs::symlink_metadata(&full) {
-            Ok(m) if m.is_file() && m.len() > DIFF_MAX_BYTES => {
-                Side::Summary(format!("{} (too large to diff)", bytes(m.len())))
-            }
-            Ok(m) if m.is_file() => match std::fs::read(&full) {
-                Ok(b) => side_of_bytes(b),
-                Err(e) => Side::Summary(format!("unreadable: {e}")),
-            },
-            Ok(_) => Side::Summary("not a regular file".into()),
-            Err(_) => Side::Absent,
-        };
-        let then = match &a.action {
-            Action::Delete => Side::Absent,
-            Action::Write { sha256, .. } | Action::Recreate { sha256, .. } => {
-                match store.read_blob(sha256, DIFF_MAX_BYTES)? {
-                    BlobRead::Bytes(b) => side_of_bytes(b),
-                    BlobRead::TooLarge { size } => {
-                        Side::Summary(format!("{} (too large to diff)", bytes(size)))
-                    }
-                    BlobRead::Missing => Side::Summary(format!("backup blob {sha256} is missing")),
-                    BlobRead::Corrupt { .. } => {
-                        Side::Summary(format!("backup blob {sha256} is corrupt"))
-                    }
-                }
-            }
-        };
+        let d = session.diff_action(a, &limits)?;
         text.push_str(&format!("--- {name} (now)\n+++ {name} (@{seq})\n"));
-        let (old, new) = match (&now, &then) {
-            (Side::Text(a), Side::Text(b)) => (a.as_str(), b.as_str()),
-            (Side::Absent, Side::Text(b)) => ("", b.as_str()),
-            (Side::Text(a), Side::Absent) => (a.as_str(), ""),
-            _ => {
-                let d = |s: &Side| match s {
-                    Side::Absent => "absent".to_string(),
-                    Side::Text(t) => format!("text, {}", bytes(t.len() as u64)),
-                    Side::Summary(s) => s.clone(),
-                };
-                let line = format!("now: {}; at @{seq}: {}", d(&now), d(&then));
+        match &d.unified {
+            Some(udiff) => {
+                text.push_str(udiff);
+                if !udiff.ends_with('\n') && !udiff.is_empty() {
+                    text.push('\n');
+                }
+                if d.truncated {
+                    text.push_str("  (diff cut here)\n");
+                }
+                files.push(json!({"path": a.display, "diff": udiff, "added": d.added, "removed": d.removed}));
+            }
+            None => {
+                let line = format!(
+                    "now: {}; at @{seq}: {}",
+                    side_text(&d.now),
+                    side_text(&d.then)
+                );
                 text.push_str(&format!("  {line}\n"));
                 files.push(json!({"path": a.display, "summary": line}));
-                continue;
             }
-        };
-        let udiff = similar::TextDiff::from_lines(old, new)
-            .unified_diff()
-            .context_radius(3)
-            .to_string();
-        text.push_str(&udiff);
-        if !udiff.ends_with('\n') && !udiff.is_empty() {
-            text.push('\n');
         }
-        files.push(json!({"path": a.display, "diff": udiff}));
     }
     emit(
         ctx,
@@ -634,6 +592,7 @@ fn outcome_paths(o: &RestoreOutcome) -> Paths {
             .chain(o.uncovered.iter().map(|u| u.display.clone()))
             .collect(),
         failed: o.failed.iter().map(|f| f.display.clone()).collect(),
+        kept: Vec::new(),
     }
 }
 
@@ -684,21 +643,15 @@ fn restore(
     let seq = ctx.target(&session, id, target)?;
     let _hold = ctx.claim(&store, id)?;
     let mut plan = ctx.plan(&session, id, seq)?;
-    for f in only.iter().chain(keep) {
-        if !plan.actions.iter().any(|a| matches(&a.display, f)) {
-            return Err(Fail::new(
-                Code::NotFound,
-                format!(
-                    "`{}` matches no file the restore to @{seq} would change (see `dsh-rewind preview`); nothing was changed",
-                    safe(f)
-                ),
-            ));
-        }
+    if let Err(e) = plan.select(only, keep) {
+        return Err(Fail::new(
+            Code::NotFound,
+            format!(
+                "`{}` matches no file the restore to @{seq} would change (see `dsh-rewind preview`); nothing was changed",
+                safe(&e.filter)
+            ),
+        ));
     }
-    plan.actions.retain(|a| {
-        (only.is_empty() || only.iter().any(|f| matches(&a.display, f)))
-            && !keep.iter().any(|f| matches(&a.display, f))
-    });
     if plan.actions.is_empty() {
         let text = format!(
             "Nothing to restore: the files of session {} already are as they were at @{seq}.\n",

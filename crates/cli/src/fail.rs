@@ -98,6 +98,7 @@ from_store_errors!(
     PruneError,
     QueryError,
     RecheckError,
+    DiffError,
 );
 
 impl From<snapshot_store::JournalError> for Fail {

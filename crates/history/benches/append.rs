@@ -26,6 +26,7 @@ fn entry(k: &WorkspaceKey, n: u64, paths_per_list: usize) -> Entry {
         deleted: list("d"),
         skipped: list("s"),
         failed: Vec::new(),
+        kept: Vec::new(),
     };
     Entry::new(
         format!("op-{n:08}"),

@@ -75,6 +75,9 @@ pub struct Counts {
     pub skipped: u64,
     /// Paths whose action failed.
     pub failed: u64,
+    /// Planned paths the user chose to keep as they were (not restored).
+    #[serde(default)]
+    pub kept: u64,
 }
 
 /// The paths per action of a rewind's file half (workspace-relative strings,
@@ -93,6 +96,9 @@ pub struct Paths {
     /// Paths whose action failed.
     #[serde(default)]
     pub failed: Vec<String>,
+    /// Planned paths the user chose to keep as they were (not restored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
 }
 
 impl Paths {
@@ -104,6 +110,7 @@ impl Paths {
             deleted: n(&self.deleted),
             skipped: n(&self.skipped),
             failed: n(&self.failed),
+            kept: n(&self.kept),
         }
     }
 
@@ -113,6 +120,7 @@ impl Paths {
             &mut self.deleted,
             &mut self.skipped,
             &mut self.failed,
+            &mut self.kept,
         ] {
             list.truncate(MAX_PATHS_PER_LIST);
         }
@@ -169,6 +177,29 @@ pub struct Entry {
     /// What the undo put back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undo_mode: Option<UndoMode>,
+    /// The text of the target message (cut to [`MAX_TARGET_TEXT`] characters), so the
+    /// history names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_text: Option<String>,
+    /// The workspace's folder name, so the history names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_name: Option<String>,
+}
+
+/// Longest target text an entry keeps, in characters.
+pub const MAX_TARGET_TEXT: usize = 200;
+
+/// `text` cut to [`MAX_TARGET_TEXT`] characters (an ellipsis marks a cut).
+pub fn target_excerpt(text: &str) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(MAX_TARGET_TEXT).collect();
+    if chars.next().is_some() {
+        let mut cut: String = head.chars().take(MAX_TARGET_TEXT - 1).collect();
+        cut.push('…');
+        cut
+    } else {
+        head
+    }
 }
 
 impl Entry {
@@ -197,6 +228,8 @@ impl Entry {
             undone_at: None,
             undo_outcome: None,
             undo_mode: None,
+            target_text: None,
+            workspace_name: None,
         }
     }
 

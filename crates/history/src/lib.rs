@@ -39,7 +39,8 @@ mod store;
 mod undo;
 
 pub use entry::{
-    Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, Outcome, Paths, UndoMode, UndoOutcome,
+    Counts, Entry, ForkInfo, MAX_PATHS_PER_LIST, MAX_TARGET_TEXT, Outcome, Paths, UndoMode,
+    UndoOutcome, target_excerpt,
 };
 pub use error::{
     AppendError, CODE_FAILED, CODE_HISTORY_CORRUPT, ClearError, MarkUndoneError, OpenError,

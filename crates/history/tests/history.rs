@@ -813,6 +813,7 @@ fn a_continued_restore_settles_its_entry() {
             deleted: vec![],
             skipped: vec!["big.bin".into()],
             failed: vec!["locked.txt".into(), "gone.txt".into()],
+            kept: Vec::new(),
         },
     );
     store.append(&k, partial).expect("append");

@@ -360,3 +360,4 @@ mod tests {
         assert_eq!(v["f"], 1.5);
     }
 }
+store_error!(DiffError, |e| {});

@@ -121,6 +121,7 @@ impl BindingHistory {
                 deleted: input.paths.deleted,
                 skipped: input.paths.skipped,
                 failed: input.paths.failed,
+                kept: input.paths.kept.unwrap_or_default(),
             };
             let mut entry = Entry::new(
                 input.op_id,
@@ -135,6 +136,11 @@ impl BindingHistory {
                 .fork_child_session_id
                 .map(|child_session_id| rewind_history::ForkInfo { child_session_id });
             entry.marker_id = input.marker_id;
+            entry.target_text = input
+                .target_text
+                .as_deref()
+                .map(rewind_history::target_excerpt);
+            entry.workspace_name = input.workspace_name;
             Ok(store.append(&k, entry)?.dropped)
         }))
     }
@@ -194,6 +200,7 @@ impl BindingHistory {
                 deleted: p.deleted,
                 skipped: p.skipped,
                 failed: p.failed,
+                kept: p.kept.unwrap_or_default(),
             });
             let report =
                 open(&root, None)?.finish(&k, &op_id, self::outcome(&outcome)?, paths.as_ref())?;
@@ -297,6 +304,7 @@ impl BindingHistory {
                 deleted,
                 skipped: Vec::new(),
                 failed,
+                kept: Vec::new(),
             };
             let report = open(&root, None)?.settle_continued(&k, &op_id, &continued)?;
             Ok(BindingHistoryEntry::from(report.entry))

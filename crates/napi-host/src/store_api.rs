@@ -6,18 +6,21 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
+use std::time::{Duration, Instant};
+
 use snapshot_store::{
-    Action, CaptureOutcome, ChainLink, JournalError, JournalState, PruneOptions, RestorePlan,
-    ScanPhase, ScanRequest, Session, SessionHold, Store, StoreOptions,
+    Action, CaptureOutcome, ChainLink, ChangeOrigin, DiffLimits, JournalError, JournalState,
+    PruneOptions, RestorePlan, ScanPhase, ScanRequest, Session, SessionHold, SideState, Store,
+    StoreOptions,
 };
 
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingCaptureOutcome, BindingChainLink, BindingFailedPath, BindingNotCovered, BindingPreview,
-    BindingPreviewFile, BindingRestoreOutcome, BindingRestoreStatus, BindingScanRefusal,
-    BindingScanReport, BindingScanRequest, BindingSkippedPath, BindingUndoOutcome, js_number,
-    seq_from_js,
+    BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
+    BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
+    BindingRestoreSelection, BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
+    BindingScanRequest, BindingSkippedPath, BindingUndoOutcome, js_number, seq_from_js,
 };
 
 struct Inner {
@@ -167,7 +170,109 @@ fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
         completed: o.state == JournalState::Completed,
         outside: Vec::new(),
         not_covered: Vec::new(),
+        kept: Vec::new(),
     }
+}
+
+/// Files whose `+/−` counts the preview computes; past this many (or past
+/// [`PREVIEW_COUNT_BUDGET`]) the rest show no counts.
+const PREVIEW_COUNT_FILES: usize = 500;
+/// Time the preview spends on line counts.
+const PREVIEW_COUNT_BUDGET: Duration = Duration::from_secs(2);
+
+fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::Write { .. } => "write",
+        Action::Recreate { .. } => "create",
+        Action::Delete => "delete",
+    }
+}
+
+/// The preview's rows: action, line counts (bounded) and who made the change each undoes.
+fn preview_files(
+    session: &Session,
+    plan: &RestorePlan,
+) -> Result<Vec<BindingPreviewFile>, BindingError> {
+    let paths: Vec<_> = plan.actions.iter().map(|a| a.path.clone()).collect();
+    let origins = session.change_origins(plan.target_seq, &paths)?;
+    let limits = DiffLimits::default();
+    let start = Instant::now();
+    let mut out = Vec::with_capacity(plan.actions.len());
+    for (i, a) in plan.actions.iter().enumerate() {
+        let (added, removed) = if i < PREVIEW_COUNT_FILES && start.elapsed() < PREVIEW_COUNT_BUDGET
+        {
+            // A file that cannot be read for its counts still shows, without them.
+            match session.diff_action(a, &limits) {
+                Ok(d) => (d.added, d.removed),
+                Err(_) => (None, None),
+            }
+        } else {
+            (None, None)
+        };
+        let (origin, origin_session) = match origins.get(&a.path) {
+            Some(ChangeOrigin::Outside) => ("outside", None),
+            Some(ChangeOrigin::OtherSession { session_id }) => {
+                ("other-session", Some(session_id.clone()))
+            }
+            _ => ("agent", None),
+        };
+        out.push(BindingPreviewFile {
+            path: a.path.display(),
+            action: action_name(&a.action).into(),
+            added: added.map(|n| n as f64),
+            removed: removed.map(|n| n as f64),
+            origin: origin.into(),
+            origin_session,
+        });
+    }
+    Ok(out)
+}
+
+fn diff_side(s: &SideState) -> BindingDiffSide {
+    let mut side = BindingDiffSide {
+        state: String::new(),
+        size: None,
+        lines: None,
+        sha256: None,
+        message: None,
+    };
+    side.state = match s {
+        SideState::Absent => "absent",
+        SideState::Text { size, lines } => {
+            side.size = Some(*size as f64);
+            side.lines = Some(*lines as f64);
+            "text"
+        }
+        SideState::Binary { size, sha256 } => {
+            side.size = Some(*size as f64);
+            side.sha256 = Some(sha256.clone());
+            "binary"
+        }
+        SideState::TooLarge { size } => {
+            side.size = Some(*size as f64);
+            "too-large"
+        }
+        SideState::TooManyLines { size, lines } => {
+            side.size = Some(*size as f64);
+            side.lines = Some(*lines as f64);
+            "too-many-lines"
+        }
+        SideState::NotRegular => "not-regular",
+        SideState::Unreadable { message } => {
+            side.message = Some(message.clone());
+            "unreadable"
+        }
+        SideState::MissingBackup { sha256 } => {
+            side.sha256 = Some(sha256.clone());
+            "missing-backup"
+        }
+        SideState::CorruptBackup { sha256 } => {
+            side.sha256 = Some(sha256.clone());
+            "corrupt-backup"
+        }
+    }
+    .into();
+    side
 }
 
 fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
@@ -347,18 +452,7 @@ impl BindingStore {
             let session = h.session(&session_id, &cwd, None)?;
             let plan = plan_for(&session, target, ancestors)?;
             Ok(BindingPreview {
-                files: plan
-                    .actions
-                    .iter()
-                    .map(|a| BindingPreviewFile {
-                        path: a.path.display(),
-                        action: match a.action {
-                            Action::Write { .. } => "write".into(),
-                            Action::Recreate { .. } => "create".into(),
-                            Action::Delete => "delete".into(),
-                        },
-                    })
-                    .collect(),
+                files: preview_files(&session, &plan)?,
                 uncovered: plan.uncovered.iter().map(|u| u.path.display()).collect(),
                 skipped: plan
                     .skipped
@@ -370,6 +464,45 @@ impl BindingStore {
                     .collect(),
                 outside: displays(&plan.outside),
                 not_covered: not_covered(&plan.not_covered),
+            })
+        }))
+    }
+
+    /// What restoring `path` to `targetSeq` would change inside it: a unified line diff
+    /// (now → after the restore) with `+/−` counts, or a summary of each side for binary,
+    /// oversized or unreadable files. Rejects `rewind/not-planned` when the restore would
+    /// not change that path.
+    #[napi(ts_return_type = "Promise<BindingFileDiff>")]
+    pub fn diff(
+        &self,
+        session_id: String,
+        cwd: String,
+        target_seq: f64,
+        path: String,
+        ancestors: Option<Vec<BindingChainLink>>,
+    ) -> AsyncTask<Job<BindingFileDiff>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let target = seq_from_js(target_seq, "targetSeq")?;
+            let session = h.session(&session_id, &cwd, None)?;
+            let plan = plan_for(&session, target, ancestors)?;
+            let Some(action) = plan.actions.iter().find(|a| a.display == path) else {
+                return Err(BindingError::new(
+                    "rewind/not-planned",
+                    format!("restoring to @{target} would not change `{path}`"),
+                )
+                .with_details(serde_json::json!({ "path": path })));
+            };
+            let d = session.diff_action(action, &DiffLimits::default())?;
+            Ok(BindingFileDiff {
+                path: d.path,
+                action: action_name(&action.action).into(),
+                now: diff_side(&d.now),
+                then: diff_side(&d.then),
+                added: d.added.map(|n| n as f64),
+                removed: d.removed.map(|n| n as f64),
+                unified: d.unified,
+                truncated: d.truncated,
             })
         }))
     }
@@ -419,15 +552,30 @@ impl BindingStore {
         target_seq: f64,
         op_id: String,
         ancestors: Option<Vec<BindingChainLink>>,
+        selection: Option<BindingRestoreSelection>,
     ) -> AsyncTask<Job<BindingRestoreOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
             let session = h.session(&session_id, &cwd, None)?;
-            let plan = plan_for(&session, target, ancestors)?;
+            let mut plan = plan_for(&session, target, ancestors)?;
+            let selection = selection.unwrap_or_default();
+            let kept = plan
+                .select(
+                    selection.only.as_deref().unwrap_or_default(),
+                    selection.keep.as_deref().unwrap_or_default(),
+                )
+                .map_err(|e| {
+                    BindingError::new(
+                        "rewind/bad-selection",
+                        format!("{e} when restoring to @{target}; nothing was changed"),
+                    )
+                    .with_details(serde_json::json!({ "path": e.filter }))
+                })?;
             let mut out = restore_outcome(session.restore(&plan, &op_id)?);
             out.outside = displays(&plan.outside);
             out.not_covered = not_covered(&plan.not_covered);
+            out.kept = kept.iter().map(|a| a.display.clone()).collect();
             Ok(out)
         }))
     }

@@ -233,3 +233,9 @@ op_error! {
     /// Error of read-only queries such as [`Store::list_sessions`](crate::Store::list_sessions).
     QueryError {}
 }
+
+op_error! {
+    /// Error of [`Session::diff_action`](crate::Session::diff_action) and
+    /// [`Session::change_origins`](crate::Session::change_origins).
+    DiffError {}
+}

@@ -52,6 +52,7 @@
 mod blob;
 mod chain;
 mod codec;
+mod diff_view;
 mod error;
 mod format;
 mod fsio;
@@ -67,10 +68,13 @@ mod session;
 mod store;
 
 pub use chain::{ChainLink, ChainPlanError};
+pub use diff_view::{
+    ChangeOrigin, DiffLimits, FileDiff, SelectionError, SideState, diff_texts, path_matches,
+};
 pub use error::{
-    CaptureError, ClearError, CommitError, CorruptFile, FsFailure, JournalError, NewerVersion,
-    OpenError, PlanError, PruneError, QueryError, RecheckError, ReconcileError, RestoreError,
-    SessionError,
+    CaptureError, ClearError, CommitError, CorruptFile, DiffError, FsFailure, JournalError,
+    NewerVersion, OpenError, PlanError, PruneError, QueryError, RecheckError, ReconcileError,
+    RestoreError, SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};

@@ -994,12 +994,16 @@ impl Session {
             failed: Vec::new(),
         };
         let mut entries = Vec::new();
+        // The state of files tools wrote since the last boundary, recorded here once: kept
+        // apart from the changes made outside the agent (a scan-found, in-turn source), so
+        // the plan can tell who made the newest change of each path.
+        let mut tool_written = Vec::new();
         let mut updates = Vec::new();
         let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
         for (rel, (known, since)) in paths {
             let (parents, name) = rel.split_last();
             let key = parents.join(&b'/');
-            let r = (|| -> Result<Option<(BeforeState, Known, u64)>, FsFailure> {
+            let r = (|| -> Result<Option<(BeforeState, Known, u64, bool)>, FsFailure> {
                 if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
                     let mut created = Vec::new();
                     cached = None;
@@ -1037,14 +1041,20 @@ impl Session {
                 if same {
                     return Ok(None);
                 }
+                // The content a tool wrote, untouched since (same metadata), recorded once:
+                // not a change made outside the agent.
+                let tool_content = matches!(
+                    (&known, &now),
+                    (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
+                );
                 let order = self.store.next_order();
                 let (before, new_known, _) = match dir {
                     Some(d) => self.capture_in(d, &rel)?,
                     None => self.capture_path(&rel)?,
                 };
-                Ok(Some((before, new_known, order)))
+                Ok(Some((before, new_known, order, tool_content)))
             })();
-            let (before, new_known, order) = match r {
+            let (before, new_known, order, tool_content) = match r {
                 Ok(None) => continue,
                 Ok(Some(x)) => x,
                 Err(e) if e.area == Area::Workspace => {
@@ -1082,11 +1092,16 @@ impl Session {
                     backdated.push(e);
                 }
             }
-            entries.push(Entry {
+            let entry = Entry {
                 path: rel.clone(),
                 order,
                 before: before.clone(),
-            });
+            };
+            if tool_content {
+                tool_written.push(entry);
+            } else {
+                entries.push(entry);
+            }
             outcome.recorded.push(RecordedChange {
                 path: rel.clone(),
                 before,
@@ -1098,6 +1113,13 @@ impl Session {
             self.append_group(&mut st, prev, EntrySource::Recheck, backdated, Vec::new())?;
         }
         let mut also = Vec::new();
+        if !tool_written.is_empty() {
+            also.push(Record::Group {
+                anchor_seq,
+                source: EntrySource::Scan { call_id: None },
+                entries: tool_written,
+            });
+        }
         also.extend(tracked_records(
             updates
                 .into_iter()

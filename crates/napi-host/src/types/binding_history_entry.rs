@@ -14,6 +14,8 @@ pub struct BindingHistoryPaths {
     pub skipped: Vec<String>,
     /// Paths that failed.
     pub failed: Vec<String>,
+    /// Planned paths the user kept as they were (not restored).
+    pub kept: Option<Vec<String>>,
 }
 
 /// The fork a rewind created, when it forked.
@@ -48,6 +50,12 @@ pub struct BindingHistoryEntry {
     pub skipped: f64,
     /// Number of failed paths.
     pub failed: f64,
+    /// Number of planned paths kept as they were.
+    pub kept: f64,
+    /// The target message's text (cut), when recorded.
+    pub target_text: Option<String>,
+    /// The workspace's folder name, when recorded.
+    pub workspace_name: Option<String>,
     /// The paths.
     pub paths: BindingHistoryPaths,
     /// When the rewind's file changes were undone (epoch ms).
@@ -79,11 +87,15 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
             deleted: e.counts.deleted as f64,
             skipped: e.counts.skipped as f64,
             failed: e.counts.failed as f64,
+            kept: e.counts.kept as f64,
+            target_text: e.target_text,
+            workspace_name: e.workspace_name,
             paths: BindingHistoryPaths {
                 restored: e.paths.restored,
                 deleted: e.paths.deleted,
                 skipped: e.paths.skipped,
                 failed: e.paths.failed,
+                kept: Some(e.paths.kept),
             },
             undone_at: e.undone_at.map(|t| t as f64),
             undo_started_at: e.undo_started_at.map(|t| t as f64),

@@ -24,4 +24,8 @@ pub struct BindingHistoryInput {
     pub fork_child_session_id: Option<String>,
     /// The id of the marker message an in-place rewind appends.
     pub marker_id: Option<String>,
+    /// The target message's text (cut to 200 characters when recorded).
+    pub target_text: Option<String>,
+    /// The workspace's folder name.
+    pub workspace_name: Option<String>,
 }

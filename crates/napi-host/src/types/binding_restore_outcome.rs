@@ -23,4 +23,6 @@ pub struct BindingRestoreOutcome {
     pub outside: Vec<String>,
     /// Workspace paths whose content the store does not hold (budgets, unreadable, ...).
     pub not_covered: Vec<BindingNotCovered>,
+    /// Planned paths the selection left as they are (`keep`, or not in `only`).
+    pub kept: Vec<String>,
 }

@@ -5,6 +5,7 @@ mod binding_capture_outcome;
 mod binding_chain_link;
 mod binding_cleanup_policy;
 mod binding_failed_path;
+mod binding_file_diff;
 mod binding_fork_plan;
 mod binding_history_entry;
 mod binding_history_input;
@@ -29,6 +30,7 @@ pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
 pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_failed_path::BindingFailedPath;
+pub use binding_file_diff::{BindingDiffSide, BindingFileDiff, BindingRestoreSelection};
 pub use binding_fork_plan::BindingForkPlan;
 pub use binding_history_entry::{
     BindingForkInfo, BindingHistoryDamage, BindingHistoryEntry, BindingHistoryList,

@@ -46,7 +46,7 @@ enum Mode {
 }
 
 impl Session {
-    fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
+    pub(crate) fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
         let path = self.p("scan.json");
         match self.store.inner.fs.read_opt(&path)? {
             None => Ok(None),

@@ -3,6 +3,7 @@
 mod basic;
 mod common;
 mod crash;
+mod diff;
 mod faults;
 mod hostile;
 mod migrate;

@@ -1,0 +1,193 @@
+//! What a planned restore changes inside each file (bounded line diffs), who made the
+//! change it undoes, and restoring a selection of the planned files.
+
+use snapshot_store::{
+    Action, ChangeOrigin, DiffLimits, PlannedAction, RelPath, ScanPhase, ScanRequest, Session,
+    SideState,
+};
+
+use crate::common::{Env, tool_edit};
+
+fn action<'a>(plan: &'a [PlannedAction], path: &str) -> &'a PlannedAction {
+    plan.iter()
+        .find(|a| a.display == path)
+        .unwrap_or_else(|| panic!("{path} is planned"))
+}
+
+fn scan(s: &Session, phase: ScanPhase, anchor: u64, call: Option<&str>) {
+    let mut r = ScanRequest::new(phase, anchor);
+    r.call_id = call.map(str::to_string);
+    s.scan(&r).expect("scan");
+}
+
+#[test]
+fn text_files_get_a_unified_diff_with_counts() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("a.txt", b"one\ntwo\nthree\n");
+    tool_edit(&env, &s, "c1", 1, "a.txt", Some(b"one\n2\nthree\nfour\n"));
+    tool_edit(&env, &s, "c2", 1, "new.txt", Some(b"fresh\nfile\n"));
+    let plan = s.plan_restore(1).expect("plan");
+    let limits = DiffLimits::default();
+
+    let d = s
+        .diff_action(action(&plan.actions, "a.txt"), &limits)
+        .expect("diff");
+    assert_eq!((d.added, d.removed), (Some(1), Some(2)));
+    let u = d.unified.expect("text");
+    assert!(
+        u.contains("-2\n") && u.contains("+two\n") && u.contains("-four\n"),
+        "{u}"
+    );
+
+    // A file the restore deletes: every line removed, the other side absent.
+    let d = s
+        .diff_action(action(&plan.actions, "new.txt"), &limits)
+        .expect("diff");
+    assert_eq!((d.added, d.removed), (Some(0), Some(2)));
+    assert_eq!(d.then, SideState::Absent);
+}
+
+#[test]
+fn binary_and_oversized_files_are_summarized() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("bin.dat", &[0, 1, 2, 3]);
+    env.write("big.txt", "line\n".repeat(50).as_bytes());
+    tool_edit(&env, &s, "c1", 1, "bin.dat", Some(b"now text\n"));
+    tool_edit(&env, &s, "c2", 1, "big.txt", Some(b"short\n"));
+    let plan = s.plan_restore(1).expect("plan");
+    let limits = DiffLimits {
+        max_lines: 10,
+        ..DiffLimits::default()
+    };
+    let d = s
+        .diff_action(action(&plan.actions, "bin.dat"), &limits)
+        .expect("diff");
+    assert!(d.unified.is_none() && d.added.is_none());
+    assert!(
+        matches!(d.now, SideState::Text { size: 9, lines: 1 }),
+        "{:?}",
+        d.now
+    );
+    match &d.then {
+        SideState::Binary { size, sha256 } => {
+            assert_eq!(*size, 4);
+            assert_eq!(sha256.len(), 64);
+        }
+        other => panic!("binary expected, got {other:?}"),
+    }
+    let d = s
+        .diff_action(action(&plan.actions, "big.txt"), &limits)
+        .expect("diff");
+    assert!(
+        matches!(d.then, SideState::TooManyLines { lines: 50, .. }),
+        "{:?}",
+        d.then
+    );
+    assert!(d.unified.is_none());
+}
+
+#[test]
+fn a_missing_backup_is_named_not_a_failure() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("a.txt", b"before\n");
+    tool_edit(&env, &s, "c1", 1, "a.txt", Some(b"after\n"));
+    let plan = s.plan_restore(1).expect("plan");
+    let a = action(&plan.actions, "a.txt");
+    let Action::Write { sha256, .. } = &a.action else {
+        panic!("write expected")
+    };
+    let blob = env.root.join("blobs").join(sha256);
+    assert!(blob.exists(), "blob at {}", blob.display());
+    std::fs::remove_file(&blob).expect("remove blob");
+    let d = s.diff_action(a, &DiffLimits::default()).expect("diff");
+    assert_eq!(
+        d.then,
+        SideState::MissingBackup {
+            sha256: sha256.clone()
+        }
+    );
+}
+
+#[test]
+fn origins_tell_the_agent_from_outside_and_other_sessions() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    for f in ["agent.txt", "user.txt", "other.txt"] {
+        env.write(f, b"original\n");
+    }
+    scan(&s, ScanPhase::Boundary, 1, None);
+    tool_edit(&env, &s, "c1", 1, "agent.txt", Some(b"agent\n"));
+    tool_edit(&env, &s, "c2", 1, "user.txt", Some(b"agent\n"));
+    tool_edit(&env, &s, "c3", 1, "other.txt", Some(b"agent\n"));
+    // Between turns: the user edits one file; another session's shell call edits another.
+    env.write("user.txt", b"by hand\n");
+    let other = store.session("s2", &env.cwd).expect("session 2");
+    scan(&other, ScanPhase::Boundary, 1, None);
+    scan(&other, ScanPhase::Before, 2, Some("b1"));
+    env.write("other.txt", b"session two\n");
+    scan(&other, ScanPhase::After, 2, Some("b1"));
+    // The next message of this session: the re-check records both.
+    s.recheck_tracked(3).expect("recheck");
+    let plan = s.plan_restore(1).expect("plan");
+    let paths: Vec<RelPath> = plan.actions.iter().map(|a| a.path.clone()).collect();
+    assert_eq!(paths.len(), 3);
+    let origins = s.change_origins(1, &paths).expect("origins");
+    let of = |p: &str| origins[&RelPath::from_bytes(p.as_bytes()).expect("path")].clone();
+    assert_eq!(of("agent.txt"), ChangeOrigin::Agent);
+    assert_eq!(of("user.txt"), ChangeOrigin::Outside);
+    assert_eq!(
+        of("other.txt"),
+        ChangeOrigin::OtherSession {
+            session_id: "s2".into()
+        }
+    );
+    // After the outside edit, the agent writes the file again: the change is the agent's.
+    tool_edit(&env, &s, "c4", 3, "user.txt", Some(b"agent again\n"));
+    let origins = s.change_origins(1, &paths).expect("origins");
+    assert_eq!(of_in(&origins, "user.txt"), ChangeOrigin::Agent);
+}
+
+fn of_in(origins: &std::collections::BTreeMap<RelPath, ChangeOrigin>, p: &str) -> ChangeOrigin {
+    origins[&RelPath::from_bytes(p.as_bytes()).expect("path")].clone()
+}
+
+#[test]
+fn a_selection_restores_only_the_chosen_files() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("a.txt", b"a0\n");
+    env.write("dir/b.txt", b"b0\n");
+    env.write("dir/c.txt", b"c0\n");
+    tool_edit(&env, &s, "c1", 1, "a.txt", Some(b"a1\n"));
+    tool_edit(&env, &s, "c2", 1, "dir/b.txt", Some(b"b1\n"));
+    tool_edit(&env, &s, "c3", 1, "dir/c.txt", Some(b"c1\n"));
+
+    let mut plan = s.plan_restore(1).expect("plan");
+    // A filter that matches nothing is refused, the plan untouched.
+    let e = plan.select(&[], &["nope.txt".into()]).expect_err("refused");
+    assert_eq!(e.filter, "nope.txt");
+    assert_eq!(plan.actions.len(), 3);
+
+    let kept = plan
+        .select(&["dir".into()], &["dir/c.txt".into()])
+        .expect("select");
+    let kept: Vec<_> = kept.iter().map(|a| a.display.as_str()).collect();
+    assert_eq!(kept, ["a.txt", "dir/c.txt"]);
+    let out = s.restore(&plan, "op1").expect("restore");
+    assert_eq!(out.written.len(), 1);
+    assert_eq!(env.read("dir/b.txt").as_deref(), Some(&b"b0\n"[..]));
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1\n"[..]));
+    assert_eq!(env.read("dir/c.txt").as_deref(), Some(&b"c1\n"[..]));
+    // Undo brings back exactly what the restore changed.
+    s.undo_restore("op1").expect("undo");
+    assert_eq!(env.read("dir/b.txt").as_deref(), Some(&b"b1\n"[..]));
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1\n"[..]));
+}
