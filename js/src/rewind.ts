@@ -909,36 +909,56 @@ export interface RewindArgs {
  * commas or spaces.
  */
 export function parseRewindArgs(input: string): RewindArgs {
+  // Tokens split at whitespace outside double quotes; a quoted part is a JSON string.
   const tokens: string[] = []
-  let rest = input.trim()
-  while (rest !== '') {
-    let token: string
-    if (rest.startsWith('"')) {
-      const m = /^"(?:[^"\\]|\\.)*"/s.exec(rest)
-      if (m === null) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
-      token = m[0]
+  let cur = ''
+  let quoted = false
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i]!
+    if (quoted) {
+      cur += c
+      if (c === '\\') cur += input[++i] ?? ''
+      else if (c === '"') quoted = false
+    } else if (/\s/.test(c)) {
+      if (cur !== '') tokens.push(cur)
+      cur = ''
     } else {
-      const m = /^(--(?:only|keep)=)"/.exec(rest)
-      if (m !== null) {
-        const q = /^"(?:[^"\\]|\\.)*"/s.exec(rest.slice(m[1]!.length))
-        if (q === null) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
-        token = m[1]! + q[0]
-      } else {
-        token = /^\S+/.exec(rest)![0]
-      }
+      if (c === '"') quoted = true
+      cur += c
     }
-    tokens.push(token)
-    rest = rest.slice(token.length).trimStart()
   }
+  if (quoted) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
+  if (cur !== '') tokens.push(cur)
+  // A value: items separated by commas outside quotes, each bare text or one JSON string.
   const values = (raw: string): string[] => {
-    if (raw.startsWith('"')) {
-      try {
-        return [JSON.parse(raw) as string]
-      } catch {
-        throw new RewindError(Codes.badRequest, `bad quoted path ${escapeControl(raw)}`)
+    const items: string[] = []
+    let item = ''
+    let inQuote = false
+    for (let i = 0; i < raw.length; i++) {
+      const c = raw[i]!
+      if (inQuote) {
+        item += c
+        if (c === '\\') item += raw[++i] ?? ''
+        else if (c === '"') inQuote = false
+      } else if (c === ',') {
+        items.push(item)
+        item = ''
+      } else {
+        if (c === '"') inQuote = true
+        item += c
       }
     }
-    return raw.split(',').map(v => v.trim()).filter(v => v !== '')
+    items.push(item)
+    return items.map(v => v.trim()).filter(v => v !== '').map((v) => {
+      if (!v.startsWith('"')) return v
+      try {
+        const parsed: unknown = JSON.parse(v)
+        if (typeof parsed === 'string' && parsed !== '') return parsed
+      } catch {
+        // reported below
+      }
+      throw new RewindError(Codes.badRequest, `bad quoted path ${escapeControl(v)}`)
+    })
   }
   const only: string[] = []
   const keep: string[] = []
