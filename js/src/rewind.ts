@@ -165,11 +165,12 @@ export class Rewinder {
       if (engine && !args.target.startsWith('@')) {
         throw new RewindError(Codes.badTarget, `the engine command takes @<seq>, got "${escapeControl(args.target)}"`)
       }
+      const forking = forkFlag !== null || args.fork
       if (args.preview) {
-        if (forkFlag !== null) throw new RewindError(Codes.badRequest, '`preview` and `--fork` do not go together')
+        if (forking) throw new RewindError(Codes.badRequest, '`preview` and `--fork` do not go together')
         return { kind: 'success', text: previewText(await this.preview(agent, args.target), locale) }
       }
-      const report = forkFlag !== null ? await this.fork(agent, args.target, args.selection) : await this.rewind(agent, args.target, args.selection)
+      const report = forking ? await this.fork(agent, args.target, args.selection) : await this.rewind(agent, args.target, args.selection)
       return { kind: 'success', text: reportText(report, locale) }
     } catch (error) {
       const e = toRewindError(error)
@@ -899,6 +900,8 @@ export function reportText(report: RewindReport, locale: Locale): string {
 export interface RewindArgs {
   target: string
   preview: boolean
+  /** `--fork` given after the target. */
+  fork: boolean
   selection: RestoreSelection | undefined
 }
 
@@ -964,8 +967,13 @@ export function parseRewindArgs(input: string): RewindArgs {
   const keep: string[] = []
   let target: string | undefined
   let preview = false
+  let fork = false
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!
+    if (t === '--fork') {
+      fork = true
+      continue
+    }
     const flag = /^--(only|keep)(?:=(.*))?$/s.exec(t)
     if (flag !== null) {
       const raw = flag[2] ?? tokens[++i]
@@ -977,13 +985,16 @@ export function parseRewindArgs(input: string): RewindArgs {
       preview = true
     } else if (target === undefined && !t.startsWith('--')) {
       target = t
+    } else if (!t.startsWith('--')) {
+      // One target only: `1 extra` is a malformed target, as the planner would say.
+      throw new RewindError(Codes.badTarget, `the target is @<seq> or <n>, got "${escapeControl(`${target} ${t}`)}"`)
     } else {
-      throw new RewindError(Codes.badRequest, `unexpected argument "${escapeControl(t)}"`)
+      throw new RewindError(Codes.badRequest, `unknown option "${escapeControl(t)}" (use --only, --keep or --fork)`)
     }
   }
   if (target === undefined) throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
   if (preview && (only.length > 0 || keep.length > 0)) throw new RewindError(Codes.badRequest, '`preview` takes no --only / --keep')
-  return { target, preview, selection: only.length > 0 || keep.length > 0 ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}) } : undefined }
+  return { target, preview, fork, selection: only.length > 0 || keep.length > 0 ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}) } : undefined }
 }
 
 /** Whether `path` is `filter` or lies under the directory `filter` (as the store selects). */
