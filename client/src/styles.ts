@@ -57,9 +57,10 @@ export const CSS = `
 .dshpr-kept{font-size:12px;padding-left:24px}
 .dshpr-diff{margin:0 0 0 24px;padding:6px 8px;max-height:260px;overflow:auto;border-radius:6px;background:var(--dsw-alias-fill-secondary,#f6f8fa);font:12px/1.45 ui-monospace,monospace;white-space:pre;tab-size:4}
 .dshpr-diff:focus-visible{outline:2px solid #4a6cf7}
-.dshpr-line-add{display:block;background:rgba(34,197,94,.14)}
-.dshpr-line-del{display:block;background:rgba(239,68,68,.14)}
-.dshpr-line-hunk{display:block;color:var(--dsw-alias-label-tertiary,#888)}
+.dshpr-line{display:block;min-height:1.45em}
+.dshpr-line-add{background:rgba(34,197,94,.14)}
+.dshpr-line-del{background:rgba(239,68,68,.14)}
+.dshpr-line-hunk{color:var(--dsw-alias-label-tertiary,#888)}
 .dshpr-diff-summary{margin-left:24px;font-size:12px;color:var(--dsw-alias-label-secondary,#555)}
 .dshpr-entry-target{font-weight:500;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}

@@ -361,7 +361,7 @@ function DiffView({ t, id, sessionId, seq, path }: { t: T; id: string; sessionId
     <div id={id}>
       <pre className="dshpr-diff" data-testid="dsh-prompt-rewind-diff" tabIndex={0} aria-label={t('dialog.diffLabel', { path })}>
         {lines.length === 0 ? <span className="dshpr-muted">{t('dialog.diffEmpty')}</span> : lines.map((line, i) => (
-          <span key={i} className={line.startsWith('+') ? 'dshpr-line-add' : line.startsWith('-') ? 'dshpr-line-del' : line.startsWith('@@') ? 'dshpr-line-hunk' : undefined}>{escapeControl(line)}{'\n'}</span>
+          <span key={i} className={`dshpr-line${line.startsWith('+') ? ' dshpr-line-add' : line.startsWith('-') ? ' dshpr-line-del' : line.startsWith('@@') ? ' dshpr-line-hunk' : ''}`}>{line === '' ? ' ' : escapeControl(line)}</span>
         ))}
       </pre>
       {d.truncated && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-diff-truncated">{t('dialog.diffTruncated')}</p>}

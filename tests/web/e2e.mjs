@@ -33,6 +33,19 @@ const fileCheck = (cond, msg) => {
   check(cond, msg)
 }
 const read = (rel) => { const p = path.join(ws, rel); return fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : null }
+/**
+ * Wait until the scripted model has answered `prompt` after its tool results (the request that
+ * produces the `DONE:` reply; by then every scan around the turn's calls has run). Used for turns
+ * whose reply text repeats an earlier one, where waiting for the text alone proves nothing.
+ */
+const untilAnswered = async (prompt, ms = 30000) => {
+  const logFile = path.join(runDir, 'llm.jsonl')
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise(r => setTimeout(r, 100))) {
+    const lines = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map(l => JSON.parse(l)) : []
+    if (lines.some(l => l.prompt === prompt.slice(0, 120) && l.results >= 1)) return true
+  }
+  return false
+}
 
 const M1 = 'write a.txt alpha-1'
 const M2 = 'write a.txt alpha-2; write b.txt beta-2'
@@ -253,8 +266,9 @@ try {
   const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))
   check(focused === 'dsh-prompt-rewind-cancel', 'Cancel has the focus first')
   const focusAfter = async (key) => { await page.keyboard.press(key); return page.evaluate(() => document.activeElement?.getAttribute('data-testid')) }
-  check(await focusAfter('Tab') === 'dsh-prompt-rewind-fork' && await focusAfter('Tab') === 'dsh-prompt-rewind-confirm' && await focusAfter('Tab') === 'dsh-prompt-rewind-cancel' && await focusAfter('Shift+Tab') === 'dsh-prompt-rewind-confirm',
-    'Tab / Shift+Tab keep the focus inside the dialog (Cancel, Fork, Rewind)')
+  check(await focusAfter('Tab') === 'dsh-prompt-rewind-fork' && await focusAfter('Tab') === 'dsh-prompt-rewind-confirm' && await focusAfter('Tab') === 'dsh-prompt-rewind-file-check' && await focusAfter('Shift+Tab') === 'dsh-prompt-rewind-confirm',
+    'Tab / Shift+Tab keep the focus inside the dialog (Cancel, Fork, Rewind, then the first file\'s checkbox)')
+  await dialog.getByTestId('dsh-prompt-rewind-cancel').focus()
   const impact = await dialog.innerText()
   log('dialog text:', JSON.stringify(impact))
   await shot(page, 'confirm-dialog')
@@ -605,9 +619,14 @@ try {
   await composer.fill('')
 
   // --- see before you rewind: a diff per file, a binary summarized, a file unticked, a hand edit marked
-  await send(page, composer, "bash printf 'l1\\nl2\\nl3\\n' > d1.txt && printf 'keep\\n' > d2.txt && printf 'x\\000y' > d3.bin && printf 'h\\n' > h.txt", 'DONE: bash')
+  const SETUP_MSG = "bash printf 'l1\\nl2\\nl3\\n' > d1.txt && printf 'keep\\n' > d2.txt && printf 'x\\000y' > d3.bin && printf 'h\\n' > h.txt"
+  await send(page, composer, SETUP_MSG, 'DONE: bash')
+  check(await untilAnswered(SETUP_MSG) && read('h.txt') === 'h\n', 'the shell created d1.txt, d2.txt, d3.bin and h.txt')
+  await page.waitForTimeout(500)
   const PICK_MSG = "bash sed -i s/l2/L2-agent/ d1.txt && echo more >> d2.txt && printf 'A\\000B\\000C' > d3.bin && echo agent > h.txt"
   await send(page, composer, PICK_MSG, 'DONE: bash')
+  check(await untilAnswered(PICK_MSG), 'the target turn ran its shell command')
+  await page.waitForTimeout(500)
   fileCheck(read('d1.txt') === 'l1\nL2-agent\nl3\n' && read('d2.txt') === 'keep\nmore\n' && read('h.txt') === 'agent\n', 'the agent\'s shell changed d1.txt, d2.txt, d3.bin and h.txt')
   fs.writeFileSync(path.join(ws, 'h.txt'), 'by hand\n')
   await send(page, composer, 'just talk', 'ECHO: just talk')
@@ -665,6 +684,8 @@ try {
   await composer.fill('')
   const AGAIN_MSG = 'bash echo again >> d1.txt && echo again >> d2.txt'
   await send(page, composer, AGAIN_MSG, 'DONE: bash')
+  check(await untilAnswered(AGAIN_MSG) && read('d2.txt') === 'keep\nmore\nagain\n', 'the shell appended to d1.txt and d2.txt')
+  await page.waitForTimeout(500)
   const againSeq = (await page.evaluate(async (sessionId) => {
     const r = await fetch('/dsh-rewind/api/candidates', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionId }) })
     return r.json()

@@ -19,9 +19,10 @@ use crate::key::WorkspaceKey;
 
 /// The newest history format version this build reads and writes (version 2
 /// adds the outcomes `started`, `rolled-back`, `abandoned` and the fields
-/// `markerId`, `undoStartedAt`; version 1 files are read as they are and
-/// written back as version 2).
-pub const FORMAT_VERSION: u32 = 2;
+/// `markerId`, `undoStartedAt`; version 3 adds `targetText`, `workspaceName`
+/// and the `kept` paths and count; older files are read as they are and
+/// written back in this version).
+pub const FORMAT_VERSION: u32 = 3;
 /// Entries kept per partition unless configured otherwise.
 pub const DEFAULT_HISTORY_LIMIT: usize = 10;
 /// The largest accepted `historyLimit`; larger values are clamped to it.

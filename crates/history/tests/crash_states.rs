@@ -106,7 +106,7 @@ fn rolled_back_and_abandoned_entries_leave_the_undo_chain() {
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("ws-w").join(HISTORY_FILE)).unwrap())
             .unwrap();
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], rewind_history::FORMAT_VERSION);
     assert_eq!(v["entries"][1]["outcome"], "rolled-back");
     assert_eq!(v["entries"][2]["outcome"], "abandoned");
     assert_eq!(v["entries"][0]["markerId"], "marker-op-1");
@@ -157,7 +157,7 @@ fn version_1_files_are_read_and_written_back_as_version_2() {
     assert_eq!(p.entries[0].marker_id, None);
     store.append(&k, started("op-1", "s", &k)).unwrap();
     let p = store.read(&k).unwrap();
-    assert_eq!(p.version, 2);
+    assert_eq!(p.version, rewind_history::FORMAT_VERSION);
     assert_eq!(p.entries.len(), 2);
 }
 

@@ -109,7 +109,7 @@ fn append_read_export_roundtrip() {
         std::fs::read(file(dir.path(), &k)).unwrap()
     );
     let v: serde_json::Value = serde_json::from_str(&exported).unwrap();
-    assert_eq!(v["version"], 2);
+    assert_eq!(v["version"], rewind_history::FORMAT_VERSION);
     assert_eq!(v["workspace"], "ws-w1");
     assert_eq!(v["entries"][0]["opId"], "op-1");
     assert_eq!(v["entries"][0]["fork"]["childSessionId"], "child");
@@ -330,15 +330,15 @@ fn newer_version_fails_closed() {
     let store = HistoryStore::open(dir.path()).unwrap();
     let k = key("w");
     store.append(&k, entry("op-0", "s", &k, 0)).unwrap();
-    let newer = br#"{"version": 3, "workspace": "ws-w", "entries": [{"something": "new"}]}"#;
+    let newer = br#"{"version": 4, "workspace": "ws-w", "entries": [{"something": "new"}]}"#;
     std::fs::write(file(dir.path(), &k), newer).unwrap();
     let e = store.read(&k).unwrap_err();
     assert!(
         matches!(
             e,
             ReadError::NewerVersion {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ),
@@ -351,7 +351,7 @@ fn newer_version_fails_closed() {
     assert!(matches!(
         store.append(&k, entry("op-1", "s", &k, 1)),
         Err(AppendError::Write(WriteError::NewerVersion {
-            found: 3,
+            found: 4,
             ..
         }))
     ));

@@ -131,12 +131,13 @@ fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
 }
 
 /// Whether an indexed entry must be read again: its metadata changed, its content is
-/// not known yet (or was changing), or it changed so shortly before the previous scan
-/// started (`racy_before`) that a same-size rewrite within one clock tick would keep
-/// its metadata.
-fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64) -> bool {
+/// not known yet (or was changing, or was over a per-file cap `cap` no longer excludes),
+/// or it changed so shortly before the previous scan started (`racy_before`) that a
+/// same-size rewrite within one clock tick would keep its metadata.
+fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64, cap: u64) -> bool {
     let retry = match &old.cov {
         Coverage::Pending => true,
+        Coverage::Not(Uncovered::OverFileCap) => cap == 0 || now.size <= cap,
         Coverage::Not(u) => u.retry(),
         Coverage::Hashed(_) => had_index && old.stat.ctime_total() >= racy_before,
     };
@@ -187,7 +188,7 @@ pub(crate) fn run(
         match ix.entries.get(p) {
             Some(e) => {
                 found += 1;
-                if needs_read(e, st, had_index, racy_before) {
+                if needs_read(e, st, had_index, racy_before, limits.cap) {
                     work.push((p.clone(), *st, Some(e.clone())));
                 }
             }
@@ -461,28 +462,31 @@ mod tests {
         };
         let ctime = stat.ctime_total();
         // Changed well before the previous scan: unchanged metadata means unchanged.
-        assert!(!needs_read(&e, &stat, true, ctime + 1));
+        assert!(!needs_read(&e, &stat, true, ctime + 1, 0));
         // Changed within the racy window before it: read again, although nothing differs.
-        assert!(needs_read(&e, &stat, true, ctime));
-        assert!(needs_read(&e, &stat, true, ctime - 1));
+        assert!(needs_read(&e, &stat, true, ctime, 0));
+        assert!(needs_read(&e, &stat, true, ctime - 1, 0));
         // Any metadata difference, pending content and retries are read.
         let mut other = stat;
         other.mtime_ns += 1;
-        assert!(needs_read(&e, &other, true, 0));
+        assert!(needs_read(&e, &other, true, 0, 0));
         let pending = IdxEntry {
             stat,
             cov: Coverage::Pending,
         };
-        assert!(needs_read(&pending, &stat, true, u64::MAX));
+        assert!(needs_read(&pending, &stat, true, u64::MAX, 0));
         let changing = IdxEntry {
             stat,
             cov: Coverage::Not(Uncovered::Changing),
         };
-        assert!(needs_read(&changing, &stat, true, u64::MAX));
+        assert!(needs_read(&changing, &stat, true, u64::MAX, 0));
         let capped = IdxEntry {
             stat,
             cov: Coverage::Not(Uncovered::OverFileCap),
         };
-        assert!(!needs_read(&capped, &stat, true, u64::MAX));
+        // Over the cap: read again only once the cap no longer excludes it.
+        assert!(!needs_read(&capped, &stat, true, u64::MAX, stat.size - 1));
+        assert!(needs_read(&capped, &stat, true, u64::MAX, stat.size));
+        assert!(needs_read(&capped, &stat, true, u64::MAX, 0));
     }
 }

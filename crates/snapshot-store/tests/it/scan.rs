@@ -921,3 +921,29 @@ fn changes_are_found_again_when_recording_them_failed() {
     restore_to(&s, 1, "op");
     assert_eq!(env.read("a.txt").as_deref(), Some(&b"before"[..]));
 }
+
+#[test]
+fn a_file_over_the_cap_is_covered_once_the_cap_allows_it() {
+    let env = Env::new();
+    env.write("big.txt", &[b'x'; 100]);
+    {
+        let small = env.store_with(StoreOptions {
+            max_file_bytes: 10,
+            ..StoreOptions::default()
+        });
+        let r = scan(&env.session(&small), ScanPhase::Boundary, 1, None);
+        assert_eq!(names(&r.not_covered.iter().map(|n| n.path.clone()).collect::<Vec<_>>()), ["big.txt"]);
+    }
+    // The cap is raised: the unchanged file is read now, and nothing is recorded as a change.
+    let store = env.store();
+    let s = env.session(&store);
+    let r = scan(&s, ScanPhase::Boundary, 2, None);
+    assert!(r.not_covered.is_empty(), "{:?}", r.not_covered);
+    assert_eq!(r.recorded, 0);
+    // A shell call that then overwrites it: its old content comes back.
+    call(&s, 3, "c1", || env.write("big.txt", b"short\n"));
+    let plan = s.plan_restore(3).expect("plan");
+    assert_eq!(plan.actions.len(), 1);
+    s.restore(&plan, "op1").expect("restore");
+    assert_eq!(env.read("big.txt").as_deref(), Some(&[b'x'; 100][..]));
+}
