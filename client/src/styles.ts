@@ -62,6 +62,7 @@ export const CSS = `
 .dshpr-line-del{background:rgba(239,68,68,.14)}
 .dshpr-line-hunk{color:var(--dsw-alias-label-tertiary,#888)}
 .dshpr-diff-summary{margin-left:24px;font-size:12px;color:var(--dsw-alias-label-secondary,#555)}
-.dshpr-entry-target{font-weight:500;max-width:100%;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.dshpr-entry-target{font-weight:500;max-width:100%;overflow:hidden;overflow-wrap:anywhere;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical}
+.dshpr-entry>.dshpr-row{max-width:100%}
 .dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}
 `

@@ -8,7 +8,7 @@ import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, newestEligible } from './history.ts'
-import { escapeControl } from './escape.ts'
+import { escapeControl, oneLine } from './escape.ts'
 import { runFork } from './fork.ts'
 import { rpc, stalePaths, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -613,7 +613,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
             <div className="dshpr-row">
               <span className={`dshpr-badge dshpr-${entry.outcome}`} data-testid="dsh-prompt-rewind-outcome">{t(`settings.outcome.${entry.outcome}`)}</span>
               {entry.targetText != null && entry.targetText !== ''
-                ? <span className="dshpr-entry-target" data-testid="dsh-prompt-rewind-entry-target" title={t('settings.entryTarget', { seq: entry.targetSeq })}>{t('settings.entryText', { text: escapeControl(entry.targetText) })}</span>
+                ? <span className="dshpr-entry-target" data-testid="dsh-prompt-rewind-entry-target" title={t('settings.entryTarget', { seq: entry.targetSeq })}>{t('settings.entryText', { text: oneLine(entry.targetText) })}</span>
                 : <span data-testid="dsh-prompt-rewind-entry-target">{t('settings.entryTarget', { seq: entry.targetSeq })}</span>}
               {entry.workspaceName != null && entry.workspaceName !== '' && <span className="dshpr-muted">{t('settings.entryWorkspace', { name: escapeControl(entry.workspaceName) })}</span>}
               <span className="dshpr-muted">{formatTime(entry.time, tag)}</span>
