@@ -64,7 +64,7 @@ export async function runFork(ctx: Ctx, sessionId: string, target: MessageInfo, 
  * @param id - session id.
  * @returns whether the view shows it.
  */
-async function openSession(ctx: Ctx, id: string): Promise<boolean> {
+export async function openSession(ctx: Ctx, id: string): Promise<boolean> {
   const sessions = ctx.sessions as unknown as SessionsNav
   if (typeof sessions.open !== 'function') return false
   const deadline = Date.now() + OPEN_TIMEOUT_MS

@@ -6,19 +6,20 @@ export interface EntryLike {
   readonly sessionId: string
   readonly undoable: boolean
   readonly undoneAt?: number
+  readonly fork?: { readonly childSessionId: string }
 }
 
 /**
- * The entry that gets "Restore to before this rewind": the newest entry of
- * the current session that the host marks undoable and that was not undone
- * yet. Entries of other sessions never get the action.
+ * The entries that get "Undo this rewind": every entry of the current session (or the fork rewind
+ * that created it) that the host marks undoable and that was not undone yet — any of them, not
+ * only the newest. Entries of other sessions never get the action.
  * @param entries - history entries, newest first.
  * @param sessionId - the session on screen.
- * @returns its op id, or undefined.
+ * @returns their op ids.
  */
-export function newestEligible(entries: readonly EntryLike[], sessionId: string | undefined): string | undefined {
-  if (sessionId === undefined) return undefined
-  return entries.find(e => e.sessionId === sessionId && e.undoable === true && e.undoneAt === undefined)?.opId
+export function undoableEntries(entries: readonly EntryLike[], sessionId: string | undefined): Set<string> {
+  if (sessionId === undefined) return new Set()
+  return new Set(entries.filter(e => (e.sessionId === sessionId || e.fork?.childSessionId === sessionId) && e.undoable === true && e.undoneAt === undefined).map(e => e.opId))
 }
 
 /** Capability keys the host reports through `caps`. */

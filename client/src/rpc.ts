@@ -83,6 +83,8 @@ export interface HistoryEntry {
   /** The target message's text and the workspace's folder name (absent from older entries). */
   readonly targetText?: string | null
   readonly workspaceName?: string | null
+  /** The session the conversation before the rewind continues in, once undone. */
+  readonly undoSessionId?: string | null
 }
 /** `history` answer; `damaged` when history.json is damaged (the entries are what could be read). */
 export interface History {
@@ -112,13 +114,19 @@ export interface ResolveResult {
   readonly entryOutcome?: string
   readonly tempsRemoved?: readonly string[]
 }
-/** `undo` answer. */
+/** `undo` answer: the files, and where the conversation as it was before the rewind is. */
 export interface UndoResult {
   readonly kind: 'ok' | 'partial'
   readonly restored: readonly string[]
   readonly deleted: readonly string[]
   readonly failed: readonly { readonly path: string; readonly message: string }[]
+  /** Files changed since the rewind that the undo left as they are, as chosen. */
+  readonly kept?: readonly string[]
+  /** A new session seeded up to the rewind (`created`), or the fork's unchanged parent. */
+  readonly conversation?: { readonly sessionId: string; readonly created: boolean } | null
 }
+/** Per file changed since the rewind: take the version from before it, or keep it as it is. */
+export interface UndoChoices { take?: string[]; keep?: string[] }
 /** `caps` answer. */
 export interface Caps { readonly history: boolean; readonly undo: boolean; readonly fileCheckpointing: boolean; readonly backups: boolean }
 /** The one settings model (`settings` / `settings.update`). */
@@ -174,7 +182,7 @@ export interface Endpoints {
   candidates: [Record<string, never>, { candidates: import('./picker.ts').Candidate[] }]
   history: [Record<string, never>, History]
   'history.clear': [Record<string, never>, { cleared: number }]
-  undo: [{ opId: string }, UndoResult]
+  undo: [{ opId: string; choices?: UndoChoices }, UndoResult]
   caps: [Record<string, never>, Caps]
   storage: [Record<string, never>, Storage]
   settings: [Record<string, never>, RewindSettings]

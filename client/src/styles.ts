@@ -64,5 +64,8 @@ export const CSS = `
 .dshpr-diff-summary{margin-left:24px;font-size:12px;color:var(--dsw-alias-label-secondary,#555)}
 .dshpr-entry-target{font-weight:500;max-width:100%;overflow:hidden;overflow-wrap:anywhere;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical}
 .dshpr-entry>.dshpr-row{max-width:100%}
+.dshpr-tree{list-style:none;margin:0;padding:0 0 0 14px;border-left:2px solid var(--dsw-alias-border-primary,#ddd);display:flex;flex-direction:column;gap:4px;font-size:12.5px}
+.dshpr-choose{display:flex;flex-direction:column;gap:6px;padding:8px 10px;border:1px dashed #f59e0b;border-radius:8px;width:100%;box-sizing:border-box}
+.dshpr-choose label{display:inline-flex;align-items:center;gap:4px;font-size:12.5px}
 .dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}
 `

@@ -7,10 +7,10 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
-import { missingCaps, newestEligible } from './history.ts'
+import { missingCaps, undoableEntries } from './history.ts'
 import { escapeControl, oneLine } from './escape.ts'
-import { runFork } from './fork.ts'
-import { rpc, stalePaths, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
+import { openSession, runFork } from './fork.ts'
+import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
@@ -533,23 +533,36 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
   const reload = (): void => { setVersion(v => v + 1) }
 
   const entries = history?.status === 'ready' ? history.value.entries : []
-  const undoTarget = useMemo(() => newestEligible(entries, sessionId), [entries, sessionId])
+  const undoable = useMemo(() => undoableEntries(entries, sessionId), [entries, sessionId])
+  // Files changed since a rewind, per entry: the user picks keep / take for each before the undo runs.
+  const [choosing, setChoosing] = useState<{ opId: string; paths: string[]; take: Set<string> } | undefined>(undefined)
 
-  const undo = async (entry: HistoryEntry): Promise<void> => {
+  const open = async (id: string): Promise<void> => {
+    const opened = await openSession(env.ctx, id)
+    env.report({ type: 'open-session', sessionId: id, opened })
+  }
+  const undo = async (entry: HistoryEntry, choices?: UndoChoices): Promise<void> => {
     if (sessionId === undefined) return
     setBusy(entry.opId)
     setNotice(undefined)
     try {
-      const r = await rpc('undo', sessionId, { opId: entry.opId })
+      const r = await rpc('undo', sessionId, { opId: entry.opId, ...(choices !== undefined ? { choices } : {}) })
+      setChoosing(undefined)
+      const kept = r.kept?.length ?? 0
       setNotice(r.kind === 'ok'
-        ? { kind: 'ok', text: t('settings.undoOk', { restored: r.restored.length, deleted: r.deleted.length }) }
+        ? { kind: 'ok', text: `${t('settings.undoOk', { restored: r.restored.length, deleted: r.deleted.length })}${kept > 0 ? ` ${t('settings.undoKept', { kept })}` : ''}${r.conversation?.created === true ? ` ${t('settings.undoSession')}` : ''}` }
         : { kind: 'error', text: t('settings.undoPartial', { failed: r.failed.length }), paths: r.failed.map(f => `${f.path}: ${f.message}`) })
       env.report({ type: 'undo', opId: entry.opId, result: r })
+      // The conversation as it was before the rewind: open it (a new session, or a fork's parent).
+      if (r.conversation != null && r.conversation.sessionId !== sessionId) await open(r.conversation.sessionId)
     } catch (error) {
       const paths = stalePaths(error)
-      setNotice(paths.length > 0
-        ? { kind: 'error', text: t('settings.staleUndo'), paths }
-        : { kind: 'error', text: t('settings.undoRefused', { message: (error as Error).message }) })
+      if (paths.length > 0) {
+        setChoosing({ opId: entry.opId, paths, take: new Set() })
+        setNotice({ kind: 'error', text: t('settings.staleUndo'), paths })
+      } else {
+        setNotice({ kind: 'error', text: t('settings.undoRefused', { message: (error as Error).message }) })
+      }
       env.report({ type: 'undo-refused', opId: entry.opId, code: (error as { code?: string }).code, paths })
     } finally {
       setBusy(undefined)
@@ -622,7 +635,26 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
             <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}{(entry.kept ?? 0) > 0 && <> · <span data-testid="dsh-prompt-rewind-entry-kept">{t('settings.countKept', { kept: entry.kept ?? 0 })}</span></>}</div>
             <EntryPaths t={t} paths={entry.paths} />
             {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: formatTime(entry.undoneAt, tag) })}</div>}
-            {undoTarget === entry.opId && (
+            <EntryTree t={t} entry={entry} sessionId={sessionId} open={(id) => { void open(id) }} />
+            {choosing?.opId === entry.opId && (
+              <div className="dshpr-choose" data-testid="dsh-prompt-rewind-undo-choices">
+                <div className="dshpr-muted">{t('settings.chooseIntro')}</div>
+                <ul className="dshpr-files">
+                  {choosing.paths.map(p => (
+                    <li key={p} className="dshpr-file-row" data-testid="dsh-prompt-rewind-undo-choice" data-path={p}>
+                      <code>{escapeControl(p)}</code>
+                      <label><input type="radio" name={`keep-${entry.opId}-${p}`} data-testid="dsh-prompt-rewind-undo-keep" checked={!choosing.take.has(p)} onChange={() => setChoosing(c => c && { ...c, take: new Set([...c.take].filter(x => x !== p)) })} /> {t('settings.chooseKeep')}</label>
+                      <label><input type="radio" name={`keep-${entry.opId}-${p}`} data-testid="dsh-prompt-rewind-undo-take" checked={choosing.take.has(p)} onChange={() => setChoosing(c => c && { ...c, take: new Set([...c.take, p]) })} /> {t('settings.chooseTake')}</label>
+                    </li>
+                  ))}
+                </ul>
+                <div className="dshpr-row">
+                  <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-undo-chosen" disabled={busy !== undefined} onClick={() => { void undo(entry, { take: [...choosing.take], keep: choosing.paths.filter(p => !choosing.take.has(p)) }) }}>{t('settings.chooseRun')}</button>
+                  <button type="button" className="dshpr-btn" onClick={() => setChoosing(undefined)}>{t('dialog.cancel')}</button>
+                </div>
+              </div>
+            )}
+            {undoable.has(entry.opId) && choosing?.opId !== entry.opId && (
               <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-undo" disabled={busy !== undefined} onClick={() => { void undo(entry) }}>
                 {busy === entry.opId ? t('settings.undoing') : t('settings.undo')}
               </button>
@@ -633,6 +665,30 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
       <StorageView t={t} tag={tag} storage={storage} />
       <ConfigCard env={env} site="history" />
     </div>
+  )
+}
+
+/**
+ * The sessions around one entry, as a small tree: the session rewound, the session a fork created,
+ * and the session the conversation continues in after an undo — each openable.
+ */
+function EntryTree({ t, entry, sessionId, open }: { t: T; entry: HistoryEntry; sessionId: string | undefined; open: (id: string) => void }): ReactNode {
+  const nodes: { key: string; label: string; id: string }[] = []
+  if (entry.sessionId !== sessionId) nodes.push({ key: 'rewound', label: t('settings.treeRewound'), id: entry.sessionId })
+  if (entry.fork !== undefined) nodes.push({ key: 'fork', label: t('settings.treeFork'), id: entry.fork.childSessionId })
+  if (entry.undoSessionId != null && entry.undoSessionId !== '') nodes.push({ key: 'undo', label: t('settings.treeUndo'), id: entry.undoSessionId })
+  if (nodes.length === 0) return null
+  return (
+    <ul className="dshpr-tree" data-testid="dsh-prompt-rewind-entry-tree">
+      {nodes.map(n => (
+        <li key={n.key} data-testid={`dsh-prompt-rewind-tree-${n.key}`} data-session={n.id}>
+          <span className="dshpr-muted">{n.label}</span> <code>{shortId(n.id)}</code>{' '}
+          {n.id === sessionId
+            ? <span className="dshpr-muted">({t('settings.treeHere')})</span>
+            : <button type="button" className="dshpr-btn dshpr-small" data-testid="dsh-prompt-rewind-tree-open" onClick={() => open(n.id)}>{t('settings.treeOpen')}</button>}
+        </li>
+      ))}
+    </ul>
   )
 }
 

@@ -1,18 +1,21 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { newestEligible } from '../.test-build/history.mjs'
+import { undoableEntries } from '../.test-build/history.mjs'
 import { diffSettings, sameSettings, SettingsModel } from '../.test-build/store.mjs'
 
 const entry = (opId, sessionId, extra = {}) => ({ opId, sessionId, undoable: true, ...extra })
 
-test('restore is offered on the newest undoable entry of the current session only', () => {
+test('undo is offered on every undoable entry of the current session (and its fork), never another\'s', () => {
+  const list = (entries, sessionId) => [...undoableEntries(entries, sessionId)].sort()
   const entries = [entry('o3', 'other'), entry('o2', 's1'), entry('o1', 's1')]
-  assert.equal(newestEligible(entries, 's1'), 'o2')
-  assert.equal(newestEligible(entries, 'other'), 'o3')
-  assert.equal(newestEligible(entries, undefined), undefined)
-  assert.equal(newestEligible([entry('o2', 's1', { undoable: false }), entry('o1', 's1', { undoable: false })], 's1'), undefined)
-  assert.equal(newestEligible([entry('o2', 's1', { undoneAt: 5 }), entry('o1', 's1', { undoable: false })], 's1'), undefined)
-  assert.equal(newestEligible([], 's1'), undefined)
+  assert.deepEqual(list(entries, 's1'), ['o1', 'o2'])
+  assert.deepEqual(list(entries, 'other'), ['o3'])
+  assert.deepEqual(list(entries, undefined), [])
+  assert.deepEqual(list([entry('o2', 's1', { undoable: false }), entry('o1', 's1')], 's1'), ['o1'])
+  assert.deepEqual(list([entry('o2', 's1', { undoneAt: 5 }), entry('o1', 's1', { undoable: false })], 's1'), [])
+  // The session a fork rewind created may undo that fork.
+  assert.deepEqual(list([entry('f1', 'parent', { fork: { childSessionId: 'child' } })], 'child'), ['f1'])
+  assert.deepEqual(list([], 's1'), [])
 })
 
 const base = { backups: true, maxFileBytes: 8388608, historyLimit: 10, cleanup: { enabled: false, maxAgeDays: 30 } }

@@ -63,7 +63,7 @@ export declare class BindingHistory {
    */
   finish(key: string, opId: string, outcome: string, paths?: BindingHistoryPaths | undefined | null): Promise<BindingHistoryEntry>
   /** Records, before an undo changes a file, that the undo of `op_id` began at `time`. */
-  markUndoStarted(key: string, opId: string, time: number): Promise<BindingHistoryEntry>
+  markUndoStarted(key: string, opId: string, time: number, undoSessionId?: string | undefined | null): Promise<BindingHistoryEntry>
   /** Removes every record of partition `key` (records only); resolves with how many. */
   clear(key: string): Promise<number>
   /**
@@ -140,10 +140,17 @@ export declare class BindingStore {
    */
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /**
-   * Undoes the completed restore `op_id` (files only). Rejects with `rewind/stale-undo`
-   * (`details.paths`) when a restored path changed since.
+   * The paths the completed restore `op_id` changed that changed again since: an undo
+   * must be told, per path, whether to keep the newer content or take the pre-rewind one.
    */
-  undo(sessionId: string, cwd: string, opId: string): Promise<BindingUndoOutcome>
+  undoChangedPaths(sessionId: string, cwd: string, opId: string): Promise<Array<string>>
+  /**
+   * Undoes the completed restore `op_id` (files only). A restored path that changed
+   * since is kept (`choices.keep`, listed in `kept`) or given its pre-rewind state
+   * (`choices.take`); while any such path is in neither list, rejects with
+   * `rewind/stale-undo` (`details.paths`: the undecided ones) and changes nothing.
+   */
+  undo(sessionId: string, cwd: string, opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoOutcome>
   /**
    * Records DSH's session format for this session; a different recorded format clears the
    * session's snapshots. Resolves `true` when it cleared them.
@@ -321,6 +328,8 @@ export interface BindingHistoryEntry {
   targetText?: string
   /** The workspace's folder name, when recorded. */
   workspaceName?: string
+  /** The session the conversation as it was before the rewind continues in, once undone. */
+  undoSessionId?: string
   /** The paths. */
   paths: BindingHistoryPaths
   /** When the rewind's file changes were undone (epoch ms). */
@@ -678,6 +687,17 @@ export interface BindingSweepReport {
   failed: Array<BindingSkippedPath>
 }
 
+/**
+ * How an undo treats the restored paths that changed since the rewind: `take` gets
+ * the pre-rewind state all the same, `keep` leaves the newer content.
+ */
+export interface BindingUndoChoices {
+  /** Paths to give their pre-rewind state although they changed since. */
+  take?: Array<string>
+  /** Paths to leave as they are now. */
+  keep?: Array<string>
+}
+
 /** The outcome of undoing a restore (files only). */
 export interface BindingUndoOutcome {
   /** `ok` or `partial`. */
@@ -688,6 +708,8 @@ export interface BindingUndoOutcome {
   deleted: Array<string>
   /** Paths that failed. */
   failed: Array<BindingFailedPath>
+  /** Paths changed since the rewind that the undo left as they are, as asked. */
+  kept: Array<string>
 }
 
 /** Validates an idle-day cutoff against the policy's bounds (`rewind/bad-request` otherwise). */

@@ -14,7 +14,6 @@ export const Codes = {
   undoOtherSession: 'rewind/undo-other-session',
   alreadyUndone: 'rewind/already-undone',
   notUndoable: 'rewind/not-undoable',
-  undoNotTop: 'rewind/undo-not-top',
   staleUndo: 'rewind/stale-undo',
   undoFailed: 'rewind/undo-failed',
   unknownEndpoint: 'rewind/unknown-endpoint',

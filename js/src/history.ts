@@ -120,8 +120,8 @@ export class HistoryPort {
   }
 
   /** Durable before an undo changes a file. */
-  markUndoStarted(key: string, opId: string): Promise<Addon.BindingHistoryEntry> {
-    return awaitNative(() => this.history().markUndoStarted(key, opId, Date.now()))
+  markUndoStarted(key: string, opId: string, undoSessionId?: string): Promise<Addon.BindingHistoryEntry> {
+    return awaitNative(() => this.history().markUndoStarted(key, opId, Date.now(), undoSessionId))
   }
 
   /** Entries that can be read, newest first, and the damage of a damaged file. */

@@ -75,6 +75,9 @@ const en = {
   originOutside: 'changed outside this agent',
   originSession: 'changed by session {session}',
   previewHint: 'Rewind with /rewind @{seq}. Keep files as they are with --keep <path>[,…]; restore only some with --only <path>[,…].',
+  undoneTo: 'Undid the rewind to @{seq}.',
+  undoSession: 'The conversation as it was before that rewind continues in the new session {session}; the rewound session is unchanged.',
+  undoForkParent: 'That rewind was a fork: the conversation before it is the session {session}, which the fork never changed.',
 }
 
 /** The copy keys. */
@@ -149,6 +152,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: '在此代理之外更改',
     originSession: '由会话 {session} 更改',
     previewHint: '使用 /rewind @{seq} 回退。用 --keep <路径>[,…] 保留文件原样；用 --only <路径>[,…] 只恢复部分文件。',
+    undoneTo: '已撤销回退到 @{seq} 的操作。',
+    undoSession: '回退之前的对话在新会话 {session} 中继续；被回退的会话保持不变。',
+    undoForkParent: '该回退是一次分叉：之前的对话就是会话 {session}，分叉从未改动它。',
   },
   ja: {
     listHeader: '巻き戻し先にできるメッセージ（新しい順）：',
@@ -217,6 +223,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'このエージェント以外で変更',
     originSession: 'セッション {session} が変更',
     previewHint: '/rewind @{seq} で巻き戻します。--keep <パス>[,…] でファイルをそのまま残し、--only <パス>[,…] で一部だけ復元します。',
+    undoneTo: '@{seq} への巻き戻しを取り消しました。',
+    undoSession: '巻き戻し前の会話は新しいセッション {session} で続きます。巻き戻したセッションはそのままです。',
+    undoForkParent: 'その巻き戻しはフォークでした。それ以前の会話はセッション {session} で、フォークはそれを変更していません。',
   },
   es: {
     listHeader: 'Mensajes a los que puedes retroceder (más recientes primero):',
@@ -285,6 +294,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'cambiado fuera de este agente',
     originSession: 'cambiado por la sesión {session}',
     previewHint: 'Retrocede con /rewind @{seq}. Deja archivos como están con --keep <ruta>[,…]; restaura solo algunos con --only <ruta>[,…].',
+    undoneTo: 'Se deshizo el retroceso a @{seq}.',
+    undoSession: 'La conversación tal como era antes de ese retroceso continúa en la nueva sesión {session}; la sesión retrocedida no cambia.',
+    undoForkParent: 'Ese retroceso fue una bifurcación: la conversación anterior es la sesión {session}, que la bifurcación nunca cambió.',
   },
   fr: {
     listHeader: 'Messages vers lesquels revenir (du plus récent au plus ancien) :',
@@ -353,6 +365,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'modifié hors de cet agent',
     originSession: 'modifié par la session {session}',
     previewHint: 'Revenez avec /rewind @{seq}. Gardez des fichiers tels quels avec --keep <chemin>[,…] ; ne restaurez que certains avec --only <chemin>[,…].',
+    undoneTo: 'Le retour à @{seq} est annulé.',
+    undoSession: 'La conversation telle qu’elle était avant ce retour continue dans la nouvelle session {session} ; la session revenue en arrière est inchangée.',
+    undoForkParent: 'Ce retour était un embranchement : la conversation d’avant est la session {session}, que l’embranchement n’a jamais modifiée.',
   },
   de: {
     listHeader: 'Nachrichten, zu denen zurückgespult werden kann (neueste zuerst):',
@@ -421,6 +436,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'außerhalb dieses Agenten geändert',
     originSession: 'von Sitzung {session} geändert',
     previewHint: 'Mit /rewind @{seq} zurückspulen. Dateien mit --keep <Pfad>[,…] unverändert lassen; nur einige mit --only <Pfad>[,…] wiederherstellen.',
+    undoneTo: 'Das Zurückspulen zu @{seq} wurde rückgängig gemacht.',
+    undoSession: 'Das Gespräch, wie es vor dem Zurückspulen war, geht in der neuen Sitzung {session} weiter; die zurückgespulte Sitzung bleibt unverändert.',
+    undoForkParent: 'Dieses Zurückspulen war eine Abzweigung: das Gespräch davor ist die Sitzung {session}, die die Abzweigung nie geändert hat.',
   },
   ru: {
     listHeader: 'Сообщения, к которым можно откатиться (сначала новые):',
@@ -489,6 +507,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'изменён вне этого агента',
     originSession: 'изменён сессией {session}',
     previewHint: 'Откатитесь командой /rewind @{seq}. Оставьте файлы как есть с --keep <путь>[,…]; восстановите только некоторые с --only <путь>[,…].',
+    undoneTo: 'Откат к @{seq} отменён.',
+    undoSession: 'Разговор в том виде, каким он был до отката, продолжается в новой сессии {session}; откатанная сессия не изменена.',
+    undoForkParent: 'Тот откат был ответвлением: разговор до него — это сессия {session}, которую ответвление не меняло.',
   },
   'pt-BR': {
     listHeader: 'Mensagens para as quais você pode voltar (mais recentes primeiro):',
@@ -557,6 +578,9 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     originOutside: 'alterado fora deste agente',
     originSession: 'alterado pela sessão {session}',
     previewHint: 'Retroceda com /rewind @{seq}. Mantenha arquivos como estão com --keep <caminho>[,…]; restaure só alguns com --only <caminho>[,…].',
+    undoneTo: 'O retrocesso para @{seq} foi desfeito.',
+    undoSession: 'A conversa como era antes desse retrocesso continua na nova sessão {session}; a sessão retrocedida não mudou.',
+    undoForkParent: 'Esse retrocesso foi uma bifurcação: a conversa anterior é a sessão {session}, que a bifurcação nunca alterou.',
   },
 }
 

@@ -110,6 +110,14 @@ export interface UndoOutcome {
   restored: string[]
   deleted: string[]
   failed: FailedPath[]
+  /** Paths changed since the rewind that the undo left as they are, as asked. */
+  kept?: string[]
+}
+
+/** Per path changed since the rewind: `take` gets the pre-rewind state all the same, `keep` leaves it. */
+export interface UndoChoices {
+  take?: string[]
+  keep?: string[]
 }
 
 /**
@@ -138,8 +146,10 @@ export interface FilesPort {
   diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: ChainLink[]): Promise<FileDiff>
   /** `completed` | `open` | `rolled-back` | `undone` | `missing` | `unreadable`. */
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
-  /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) when a restored path changed. */
-  undo(sessionId: string, cwd: string, opId: string): Promise<UndoOutcome>
+  /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) while a restored path that changed since is in neither `choices` list. */
+  undo(sessionId: string, cwd: string, opId: string, choices?: UndoChoices): Promise<UndoOutcome>
+  /** The restored paths that changed since the restore `opId` (changes nothing). */
+  undoChangedPaths(sessionId: string, cwd: string, opId: string): Promise<string[]>
   /** Record DSH's session format for this session; a different recorded format clears its snapshots. */
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<void>
   /** Keep the newest groups of a session. */
@@ -255,6 +265,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     diff: refuse,
     journalState: async () => 'missing',
     undo: refuse,
+    undoChangedPaths: refuse,
     sessionFormat: async () => {},
     prune: async () => {},
     forget: () => {},

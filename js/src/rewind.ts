@@ -19,6 +19,7 @@ import { notCoveredOf, noteRefusal, scanRequest } from './scan.ts'
 import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
+import { Undoer, undoText } from './undo.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -132,8 +133,12 @@ type HistoryEntry = Awaited<ReturnType<HistoryPort['listChecked']>>['entries'][n
 /** The rewind service. */
 export class Rewinder {
   private readonly reconciling = new Map<string, Promise<InterruptedRewind[]>>()
+  /** Undo of a rewind, files and conversation (`undo` RPC, `/rewind undo`). */
+  readonly undoer: Undoer
 
-  constructor(private readonly deps: RewindDeps) {}
+  constructor(private readonly deps: RewindDeps) {
+    this.undoer = new Undoer(deps, this)
+  }
 
   /** `/rewind` and `/undo`: a bare call lists candidates; otherwise rewinds. */
   async command(agent: HostAgent, rawInput: string, engine: boolean): Promise<{ kind: 'success'; text: string } | { kind: 'error'; text: string }> {
@@ -159,6 +164,14 @@ export class Rewinder {
       }
       if (interrupted.length > 0) {
         throw new RewindError(Codes.interrupted, interruptedText(interrupted, locale), { opIds: interrupted.map(i => i.opId) })
+      }
+      // `/rewind undo [<n> | @<op id>] [--keep <paths>] [--take <paths>]`: undo a rewind, files and conversation.
+      const undoCmd = /^undo(?:\s+|$)/.exec(input)
+      if (undoCmd !== null && !engine && forkFlag === null) {
+        const args = parseUndoArgs(input.slice(undoCmd[0].length))
+        const opId = await this.undoer.resolveRef(agent, args.ref)
+        const report = await this.undoer.undo(agent, opId, args.choices)
+        return { kind: 'success', text: undoText(report, locale) }
       }
       if (input === '') throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
       const args = parseRewindArgs(input)
@@ -631,21 +644,14 @@ export class Rewinder {
   /** Settle what can be settled alone; returns the entry as still interrupted otherwise. */
   private async judge(agent: HostAgent, key: string, entry: HistoryEntry): Promise<InterruptedRewind | undefined> {
     const found = await this.describe(agent, entry)
-    const session = agent.session
-    const sessionId = session.header.id
-    const cwd = trackedCwd(session)
+    const cwd = trackedCwd(agent.session)
     if (found.kind === 'undo') {
-      // Undo crash order: `undoStartedAt` durable → the store's journaled undo → `undoneAt`.
-      if (found.journal === 'undone') {
-        await this.deps.history.markUndone(key, entry.opId, 'ok')
-        return undefined
-      }
-      if (found.journal === 'completed' && cwd !== undefined) {
-        const port = this.deps.files()
-        const outcome = await this.deps.state.run(sessionId, () => port.undo(sessionId, cwd, entry.opId))
-        await resyncObservations(this.deps.ctx, session, cwd, outcome.restored, outcome.deleted, this.deps.logger)
-        await removeRestoreTemps(cwd, [...outcome.restored, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
-        await this.deps.history.markUndone(key, entry.opId, outcome.kind)
+      // Undo crash order: `undoStartedAt` (naming the new session) durable → the new session →
+      // the store's journaled undo → `undoneAt`. Finished here: the session created if missing,
+      // the files undone (a file changed since is kept), the entry marked undone.
+      const noFiles = entry.restored + entry.deleted + entry.failed === 0
+      if (found.journal === 'undone' || (found.journal === 'completed' && cwd !== undefined) || (found.journal === 'missing' && noFiles)) {
+        await this.undoer.finishInterrupted(agent, key, entry, found.journal)
         return undefined
       }
       return found
@@ -1035,4 +1041,20 @@ export function previewText(p: Awaited<ReturnType<Rewinder['preview']>>, locale:
   if (f.notCovered.length > 0) lines.push(...section(locale, format(locale, 'notCovered'), f.notCovered.map(skippedLine)))
   if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
   return lines.join('\n')
+}
+
+/**
+ * The arguments of `/rewind undo`: which entry (`<n>`, `@<op id>`; none = the newest), and a
+ * choice per file changed since the rewind (`--keep` / `--take`, values as for `--keep` of a
+ * rewind).
+ */
+export function parseUndoArgs(input: string): { ref: string | undefined; choices: { take?: string[]; keep?: string[] } } {
+  // The same grammar as a rewind's options, `--take` read as `--only`.
+  const mapped = input.replace(/(^|\s)--take(?=\s|=)/g, '$1--only').trim()
+  const noRef = mapped === '' || mapped.startsWith('--')
+  const args = parseRewindArgs(noRef ? `@newest ${mapped}` : mapped)
+  if (args.preview || args.fork) throw new RewindError(Codes.badRequest, '`/rewind undo` takes an entry and --keep / --take only')
+  const take = args.selection?.only ?? []
+  const keep = args.selection?.keep ?? []
+  return { ref: noRef ? undefined : args.target, choices: { ...(take.length > 0 ? { take } : {}), ...(keep.length > 0 ? { keep } : {}) } }
 }

@@ -10,11 +10,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { basename } from 'node:path'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostAgents, HostContext, HostLogger, HostSessionHeader } from './host.ts'
-import type { CleanupPort, FilesPort } from './ports.ts'
+import type { CleanupPort, FilesPort, UndoChoices } from './ports.ts'
 import type { HostSessionPersistence } from './fork.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
-import { type Rewinder, candidates, crashPoint, removeRestoreTemps, resyncObservations } from './rewind.ts'
+import { type Rewinder, candidates, removeRestoreTemps, resyncObservations } from './rewind.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
@@ -81,6 +81,21 @@ async function workspaceSessions(ctx: HostContext, session: HostAgent['session']
 
 type Body = Record<string, unknown> & { sessionId: string }
 type Handler = (agent: HostAgent, body: Body) => Promise<unknown>
+
+/** The `choices` of an `undo` request: two optional lists of workspace-relative paths. */
+function undoChoicesOf(raw: unknown): UndoChoices {
+  if (raw === undefined || raw === null) return {}
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new RewindError(Codes.badRequest, '`choices` must be an object {take?, keep?}')
+  const list = (v: unknown, name: string): string[] | undefined => {
+    if (v === undefined) return undefined
+    if (!Array.isArray(v) || v.some(p => typeof p !== 'string' || p === '')) throw new RewindError(Codes.badRequest, `\`choices.${name}\` must be a list of paths`)
+    return v as string[]
+  }
+  const { take, keep } = raw as { take?: unknown; keep?: unknown }
+  const t = list(take, 'take')
+  const k = list(keep, 'keep')
+  return { ...(t !== undefined ? { take: t } : {}), ...(k !== undefined ? { keep: k } : {}) }
+}
 
 /** Build the endpoint table. */
 export function endpoints(deps: RpcDeps): Record<string, Handler> {
@@ -171,22 +186,20 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const sessionId = agent.session.header.id
       const cwd = trackedCwd(agent.session)
       const port = files()
-      const tails = new Set<string>()
-      const seen = new Set<string>()
-      for (const entry of entries) {
-        if (entry.undoneAt != null || entry.outcome === 'rolled-back' || entry.outcome === 'abandoned' || seen.has(entry.sessionId)) continue
-        seen.add(entry.sessionId)
-        tails.add(entry.opId)
-      }
       const out = []
       for (const entry of entries) {
         let undoable = false
-        const settled = entry.outcome !== 'started' && entry.undoStartedAt == null
-        if (settled && entry.sessionId === sessionId && tails.has(entry.opId) && cwd !== undefined && port.unavailable() === undefined) {
-          try {
-            undoable = (await port.journalState(sessionId, cwd, entry.opId)) === 'completed'
-          } catch {
-            undoable = false
+        const settled = entry.outcome === 'done' || entry.outcome === 'partial' || entry.outcome === 'failed'
+        const mine = entry.sessionId === sessionId || entry.fork?.childSessionId === sessionId
+        if (settled && mine && entry.undoneAt == null && entry.undoStartedAt == null) {
+          const noFiles = entry.restored + entry.deleted + entry.failed === 0
+          if (noFiles) undoable = true
+          else if (cwd !== undefined && port.unavailable() === undefined) {
+            try {
+              undoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'completed'
+            } catch {
+              undoable = false
+            }
           }
         }
         out.push({ ...entry, undoable })
@@ -203,44 +216,11 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     async undo(agent, body) {
       const opId = body.opId
       if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
-      const session = agent.session
-      const sessionId = session.header.id
-      const key = await partitionKey(ctx, session)
-      const cwd = trackedCwd(session)
-      const port = files()
-      const unavailable = port.unavailable()
-      if (cwd === undefined || unavailable !== undefined) {
-        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
-      }
-      // An interrupted undo or rewind of this session is settled first (joins a running pass).
-      if (deps.rewinder !== undefined) await deps.rewinder.reconcile(agent)
-      if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
-      return await state.run(sessionId, async () => {
-        const journal = await port.journalState(sessionId, cwd, opId).catch(() => 'unreadable')
-        await history.checkUndo(key, opId, sessionId, journal)
-        // Undo crash order: the undo's start is durable in the entry before the first file
-        // changes; the store's undo is journaled and can be run again; then `undoneAt`. A restart
-        // that finds the start without the end finishes the undo (Rewinder.reconcile).
-        await history.markUndoStarted(key, opId)
-        crashPoint('undo:started')
-        let outcome
-        try {
-          outcome = await port.undo(sessionId, cwd, opId)
-        } catch (error) {
-          const e = toRewindError(error, Codes.undoFailed)
-          if (e.code === Codes.staleUndo || e.code === Codes.notUndoable || e.code === Codes.alreadyUndone) throw e
-          throw new RewindError(Codes.undoFailed, e.message, e.details)
-        }
-        crashPoint('undo:files')
-        await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, deps.logger)
-        try {
-          await history.markUndone(key, opId, outcome.kind)
-          crashPoint('undo:done')
-        } catch (error) {
-          deps.logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
-        }
-        return outcome
-      })
+      const choices = undoChoicesOf(body.choices)
+      if (deps.rewinder === undefined) throw new RewindError(Codes.notUndoable, 'undo is unavailable on this host')
+      const report = await deps.rewinder.undoer.undo(agent, opId, choices)
+      // The files' outcome at the top level (as before), plus where the conversation continues.
+      return { ...report.files, kind: report.kind, conversation: report.conversation ?? null }
     },
 
     async interrupted(agent) {

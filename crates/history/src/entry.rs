@@ -184,6 +184,10 @@ pub struct Entry {
     /// The workspace's folder name, so the history names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_name: Option<String>,
+    /// The session the conversation as it was just before the rewind continues
+    /// in, once the rewind is undone (written with `undo_started_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_session_id: Option<String>,
 }
 
 /// Longest target text an entry keeps, in characters.
@@ -230,6 +234,7 @@ impl Entry {
             undo_mode: None,
             target_text: None,
             workspace_name: None,
+            undo_session_id: None,
         }
     }
 

@@ -638,6 +638,19 @@ impl HistoryStore {
         op_id: &str,
         time: u64,
     ) -> Result<MarkReport, SettleError> {
+        self.mark_undo_started_in(key, op_id, time, None)
+    }
+
+    /// [`mark_undo_started`](Self::mark_undo_started), naming the session the
+    /// conversation as it was before the rewind continues in (created after this
+    /// record is durable; a restart that finds it missing creates it).
+    pub fn mark_undo_started_in(
+        &self,
+        key: &WorkspaceKey,
+        op_id: &str,
+        time: u64,
+        undo_session_id: Option<&str>,
+    ) -> Result<MarkReport, SettleError> {
         let (entry, notes) = self.update(key, |p| {
             let e = find_mut(p, op_id)?;
             if e.is_undone() || e.is_started() {
@@ -645,6 +658,7 @@ impl HistoryStore {
             }
             if e.undo_started_at.is_none() {
                 e.undo_started_at = Some(time);
+                e.undo_session_id = undo_session_id.map(str::to_owned);
             }
             Ok((e.clone(), true))
         })?;

@@ -95,14 +95,6 @@ pub enum UndoRefusal {
         /// When it was undone.
         undone_at: u64,
     },
-    /// The entry is not the session's newest not-yet-undone entry.
-    #[error("history entry {op_id} is not the newest rewind of this session; undo {tail} first")]
-    NotTop {
-        /// The requested op id.
-        op_id: String,
-        /// The op id of the session's chain tail.
-        tail: String,
-    },
     /// The entry's restore journal is not completed.
     #[error("history entry {op_id} cannot be undone: its restore journal is {}", journal.name())]
     NotUndoable {
@@ -134,7 +126,6 @@ impl UndoRefusal {
             Self::CrossWorkspace { .. } => "rewind/undo-cross-workspace",
             Self::OtherSession { .. } => "rewind/undo-other-session",
             Self::AlreadyUndone { .. } => "rewind/already-undone",
-            Self::NotTop { .. } => "rewind/undo-not-top",
             Self::NotUndoable { .. } => "rewind/not-undoable",
             Self::Interrupted { .. } => "rewind/interrupted",
             Self::Stale { .. } => "rewind/stale-undo",
@@ -146,10 +137,11 @@ impl UndoRefusal {
 ///
 /// Rules, checked in this order: the entry exists; the partition and the
 /// entry belong to the active workspace; the entry was recorded by the active
-/// session; it was not undone before; it is that session's chain tail (newest
-/// not-yet-undone entry); it is not an interrupted rewind (`started`) and not
-/// one that was rolled back or abandoned; its restore journal is completed.
-/// Returns the entry.
+/// session (or the active session is the one its fork created); it was not
+/// undone before; it is not an interrupted rewind (`started`) and not one that
+/// was rolled back or abandoned; its restore journal is completed (or, for a
+/// rewind that changed no file, there is none). Any rewind of the session may
+/// be undone, not only the newest. Returns the entry.
 pub fn undo_eligibility<'p>(
     partition: &'p Partition,
     req: &UndoRequest<'_>,
@@ -176,7 +168,12 @@ pub fn undo_eligibility<'p>(
             active_workspace: active_ws.to_owned(),
         });
     }
-    if entry.session_id != req.active_session {
+    // The session rewound, or the session a fork rewind created.
+    let fork_child = entry
+        .fork
+        .as_ref()
+        .is_some_and(|f| f.child_session_id == req.active_session);
+    if entry.session_id != req.active_session && !fork_child {
         return Err(UndoRefusal::OtherSession {
             op_id: op_id(),
             entry_session: entry.session_id.clone(),
@@ -201,17 +198,14 @@ pub fn undo_eligibility<'p>(
             journal: req.journal,
         });
     }
-    match partition.chain_tail(req.active_session) {
-        Some(tail) if tail.op_id == entry.op_id => {}
-        Some(tail) => {
-            return Err(UndoRefusal::NotTop {
-                op_id: op_id(),
-                tail: tail.op_id.clone(),
-            });
-        }
-        None => return Err(UndoRefusal::UnknownEntry { op_id: op_id() }),
-    }
-    if req.journal != JournalState::Completed {
+    // Any rewind of the session, not only the newest: the undo is planned against the
+    // disk as it is, so a later rewind's files are never overwritten without a choice.
+    // A rewind that changed no file has no journal; undoing it brings back the
+    // conversation only.
+    let no_files = entry.counts.restored + entry.counts.deleted + entry.counts.failed == 0;
+    let files_ok = req.journal == JournalState::Completed
+        || (no_files && req.journal == JournalState::Missing);
+    if !files_ok {
         return Err(UndoRefusal::NotUndoable {
             op_id: op_id(),
             journal: req.journal,

@@ -169,7 +169,6 @@ impl From<rewind_history::UndoRefusal> for BindingError {
             R::AlreadyUndone { op_id, undone_at } => {
                 json!({ "opId": op_id, "undoneAt": undone_at })
             }
-            R::NotTop { op_id, tail } => json!({ "opId": op_id, "tail": tail }),
             R::NotUndoable { op_id, journal } => {
                 json!({ "opId": op_id, "journal": journal.name() })
             }
@@ -299,12 +298,6 @@ mod tests {
         });
         assert_eq!(stale.code, "rewind/stale-undo");
         assert_eq!(stale.details, json!({ "paths": ["b.txt", "a.txt"] }));
-        let top = BindingError::from(rewind_history::UndoRefusal::NotTop {
-            op_id: "o1".into(),
-            tail: "o2".into(),
-        });
-        assert_eq!(top.code, "rewind/undo-not-top");
-        assert_eq!(top.details["tail"], "o2");
     }
 
     #[test]

@@ -215,11 +215,17 @@ impl BindingHistory {
         key: String,
         op_id: String,
         time: f64,
+        undo_session_id: Option<String>,
     ) -> AsyncTask<Job<BindingHistoryEntry>> {
         let root = self.root.clone();
         AsyncTask::new(Job::new(move || {
             let k = self::key(&key)?;
-            let report = open(&root, None)?.mark_undo_started(&k, &op_id, self::time(time)?)?;
+            let report = open(&root, None)?.mark_undo_started_in(
+                &k,
+                &op_id,
+                self::time(time)?,
+                undo_session_id.as_deref(),
+            )?;
             Ok(BindingHistoryEntry::from(report.entry))
         }))
     }

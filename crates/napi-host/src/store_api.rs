@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use snapshot_store::{
     Action, CaptureOutcome, ChainLink, ChangeOrigin, DiffLimits, JournalError, JournalState,
-    PruneOptions, RestorePlan, ScanPhase, ScanRequest, Session, SessionHold, SideState, Store,
-    StoreOptions,
+    PruneOptions, RelPath, RestorePlan, ScanPhase, ScanRequest, Session, SessionHold, SideState,
+    Store, StoreOptions,
 };
 
 use crate::error::BindingError;
@@ -20,7 +20,8 @@ use crate::types::{
     BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
     BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
     BindingRestoreSelection, BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
-    BindingScanRequest, BindingSkippedPath, BindingUndoOutcome, js_number, seq_from_js,
+    BindingScanRequest, BindingSkippedPath, BindingUndoChoices, BindingUndoOutcome, js_number,
+    seq_from_js,
 };
 
 struct Inner {
@@ -603,18 +604,53 @@ impl BindingStore {
         }))
     }
 
-    /// Undoes the completed restore `op_id` (files only). Rejects with `rewind/stale-undo`
-    /// (`details.paths`) when a restored path changed since.
+    /// The paths the completed restore `op_id` changed that changed again since: an undo
+    /// must be told, per path, whether to keep the newer content or take the pre-rewind one.
+    #[napi(ts_return_type = "Promise<Array<string>>")]
+    pub fn undo_changed_paths(
+        &self,
+        session_id: String,
+        cwd: String,
+        op_id: String,
+    ) -> AsyncTask<Job<Vec<String>>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let paths = h
+                .session(&session_id, &cwd, None)?
+                .undo_changed_paths(&op_id)?;
+            Ok(paths.iter().map(|p| p.display()).collect())
+        }))
+    }
+
+    /// Undoes the completed restore `op_id` (files only). A restored path that changed
+    /// since is kept (`choices.keep`, listed in `kept`) or given its pre-rewind state
+    /// (`choices.take`); while any such path is in neither list, rejects with
+    /// `rewind/stale-undo` (`details.paths`: the undecided ones) and changes nothing.
     #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
     pub fn undo(
         &self,
         session_id: String,
         cwd: String,
         op_id: String,
+        choices: Option<BindingUndoChoices>,
     ) -> AsyncTask<Job<BindingUndoOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
-            let o = h.session(&session_id, &cwd, None)?.undo_restore(&op_id)?;
+            let choices = choices.unwrap_or_default();
+            let rels = |list: Option<Vec<String>>| -> Result<Vec<RelPath>, BindingError> {
+                list.unwrap_or_default()
+                    .iter()
+                    .map(|p| {
+                        RelPath::from_bytes(p.as_bytes()).map_err(|e| {
+                            BindingError::new("rewind/bad-request", format!("bad path `{p}`: {e}"))
+                        })
+                    })
+                    .collect()
+            };
+            let (take, keep) = (rels(choices.take)?, rels(choices.keep)?);
+            let o = h
+                .session(&session_id, &cwd, None)?
+                .undo_restore_with(&op_id, &take, &keep)?;
             Ok(BindingUndoOutcome {
                 kind: if o.failed.is_empty() {
                     "ok".into()
@@ -631,6 +667,7 @@ impl BindingStore {
                         message: f.error.clone(),
                     })
                     .collect(),
+                kept: o.kept.iter().map(|p| p.display()).collect(),
             })
         }))
     }

@@ -27,8 +27,6 @@ pub enum ErrorCode {
     AlreadyUndone,
     /// The entry's restore journal is not completed, so it cannot be undone.
     NotUndoable,
-    /// Only the newest not-yet-undone entry of the session can be undone.
-    UndoNotTop,
     /// A restored file changed after the rewind; undo would overwrite it.
     StaleUndo,
     /// The undo ran and failed.
@@ -86,7 +84,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 32] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -95,7 +93,6 @@ impl ErrorCode {
         Self::UndoOtherSession,
         Self::AlreadyUndone,
         Self::NotUndoable,
-        Self::UndoNotTop,
         Self::StaleUndo,
         Self::UndoFailed,
         Self::UnknownEndpoint,
@@ -133,7 +130,6 @@ impl ErrorCode {
             Self::UndoOtherSession => "rewind/undo-other-session",
             Self::AlreadyUndone => "rewind/already-undone",
             Self::NotUndoable => "rewind/not-undoable",
-            Self::UndoNotTop => "rewind/undo-not-top",
             Self::StaleUndo => "rewind/stale-undo",
             Self::UndoFailed => "rewind/undo-failed",
             Self::UnknownEndpoint => "rewind/unknown-endpoint",
@@ -205,7 +201,6 @@ mod tests {
                 "rewind/undo-other-session",
                 "rewind/already-undone",
                 "rewind/not-undoable",
-                "rewind/undo-not-top",
                 "rewind/stale-undo",
                 "rewind/undo-failed",
                 "rewind/unknown-endpoint",

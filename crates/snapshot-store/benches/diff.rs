@@ -54,7 +54,11 @@ fn main() {
     report.row(
         &format!(
             "diff_texts, 10,000 lines, 1 changed (absolute goal ≤ 20 ms: {})",
-            if subject.as_secs_f64() <= 0.020 { "met" } else { "**not met**" }
+            if subject.as_secs_f64() <= 0.020 {
+                "met"
+            } else {
+                "**not met**"
+            }
         ),
         subject,
         baseline,
@@ -73,10 +77,14 @@ fn main() {
     s.commit("c1", 1, true).unwrap();
     let plan = s.plan_restore(1).unwrap();
     let action = plan.actions.first().unwrap().clone();
-    let blob = tmp.path().join("store").join("blobs").join(match &action.action {
-        snapshot_store::Action::Write { sha256, .. } => sha256.clone(),
-        _ => unreachable!(),
-    });
+    let blob = tmp
+        .path()
+        .join("store")
+        .join("blobs")
+        .join(match &action.action {
+            snapshot_store::Action::Write { sha256, .. } => sha256.clone(),
+            _ => unreachable!(),
+        });
     let (subject, baseline) = timing::pair(
         30,
         || {
@@ -92,7 +100,11 @@ fn main() {
     report.row(
         &format!(
             "diff_action (files read, blob checked), 10,000 lines (absolute goal ≤ 20 ms: {})",
-            if subject.as_secs_f64() <= 0.020 { "met" } else { "**not met**" }
+            if subject.as_secs_f64() <= 0.020 {
+                "met"
+            } else {
+                "**not met**"
+            }
         ),
         subject,
         baseline,

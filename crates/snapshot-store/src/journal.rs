@@ -168,6 +168,9 @@ pub struct RestoreOutcome {
     pub skipped: Vec<SkippedPath>,
     /// Paths over the cap (restore only).
     pub uncovered: Vec<UncoveredPath>,
+    /// Paths changed since the restore that an undo left as they are, as asked
+    /// (undo only).
+    pub kept: Vec<RelPath>,
 }
 
 impl RestoreOutcome {
@@ -181,6 +184,7 @@ impl RestoreOutcome {
             failed: Vec::new(),
             skipped: Vec::new(),
             uncovered: Vec::new(),
+            kept: Vec::new(),
         }
     }
 }
@@ -882,6 +886,47 @@ impl Session {
     /// Undoes a completed restore (the user-facing "restore to before this rewind").
     /// Refused as stale, listing the paths, when any restored path changed since.
     pub fn undo_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+        self.undo_restore_with(op_id, &[], &[])
+    }
+
+    /// The paths a completed restore changed that changed again since (an undo must
+    /// be told whether to keep or replace each). Changes nothing.
+    pub fn undo_changed_paths(&self, op_id: &str) -> Result<Vec<RelPath>, JournalError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.lock_shared()?;
+        let l = self.load_journal(op_id)?;
+        if l.state != JournalState::Completed {
+            return Err(wrong_state(op_id, l.state, "undo", "completed"));
+        }
+        let mut changed = Vec::new();
+        for (i, a) in l.intent.actions.iter().enumerate() {
+            if !matches!(l.apply[i], Some(Ok(()))) {
+                continue;
+            }
+            let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
+            let same = now
+                .as_ref()
+                .is_some_and(|now| *now == a.target || Some(now) == a.rescue.as_ref());
+            if !same {
+                changed.push(a.path.clone());
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Undoes a completed restore, deciding per path about the restored paths that
+    /// changed since: a path in `keep` is left as it is now (listed in `kept`), a
+    /// path in `take` gets its pre-restore state all the same (the newer content is
+    /// replaced). Refused as stale, listing them, while any changed path is in
+    /// neither list; nothing is changed then. Planned against the disk as it is
+    /// now, so later restores of the same paths are never overwritten blindly.
+    pub fn undo_restore_with(
+        &self,
+        op_id: &str,
+        take: &[RelPath],
+        keep: &[RelPath],
+    ) -> Result<RestoreOutcome, JournalError> {
         let mut st = self.lock_state();
         self.prepare(&mut st)?;
         let _g = self.lock_shared()?;
@@ -893,14 +938,25 @@ impl Session {
             .filter(|i| matches!(l.apply[*i], Some(Ok(()))))
             .collect();
         let mut stale = Vec::new();
+        let mut kept = Vec::new();
+        let mut forced: Vec<(usize, Desired)> = Vec::new();
         for &i in &done {
             let a = &l.intent.actions[i];
             let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
-            let ok = match now {
-                Some(now) => now == a.target || Some(&now) == a.rescue.as_ref(),
+            let ok = match &now {
+                Some(now) => *now == a.target || Some(now) == a.rescue.as_ref(),
                 None => false,
             };
-            if !ok {
+            if ok {
+                continue;
+            }
+            if keep.contains(&a.path) {
+                kept.push(i);
+            } else if let (true, Some(now)) = (take.contains(&a.path), now) {
+                forced.push((i, now));
+            } else {
+                // Undecided, or asked to take a path that is no longer a file or absent
+                // (a directory or a symlink now): never replaced blindly.
                 stale.push(a.path.clone());
             }
         }
@@ -910,7 +966,13 @@ impl Session {
                 paths: stale,
             });
         }
-        self.revert(op_id, &l, &done, Phase::Undo)
+        let which: Vec<usize> = done.into_iter().filter(|i| !kept.contains(i)).collect();
+        let mut out = self.revert_with(op_id, &l, &which, Phase::Undo, &forced)?;
+        out.kept = kept
+            .into_iter()
+            .map(|i| l.intent.actions[i].path.clone())
+            .collect();
+        Ok(out)
     }
 
     fn revert(
@@ -919,6 +981,19 @@ impl Session {
         l: &Loaded,
         which: &[usize],
         phase: Phase,
+    ) -> Result<RestoreOutcome, JournalError> {
+        self.revert_with(op_id, l, which, phase, &[])
+    }
+
+    /// Puts the `which` actions back to their pre-restore state; `forced` names the
+    /// actions whose current (changed) content the caller chose to replace.
+    fn revert_with(
+        &self,
+        op_id: &str,
+        l: &Loaded,
+        which: &[usize],
+        phase: Phase,
+        forced: &[(usize, Desired)],
     ) -> Result<RestoreOutcome, JournalError> {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
             id: op_id.into(),
@@ -934,12 +1009,11 @@ impl Session {
             if a.prefailed.is_some() {
                 continue;
             }
-            let result = self.apply_state(
-                &a.path,
-                rescue,
-                true,
-                Guard::Content(vec![&a.target, rescue]),
-            );
+            let guard = match forced.iter().find(|(j, _)| *j == i) {
+                Some((_, now)) => Guard::Content(vec![now, &a.target, rescue]),
+                None => Guard::Content(vec![&a.target, rescue]),
+            };
+            let result = self.apply_state(&a.path, rescue, true, guard);
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }

@@ -56,6 +56,8 @@ pub struct BindingHistoryEntry {
     pub target_text: Option<String>,
     /// The workspace's folder name, when recorded.
     pub workspace_name: Option<String>,
+    /// The session the conversation as it was before the rewind continues in, once undone.
+    pub undo_session_id: Option<String>,
     /// The paths.
     pub paths: BindingHistoryPaths,
     /// When the rewind's file changes were undone (epoch ms).
@@ -90,6 +92,7 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
             kept: e.counts.kept as f64,
             target_text: e.target_text,
             workspace_name: e.workspace_name,
+            undo_session_id: e.undo_session_id,
             paths: BindingHistoryPaths {
                 restored: e.paths.restored,
                 deleted: e.paths.deleted,

@@ -51,7 +51,7 @@ pub use binding_skipped_path::BindingSkippedPath;
 pub use binding_storage::{BindingStorage, BindingStorageSession};
 pub use binding_sweep_item::BindingSweepItem;
 pub use binding_sweep_report::BindingSweepReport;
-pub use binding_undo_outcome::BindingUndoOutcome;
+pub use binding_undo_outcome::{BindingUndoChoices, BindingUndoOutcome};
 
 /// A `u64` seq or count as a JavaScript number (exact up to 2^53).
 pub(crate) fn js_number(value: u64) -> f64 {

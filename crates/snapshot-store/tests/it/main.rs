@@ -10,3 +10,4 @@ mod migrate;
 mod model;
 mod scan;
 mod scan_model;
+mod undo;

@@ -932,7 +932,15 @@ fn a_file_over_the_cap_is_covered_once_the_cap_allows_it() {
             ..StoreOptions::default()
         });
         let r = scan(&env.session(&small), ScanPhase::Boundary, 1, None);
-        assert_eq!(names(&r.not_covered.iter().map(|n| n.path.clone()).collect::<Vec<_>>()), ["big.txt"]);
+        assert_eq!(
+            names(
+                &r.not_covered
+                    .iter()
+                    .map(|n| n.path.clone())
+                    .collect::<Vec<_>>()
+            ),
+            ["big.txt"]
+        );
     }
     // The cap is raised: the unchanged file is read now, and nothing is recorded as a change.
     let store = env.store();

@@ -1,0 +1,94 @@
+//! Undoing a restore when some restored files changed since: refused until every
+//! such file is decided, then each is kept as it is now or given its pre-restore
+//! state, as asked.
+
+use snapshot_store::{JournalError, RelPath};
+
+use crate::common::{Env, tool_edit};
+
+fn rel(p: &str) -> RelPath {
+    RelPath::from_bytes(p.as_bytes()).expect("path")
+}
+
+fn restored_session(env: &Env) -> (snapshot_store::Store, snapshot_store::Session) {
+    let store = env.store();
+    let s = env.session(&store);
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        env.write(f, format!("{f} before\n").as_bytes());
+    }
+    for (i, f) in ["a.txt", "b.txt", "c.txt"].iter().enumerate() {
+        tool_edit(
+            env,
+            &s,
+            &format!("c{i}"),
+            1,
+            f,
+            Some(format!("{f} by the agent\n").as_bytes()),
+        );
+    }
+    let plan = s.plan_restore(1).expect("plan");
+    s.restore(&plan, "op1").expect("restore");
+    (store, s)
+}
+
+#[test]
+fn changed_files_are_kept_or_taken_as_decided() {
+    let env = Env::new();
+    let (_store, s) = restored_session(&env);
+    // After the rewind the user edits a.txt and deletes b.txt.
+    env.write("a.txt", b"a edited later\n");
+    env.remove("b.txt");
+
+    let e = s.undo_restore("op1").expect_err("stale");
+    let JournalError::Stale { paths, .. } = e else {
+        panic!("stale expected: {e}")
+    };
+    assert_eq!(paths, [rel("a.txt"), rel("b.txt")]);
+    // Deciding only one of them still refuses, naming the other, and changes nothing.
+    let e = s
+        .undo_restore_with("op1", &[], &[rel("a.txt")])
+        .expect_err("stale");
+    let JournalError::Stale { paths, .. } = e else {
+        panic!("stale expected: {e}")
+    };
+    assert_eq!(paths, [rel("b.txt")]);
+    assert_eq!(env.read("c.txt").as_deref(), Some(&b"c.txt before\n"[..]));
+
+    let out = s
+        .undo_restore_with("op1", &[rel("b.txt")], &[rel("a.txt")])
+        .expect("undo");
+    assert_eq!(out.kept, [rel("a.txt")]);
+    assert_eq!(
+        env.read("a.txt").as_deref(),
+        Some(&b"a edited later\n"[..]),
+        "kept"
+    );
+    assert_eq!(
+        env.read("b.txt").as_deref(),
+        Some(&b"b.txt by the agent\n"[..]),
+        "taken back"
+    );
+    assert_eq!(
+        env.read("c.txt").as_deref(),
+        Some(&b"c.txt by the agent\n"[..]),
+        "unchanged since: undone"
+    );
+    // Undone once.
+    assert!(s.undo_restore("op1").is_err());
+}
+
+#[test]
+fn an_undo_with_nothing_changed_needs_no_decision() {
+    let env = Env::new();
+    let (_store, s) = restored_session(&env);
+    let out = s
+        .undo_restore_with("op1", &[rel("a.txt")], &[])
+        .expect("undo");
+    assert!(out.kept.is_empty());
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert_eq!(
+            env.read(f).unwrap(),
+            format!("{f} by the agent\n").into_bytes()
+        );
+    }
+}

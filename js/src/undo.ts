@@ -1,0 +1,233 @@
+/**
+ * Undo a rewind completely: the files that rewind changed (through the store's journaled undo,
+ * planned against the disk as it is now, with a choice per file changed since) and the
+ * conversation — as it was just before the rewind, it continues in a new session seeded from the
+ * rewound session's log up to the marker (DSH's log cannot un-shadow a replaced span in place).
+ * Any rewind of the session, not only the newest; a fork rewind's conversation is its parent,
+ * which the fork never changed.
+ */
+import { randomUUID } from 'node:crypto'
+import { Codes, RewindError, toRewindError } from './errors.ts'
+import type { HostAgent, HostSession } from './host.ts'
+import type { UndoChoices, UndoOutcome } from './ports.ts'
+import { isSubagentSession } from './state.ts'
+import { trackedCwd } from './capture.ts'
+import { partitionKey } from './history.ts'
+import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
+import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, removeRestoreTemps, resyncObservations } from './rewind.ts'
+import { type Locale, format } from './locales.ts'
+
+/** What an undo did. */
+export interface UndoReport {
+  opId: string
+  targetSeq: number
+  /** `ok` | `partial` (some file failed); files untouched when the rewind changed none. */
+  kind: 'ok' | 'partial'
+  files: UndoOutcome
+  /**
+   * Where the conversation as it was before the rewind is: a new session seeded up to the
+   * rewind's marker (`created`), the fork's parent (never changed by the fork), or nowhere (an
+   * entry without a marker: its conversation was not rewound).
+   */
+  conversation: { sessionId: string; created: boolean } | undefined
+}
+
+type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
+
+const NO_FILES: UndoOutcome = { kind: 'ok', restored: [], deleted: [], failed: [], kept: [] }
+
+/** The seq of an in-place rewind's marker in `session`'s log, when it is there. */
+function markerSeq(session: HostSession, markerId: string | null | undefined): number | undefined {
+  if (markerId == null) return undefined
+  return session.events.find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
+}
+
+function countFiles(entry: Entry): number {
+  return entry.restored + entry.deleted + entry.failed
+}
+
+/** The undo service (`undo` RPC, `/rewind undo`). */
+export class Undoer {
+  constructor(private readonly deps: RewindDeps, private readonly rewinder: Rewinder) {}
+
+  /** This session's undoable entries, newest first (its rewinds and the fork that created it). */
+  async candidates(agent: HostAgent): Promise<Entry[]> {
+    const session = agent.session
+    const sessionId = session.header.id
+    const key = await partitionKey(this.deps.ctx, session)
+    const { entries } = await this.deps.history.listChecked(key)
+    return entries.filter(e => (e.sessionId === sessionId || e.fork?.childSessionId === sessionId) && e.undoneAt == null && e.undoStartedAt == null
+      && (e.outcome === 'done' || e.outcome === 'partial' || e.outcome === 'failed'))
+  }
+
+  /** Resolve `ref`: `undefined` = the newest undoable entry, `<n>` = the n-th newest, `@<op id>` or an op id. */
+  async resolveRef(agent: HostAgent, ref: string | undefined): Promise<string> {
+    if (ref !== undefined && !/^\d+$/.test(ref)) return ref.replace(/^@/, '')
+    const list = await this.candidates(agent)
+    const n = ref === undefined ? 1 : Number(ref)
+    const entry = list[n - 1]
+    if (entry === undefined) {
+      throw new RewindError(Codes.unknownEntry, list.length === 0 ? 'this session has no rewind to undo' : `there are ${list.length} rewind(s) to undo here; #${n} is not one of them`)
+    }
+    return entry.opId
+  }
+
+  /**
+   * Undo the rewind `opId` of `agent`'s session. Files that rewind changed and that changed again
+   * since must each be decided (`choices.take` / `choices.keep`), else `rewind/stale-undo` names
+   * them and nothing changes. Crash order: `undoStartedAt` (naming the new session) durable →
+   * the new session created and flushed → the journaled undo of the files → `undoneAt`; a restart
+   * finishes an undo it finds started (see {@link Undoer.finishInterrupted}).
+   */
+  async undo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
+    const { ctx, state, history, logger } = this.deps
+    const session = agent.session
+    const sessionId = session.header.id
+    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
+    const key = await partitionKey(ctx, session)
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    const filesUsable = cwd !== undefined && port.unavailable() === undefined
+    // An interrupted undo or rewind of this session is settled first.
+    await this.rewinder.reconcile(agent)
+    if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+    try {
+      const { entries } = await history.listChecked(key)
+      const found = entries.find(e => e.opId === opId)
+      // The journal lives with the session that was rewound (a fork's parent).
+      const owner = found?.sessionId ?? sessionId
+      const journal = filesUsable ? await state.run(owner, () => port.journalState(owner, cwd!, opId)).catch(() => 'unreadable') : 'missing'
+      const entry = await history.checkUndo(key, opId, sessionId, journal) as Entry
+      const files = journal === 'completed'
+      if (!files && countFiles(entry) > 0 && !filesUsable) {
+        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
+      }
+      // Every file changed since the rewind must be decided before anything changes.
+      if (files) {
+        const changed = await state.run(owner, () => port.undoChangedPaths(owner, cwd!, opId))
+        const decided = new Set([...(choices.take ?? []), ...(choices.keep ?? [])])
+        const open = changed.filter(p => !decided.has(p))
+        if (open.length > 0) {
+          throw new RewindError(Codes.staleUndo, `${open.length} file(s) changed since this rewind: choose for each whether to keep it as it is or take the version from before the rewind: ${open.map(escapeControl).join(', ')}`, { paths: open })
+        }
+      }
+      // The conversation half.
+      const fork = entry.fork?.childSessionId != null
+      const mSeq = fork ? undefined : markerSeq(session, entry.markerId)
+      const agents = ctx.get('agents') as HostAgentFactory | undefined
+      let childId: string | undefined
+      if (mSeq !== undefined) {
+        if (agents === undefined || typeof agents.create !== 'function') {
+          throw new RewindError(Codes.agentsUnavailable, 'this host has no agent registry to continue the conversation in; nothing was changed')
+        }
+        childId = `session-${randomUUID()}`
+      }
+      await history.markUndoStarted(key, opId, childId)
+      crashPoint('undo:started')
+      let conversation: UndoReport['conversation']
+      if (childId !== undefined) {
+        await this.createContinuation(agent, agents!, childId, mSeq!)
+        crashPoint('undo:session')
+        conversation = { sessionId: childId, created: true }
+      } else if (fork) {
+        conversation = { sessionId: entry.sessionId, created: false }
+      }
+      let outcome = NO_FILES
+      if (files) {
+        try {
+          outcome = await state.run(owner, () => port.undo(owner, cwd!, opId, choices))
+        } catch (error) {
+          const e = toRewindError(error, Codes.undoFailed)
+          // Something changed between the check and the undo: the entry stays started and the
+          // next reconcile finishes it, keeping whatever changed (never overwritten blindly).
+          throw new RewindError(e.code === Codes.staleUndo ? Codes.staleUndo : Codes.undoFailed, e.message, e.details)
+        }
+        crashPoint('undo:files')
+        await resyncObservations(ctx, session, cwd!, outcome.restored, outcome.deleted, logger)
+      }
+      try {
+        await history.markUndone(key, opId, outcome.kind)
+        crashPoint('undo:done')
+      } catch (error) {
+        logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
+      }
+      return { opId, targetSeq: entry.targetSeq, kind: outcome.kind, files: outcome, conversation }
+    } finally {
+      state.end(sessionId)
+    }
+  }
+
+  /** The new session: the rewound session's events before the marker, durable before any file changes. */
+  private async createContinuation(agent: HostAgent, agents: HostAgentFactory, childId: string, mSeq: number): Promise<void> {
+    const { ctx, logger } = this.deps
+    const session = agent.session
+    const seed = session.events.slice(0, mSeq)
+    const cwd = session.header.cwd
+    const composition = await childComposition(ctx, session)
+    await agents.create({
+      sessionId: childId,
+      seed,
+      meta: {
+        ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
+        parentSession: session.header.id,
+        seedLength: seed.length,
+        ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
+      },
+      agentOptions: (agent as { options?: unknown }).options,
+      ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
+    })
+    const child = agents.get(childId)
+    if (child !== undefined) await makeDurable(ctx, child.session)
+    try {
+      await attachToParentWorkspace(ctx, session.header.id, childId)
+    } catch (error) {
+      logger.warn('undo session %s not attached to the workspace of %s: %s', childId, session.header.id, (error as Error).message)
+    }
+  }
+
+  /**
+   * A restart found the undo of `entry` started and not finished: the new session is created if
+   * it is missing (its seed is still the rewound session's log up to the marker), the files are
+   * undone — a file changed since is kept, never overwritten — and the entry is marked undone.
+   */
+  async finishInterrupted(agent: HostAgent, key: string, entry: Entry, journal: string): Promise<void> {
+    const { ctx, state, history, logger } = this.deps
+    const session = agent.session
+    const sessionId = session.header.id
+    const cwd = trackedCwd(session)
+    const childId = entry.undoSessionId ?? undefined
+    if (childId != null && !(await sessionExists(ctx, childId))) {
+      const mSeq = markerSeq(session, entry.markerId)
+      const agents = ctx.get('agents') as HostAgentFactory | undefined
+      if (mSeq !== undefined && agents !== undefined && typeof agents.create === 'function') {
+        await this.createContinuation(agent, agents, childId, mSeq)
+      }
+    }
+    let outcome = NO_FILES
+    if (journal === 'completed' && cwd !== undefined) {
+      const port = this.deps.files()
+      const changed = await state.run(sessionId, () => port.undoChangedPaths(sessionId, cwd, entry.opId))
+      outcome = await state.run(sessionId, () => port.undo(sessionId, cwd, entry.opId, { keep: changed }))
+      await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
+      await removeRestoreTemps(cwd, [...outcome.restored, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
+    }
+    await history.markUndone(key, entry.opId, outcome.kind)
+  }
+}
+
+/** The durable report of `/rewind undo`. */
+export function undoText(report: UndoReport, locale: Locale): string {
+  const lines = [format(locale, 'undoneTo', { seq: report.targetSeq })]
+  const list = (title: string, items: string[]): void => {
+    if (items.length === 0) return
+    lines.push(`${title} (${items.length}):`)
+    for (const i of items) lines.push(`- ${escapeControl(i)}`)
+  }
+  list(format(locale, 'written'), report.files.restored)
+  list(format(locale, 'deleted'), report.files.deleted)
+  list(format(locale, 'kept'), report.files.kept ?? [])
+  list(format(locale, 'failed'), report.files.failed.map(f => `${f.path}: ${f.message}`))
+  if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
+  else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))
+  return lines.join('\n')
+}
