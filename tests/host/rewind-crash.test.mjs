@@ -113,6 +113,9 @@ async function killAndCheck(scenario, kill, resolve) {
     if (entries[0].undoneAt != null) {
       assert.equal(entries[0].undoOutcome, 'ok', label)
       assertFiles(disk, BEFORE, label)
+      // The conversation as it was before the rewind: its new session exists (created by the
+      // reconcile pass when the kill came before it).
+      assert.ok(typeof entries[0].undoSessionId === 'string' && first.sessions.includes(entries[0].undoSessionId), `${label}: the undo's session exists (${entries[0].undoSessionId}; ${first.sessions})`)
       return 'whole'
     }
     assert.equal(entries[0].outcome, 'done', label)
@@ -178,6 +181,7 @@ const SEAMS = {
   },
   undo: {
     'undo:started': ['whole'],
+    'undo:session': ['whole'],
     'undo:files': ['whole'],
     'undo:done': ['whole'],
   },

@@ -62,6 +62,10 @@ pub enum UndoOutcome {
 pub enum UndoMode {
     /// Files only; the conversation stays rewound.
     Files,
+    /// The files, and the conversation as it was before the rewind, continued in the
+    /// session `undo_session_id` names (version 3).
+    #[serde(rename = "files-and-conversation")]
+    FilesAndConversation,
 }
 
 /// Numbers of paths per action of a rewind's file half.

@@ -596,7 +596,12 @@ impl HistoryStore {
             }
             e.undone_at = Some(time);
             e.undo_outcome = Some(outcome);
-            e.undo_mode = Some(mode);
+            // An undo that continued the conversation in a new session says so.
+            e.undo_mode = Some(if e.undo_session_id.is_some() {
+                UndoMode::FilesAndConversation
+            } else {
+                mode
+            });
             Ok((e.clone(), true))
         })?;
         Ok(MarkReport { entry, notes })
