@@ -5,7 +5,8 @@
  * invariant checkers on) with the dsh-prompt-rewind plugin and a scripted model in a temporary
  * workspace, runs a short coding session that creates and edits files, rewinds to an earlier
  * message with `/rewind`, prints the transcript and the files before and after, then undoes the
- * rewind's file changes over the plugin's HTTP RPC (`undo`) and prints them again.
+ * rewind over the plugin's HTTP RPC (`undo`): the files come back and the conversation as it was
+ * before the rewind continues in a new session; prints both.
  *
  *   node tests/host/demo.mjs [--keep]     (--keep leaves the temp workspace and DSH home)
  */
@@ -109,10 +110,17 @@ try {
   const entry = history.json.value.entries[0]
   console.log(`  ${entry.opId}  target @${entry.targetSeq}  ${entry.outcome}  restored ${entry.restored}, deleted ${entry.deleted}, undoable ${entry.undoable}`)
 
-  heading('Undo the rewind\'s file changes (RPC: POST /dsh-rewind/api/undo)')
+  heading('Undo the rewind: files and conversation (RPC: POST /dsh-rewind/api/undo)')
   const undo = await rpc(host, 'undo', { sessionId: 'demo-session', opId: entry.opId })
   console.log(`  ${JSON.stringify(undo.json)}`)
-  await printFiles(ws, 'after the undo (files only; the conversation stays rewound)')
+  await printFiles(ws, 'after the undo (as they were before the rewind)')
+  const continued = undo.json.value?.conversation?.sessionId
+  const next = continued === undefined ? undefined : host.ctx.agents.get(continued)
+  if (next !== undefined) {
+    console.log(`\n  The conversation as it was before the rewind continues in the new session ${continued}`)
+    console.log('  (the rewound session is unchanged):')
+    printTranscript(next)
+  }
   const again = await rpc(host, 'undo', { sessionId: 'demo-session', opId: entry.opId })
   console.log(`\n  a second undo is refused: ${again.json.error.code}: ${again.json.error.message}`)
 } finally {
