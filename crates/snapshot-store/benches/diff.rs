@@ -31,7 +31,7 @@ fn main() {
     let mut report = timing::Report::new(
         "snapshot-store-diff",
         "snapshot-store: the line diff of the confirm dialog",
-        "The diff of a 10,000-line file (about 480 KB) against the same file with one line changed. \
+        "The diff of a 10,000-line file (about 500 KB) against the same file with one line changed. \
          `diff_texts`: `+/−` counts and unified hunks (similar's Myers diff, 3 lines of context), vs a plain \
          line-by-line equality scan of the two texts. `diff_action`: the same diff as the `diff` RPC computes it \
          (the workspace file read without following symlinks, the backup blob read and its hash checked), vs \
