@@ -919,56 +919,18 @@ export interface RewindArgs {
  */
 export function parseRewindArgs(input: string): RewindArgs {
   // Tokens split at whitespace outside double quotes; a quoted part is a JSON string.
-  const tokens: string[] = []
-  let cur = ''
-  let quoted = false
-  for (let i = 0; i < input.length; i++) {
-    const c = input[i]!
-    if (quoted) {
-      cur += c
-      if (c === '\\') cur += input[++i] ?? ''
-      else if (c === '"') quoted = false
-    } else if (/\s/.test(c)) {
-      if (cur !== '') tokens.push(cur)
-      cur = ''
-    } else {
-      if (c === '"') quoted = true
-      cur += c
-    }
-  }
-  if (quoted) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
-  if (cur !== '') tokens.push(cur)
+  const tokens = splitOutsideQuotes(input, c => /\s/.test(c))
   // A value: items separated by commas outside quotes, each bare text or one JSON string.
-  const values = (raw: string): string[] => {
-    const items: string[] = []
-    let item = ''
-    let inQuote = false
-    for (let i = 0; i < raw.length; i++) {
-      const c = raw[i]!
-      if (inQuote) {
-        item += c
-        if (c === '\\') item += raw[++i] ?? ''
-        else if (c === '"') inQuote = false
-      } else if (c === ',') {
-        items.push(item)
-        item = ''
-      } else {
-        if (c === '"') inQuote = true
-        item += c
-      }
+  const values = (raw: string): string[] => splitOutsideQuotes(raw, c => c === ',').map((v) => {
+    if (!v.startsWith('"')) return v
+    try {
+      const parsed: unknown = JSON.parse(v)
+      if (typeof parsed === 'string' && parsed !== '') return parsed
+    } catch {
+      // reported below
     }
-    items.push(item)
-    return items.map(v => v.trim()).filter(v => v !== '').map((v) => {
-      if (!v.startsWith('"')) return v
-      try {
-        const parsed: unknown = JSON.parse(v)
-        if (typeof parsed === 'string' && parsed !== '') return parsed
-      } catch {
-        // reported below
-      }
-      throw new RewindError(Codes.badRequest, `bad quoted path ${escapeControl(v)}`)
-    })
-  }
+    throw new RewindError(Codes.badRequest, `bad quoted path ${escapeControl(v)}`)
+  })
   const only: string[] = []
   const keep: string[] = []
   let target: string | undefined
@@ -1001,6 +963,33 @@ export function parseRewindArgs(input: string): RewindArgs {
   if (target === undefined) throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
   if (preview && (only.length > 0 || keep.length > 0)) throw new RewindError(Codes.badRequest, '`preview` takes no --only / --keep')
   return { target, preview, fork, selection: only.length > 0 || keep.length > 0 ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}) } : undefined }
+}
+
+/**
+ * `text` cut at every character `isSep` accepts outside double quotes (a backslash escapes the
+ * next character inside them); empty pieces are dropped, the others trimmed.
+ */
+function splitOutsideQuotes(text: string, isSep: (c: string) => boolean): string[] {
+  const out: string[] = []
+  let cur = ''
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!
+    if (quoted) {
+      cur += c
+      if (c === '\\') cur += text[++i] ?? ''
+      else if (c === '"') quoted = false
+    } else if (isSep(c)) {
+      out.push(cur)
+      cur = ''
+    } else {
+      if (c === '"') quoted = true
+      cur += c
+    }
+  }
+  if (quoted) throw new RewindError(Codes.badRequest, 'unterminated quoted path')
+  out.push(cur)
+  return out.map(v => v.trim()).filter(v => v !== '')
 }
 
 /** Whether `path` is `filter` or lies under the directory `filter` (as the store selects). */

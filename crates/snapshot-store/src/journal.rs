@@ -899,6 +899,17 @@ impl Session {
         if l.state != JournalState::Completed {
             return Err(wrong_state(op_id, l.state, "undo", "completed"));
         }
+        Ok(self
+            .changed_since(&l)?
+            .into_iter()
+            .map(|(i, _)| l.intent.actions[i].path.clone())
+            .collect())
+    }
+
+    /// The applied actions of a completed restore whose path changed since (the disk
+    /// holds neither the restored nor the pre-restore state), with what it holds now
+    /// (`None`: no longer a file or absence — a directory, a symlink).
+    fn changed_since(&self, l: &Loaded) -> Result<Vec<(usize, Option<Desired>)>, JournalError> {
         let mut changed = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
             if !matches!(l.apply[i], Some(Ok(()))) {
@@ -909,7 +920,7 @@ impl Session {
                 .as_ref()
                 .is_some_and(|now| *now == a.target || Some(now) == a.rescue.as_ref());
             if !same {
-                changed.push(a.path.clone());
+                changed.push((i, now));
             }
         }
         Ok(changed)
@@ -940,16 +951,8 @@ impl Session {
         let mut stale = Vec::new();
         let mut kept = Vec::new();
         let mut forced: Vec<(usize, Desired)> = Vec::new();
-        for &i in &done {
+        for (i, now) in self.changed_since(&l)? {
             let a = &l.intent.actions[i];
-            let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
-            let ok = match &now {
-                Some(now) => *now == a.target || Some(now) == a.rescue.as_ref(),
-                None => false,
-            };
-            if ok {
-                continue;
-            }
             if keep.contains(&a.path) {
                 kept.push(i);
             } else if let (true, Some(now)) = (take.contains(&a.path), now) {
