@@ -85,6 +85,10 @@ export interface HistoryEntry {
   readonly workspaceName?: string | null
   /** The session the conversation before the rewind continues in, once undone. */
   readonly undoSessionId?: string | null
+  /** On a redo: the undone rewind it did again. */
+  readonly redoOf?: string | null
+  /** An undone rewind this session may do again (absent from hosts of older builds). */
+  readonly redoable?: boolean
 }
 /** `history` answer; `damaged` when history.json is damaged (the entries are what could be read). */
 export interface History {
@@ -183,6 +187,7 @@ export interface Endpoints {
   history: [Record<string, never>, History]
   'history.clear': [Record<string, never>, { cleared: number }]
   undo: [{ opId: string; choices?: UndoChoices }, UndoResult]
+  redo: [{ opId: string; choices?: UndoChoices }, UndoResult & { readonly opId: string }]
   caps: [Record<string, never>, Caps]
   storage: [Record<string, never>, Storage]
   settings: [Record<string, never>, RewindSettings]

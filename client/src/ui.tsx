@@ -535,30 +535,30 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
   const entries = history?.status === 'ready' ? history.value.entries : []
   const undoable = useMemo(() => undoableEntries(entries, sessionId), [entries, sessionId])
   // Files changed since a rewind, per entry: the user picks keep / take for each before the undo runs.
-  const [choosing, setChoosing] = useState<{ opId: string; paths: string[]; take: Set<string> } | undefined>(undefined)
+  const [choosing, setChoosing] = useState<{ opId: string; paths: string[]; take: Set<string>; how: 'undo' | 'redo' } | undefined>(undefined)
 
   const open = async (id: string): Promise<void> => {
     const opened = await openSession(env.ctx, id)
     env.report({ type: 'open-session', sessionId: id, opened })
   }
-  const undo = async (entry: HistoryEntry, choices?: UndoChoices): Promise<void> => {
+  const undo = async (entry: HistoryEntry, choices?: UndoChoices, how: 'undo' | 'redo' = 'undo'): Promise<void> => {
     if (sessionId === undefined) return
     setBusy(entry.opId)
     setNotice(undefined)
     try {
-      const r = await rpc('undo', sessionId, { opId: entry.opId, ...(choices !== undefined ? { choices } : {}) })
+      const r = await rpc(how, sessionId, { opId: entry.opId, ...(choices !== undefined ? { choices } : {}) })
       setChoosing(undefined)
       const kept = r.kept?.length ?? 0
       setNotice(r.kind === 'ok'
-        ? { kind: 'ok', text: `${t('settings.undoOk', { restored: r.restored.length, deleted: r.deleted.length })}${kept > 0 ? ` ${t('settings.undoKept', { kept })}` : ''}${r.conversation?.created === true ? ` ${t('settings.undoSession')}` : ''}` }
+        ? { kind: 'ok', text: how === 'redo' ? t('settings.redoOk', { restored: r.restored.length, deleted: r.deleted.length }) : `${t('settings.undoOk', { restored: r.restored.length, deleted: r.deleted.length })}${kept > 0 ? ` ${t('settings.undoKept', { kept })}` : ''}${r.conversation?.created === true ? ` ${t('settings.undoSession')}` : ''}` }
         : { kind: 'error', text: t('settings.undoPartial', { failed: r.failed.length }), paths: r.failed.map(f => `${f.path}: ${f.message}`) })
-      env.report({ type: 'undo', opId: entry.opId, result: r })
+      env.report({ type: how, opId: entry.opId, result: r })
       // The conversation as it was before the rewind: open it (a new session, or a fork's parent).
       if (r.conversation != null && r.conversation.sessionId !== sessionId) await open(r.conversation.sessionId)
     } catch (error) {
       const paths = stalePaths(error)
       if (paths.length > 0) {
-        setChoosing({ opId: entry.opId, paths, take: new Set() })
+        setChoosing({ opId: entry.opId, paths, take: new Set(), how })
         setNotice({ kind: 'error', text: t('settings.staleUndo'), paths })
       } else {
         setNotice({ kind: 'error', text: t('settings.undoRefused', { message: (error as Error).message }) })
@@ -649,10 +649,15 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
                   ))}
                 </ul>
                 <div className="dshpr-row">
-                  <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-undo-chosen" disabled={busy !== undefined} onClick={() => { void undo(entry, { take: [...choosing.take], keep: choosing.paths.filter(p => !choosing.take.has(p)) }) }}>{t('settings.chooseRun')}</button>
+                  <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-undo-chosen" disabled={busy !== undefined} onClick={() => { void undo(entry, { take: [...choosing.take], keep: choosing.paths.filter(p => !choosing.take.has(p)) }, choosing.how) }}>{t('settings.chooseRun')}</button>
                   <button type="button" className="dshpr-btn" onClick={() => setChoosing(undefined)}>{t('dialog.cancel')}</button>
                 </div>
               </div>
+            )}
+            {entry.redoable === true && choosing?.opId !== entry.opId && (
+              <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-redo" disabled={busy !== undefined} onClick={() => { void undo(entry, undefined, 'redo') }}>
+                {busy === entry.opId ? t('settings.redoing') : t('settings.redo')}
+              </button>
             )}
             {undoable.has(entry.opId) && choosing?.opId !== entry.opId && (
               <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-undo" disabled={busy !== undefined} onClick={() => { void undo(entry) }}>
@@ -677,6 +682,7 @@ function EntryTree({ t, entry, sessionId, open }: { t: T; entry: HistoryEntry; s
   if (entry.sessionId !== sessionId) nodes.push({ key: 'rewound', label: t('settings.treeRewound'), id: entry.sessionId })
   if (entry.fork !== undefined) nodes.push({ key: 'fork', label: t('settings.treeFork'), id: entry.fork.childSessionId })
   if (entry.undoSessionId != null && entry.undoSessionId !== '') nodes.push({ key: 'undo', label: t('settings.treeUndo'), id: entry.undoSessionId })
+  if (entry.redoOf != null && entry.redoOf !== '') nodes.push({ key: 'redo', label: t('settings.treeRedo'), id: entry.sessionId })
   if (nodes.length === 0) return null
   return (
     <ul className="dshpr-tree" data-testid="dsh-prompt-rewind-entry-tree">

@@ -140,6 +140,13 @@ export declare class BindingStore {
    */
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /**
+   * Does again what the undone restore `undone_op_id` did, as a restore of its own
+   * (`op_id`, undoable in turn): a path changed since the undo is left as it is
+   * (`choices.keep`) or restored all the same (`choices.take`); while any is in
+   * neither list, rejects with `rewind/stale-undo` (`details.paths`) and changes nothing.
+   */
+  redo(sessionId: string, cwd: string, undoneOpId: string, opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingRestoreOutcome>
+  /**
    * The paths the completed restore `op_id` changed that changed again since: an undo
    * must be told, per path, whether to keep the newer content or take the pre-rewind one.
    */
@@ -330,6 +337,8 @@ export interface BindingHistoryEntry {
   workspaceName?: string
   /** The session the conversation as it was before the rewind continues in, once undone. */
   undoSessionId?: string
+  /** On a redo: the undone rewind whose file changes it made again. */
+  redoOf?: string
   /** The paths. */
   paths: BindingHistoryPaths
   /** When the rewind's file changes were undone (epoch ms). */
@@ -368,6 +377,8 @@ export interface BindingHistoryInput {
   targetText?: string
   /** The workspace's folder name. */
   workspaceName?: string
+  /** On a redo: the undone rewind it does again. */
+  redoOf?: string
 }
 
 /**

@@ -34,6 +34,7 @@ export const Codes = {
   flushFailed: 'rewind/flush-failed',
   badSelection: 'rewind/bad-selection',
   notPlanned: 'rewind/not-planned',
+  notRedoable: 'rewind/not-redoable',
 } as const
 
 /** A failure with a stable code. */

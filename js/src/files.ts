@@ -37,6 +37,7 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     journalState: (...a) => awaitNative(() => store.journalState(...a)),
     undo: async (...a) => (await awaitNative(() => store.undo(...a))) as UndoOutcome,
     undoChangedPaths: (...a) => awaitNative(() => store.undoChangedPaths(...a)),
+    redo: (...a) => awaitNative(() => store.redo(...a)),
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },
     forget: (sessionId) => store.forget(sessionId),

@@ -92,11 +92,11 @@ export class HistoryPort {
    * a rewind was interrupted. Resolves with the partition key. Rejects (and the rewind is refused
    * with nothing changed) when the history cannot be written.
    */
-  async start(session: HostSession, entry: { opId: string; targetSeq: number; targetText?: string; markerId?: string; forkChildSessionId?: string }, limit: number): Promise<string> {
+  async start(session: HostSession, entry: { opId: string; targetSeq: number; targetText?: string; markerId?: string; forkChildSessionId?: string; redoOf?: string; sessionId?: string }, limit: number): Promise<string> {
     const key = await partitionKey(this.ctx, session)
     await awaitNative(() => this.history().append(key, {
       opId: entry.opId,
-      sessionId: session.header.id,
+      sessionId: entry.sessionId ?? session.header.id,
       targetSeq: entry.targetSeq,
       time: Date.now(),
       outcome: 'started',
@@ -104,6 +104,7 @@ export class HistoryPort {
       forkChildSessionId: entry.forkChildSessionId,
       markerId: entry.markerId,
       targetText: entry.targetText,
+      redoOf: entry.redoOf,
       workspaceName: typeof session.header.cwd === 'string' && session.header.cwd !== '' ? basename(session.header.cwd) : undefined,
     }, limit))
     return key

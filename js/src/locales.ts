@@ -78,6 +78,8 @@ const en = {
   undoneTo: 'Undid the rewind to @{seq}.',
   undoSession: 'The conversation as it was before that rewind continues in the new session {session}; the rewound session is unchanged.',
   undoForkParent: 'That rewind was a fork: the conversation before it is the session {session}, which the fork never changed.',
+  redoneTo: 'Did the rewind to @{seq} again.',
+  redoSession: 'The conversation after that rewind is the session {session}, which the undo never changed.',
 }
 
 /** The copy keys. */
@@ -155,6 +157,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: '已撤销回退到 @{seq} 的操作。',
     undoSession: '回退之前的对话在新会话 {session} 中继续；被回退的会话保持不变。',
     undoForkParent: '该回退是一次分叉：之前的对话就是会话 {session}，分叉从未改动它。',
+    redoneTo: '已重新执行回退到 @{seq} 的操作。',
+    redoSession: '该回退之后的对话就是会话 {session}，撤销从未改动它。',
   },
   ja: {
     listHeader: '巻き戻し先にできるメッセージ（新しい順）：',
@@ -226,6 +230,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: '@{seq} への巻き戻しを取り消しました。',
     undoSession: '巻き戻し前の会話は新しいセッション {session} で続きます。巻き戻したセッションはそのままです。',
     undoForkParent: 'その巻き戻しはフォークでした。それ以前の会話はセッション {session} で、フォークはそれを変更していません。',
+    redoneTo: '@{seq} への巻き戻しをやり直しました。',
+    redoSession: 'その巻き戻しの後の会話はセッション {session} で、取り消しはそれを変更していません。',
   },
   es: {
     listHeader: 'Mensajes a los que puedes retroceder (más recientes primero):',
@@ -297,6 +303,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: 'Se deshizo el retroceso a @{seq}.',
     undoSession: 'La conversación tal como era antes de ese retroceso continúa en la nueva sesión {session}; la sesión retrocedida no cambia.',
     undoForkParent: 'Ese retroceso fue una bifurcación: la conversación anterior es la sesión {session}, que la bifurcación nunca cambió.',
+    redoneTo: 'Se rehízo el retroceso a @{seq}.',
+    redoSession: 'La conversación tras ese retroceso es la sesión {session}, que deshacer nunca cambió.',
   },
   fr: {
     listHeader: 'Messages vers lesquels revenir (du plus récent au plus ancien) :',
@@ -368,6 +376,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: 'Le retour à @{seq} est annulé.',
     undoSession: 'La conversation telle qu’elle était avant ce retour continue dans la nouvelle session {session} ; la session revenue en arrière est inchangée.',
     undoForkParent: 'Ce retour était un embranchement : la conversation d’avant est la session {session}, que l’embranchement n’a jamais modifiée.',
+    redoneTo: 'Le retour à @{seq} est refait.',
+    redoSession: 'La conversation après ce retour est la session {session}, que l’annulation n’a jamais modifiée.',
   },
   de: {
     listHeader: 'Nachrichten, zu denen zurückgespult werden kann (neueste zuerst):',
@@ -439,6 +449,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: 'Das Zurückspulen zu @{seq} wurde rückgängig gemacht.',
     undoSession: 'Das Gespräch, wie es vor dem Zurückspulen war, geht in der neuen Sitzung {session} weiter; die zurückgespulte Sitzung bleibt unverändert.',
     undoForkParent: 'Dieses Zurückspulen war eine Abzweigung: das Gespräch davor ist die Sitzung {session}, die die Abzweigung nie geändert hat.',
+    redoneTo: 'Das Zurückspulen zu @{seq} wurde wiederholt.',
+    redoSession: 'Das Gespräch nach diesem Zurückspulen ist die Sitzung {session}, die das Rückgängigmachen nie geändert hat.',
   },
   ru: {
     listHeader: 'Сообщения, к которым можно откатиться (сначала новые):',
@@ -510,6 +522,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: 'Откат к @{seq} отменён.',
     undoSession: 'Разговор в том виде, каким он был до отката, продолжается в новой сессии {session}; откатанная сессия не изменена.',
     undoForkParent: 'Тот откат был ответвлением: разговор до него — это сессия {session}, которую ответвление не меняло.',
+    redoneTo: 'Откат к @{seq} выполнен снова.',
+    redoSession: 'Разговор после того отката — это сессия {session}, которую отмена не меняла.',
   },
   'pt-BR': {
     listHeader: 'Mensagens para as quais você pode voltar (mais recentes primeiro):',
@@ -581,6 +595,8 @@ const dictionaries: Record<Locale, Partial<Record<CopyKey, string>>> = {
     undoneTo: 'O retrocesso para @{seq} foi desfeito.',
     undoSession: 'A conversa como era antes desse retrocesso continua na nova sessão {session}; a sessão retrocedida não mudou.',
     undoForkParent: 'Esse retrocesso foi uma bifurcação: a conversa anterior é a sessão {session}, que a bifurcação nunca alterou.',
+    redoneTo: 'O retrocesso para @{seq} foi refeito.',
+    redoSession: 'A conversa depois desse retrocesso é a sessão {session}, que o desfazer nunca alterou.',
   },
 }
 

@@ -148,6 +148,8 @@ export interface FilesPort {
   journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) while a restored path that changed since is in neither `choices` list. */
   undo(sessionId: string, cwd: string, opId: string, choices?: UndoChoices): Promise<UndoOutcome>
+  /** Do again what the undone restore `undoneOpId` did, as the restore `opId` (undoable in turn); rejects `rewind/stale-undo` while a path changed since the undo is in neither `choices` list. */
+  redo(sessionId: string, cwd: string, undoneOpId: string, opId: string, choices?: UndoChoices): Promise<RestoreOutcome>
   /** The restored paths that changed since the restore `opId` (changes nothing). */
   undoChangedPaths(sessionId: string, cwd: string, opId: string): Promise<string[]>
   /** Record DSH's session format for this session; a different recorded format clears its snapshots. */
@@ -266,6 +268,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     journalState: async () => 'missing',
     undo: refuse,
     undoChangedPaths: refuse,
+    redo: refuse,
     sessionFormat: async () => {},
     prune: async () => {},
     forget: () => {},

@@ -166,9 +166,14 @@ export class Rewinder {
         throw new RewindError(Codes.interrupted, interruptedText(interrupted, locale), { opIds: interrupted.map(i => i.opId) })
       }
       // `/rewind undo [<n> | @<op id>] [--keep <paths>] [--take <paths>]`: undo a rewind, files and conversation.
-      const undoCmd = /^undo(?:\s+|$)/.exec(input)
+      const undoCmd = /^(undo|redo)(?:\s+|$)/.exec(input)
       if (undoCmd !== null && !engine && forkFlag === null) {
         const args = parseUndoArgs(input.slice(undoCmd[0].length))
+        if (undoCmd[1] === 'redo') {
+          // `/rewind redo [<n> | @<op id>]`: the n-th newest undone rewind (default the newest).
+          const opId = await this.undoer.resolveUndone(agent, args.ref)
+          return { kind: 'success', text: undoText(await this.undoer.redo(agent, opId, args.choices), locale, 'redo') }
+        }
         const opId = await this.undoer.resolveRef(agent, args.ref)
         const report = await this.undoer.undo(agent, opId, args.choices)
         return { kind: 'success', text: undoText(report, locale) }
@@ -630,7 +635,9 @@ export class Rewinder {
       restore = (await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd!)).catch(() => [])).find(r => r.opId === entry.opId)
     }
     const childSessionId = entry.fork?.childSessionId
-    const conversation = childSessionId !== undefined
+    const conversation = entry.redoOf != null
+      ? true // a redo's conversation is the rewound session itself: nothing to create
+      : childSessionId !== undefined
       ? await sessionExists(this.deps.ctx, childSessionId)
       : entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
     const kind = entry.outcome !== 'started' ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
@@ -655,6 +662,11 @@ export class Rewinder {
         return undefined
       }
       return found
+    }
+    if (entry.redoOf != null && found.journal === 'missing') {
+      // A redo killed before its restore began: nothing changed.
+      await this.deps.history.finish(key, entry.opId, 'abandoned')
+      return undefined
     }
     if (!found.conversation && found.journal === 'missing') {
       // Killed before the marker (or the child) became durable and before the restore began:

@@ -202,7 +202,18 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
             }
           }
         }
-        out.push({ ...entry, undoable })
+        // Redo: an undone rewind whose files the undo put back, from its session, the session
+        // its undo continued in, or its fork's child.
+        let redoable = false
+        const near = mine || entry.undoSessionId === sessionId
+        if (entry.undoneAt != null && near && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
+          try {
+            redoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'undone'
+          } catch {
+            redoable = false
+          }
+        }
+        out.push({ ...entry, undoable, redoable })
       }
       const cwdName = typeof agent.session.header.cwd === 'string' && agent.session.header.cwd !== '' ? basename(agent.session.header.cwd) : undefined
       return { workspace: key, ...(cwdName !== undefined ? { workspaceName: cwdName } : {}), entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
@@ -221,6 +232,15 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const report = await deps.rewinder.undoer.undo(agent, opId, choices)
       // The files' outcome at the top level (as before), plus where the conversation continues.
       return { ...report.files, kind: report.kind, conversation: report.conversation ?? null }
+    },
+
+    async redo(agent, body) {
+      const opId = body.opId
+      if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
+      const choices = undoChoicesOf(body.choices)
+      if (deps.rewinder === undefined) throw new RewindError(Codes.notRedoable, 'redo is unavailable on this host')
+      const report = await deps.rewinder.undoer.redo(agent, opId, choices)
+      return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null }
     },
 
     async interrupted(agent) {

@@ -12,7 +12,7 @@ import type { HostAgent, HostSession } from './host.ts'
 import type { UndoChoices, UndoOutcome } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { partitionKey } from './history.ts'
+import { partitionKey, pathsOf } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
 import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, removeRestoreTemps, resyncObservations } from './rewind.ts'
 import { type Locale, format } from './locales.ts'
@@ -69,6 +69,19 @@ export class Undoer {
     if (entry === undefined) {
       throw new RewindError(Codes.unknownEntry, list.length === 0 ? 'this session has no rewind to undo' : `there are ${list.length} rewind(s) to undo here; #${n} is not one of them`)
     }
+    return entry.opId
+  }
+
+  /** Resolve the `ref` of a redo among the undone rewinds this session may redo (newest first). */
+  async resolveUndone(agent: HostAgent, ref: string | undefined): Promise<string> {
+    if (ref !== undefined && !/^\d+$/.test(ref)) return ref.replace(/^@/, '')
+    const sessionId = agent.session.header.id
+    const key = await partitionKey(this.deps.ctx, agent.session)
+    const { entries } = await this.deps.history.listChecked(key)
+    const list = entries.filter(e => e.undoneAt != null && (e.sessionId === sessionId || e.undoSessionId === sessionId || e.fork?.childSessionId === sessionId))
+    const n = ref === undefined ? 1 : Number(ref)
+    const entry = list[n - 1]
+    if (entry === undefined) throw new RewindError(Codes.unknownEntry, list.length === 0 ? 'no undone rewind to redo here' : `there are ${list.length} undone rewind(s) here; #${n} is not one of them`)
     return entry.opId
   }
 
@@ -131,6 +144,10 @@ export class Undoer {
         conversation = { sessionId: childId, created: true }
       } else if (fork) {
         conversation = { sessionId: entry.sessionId, created: false }
+      } else if (entry.redoOf != null) {
+        // Undoing a redo: the conversation before the redo is the undone rewind's continuation.
+        const undone = entries.find(e => e.opId === entry.redoOf)?.undoSessionId
+        if (undone != null) conversation = { sessionId: undone, created: false }
       }
       let outcome = NO_FILES
       if (files) {
@@ -152,6 +169,69 @@ export class Undoer {
         logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
       }
       return { opId, targetSeq: entry.targetSeq, kind: outcome.kind, files: outcome, conversation }
+    } finally {
+      state.end(sessionId)
+    }
+  }
+
+  /**
+   * Redo: do again what the undone rewind `opId` did to the files, as a restore of its own (a new
+   * history entry naming it with `redoOf`, undoable in turn); the conversation after that rewind
+   * is the rewound session itself, which the undo never changed. From that session, the session
+   * the undo continued in, or a fork's child. A file changed since the undo is decided like an
+   * undo's (`keep` / `take`). Crash order: the new entry `started` → the journaled restore → the
+   * entry finished.
+   */
+  async redo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
+    const { ctx, state, history, logger } = this.deps
+    const session = agent.session
+    const sessionId = session.header.id
+    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
+    const key = await partitionKey(ctx, session)
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    if (cwd === undefined || port.unavailable() !== undefined) {
+      throw new RewindError(Codes.notRedoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
+    }
+    await this.rewinder.reconcile(agent)
+    if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+    try {
+      const { entries } = await history.listChecked(key)
+      const entry = entries.find(e => e.opId === opId)
+      if (entry === undefined) throw new RewindError(Codes.unknownEntry, `no rewind ${escapeControl(opId)} in this workspace's history`)
+      const owner = entry.sessionId
+      if (owner !== sessionId && entry.undoSessionId !== sessionId && entry.fork?.childSessionId !== sessionId) {
+        throw new RewindError(Codes.undoOtherSession, `rewind ${escapeControl(opId)} belongs to another session`)
+      }
+      const journal = await state.run(owner, () => port.journalState(owner, cwd, opId)).catch(() => 'unreadable')
+      if (entry.undoneAt == null || journal !== 'undone') {
+        throw new RewindError(Codes.notRedoable, entry.undoneAt == null ? `rewind ${escapeControl(opId)} is not undone` : `rewind ${escapeControl(opId)} changed no file to redo (its journal is ${journal})`)
+      }
+      const newOp = randomUUID()
+      await history.start(session, { opId: newOp, sessionId: owner, targetSeq: entry.targetSeq, ...(entry.targetText != null ? { targetText: entry.targetText } : {}), redoOf: opId }, this.deps.settings.get().historyLimit)
+      crashPoint('redo:started')
+      let outcome
+      try {
+        outcome = await state.run(owner, () => port.redo(owner, cwd, opId, newOp, choices))
+      } catch (error) {
+        // Refused before any change (a file changed since the undo, undecided): nothing happened.
+        await history.finish(key, newOp, 'abandoned').catch(() => undefined)
+        throw toRewindError(error, Codes.restoreFailed)
+      }
+      crashPoint('redo:files')
+      await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
+      const failed = outcome.failed.map(f => f.path)
+      try {
+        await history.finish(key, newOp, failed.length === 0 ? 'done' : 'partial', pathsOf(outcome))
+        crashPoint('redo:done')
+      } catch (error) {
+        logger.warn('redo %s not recorded in history: %s', newOp, (error as Error).message)
+      }
+      return {
+        opId: newOp, targetSeq: entry.targetSeq, kind: failed.length === 0 ? 'ok' : 'partial',
+        files: { kind: failed.length === 0 ? 'ok' : 'partial', restored: [...outcome.written], deleted: [...outcome.deleted], failed: [...outcome.failed], kept: [] },
+        conversation: { sessionId: owner, created: false },
+      }
     } finally {
       state.end(sessionId)
     }
@@ -216,8 +296,8 @@ export class Undoer {
 }
 
 /** The durable report of `/rewind undo`. */
-export function undoText(report: UndoReport, locale: Locale): string {
-  const lines = [format(locale, 'undoneTo', { seq: report.targetSeq })]
+export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo' = 'undo'): string {
+  const lines = [format(locale, how === 'redo' ? 'redoneTo' : 'undoneTo', { seq: report.targetSeq })]
   const list = (title: string, items: string[]): void => {
     if (items.length === 0) return
     lines.push(`${title} (${items.length}):`)
@@ -227,7 +307,8 @@ export function undoText(report: UndoReport, locale: Locale): string {
   list(format(locale, 'deleted'), report.files.deleted)
   list(format(locale, 'kept'), report.files.kept ?? [])
   list(format(locale, 'failed'), report.files.failed.map(f => `${f.path}: ${f.message}`))
-  if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
+  if (how === 'redo' && report.conversation !== undefined) lines.push(format(locale, 'redoSession', { session: escapeControl(report.conversation.sessionId) }))
+  else if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))
   return lines.join('\n')
 }

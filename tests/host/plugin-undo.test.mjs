@@ -146,3 +146,47 @@ test('after a restart the undo works from the durable history and store', async 
   assert.equal(await readFile(join(ws, 'b.txt'), 'utf8'), 'b2\n')
   assert.deepEqual(humans(host.ctx.agents.get(undo.json.value.conversation.sessionId)), ['one', 'two'])
 })
+
+test('undo of an undo: a redo makes the rewind\'s file changes again and is undoable in turn', async (t) => {
+  const host = await bootWithPlugin({ script: script() })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  const agent = await host.createAgent('undo-redo')
+  for (const m of ['one', 'two', 'three']) await host.sendUser(agent, m)
+  assert.equal((await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)).result.kind, 'success')
+  const [rewind] = await historyOf(host, agent.id)
+  const undo = await rpc(host, 'undo', { sessionId: agent.id, opId: rewind.opId })
+  assert.equal(undo.json.ok, true, JSON.stringify(undo.json))
+  const continued = undo.json.value.conversation.sessionId
+  assert.equal(await readFile(join(ws, 'b.txt'), 'utf8'), 'b2\n')
+
+  // From the session the undo continued in: the rewind is redoable.
+  const fromChild = (await historyOf(host, continued)).find(e => e.opId === rewind.opId)
+  assert.equal(fromChild.redoable, true)
+  const redo = await rpc(host, 'redo', { sessionId: continued, opId: rewind.opId })
+  assert.equal(redo.json.ok, true, JSON.stringify(redo.json))
+  assert.deepEqual(redo.json.value.conversation, { sessionId: agent.id, created: false }, 'the conversation after the rewind is the rewound session')
+  assert.equal(existsSync(join(ws, 'b.txt')), false, 'files as the rewind left them again')
+  assert.equal(existsSync(join(ws, 'c.txt')), false)
+  const entries = await historyOf(host, agent.id)
+  const redone = entries.find(e => e.redoOf === rewind.opId)
+  assert.ok(redone, 'the redo is an entry of its own')
+  assert.equal(redone.outcome, 'done')
+  assert.equal(redone.targetText, 'two')
+  assert.equal(redone.undoable, true, 'a redo can be undone in turn')
+
+  // Undo the redo: files back again; the conversation before the redo is the undo's session.
+  const again = await host.runCommand(agent, `/rewind undo @${redone.opId}`)
+  assert.equal(again.result.kind, 'success', again.result.text)
+  assert.equal(await readFile(join(ws, 'b.txt'), 'utf8'), 'b2\n')
+  assert.equal(await readFile(join(ws, 'c.txt'), 'utf8'), 'c3\n')
+  assert.match(again.result.text, new RegExp(`session ${continued}`))
+  // Typed redo of the newest undone rewind (the redo entry itself now).
+  const typed = await host.runCommand(agent, '/rewind redo')
+  assert.equal(typed.result.kind, 'success', typed.result.text)
+  assert.match(typed.result.text, /Did the rewind to @\d+ again\./)
+  assert.equal(existsSync(join(ws, 'b.txt')), false)
+  // Nothing left to redo for an entry that is not undone.
+  const refused = await rpc(host, 'redo', { sessionId: agent.id, opId: (await historyOf(host, agent.id))[0].opId })
+  assert.equal(refused.json.error.code, 'rewind/not-redoable')
+})

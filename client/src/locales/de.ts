@@ -169,4 +169,8 @@ export const de: Dict = {
   'settings.treeUndo': 'rückgängig gemacht: weiter in',
   'settings.treeHere': 'diese Sitzung',
   'settings.treeOpen': 'Öffnen',
+  'settings.redo': 'Dieses Zurückspulen wiederholen',
+  'settings.redoing': 'Wird wiederholt…',
+  'settings.redoOk': 'Die Dateien sind wieder, wie das Zurückspulen sie hinterließ: {restored} geschrieben, {deleted} gelöscht.',
+  'settings.treeRedo': 'wiederholt ein rückgängig gemachtes Zurückspulen, in',
 }

@@ -167,6 +167,10 @@ export const en = {
   'settings.treeUndo': 'undone: continued in',
   'settings.treeHere': 'this session',
   'settings.treeOpen': 'Open',
+  'settings.redo': 'Redo this rewind',
+  'settings.redoing': 'Redoing…',
+  'settings.redoOk': 'Files as the rewind left them again: {restored} written, {deleted} deleted.',
+  'settings.treeRedo': 'redo of an undone rewind, in',
 } as const
 
 /** A translation key. */

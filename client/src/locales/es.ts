@@ -169,4 +169,8 @@ export const es: Dict = {
   'settings.treeUndo': 'deshecho: continúa en',
   'settings.treeHere': 'esta sesión',
   'settings.treeOpen': 'Abrir',
+  'settings.redo': 'Rehacer este retroceso',
+  'settings.redoing': 'Rehaciendo…',
+  'settings.redoOk': 'Los archivos vuelven a estar como los dejó el retroceso: {restored} escritos, {deleted} eliminados.',
+  'settings.treeRedo': 'rehace un retroceso deshecho, en',
 }

@@ -169,4 +169,8 @@ export const fr: Dict = {
   'settings.treeUndo': 'annulé : suite dans',
   'settings.treeHere': 'cette session',
   'settings.treeOpen': 'Ouvrir',
+  'settings.redo': 'Refaire ce retour',
+  'settings.redoing': 'Réfection…',
+  'settings.redoOk': 'Les fichiers sont de nouveau tels que le retour les a laissés : {restored} écrits, {deleted} supprimés.',
+  'settings.treeRedo': 'refait un retour annulé, dans',
 }

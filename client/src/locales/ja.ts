@@ -169,4 +169,8 @@ export const ja: Dict = {
   'settings.treeUndo': '取り消し済み: 続きのセッション',
   'settings.treeHere': 'このセッション',
   'settings.treeOpen': '開く',
+  'settings.redo': 'この巻き戻しをやり直す',
+  'settings.redoing': 'やり直しています…',
+  'settings.redoOk': 'ファイルは再び巻き戻し後の状態です: 書き込み {restored}、削除 {deleted}。',
+  'settings.treeRedo': '取り消した巻き戻しのやり直し、セッション',
 }

@@ -169,4 +169,8 @@ export const ptBR: Dict = {
   'settings.treeUndo': 'desfeito: continua em',
   'settings.treeHere': 'esta sessão',
   'settings.treeOpen': 'Abrir',
+  'settings.redo': 'Refazer este retrocesso',
+  'settings.redoing': 'Refazendo…',
+  'settings.redoOk': 'Os arquivos estão de novo como o retrocesso os deixou: {restored} escritos, {deleted} excluídos.',
+  'settings.treeRedo': 'refaz um retrocesso desfeito, em',
 }

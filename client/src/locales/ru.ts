@@ -169,4 +169,8 @@ export const ru: Dict = {
   'settings.treeUndo': 'отменено: продолжение в',
   'settings.treeHere': 'эта сессия',
   'settings.treeOpen': 'Открыть',
+  'settings.redo': 'Повторить этот откат',
+  'settings.redoing': 'Повтор…',
+  'settings.redoOk': 'Файлы снова такие, какими их оставил откат: записано {restored}, удалено {deleted}.',
+  'settings.treeRedo': 'повтор отменённого отката, в',
 }

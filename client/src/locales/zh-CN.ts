@@ -169,4 +169,8 @@ export const zhCN: Dict = {
   'settings.treeUndo': '已撤销：在此继续',
   'settings.treeHere': '当前会话',
   'settings.treeOpen': '打开',
+  'settings.redo': '重做此回退',
+  'settings.redoing': '正在重做…',
+  'settings.redoOk': '文件已恢复为回退后的样子：写入 {restored} 个，删除 {deleted} 个。',
+  'settings.treeRedo': '重做已撤销的回退，位于',
 }

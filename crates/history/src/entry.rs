@@ -192,6 +192,10 @@ pub struct Entry {
     /// in, once the rewind is undone (written with `undo_started_at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undo_session_id: Option<String>,
+    /// Set on a redo: the op id of the undone rewind whose file changes this entry
+    /// made again (version 3). Its conversation is that rewind's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redo_of: Option<String>,
 }
 
 /// Longest target text an entry keeps, in characters.
@@ -239,6 +243,7 @@ impl Entry {
             target_text: None,
             workspace_name: None,
             undo_session_id: None,
+            redo_of: None,
         }
     }
 

@@ -141,6 +141,7 @@ impl BindingHistory {
                 .as_deref()
                 .map(rewind_history::target_excerpt);
             entry.workspace_name = input.workspace_name;
+            entry.redo_of = input.redo_of;
             Ok(store.append(&k, entry)?.dropped)
         }))
     }

@@ -276,6 +276,24 @@ fn diff_side(s: &SideState) -> BindingDiffSide {
     side
 }
 
+/// The `take` / `keep` lists of an undo or redo, as workspace-relative paths.
+fn choice_paths(
+    choices: Option<BindingUndoChoices>,
+) -> Result<(Vec<RelPath>, Vec<RelPath>), BindingError> {
+    let choices = choices.unwrap_or_default();
+    let rels = |list: Option<Vec<String>>| -> Result<Vec<RelPath>, BindingError> {
+        list.unwrap_or_default()
+            .iter()
+            .map(|p| {
+                RelPath::from_bytes(p.as_bytes()).map_err(|e| {
+                    BindingError::new("rewind/bad-request", format!("bad path `{p}`: {e}"))
+                })
+            })
+            .collect()
+    };
+    Ok((rels(choices.take)?, rels(choices.keep)?))
+}
+
 fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
     list.iter()
         .map(|n| BindingNotCovered {
@@ -604,6 +622,28 @@ impl BindingStore {
         }))
     }
 
+    /// Does again what the undone restore `undone_op_id` did, as a restore of its own
+    /// (`op_id`, undoable in turn): a path changed since the undo is left as it is
+    /// (`choices.keep`) or restored all the same (`choices.take`); while any is in
+    /// neither list, rejects with `rewind/stale-undo` (`details.paths`) and changes nothing.
+    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
+    pub fn redo(
+        &self,
+        session_id: String,
+        cwd: String,
+        undone_op_id: String,
+        op_id: String,
+        choices: Option<BindingUndoChoices>,
+    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            let (take, keep) = choice_paths(choices)?;
+            let session = h.session(&session_id, &cwd, None)?;
+            let plan = session.plan_redo(&undone_op_id, &take, &keep)?;
+            Ok(restore_outcome(session.restore(&plan, &op_id)?))
+        }))
+    }
+
     /// The paths the completed restore `op_id` changed that changed again since: an undo
     /// must be told, per path, whether to keep the newer content or take the pre-rewind one.
     #[napi(ts_return_type = "Promise<Array<string>>")]
@@ -636,18 +676,7 @@ impl BindingStore {
     ) -> AsyncTask<Job<BindingUndoOutcome>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
-            let choices = choices.unwrap_or_default();
-            let rels = |list: Option<Vec<String>>| -> Result<Vec<RelPath>, BindingError> {
-                list.unwrap_or_default()
-                    .iter()
-                    .map(|p| {
-                        RelPath::from_bytes(p.as_bytes()).map_err(|e| {
-                            BindingError::new("rewind/bad-request", format!("bad path `{p}`: {e}"))
-                        })
-                    })
-                    .collect()
-            };
-            let (take, keep) = (rels(choices.take)?, rels(choices.keep)?);
+            let (take, keep) = choice_paths(choices)?;
             let o = h
                 .session(&session_id, &cwd, None)?
                 .undo_restore_with(&op_id, &take, &keep)?;

@@ -926,6 +926,73 @@ impl Session {
         Ok(changed)
     }
 
+    /// Plans doing again what the undone restore `op_id` did (a redo): per path its
+    /// undo put back, the state the restore had written, compared with the disk now.
+    /// A path changed since the undo (the disk holds neither what the undo left nor
+    /// that state) must be decided: in `keep` it is left out of the plan, in `take`
+    /// it is planned all the same; while any is in neither list the plan is refused
+    /// as stale, naming them. The plan runs as a restore of its own (its own journal,
+    /// so it can be undone in turn). Changes nothing.
+    pub fn plan_redo(
+        &self,
+        op_id: &str,
+        take: &[RelPath],
+        keep: &[RelPath],
+    ) -> Result<crate::plan::RestorePlan, JournalError> {
+        let l = {
+            let mut st = self.lock_state();
+            self.prepare(&mut st)?;
+            let _g = self.lock_shared()?;
+            self.load_journal(op_id)?
+        };
+        if l.state != JournalState::Undone {
+            return Err(wrong_state(op_id, l.state, "redo", "undone"));
+        }
+        let mut stale = Vec::new();
+        let mut picks = Vec::new();
+        for (i, a) in l.intent.actions.iter().enumerate() {
+            if !matches!(l.undo[i], Some(Ok(()))) {
+                continue;
+            }
+            let Some(rescue) = &a.rescue else { continue };
+            let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
+            let as_undone = now
+                .as_ref()
+                .is_some_and(|now| now == rescue || *now == a.target);
+            if !as_undone {
+                if keep.contains(&a.path) {
+                    continue;
+                }
+                if !take.contains(&a.path) || now.is_none() {
+                    stale.push(a.path.clone());
+                    continue;
+                }
+            }
+            let before = match &a.target {
+                Desired::Absent => crate::format::BeforeState::Absent,
+                Desired::File { sha256, size, mode } => crate::format::BeforeState::File {
+                    sha256: sha256.clone(),
+                    size: *size,
+                    mode: *mode,
+                },
+            };
+            picks.push((a.path.clone(), l.intent.target_seq, before));
+        }
+        if !stale.is_empty() {
+            return Err(JournalError::Stale {
+                op_id: op_id.into(),
+                paths: stale,
+            });
+        }
+        self.plan_picks(l.intent.target_seq, picks)
+            .map_err(|e| match e {
+                crate::error::PlanError::Fs(f) => JournalError::Fs(f),
+                crate::error::PlanError::Corrupt(c) => JournalError::Corrupt(c),
+                crate::error::PlanError::NewerStore(n) => JournalError::NewerStore(n),
+                crate::error::PlanError::Observe { source, .. } => JournalError::Fs(source),
+            })
+    }
+
     /// Undoes a completed restore, deciding per path about the restored paths that
     /// changed since: a path in `keep` is left as it is now (listed in `kept`), a
     /// path in `take` gets its pre-restore state all the same (the newer content is

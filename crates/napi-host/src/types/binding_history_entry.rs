@@ -58,6 +58,8 @@ pub struct BindingHistoryEntry {
     pub workspace_name: Option<String>,
     /// The session the conversation as it was before the rewind continues in, once undone.
     pub undo_session_id: Option<String>,
+    /// On a redo: the undone rewind whose file changes it made again.
+    pub redo_of: Option<String>,
     /// The paths.
     pub paths: BindingHistoryPaths,
     /// When the rewind's file changes were undone (epoch ms).
@@ -93,6 +95,7 @@ impl From<rewind_history::Entry> for BindingHistoryEntry {
             target_text: e.target_text,
             workspace_name: e.workspace_name,
             undo_session_id: e.undo_session_id,
+            redo_of: e.redo_of,
             paths: BindingHistoryPaths {
                 restored: e.paths.restored,
                 deleted: e.paths.deleted,

@@ -28,4 +28,6 @@ pub struct BindingHistoryInput {
     pub target_text: Option<String>,
     /// The workspace's folder name.
     pub workspace_name: Option<String>,
+    /// On a redo: the undone rewind it does again.
+    pub redo_of: Option<String>,
 }

@@ -92,3 +92,40 @@ fn an_undo_with_nothing_changed_needs_no_decision() {
         );
     }
 }
+
+#[test]
+fn a_redo_plans_what_the_undone_restore_did_and_is_undoable_in_turn() {
+    let env = Env::new();
+    let (_store, s) = restored_session(&env);
+    s.undo_restore("op1").expect("undo");
+    // Nothing to redo before an undo: refused by state.
+    assert!(s.plan_redo("op2-unknown", &[], &[]).is_err());
+    // The user edits c.txt after the undo: the redo asks about it.
+    env.write("c.txt", b"c edited after the undo\n");
+    let e = s.plan_redo("op1", &[], &[]).expect_err("stale");
+    let JournalError::Stale { paths, .. } = e else {
+        panic!("stale expected: {e}")
+    };
+    assert_eq!(paths, [rel("c.txt")]);
+    let plan = s.plan_redo("op1", &[], &[rel("c.txt")]).expect("plan");
+    assert_eq!(plan.actions.len(), 2, "a.txt and b.txt; c.txt kept");
+    let out = s.restore(&plan, "redo1").expect("redo");
+    assert_eq!(out.written.len(), 2);
+    for f in ["a.txt", "b.txt"] {
+        assert_eq!(
+            env.read(f).unwrap(),
+            format!("{f} before\n").into_bytes(),
+            "as the rewind left it"
+        );
+    }
+    assert_eq!(
+        env.read("c.txt").as_deref(),
+        Some(&b"c edited after the undo\n"[..])
+    );
+    // The redo is a restore of its own: undoing it puts the undo's state back.
+    s.undo_restore("redo1").expect("undo the redo");
+    assert_eq!(
+        env.read("a.txt").as_deref(),
+        Some(&b"a.txt by the agent\n"[..])
+    );
+}
