@@ -7,8 +7,8 @@
  *
  * phase `setup`: three human turns ("one", "two", "three"; the second writes many files), the
  *   session log flushed, `READY` on stdout, then the operation under test: `rewind` (in place, to
- *   "two"), `fork` (fork rewind to "two"), or `undo` (a whole rewind to "two", `READY`, then its
- *   undo over the RPC route). Prints `DONE` and exits when nothing killed it.
+ *   "two"), `fork` (fork rewind to "two"), `undo` (a whole rewind to "two", `READY`, then its
+ *   undo over the RPC route), or `redo` (that rewind and its undo, `READY`, then the redo). Prints `DONE` and exits when nothing killed it.
  * phase `restart`: resumes the session, waits for the plugin's reconcile pass, prints the state as
  *   one `STATE <json>` line; runs each of `commands` (printing `COMMAND <result json>`); with `resolve` (`continue` | `rollback`) settles an interrupted rewind
  *   with the typed command and prints `STATE` again.
@@ -53,14 +53,20 @@ if (args.phase === 'setup') {
   for (const s of ['one', 'two', 'three']) await host.sendUser(agent, s)
   await host.flush(agent)
   const target = humanSeq(agent, 'two')
-  if (args.scenario === 'undo') {
+  if (args.scenario === 'undo' || args.scenario === 'redo') {
     const r = await host.runCommand(agent, `/rewind @${target}`)
     if (r.result.kind !== 'success') throw new Error(r.result.text)
     const { json } = await rpc(host, 'history', { sessionId: SESSION })
     await host.flush(agent)
+    const opId = json.value.entries[0].opId
+    if (args.scenario === 'redo') {
+      const undo = await rpc(host, 'undo', { sessionId: SESSION, opId })
+      if (!undo.json.ok) throw new Error(JSON.stringify(undo.json))
+      await host.flush(agent)
+    }
     say('READY')
-    const undo = await rpc(host, 'undo', { sessionId: SESSION, opId: json.value.entries[0].opId })
-    if (!undo.json.ok) throw new Error(JSON.stringify(undo.json))
+    const op = await rpc(host, args.scenario, { sessionId: SESSION, opId })
+    if (!op.json.ok) throw new Error(JSON.stringify(op.json))
   } else {
     say('READY')
     const r = await host.runCommand(agent, `/rewind ${args.scenario === 'fork' ? '--fork ' : ''}@${target}`)

@@ -2,7 +2,7 @@
  * Crash consistency of a rewind as a whole, on the real host: a child process running the real DSH
  * spine with the built plugin (rewind-crash-child.mjs) is SIGKILLed at every step of the crash
  * order — through the plugin's crash seam (`DSH_REWIND_CRASH=<point>`) and after timed delays —
- * for an in-place rewind, a fork rewind and an undo. A second child starts on the same DSH home and
+ * for an in-place rewind, a fork rewind, an undo and a redo. A second child starts on the same DSH home and
  * workspace; the invariant is asserted byte for byte for every kill point:
  *
  * - the whole rewind: history entry `done` and undoable, the marker in the log (the child session
@@ -124,6 +124,21 @@ async function killAndCheck(scenario, kill, resolve) {
     return 'none'
   }
 
+  if (scenario === 'redo' && interrupted.length === 0) {
+    // After the rewind and its undo (files as before "two" came back: BEFORE), the redo is whole
+    // (its entry done and undoable, files as after the rewind) or absent (no entry, or abandoned).
+    assert.equal(restart.stdout.includes('RESOLVED'), false, label)
+    const redo = entries.find(e => e.redoOf != null)
+    if (redo?.outcome === 'done') {
+      assert.equal(redo.undoable, true, label)
+      assertFiles(disk, AFTER, label)
+      return 'whole'
+    }
+    assert.ok(redo === undefined || redo.outcome === 'abandoned', `${label}: ${JSON.stringify(redo)}`)
+    assertFiles(disk, BEFORE, label)
+    return 'none'
+  }
+
   const entry = entries[0]
   const conversation = scenario === 'fork' ? entry !== undefined && first.sessions.includes(childOf(entry)) : first.markers === 1
   if (interrupted.length === 0) {
@@ -146,7 +161,8 @@ async function killAndCheck(scenario, kill, resolve) {
   assert.equal(interrupted[0].opId, entry.opId, label)
   assert.equal(entry.outcome, 'started', label)
   assert.equal(entry.undoable, false, label)
-  assert.equal(interrupted[0].kind, scenario, label)
+  // A redo is interrupted like a rewind (its conversation is the rewound session, unchanged).
+  assert.equal(interrupted[0].kind, scenario === 'redo' ? 'rewind' : scenario, label)
   if (resolve === undefined) return 'interrupted'
   const resolved = JSON.parse(restart.stdout.split('\n').find(l => l.startsWith('RESOLVED ')).slice(9))
   assert.equal(resolved.kind, 'success', `${label}: ${resolved.text}`)
@@ -185,10 +201,15 @@ const SEAMS = {
     'undo:files': ['whole'],
     'undo:done': ['whole'],
   },
+  redo: {
+    'redo:started': ['none'],
+    'redo:files': ['whole'],
+    'redo:done': ['whole'],
+  },
 }
-const DELAYS = { rewind: [0, 20, 40, 60, 120, 250], fork: [0, 40, 120], undo: [0, 20, 60] }
+const DELAYS = { rewind: [0, 20, 40, 60, 120, 250], fork: [0, 40, 120], undo: [0, 20, 60], redo: [0, 20, 60] }
 
-for (const scenario of ['rewind', 'fork', 'undo']) {
+for (const scenario of ['rewind', 'fork', 'undo', 'redo']) {
   test(`${scenario}: a kill at every seam point leaves the whole ${scenario}, none of it, or an interrupted one that continue and rollback settle`, async (t) => {
     for (const [crash, allowed] of Object.entries(SEAMS[scenario])) {
       const found = await killAndCheck(scenario, { crash })
