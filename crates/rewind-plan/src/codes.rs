@@ -27,6 +27,10 @@ pub enum ErrorCode {
     AlreadyUndone,
     /// The entry's restore journal is not completed, so it cannot be undone.
     NotUndoable,
+    /// Only the newest not-yet-undone entry of the session can be undone. Kept in
+    /// the table of the spec's codes; no longer raised: any rewind of a session may
+    /// be undone (the undo is planned against the disk as it is).
+    UndoNotTop,
     /// A restored file changed after the rewind; undo would overwrite it.
     StaleUndo,
     /// The undo ran and failed.
@@ -84,7 +88,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -93,6 +97,7 @@ impl ErrorCode {
         Self::UndoOtherSession,
         Self::AlreadyUndone,
         Self::NotUndoable,
+        Self::UndoNotTop,
         Self::StaleUndo,
         Self::UndoFailed,
         Self::UnknownEndpoint,
@@ -130,6 +135,7 @@ impl ErrorCode {
             Self::UndoOtherSession => "rewind/undo-other-session",
             Self::AlreadyUndone => "rewind/already-undone",
             Self::NotUndoable => "rewind/not-undoable",
+            Self::UndoNotTop => "rewind/undo-not-top",
             Self::StaleUndo => "rewind/stale-undo",
             Self::UndoFailed => "rewind/undo-failed",
             Self::UnknownEndpoint => "rewind/unknown-endpoint",
@@ -201,6 +207,7 @@ mod tests {
                 "rewind/undo-other-session",
                 "rewind/already-undone",
                 "rewind/not-undoable",
+                "rewind/undo-not-top",
                 "rewind/stale-undo",
                 "rewind/undo-failed",
                 "rewind/unknown-endpoint",
