@@ -36,10 +36,17 @@ type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'
 
 const NO_FILES: UndoOutcome = { kind: 'ok', restored: [], deleted: [], failed: [], kept: [] }
 
-/** The seq of an in-place rewind's marker in `session`'s log, when it is there. */
+/**
+ * Where the conversation as it was just before an in-place rewind ends in `session`'s log: at the
+ * rewind's marker, less the command that ran the rewind when it directly precedes the marker (its
+ * `command/done` follows the marker, so a seed holding it would show a command that never ends).
+ * `undefined` when the marker is not in the log.
+ */
 function markerSeq(session: HostSession, markerId: string | null | undefined): number | undefined {
   if (markerId == null) return undefined
-  return session.events.find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
+  const at = session.events.find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
+  if (at === undefined) return undefined
+  return session.events[at - 1]?.type === 'command/run' ? at - 1 : at
 }
 
 function countFiles(entry: Entry): number {
