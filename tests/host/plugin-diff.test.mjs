@@ -143,6 +143,7 @@ test('--only restores just the named files (a directory names everything under i
     script: [
       turn(read('src/x.txt'), read('src/y.txt'), read('top.txt'), write('src/x.txt', 'x2\n'), write('src/y.txt', 'y2\n'), write('top.txt', 'top2\n'), text('done')),
       turn(text('again')),
+      turn(read('src/x.txt'), read('top.txt'), write('src/x.txt', 'x3\n'), write('top.txt', 'top3\n'), text('and again')),
     ],
   })
   t.after(() => host.dispose())
@@ -156,6 +157,14 @@ test('--only restores just the named files (a directory names everything under i
   assert.equal(await readFile(join(ws, 'src/x.txt'), 'utf8'), 'x1\n')
   assert.equal(await readFile(join(ws, 'src/y.txt'), 'utf8'), 'y2\n')
   assert.equal(await readFile(join(ws, 'top.txt'), 'utf8'), 'top2\n')
+  // The same choice for a fork rewind: the child session opens, the kept file stays.
+  await host.sendUser(agent, 'third')
+  assert.equal(await readFile(join(ws, 'src/x.txt'), 'utf8'), 'x3\n')
+  const fork = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'third')} --fork --keep top.txt`)
+  assert.equal(fork.result.kind, 'success', fork.result.text)
+  assert.match(fork.result.text, /Forked at message/)
+  assert.equal(await readFile(join(ws, 'src/x.txt'), 'utf8'), 'x1\n', 'restored by the fork')
+  assert.equal(await readFile(join(ws, 'top.txt'), 'utf8'), 'top3\n', 'kept by the fork')
   const bad = await host.runCommand(agent, '/rewind @1 --only')
   assert.equal(bad.result.kind, 'error')
   assert.match(bad.result.text, /--only needs a path/)
