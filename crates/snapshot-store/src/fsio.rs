@@ -319,21 +319,26 @@ impl StoreFs {
 
     /// Reads an open store file from `offset` to its end (positional reads).
     pub fn read_from(&self, f: &File, path: &Path, offset: u64) -> Result<Vec<u8>, FsFailure> {
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut at = offset;
+        // Read straight into a buffer of the file's size (plus room to notice growth):
+        // no intermediate copy, no reallocation for a log of any size.
+        #[allow(clippy::unnecessary_cast)]
+        let size = rustix::fs::fstat(f).map_or(0, |s| s.st_size as u64);
+        let room = usize::try_from(size.saturating_sub(offset)).unwrap_or(0) + 4096;
+        let mut out = vec![0u8; room];
+        let mut filled = 0usize;
         loop {
+            if filled == out.len() {
+                out.resize(out.len() * 2, 0);
+            }
             self.check(FsOp::Read, path)?;
-            match rustix::io::pread(f, &mut buf[..], at) {
+            match rustix::io::pread(f, &mut out[filled..], offset + filled as u64) {
                 Ok(0) => break,
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    at += n as u64;
-                }
+                Ok(n) => filled += n,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(fail(FsOp::Read, Area::Store, path, e.into())),
             }
         }
+        out.truncate(filled);
         Ok(out)
     }
 

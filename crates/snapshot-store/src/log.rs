@@ -55,7 +55,7 @@ pub(crate) enum Record {
     GroupRaw {
         anchor_seq: u64,
         source: EntrySource,
-        raw: Box<[u8]>,
+        raw: Shared,
     },
     /// Updates of the tracked cache (last known disk state per path).
     Tracked { paths: Vec<TrackedUpdate> },
@@ -63,6 +63,61 @@ pub(crate) enum Record {
     Boundary { anchor_seq: u64 },
     /// Anchor groups removed by a prune.
     Pruned { anchors: Vec<u64> },
+}
+
+/// Bytes of a buffer a log was read into, shared (a group read back keeps its
+/// entries encoded there instead of in a copy of its own).
+#[derive(Clone)]
+pub(crate) struct Shared {
+    buf: std::sync::Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Shared {
+    /// A copy of `bytes` in a buffer of its own.
+    pub(crate) fn copy_of(bytes: &[u8]) -> Shared {
+        Shared {
+            buf: std::sync::Arc::new(bytes.to_vec()),
+            start: 0,
+            end: bytes.len(),
+        }
+    }
+
+    /// `part`, a slice of `buf`, sharing `buf` (a copy if it is not a slice of it).
+    pub(crate) fn within(buf: &std::sync::Arc<Vec<u8>>, part: &[u8]) -> Shared {
+        let base = buf.as_ptr() as usize;
+        let at = (part.as_ptr() as usize).wrapping_sub(base);
+        match at.checked_add(part.len()) {
+            Some(end) if at <= buf.len() && end <= buf.len() => Shared {
+                buf: std::sync::Arc::clone(buf),
+                start: at,
+                end,
+            },
+            _ => Shared::copy_of(part),
+        }
+    }
+}
+
+impl std::ops::Deref for Shared {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Shared) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Shared {}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 /// One path's new tracked state.
@@ -104,6 +159,7 @@ pub(crate) enum DecodeError {
 }
 
 /// A decoded log: the records with their frame lengths, and where the valid part ends.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct Decoded {
     pub records: Vec<(Record, u64)>,
@@ -140,12 +196,36 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<bool, DecodeError> {
 }
 
 /// Decodes the frames of `bytes` starting at `start` (≥ [`HEADER_LEN`]), the header
-/// already checked.
+/// already checked. (The store folds frames as it reads them: [`for_each_frame`].)
+#[cfg(test)]
 pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, DecodeError> {
-    let mut out = Decoded {
-        valid_len: start as u64,
-        ..Decoded::default()
-    };
+    let mut records = Vec::new();
+    let (valid_len, torn) = for_each_frame(bytes, start, |payload, len, o| {
+        let rec = crate::codec::decode(payload).map_err(|e| unreadable(o, &e))?;
+        records.push((rec, len));
+        Ok(())
+    })?;
+    Ok(Decoded {
+        records,
+        valid_len,
+        torn,
+    })
+}
+
+/// The damage of a frame whose payload does not decode.
+pub(crate) fn unreadable(offset: usize, e: &str) -> DecodeError {
+    DecodeError::Corrupt(format!("unreadable record at offset {offset}: {e}"))
+}
+
+/// Calls `f(payload, frame length, offset)` for each complete, checksummed frame of
+/// `bytes` from `start` (the header already checked), stopping at a torn tail.
+/// Returns the end of the valid frames and the length of the torn tail.
+pub(crate) fn for_each_frame<'a>(
+    bytes: &'a [u8],
+    start: usize,
+    mut f: impl FnMut(&'a [u8], u64, usize) -> Result<(), DecodeError>,
+) -> Result<(u64, u64), DecodeError> {
+    let mut valid_len = start as u64;
     let mut o = start;
     let n = bytes.len();
     while o < n {
@@ -178,14 +258,11 @@ pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, Decod
                 "checksum mismatch in the frame at offset {o}"
             )));
         }
-        let rec = crate::codec::decode(payload)
-            .map_err(|e| DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}")))?;
-        out.records.push((rec, (end - o) as u64));
+        f(payload, (end - o) as u64, o)?;
         o = end;
-        out.valid_len = o as u64;
+        valid_len = o as u64;
     }
-    out.torn = (n as u64).saturating_sub(out.valid_len);
-    Ok(out)
+    Ok((valid_len, (n as u64).saturating_sub(valid_len)))
 }
 
 /// Slicing-by-8 tables of CRC-32 (IEEE, reflected polynomial 0xEDB88320).

@@ -17,10 +17,10 @@ use crate::format::{
 };
 use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
-use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, decode_frames, encode_into};
+use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::records::{
-    Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy, migrate_session,
+    Index, LOG_NAME, encode_log, fold_frames, fold_log, has_legacy, migrate_session,
     tracked_records,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
@@ -342,7 +342,7 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let bytes = fs.read_from(&h.file, &path, 0)?;
-        let (idx, valid, torn) = fold_log(&path, &bytes)?;
+        let (idx, valid, torn) = fold_log(&path, bytes)?;
         if let Some(named) = &idx.session_id {
             if *named != self.id {
                 return Err(CorruptFile {
@@ -362,15 +362,9 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let tail = fs.read_from(&h.file, &path, h.len)?;
-        let d = decode_frames(&tail, 0).map_err(|e| decode_fault(&path, e))?;
-        for (rec, n) in d.records {
-            idx.apply(rec, n).map_err(|detail| CorruptFile {
-                path: path.to_string_lossy().into_owned(),
-                detail,
-            })?;
-        }
-        h.len += d.valid_len;
-        h.torn = d.torn;
+        let (valid, torn) = fold_frames(idx, &path, &std::sync::Arc::new(tail), 0)?;
+        h.len += valid;
+        h.torn = torn;
         Ok(())
     }
 

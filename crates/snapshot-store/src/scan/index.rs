@@ -5,13 +5,14 @@
 //! written by a newer build fails closed.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{CorruptFile, Fault, NewerVersion};
 use crate::fsio::{DiskMeta, FileKind};
+use crate::path::BytesHasher;
 
 /// The file's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
@@ -188,56 +189,8 @@ impl IdxEntry {
     }
 }
 
-/// A fast hasher for workspace paths (eight bytes per step, mixed at the end). The
-/// keys are the workspace's own file names, not input from the network.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct PathHasher(u64);
-
-const K: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl PathHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-}
-
-impl Hasher for PathHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        // A final avalanche (murmur3's) so that the high bits depend on every byte.
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-}
-
 /// Index entries by path.
-pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<PathHasher>>;
+pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<BytesHasher>>;
 
 /// The index in memory.
 #[derive(Debug, Clone, Default)]
