@@ -400,13 +400,26 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn u8(&mut self) -> Result<u8, String> {
         let v = *self.b.get(self.o).ok_or("record ends early")?;
         self.o += 1;
         Ok(v)
     }
 
+    #[inline]
     fn u(&mut self) -> Result<u64, String> {
+        // Most values fit in one byte.
+        if let Some(&b) = self.b.get(self.o) {
+            if b & 0x80 == 0 {
+                self.o += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.u_long()
+    }
+
+    fn u_long(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -418,16 +431,19 @@ impl<'a> Reader<'a> {
         Err("varint too long".into())
     }
 
+    #[inline]
     fn i(&mut self) -> Result<i64, String> {
         let u = self.u()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, String> {
         u32::try_from(self.u()?).map_err(|_| "value out of range".to_string())
     }
 
     /// A count of items that each take at least one byte.
+    #[inline]
     fn count(&mut self) -> Result<usize, String> {
         let n = self.u()?;
         if n > (self.b.len() - self.o) as u64 {
@@ -436,6 +452,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    #[inline]
     fn bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.count()?;
         let s = &self.b[self.o..self.o + n];
@@ -447,6 +464,7 @@ impl<'a> Reader<'a> {
         self.str_ref().map(str::to_string)
     }
 
+    #[inline]
     fn str_ref(&mut self) -> Result<&'a str, String> {
         let b = self.bytes()?;
         std::str::from_utf8(b).map_err(|_| "text is not UTF-8".to_string())

@@ -54,7 +54,7 @@ impl RelPath {
             return Err(RelPathError::Absolute);
         }
         for c in bytes.split(|b| *b == b'/') {
-            if c.is_empty() || c == b"." || c == b".." {
+            if matches!(c, [] | [b'.'] | [b'.', b'.']) {
                 return Err(RelPathError::BadComponent);
             }
         }

@@ -327,6 +327,9 @@ pub(crate) fn decode_fault(path: &Path, e: DecodeError) -> Fault {
 /// and the newest tracked state of each path (earlier ones are replaced unread).
 #[derive(Default)]
 struct Deferred<'a> {
+    /// The latest staged capture, while it is its call's only one (a write tool's call
+    /// stages one path and its group follows): call id, entry, record bytes.
+    last: Option<(&'a str, &'a [u8], u64)>,
     /// Call id → its staged entries (encoded, in log order) and their records' bytes.
     calls: BytesMap<&'a str, (Staged<'a>, u64)>,
     /// Path → its newest known state (encoded), `since` and share of record bytes.
@@ -345,6 +348,22 @@ struct Staged<'a> {
 
 impl<'a> Deferred<'a> {
     fn stage(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
+        if self.last.is_none() && (self.calls.is_empty() || !self.calls.contains_key(call)) {
+            self.last = Some((call, entry, bytes));
+            return;
+        }
+        self.spill();
+        self.add(call, entry, bytes);
+    }
+
+    /// Moves the latest capture into the map.
+    fn spill(&mut self) {
+        if let Some((call, entry, bytes)) = self.last.take() {
+            self.add(call, entry, bytes);
+        }
+    }
+
+    fn add(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
         let (s, b) = self.calls.entry(call).or_default();
         if s.first.is_empty() {
             s.first = entry;
@@ -356,6 +375,15 @@ impl<'a> Deferred<'a> {
 
     /// Removes a call's deferred captures; returns their bytes.
     fn take(&mut self, call: &str) -> Option<u64> {
+        if let Some((c, _, b)) = self.last {
+            if c == call {
+                self.last = None;
+                return Some(b);
+            }
+        }
+        if self.calls.is_empty() {
+            return None;
+        }
         self.calls.remove(call).map(|(_, b)| b)
     }
 
@@ -363,7 +391,8 @@ impl<'a> Deferred<'a> {
     /// entries it held already) and the newest tracked states. The latter go in
     /// last, which gives what folding them in order gives, since nothing else
     /// reads or writes a tracked state's value while frames are folded.
-    fn finish(self, idx: &mut Index) -> Result<(), String> {
+    fn finish(mut self, idx: &mut Index) -> Result<(), String> {
+        self.spill();
         for (call, (staged, b)) in self.calls {
             let slot = idx.pending.entry(call.to_string()).or_default();
             slot.0.push(crate::codec::decode_entry(staged.first)?);
