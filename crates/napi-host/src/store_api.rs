@@ -357,7 +357,7 @@ impl BindingStore {
     }
 
     /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
-    /// (on the JavaScript thread when nothing is in the way, as [`BindingStore::capture`]).
+    /// (on the JavaScript thread when nothing is in the way, as `capture`).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn commit<'env>(
         &self,
