@@ -152,9 +152,7 @@ where
 {
     let resolve = || -> napi::Result<(Object<'_>, Function<'_, T, Unknown<'_>>)> {
         // `Promise` is a function; read as the object it also is.
-        let promise: Object<'_> = env
-            .get_global()?
-            .get_named_property_unchecked("Promise")?;
+        let promise: Object<'_> = env.get_global()?.get_named_property_unchecked("Promise")?;
         Ok((promise, promise.get_named_property("resolve")?))
     };
     match result {
