@@ -100,9 +100,18 @@ export declare class BindingStore {
   forget(sessionId: string): void
   /** `null` when this build understands the store; otherwise why it refuses to write or restore. */
   newerVersion(): string | null
-  /** Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`. */
+  /**
+   * Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`.
+   *
+   * Runs on the JavaScript thread when the session's handle is open, the file is small
+   * (at most 64 KiB) and no lock is held by anyone else — the work is then shorter than a
+   * hop to the thread pool and back; otherwise on the thread pool. The promise is the same.
+   */
   capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<BindingCaptureOutcome>
-  /** Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`. */
+  /**
+   * Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
+   * (on the JavaScript thread when nothing is in the way, as `capture`).
+   */
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
   /** Discards a capture still staged for `call_id` (the host's safety net). */
   discard(sessionId: string, cwd: string, callId: string): Promise<void>

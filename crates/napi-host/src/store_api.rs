@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{AsyncTask, Env};
+use napi::bindgen_prelude::{
+    AsyncTask, Env, Function, JsObjectValue, JsValue, Object, ToNapiValue, TypeName, Unknown,
+};
 use napi_derive::napi;
 use std::time::{Duration, Instant};
 
@@ -72,7 +74,27 @@ struct Handle {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// A call whose file is at most this large is captured on the JavaScript thread when
+/// nothing is in the way (see [`BindingStore::capture`]).
+const INLINE_CAPTURE_BYTES: u64 = 64 * 1024;
+/// A commit of at most this many staged paths runs on the JavaScript thread when nothing
+/// is in the way.
+const INLINE_COMMIT_PATHS: usize = 64;
+
 impl Handle {
+    /// The cached handle of a session, when one is open with this cap and no other call is
+    /// opening or replacing handles right now (never waits).
+    fn cached(&self, session_id: &str, cwd: &str, cap: Option<u64>) -> Option<Arc<Session>> {
+        let inner = self.inner.try_lock().ok()?;
+        if cap.is_some_and(|c| c != inner.cap) {
+            return None;
+        }
+        inner
+            .sessions
+            .get(&(session_id.to_owned(), PathBuf::from(cwd)))
+            .cloned()
+    }
+
     fn session(
         &self,
         session_id: &str,
@@ -123,6 +145,67 @@ fn plan_for(
         Ok(session.plan_restore(target)?)
     } else {
         Ok(session.plan_restore_chain(target, &links)?)
+    }
+}
+
+/// A promise already settled with `result`: resolved through `Promise.resolve` (no thread
+/// hop), or rejected through the same async path as a failed job (the rich error).
+fn settled<T>(env: &Env, result: Result<T, BindingError>) -> napi::Result<Unknown<'_>>
+where
+    T: ToNapiValue + TypeName + Send + 'static,
+{
+    let resolve = || -> napi::Result<(Object<'_>, Function<'_, T, Unknown<'_>>)> {
+        // `Promise` is a function; read as the object it also is.
+        let promise: Object<'_> = env.get_global()?.get_named_property_unchecked("Promise")?;
+        Ok((promise, promise.get_named_property("resolve")?))
+    };
+    match result {
+        Ok(value) => match resolve() {
+            Ok((promise, resolve)) => resolve.apply(promise, value),
+            Err(_) => queued(env, Job::new(move || Ok(value))),
+        },
+        Err(error) => Ok(env
+            .spawn(Job::new(move || Err::<T, _>(error)))?
+            .promise_object()
+            .to_unknown()),
+    }
+}
+
+/// Runs `job` on the libuv thread pool; its promise.
+fn queued<T>(env: &Env, job: Job<T>) -> napi::Result<Unknown<'_>>
+where
+    T: ToNapiValue + TypeName + Send + 'static,
+{
+    Ok(env.spawn(job)?.promise_object().to_unknown())
+}
+
+fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
+    match outcome {
+        CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome {
+            kind: "captured".into(),
+            path: path.display(),
+            reason: None,
+        },
+        CaptureOutcome::Absent { path } => BindingCaptureOutcome {
+            kind: "absent".into(),
+            path: path.display(),
+            reason: None,
+        },
+        CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome {
+            kind: "uncovered".into(),
+            path: path.display(),
+            reason: None,
+        },
+        CaptureOutcome::Skipped { path, reason } => BindingCaptureOutcome {
+            kind: "skipped".into(),
+            path,
+            reason: Some(reason.to_string()),
+        },
+        CaptureOutcome::AlreadyStaged { path } => BindingCaptureOutcome {
+            kind: "already-staged".into(),
+            path: path.display(),
+            reason: None,
+        },
     }
 }
 
@@ -360,65 +443,71 @@ impl BindingStore {
     }
 
     /// Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`.
+    ///
+    /// Runs on the JavaScript thread when the session's handle is open, the file is small
+    /// (at most 64 KiB) and no lock is held by anyone else — the work is then shorter than a
+    /// hop to the thread pool and back; otherwise on the thread pool. The promise is the same.
     #[napi(ts_return_type = "Promise<BindingCaptureOutcome>")]
-    pub fn capture(
+    pub fn capture<'env>(
         &self,
+        env: &'env Env,
         session_id: String,
         cwd: String,
         call_id: String,
         path: String,
         max_file_bytes: f64,
-    ) -> AsyncTask<Job<BindingCaptureOutcome>> {
+    ) -> napi::Result<Unknown<'env>> {
         let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
-            Ok(match session.capture_before(&call_id, Path::new(&path))? {
-                CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome {
-                    kind: "captured".into(),
-                    path: path.display(),
-                    reason: None,
-                },
-                CaptureOutcome::Absent { path } => BindingCaptureOutcome {
-                    kind: "absent".into(),
-                    path: path.display(),
-                    reason: None,
-                },
-                CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome {
-                    kind: "uncovered".into(),
-                    path: path.display(),
-                    reason: None,
-                },
-                CaptureOutcome::Skipped { path, reason } => BindingCaptureOutcome {
-                    kind: "skipped".into(),
-                    path,
-                    reason: Some(reason.to_string()),
-                },
-                CaptureOutcome::AlreadyStaged { path } => BindingCaptureOutcome {
-                    kind: "already-staged".into(),
-                    path: path.display(),
-                    reason: None,
-                },
-            })
-        }))
+        if let Ok(cap) = cap_from(max_file_bytes) {
+            if let Some(session) = h.cached(&session_id, &cwd, Some(cap)) {
+                let quick =
+                    session.try_capture_before(&call_id, Path::new(&path), INLINE_CAPTURE_BYTES);
+                if let Some(result) = quick {
+                    return settled(env, result.map(capture_outcome).map_err(Into::into));
+                }
+            }
+        }
+        queued(
+            env,
+            Job::new(move || {
+                let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
+                Ok(capture_outcome(
+                    session.capture_before(&call_id, Path::new(&path))?,
+                ))
+            }),
+        )
     }
 
-    /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`.
+    /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
+    /// (on the JavaScript thread when nothing is in the way, as `capture`).
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn commit(
+    pub fn commit<'env>(
         &self,
+        env: &'env Env,
         session_id: String,
         cwd: String,
         call_id: String,
         anchor_seq: f64,
         ok: bool,
-    ) -> AsyncTask<Job<()>> {
+    ) -> napi::Result<Unknown<'env>> {
         let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
-            h.session(&session_id, &cwd, None)?
-                .commit(&call_id, anchor, ok)?;
-            Ok(())
-        }))
+        if let Ok(anchor) = seq_from_js(anchor_seq, "anchorSeq") {
+            if let Some(session) = h.cached(&session_id, &cwd, None) {
+                if let Some(result) = session.try_commit(&call_id, anchor, ok, INLINE_COMMIT_PATHS)
+                {
+                    return settled(env, result.map(drop).map_err(Into::into));
+                }
+            }
+        }
+        queued(
+            env,
+            Job::new(move || {
+                let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
+                h.session(&session_id, &cwd, None)?
+                    .commit(&call_id, anchor, ok)?;
+                Ok(())
+            }),
+        )
     }
 
     /// Discards a capture still staged for `call_id` (the host's safety net).

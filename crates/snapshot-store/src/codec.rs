@@ -12,10 +12,10 @@ use crate::path::RelPath;
 
 const SESSION: u8 = 1;
 const FORMAT: u8 = 2;
-const STAGED: u8 = 3;
-const DROPPED: u8 = 4;
-const GROUP: u8 = 5;
-const TRACKED: u8 = 6;
+pub(crate) const STAGED: u8 = 3;
+pub(crate) const DROPPED: u8 = 4;
+pub(crate) const GROUP: u8 = 5;
+pub(crate) const TRACKED: u8 = 6;
 const BOUNDARY: u8 = 7;
 const PRUNED: u8 = 8;
 
@@ -131,7 +131,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
             Record::GroupRaw {
                 anchor_seq,
                 source,
-                raw: bytes[start..r.o].into(),
+                raw: crate::log::Shared::copy_of(&bytes[start..r.o]),
             }
         }
         TRACKED => {
@@ -164,6 +164,97 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
         return Err(format!("{} bytes after the record", bytes.len() - r.o));
     }
     Ok(rec)
+}
+
+/// The call id and the encoded entry of a `staged` payload, checked as [`decode`]
+/// checks them (the entry is decoded later by [`decode_entry`], if ever).
+pub(crate) fn staged_parts(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
+    let mut r = Reader { b: bytes, o: 1 };
+    let call = r.str_ref()?;
+    let start = r.o;
+    r.check_entry()?;
+    r.end()?;
+    Ok((call, &bytes[start..]))
+}
+
+/// Decodes an entry returned by [`staged_parts`].
+pub(crate) fn decode_entry(bytes: &[u8]) -> Result<Entry, String> {
+    let mut r = Reader { b: bytes, o: 0 };
+    let e = r.entry()?;
+    r.end()?;
+    Ok(e)
+}
+
+/// The call id of a `dropped` payload.
+pub(crate) fn dropped_call(bytes: &[u8]) -> Result<&str, String> {
+    let mut r = Reader { b: bytes, o: 1 };
+    let call = r.str_ref()?;
+    r.end()?;
+    Ok(call)
+}
+
+/// One update of a `tracked` payload: path and known state still encoded (both
+/// checked), and `since`.
+pub(crate) type TrackedRef<'a> = (&'a [u8], &'a [u8], Option<u64>);
+
+/// Reads a `tracked` payload into `out`, checked as [`decode`] checks it; the known
+/// states are decoded later by [`decode_known`], if ever.
+pub(crate) fn decode_tracked<'a>(
+    bytes: &'a [u8],
+    out: &mut Vec<TrackedRef<'a>>,
+) -> Result<(), String> {
+    let mut r = Reader { b: bytes, o: 1 };
+    let n = r.count()?;
+    out.reserve(n);
+    for _ in 0..n {
+        let path = r.bytes()?;
+        RelPath::check(path).map_err(|e| format!("bad path: {e:?}"))?;
+        let start = r.o;
+        r.check_known()?;
+        let known = &bytes[start..r.o];
+        let since = match r.u8()? {
+            0 => None,
+            1 => Some(r.u()?),
+            t => return Err(format!("bad option tag {t}")),
+        };
+        out.push((path, known, since));
+    }
+    r.end()
+}
+
+/// Decodes a known state returned by [`decode_tracked`].
+pub(crate) fn decode_known(bytes: &[u8]) -> Result<Known, String> {
+    let mut r = Reader { b: bytes, o: 0 };
+    let k = r.known()?;
+    r.end()?;
+    Ok(k)
+}
+
+/// Lowercase hex of raw bytes.
+fn hex_lower(raw: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(raw.len() * 2);
+    for b in raw {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
+/// Reads a `group` payload as [`decode`] does: anchor, source and the entries, still
+/// encoded (their framing checked).
+pub(crate) fn group_parts(bytes: &[u8]) -> Result<(u64, EntrySource, &[u8]), String> {
+    let mut r = Reader { b: bytes, o: 1 };
+    let anchor_seq = r.u()?;
+    let source = r.source()?;
+    let start = r.o;
+    let n = r.count()?;
+    for _ in 0..n {
+        r.skip_entry()?;
+    }
+    let raw = &bytes[start..r.o];
+    r.end()?;
+    Ok((anchor_seq, source, raw))
 }
 
 /// Decodes the entries of a group payload kept encoded ([`Record::GroupRaw`]).
@@ -308,14 +399,27 @@ struct Reader<'a> {
     o: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    #[inline]
     fn u8(&mut self) -> Result<u8, String> {
         let v = *self.b.get(self.o).ok_or("record ends early")?;
         self.o += 1;
         Ok(v)
     }
 
+    #[inline]
     fn u(&mut self) -> Result<u64, String> {
+        // Most values fit in one byte.
+        if let Some(&b) = self.b.get(self.o) {
+            if b & 0x80 == 0 {
+                self.o += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.u_long()
+    }
+
+    fn u_long(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -327,16 +431,19 @@ impl Reader<'_> {
         Err("varint too long".into())
     }
 
+    #[inline]
     fn i(&mut self) -> Result<i64, String> {
         let u = self.u()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, String> {
         u32::try_from(self.u()?).map_err(|_| "value out of range".to_string())
     }
 
     /// A count of items that each take at least one byte.
+    #[inline]
     fn count(&mut self) -> Result<usize, String> {
         let n = self.u()?;
         if n > (self.b.len() - self.o) as u64 {
@@ -345,7 +452,8 @@ impl Reader<'_> {
         Ok(n as usize)
     }
 
-    fn bytes(&mut self) -> Result<&[u8], String> {
+    #[inline]
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.count()?;
         let s = &self.b[self.o..self.o + n];
         self.o += n;
@@ -353,8 +461,94 @@ impl Reader<'_> {
     }
 
     fn string(&mut self) -> Result<String, String> {
+        self.str_ref().map(str::to_string)
+    }
+
+    #[inline]
+    fn str_ref(&mut self) -> Result<&'a str, String> {
         let b = self.bytes()?;
-        String::from_utf8(b.to_vec()).map_err(|_| "text is not UTF-8".to_string())
+        std::str::from_utf8(b).map_err(|_| "text is not UTF-8".to_string())
+    }
+
+    /// Nothing left after the record.
+    fn end(&self) -> Result<(), String> {
+        if self.o != self.b.len() {
+            return Err(format!("{} bytes after the record", self.b.len() - self.o));
+        }
+        Ok(())
+    }
+
+    /// Checks a hash as [`Reader::sha`] would read it.
+    fn check_sha(&mut self) -> Result<(), String> {
+        match self.u8()? {
+            0 => {
+                let end = self.o + 32;
+                if end > self.b.len() {
+                    return Err("record ends early".into());
+                }
+                self.o = end;
+            }
+            1 => {
+                self.str_ref()?;
+            }
+            t => return Err(format!("bad hash tag {t}")),
+        }
+        Ok(())
+    }
+
+    /// Checks a known state as [`Reader::known`] would read it, building nothing.
+    fn check_known(&mut self) -> Result<(), String> {
+        match self.u8()? {
+            0 | 1 => Ok(()),
+            2 => {
+                if self.u8()? > 3 {
+                    return Err(format!("bad file kind {}", self.b[self.o - 1]));
+                }
+                self.u()?;
+                self.u32()?;
+                self.u()?;
+                self.u()?;
+                self.u()?;
+                self.i()?;
+                self.u32()?;
+                self.i()?;
+                self.u32()?;
+                match self.u8()? {
+                    0 => {}
+                    1 => self.check_sha()?,
+                    t => return Err(format!("bad option tag {t}")),
+                }
+                match self.u8()? {
+                    0 | 1 => Ok(()),
+                    t => Err(format!("bad flag {t}")),
+                }
+            }
+            t => Err(format!("bad known-state tag {t}")),
+        }
+    }
+
+    /// Checks one entry as [`Reader::entry`] would read it, building nothing
+    /// (a skip reason, rare, is parsed).
+    fn check_entry(&mut self) -> Result<(), String> {
+        let path = self.bytes()?;
+        RelPath::check(path).map_err(|e| format!("bad path: {e:?}"))?;
+        self.u()?;
+        match self.u8()? {
+            0 => {}
+            1 => {
+                self.check_sha()?;
+                self.u()?;
+                self.u32()?;
+            }
+            2 => {
+                self.u()?;
+            }
+            3 => {
+                self.json::<SkipReason>()?;
+            }
+            t => return Err(format!("bad before-state tag {t}")),
+        }
+        Ok(())
     }
 
     fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, String> {
@@ -373,7 +567,7 @@ impl Reader<'_> {
                 let end = self.o + 32;
                 let raw = self.b.get(self.o..end).ok_or("record ends early")?;
                 self.o = end;
-                Ok(hex::encode(raw))
+                Ok(hex_lower(raw))
             }
             1 => self.string(),
             t => Err(format!("bad hash tag {t}")),

@@ -55,7 +55,7 @@ pub(crate) enum Record {
     GroupRaw {
         anchor_seq: u64,
         source: EntrySource,
-        raw: Box<[u8]>,
+        raw: Shared,
     },
     /// Updates of the tracked cache (last known disk state per path).
     Tracked { paths: Vec<TrackedUpdate> },
@@ -63,6 +63,61 @@ pub(crate) enum Record {
     Boundary { anchor_seq: u64 },
     /// Anchor groups removed by a prune.
     Pruned { anchors: Vec<u64> },
+}
+
+/// Bytes of a buffer a log was read into, shared (a group read back keeps its
+/// entries encoded there instead of in a copy of its own).
+#[derive(Clone)]
+pub(crate) struct Shared {
+    buf: std::sync::Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Shared {
+    /// A copy of `bytes` in a buffer of its own.
+    pub(crate) fn copy_of(bytes: &[u8]) -> Shared {
+        Shared {
+            buf: std::sync::Arc::new(bytes.to_vec()),
+            start: 0,
+            end: bytes.len(),
+        }
+    }
+
+    /// `part`, a slice of `buf`, sharing `buf` (a copy if it is not a slice of it).
+    pub(crate) fn within(buf: &std::sync::Arc<Vec<u8>>, part: &[u8]) -> Shared {
+        let base = buf.as_ptr() as usize;
+        let at = (part.as_ptr() as usize).wrapping_sub(base);
+        match at.checked_add(part.len()) {
+            Some(end) if at <= buf.len() && end <= buf.len() => Shared {
+                buf: std::sync::Arc::clone(buf),
+                start: at,
+                end,
+            },
+            _ => Shared::copy_of(part),
+        }
+    }
+}
+
+impl std::ops::Deref for Shared {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Shared) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Shared {}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 /// One path's new tracked state.
@@ -104,6 +159,7 @@ pub(crate) enum DecodeError {
 }
 
 /// A decoded log: the records with their frame lengths, and where the valid part ends.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct Decoded {
     pub records: Vec<(Record, u64)>,
@@ -140,37 +196,134 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<bool, DecodeError> {
 }
 
 /// Decodes the frames of `bytes` starting at `start` (≥ [`HEADER_LEN`]), the header
-/// already checked.
+/// already checked. (The store folds frames as it reads them: [`for_each_frame`].)
+#[cfg(test)]
 pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, DecodeError> {
-    let mut out = Decoded {
-        valid_len: start as u64,
-        ..Decoded::default()
-    };
+    let mut records = Vec::new();
+    let (valid_len, torn) = for_each_frame(bytes, start, |payload, len, o| {
+        let rec = crate::codec::decode(payload).map_err(|e| unreadable(o, &e))?;
+        records.push((rec, len));
+        Ok(())
+    })?;
+    Ok(Decoded {
+        records,
+        valid_len,
+        torn,
+    })
+}
+
+/// The damage of a frame whose payload does not decode.
+pub(crate) fn unreadable(offset: usize, e: &str) -> DecodeError {
+    DecodeError::Corrupt(format!("unreadable record at offset {offset}: {e}"))
+}
+
+/// Logs at least this large have most of their checksums verified on a second thread
+/// while the calling thread folds the frames.
+const PARALLEL_CHECK: usize = 1 << 20;
+
+/// The frame at offset `o` of `bytes`: its end and checksum, `Err(())` for a
+/// damaged header, `Ok(None)` for a torn one (as [`for_each_frame`] reads them).
+fn frame_at(bytes: &[u8], o: usize) -> Result<Option<(usize, u32)>, ()> {
+    let rest = &bytes[o..];
+    if rest.len() < FRAME_HEAD {
+        return Ok(None);
+    }
+    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+    let inv = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    if inv != !len || len > MAX_PAYLOAD || len == 0 {
+        return Err(());
+    }
+    let end = o + FRAME_HEAD + len as usize;
+    if end > bytes.len() {
+        return Ok(None);
+    }
+    Ok(Some((
+        end,
+        u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]),
+    )))
+}
+
+/// Whether each frame from offset `from` on has a matching checksum, by offset, in
+/// order (the frames' headers read from `start`, up to the first damaged or torn one).
+fn checksums_from(bytes: &[u8], start: usize, from: usize) -> Vec<(usize, bool)> {
+    let mut out = Vec::new();
+    let mut o = start;
+    while o < bytes.len() {
+        let Ok(Some((end, crc))) = frame_at(bytes, o) else {
+            break;
+        };
+        if o >= from {
+            out.push((o, crc32(&bytes[o + FRAME_HEAD..end]) == crc));
+        }
+        o = end;
+    }
+    out
+}
+
+/// Calls `f(payload, frame length, offset)` for each complete, checksummed frame of
+/// `bytes` from `start` (the header already checked), stopping at a torn tail.
+/// Returns the end of the valid frames and the length of the torn tail.
+pub(crate) fn for_each_frame<'a>(
+    bytes: &'a [u8],
+    start: usize,
+    f: impl FnMut(&'a [u8], u64, usize) -> Result<(), DecodeError>,
+) -> Result<(u64, u64), DecodeError> {
+    if bytes.len().saturating_sub(start) < PARALLEL_CHECK {
+        return frames(bytes, start, f, &mut |payload, crc, _| {
+            crc32(payload) == crc
+        });
+    }
+    // A helper thread checks the frames past the first third meanwhile.
+    let from = start + (bytes.len() - start) / 3;
+    std::thread::scope(|sc| {
+        let mut helper = Some(sc.spawn(move || checksums_from(bytes, start, from)));
+        let mut done: Vec<(usize, bool)> = Vec::new();
+        let mut k = 0;
+        frames(bytes, start, f, &mut |payload, crc, o| {
+            if o >= from {
+                if let Some(h) = helper.take() {
+                    done = h.join().unwrap_or_default();
+                }
+                while k < done.len() && done[k].0 < o {
+                    k += 1;
+                }
+                if let Some(&(at, ok)) = done.get(k) {
+                    if at == o {
+                        return ok;
+                    }
+                }
+            }
+            crc32(payload) == crc
+        })
+    })
+}
+
+/// The frame loop of [`for_each_frame`]; `checked(payload, crc, offset)` tells whether
+/// a frame's checksum matches.
+fn frames<'a>(
+    bytes: &'a [u8],
+    start: usize,
+    mut f: impl FnMut(&'a [u8], u64, usize) -> Result<(), DecodeError>,
+    checked: &mut dyn FnMut(&[u8], u32, usize) -> bool,
+) -> Result<(u64, u64), DecodeError> {
+    let mut valid_len = start as u64;
     let mut o = start;
     let n = bytes.len();
     while o < n {
-        let rest = &bytes[o..];
-        let all_zero = || rest.iter().all(|b| *b == 0);
-        if rest.len() < FRAME_HEAD {
-            break; // torn frame header
-        }
-        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        let inv = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-        if inv != !len || len > MAX_PAYLOAD || len == 0 {
-            if all_zero() {
-                break; // zero-filled tail (power loss in process-crash mode)
+        let (end, crc) = match frame_at(bytes, o) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break, // torn frame header or payload
+            Err(()) => {
+                if bytes[o..].iter().all(|b| *b == 0) {
+                    break; // zero-filled tail (power loss in process-crash mode)
+                }
+                return Err(DecodeError::Corrupt(format!(
+                    "damaged frame header at offset {o}"
+                )));
             }
-            return Err(DecodeError::Corrupt(format!(
-                "damaged frame header at offset {o}"
-            )));
-        }
-        let end = o + FRAME_HEAD + len as usize;
-        if end > n {
-            break; // frame torn mid-payload
-        }
-        let crc = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        };
         let payload = &bytes[o + FRAME_HEAD..end];
-        if crc32(payload) != crc {
+        if !checked(payload, crc, o) {
             if end == n || bytes[end..].iter().all(|b| *b == 0) {
                 break; // the last frame, incompletely written
             }
@@ -178,14 +331,11 @@ pub(crate) fn decode_frames(bytes: &[u8], start: usize) -> Result<Decoded, Decod
                 "checksum mismatch in the frame at offset {o}"
             )));
         }
-        let rec = crate::codec::decode(payload)
-            .map_err(|e| DecodeError::Corrupt(format!("unreadable record at offset {o}: {e}")))?;
-        out.records.push((rec, (end - o) as u64));
+        f(payload, (end - o) as u64, o)?;
         o = end;
-        out.valid_len = o as u64;
+        valid_len = o as u64;
     }
-    out.torn = (n as u64).saturating_sub(out.valid_len);
-    Ok(out)
+    Ok((valid_len, (n as u64).saturating_sub(valid_len)))
 }
 
 /// Slicing-by-8 tables of CRC-32 (IEEE, reflected polynomial 0xEDB88320).
@@ -340,6 +490,56 @@ mod tests {
         let mut l = b.clone();
         l[first + 1] ^= 0x40;
         assert!(matches!(decode(&l), Err(DecodeError::Corrupt(m)) if m.contains("header")));
+    }
+
+    #[test]
+    fn large_logs_checked_on_two_threads_read_as_on_one() {
+        let full = log(60_000);
+        assert!(full.len() > PARALLEL_CHECK);
+        let one = |b: &[u8]| {
+            let mut n = 0;
+            let r = frames(
+                b,
+                HEADER_LEN,
+                |_, _, _| {
+                    n += 1;
+                    Ok(())
+                },
+                &mut |p, crc, _| crc32(p) == crc,
+            );
+            (r, n)
+        };
+        let two = |b: &[u8]| {
+            let mut n = 0;
+            let r = for_each_frame(b, HEADER_LEN, |_, _, _| {
+                n += 1;
+                Ok(())
+            });
+            (r, n)
+        };
+        let mut cases = vec![full.clone()];
+        for at in [
+            HEADER_LEN + 40,
+            full.len() / 2,
+            full.len() * 3 / 4,
+            full.len() - 3,
+        ] {
+            let mut flipped = full.clone();
+            flipped[at] ^= 0x10;
+            cases.push(flipped);
+        }
+        cases.push(full[..full.len() - 5].to_vec());
+        let mut zeroed = full.clone();
+        zeroed.extend_from_slice(&[0u8; 100]);
+        cases.push(zeroed);
+        for (i, b) in cases.iter().enumerate() {
+            assert_eq!(one(b), two(b), "case {i}");
+        }
+        assert_eq!(two(&full).1, 60_000);
+        assert!(
+            two(&cases[2]).0.is_err(),
+            "a flipped byte mid-log is damage"
+        );
     }
 
     #[test]

@@ -903,7 +903,7 @@ impl Store {
             }
             [f] if *f == crate::records::LOG_NAME => {
                 // Layout 2: one record log; a torn tail is what a crash leaves (not a problem).
-                match crate::records::fold_log(rel, &bytes) {
+                match crate::records::fold_log(rel, bytes.clone()) {
                     Ok((idx, _, _)) => {
                         if idx.session_id.as_deref().is_some_and(|s| s != id) {
                             push(Err(CorruptFile {

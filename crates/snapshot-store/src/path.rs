@@ -2,6 +2,7 @@
 
 use std::ffi::OsStr;
 use std::fmt;
+use std::hash::Hasher;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
@@ -36,6 +37,13 @@ pub enum RelPathError {
 impl RelPath {
     /// Validates raw bytes (`a/b/c`) as a relative path.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, RelPathError> {
+        Self::check(bytes)?;
+        Ok(Self(bytes.to_vec()))
+    }
+
+    /// Whether raw bytes are a valid relative path (what [`RelPath::from_bytes`]
+    /// accepts), without building one.
+    pub(crate) fn check(bytes: &[u8]) -> Result<(), RelPathError> {
         if bytes.is_empty() {
             return Err(RelPathError::Empty);
         }
@@ -46,11 +54,11 @@ impl RelPath {
             return Err(RelPathError::Absolute);
         }
         for c in bytes.split(|b| *b == b'/') {
-            if c.is_empty() || c == b"." || c == b".." {
+            if matches!(c, [] | [b'.'] | [b'.', b'.']) {
                 return Err(RelPathError::BadComponent);
             }
         }
-        Ok(Self(bytes.to_vec()))
+        Ok(())
     }
 
     /// Builds a path from a relative [`Path`]; `.` components are dropped,
@@ -107,6 +115,14 @@ impl RelPath {
             return None;
         }
         Some(RelPath(comps.join(&b'/')))
+    }
+}
+
+// The derived order, equality and hash are those of the bytes, so maps keyed by
+// `RelPath` can be searched with a borrowed `[u8]`.
+impl std::borrow::Borrow<[u8]> for RelPath {
+    fn borrow(&self) -> &[u8] {
+        &self.0
     }
 }
 
@@ -226,6 +242,59 @@ pub fn decode_id(name: &str) -> Option<String> {
     let s = String::from_utf8(out).ok()?;
     if s.is_empty() { None } else { Some(s) }
 }
+
+/// A fast hasher for paths and ids (eight bytes per step, mixed at the end), for
+/// maps keyed by the workspace's own file names or the store's own records (not
+/// input from the network).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct BytesHasher(u64);
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl BytesHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+}
+
+impl Hasher for BytesHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // A final avalanche (murmur3's) so that the high bits depend on every byte.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
+/// A `HashMap` keyed by bytes (or text), hashed with [`BytesHasher`].
+pub(crate) type BytesMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<BytesHasher>>;
 
 #[cfg(test)]
 mod tests {

@@ -11,9 +11,10 @@ use crate::format::{
 };
 use crate::fsio::StoreFs;
 use crate::log::{
-    DecodeError, HEADER_LEN, LOG_VERSION, Record, TrackedUpdate, check_header, decode_frames,
-    encode_into, header,
+    DecodeError, HEADER_LEN, LOG_VERSION, Record, TrackedUpdate, check_header, encode_into,
+    for_each_frame, header, unreadable,
 };
+use crate::path::BytesMap;
 use crate::seam::CrashPoint;
 use crate::store::is_hidden;
 
@@ -44,7 +45,7 @@ pub(crate) struct Group {
 #[derive(Debug, Clone)]
 enum GroupBody {
     Built(Vec<Entry>),
-    Encoded(Box<[u8]>),
+    Encoded(crate::log::Shared),
 }
 
 impl Group {
@@ -321,21 +322,228 @@ pub(crate) fn decode_fault(path: &Path, e: DecodeError) -> Fault {
     }
 }
 
-/// Folds a whole log's bytes. Returns the index, the end of its valid frames and
-/// the length of a torn tail.
-pub(crate) fn fold_log(path: &Path, bytes: &[u8]) -> Result<(Index, u64, u64), Fault> {
-    let mut idx = Index::default();
-    if !check_header(bytes).map_err(|e| decode_fault(path, e))? {
-        return Ok((idx, 0, bytes.len() as u64));
+/// What folding frames leaves encoded until the fold ends: staged captures (most
+/// are settled by their call's group a few records later and never need building)
+/// and the newest tracked state of each path (earlier ones are replaced unread).
+#[derive(Default)]
+struct Deferred<'a> {
+    /// The latest staged capture, while it is its call's only one (a write tool's call
+    /// stages one path and its group follows): call id, entry, record bytes.
+    last: Option<(&'a str, &'a [u8], u64)>,
+    /// Call id → its staged entries (encoded, in log order) and their records' bytes.
+    calls: BytesMap<&'a str, (Staged<'a>, u64)>,
+    /// Path → its newest known state (encoded), `since` and share of record bytes.
+    tracked: BytesMap<&'a [u8], Later<'a>>,
+}
+
+/// A tracked state left encoded: known state, `since`, share of record bytes.
+type Later<'a> = (&'a [u8], Option<u64>, u64);
+
+/// One call's staged entries (the first one inline: most calls stage one path).
+#[derive(Default)]
+struct Staged<'a> {
+    first: &'a [u8],
+    more: Vec<&'a [u8]>,
+}
+
+impl<'a> Deferred<'a> {
+    fn stage(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
+        if self.last.is_none() && (self.calls.is_empty() || !self.calls.contains_key(call)) {
+            self.last = Some((call, entry, bytes));
+            return;
+        }
+        self.spill();
+        self.add(call, entry, bytes);
     }
-    let d = decode_frames(bytes, HEADER_LEN).map_err(|e| decode_fault(path, e))?;
-    for (rec, n) in d.records {
-        idx.apply(rec, n).map_err(|detail| CorruptFile {
+
+    /// Moves the latest capture into the map.
+    fn spill(&mut self) {
+        if let Some((call, entry, bytes)) = self.last.take() {
+            self.add(call, entry, bytes);
+        }
+    }
+
+    fn add(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
+        let (s, b) = self.calls.entry(call).or_default();
+        if s.first.is_empty() {
+            s.first = entry;
+        } else {
+            s.more.push(entry);
+        }
+        *b += bytes;
+    }
+
+    /// Removes a call's deferred captures; returns their bytes.
+    fn take(&mut self, call: &str) -> Option<u64> {
+        if let Some((c, _, b)) = self.last {
+            if c == call {
+                self.last = None;
+                return Some(b);
+            }
+        }
+        if self.calls.is_empty() {
+            return None;
+        }
+        self.calls.remove(call).map(|(_, b)| b)
+    }
+
+    /// Brings the index up to date: what is still staged (after any staged
+    /// entries it held already) and the newest tracked states. The latter go in
+    /// last, which gives what folding them in order gives, since nothing else
+    /// reads or writes a tracked state's value while frames are folded.
+    fn finish(mut self, idx: &mut Index) -> Result<(), String> {
+        self.spill();
+        for (call, (staged, b)) in self.calls {
+            let slot = idx.pending.entry(call.to_string()).or_default();
+            slot.0.push(crate::codec::decode_entry(staged.first)?);
+            for e in staged.more {
+                slot.0.push(crate::codec::decode_entry(e)?);
+            }
+            slot.1 += b;
+        }
+        for (path, (known, since, share)) in self.tracked {
+            let t = Tracked {
+                known: crate::codec::decode_known(known)?,
+                since,
+                share,
+            };
+            if let Some(old) = idx.tracked.get_mut(path) {
+                idx.dead += old.share;
+                *old = t;
+            } else {
+                let p = RelPathKey::from_bytes(path).map_err(|e| format!("bad path: {e:?}"))?;
+                idx.tracked.insert(p, t);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a frame could not be folded.
+enum FoldError {
+    /// The payload does not decode (damage; reported before any fold error).
+    Decode(String),
+    /// The record contradicts the index (e.g. names another session).
+    Apply(String),
+}
+
+impl Index {
+    /// Folds one payload read from a log, as [`Index::apply`] of its decoded record
+    /// would, building only what the index keeps.
+    fn fold_payload<'a>(
+        &mut self,
+        buf_all: &std::sync::Arc<Vec<u8>>,
+        payload: &'a [u8],
+        bytes: u64,
+        deferred: &mut Deferred<'a>,
+        buf: &mut Vec<crate::codec::TrackedRef<'a>>,
+    ) -> Result<(), FoldError> {
+        use crate::codec::{DROPPED, GROUP, STAGED, TRACKED};
+        match payload.first().copied() {
+            Some(STAGED) => {
+                let (call, entry) =
+                    crate::codec::staged_parts(payload).map_err(FoldError::Decode)?;
+                deferred.stage(call, entry, bytes);
+            }
+            Some(DROPPED) => {
+                let call = crate::codec::dropped_call(payload).map_err(FoldError::Decode)?;
+                if let Some(b) = deferred.take(call) {
+                    self.dead += b;
+                }
+                if let Some((_, b)) = self.pending.remove(call) {
+                    self.dead += b;
+                }
+                self.dead += bytes;
+            }
+            Some(TRACKED) => {
+                buf.clear();
+                crate::codec::decode_tracked(payload, buf).map_err(FoldError::Decode)?;
+                let share = bytes / (buf.len().max(1) as u64);
+                for (path, known, since) in buf.drain(..) {
+                    if let Some(old) = deferred.tracked.insert(path, (known, since, share)) {
+                        self.dead += old.2;
+                    }
+                }
+            }
+            Some(GROUP) => {
+                let (anchor_seq, source, raw) =
+                    crate::codec::group_parts(payload).map_err(FoldError::Decode)?;
+                if let EntrySource::Tool { call_id } = &source {
+                    if let Some(b) = deferred.take(call_id) {
+                        self.dead += b;
+                    }
+                }
+                let raw = crate::log::Shared::within(buf_all, raw);
+                let rec = Record::GroupRaw {
+                    anchor_seq,
+                    source,
+                    raw,
+                };
+                self.apply(rec, bytes).map_err(FoldError::Apply)?;
+            }
+            _ => {
+                let rec = crate::codec::decode(payload).map_err(FoldError::Decode)?;
+                self.apply(rec, bytes).map_err(FoldError::Apply)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Folds the frames of `bytes` from `start` (the log at `path`) into `idx`. Returns
+/// the end of the valid frames and the length of a torn tail. Damage anywhere in the
+/// frames is reported before a record that contradicts the index.
+pub(crate) fn fold_frames(
+    idx: &mut Index,
+    path: &Path,
+    all: &std::sync::Arc<Vec<u8>>,
+    start: usize,
+) -> Result<(u64, u64), Fault> {
+    let bytes: &[u8] = all;
+    let mut deferred = Deferred::default();
+    let mut buf = Vec::new();
+    let mut refused: Option<String> = None;
+    let r = for_each_frame(bytes, start, |payload, len, o| {
+        if refused.is_some() {
+            return crate::codec::decode(payload)
+                .map(drop)
+                .map_err(|e| unreadable(o, &e));
+        }
+        match idx.fold_payload(all, payload, len, &mut deferred, &mut buf) {
+            Ok(()) => Ok(()),
+            Err(FoldError::Decode(e)) => Err(unreadable(o, &e)),
+            Err(FoldError::Apply(e)) => {
+                refused = Some(e);
+                Ok(())
+            }
+        }
+    });
+    let corrupt = |detail: String| -> Fault {
+        CorruptFile {
             path: path.to_string_lossy().into_owned(),
             detail,
-        })?;
+        }
+        .into()
+    };
+    let (valid, torn) = r.map_err(|e| decode_fault(path, e))?;
+    if let Some(detail) = refused {
+        return Err(corrupt(detail));
     }
-    Ok((idx, d.valid_len, d.torn))
+    deferred.finish(idx).map_err(corrupt)?;
+    Ok((valid, torn))
+}
+
+/// Folds a whole log's bytes. Returns the index, the end of its valid frames and
+/// the length of a torn tail.
+/// Groups keep their entries encoded in `bytes` (shared, not copied).
+pub(crate) fn fold_log(path: &Path, bytes: Vec<u8>) -> Result<(Index, u64, u64), Fault> {
+    let mut idx = Index::default();
+    if !check_header(&bytes).map_err(|e| decode_fault(path, e))? {
+        return Ok((idx, 0, bytes.len() as u64));
+    }
+    let all = std::sync::Arc::new(bytes);
+    let (valid, torn) = fold_frames(&mut idx, path, &all, HEADER_LEN)?;
+    Ok((idx, valid, torn))
 }
 
 /// Reads the index of the session directory `sdir` (read-only; `None` when the
@@ -344,7 +552,7 @@ pub(crate) fn read_index(fs: &StoreFs, sdir: &Path) -> Result<Option<Index>, Fau
     let path = sdir.join(LOG_NAME);
     match fs.read_opt(&path)? {
         None => Ok(None),
-        Some(bytes) => Ok(Some(fold_log(&path, &bytes)?.0)),
+        Some(bytes) => Ok(Some(fold_log(&path, bytes)?.0)),
     }
 }
 
@@ -515,4 +723,187 @@ fn legacy_records(fs: &StoreFs, sdir: &Path, session_id: &str) -> Result<Vec<Rec
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{BeforeState, SkipReason};
+    use crate::fsio::{DiskMeta, FileKind};
+    use crate::path::RelPath;
+
+    /// A small deterministic generator.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) % n
+        }
+    }
+
+    fn entry(r: &mut Rng, order: u64) -> Entry {
+        let path =
+            RelPath::from_bytes(format!("d{}/f{}", r.next(3), r.next(6)).as_bytes()).expect("path");
+        let before = match r.next(4) {
+            0 => BeforeState::Absent,
+            1 => BeforeState::File {
+                sha256: format!("{:064x}", r.next(1 << 40)),
+                size: r.next(100),
+                mode: 0o644,
+            },
+            2 => BeforeState::Uncovered { size: r.next(9) },
+            _ => BeforeState::Skipped {
+                reason: SkipReason::Symlink,
+            },
+        };
+        Entry {
+            path,
+            order,
+            before,
+        }
+    }
+
+    fn known(r: &mut Rng) -> Known {
+        match r.next(3) {
+            0 => Known::Unknown,
+            1 => Known::Absent,
+            _ => Known::Present {
+                meta: DiskMeta {
+                    kind: FileKind::File,
+                    size: r.next(50),
+                    mode: 0o600,
+                    nlink: 1,
+                    ino: r.next(1000),
+                    dev: 3,
+                    mtime_s: 5,
+                    mtime_ns: 6,
+                    ctime_s: -7,
+                    ctime_ns: 8,
+                },
+                sha256: (r.next(2) == 0).then(|| format!("{:064x}", r.next(99))),
+                recorded: r.next(2) == 0,
+            },
+        }
+    }
+
+    fn records(seed: u64, n: usize) -> Vec<Record> {
+        let mut r = Rng(seed);
+        let mut out = vec![Record::Session {
+            session_id: "s".into(),
+        }];
+        for i in 0..n as u64 {
+            let call = format!("c{}", r.next(5));
+            out.push(match r.next(8) {
+                0 | 1 => Record::Staged {
+                    call_id: call,
+                    entry: entry(&mut r, i),
+                },
+                2 => Record::Dropped { call_id: call },
+                3 => Record::Group {
+                    anchor_seq: r.next(4),
+                    source: match r.next(3) {
+                        0 => EntrySource::Recheck,
+                        1 => EntrySource::Outside,
+                        _ => EntrySource::Tool { call_id: call },
+                    },
+                    entries: (0..r.next(3)).map(|k| entry(&mut r, i * 10 + k)).collect(),
+                },
+                4 | 5 => Record::Tracked {
+                    paths: (0..1 + r.next(3))
+                        .map(|_| TrackedUpdate {
+                            path: RelPath::from_bytes(format!("d1/f{}", r.next(6)).as_bytes())
+                                .expect("path"),
+                            known: known(&mut r),
+                            since: (r.next(2) == 0).then(|| r.next(5)),
+                        })
+                        .collect(),
+                },
+                6 => Record::Boundary {
+                    anchor_seq: r.next(5),
+                },
+                _ => Record::Pruned {
+                    anchors: vec![r.next(4)],
+                },
+            });
+        }
+        out
+    }
+
+    /// The index as folded record by record from fully decoded frames.
+    fn reference(bytes: &[u8], start: usize, idx: &mut Index) {
+        let d = crate::log::decode_frames(bytes, start).expect("decode");
+        for (rec, n) in d.records {
+            idx.apply(rec, n).expect("apply");
+        }
+    }
+
+    #[test]
+    fn folding_frames_gives_the_index_of_decoding_then_applying_each_record() {
+        for seed in 0..40 {
+            let recs = records(seed, 120);
+            let bytes = encode_log(&recs);
+            let (got, valid, torn) =
+                fold_log(Path::new("records.log"), bytes.clone()).expect("fold");
+            assert_eq!((valid, torn), (bytes.len() as u64, 0));
+            let mut want = Index::default();
+            reference(&bytes, HEADER_LEN, &mut want);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "seed {seed}");
+            // Folded in two parts (another handle's appends), with the groups' paths
+            // merged in between.
+            let cut = encode_log(&recs[..60]).len();
+            let (mut a, _, _) =
+                fold_log(Path::new("records.log"), bytes[..cut].to_vec()).expect("fold");
+            let mut b = a.clone();
+            a.merge_group_paths().expect("merge");
+            b.merge_group_paths().expect("merge");
+            fold_frames(
+                &mut a,
+                Path::new("records.log"),
+                &std::sync::Arc::new(bytes[cut..].to_vec()),
+                0,
+            )
+            .expect("tail");
+            reference(&bytes[cut..], 0, &mut b);
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "seed {seed}, in two parts"
+            );
+        }
+    }
+
+    #[test]
+    fn damage_is_reported_before_a_contradicting_record() {
+        let mut recs = records(7, 30);
+        recs.insert(
+            5,
+            Record::Session {
+                session_id: "other".into(),
+            },
+        );
+        let mut bytes = encode_log(&recs);
+        match fold_log(Path::new("records.log"), bytes.clone()) {
+            Err(Fault::Corrupt(c)) => assert!(c.detail.contains("other"), "{c:?}"),
+            other => panic!("{other:?}"),
+        }
+        // An unknown record kind after it (checksum fixed up): that damage wins.
+        let mut extra = Vec::new();
+        let payload = [200u8, 1];
+        extra.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        extra.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
+        extra.extend_from_slice(&crate::log::crc32(&payload).to_le_bytes());
+        extra.extend_from_slice(&payload);
+        bytes.extend_from_slice(&extra);
+        bytes.extend_from_slice(&encode_log(&recs[1..3])[HEADER_LEN..]);
+        match fold_log(Path::new("records.log"), bytes.clone()) {
+            Err(Fault::Corrupt(c)) => {
+                assert!(c.detail.contains("unreadable record"), "{c:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

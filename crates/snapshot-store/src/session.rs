@@ -17,10 +17,10 @@ use crate::format::{
 };
 use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
 use crate::journal::PathFailure;
-use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, decode_frames, encode_into};
+use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, encode_into};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::records::{
-    Index, LOG_NAME, decode_fault, encode_log, fold_log, has_legacy, migrate_session,
+    Index, LOG_NAME, encode_log, fold_frames, fold_log, has_legacy, migrate_session,
     tracked_records,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
@@ -173,6 +173,9 @@ pub(crate) struct State {
     pub prepared: bool,
     /// The first write of this handle checked whether the log wants compaction.
     compact_checked: bool,
+    /// The current call holds the log's lock and folded the log under it (a call that
+    /// must not wait took the lock up front: see [`Session::try_capture_before`]).
+    log_held: bool,
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -185,6 +188,19 @@ pub struct Session {
     pub(crate) state: Mutex<State>,
     /// The store's lock file, opened once per handle.
     lock_file: OnceLock<cap_std::fs::File>,
+}
+
+/// A handle's state locked by a call that must not wait, holding the log's lock
+/// (released on drop).
+struct Quick<'a> {
+    session: &'a Session,
+    st: MutexGuard<'a, State>,
+}
+
+impl Drop for Quick<'_> {
+    fn drop(&mut self) {
+        self.session.release_log(&mut self.st);
+    }
 }
 
 /// A shared store lock held on the session's lock descriptor; released on drop.
@@ -234,6 +250,7 @@ impl Session {
                 legacy_checked: false,
                 prepared: false,
                 compact_checked: false,
+                log_held: false,
             }),
             lock_file: OnceLock::new(),
         }
@@ -293,6 +310,9 @@ impl Session {
     /// Brings the index up to date with the session's log (read-only). Migrates a
     /// layout-1 session directory first.
     pub(crate) fn sync(&self, st: &mut State) -> Result<(), Fault> {
+        if st.log_held {
+            return Ok(()); // folded under the lock this call holds
+        }
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         if !st.legacy_checked {
@@ -342,7 +362,7 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let bytes = fs.read_from(&h.file, &path, 0)?;
-        let (idx, valid, torn) = fold_log(&path, &bytes)?;
+        let (idx, valid, torn) = fold_log(&path, bytes)?;
         if let Some(named) = &idx.session_id {
             if *named != self.id {
                 return Err(CorruptFile {
@@ -362,15 +382,9 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let tail = fs.read_from(&h.file, &path, h.len)?;
-        let d = decode_frames(&tail, 0).map_err(|e| decode_fault(&path, e))?;
-        for (rec, n) in d.records {
-            idx.apply(rec, n).map_err(|detail| CorruptFile {
-                path: path.to_string_lossy().into_owned(),
-                detail,
-            })?;
-        }
-        h.len += d.valid_len;
-        h.torn = d.torn;
+        let (valid, torn) = fold_frames(idx, &path, &std::sync::Arc::new(tail), 0)?;
+        h.len += valid;
+        h.torn = torn;
         Ok(())
     }
 
@@ -393,6 +407,14 @@ impl Session {
     ) -> Result<R, Fault> {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
+        if st.log_held {
+            let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+            if h.torn > 0 {
+                fs.truncate(&h.file, &path, h.len)?;
+                h.torn = 0;
+            }
+            return f(self, st);
+        }
         let mut f = Some(f);
         for _ in 0..16 {
             if st.log.is_none() {
@@ -783,8 +805,116 @@ impl Session {
             id: call_id.into(),
             reason,
         })?;
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
+        self.capture_with(&mut self.lock_state(), call_id, path, None)
+    }
+
+    /// [`Session::capture_before`] for a caller that must not wait (a host's event
+    /// loop): `None`, having done nothing, when the call could wait or take long —
+    /// another thread is using this handle, another handle or process holds the store
+    /// or log lock, the handle has not written yet (its first write may compact the
+    /// log), or `path` is a regular file over `max_bytes`. The caller then makes the
+    /// blocking call (on another thread). Takes both locks up front, and the log's
+    /// only once for the whole call.
+    pub fn try_capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Option<Result<CaptureOutcome, CaptureError>> {
+        if let Err(reason) = encode_id(call_id) {
+            return Some(Err(CaptureError::InvalidCallId {
+                id: call_id.into(),
+                reason,
+            }));
+        }
+        if let (Some(root), Ok(rel)) = (self.workspace_root(), self.resolve(path)) {
+            let m =
+                std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(rel.as_bytes())));
+            if m.is_ok_and(|m| m.is_file() && m.len() > max_bytes) {
+                return None;
+            }
+        }
+        let (mut q, held) = self.quick_state(true)?;
+        Some(self.capture_with(&mut q.st, call_id, path, held))
+    }
+
+    /// The state of this handle, the shared store lock (with `store_lock`) and the
+    /// log's lock, taken without waiting, with the index brought up to date under the
+    /// log's lock; `None` (nothing held) when any would wait, when the log was
+    /// replaced, or before the handle's first write (see
+    /// [`Session::try_capture_before`]). The log's lock is released when the returned
+    /// state is dropped.
+    fn quick_state(&self, store_lock: bool) -> Option<(Quick<'_>, Option<SharedLock<'_>>)> {
+        let mut st = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
+            return None;
+        }
+        let fs = &self.store.inner.fs;
+        // The usual order: the store lock, then the log's.
+        let held = if store_lock {
+            let file = self.lock_file.get()?;
+            if !matches!(
+                fs.flock(
+                    file,
+                    Path::new("lock"),
+                    FlockOperation::NonBlockingLockShared
+                ),
+                Ok(true)
+            ) {
+                return None;
+            }
+            Some(SharedLock { file, fs })
+        } else {
+            None
+        };
+        let path = self.log_path();
+        let State { idx, log, .. } = &mut *st;
+        let h = log.as_mut()?;
+        if !matches!(
+            fs.flock(&h.file, &path, FlockOperation::NonBlockingLockExclusive),
+            Ok(true)
+        ) {
+            return None;
+        }
+        let current = match fs.stat_id(&path) {
+            Ok(Some(d)) if d.same_file(&h.id) && d.size >= h.len && h.len > 0 => {
+                d.size == h.len + h.torn || self.fold_tail(idx, h).is_ok()
+            }
+            _ => false,
+        };
+        if !current {
+            let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
+            return None;
+        }
+        st.log_held = true;
+        Some((Quick { session: self, st }, held))
+    }
+
+    /// Releases the log's lock taken by [`Session::quick_state`].
+    fn release_log(&self, st: &mut State) {
+        if std::mem::take(&mut st.log_held) {
+            if let Some(h) = &st.log {
+                let _ =
+                    self.store
+                        .inner
+                        .fs
+                        .flock(&h.file, &self.log_path(), FlockOperation::Unlock);
+            }
+        }
+    }
+
+    fn capture_with(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        path: &Path,
+        held: Option<SharedLock<'_>>,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        self.prepare(st)?;
         let rel = match self.resolve(path) {
             Ok(r) => r,
             Err(reason) => {
@@ -794,7 +924,10 @@ impl Session {
                 });
             }
         };
-        let _g = self.lock_shared()?;
+        let _g = match held {
+            Some(g) => g,
+            None => self.lock_shared()?,
+        };
         let staged = st
             .idx
             .pending
@@ -824,7 +957,7 @@ impl Session {
                             since: Some(prev),
                         }],
                     };
-                    self.append_group(&mut st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
+                    self.append_group(st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
                 }
             }
         }
@@ -834,7 +967,7 @@ impl Session {
             before: before.clone(),
         };
         self.append(
-            &mut st,
+            st,
             vec![Record::Staged {
                 call_id: call_id.to_string(),
                 entry,
@@ -870,8 +1003,42 @@ impl Session {
             id: call_id.into(),
             reason,
         })?;
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
+        self.commit_with(&mut self.lock_state(), call_id, anchor_seq, ok)
+    }
+
+    /// [`Session::commit`] for a caller that must not wait: `None`, having done
+    /// nothing, in the cases of [`Session::try_capture_before`] (no store lock is
+    /// involved) or when the call staged more than `max_paths` paths.
+    pub fn try_commit(
+        &self,
+        call_id: &str,
+        anchor_seq: u64,
+        ok: bool,
+        max_paths: usize,
+    ) -> Option<Result<CommitOutcome, CommitError>> {
+        if let Err(reason) = encode_id(call_id) {
+            return Some(Err(CommitError::InvalidCallId {
+                id: call_id.into(),
+                reason,
+            }));
+        }
+        let (mut q, _) = self.quick_state(false)?;
+        let many =
+            q.st.idx
+                .pending
+                .get(call_id)
+                .is_some_and(|(e, _)| e.len() > max_paths);
+        (!many).then(|| self.commit_with(&mut q.st, call_id, anchor_seq, ok))
+    }
+
+    fn commit_with(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        anchor_seq: u64,
+        ok: bool,
+    ) -> Result<CommitOutcome, CommitError> {
+        self.prepare(st)?;
         let staged = st.idx.pending.get(call_id).map(|(e, _)| e.clone());
         let Some(entries) = staged else {
             if ok {
@@ -892,7 +1059,7 @@ impl Session {
         let n = entries.len();
         if !ok {
             self.append(
-                &mut st,
+                st,
                 vec![Record::Dropped {
                     call_id: call_id.to_string(),
                 }],
@@ -910,7 +1077,7 @@ impl Session {
             });
         }
         self.append_group(
-            &mut st,
+            st,
             anchor_seq,
             EntrySource::Tool {
                 call_id: call_id.to_string(),

@@ -10,7 +10,7 @@ use crate::fsio::{FileKind, WsFs};
 
 use super::hash::{Hashed, hash_all};
 use super::index::{Coverage, IdxEntry, Index, Stat, Uncovered};
-use super::walk::{WalkOptions, walk};
+use super::walk::{Sink, WalkOptions, walk};
 use super::workspace::{Loaded, Locked};
 
 /// Entries whose status changed less than this before the previous scan started are
@@ -144,6 +144,38 @@ fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64, cap
     old.stat != *now || retry
 }
 
+/// One walking thread's comparison with the index.
+struct Compare<'a> {
+    ix: &'a Index,
+    had_index: bool,
+    racy_before: u64,
+    /// The per-file cap (an entry over an older, smaller cap is read again).
+    cap: u64,
+    /// Walked paths the index holds.
+    found: usize,
+    /// New paths and paths to read again: path, `lstat`, index entry.
+    work: Vec<(Box<[u8]>, Stat, Option<IdxEntry>)>,
+    /// Every path walked, end to end (`ends`: where each one ends).
+    seen: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Sink for Compare<'_> {
+    fn file(&mut self, rel: &[u8], stat: Stat) {
+        self.seen.extend_from_slice(rel);
+        self.ends.push(self.seen.len());
+        match self.ix.entries.get(rel) {
+            Some(e) => {
+                self.found += 1;
+                if needs_read(e, &stat, self.had_index, self.racy_before, self.cap) {
+                    self.work.push((rel.into(), stat, Some(e.clone())));
+                }
+            }
+            None => self.work.push((rel.into(), stat, None)),
+        }
+    }
+}
+
 /// Runs one scan of the workspace rooted at `root` (read through `ws`).
 pub(crate) fn run(
     locked: &mut Locked<'_>,
@@ -169,8 +201,20 @@ pub(crate) fn run(
         #[allow(clippy::unnecessary_cast)]
         (s.st_dev as u64, s.st_ino as u64)
     });
-    let walked = walk(root, &wopts);
+    // Each walking thread compares what it sees with the index as it goes: only new
+    // and changed entries are copied out.
+    let (walked, sinks) = walk(root, &wopts, || Compare {
+        ix: &ix,
+        had_index,
+        racy_before,
+        cap: limits.cap,
+        found: 0,
+        work: Vec::new(),
+        seen: Vec::new(),
+        ends: Vec::new(),
+    });
     if walked.over_limit {
+        drop(sinks);
         locked.cached.index = had_index.then_some(ix);
         out.refused = Some(format!(
             "the workspace has more than {} files or directories in scope; the scan stopped there \
@@ -179,28 +223,28 @@ pub(crate) fn run(
         ));
         return Ok(out);
     }
-    out.files = walked.files.len() as u64;
-
-    // What needs work: new paths, changed metadata, retries, racy entries.
-    let mut found = 0usize;
+    let found: usize = sinks.iter().map(|c| c.found).sum();
+    out.files = sinks.iter().map(|c| c.ends.len() as u64).sum();
     let mut work: Vec<(Box<[u8]>, Stat, Option<IdxEntry>)> = Vec::new();
-    for (p, st) in &walked.files {
-        match ix.entries.get(p) {
-            Some(e) => {
-                found += 1;
-                if needs_read(e, st, had_index, racy_before, limits.cap) {
-                    work.push((p.clone(), *st, Some(e.clone())));
-                }
-            }
-            None => work.push((p.clone(), *st, None)),
-        }
+    let mut seen_paths = Vec::with_capacity(sinks.len());
+    for c in sinks {
+        work.extend(c.work);
+        seen_paths.push((c.seen, c.ends));
     }
+
     // Paths no longer seen: deleted, unless under an unreadable directory (kept as
     // they were) or still on disk but out of scope now (dropped without a change).
     let mut deleted: Vec<(Box<[u8]>, IdxEntry)> = Vec::new();
     let mut dropped: Vec<Box<[u8]>> = Vec::new();
     if found != ix.entries.len() {
-        let seen: HashSet<&[u8]> = walked.files.iter().map(|(p, _)| &p[..]).collect();
+        let mut seen: HashSet<&[u8]> = HashSet::with_capacity(out.files as usize);
+        for (bytes, ends) in &seen_paths {
+            let mut at = 0;
+            for &end in ends {
+                seen.insert(&bytes[at..end]);
+                at = end;
+            }
+        }
         for (k, e) in &ix.entries {
             if seen.contains(&k[..]) {
                 continue;
@@ -220,6 +264,7 @@ pub(crate) fn run(
             }
         }
     }
+    drop(seen_paths);
 
     // The budget: bytes of content kept in the store for this workspace.
     let mut covered: u64 = ix

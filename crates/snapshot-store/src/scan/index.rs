@@ -5,12 +5,14 @@
 //! written by a newer build fails closed.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{CorruptFile, Fault, NewerVersion};
 use crate::fsio::{DiskMeta, FileKind};
+use crate::path::BytesHasher;
 
 /// The file's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
@@ -35,18 +37,19 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
-    pub fn from_meta(m: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
+    /// From a raw `lstat` (what `from_meta` gives for the same entry).
+    #[allow(clippy::unnecessary_cast)]
+    pub fn from_raw(s: &rustix::fs::Stat) -> Self {
         Stat {
-            mode: m.mode(),
-            nlink: u32::try_from(m.nlink()).unwrap_or(u32::MAX),
-            size: m.size(),
-            mtime_s: m.mtime(),
-            mtime_ns: m.mtime_nsec() as u32,
-            ctime_s: m.ctime(),
-            ctime_ns: m.ctime_nsec() as u32,
-            ino: m.ino(),
-            dev: m.dev(),
+            mode: s.st_mode as u32,
+            nlink: u32::try_from(s.st_nlink).unwrap_or(u32::MAX),
+            size: s.st_size as u64,
+            mtime_s: s.st_mtime as i64,
+            mtime_ns: s.st_mtime_nsec as u32,
+            ctime_s: s.st_ctime as i64,
+            ctime_ns: s.st_ctime_nsec as u32,
+            ino: s.st_ino as u64,
+            dev: s.st_dev as u64,
         }
     }
 
@@ -186,6 +189,9 @@ impl IdxEntry {
     }
 }
 
+/// Index entries by path.
+pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<BytesHasher>>;
+
 /// The index in memory.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Index {
@@ -193,7 +199,7 @@ pub(crate) struct Index {
     pub baseline_complete: bool,
     /// Wall clock (ns) when the scan that wrote this index started its walk.
     pub scanned_at: u64,
-    pub entries: HashMap<Box<[u8]>, IdxEntry>,
+    pub entries: Entries,
 }
 
 fn corrupt(path: &Path, detail: &str) -> Fault {
@@ -269,7 +275,10 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
     let flags = r.u32().ok_or_else(bad)?;
     let scanned_at = r.u64().ok_or_else(bad)?;
     let count = r.u64().ok_or_else(bad)?;
-    let mut entries = HashMap::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 24));
+    let mut entries = Entries::with_capacity_and_hasher(
+        usize::try_from(count).unwrap_or(0).min(1 << 24),
+        BuildHasherDefault::default(),
+    );
     for _ in 0..count {
         let e = (|| {
             let len = usize::from(r.u16()?);
@@ -371,7 +380,7 @@ mod tests {
         let mut ix = Index {
             baseline_complete: true,
             scanned_at: 123,
-            entries: HashMap::new(),
+            entries: Entries::default(),
         };
         let stat = Stat {
             mode: 0o100755,

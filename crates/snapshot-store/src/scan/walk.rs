@@ -1,21 +1,43 @@
-//! The parallel stat walk (the `ignore` crate): honours `.gitignore`, `.ignore`,
-//! `.git/info/exclude` and the global git excludes (inside a git repository or not),
-//! includes hidden files, never enters `.git`, never follows a symlink.
+//! The parallel stat walk: honours `.gitignore`, `.ignore`, `.git/info/exclude` and the
+//! global git excludes (inside a git repository or not, in the workspace and in the
+//! directories above it), includes hidden files, never enters `.git`, never follows a
+//! symlink.
+//!
+//! The rules and their precedence are those of the `ignore` crate's walker with
+//! `hidden(false)`, `parents(true)` and `require_git(false)` (what the scan used
+//! before): for each kind of file (`.ignore`, then `.gitignore`, then
+//! `.git/info/exclude`) the deepest directory with a matching pattern decides; the
+//! first kind that decides wins, and the global excludes come last. Matchers are
+//! built with `ignore::gitignore`, one per directory that holds an ignore file.
+//!
+//! The walk itself lists each directory once with `getdents64` (the entry type comes
+//! from the listing, so directories are never `stat`ed) and `lstat`s each other entry
+//! by name relative to its open directory (`fstatat`), on a small pool of threads
+//! that share a stack of directories still to list.
 
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsStr;
+use std::mem::MaybeUninit;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
-use ignore::{WalkBuilder, WalkState};
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 
 use super::index::Stat;
 
-/// What the walk saw.
+/// Receives every in-scope non-directory entry (files, symlinks, specials) of one
+/// walking thread: its path relative to the root and its `lstat`.
+pub(crate) trait Sink: Send {
+    fn file(&mut self, rel: &[u8], stat: Stat);
+}
+
+/// What the walk saw besides the files.
 #[derive(Default)]
 pub(crate) struct Walked {
-    /// Every in-scope non-directory entry (files, symlinks, specials), relative path → `lstat`.
-    pub files: Vec<(Box<[u8]>, Stat)>,
     /// Directories (relative; empty = the root) that could not be listed, with the error.
     pub dir_errors: Vec<(Box<[u8]>, String)>,
     /// Entries that could not be examined (not directories), with the error.
@@ -25,28 +47,40 @@ pub(crate) struct Walked {
 }
 
 /// Options of [`walk`].
-pub(crate) struct WalkOptions<'a> {
-    /// Apply ignore files (`false` = the raw walk of the benchmarks).
+pub(crate) struct WalkOptions {
+    /// Apply ignore files (`false`: every entry but `.git` is in scope).
     pub filters: bool,
     /// Stop (and set `over_limit`) when more than this many files or directories are seen.
     pub max_entries: u64,
     /// A directory not to enter, by (device, inode): the store root when it is inside the workspace.
     pub skip_dir: Option<(u64, u64)>,
-    /// Threads (0 = the number of CPUs).
+    /// Threads (0 = the number of CPUs, at most 12).
     pub threads: usize,
-    _p: std::marker::PhantomData<&'a ()>,
 }
 
-impl WalkOptions<'_> {
+impl WalkOptions {
     pub fn new(max_entries: u64) -> Self {
         WalkOptions {
             filters: true,
             max_entries,
             skip_dir: None,
             threads: 0,
-            _p: std::marker::PhantomData,
         }
     }
+}
+
+/// `base` joined with the relative path `rel`, as `Path::join` does.
+fn join_into(out: &mut Vec<u8>, base: &[u8], rel: &[u8]) {
+    out.clear();
+    out.extend_from_slice(base);
+    if !base.is_empty() && !base.ends_with(b"/") {
+        out.push(b'/');
+    }
+    out.extend_from_slice(rel);
+}
+
+fn as_path(b: &[u8]) -> &Path {
+    Path::new(OsStr::from_bytes(b))
 }
 
 fn rel_of(root: &Path, p: &Path) -> Box<[u8]> {
@@ -69,123 +103,724 @@ fn err_path(e: &ignore::Error) -> Option<PathBuf> {
     }
 }
 
-/// Per-thread results, merged when the thread's visitor is dropped.
-struct Local<'s> {
-    out: Walked,
-    sink: &'s Mutex<Vec<Walked>>,
+/// The matchers of one directory's ignore files.
+struct Rules {
+    /// `.ignore`
+    ignore: Gitignore,
+    /// `.gitignore`
+    git: Gitignore,
+    /// `.git/info/exclude`
+    exclude: Gitignore,
 }
 
-impl Drop for Local<'_> {
-    fn drop(&mut self) {
-        let w = std::mem::take(&mut self.out);
-        self.sink.lock().unwrap_or_else(|p| p.into_inner()).push(w);
+/// A directory's rules and those of the directories above it (inside the root).
+struct Chain {
+    rules: Rules,
+    parent: Option<Arc<Chain>>,
+}
+
+/// Builds a matcher rooted at `match_root` from `file_dir/name` when that exists;
+/// errors other than I/O errors are kept (the file's other patterns still apply).
+fn matcher(match_root: &Path, file: &Path, errs: &mut Vec<ignore::Error>) -> Gitignore {
+    let mut b = GitignoreBuilder::new(match_root);
+    if file.exists() {
+        if let Some(e) = b.add(file) {
+            if !e.is_io() {
+                errs.push(e);
+            }
+        }
+    }
+    match b.build() {
+        Ok(g) => g,
+        Err(e) => {
+            errs.push(e);
+            Gitignore::empty()
+        }
     }
 }
 
-/// Walks `root` in parallel and `lstat`s every entry.
-pub(crate) fn walk(root: &Path, opts: &WalkOptions<'_>) -> Walked {
-    let mut b = WalkBuilder::new(root);
-    b.hidden(false)
-        .follow_links(false)
-        .same_file_system(false)
-        .threads(opts.threads);
-    if opts.filters {
-        b.git_ignore(true)
+/// The rules of directory `dir` (files read through `dir`, matched against paths
+/// rooted at `match_root`).
+fn rules_of(match_root: &Path, dir: &Path, has: [bool; 3], errs: &mut Vec<ignore::Error>) -> Rules {
+    let [ignore, git, exclude] = has;
+    let load = |yes: bool, file: PathBuf, errs: &mut Vec<ignore::Error>| {
+        if yes {
+            matcher(match_root, &file, errs)
+        } else {
+            Gitignore::empty()
+        }
+    };
+    Rules {
+        ignore: load(ignore, dir.join(".ignore"), errs),
+        git: load(git, dir.join(".gitignore"), errs),
+        exclude: load(exclude, dir.join(".git").join("info/exclude"), errs),
+    }
+}
+
+impl Rules {
+    fn is_empty(&self) -> bool {
+        self.ignore.is_empty() && self.git.is_empty() && self.exclude.is_empty()
+    }
+}
+
+/// Rules from outside the walked tree.
+struct Outer {
+    /// The root as given (the global excludes match `root/rel`).
+    root: Vec<u8>,
+    /// The canonical root (the parents' rules match `canonical/rel`).
+    canonical: Vec<u8>,
+    /// Rules of the directories above the root, nearest first.
+    parents: Vec<Rules>,
+    /// Git's global excludes (`core.excludesFile`), rooted at the current directory.
+    global: Gitignore,
+}
+
+impl Outer {
+    fn new(root: &Path, errs: &mut Vec<ignore::Error>) -> Outer {
+        let mut parents = Vec::new();
+        let canonical = root.canonicalize().ok();
+        if let Some(c) = &canonical {
+            let mut at = c.parent();
+            while let Some(dir) = at {
+                let r = rules_of(dir, dir, [true, true, true], errs);
+                if !r.is_empty() {
+                    parents.push(r);
+                }
+                at = dir.parent();
+            }
+        }
+        let global = match std::env::current_dir() {
+            Ok(cwd) => GitignoreBuilder::new(cwd).build_global().0,
+            Err(_) => Gitignore::empty(),
+        };
+        Outer {
+            root: root.as_os_str().as_bytes().to_vec(),
+            canonical: canonical
+                .map(|c| c.into_os_string().into_vec())
+                .unwrap_or_default(),
+            parents,
+            global,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.parents.is_empty() && self.global.is_empty()
+    }
+}
+
+/// Whether the entry at `rel` (in a directory with rules `chain`) is ignored.
+fn ignored(
+    chain: Option<&Arc<Chain>>,
+    outer: &Outer,
+    rel: &[u8],
+    is_dir: bool,
+    buf: &mut Vec<u8>,
+) -> bool {
+    let p = as_path(rel);
+    let (mut mi, mut mg, mut me) = (Match::None, Match::None, Match::None);
+    let mut node = chain;
+    while let Some(n) = node {
+        if mi.is_none() {
+            mi = n.rules.ignore.matched(p, is_dir);
+        }
+        if mg.is_none() {
+            mg = n.rules.git.matched(p, is_dir);
+        }
+        if me.is_none() {
+            me = n.rules.exclude.matched(p, is_dir);
+        }
+        node = n.parent.as_ref();
+    }
+    if !outer.parents.is_empty() && (mi.is_none() || mg.is_none() || me.is_none()) {
+        join_into(buf, &outer.canonical, rel);
+        let p = as_path(buf);
+        for r in &outer.parents {
+            if mi.is_none() {
+                mi = r.ignore.matched(p, is_dir);
+            }
+            if mg.is_none() {
+                mg = r.git.matched(p, is_dir);
+            }
+            if me.is_none() {
+                me = r.exclude.matched(p, is_dir);
+            }
+        }
+    }
+    let m = mi.or(mg).or(me);
+    if m.is_none() && !outer.global.is_empty() {
+        join_into(buf, &outer.root, rel);
+        return outer.global.matched(as_path(buf), is_dir).is_ignore();
+    }
+    m.is_ignore()
+}
+
+/// A directory still to list.
+struct Job {
+    /// Relative path (empty = the root).
+    rel: Box<[u8]>,
+    /// Where its name starts in `rel`.
+    name_at: usize,
+    /// The open parent directory (`None`: the root, opened by path).
+    parent: Option<Arc<OwnedFd>>,
+    /// The rules in force in the parent directory.
+    chain: Option<Arc<Chain>>,
+}
+
+/// The stack of directories shared by the walking threads.
+struct Queue {
+    state: Mutex<(Vec<Job>, usize)>,
+    more: Condvar,
+}
+
+impl Queue {
+    /// The next directory, or `None` when the walk is over (no job left, none running).
+    fn pop(&self, quit: &AtomicBool) -> Option<Job> {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if quit.load(Ordering::Relaxed) {
+                self.more.notify_all();
+                return None;
+            }
+            if let Some(j) = g.0.pop() {
+                g.1 += 1;
+                return Some(j);
+            }
+            if g.1 == 0 {
+                self.more.notify_all();
+                return None;
+            }
+            g = self.more.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Marks a directory done and adds its subdirectories.
+    fn done(&self, children: &mut Vec<Job>) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 -= 1;
+        let n = children.len();
+        g.0.append(children);
+        drop(g);
+        if n > 1 {
+            self.more.notify_all();
+        } else {
+            self.more.notify_one();
+        }
+    }
+}
+
+/// Shared, read-only state of one walk.
+struct Ctx<'a> {
+    root: &'a Path,
+    opts: &'a WalkOptions,
+    outer: Outer,
+    queue: Queue,
+    files: AtomicU64,
+    dirs: AtomicU64,
+    over: AtomicBool,
+}
+
+/// One entry of a listing (its name is `names[start..end]`).
+struct Listed {
+    start: usize,
+    end: usize,
+    kind: FileType,
+    ino: u64,
+}
+
+/// A walking thread's buffers and results.
+struct Worker<S> {
+    sink: S,
+    out: Walked,
+    dirbuf: Vec<MaybeUninit<u8>>,
+    names: Vec<u8>,
+    listed: Vec<Listed>,
+    rel: Vec<u8>,
+    scratch: Vec<u8>,
+    children: Vec<Job>,
+}
+
+fn io_text(path: &Path, e: impl Into<std::io::Error>) -> String {
+    format!("{}: {}", path.display(), e.into())
+}
+
+impl<S: Sink> Worker<S> {
+    fn new(sink: S) -> Self {
+        Worker {
+            sink,
+            out: Walked::default(),
+            dirbuf: vec![MaybeUninit::uninit(); 32 * 1024],
+            names: Vec::new(),
+            listed: Vec::new(),
+            rel: Vec::new(),
+            scratch: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+
+    fn full(ctx: &Ctx<'_>, rel: &[u8]) -> PathBuf {
+        if rel.is_empty() {
+            ctx.root.to_path_buf()
+        } else {
+            ctx.root.join(OsStr::from_bytes(rel))
+        }
+    }
+
+    fn push_ignore_errors(&mut self, ctx: &Ctx<'_>, mut errs: Vec<ignore::Error>) {
+        let err = match errs.len() {
+            0 => return,
+            1 => errs.remove(0),
+            _ => ignore::Error::Partial(errs),
+        };
+        let p = err_path(&err).unwrap_or_else(|| ctx.root.to_path_buf());
+        let rel = rel_of(ctx.root, &p);
+        let is_dir = std::fs::symlink_metadata(&p)
+            .map(|m| m.is_dir())
+            .unwrap_or(true);
+        if is_dir {
+            self.out.dir_errors.push((rel, err.to_string()));
+        } else {
+            self.out.entry_errors.push((rel, err.to_string()));
+        }
+    }
+
+    /// Lists one directory: files go to the sink, subdirectories to `children`.
+    fn list(&mut self, ctx: &Ctx<'_>, job: &Job) {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let opened = match &job.parent {
+            Some(p) => rustix::fs::openat(
+                &**p,
+                OsStr::from_bytes(&job.rel[job.name_at..]),
+                flags,
+                Mode::empty(),
+            ),
+            None => rustix::fs::open(ctx.root, flags, Mode::empty()),
+        };
+        let fd = match opened {
+            Ok(fd) => Arc::new(fd),
+            Err(e) => {
+                let text = io_text(&Self::full(ctx, &job.rel), e);
+                self.out.dir_errors.push((job.rel.clone(), text));
+                return;
+            }
+        };
+        self.names.clear();
+        self.listed.clear();
+        let mut has = [false; 3];
+        let mut rd = RawDir::new(&*fd, &mut self.dirbuf);
+        while let Some(r) = rd.next() {
+            let e = match r {
+                Ok(e) => e,
+                Err(e) => {
+                    let text = io_text(&Self::full(ctx, &job.rel), e);
+                    self.out.dir_errors.push((job.rel.clone(), text));
+                    return;
+                }
+            };
+            let name = e.file_name().to_bytes();
+            match name {
+                b"." | b".." => continue,
+                b".ignore" => has[0] = true,
+                b".gitignore" => has[1] = true,
+                b".git" => has[2] = true,
+                _ => {}
+            }
+            let start = self.names.len();
+            self.names.extend_from_slice(name);
+            self.listed.push(Listed {
+                start,
+                end: self.names.len(),
+                kind: e.file_type(),
+                ino: e.ino(),
+            });
+        }
+        // This directory's rules (only when it holds an ignore file).
+        let mut chain = job.chain.clone();
+        if ctx.opts.filters && has.iter().any(|h| *h) {
+            let mut errs = Vec::new();
+            let dir = Self::full(ctx, &job.rel);
+            let rules = rules_of(as_path(&job.rel), &dir, has, &mut errs);
+            self.push_ignore_errors(ctx, errs);
+            if !rules.is_empty() {
+                chain = Some(Arc::new(Chain {
+                    rules,
+                    parent: chain,
+                }));
+            }
+        }
+        let check = ctx.opts.filters && (chain.is_some() || !ctx.outer.is_empty());
+        let max = ctx.opts.max_entries;
+        for i in 0..self.listed.len() {
+            if ctx.over.load(Ordering::Relaxed) {
+                return;
+            }
+            let Listed {
+                start,
+                end,
+                mut kind,
+                ino,
+            } = self.listed[i];
+            let name = &self.names[start..end];
+            if name == b".git" {
+                continue;
+            }
+            self.rel.clear();
+            self.rel.extend_from_slice(&job.rel);
+            if !job.rel.is_empty() {
+                self.rel.push(b'/');
+            }
+            let name_at = self.rel.len();
+            self.rel.extend_from_slice(name);
+            let name = OsStr::from_bytes(name);
+            let mut stat = None;
+            if kind == FileType::Unknown {
+                match rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(s) => {
+                        kind = FileType::from_raw_mode(s.st_mode as _);
+                        stat = Some(Stat::from_raw(&s));
+                    }
+                    Err(rustix::io::Errno::NOENT) => continue,
+                    Err(e) => {
+                        let text = io_text(&Self::full(ctx, &self.rel), e);
+                        self.out
+                            .entry_errors
+                            .push((self.rel.as_slice().into(), text));
+                        continue;
+                    }
+                }
+            }
+            let is_dir = kind == FileType::Directory;
+            if check
+                && ignored(
+                    chain.as_ref(),
+                    &ctx.outer,
+                    &self.rel,
+                    is_dir,
+                    &mut self.scratch,
+                )
+            {
+                continue;
+            }
+            if is_dir {
+                if let Some((dev, skip_ino)) = ctx.opts.skip_dir {
+                    if ino == skip_ino {
+                        if let Ok(s) = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                            #[allow(clippy::unnecessary_cast)]
+                            if s.st_dev as u64 == dev && s.st_ino as u64 == skip_ino {
+                                continue;
+                            }
+                        }
+                    }
+                }
+                if ctx.dirs.fetch_add(1, Ordering::Relaxed) >= max {
+                    ctx.over.store(true, Ordering::Relaxed);
+                    return;
+                }
+                self.children.push(Job {
+                    rel: self.rel.as_slice().into(),
+                    name_at,
+                    parent: Some(Arc::clone(&fd)),
+                    chain: chain.clone(),
+                });
+                continue;
+            }
+            if ctx.files.fetch_add(1, Ordering::Relaxed) >= max {
+                ctx.over.store(true, Ordering::Relaxed);
+                return;
+            }
+            let st = match stat {
+                Some(s) => s,
+                None => match rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(s) => Stat::from_raw(&s),
+                    // Vanished between listing and lstat: simply not there.
+                    Err(rustix::io::Errno::NOENT) => continue,
+                    Err(e) => {
+                        let text = io_text(&Self::full(ctx, &self.rel), e);
+                        self.out
+                            .entry_errors
+                            .push((self.rel.as_slice().into(), text));
+                        continue;
+                    }
+                },
+            };
+            self.sink.file(&self.rel, st);
+        }
+    }
+
+    fn run(&mut self, ctx: &Ctx<'_>) {
+        while let Some(job) = ctx.queue.pop(&ctx.over) {
+            self.list(ctx, &job);
+            drop(job);
+            ctx.queue.done(&mut self.children);
+        }
+    }
+}
+
+/// Walks `root` in parallel and `lstat`s every in-scope entry into the sinks made by
+/// `sink` (one per thread); returns what else the walk saw and the sinks.
+pub(crate) fn walk<S: Sink>(
+    root: &Path,
+    opts: &WalkOptions,
+    sink: impl Fn() -> S + Sync,
+) -> (Walked, Vec<S>) {
+    let mut out = Walked::default();
+    // The root itself is never followed when it is a symlink (nothing in scope then).
+    match std::fs::symlink_metadata(root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return (out, Vec::new()),
+        Err(e) => {
+            out.dir_errors.push((Box::default(), io_text(root, e)));
+            return (out, Vec::new());
+        }
+    }
+    let mut errs = Vec::new();
+    let outer = if opts.filters {
+        Outer::new(root, &mut errs)
+    } else {
+        Outer {
+            root: Vec::new(),
+            canonical: Vec::new(),
+            parents: Vec::new(),
+            global: Gitignore::empty(),
+        }
+    };
+    let ctx = Ctx {
+        root,
+        opts,
+        outer,
+        queue: Queue {
+            state: Mutex::new((
+                vec![Job {
+                    rel: Box::default(),
+                    name_at: 0,
+                    parent: None,
+                    chain: None,
+                }],
+                0,
+            )),
+            more: Condvar::new(),
+        },
+        files: AtomicU64::new(0),
+        dirs: AtomicU64::new(0),
+        over: AtomicBool::new(false),
+    };
+    let threads = match opts.threads {
+        0 => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(12),
+        n => n,
+    };
+    let mut workers: Vec<Worker<S>> = Vec::with_capacity(threads);
+    if threads <= 1 {
+        let mut w = Worker::new(sink());
+        w.push_ignore_errors(&ctx, errs);
+        w.run(&ctx);
+        workers.push(w);
+    } else {
+        std::thread::scope(|sc| {
+            let ctx = &ctx;
+            let sink = &sink;
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    sc.spawn(move || {
+                        let mut w = Worker::new(sink());
+                        w.run(ctx);
+                        w
+                    })
+                })
+                .collect();
+            for h in handles {
+                match h.join() {
+                    Ok(w) => workers.push(w),
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+            }
+        });
+        if let Some(w) = workers.first_mut() {
+            w.push_ignore_errors(&ctx, errs);
+        }
+    }
+    out.over_limit = ctx.over.load(Ordering::Relaxed);
+    let mut sinks = Vec::with_capacity(workers.len());
+    for w in workers {
+        out.dir_errors.extend(w.out.dir_errors);
+        out.entry_errors.extend(w.out.entry_errors);
+        sinks.push(w.sink);
+    }
+    (out, sinks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::MetadataExt;
+
+    #[derive(Default)]
+    struct Collect(Vec<(Vec<u8>, Stat)>);
+
+    impl Sink for Collect {
+        fn file(&mut self, rel: &[u8], stat: Stat) {
+            self.0.push((rel.to_vec(), stat));
+        }
+    }
+
+    fn write(root: &Path, rel: &str, body: &[u8]) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write");
+    }
+
+    /// What the `ignore` crate's walker (the scan's walker before this one) keeps,
+    /// with the `lstat` of each entry.
+    fn reference(root: &Path) -> BTreeMap<Vec<u8>, (u32, u64, u64)> {
+        let mut b = ignore::WalkBuilder::new(root);
+        b.hidden(false)
+            .follow_links(false)
+            .same_file_system(false)
+            .git_ignore(true)
             .git_exclude(true)
             .git_global(true)
             .ignore(true)
             .parents(true)
-            .require_git(false);
-    } else {
-        b.standard_filters(false);
-    }
-    let skip = opts.skip_dir;
-    b.filter_entry(move |e| {
-        if e.file_name() == ".git" {
-            return false;
+            .require_git(false)
+            .threads(1);
+        b.filter_entry(|e| e.file_name() != ".git");
+        let mut out = BTreeMap::new();
+        for e in b.build() {
+            let e = e.expect("entry");
+            if e.depth() == 0 || e.file_type().is_some_and(|t| t.is_dir()) {
+                continue;
+            }
+            let m = e.metadata().expect("lstat");
+            let rel = e.path().strip_prefix(root).expect("under root");
+            out.insert(
+                rel.as_os_str().as_bytes().to_vec(),
+                (m.mode(), m.size(), m.ino()),
+            );
         }
-        if let (Some((dev, ino)), Some(true)) = (skip, e.file_type().map(|t| t.is_dir())) {
-            if e.ino() == Some(ino) {
-                use std::os::unix::fs::MetadataExt;
-                if let Ok(m) = std::fs::symlink_metadata(e.path()) {
-                    if m.dev() == dev && m.ino() == ino {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    });
-    let sink: Mutex<Vec<Walked>> = Mutex::new(Vec::new());
-    let files = AtomicU64::new(0);
-    let dirs = AtomicU64::new(0);
-    let over = AtomicBool::new(false);
-    let max = opts.max_entries;
-    b.build_parallel().run(|| {
-        let mut local = Local {
-            out: Walked::default(),
-            sink: &sink,
-        };
-        let (files, dirs, over) = (&files, &dirs, &over);
-        Box::new(move |res| {
-            let entry = match res {
-                Ok(e) => e,
-                Err(err) => {
-                    let p = err_path(&err).unwrap_or_else(|| root.to_path_buf());
-                    let rel = rel_of(root, &p);
-                    // The error of a directory listing comes with the directory's path.
-                    let is_dir = std::fs::symlink_metadata(&p)
-                        .map(|m| m.is_dir())
-                        .unwrap_or(true);
-                    if is_dir {
-                        local.out.dir_errors.push((rel, err.to_string()));
-                    } else {
-                        local.out.entry_errors.push((rel, err.to_string()));
-                    }
-                    return WalkState::Continue;
-                }
-            };
-            if entry.depth() == 0 {
-                return WalkState::Continue;
-            }
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            let counter = if is_dir { dirs } else { files };
-            if counter.fetch_add(1, Ordering::Relaxed) >= max {
-                over.store(true, Ordering::Relaxed);
-                return WalkState::Quit;
-            }
-            if is_dir {
-                return WalkState::Continue;
-            }
-            match entry.metadata() {
-                Ok(m) => local
-                    .out
-                    .files
-                    .push((rel_of(root, entry.path()), Stat::from_meta(&m))),
-                Err(e) => {
-                    // Vanished between listing and lstat: simply not there.
-                    let gone = e
-                        .io_error()
-                        .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
-                    if !gone {
-                        local
-                            .out
-                            .entry_errors
-                            .push((rel_of(root, entry.path()), e.to_string()));
-                    }
-                }
-            }
-            WalkState::Continue
-        })
-    });
-    let mut all = Walked {
-        over_limit: over.load(Ordering::Relaxed),
-        ..Walked::default()
-    };
-    for w in sink.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        all.files.extend(w.files);
-        all.dir_errors.extend(w.dir_errors);
-        all.entry_errors.extend(w.entry_errors);
+        out
     }
-    all
+
+    #[test]
+    fn keeps_exactly_what_the_ignore_crate_walker_keeps() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let parent = tmp.path().join("parent");
+        let root = parent.join("ws");
+        write(
+            &parent,
+            ".gitignore",
+            b"from-parent.txt\n/ws/anchored-parent\n",
+        );
+        write(
+            &root,
+            ".gitignore",
+            b"*.log\n!keep.log\n/build\nnested/deep/\nlogs/\n",
+        );
+        write(&root, ".ignore", b"!important.log\nscratch*\n");
+        write(&root, ".git/info/exclude", b"excluded.txt\n");
+        write(&root, ".git/HEAD", b"ref\n");
+        for f in [
+            "a.log",
+            "keep.log",
+            "important.log",
+            "build/x",
+            "sub/build/y",
+            "sub/z.log",
+            "sub/local.txt",
+            "sub/deeper/local.txt",
+            "sub/deeper/w.log",
+            "nested/deep/f",
+            "nested/deepfile",
+            "scratch1",
+            "sub/scratch2",
+            "excluded.txt",
+            "sub/excluded.txt",
+            "from-parent.txt",
+            "sub/from-parent.txt",
+            "anchored-parent",
+            "logs/x",
+            ".hidden/h",
+            "plain/p.txt",
+            "other/.ignore",
+            "other/q.txt",
+        ] {
+            write(&root, f, f.as_bytes());
+        }
+        write(&root, "sub/.gitignore", b"!*.log\nlocal.txt\n");
+        write(&root, "sub/.git", b"gitdir: elsewhere\n");
+        write(&root, "sub/logs", b"a file, not a directory");
+        write(&root, "other/.ignore", b"*\n!keep-me\n");
+        write(&root, "other/keep-me", b"k");
+        std::os::unix::fs::symlink("sub", root.join("dirlink")).expect("symlink");
+        std::fs::write(root.join(OsStr::from_bytes(b"caf\xe9.txt")), b"x").expect("odd");
+
+        let want = reference(&root);
+        // The tree exercises each kind of rule (checked on the reference itself).
+        for kept in [
+            "keep.log",
+            "important.log",
+            "sub/z.log",
+            "sub/build/y",
+            "sub/logs",
+            "nested/deepfile",
+            "other/keep-me",
+            "dirlink",
+            ".hidden/h",
+        ] {
+            assert!(want.contains_key(kept.as_bytes()), "{kept} kept");
+        }
+        for gone in [
+            "a.log",
+            "build/x",
+            "sub/local.txt",
+            "sub/deeper/local.txt",
+            "nested/deep/f",
+            "scratch1",
+            "sub/scratch2",
+            "excluded.txt",
+            "sub/excluded.txt",
+            "from-parent.txt",
+            "sub/from-parent.txt",
+            "logs/x",
+            "other/q.txt",
+            ".git/HEAD",
+        ] {
+            assert!(!want.contains_key(gone.as_bytes()), "{gone} ignored");
+        }
+        for threads in [1, 2, 4] {
+            let mut opts = WalkOptions::new(u64::MAX);
+            opts.threads = threads;
+            let (w, sinks) = walk(&root, &opts, Collect::default);
+            assert!(w.dir_errors.is_empty() && w.entry_errors.is_empty());
+            assert!(!w.over_limit);
+            let got: BTreeMap<Vec<u8>, (u32, u64, u64)> = sinks
+                .into_iter()
+                .flat_map(|c| c.0)
+                .map(|(p, s)| (p, (s.mode, s.size, s.ino)))
+                .collect();
+            assert_eq!(
+                got.keys()
+                    .map(|k| String::from_utf8_lossy(k))
+                    .collect::<Vec<_>>(),
+                want.keys()
+                    .map(|k| String::from_utf8_lossy(k))
+                    .collect::<Vec<_>>(),
+                "{threads} threads"
+            );
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn stops_at_the_limit() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        for i in 0..50 {
+            write(tmp.path(), &format!("d{}/f{i}", i % 5), b"x");
+        }
+        let (w, _) = walk(tmp.path(), &WalkOptions::new(20), Collect::default);
+        assert!(w.over_limit);
+        let (w, sinks) = walk(tmp.path(), &WalkOptions::new(50), Collect::default);
+        assert!(!w.over_limit);
+        assert_eq!(sinks.iter().map(|c| c.0.len()).sum::<usize>(), 50);
+    }
 }

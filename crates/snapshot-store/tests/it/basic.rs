@@ -793,3 +793,80 @@ fn two_handles_appending_to_one_session_at_once_lose_no_record() {
     assert!(out.failed.is_empty(), "{out:?}");
     assert_eq!(env.read("t1/f149").as_deref(), Some(&b"before"[..]));
 }
+
+#[test]
+fn calls_that_must_not_wait_run_only_when_nothing_is_in_the_way() {
+    let env = Env::new();
+    env.write("a.txt", b"a0");
+    env.write("big.bin", &[7u8; 5000]);
+    let store = env.store();
+    let s = env.session(&store);
+    // A fresh handle: its first write may compact the log, so it declines.
+    assert!(
+        s.try_capture_before("c0", Path::new("a.txt"), 4096)
+            .is_none()
+    );
+    assert!(s.try_commit("c0", 1, true, 64).is_none());
+    tool_edit(&env, &s, "c0", 1, "a.txt", Some(b"a1"));
+
+    // Now it runs, and records what the blocking call records.
+    let out = s
+        .try_capture_before("c1", Path::new("a.txt"), 4096)
+        .expect("runs")
+        .expect("captured");
+    assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
+    env.write("a.txt", b"a2");
+    let done = s
+        .try_commit("c1", 2, true, 64)
+        .expect("runs")
+        .expect("committed");
+    assert!(
+        matches!(done, CommitOutcome::Committed { entries: 1, .. }),
+        "{done:?}"
+    );
+    // A file over the limit, or a call staging more paths than allowed: declined.
+    assert!(
+        s.try_capture_before("c2", Path::new("big.bin"), 4096)
+            .is_none()
+    );
+    s.capture_before("c2", Path::new("big.bin"))
+        .expect("capture");
+    s.capture_before("c2", Path::new("a.txt")).expect("capture");
+    assert!(s.try_commit("c2", 2, true, 1).is_none());
+    s.commit("c2", 2, true).expect("commit");
+    // Invalid ids are refused at once, as by the blocking calls.
+    assert!(matches!(
+        s.try_capture_before("", Path::new("a.txt"), 4096),
+        Some(Err(_))
+    ));
+
+    // Another user of the store lock (a blob sweep holds it exclusively): declined.
+    let lock = std::fs::File::open(env.root.join("lock")).expect("lock file");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    assert!(
+        s.try_capture_before("c3", Path::new("a.txt"), 4096)
+            .is_none()
+    );
+    // A commit takes no store lock.
+    assert!(s.try_commit("nothing-staged", 2, true, 64).is_some());
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock).expect("unlock");
+    assert!(
+        s.try_capture_before("c3", Path::new("a.txt"), 4096)
+            .is_some()
+    );
+
+    // Another handle holding the log lock: declined.
+    let log = std::fs::File::open(env.root.join("sessions/s1/records.log")).expect("log");
+    rustix::fs::flock(&log, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    assert!(s.try_commit("c3", 3, true, 64).is_none());
+    rustix::fs::flock(&log, rustix::fs::FlockOperation::Unlock).expect("unlock");
+    assert!(matches!(
+        s.try_commit("c3", 3, true, 64),
+        Some(Ok(CommitOutcome::Committed { .. }))
+    ));
+
+    // Rewinding to 2 brings back what the first quick capture recorded (a1).
+    let plan = s.plan_restore(2).expect("plan");
+    s.restore(&plan, "op").expect("restore");
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1"[..]));
+}
