@@ -64,8 +64,9 @@ class InFlight {
     else this.running.set(sessionId, n)
   }
 
-  busy(sessionId: string): boolean {
-    return (this.running.get(sessionId) ?? 0) > 0
+  /** Whether at least `atLeast` scanned calls of the session run now. */
+  busy(sessionId: string, atLeast = 1): boolean {
+    return (this.running.get(sessionId) ?? 0) >= atLeast
   }
 
   forget(sessionId: string): void {
@@ -118,6 +119,13 @@ export function registerScan(deps: ScanDeps): void {
   const scans = new InFlight()
   /** Budget refusals already logged per session (one warning, not one per call). */
   const refusedLogged = new Set<string>()
+  /**
+   * Per session, the anchor of its last completed after-scan when no other scan came since. The
+   * next call of the same turn then needs no before-scan: that after-scan left the index current,
+   * and whatever changed in between (a background job, an editor) is recorded by this call's
+   * after-scan as a change of the same turn — restorable to the same messages either way.
+   */
+  const afterAt = new Map<string, number>()
 
   /** The tracked session and cwd of a call, or `undefined` when the scan does not apply. */
   function target(session: HostSession | undefined): { sessionId: string; cwd: string } | undefined {
@@ -132,8 +140,10 @@ export function registerScan(deps: ScanDeps): void {
 
   async function scan(sessionId: string, cwd: string, phase: ScanPhase, anchorSeq: number, callId?: string, ok?: boolean): Promise<ScanReport | undefined> {
     const request = scanRequest(deps.settings.get(), phase, anchorSeq, callId, ok)
+    afterAt.delete(sessionId)
     try {
       const report = await state.run(sessionId, () => deps.files().scan(sessionId, cwd, request))
+      if (phase === 'after' && report.refused == null) afterAt.set(sessionId, anchorSeq)
       const refused = noteRefusal(state, sessionId, report)
       if (refused === undefined) refusedLogged.delete(sessionId)
       else if (!refusedLogged.has(sessionId)) {
@@ -161,7 +171,9 @@ export function registerScan(deps: ScanDeps): void {
     if (anchor === undefined) return await next()
     scans.enter(sessionId)
     try {
-      await scan(sessionId, cwd, 'before', anchor, exec.callId)
+      // The before-scan is skipped when this session's last scan was the after-scan of a call of
+      // the same turn and no other scanned call runs (see `afterAt`).
+      if (afterAt.get(sessionId) !== anchor || scans.busy(sessionId, 2)) await scan(sessionId, cwd, 'before', anchor, exec.callId)
       let ok = false
       try {
         const result = await next()
