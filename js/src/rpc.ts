@@ -137,6 +137,15 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       return outcome
     })
   }
+  /** `undo` / `redo`: the files' outcome at the top level, the op id, and where the conversation is. */
+  async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<unknown> {
+    const opId = body.opId
+    if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
+    const choices = undoChoicesOf(body.choices)
+    if (deps.rewinder === undefined) throw new RewindError(how === 'undo' ? Codes.notUndoable : Codes.notRedoable, `${how} is unavailable on this host`)
+    const report = how === 'undo' ? await deps.rewinder.undoer.undo(agent, opId, choices) : await deps.rewinder.undoer.redo(agent, opId, choices)
+    return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null }
+  }
   return {
     async preview(agent, body) {
       const seq = body.seq
@@ -225,22 +234,11 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     },
 
     async undo(agent, body) {
-      const opId = body.opId
-      if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
-      const choices = undoChoicesOf(body.choices)
-      if (deps.rewinder === undefined) throw new RewindError(Codes.notUndoable, 'undo is unavailable on this host')
-      const report = await deps.rewinder.undoer.undo(agent, opId, choices)
-      // The files' outcome at the top level (as before), plus where the conversation continues.
-      return { ...report.files, kind: report.kind, conversation: report.conversation ?? null }
+      return await undoOrRedo(agent, body, 'undo')
     },
 
     async redo(agent, body) {
-      const opId = body.opId
-      if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
-      const choices = undoChoicesOf(body.choices)
-      if (deps.rewinder === undefined) throw new RewindError(Codes.notRedoable, 'redo is unavailable on this host')
-      const report = await deps.rewinder.undoer.redo(agent, opId, choices)
-      return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null }
+      return await undoOrRedo(agent, body, 'redo')
     },
 
     async interrupted(agent) {

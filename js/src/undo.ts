@@ -57,6 +57,13 @@ function countFiles(entry: Entry): number {
 export class Undoer {
   constructor(private readonly deps: RewindDeps, private readonly rewinder: Rewinder) {}
 
+  /** The session, its history partition, its working directory and the store (subagents refused). */
+  private async where(agent: HostAgent): Promise<{ session: HostSession; sessionId: string; key: string; cwd: string | undefined; port: ReturnType<RewindDeps['files']> }> {
+    const session = agent.session
+    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
+    return { session, sessionId: session.header.id, key: await partitionKey(this.deps.ctx, session), cwd: trackedCwd(session), port: this.deps.files() }
+  }
+
   /** This session's undoable entries, newest first (its rewinds and the fork that created it). */
   async candidates(agent: HostAgent): Promise<Entry[]> {
     const session = agent.session
@@ -101,12 +108,7 @@ export class Undoer {
    */
   async undo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
     const { ctx, state, history, logger } = this.deps
-    const session = agent.session
-    const sessionId = session.header.id
-    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
-    const key = await partitionKey(ctx, session)
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
+    const { session, sessionId, key, cwd, port } = await this.where(agent)
     const filesUsable = cwd !== undefined && port.unavailable() === undefined
     // An interrupted undo or rewind of this session is settled first.
     await this.rewinder.reconcile(agent)
@@ -191,12 +193,7 @@ export class Undoer {
    */
   async redo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
     const { ctx, state, history, logger } = this.deps
-    const session = agent.session
-    const sessionId = session.header.id
-    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
-    const key = await partitionKey(ctx, session)
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
+    const { session, sessionId, key, cwd, port } = await this.where(agent)
     if (cwd === undefined || port.unavailable() !== undefined) {
       throw new RewindError(Codes.notRedoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
     }
