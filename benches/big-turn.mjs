@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+/**
+ * One turn that writes 5,000 files, inside the real DSH host (0.1.0-rc.8 spine, DSH's real `write`
+ * tool, scripted model): the same turn in a host with the plugin (every write captured before and
+ * committed after, the message-boundary re-check and scan) and in a host without it, alternated,
+ * each on a workspace of its own. The goal: the plugin's overhead ≤ 10 % of the turn without it.
+ *
+ * Run with Node 24: `node benches/big-turn.mjs` (after `node scripts/build-package.mjs`).
+ * Writes target/bench-results/big-turn.md. Invariant checkers are off (they cost far more than
+ * the plugin and would hide it).
+ */
+import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
+import { readdirSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { startHost, turn, text, write } from '../tests/host/lib/harness.mjs'
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
+const ROUNDS = Number(process.env.BIG_TURN_ROUNDS ?? 3)
+const FILES = Number(process.env.BIG_TURN_FILES ?? 5_000)
+const Rewind = await import(join(ROOT, 'lib', 'index.js'))
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
+const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`)
+
+let turns = 0
+/** A fresh host on a fresh workspace; one warm-up turn (the first scan builds the baseline). */
+async function bootHost(withPlugin) {
+  const ws = await mkdtemp(join(tmpdir(), 'bench-big-ws-'))
+  const home = await mkdtemp(join(tmpdir(), 'bench-big-home-'))
+  const plugins = withPlugin ? [[Rewind, { dshHome: home }]] : []
+  const host = await startHost({ workspace: ws, dshHome: home, plugins, invariants: false, script: [] })
+  const agent = await host.createAgent(`bench-big-${++turns}`)
+  host.addTurns(turn(write('warm.txt', 'warm\n'), text('warm')))
+  await host.sendUser(agent, 'warm up')
+  return { host, agent, ws, home }
+}
+
+/** One turn: 5,000 `write` calls in one model step, each a new 1 KiB file in its own round's directory. */
+async function bigTurn(h, round) {
+  const calls = []
+  for (let i = 0; i < FILES; i++) {
+    calls.push({ name: 'write', args: { file_path: `r${round}/d${i % 50}/f${i}.txt`, content: `file ${i}\n${'z'.repeat(1000)}\n` } })
+  }
+  h.host.addTurns(turn({ kind: 'tools', calls: calls.map((c, i) => ({ ...c, id: `big-${round}-${i}` })) }, text('wrote them')))
+  const t = performance.now()
+  await h.host.sendUser(h.agent, `write ${FILES} files, round ${round}`)
+  const ms = performance.now() - t
+  // Every file written, or the figure means nothing.
+  let n = 0
+  for (const d of readdirSync(join(h.ws, `r${round}`))) n += readdirSync(join(h.ws, `r${round}`, d)).length
+  if (n !== FILES) throw new Error(`round ${round}: ${n} of ${FILES} files written`)
+  return ms
+}
+
+const withPlugin = await bootHost(true)
+const without = await bootHost(false)
+const a = []
+const b = []
+for (let r = 0; r < ROUNDS; r++) {
+  b.push(await bigTurn(without, r))
+  a.push(await bigTurn(withPlugin, r))
+}
+// The plugin really recorded the writes: its session's record log holds an entry per file.
+const logOf = (home) => {
+  const root = join(home, 'rewind-snapshots', 'sessions')
+  return readdirSync(root).reduce((n, id) => { try { return n + statSync(join(root, id, 'records.log')).size } catch { return n } }, 0)
+}
+if (logOf(withPlugin.home) < FILES * ROUNDS * 16) throw new Error(`the plugin's record log is too small (${logOf(withPlugin.home)} bytes) for ${FILES * ROUNDS} captured writes`)
+await withPlugin.host.dispose()
+await without.host.dispose()
+for (const h of [withPlugin, without]) {
+  await rm(h.ws, { recursive: true, force: true })
+  await rm(h.home, { recursive: true, force: true })
+}
+const mA = median(a)
+const mB = median(b)
+const overhead = (mA - mB) / mB
+const lines = [
+  '## One turn writing 5,000 files (real host, `write` tool)',
+  '',
+  `${FILES} new 1 KiB files written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it, each on a fresh workspace.`,
+  '',
+  '| figure | median | goal | met |',
+  '|---|---|---|---|',
+  `| turn without the plugin | ${fmt(mB)} | — | — |`,
+  `| same turn with the plugin | ${fmt(mA)} | — | — |`,
+  `| plugin overhead | ${(overhead * 100).toFixed(1)} % (${fmt((mA - mB) / FILES)} per write) | ≤ 10 % | ${overhead <= 0.1 ? 'yes' : '**no**'} |`,
+  '',
+]
+console.log(lines.join('\n'))
+await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
+await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.md'), lines.join('\n'))
