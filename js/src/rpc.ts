@@ -215,7 +215,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         // its undo continued in, or its fork's child.
         let redoable = false
         const near = mine || entry.undoSessionId === sessionId
-        if (entry.undoneAt != null && near && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
+        const redoneBy = entries.find(e => e.redoOf === entry.opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
+        if (entry.undoneAt != null && near && redoneBy === undefined && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
           try {
             redoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'undone'
           } catch {

@@ -207,6 +207,10 @@ export class Undoer {
       if (owner !== sessionId && entry.undoSessionId !== sessionId && entry.fork?.childSessionId !== sessionId) {
         throw new RewindError(Codes.undoOtherSession, `rewind ${escapeControl(opId)} belongs to another session`)
       }
+      const redoneBy = entries.find(e => e.redoOf === opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
+      if (redoneBy !== undefined) {
+        throw new RewindError(Codes.notRedoable, `rewind ${escapeControl(opId)} was redone already (${escapeControl(redoneBy.opId)}); undo that redo first`)
+      }
       const journal = await state.run(owner, () => port.journalState(owner, cwd, opId)).catch(() => 'unreadable')
       if (entry.undoneAt == null || journal !== 'undone') {
         throw new RewindError(Codes.notRedoable, entry.undoneAt == null ? `rewind ${escapeControl(opId)} is not undone` : `rewind ${escapeControl(opId)} changed no file to redo (its journal is ${journal})`)

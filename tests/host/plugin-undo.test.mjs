@@ -177,6 +177,9 @@ test('undo of an undo: a redo makes the rewind\'s file changes again and is undo
   assert.equal(redone.outcome, 'done')
   assert.equal(redone.targetText, 'two')
   assert.equal(redone.undoable, true, 'a redo can be undone in turn')
+  assert.equal(entries.find(e => e.opId === rewind.opId).redoable, false, 'redone once')
+  const twice = await rpc(host, 'redo', { sessionId: agent.id, opId: rewind.opId })
+  assert.equal(twice.json.error.code, 'rewind/not-redoable')
 
   // Undo the redo: files back again; the conversation before the redo is the undo's session.
   const again = await host.runCommand(agent, `/rewind undo @${redone.opId}`)

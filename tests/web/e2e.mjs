@@ -357,6 +357,16 @@ try {
     const tree = history.getByTestId('dsh-prompt-rewind-entry').first().getByTestId('dsh-prompt-rewind-tree-undo')
     check(await tree.count() === 1 && await tree.getAttribute('data-session') === opened.sessionId && await tree.getByTestId('dsh-prompt-rewind-tree-open').count() === 1, 'the entry names the session the conversation continues in, openable')
     await shot(page, 'after-undo')
+    // Redo: the rewind's file changes again, from the history page; the rewound session (this
+    // one) is where its conversation is.
+    const redo = history.getByTestId('dsh-prompt-rewind-redo')
+    check(await redo.count() === 1 && await redo.innerText() === 'Redo this rewind', 'the undone rewind offers "Redo this rewind"')
+    await redo.click()
+    await history.getByTestId('dsh-prompt-rewind-notice').filter({ hasText: 'Files as the rewind left them again' }).waitFor({ timeout: 10000 })
+    fileCheck(read('a.txt') === 'alpha-1\n' && read('b.txt') === null && read('c.txt') === null, 'the redo made the rewind\'s file changes again')
+    await history.getByTestId('dsh-prompt-rewind-tree-redo').first().waitFor({ timeout: 10000 })
+    check(await history.getByTestId('dsh-prompt-rewind-redo').count() === 0, 'a rewind is redone once')
+    await shot(page, 'after-redo')
   }
   await history.getByTestId('dsh-prompt-rewind-export').click()
   const exported = history.getByTestId('dsh-prompt-rewind-export-json')
