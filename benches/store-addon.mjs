@@ -94,7 +94,7 @@ const us = (x) => `${x.toFixed(1)} µs`
 const lines = [
   '## snapshot-store through the addon (Node)',
   '',
-  `One write-tool call as the plugin makes it: \`capture\` before the write + \`commit\` after it, through the napi addon from Node ${process.version}, 16 KiB file, new content each call (a new blob each time); baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run. Medians of ${ROUNDS} calls. Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files.`,
+  `One write-tool call as the plugin makes it: \`capture\` before the write + \`commit\` after it, through the napi addon from Node ${process.version}, 16 KiB file, its content changed on every call (cycling through 8 contents, so after the first calls the capture finds its blob already stored); baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run. Medians of ${ROUNDS} calls. Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files.`,
   '',
   '| tracked files | capture + commit (median) | Node read + write (median) | ratio | ≤ 1.5× | ≤ 100 µs |',
   '|---:|---:|---:|---:|:-:|:-:|',
