@@ -19,7 +19,7 @@ import { notCoveredOf, noteRefusal, scanRequest } from './scan.ts'
 import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
-import { Undoer, undoText } from './undo.ts'
+import { Undoer, touchedFiles, undoText } from './undo.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -656,8 +656,7 @@ export class Rewinder {
       // Undo crash order: `undoStartedAt` (naming the new session) durable → the new session →
       // the store's journaled undo → `undoneAt`. Finished here: the session created if missing,
       // the files undone (a file changed since is kept), the entry marked undone.
-      const noFiles = entry.restored + entry.deleted + entry.failed === 0
-      if (found.journal === 'undone' || (found.journal === 'completed' && cwd !== undefined) || (found.journal === 'missing' && noFiles)) {
+      if (found.journal === 'undone' || (found.journal === 'completed' && cwd !== undefined) || (found.journal === 'missing' && !touchedFiles(entry))) {
         await this.undoer.finishInterrupted(agent, key, entry, found.journal)
         return undefined
       }

@@ -17,6 +17,7 @@ import { HistoryPort, partitionKey } from './history.ts'
 import { type Rewinder, candidates, removeRestoreTemps, resyncObservations } from './rewind.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
+import { standingRedo, touchedFiles } from './undo.ts'
 import type { SessionState } from './state.ts'
 import { addonAvailable } from './native.ts'
 
@@ -201,8 +202,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         const settled = entry.outcome === 'done' || entry.outcome === 'partial' || entry.outcome === 'failed'
         const mine = entry.sessionId === sessionId || entry.fork?.childSessionId === sessionId
         if (settled && mine && entry.undoneAt == null && entry.undoStartedAt == null) {
-          const noFiles = entry.restored + entry.deleted + entry.failed === 0
-          if (noFiles) undoable = true
+          if (!touchedFiles(entry)) undoable = true
           else if (cwd !== undefined && port.unavailable() === undefined) {
             try {
               undoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'completed'
@@ -215,8 +215,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         // its undo continued in, or its fork's child.
         let redoable = false
         const near = mine || entry.undoSessionId === sessionId
-        const redoneBy = entries.find(e => e.redoOf === entry.opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
-        if (entry.undoneAt != null && near && redoneBy === undefined && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
+        if (entry.undoneAt != null && near && standingRedo(entries, entry.opId) === undefined && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
           try {
             redoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'undone'
           } catch {

@@ -49,8 +49,14 @@ function markerSeq(session: HostSession, markerId: string | null | undefined): n
   return session.events[at - 1]?.type === 'command/run' ? at - 1 : at
 }
 
-function countFiles(entry: Entry): number {
-  return entry.restored + entry.deleted + entry.failed
+/** Whether a rewind's file half changed (or tried to change) any file: else it has no journal. */
+export function touchedFiles(entry: Pick<Entry, 'restored' | 'deleted' | 'failed'>): boolean {
+  return entry.restored + entry.deleted + entry.failed > 0
+}
+
+/** The redo of `opId` that still stands (not undone, not abandoned or rolled back), if any. */
+export function standingRedo(entries: readonly Entry[], opId: string): Entry | undefined {
+  return entries.find(e => e.redoOf === opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
 }
 
 /** The undo service (`undo` RPC, `/rewind undo`). */
@@ -121,7 +127,7 @@ export class Undoer {
       const journal = filesUsable ? await state.run(owner, () => port.journalState(owner, cwd!, opId)).catch(() => 'unreadable') : 'missing'
       const entry = await history.checkUndo(key, opId, sessionId, journal) as Entry
       const files = journal === 'completed'
-      if (!files && countFiles(entry) > 0 && !filesUsable) {
+      if (!files && touchedFiles(entry) && !filesUsable) {
         throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
       }
       // Every file changed since the rewind must be decided before anything changes.
@@ -207,7 +213,7 @@ export class Undoer {
       if (owner !== sessionId && entry.undoSessionId !== sessionId && entry.fork?.childSessionId !== sessionId) {
         throw new RewindError(Codes.undoOtherSession, `rewind ${escapeControl(opId)} belongs to another session`)
       }
-      const redoneBy = entries.find(e => e.redoOf === opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
+      const redoneBy = standingRedo(entries, opId)
       if (redoneBy !== undefined) {
         throw new RewindError(Codes.notRedoable, `rewind ${escapeControl(opId)} was redone already (${escapeControl(redoneBy.opId)}); undo that redo first`)
       }

@@ -478,13 +478,31 @@ fn plan_text(plan: &RestorePlan) -> (Value, String) {
     (v, text)
 }
 
-fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
+/// A known session opened read-only on its workspace, its target resolved and planned.
+struct Planned {
+    cwd: PathBuf,
+    session: Session,
+    seq: u64,
+    plan: RestorePlan,
+}
+
+fn planned(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<Planned, Fail> {
     let store = ctx.store()?;
     ctx.known_session(&store, id)?;
     let cwd = ctx.workspace(id, ws)?;
     let session = ctx.session(&store, id, &cwd)?;
     let seq = ctx.target(&session, id, target)?;
     let plan = ctx.plan(&session, id, seq)?;
+    Ok(Planned {
+        cwd,
+        session,
+        seq,
+        plan,
+    })
+}
+
+fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
+    let Planned { cwd, seq, plan, .. } = planned(ctx, id, target, ws)?;
     let (v, body) = plan_text(&plan);
     let text = format!(
         "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}",
@@ -523,12 +541,9 @@ fn diff(
     path: Option<&str>,
     ws: Option<PathBuf>,
 ) -> Result<u8, Fail> {
-    let store = ctx.store()?;
-    ctx.known_session(&store, id)?;
-    let cwd = ctx.workspace(id, ws)?;
-    let session = ctx.session(&store, id, &cwd)?;
-    let seq = ctx.target(&session, id, target)?;
-    let plan = ctx.plan(&session, id, seq)?;
+    let Planned {
+        session, seq, plan, ..
+    } = planned(ctx, id, target, ws)?;
     let actions: Vec<_> = plan
         .actions
         .iter()

@@ -480,6 +480,11 @@ impl<'a> Reader<'a> {
 
     /// Checks a hash as [`Reader::sha`] would read it.
     fn check_sha(&mut self) -> Result<(), String> {
+        self.pass_sha(true)
+    }
+
+    /// Steps over a hash (32 raw bytes, or its text form — checked as UTF-8 with `utf8`).
+    fn pass_sha(&mut self, utf8: bool) -> Result<(), String> {
         match self.u8()? {
             0 => {
                 let end = self.o + 32;
@@ -488,8 +493,11 @@ impl<'a> Reader<'a> {
                 }
                 self.o = end;
             }
-            1 => {
+            1 if utf8 => {
                 self.str_ref()?;
+            }
+            1 => {
+                self.bytes()?;
             }
             t => return Err(format!("bad hash tag {t}")),
         }
@@ -581,19 +589,7 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             0 => {}
             1 => {
-                match self.u8()? {
-                    0 => {
-                        let end = self.o + 32;
-                        if end > self.b.len() {
-                            return Err("record ends early".into());
-                        }
-                        self.o = end;
-                    }
-                    1 => {
-                        self.bytes()?;
-                    }
-                    t => return Err(format!("bad hash tag {t}")),
-                }
+                self.pass_sha(false)?;
                 self.u()?;
                 self.u32()?;
             }

@@ -119,13 +119,6 @@ pub struct FileDiff {
     pub truncated: bool,
 }
 
-impl FileDiff {
-    /// Whether the two sides were compared line by line.
-    pub fn is_text(&self) -> bool {
-        self.unified.is_some()
-    }
-}
-
 /// Who made the newest change recorded since the target to a planned path: the
 /// change a restore of that path undoes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
