@@ -879,7 +879,7 @@ export declare function checkMaxAgeDays(days: number): void
  */
 export declare function checkTarget(target: string): string
 
-/** Every stable error code this build knows. */
+/** Every stable error code this build knows (the engine's table, in its order). */
 export declare function errorCodes(): Array<string>
 
 /** What was interrupted. */
@@ -927,13 +927,13 @@ export declare function listCandidates(eventsJson: string): Array<BindingCandida
 /**
  * Plans a fork rewind of the live log (a JSON array of session events) to `target`: the
  * inclusive boundary to seed the child with, so that it holds exactly the messages before the
- * target. Refusals carry the planner's codes (`rewind/fork-inside-turn`, ...).
+ * target. Refusals carry their stable codes (`rewind/fork-inside-turn`, ...).
  */
 export declare function planFork(eventsJson: string, target: string): BindingForkPlan
 
 /**
  * Plans a rewind of the live log (a JSON array of session events) to `target`
- * (`@<seq>` or `<n>`, 1 = newest). Refusals carry the planner's stable codes.
+ * (`@<seq>` or `<n>`, 1 = newest). Refusals carry their stable codes (the engine's table).
  */
 export declare function planRewind(eventsJson: string, target: string): BindingPlan
 

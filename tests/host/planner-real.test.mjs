@@ -14,7 +14,8 @@
  *         folds the new log like DSH does; a second rewind planned on that log (a rewind of a
  *         rewind) is accepted the same way;
  *   (iv)  refusals (unknown seq, not a human message, shadowed message, index out of range, bad
- *         target) come back with their named codes and leave the log unchanged.
+ *         target) come back as their named planner errors and leave the log unchanged (the
+ *         stable `rewind/...` codes are the engine's; its unit tests map each variant).
  *
  * Needs the planner CLI: PLAN_CLI, or $CARGO_TARGET_DIR/debug/examples/plan-cli, or
  * target/debug/examples/plan-cli (scripts/test-host.sh builds it). Run with Node 24:
@@ -69,14 +70,22 @@ function planOk(file, target) {
   return r.json.plan
 }
 
-/** `code` may be a list when more than one refusal is true of the target. */
-function planRefused(file, target, code) {
-  const codes = Array.isArray(code) ? code : [code]
+/**
+ * `kind` is the planner's error variant as plan-cli names it (`PlanError::NotOnSurface`); a kind
+ * ending in `::` accepts any variant of that enum. It may be a list when more than one refusal is
+ * true of the target.
+ */
+function planRefused(file, target, kind) {
+  const kinds = Array.isArray(kind) ? kind : [kind]
   const before = sha256(readFileSync(file))
   const r = cli('plan', file, target)
   assert.equal(r.status, 1, `plan ${JSON.stringify(target)} should exit 1: ${JSON.stringify(r.json)}`)
   assert.equal(r.json.ok, false)
-  assert.ok(codes.includes(r.json.error?.code), `plan ${JSON.stringify(target)}: ${JSON.stringify(r.json)}, want ${codes}`)
+  const got = r.json.error?.kind
+  assert.ok(
+    kinds.some((k) => (k.endsWith('::') ? got?.startsWith(k) : got === k)),
+    `plan ${JSON.stringify(target)}: ${JSON.stringify(r.json)}, want ${kinds}`,
+  )
   assert.equal(typeof r.json.error.message, 'string')
   assert.ok(r.json.error.message.length > 0, 'refusal carries a message')
   assert.equal(sha256(readFileSync(file)), before, 'log file unchanged')
@@ -279,8 +288,8 @@ for (const fixture of fixtures) {
           const after = cli('candidates', rewoundFile).json.candidates
           assert.ok(!after.some((c) => c.seq === seq && !c.pending), 'target gone from candidates')
           assert.ok(!after.some((c) => c.seq === marker.seq), 'marker is not a candidate')
-          planRefused(rewoundFile, `@${seq}`, 'rewind/not-on-surface')
-          planRefused(rewoundFile, `@${marker.seq}`, 'rewind/not-human-message')
+          planRefused(rewoundFile, `@${seq}`, 'PlanError::NotOnSurface')
+          planRefused(rewoundFile, `@${marker.seq}`, 'PlanError::NotHumanMessage')
 
           // A rewind of the rewind: back to the first remaining human message (its range covers
           // the new marker), applied to the resumed session.
@@ -302,31 +311,31 @@ for (const fixture of fixtures) {
       })
     }
 
-    test('(iv) refusals carry their codes and leave the log unchanged', () => {
-      planRefused(file, `@${events.length + 1000}`, 'rewind/unknown-seq')
+    test('(iv) refusals name their planner error and leave the log unchanged', () => {
+      planRefused(file, `@${events.length + 1000}`, 'PlanError::UnknownSeq')
       // Not a human message: an assistant message and a tool result on the surface.
       const assistant = nodes.find((s) => events[s].type === 'assistant/message')
-      planRefused(file, `@${assistant}`, 'rewind/not-human-message')
+      planRefused(file, `@${assistant}`, 'PlanError::NotHumanMessage')
       const toolResult = nodes.find((s) => events[s].type === 'tool/result')
-      if (toolResult !== undefined) planRefused(file, `@${toolResult}`, 'rewind/not-human-message')
+      if (toolResult !== undefined) planRefused(file, `@${toolResult}`, 'PlanError::NotHumanMessage')
       // Not a user/message at all (turn/start).
       const turnStart = events.find((e) => e.type === 'turn/start')
-      planRefused(file, `@${turnStart.seq}`, 'rewind/not-human-message')
+      planRefused(file, `@${turnStart.seq}`, 'PlanError::NotHumanMessage')
       // User messages that are not human prompts: injected context, compaction checkpoints, markers
-      // (a shadowed one is both not human and not on the surface: either code is right).
+      // (a shadowed one is both not human and not on the surface: either refusal is right).
       for (const e of events) {
         if (e.type === 'user/message' && e.data.source.kind !== 'user') {
           planRefused(file, `@${e.seq}`, nodes.includes(e.seq)
-            ? 'rewind/not-human-message'
-            : ['rewind/not-human-message', 'rewind/not-on-surface'])
+            ? 'PlanError::NotHumanMessage'
+            : ['PlanError::NotHumanMessage', 'PlanError::NotOnSurface'])
         }
       }
       // Human messages shadowed by compaction or by an earlier rewind.
       for (const e of events) {
-        if (isHuman(e) && !nodes.includes(e.seq)) planRefused(file, `@${e.seq}`, 'rewind/not-on-surface')
+        if (isHuman(e) && !nodes.includes(e.seq)) planRefused(file, `@${e.seq}`, 'PlanError::NotOnSurface')
       }
-      planRefused(file, String(expected.length + 1), 'rewind/index-out-of-range')
-      for (const bad of ['', '@', '@-1', '@x', '0', '-3', '1.5']) planRefused(file, bad, 'rewind/bad-target')
+      planRefused(file, String(expected.length + 1), 'PlanError::IndexOutOfRange')
+      for (const bad of ['', '@', '@-1', '@x', '0', '-3', '1.5']) planRefused(file, bad, 'TargetError::')
     })
   })
 }
@@ -383,7 +392,7 @@ describe('rewind.jsonl / rewind-twice.jsonl: earlier markers', () => {
     const candidates = cli('candidates', file).json.candidates
     assert.ok(candidates.length > 0)
     assert.ok(candidates.every((c) => c.seq > second.seq))
-    planRefused(file, `@${first.seq}`, ['rewind/not-human-message', 'rewind/not-on-surface'])
-    planRefused(file, `@${second.seq}`, 'rewind/not-human-message')
+    planRefused(file, `@${first.seq}`, ['PlanError::NotHumanMessage', 'PlanError::NotOnSurface'])
+    planRefused(file, `@${second.seq}`, 'PlanError::NotHumanMessage')
   })
 })

@@ -1,12 +1,15 @@
 //! The one place where every core error becomes a stable `{code, message, details}` error.
 //!
 //! Each core crate keeps its own `thiserror` enums; this module maps every one of them onto
-//! a code of the table ([`ErrorCode`]) with machine-readable details (paths, seqs, op ids).
-//! The napi layer and the CLI report an [`EngineError`] as it is.
+//! a code of the table ([`ErrorCode`], in `codes.rs`) with machine-readable details (paths,
+//! seqs, op ids). The planner's errors carry no code at all: each of their variants is given
+//! its code here, by an explicit `match`. The napi layer and the CLI report an
+//! [`EngineError`] as it is.
 
 use serde_json::{Value, json};
 
-pub use rewind_plan::ErrorCode;
+// The sibling modules name the table through this module.
+pub(crate) use crate::codes::ErrorCode;
 
 /// A refusal or a fault, on its way to a user or a client: a stable code, the human message
 /// (the core error's `Display`), and a JSON object of details.
@@ -75,15 +78,94 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
+// --- the planner: its error enums know no codes; each variant gets its code here. They are
+// `#[non_exhaustive]`, so a variant added later falls to the wildcard arm: the one code every
+// variant of that enum shares, or `Failed` for `PlanError`, whose variants differ (never
+// guessed). `planner_variants_have_their_codes` below names every variant there is today.
+
+/// The code of a refused target text: every variant is [`ErrorCode::BadTarget`].
+fn target_code(e: &rewind_plan::TargetError) -> ErrorCode {
+    use rewind_plan::TargetError as T;
+    match e {
+        T::Empty | T::MissingSeq | T::BadSeq(_) | T::BadIndex(_) | T::TrailingArgument(_) => {
+            ErrorCode::BadTarget
+        }
+        _ => ErrorCode::BadTarget,
+    }
+}
+
+/// The code of a log that could not be read: every variant is [`ErrorCode::InvalidLog`].
+fn read_code(e: &rewind_plan::ReadError) -> ErrorCode {
+    use rewind_plan::ReadError as R;
+    match e {
+        R::BadLine { .. } | R::NewerHeader { .. } | R::NotContiguous { .. } => {
+            ErrorCode::InvalidLog
+        }
+        _ => ErrorCode::InvalidLog,
+    }
+}
+
+/// The code of a log that breaks a surface rule (reached through
+/// [`rewind_plan::PlanError::InvalidLog`]): every variant is [`ErrorCode::InvalidLog`].
+fn surface_code(e: &rewind_plan::SurfaceError) -> ErrorCode {
+    use rewind_plan::SurfaceError as S;
+    match e {
+        S::NotContiguous { .. }
+        | S::IneligibleSurfaceOp { .. }
+        | S::IneligibleSources { .. }
+        | S::MissingSurfaceOp { .. }
+        | S::InvalidSurfaceOp { .. }
+        | S::BadSources { .. }
+        | S::StartNotOnSurface { .. }
+        | S::EndNotOnSurface { .. }
+        | S::StartAfterEnd { .. }
+        | S::MissingShadowed { .. }
+        | S::BadToolResultRewrite { .. } => ErrorCode::InvalidLog,
+        _ => ErrorCode::InvalidLog,
+    }
+}
+
+/// The code of a rewind the planner refused.
+fn plan_code(e: &rewind_plan::PlanError) -> ErrorCode {
+    use rewind_plan::PlanError as P;
+    match e {
+        P::InvalidLog(s) => surface_code(s),
+        P::BadInbox { .. } => ErrorCode::InvalidLog,
+        P::UnknownSeq { .. } => ErrorCode::UnknownSeq,
+        P::NotHumanMessage { .. } => ErrorCode::NotHumanMessage,
+        P::NotOnSurface { .. } => ErrorCode::NotOnSurface,
+        P::IndexOutOfRange { .. } => ErrorCode::IndexOutOfRange,
+        P::NoCandidates => ErrorCode::NoCandidates,
+        P::SubagentSession => ErrorCode::SubagentSession,
+        _ => ErrorCode::Failed,
+    }
+}
+
+/// The code of a fork rewind the planner refused.
+fn fork_code(e: &rewind_plan::ForkError) -> ErrorCode {
+    use rewind_plan::ForkError as F;
+    match e {
+        F::Plan(p) => plan_code(p),
+        F::InsideTurn { .. } => ErrorCode::ForkInsideTurn,
+        _ => ErrorCode::Failed,
+    }
+}
+
 impl From<rewind_plan::TargetError> for EngineError {
     fn from(e: rewind_plan::TargetError) -> Self {
-        Self::new(e.code(), e.to_string())
+        Self::new(target_code(&e), e.to_string())
     }
 }
 
 impl From<rewind_plan::ReadError> for EngineError {
     fn from(e: rewind_plan::ReadError) -> Self {
-        Self::new(e.code(), e.to_string())
+        Self::new(read_code(&e), e.to_string())
+    }
+}
+
+impl From<rewind_plan::SurfaceError> for EngineError {
+    fn from(e: rewind_plan::SurfaceError) -> Self {
+        Self::new(surface_code(&e), e.to_string())
     }
 }
 
@@ -97,7 +179,7 @@ impl From<rewind_plan::PlanError> for EngineError {
             P::IndexOutOfRange { index, count } => json!({ "index": index, "count": count }),
             _ => json!({}),
         };
-        Self::new(e.code(), e.to_string()).with_details(details)
+        Self::new(plan_code(&e), e.to_string()).with_details(details)
     }
 }
 
@@ -110,7 +192,7 @@ impl From<rewind_plan::ForkError> for EngineError {
                     rewind_plan::ForkError::InsideTurn { seq, .. } => json!({ "seq": seq }),
                     _ => json!({}),
                 };
-                Self::new(other.code(), other.to_string()).with_details(details)
+                Self::new(fork_code(&other), other.to_string()).with_details(details)
             }
         }
     }
@@ -247,11 +329,8 @@ impl From<snapshot_store::JournalError> for EngineError {
 impl From<snapshot_store::SelectionError> for EngineError {
     fn from(e: snapshot_store::SelectionError) -> Self {
         let filter = e.filter.clone();
-        Self::new(
-            ErrorCode::BadSelection,
-            format!("{e}; nothing was changed"),
-        )
-        .with_details(json!({ "path": filter }))
+        Self::new(ErrorCode::BadSelection, format!("{e}; nothing was changed"))
+            .with_details(json!({ "path": filter }))
     }
 }
 
@@ -266,7 +345,10 @@ mod tests {
             rewind_history::CODE_HISTORY_CORRUPT,
             snapshot_store::SCAN_BUDGET_CODE,
         ] {
-            assert!(ErrorCode::parse(code).is_some(), "{code} is not in the table");
+            assert!(
+                ErrorCode::parse(code).is_some(),
+                "{code} is not in the table"
+            );
         }
         let unknown = EngineError::from_code_str("rewind/no-such-code", "x");
         assert_eq!(unknown.code, ErrorCode::Failed, "never guessed");
@@ -284,9 +366,8 @@ mod tests {
 
     #[test]
     fn planner_refusals_keep_their_codes() {
-        let e = EngineError::from(
-            rewind_plan::parse_target("1 extra").expect_err("trailing argument"),
-        );
+        let e =
+            EngineError::from(rewind_plan::parse_target("1 extra").expect_err("trailing argument"));
         assert_eq!(e.code, ErrorCode::BadTarget);
         let log = rewind_plan::SessionLog::from_events_json("[]").expect("empty log");
         let e = EngineError::from(
@@ -309,6 +390,135 @@ mod tests {
         );
         assert_eq!(e.code, ErrorCode::ForkInsideTurn);
         assert_eq!(e.details, json!({ "seq": 1 }));
+    }
+
+    #[test]
+    fn planner_variants_have_their_codes() {
+        use rewind_plan::{ForkError, PlanError, ReadError, SurfaceError, TargetError};
+        let text = || "x".to_owned();
+        let targets = [
+            TargetError::Empty,
+            TargetError::MissingSeq,
+            TargetError::BadSeq(text()),
+            TargetError::BadIndex(text()),
+            TargetError::TrailingArgument(text()),
+        ];
+        for e in targets {
+            assert_eq!(
+                EngineError::from(e.clone()).code,
+                ErrorCode::BadTarget,
+                "{e:?}"
+            );
+        }
+        let reads = [
+            ReadError::BadLine {
+                line: 1,
+                message: text(),
+            },
+            ReadError::NewerHeader { found: 1, known: 0 },
+            ReadError::NotContiguous {
+                expected: 0,
+                found: 1,
+            },
+        ];
+        for e in reads {
+            let what = format!("{e:?}");
+            assert_eq!(EngineError::from(e).code, ErrorCode::InvalidLog, "{what}");
+        }
+        let surfaces = [
+            SurfaceError::NotContiguous {
+                expected: 0,
+                found: 1,
+            },
+            SurfaceError::IneligibleSurfaceOp {
+                kind: text(),
+                seq: 0,
+            },
+            SurfaceError::IneligibleSources {
+                kind: text(),
+                seq: 0,
+            },
+            SurfaceError::MissingSurfaceOp {
+                kind: text(),
+                seq: 0,
+            },
+            SurfaceError::InvalidSurfaceOp {
+                kind: text(),
+                seq: 0,
+                value: text(),
+            },
+            SurfaceError::BadSources {
+                seq: 0,
+                problem: text(),
+            },
+            SurfaceError::StartNotOnSurface { seq: 0, start: 1 },
+            SurfaceError::EndNotOnSurface { seq: 0, end: 1 },
+            SurfaceError::StartAfterEnd {
+                start: 2,
+                start_index: 1,
+                end: 1,
+                end_index: 0,
+            },
+            SurfaceError::MissingShadowed {
+                seq: 0,
+                missing: vec![1],
+            },
+            SurfaceError::BadToolResultRewrite {
+                seq: 0,
+                problem: text(),
+            },
+        ];
+        for e in surfaces {
+            assert_eq!(
+                EngineError::from(e.clone()).code,
+                ErrorCode::InvalidLog,
+                "{e:?}"
+            );
+            // The planner hands a surface error on inside `PlanError::InvalidLog`.
+            let plan = EngineError::from(PlanError::InvalidLog(e.clone()));
+            assert_eq!(plan.code, ErrorCode::InvalidLog, "{e:?}");
+        }
+        let plans = [
+            (
+                PlanError::BadInbox {
+                    seq: 0,
+                    problem: text(),
+                },
+                ErrorCode::InvalidLog,
+            ),
+            (
+                PlanError::UnknownSeq { seq: 3, len: 0 },
+                ErrorCode::UnknownSeq,
+            ),
+            (
+                PlanError::NotHumanMessage {
+                    seq: 0,
+                    what: text(),
+                },
+                ErrorCode::NotHumanMessage,
+            ),
+            (PlanError::NotOnSurface { seq: 0 }, ErrorCode::NotOnSurface),
+            (
+                PlanError::IndexOutOfRange { index: 2, count: 1 },
+                ErrorCode::IndexOutOfRange,
+            ),
+            (PlanError::NoCandidates, ErrorCode::NoCandidates),
+            (PlanError::SubagentSession, ErrorCode::SubagentSession),
+        ];
+        for (e, code) in plans {
+            assert_eq!(EngineError::from(e.clone()).code, code, "{e:?}");
+            // A fork refused for the planner's reason keeps the planner's code and details.
+            assert_eq!(
+                EngineError::from(ForkError::Plan(e.clone())),
+                EngineError::from(e.clone()),
+                "{e:?}"
+            );
+        }
+        let inside = ForkError::InsideTurn {
+            seq: 4,
+            reason: text(),
+        };
+        assert_eq!(EngineError::from(inside).code, ErrorCode::ForkInsideTurn);
     }
 
     #[test]

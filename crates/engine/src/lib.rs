@@ -27,6 +27,7 @@
 extern crate cleanup as rewind_cleanup;
 extern crate history as rewind_history;
 
+mod codes;
 mod engine;
 mod error;
 mod recover;
@@ -34,8 +35,9 @@ mod rewind;
 mod session;
 mod undo;
 
+pub use codes::ErrorCode;
 pub use engine::{Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, SNAPSHOTS_DIR};
-pub use error::{EngineError, ErrorCode};
+pub use error::EngineError;
 pub use recover::{
     Interrupted, InterruptedKind, Judgement, Resolution, Resolved, continued_paths, is_interrupted,
 };

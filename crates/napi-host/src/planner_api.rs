@@ -29,7 +29,7 @@ pub fn list_candidates(env: Env, events_json: String) -> napi::Result<Vec<Bindin
 }
 
 /// Plans a rewind of the live log (a JSON array of session events) to `target`
-/// (`@<seq>` or `<n>`, 1 = newest). Refusals carry the planner's stable codes.
+/// (`@<seq>` or `<n>`, 1 = newest). Refusals carry their stable codes (the engine's table).
 #[napi]
 pub fn plan_rewind(env: Env, events_json: String, target: String) -> napi::Result<BindingPlan> {
     let run = || -> Result<BindingPlan, BindingError> {
@@ -42,7 +42,7 @@ pub fn plan_rewind(env: Env, events_json: String, target: String) -> napi::Resul
 
 /// Plans a fork rewind of the live log (a JSON array of session events) to `target`: the
 /// inclusive boundary to seed the child with, so that it holds exactly the messages before the
-/// target. Refusals carry the planner's codes (`rewind/fork-inside-turn`, ...).
+/// target. Refusals carry their stable codes (`rewind/fork-inside-turn`, ...).
 #[napi]
 pub fn plan_fork(env: Env, events_json: String, target: String) -> napi::Result<BindingForkPlan> {
     let run = || -> Result<BindingForkPlan, BindingError> {
@@ -62,10 +62,10 @@ pub fn check_target(env: Env, target: String) -> napi::Result<String> {
         .map_err(|e| BindingError::from(e).into_napi(&env))
 }
 
-/// Every stable error code this build knows.
+/// Every stable error code this build knows (the engine's table, in its order).
 #[napi]
 pub fn error_codes() -> Vec<String> {
-    rewind_plan::ErrorCode::ALL
+    rewind_engine::ErrorCode::ALL
         .iter()
         .map(|c| c.as_str().to_owned())
         .collect()

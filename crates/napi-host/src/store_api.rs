@@ -850,7 +850,7 @@ mod tests {
     fn the_scan_budget_code_is_in_the_code_table() {
         assert_eq!(
             snapshot_store::SCAN_BUDGET_CODE,
-            rewind_plan::ErrorCode::ScanBudget.as_str()
+            rewind_engine::ErrorCode::ScanBudget.as_str()
         );
     }
 

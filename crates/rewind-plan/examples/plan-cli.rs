@@ -7,15 +7,17 @@
 //! plan-cli plan <file|-> <target>        the marker for `@<seq>` or `<n>`
 //! ```
 //! Input is a JSONL session file (header + events) or a JSON array of events.
-//! Output is JSON on stdout; a refusal prints `{"ok":false,"error":{code,message}}`
-//! and exits with status 1; a usage error exits with status 2.
+//! Output is JSON on stdout; a refusal prints `{"ok":false,"error":{kind,message}}`
+//! (`kind` names the planner's error variant, e.g. `PlanError::NotOnSurface`;
+//! `message` is its text) and exits with status 1; a usage error exits with status 2.
+//! The planner has no stable codes: the engine (`rewind-engine`) gives each
+//! variant its `rewind/...` code.
 
+use std::fmt::{Debug, Display};
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use rewind_plan::{
-    ErrorCode, SessionLog, fold_surface, list_candidates, parse_target, plan_rewind,
-};
+use rewind_plan::{SessionLog, fold_surface, list_candidates, parse_target, plan_rewind};
 use serde_json::json;
 
 fn read_input(path: &str) -> Result<String, String> {
@@ -30,10 +32,17 @@ fn read_input(path: &str) -> Result<String, String> {
     }
 }
 
-fn refuse(code: ErrorCode, message: String) -> ExitCode {
+/// Prints a refusal by the planner's error `e` of type `ty` and returns status 1.
+fn refuse(ty: &str, e: &(impl Debug + Display)) -> ExitCode {
+    // The variant's name leads its derived `Debug` form (`NotOnSurface { seq: 3 }`).
+    let debug = format!("{e:?}");
+    let variant = debug
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or_default();
     println!(
         "{}",
-        json!({"ok": false, "error": {"code": code.as_str(), "message": message}})
+        json!({"ok": false, "error": {"kind": format!("{ty}::{variant}"), "message": e.to_string()}})
     );
     ExitCode::from(1)
 }
@@ -58,7 +67,7 @@ fn main() -> ExitCode {
     };
     let log = match SessionLog::parse(&text) {
         Ok(l) => l,
-        Err(e) => return refuse(e.code(), e.to_string()),
+        Err(e) => return refuse("ReadError", &e),
     };
     match cmd {
         "fold" => match fold_surface(&log.events) {
@@ -69,27 +78,27 @@ fn main() -> ExitCode {
                 );
                 ExitCode::SUCCESS
             }
-            Err(e) => refuse(e.code(), e.to_string()),
+            Err(e) => refuse("SurfaceError", &e),
         },
         "candidates" => match list_candidates(&log) {
             Ok(c) => {
                 println!("{}", json!({"candidates": c}));
                 ExitCode::SUCCESS
             }
-            Err(e) => refuse(e.code(), e.to_string()),
+            Err(e) => refuse("PlanError", &e),
         },
         "plan" => {
             let target = args[2..].join(" ");
             let target = match parse_target(&target) {
                 Ok(t) => t,
-                Err(e) => return refuse(e.code(), e.to_string()),
+                Err(e) => return refuse("TargetError", &e),
             };
             match plan_rewind(&log, target) {
                 Ok(plan) => {
                     println!("{}", json!({"ok": true, "plan": plan}));
                     ExitCode::SUCCESS
                 }
-                Err(e) => refuse(e.code(), e.to_string()),
+                Err(e) => refuse("PlanError", &e),
             }
         }
         other => {

@@ -14,7 +14,6 @@
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::codes::ErrorCode;
 use crate::event::{TURN_END, TURN_START, UserMessage};
 use crate::log::SessionLog;
 use crate::plan::{PlanError, plan_rewind};
@@ -47,16 +46,6 @@ pub enum ForkError {
         /// Why.
         reason: String,
     },
-}
-
-impl ForkError {
-    /// The stable code.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            ForkError::Plan(p) => p.code(),
-            ForkError::InsideTurn { .. } => ErrorCode::ForkInsideTurn,
-        }
-    }
 }
 
 /// Plans a fork rewind of `log` to `target`.
@@ -156,19 +145,22 @@ mod tests {
             ev(TURN_END, 4),
         ];
         let log = SessionLog::from_events(None, events).expect("log");
-        assert_eq!(
-            plan_fork(&log, Target::Seq(3)).unwrap_err().code(),
-            ErrorCode::ForkInsideTurn
+        let err = plan_fork(&log, Target::Seq(3)).unwrap_err();
+        assert!(
+            matches!(err, ForkError::InsideTurn { seq: 3, .. }),
+            "{err:?}"
         );
-        assert_eq!(
-            plan_fork(&log, Target::Seq(9)).unwrap_err().code(),
-            ErrorCode::UnknownSeq
+        let err = plan_fork(&log, Target::Seq(9)).unwrap_err();
+        assert!(
+            matches!(err, ForkError::Plan(PlanError::UnknownSeq { seq: 9, .. })),
+            "{err:?}"
         );
         let events = vec![ev(TURN_START, 0), user(1, "a")];
         let log = SessionLog::from_events(None, events).expect("log");
-        assert_eq!(
-            plan_fork(&log, Target::Seq(1)).unwrap_err().code(),
-            ErrorCode::ForkInsideTurn
+        let err = plan_fork(&log, Target::Seq(1)).unwrap_err();
+        assert!(
+            matches!(err, ForkError::InsideTurn { seq: 1, .. }),
+            "{err:?}"
         );
     }
 }

@@ -26,7 +26,6 @@
 //! assert_eq!(plan.shadowed_seqs, vec![0, 1, 2]);
 //! ```
 
-pub mod codes;
 pub mod event;
 pub mod fork;
 pub mod log;
@@ -34,7 +33,6 @@ pub mod plan;
 pub mod surface;
 pub mod target;
 
-pub use codes::ErrorCode;
 pub use event::{MessageSource, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp, UserMessage};
 pub use fork::{ForkError, ForkPlan, plan_fork};
 pub use log::{ReadError, SessionLog};

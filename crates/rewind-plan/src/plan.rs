@@ -4,7 +4,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use thiserror::Error;
 
-use crate::codes::ErrorCode;
 use crate::event::{
     INBOX_SPLICED, InboxSplice, SessionEvent, SurfaceOp, USER_MESSAGE, UserMessage,
 };
@@ -135,21 +134,6 @@ pub enum PlanError {
         /// What is wrong.
         problem: String,
     },
-}
-
-impl PlanError {
-    /// The stable code.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            PlanError::InvalidLog(_) | PlanError::BadInbox { .. } => ErrorCode::InvalidLog,
-            PlanError::UnknownSeq { .. } => ErrorCode::UnknownSeq,
-            PlanError::NotHumanMessage { .. } => ErrorCode::NotHumanMessage,
-            PlanError::NotOnSurface { .. } => ErrorCode::NotOnSurface,
-            PlanError::IndexOutOfRange { .. } => ErrorCode::IndexOutOfRange,
-            PlanError::NoCandidates => ErrorCode::NoCandidates,
-            PlanError::SubagentSession => ErrorCode::SubagentSession,
-        }
-    }
 }
 
 /// An unread steering message still in the `next-step` inbox.
@@ -495,25 +479,26 @@ mod tests {
     }
 
     #[test]
-    fn refusals_have_their_codes() {
+    fn refusals_have_their_variants() {
         let l = log(vec![msg(0, "user", "a"), msg(1, "plugin", "ctx")]);
-        assert_eq!(
-            plan_rewind(&l, Target::Seq(1)).unwrap_err().code(),
-            ErrorCode::NotHumanMessage
+        let err = plan_rewind(&l, Target::Seq(1)).unwrap_err();
+        assert!(
+            matches!(err, PlanError::NotHumanMessage { seq: 1, .. }),
+            "{err:?}"
         );
-        assert_eq!(
-            plan_rewind(&l, Target::Seq(5)).unwrap_err().code(),
-            ErrorCode::UnknownSeq
+        let err = plan_rewind(&l, Target::Seq(5)).unwrap_err();
+        assert!(
+            matches!(err, PlanError::UnknownSeq { seq: 5, len: 2 }),
+            "{err:?}"
         );
-        assert_eq!(
-            plan_rewind(&l, Target::Index(2)).unwrap_err().code(),
-            ErrorCode::IndexOutOfRange
+        let err = plan_rewind(&l, Target::Index(2)).unwrap_err();
+        assert!(
+            matches!(err, PlanError::IndexOutOfRange { index: 2, count: 1 }),
+            "{err:?}"
         );
         let empty = log(vec![msg(0, "plugin", "ctx")]);
-        assert_eq!(
-            plan_rewind(&empty, Target::Index(1)).unwrap_err().code(),
-            ErrorCode::NoCandidates
-        );
+        let err = plan_rewind(&empty, Target::Index(1)).unwrap_err();
+        assert!(matches!(err, PlanError::NoCandidates), "{err:?}");
         let mut sub = log(vec![msg(0, "user", "a")]);
         sub.header = Some(SessionHeader {
             kind: "session".into(),
@@ -526,10 +511,8 @@ mod tests {
             origin: Some("subagent".into()),
             delegation_depth: Some(1),
         });
-        assert_eq!(
-            plan_rewind(&sub, Target::Index(1)).unwrap_err().code(),
-            ErrorCode::SubagentSession
-        );
+        let err = plan_rewind(&sub, Target::Index(1)).unwrap_err();
+        assert!(matches!(err, PlanError::SubagentSession), "{err:?}");
         let bad_inbox = log(vec![
             msg(0, "user", "a"),
             SessionEvent::new(
@@ -538,11 +521,7 @@ mod tests {
                 &json!({"target": "next-step", "start": 3, "inserted": []}),
             ),
         ]);
-        assert_eq!(
-            plan_rewind(&bad_inbox, Target::Index(1))
-                .unwrap_err()
-                .code(),
-            ErrorCode::InvalidLog
-        );
+        let err = plan_rewind(&bad_inbox, Target::Index(1)).unwrap_err();
+        assert!(matches!(err, PlanError::BadInbox { seq: 1, .. }), "{err:?}");
     }
 }

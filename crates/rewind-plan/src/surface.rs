@@ -13,7 +13,6 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::codes::ErrorCode;
 use crate::event::{
     ASSISTANT_MESSAGE, SessionEvent, SourceSeqs, SurfaceOp, TOOL_RESULT, is_surface_eligible,
 };
@@ -156,13 +155,6 @@ pub enum SurfaceError {
         /// What is wrong.
         problem: String,
     },
-}
-
-impl SurfaceError {
-    /// The stable code of every surface error.
-    pub fn code(&self) -> ErrorCode {
-        ErrorCode::InvalidLog
-    }
 }
 
 /// Folds a complete log (events in seq order from 0) into its surface.

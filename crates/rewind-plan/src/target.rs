@@ -4,8 +4,6 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::codes::ErrorCode;
-
 /// What a rewind aims at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -24,7 +22,7 @@ impl fmt::Display for Target {
     }
 }
 
-/// Why a target text was refused. Every variant has the code `rewind/bad-target`.
+/// Why a target text was refused.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TargetError {
@@ -45,13 +43,6 @@ pub enum TargetError {
     /// More than one argument.
     #[error("unexpected argument \"{0}\": a rewind takes exactly one target")]
     TrailingArgument(String),
-}
-
-impl TargetError {
-    /// The stable code.
-    pub fn code(&self) -> ErrorCode {
-        ErrorCode::BadTarget
-    }
 }
 
 /// Parses a target. Surrounding whitespace is ignored; anything after the
@@ -132,7 +123,6 @@ mod tests {
             Err(TargetError::TrailingArgument("3".into()))
         );
         for e in [TargetError::Empty, TargetError::MissingSeq] {
-            assert_eq!(e.code(), ErrorCode::BadTarget);
             assert!(!e.to_string().is_empty());
         }
     }

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use rewind_plan::{ErrorCode, SessionLog, Target, fold_surface, list_candidates, plan_rewind};
+use rewind_plan::{
+    ForkError, PlanError, SessionLog, Target, fold_surface, list_candidates, plan_rewind,
+};
 
 fn fixture(name: &str) -> SessionLog {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -87,7 +89,10 @@ fn earlier_rewinds_and_compaction_shadow_messages() {
         assert!(!shadowed_human.is_empty(), "{name} shadows a human message");
         for seq in shadowed_human {
             let err = plan_rewind(&log, Target::Seq(seq)).unwrap_err();
-            assert_eq!(err.code(), ErrorCode::NotOnSurface, "{name} @{seq}");
+            assert!(
+                matches!(err, PlanError::NotOnSurface { .. }),
+                "{name} @{seq}: {err:?}"
+            );
         }
     }
 }
@@ -104,10 +109,9 @@ fn injected_context_markers_and_checkpoints_are_refused() {
                 continue;
             }
             let err = plan_rewind(&log, Target::Seq(event.seq)).unwrap_err();
-            assert_eq!(
-                err.code(),
-                ErrorCode::NotHumanMessage,
-                "{name} @{}: {err}",
+            assert!(
+                matches!(err, PlanError::NotHumanMessage { .. }),
+                "{name} @{}: {err:?}",
                 event.seq
             );
         }
@@ -117,12 +121,21 @@ fn injected_context_markers_and_checkpoints_are_refused() {
             .find(|e| e.kind == "turn/start")
             .expect("a turn");
         let err = plan_rewind(&log, Target::Seq(first_other.seq)).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::NotHumanMessage);
+        assert!(
+            matches!(err, PlanError::NotHumanMessage { .. }),
+            "{name}: {err:?}"
+        );
         let err = plan_rewind(&log, Target::Seq(log.next_seq())).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::UnknownSeq);
+        assert!(
+            matches!(err, PlanError::UnknownSeq { .. }),
+            "{name}: {err:?}"
+        );
         let count = list_candidates(&log).expect("candidates").len();
         let err = plan_rewind(&log, Target::Index(count as u32 + 1)).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::IndexOutOfRange);
+        assert!(
+            matches!(err, PlanError::IndexOutOfRange { .. }),
+            "{name}: {err:?}"
+        );
     }
 }
 
@@ -193,10 +206,9 @@ fn fork_boundaries_on_real_logs_keep_exactly_the_nodes_before_the_target() {
                         c.seq
                     );
                 }
-                Err(e) => assert_eq!(
-                    e.code(),
-                    ErrorCode::ForkInsideTurn,
-                    "{name} @{}: {e}",
+                Err(e) => assert!(
+                    matches!(e, ForkError::InsideTurn { .. }),
+                    "{name} @{}: {e:?}",
                     c.seq
                 ),
             }

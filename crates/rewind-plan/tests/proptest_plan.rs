@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use rewind_plan::{
-    ErrorCode, SessionEvent, SessionLog, SurfaceOp, Target, fold_surface, list_candidates,
+    PlanError, SessionEvent, SessionLog, SurfaceOp, Target, fold_surface, list_candidates,
     plan_rewind,
 };
 use serde_json::json;
@@ -205,7 +205,8 @@ proptest! {
         prop_assert_eq!(&surface_seqs, &sorted);
         prop_assert_eq!(candidates.iter().filter(|c| c.pending).count(), b.pending.len());
         if candidates.is_empty() {
-            prop_assert_eq!(plan_rewind(&log, Target::Index(1)).unwrap_err().code(), ErrorCode::NoCandidates);
+            let err = plan_rewind(&log, Target::Index(1)).unwrap_err();
+            prop_assert!(matches!(err, PlanError::NoCandidates), "{:?}", err);
             return Ok(());
         }
         let c = &candidates[pick as usize % candidates.len()];
@@ -230,7 +231,8 @@ proptest! {
                 let rewound = SessionLog::from_events(None, events).expect("contiguous");
                 let left = list_candidates(&rewound).expect("candidates");
                 prop_assert!(left.iter().filter(|l| !l.pending).all(|l| l.seq < c.seq));
-                prop_assert_eq!(plan_rewind(&rewound, Target::Seq(c.seq)).unwrap_err().code(), ErrorCode::NotOnSurface);
+                let err = plan_rewind(&rewound, Target::Seq(c.seq)).unwrap_err();
+                prop_assert!(matches!(err, PlanError::NotOnSurface { .. }), "{:?}", err);
             }
         }
     }

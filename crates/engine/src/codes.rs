@@ -1,8 +1,11 @@
-//! The stable error codes, defined in one place.
+//! The stable error codes, defined in one place: the engine's edge.
 //!
 //! Every refusal the plugin reports to a user or a client carries one of these
 //! strings. They are part of the public contract (seed 000 §7 plus the
-//! planner's and the runtime's own refusals) and never change meaning.
+//! planner's and the runtime's own refusals) and never change meaning. The planner
+//! keeps its own error enums and knows nothing of this table: the engine's error
+//! mapping gives each of their variants its code; the codes other core crates give
+//! as strings are looked up here.
 
 use std::fmt;
 
