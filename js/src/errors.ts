@@ -1,6 +1,6 @@
 /**
  * The one error shape the plugin reports: `{code, message, details}` with the stable codes of
- * the rewind planner (`rewind/...`). Native errors arrive as JS errors carrying `code` and
+ * the engine (`rewind/...`, `crates/engine/src/codes.rs`). Native errors arrive as JS errors carrying `code` and
  * `details`; anything else becomes `rewind/failed`.
  */
 

@@ -61,3 +61,8 @@ pub fn journal_state(state: snapshot_store::JournalState) -> JournalState {
         snapshot_store::JournalState::Undone => JournalState::Undone,
     }
 }
+
+/// The README's example, run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

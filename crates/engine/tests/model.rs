@@ -540,7 +540,7 @@ fn run(ops: Vec<Op>) {
                     session_id: m.session.clone(),
                     max_anchor: target - 1,
                 }];
-                chain.extend(m.ancestors.drain(..));
+                chain.append(&mut m.ancestors);
                 m.ancestors = chain;
                 m.session = child;
                 m.disk = want;
