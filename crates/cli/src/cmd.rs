@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
-use history::{
-    Entry, HistoryStore, JournalState as HJournal, Outcome, Partition, Paths, UndoMode,
-    UndoOutcome, UndoRequest, WorkspaceKey, undo_eligibility,
-};
+use history::{Entry, HistoryStore, Outcome, Partition, Paths, WorkspaceKey};
 use indicatif::{ProgressBar, ProgressStyle};
 use rewind_plan::{Candidate, Target, list_candidates, parse_target};
+use rewind_engine::{
+    Choices, Engine, EngineError, EngineOptions, ErrorCode, Resolution, is_interrupted,
+};
 use serde_json::{Value, json};
 use snapshot_store::{
     Action, DiffLimits, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, SideState,
@@ -88,7 +88,7 @@ pub fn run(cli: Cli) -> Result<u8, Fail> {
             keep,
             workspace,
         } => restore(&ctx, &session, &target, &only, &keep, workspace),
-        Command::Undo { op, workspace } => undo(&ctx, &op, workspace),
+        Command::Undo { op, workspace, keep, take } => undo(&ctx, &op, workspace, Choices { take, keep }),
         Command::History { workspace } => history(&ctx, workspace),
         Command::Restores => restores(&ctx),
         Command::Continue { op, workspace } => finish(&ctx, &op, workspace, false),
@@ -748,9 +748,22 @@ fn find_entry(ctx: &Ctx, op: &str) -> Result<Option<(WorkspaceKey, Partition, En
     Ok(None)
 }
 
-fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
+/// A refusal or fault of an engine step, as the tool reports it: the stable code in the message,
+/// the exit code by kind (nothing was changed by a refusal).
+fn engine_fail(e: EngineError) -> Fail {
+    let kind = match e.code {
+        ErrorCode::UnknownEntry => Code::NotFound,
+        ErrorCode::StoreNewer => Code::Newer,
+        ErrorCode::StoreCorrupt => Code::Corrupt,
+        ErrorCode::Failed | ErrorCode::RestoreFailed | ErrorCode::UndoFailed => Code::Failed,
+        _ => Code::Refused,
+    };
+    Fail::new(kind, format!("{} ({}); nothing was changed", e.message, e.code))
+}
+
+fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8, Fail> {
     let store = ctx.writable_store()?;
-    let Some((key, part, entry)) = find_entry(ctx, op)? else {
+    let Some((key, _, entry)) = find_entry(ctx, op)? else {
         return Err(Fail::new(
             Code::NotFound,
             format!(
@@ -761,45 +774,39 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
     };
     let id = entry.session_id.clone();
     let cwd = ctx.workspace(&id, ws)?;
-    let session = ctx.session(&store, &id, &cwd)?;
+    ctx.known_session(&store, &id)?;
     let _hold = ctx.claim(&store, &id)?;
-    let journal = match session.restore_status(op) {
-        Ok(s) => match s.state {
-            JournalState::Completed => HJournal::Completed,
-            JournalState::Open => HJournal::Open,
-            JournalState::RolledBack => HJournal::RolledBack,
-            JournalState::Undone => HJournal::Undone,
-        },
-        Err(snapshot_store::JournalError::UnknownOp { .. }) => HJournal::Missing,
-        Err(snapshot_store::JournalError::NewerStore(_)) => HJournal::Unreadable,
-        Err(e) => return Err(e.into()),
+    // The engine's undo: its rules, every file changed since decided (`--keep` / `--take`),
+    // `undoStartedAt`, the journaled undo, `undoneAt`. The conversation is not touched.
+    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let es = engine.session(&id, Some(&cwd), key);
+    let check = es.undo_check(op, &choices).map_err(engine_fail)?;
+    es.undo_start(op, None).map_err(engine_fail)?;
+    let done = es.undo_files(&check, &choices).map_err(engine_fail)?;
+    let ok = done.files.ok();
+    let note = match &done.not_recorded {
+        None => String::new(),
+        Some(e) => format!("warning: undone, but the history could not record it: {e}\n"),
     };
-    let req = UndoRequest {
-        op_id: op,
-        active_session: &id,
-        active_workspace: &key,
-        journal,
-    };
-    undo_eligibility(&part, &req).map_err(|r| {
-        Fail::new(
-            Code::Refused,
-            format!("{} ({}); nothing was changed", r, r.code()),
+    let kept = if done.files.kept.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Kept as they are ({}): {}\n",
+            done.files.kept.len(),
+            done.files.kept.iter().map(|p| safe(p)).collect::<Vec<_>>().join(", ")
         )
-    })?;
-    let o = session.undo_restore(op)?;
-    let ok = o.failed.is_empty();
-    let hs = ctx.history_store()?;
-    let note = match hs.mark_undone(&key, op, undo_outcome(ok), UndoMode::Files, now_ms()) {
-        Ok(_) => String::new(),
-        Err(e) => format!("warning: undone, but the history could not record it: {e}\n"),
     };
-    let (v, body) = outcome_text(&o);
+    let (v, body) = match &done.outcome {
+        Some(o) => outcome_text(o),
+        None => (json!(null), "No file to put back: the rewind changed none.\n".to_owned()),
+    };
     let text = format!(
-        "Undid {} in session {} (files only).\n{body}{note}",
+        "Undid {} in session {} (files only).\n{body}{kept}{note}",
         safe(op),
         safe(&id)
     );
-    emit(ctx, json!({"ok": ok, "session": id, "outcome": v}), text);
+    emit(ctx, json!({"ok": ok, "session": id, "outcome": v, "kept": done.files.kept}), text);
     Ok(if ok { 0 } else { Code::Failed.exit() })
 }
 
@@ -926,31 +933,32 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
         ));
     };
     let cwd = ctx.workspace(&id, ws)?;
-    let session = ctx.session(&store, &id, &cwd)?;
     let _hold = ctx.claim(&store, &id)?;
-    let o = if rollback {
-        session.rollback_restore(op)?
-    } else {
-        session.continue_restore(op)?
+    let entry = find_entry(ctx, op)?;
+    let key = match &entry {
+        Some((k, _, _)) => k.clone(),
+        None => ctx.history_key(&id, &cwd)?,
     };
-    let ok = o.failed.is_empty();
-    let mut note = String::new();
-    if let Some((key, _, _)) = find_entry(ctx, op)? {
-        let hs = ctx.history_store()?;
-        let r = if rollback {
-            hs.mark_undone(&key, op, undo_outcome(ok), UndoMode::Files, now_ms())
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        } else {
-            hs.settle_continued(&key, op, &outcome_paths(&o))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        };
-        if let Err(e) = r {
-            note = format!("warning: the history could not record it: {e}\n");
-        }
+    // The engine's recovery: an interrupted rewind (or undo) is settled as a whole; a journal
+    // left open by a rewind that is over is finished or rolled back and its entry updated.
+    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let es = engine.session(&id, Some(&cwd), key);
+    let how = if rollback { Resolution::Rollback } else { Resolution::Continue };
+    let interrupted = entry.as_ref().is_some_and(|(_, _, e)| is_interrupted(e));
+    let r = if interrupted {
+        es.resolve(op, how, &[])
+    } else {
+        es.resolve_journal(op, how)
     }
-    let (v, body) = outcome_text(&o);
+    .map_err(engine_fail)?;
+    let o = &r.outcome;
+    let ok = o.failed.is_empty();
+    let note = if entry.is_some() && r.entry_outcome.is_empty() {
+        "warning: the history could not record it\n".to_owned()
+    } else {
+        String::new()
+    };
+    let (v, body) = outcome_text(o);
     let text = format!(
         "{} {} in session {} ({}).\n{body}{note}",
         if rollback { "Rolled back" } else { "Continued" },
@@ -1278,11 +1286,3 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
     })
 }
 
-/// The history outcome of an undo or rollback: `Partial` when any path failed.
-fn undo_outcome(ok: bool) -> UndoOutcome {
-    if ok {
-        UndoOutcome::Ok
-    } else {
-        UndoOutcome::Partial
-    }
-}

@@ -87,6 +87,12 @@ pub enum Command {
         /// The session's workspace, when its DSH log is gone.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
+        /// A restored file changed since: leave it as it is (repeatable, or comma-separated).
+        #[arg(long, value_name = "PATH", value_delimiter = ',')]
+        keep: Vec<String>,
+        /// A restored file changed since: give it its pre-restore state all the same.
+        #[arg(long, value_name = "PATH", value_delimiter = ',')]
+        take: Vec<String>,
     },
     /// Rewind history entries, newest first.
     History {

@@ -253,7 +253,30 @@ fn undo_is_refused_when_a_restored_file_changed_since() {
     let r = h.run(&["undo", &op]);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.stderr.contains("a.txt"), "{}", r.stderr);
+    assert!(r.stderr.contains("rewind/stale-undo"), "{}", r.stderr);
     assert_eq!(h.read("a.txt").as_deref(), Some("my own edit\n"));
+    // Decided per file: kept as it is, the rest undone.
+    let r = h.run(&["undo", &op, "--keep", "a.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Kept as they are (1): a.txt"), "{}", r.stdout);
+    assert_eq!(h.read("a.txt").as_deref(), Some("my own edit\n"));
+    let r = h.run(&["undo", &op, "--take", "a.txt"]);
+    assert_eq!(r.code, 7, "undone once: {}", r.stderr);
+    assert!(r.stderr.contains("rewind/already-undone"), "{}", r.stderr);
+}
+
+#[test]
+fn undo_takes_the_pre_restore_version_when_asked() {
+    let h = home();
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "restore", "s1", "@1"]).stdout).unwrap();
+    let op = v["outcome"]["op"].as_str().unwrap().to_string();
+    let before = h.read("a.txt");
+    h.write("a.txt", "my own edit\n");
+    let r = h.run(&["undo", &op, "--take", "a.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_ne!(h.read("a.txt").as_deref(), Some("my own edit\n"));
+    assert_ne!(h.read("a.txt"), before, "the pre-restore version, not the restored one");
 }
 
 #[test]

@@ -70,6 +70,8 @@ impl FilesDone {
 pub struct UndoDone {
     /// The files.
     pub files: FilesDone,
+    /// The store's outcome, when files came back.
+    pub outcome: Option<RestoreOutcome>,
     /// Why `undoneAt` could not be recorded, if it could not (the next reconcile finishes it).
     pub not_recorded: Option<EngineError>,
 }
@@ -246,6 +248,7 @@ impl EngineSession {
     pub fn undo_files(&self, check: &UndoCheck, choices: &Choices) -> Result<UndoDone, EngineError> {
         let op_id = check.entry.op_id.as_str();
         let mut files = FilesDone::default();
+        let mut undone = None;
         if check.files {
             let take = rel_paths(&choices.take)?;
             let keep = rel_paths(&choices.keep)?;
@@ -264,6 +267,7 @@ impl EngineSession {
                     }
                 })?;
             files = FilesDone::of(&outcome);
+            undone = Some(outcome);
             self.engine.crash("undo:files");
         }
         let not_recorded = self.mark_undone(op_id, &files).err();
@@ -272,6 +276,7 @@ impl EngineSession {
         }
         Ok(UndoDone {
             files,
+            outcome: undone,
             not_recorded,
         })
     }
