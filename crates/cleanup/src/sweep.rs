@@ -3,11 +3,10 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use rewind_durable::ms_since_epoch as ms;
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 
 use crate::layout::{
     JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER, TRASH_DIR,
@@ -67,20 +66,8 @@ impl CleanupStep {
 }
 
 /// A hook called after each [`CleanupStep`] (tests use it to kill the sweeper there).
-pub type CrashSeam = Arc<dyn Fn(CleanupStep) + Send + Sync>;
-
-/// A clock returning milliseconds since the Unix epoch.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-/// The system clock, milliseconds since the Unix epoch.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    })
-}
+pub type CrashSeam = rewind_durable::CrashSeam<CleanupStep>;
+pub use rewind_durable::{Clock, system_clock};
 
 /// Sessions the caller knows to be pinned (e.g. by an open restore journal
 /// the host tracks); a pinned session is never swept. Journals in the store's
@@ -346,12 +333,6 @@ struct Scan {
     newest: u64,
 }
 
-fn ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 fn scan(dir: &Dir, depth: usize, acc: &mut Scan) -> io::Result<()> {
     if depth > MAX_SCAN_DEPTH {
         return Err(io::Error::other(
@@ -566,32 +547,17 @@ impl Cleaner {
 
     /// Takes the store's lock exclusively (the store takes it shared while it
     /// adds references), so no capture or restore runs while directories go.
-    fn lock_store(&self) -> Result<std::fs::File, SweepError> {
-        let io = |op| {
-            move |source| SweepError::Io {
-                op,
+    fn lock_store(&self) -> Result<rewind_durable::FileLock, SweepError> {
+        rewind_durable::lock_exclusive(&self.store, STORE_LOCK).map_err(|e| match e {
+            rewind_durable::LockError::NotAFile => SweepError::NotAFile {
                 path: STORE_LOCK.into(),
-                source,
-            }
-        };
-        match self.store.symlink_metadata(STORE_LOCK) {
-            Ok(m) if !m.is_file() => {
-                return Err(SweepError::NotAFile {
-                    path: STORE_LOCK.into(),
-                });
-            }
-            _ => {}
-        }
-        let file = self
-            .store
-            .open_with(
-                STORE_LOCK,
-                OpenOptions::new().read(true).write(true).create(true),
-            )
-            .map_err(io("open"))?
-            .into_std();
-        fs4::FileExt::lock(&file).map_err(io("lock"))?;
-        Ok(file)
+            },
+            e => SweepError::Io {
+                op: e.op(),
+                path: STORE_LOCK.into(),
+                source: e.into_io(),
+            },
+        })
     }
 
     fn sweep_locked(&self, policy: &Policy, req: &SweepRequest) -> Result<SweepReport, SweepError> {
