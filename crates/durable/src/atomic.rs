@@ -90,6 +90,23 @@ impl Step {
         Self::Renamed,
         Self::DirSynced,
     ];
+
+    /// The step's kebab-case name (`temp-created`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TempCreated => "temp-created",
+            Self::TempHalfWritten => "temp-half-written",
+            Self::TempWritten => "temp-written",
+            Self::TempSynced => "temp-synced",
+            Self::Renamed => "renamed",
+            Self::DirSynced => "dir-synced",
+        }
+    }
+
+    /// The step with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
 }
 
 /// What [`write_atomic`] was doing when it failed.
@@ -273,6 +290,14 @@ mod tests {
         assert_eq!(d.read("h.json.corrupt-7").unwrap(), b"one");
         assert_eq!(d.read("h.json.corrupt-7-1").unwrap(), b"two");
         assert!(rename_aside(&d, "h.json", 7).is_err(), "nothing to rename");
+    }
+
+    #[test]
+    fn step_names_roundtrip() {
+        for s in Step::ALL {
+            assert_eq!(Step::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Step::from_name("nope"), None);
     }
 
     #[test]

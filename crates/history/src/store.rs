@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use rewind_durable::{AtomicOp, Step, process_lock, sync_dir};
+use rewind_durable::{AtomicOp, process_lock, sync_dir};
 use serde::{Deserialize, Serialize};
 
 use crate::entry::{Entry, Outcome, Paths, UndoMode, UndoOutcome};
@@ -30,64 +30,9 @@ pub const HISTORY_FILE: &str = "history.json";
 pub const LOCK_FILE: &str = ".history.lock";
 const TMP_PREFIX: &str = "history.json.tmp-";
 
-/// A step of the atomic write, in order; the crash seam is called after each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WriteStep {
-    /// The temp file was created, empty.
-    TempCreated,
-    /// Half of the new bytes are in the temp file.
-    TempHalfWritten,
-    /// All new bytes are in the temp file, not yet synced.
-    TempWritten,
-    /// The temp file was synced to disk.
-    TempSynced,
-    /// The temp file was renamed over `history.json`.
-    Renamed,
-    /// The partition directory was synced: the write is durable.
-    DirSynced,
-}
-
-impl WriteStep {
-    /// Every step, in the order a write passes them.
-    pub const ALL: [WriteStep; 6] = [
-        Self::TempCreated,
-        Self::TempHalfWritten,
-        Self::TempWritten,
-        Self::TempSynced,
-        Self::Renamed,
-        Self::DirSynced,
-    ];
-
-    /// The step's kebab-case name (`temp-created`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::TempCreated => "temp-created",
-            Self::TempHalfWritten => "temp-half-written",
-            Self::TempWritten => "temp-written",
-            Self::TempSynced => "temp-synced",
-            Self::Renamed => "renamed",
-            Self::DirSynced => "dir-synced",
-        }
-    }
-
-    /// The step with this name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-impl From<Step> for WriteStep {
-    fn from(step: Step) -> Self {
-        match step {
-            Step::TempCreated => Self::TempCreated,
-            Step::TempHalfWritten => Self::TempHalfWritten,
-            Step::TempWritten => Self::TempWritten,
-            Step::TempSynced => Self::TempSynced,
-            Step::Renamed => Self::Renamed,
-            Step::DirSynced => Self::DirSynced,
-        }
-    }
-}
+/// A step of the atomic write, in order; the crash seam is called after each
+/// (the steps of [`rewind_durable::write_atomic`]).
+pub use rewind_durable::Step as WriteStep;
 
 /// A hook called after each [`WriteStep`] (tests use it to kill the writer there).
 pub type CrashSeam = rewind_durable::CrashSeam<WriteStep>;
@@ -770,7 +715,7 @@ impl HistoryStore {
         let seam = self.crash.as_deref();
         rewind_durable::write_atomic(dir, HISTORY_FILE, TMP_PREFIX, bytes, &mut |step| {
             if let Some(seam) = seam {
-                seam(step.into());
+                seam(step);
             }
         })
         .map_err(|e| match e.op {
