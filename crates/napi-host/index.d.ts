@@ -41,6 +41,68 @@ export declare class BindingCleanup {
   autoSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, maxBytes?: number | undefined | null): Promise<BindingAutoSweep | null>
 }
 
+/** The rewind engine over one DSH home (`<home>/rewind-snapshots`, `<home>/rewind-history`). */
+export declare class BindingEngine {
+  /**
+   * Opens the engine over `dsh_home`. Never throws for the store: `store()` says why the
+   * store cannot open, and the history half works without it.
+   */
+  static open(dshHome: string): BindingEngine
+  /**
+   * The snapshot store's calls (capture, scan, preview, diff, restore, ...), sharing this
+   * engine's session handles. Throws why the store cannot open, if it cannot.
+   */
+  store(): BindingStore
+  /**
+   * The session `session_id` working in `cwd` (none: its rewinds touch no file), whose
+   * history is the workspace partition `key`.
+   */
+  session(sessionId: string, cwd: string | undefined | null, key: string): BindingEngineSession
+}
+
+/** One session's sequences. */
+export declare class BindingEngineSession {
+  /**
+   * The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
+   * fork's parent).
+   */
+  journalState(owner: string, opId: string): Promise<JournalState>
+  /**
+   * Checks, changing nothing, that this session may undo `op_id` now; every file changed
+   * since the rewind must be decided in `choices` (else `rewind/stale-undo`, `details.paths`).
+   */
+  undoCheck(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoCheck>
+  /**
+   * Records durably that the undo of `op_id` began, naming the session the conversation
+   * continues in (created next by the host).
+   */
+  undoStart(opId: string, undoSessionId?: string | undefined | null): Promise<BindingHistoryEntry>
+  /**
+   * The undo's file step and its end (`undoneAt`); checks again first, so a file changed
+   * since the check refuses it with nothing changed.
+   */
+  undoFiles(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoDone>
+  /** Finishes an undo a restart found started (files changed since are kept). */
+  undoFinishInterrupted(opId: string): Promise<BindingUndoOutcome>
+  /** Redo of the undone rewind `op_id` as the journaled restore `new_op_id` (its own entry). */
+  redo(opId: string, newOpId: string, choices: BindingUndoChoices | undefined | null, historyLimit: number): Promise<BindingRedoDone>
+  /**
+   * The reconcile pass's judgement of the interrupted entry `op_id`: settles what can be
+   * settled alone. `conversation`: whether its conversation half happened (the host knows).
+   */
+  judge(opId: string, conversation: boolean): Promise<BindingJudged>
+  /** Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore. */
+  resolve(opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingResolved>
+  /**
+   * Continue or roll back the open restore journal `op_id` of a rewind that is over (see
+   * `resolve` for an interrupted one); `entryOutcome` is `continued`, `undone`, or empty
+   * when the history entry could not be updated.
+   */
+  resolveJournal(opId: string, how: 'continue' | 'rollback'): Promise<BindingResolved>
+  /** Removes the temp files a killed restore left beside `paths`; resolves with the removed. */
+  removeRestoreTemps(paths: Array<string>): Promise<Array<string>>
+}
+
 /** The per-workspace rewind history under one root (`<dsh home>/rewind-history`). */
 export declare class BindingHistory {
   /** A history rooted at `root` (created on first write). */
@@ -83,14 +145,16 @@ export declare class BindingHistory {
 }
 
 /**
- * The checkpoint store under one root (`<dsh home>/rewind-snapshots`), with one cached session
- * handle per (session id, cwd). The per-file cap follows the value passed to `capture` /
- * `recheck` (the host's live setting): a different cap reopens the store.
+ * The checkpoint store under one root (`<dsh home>/rewind-snapshots`), through the engine's
+ * cache of session handles (one per session id and cwd; shared with [`crate::engine_api`]).
+ * The per-file cap follows the value passed to `capture` / `recheck` (the host's live
+ * setting): a different cap reopens the store.
  */
 export declare class BindingStore {
   /**
    * Opens (creating when missing) the store at `root` with the default per-file cap. A store
-   * written by a newer build opens read-only: see [`BindingStore::newer_version`].
+   * written by a newer build opens read-only: see [`BindingStore::newer_version`]. (The
+   * plugin opens the store through `BindingEngine.open(dshHome).store()`.)
    */
   static open(root: string): BindingStore
   /**
@@ -143,11 +207,6 @@ export declare class BindingStore {
    * belongs to this session). For a forked session, `ancestors` are read as for `preview`.
    */
   restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: Array<BindingChainLink> | undefined | null, selection?: BindingRestoreSelection | undefined | null): Promise<BindingRestoreOutcome>
-  /**
-   * The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
-   * `missing` or `unreadable`.
-   */
-  journalState(sessionId: string, cwd: string, opId: string): Promise<string>
   /**
    * Does again what the undone restore `undone_op_id` did, as a restore of its own
    * (`op_id`, undoable in turn): a path changed since the undo is left as it is
@@ -262,6 +321,14 @@ export interface BindingFailedPath {
   /** Workspace-relative path. */
   path: string
   /** What went wrong. */
+  message: string
+}
+
+/** A failure reported as data (the step it ended is not undone). */
+export interface BindingFault {
+  /** Stable code. */
+  code: string
+  /** Human-readable message. */
   message: string
 }
 
@@ -415,6 +482,20 @@ export interface BindingHistoryPaths {
   kept?: Array<string>
 }
 
+/** What the reconcile pass found about one interrupted entry. */
+export interface BindingJudged {
+  /** What it decided. */
+  judgement: Judgement
+  /** The outcome written when `settled` (`abandoned`, `rolled-back`, `done`). */
+  outcome?: string
+  /** What was interrupted. */
+  kind: InterruptedKind
+  /** The state of its restore journal. */
+  journal: JournalState
+  /** Where its restore stands, when it has a journal. */
+  restore?: BindingRestoreStatus
+}
+
 /** The last recorded (applied) sweep. */
 export interface BindingLastSweep {
   /** When it ran, ms since the Unix epoch. */
@@ -510,6 +591,32 @@ export interface BindingQuotaRecord {
   bytesAfter: number
 }
 
+/** What a redo did. */
+export interface BindingRedoDone {
+  /** The redo's own op id. */
+  opId: string
+  /** The target seq of the redone rewind. */
+  targetSeq: number
+  /** The session the redone rewind belongs to (the conversation after it). */
+  owner: string
+  /** The files. */
+  outcome: BindingRestoreOutcome
+  /** Why the redo's entry could not be finished, if so. */
+  notRecorded?: BindingFault
+}
+
+/** What continuing or rolling back an interrupted rewind did. */
+export interface BindingResolved {
+  /** What was interrupted. */
+  kind: InterruptedKind
+  /** The files. */
+  outcome: BindingRestoreOutcome
+  /** The history outcome written: `done`, `partial`, `rolled-back` or `undone`. */
+  entryOutcome: string
+  /** Leftover restore temp files removed. */
+  tempsRemoved: Array<string>
+}
+
 /** The outcome of a journaled restore. */
 export interface BindingRestoreOutcome {
   /** Paths written (content replaced or recreated). */
@@ -551,7 +658,7 @@ export interface BindingRestoreStatus {
    * `open`, `completed`, `rolled-back`, `undone`, or `unreadable` for a journal that
    * cannot be read (its counts are 0 and `error` says why).
    */
-  state: string
+  state: JournalState
   /** Planned actions. */
   actions: number
   /** Actions applied. */
@@ -707,6 +814,16 @@ export interface BindingSweepReport {
   failed: Array<BindingSkippedPath>
 }
 
+/** An undo may run (`undoCheck`). */
+export interface BindingUndoCheck {
+  /** The entry to undo. */
+  entry: BindingHistoryEntry
+  /** The session whose journal holds the files (a fork's parent, else the entry's session). */
+  owner: string
+  /** Whether files come back (the journal is completed). */
+  files: boolean
+}
+
 /**
  * How an undo treats the restored paths that changed since the rewind: `take` gets
  * the pre-rewind state all the same, `keep` leaves the newer content.
@@ -716,6 +833,14 @@ export interface BindingUndoChoices {
   take?: Array<string>
   /** Paths to leave as they are now. */
   keep?: Array<string>
+}
+
+/** What an undo's file step did (`undoFiles`). */
+export interface BindingUndoDone {
+  /** The files. */
+  files: BindingUndoOutcome
+  /** Why `undoneAt` could not be recorded, if so (the next reconcile finishes it). */
+  notRecorded?: BindingFault
 }
 
 /** The outcome of undoing a restore (files only). */
@@ -743,6 +868,42 @@ export declare function checkTarget(target: string): string
 
 /** Every stable error code this build knows. */
 export declare function errorCodes(): Array<string>
+
+/** What was interrupted. */
+export declare const enum InterruptedKind {
+  /** An in-place rewind. */
+  Rewind = 'rewind',
+  /** A fork rewind. */
+  Fork = 'fork',
+  /** An undo of a finished rewind. */
+  Undo = 'undo',
+}
+
+/** The state of a restore journal (one spelling in every layer). */
+export declare const enum JournalState {
+  /** Interrupted, or finished with failures: can be continued or rolled back. */
+  Open = 'open',
+  /** Every action applied: can be undone. */
+  Completed = 'completed',
+  /** Returned to the exact pre-restore state. */
+  RolledBack = 'rolled-back',
+  /** A completed restore that was undone. */
+  Undone = 'undone',
+  /** No journal (never written, pruned, or files not usable here). */
+  Missing = 'missing',
+  /** The journal cannot be read. */
+  Unreadable = 'unreadable',
+}
+
+/** What the reconcile pass decided about an interrupted entry. */
+export declare const enum Judgement {
+  /** Settled on its own (`outcome` says how). */
+  Settled = 'settled',
+  /** An interrupted undo the host finishes (creates its session, then `undoFinishInterrupted`). */
+  FinishUndo = 'finish-undo',
+  /** Left for the user to continue or roll back. */
+  Open = 'open',
+}
 
 /**
  * The human messages a rewind can target, newest first, from the live log given as a JSON

@@ -7,14 +7,14 @@ import { Codes, toRewindError } from './errors.ts'
 import type { HostLogger } from './host.ts'
 import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
-import type { FilesPort, FilesPreview, ScanReport, UndoOutcome } from './ports.ts'
+import type { FilesPort, FilesPreview, ScanReport } from './ports.ts'
 import { unavailableFiles } from './ports.ts'
 
-/** Open the store under `root` (`<dsh home>/rewind-snapshots`). */
-export function openFiles(root: string, logger: HostLogger): FilesPort {
+/** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
+export function openFiles(engine: () => Addon.BindingEngine, root: string, logger: HostLogger): FilesPort {
   let store: Addon.BindingStore
   try {
-    store = callNative(n => n.BindingStore.open(root))
+    store = callNative(() => engine().store())
   } catch (error) {
     const e = toRewindError(error)
     logger.warn('snapshot store at %s unavailable: %s', root, e.message)
@@ -34,15 +34,9 @@ export function openFiles(root: string, logger: HostLogger): FilesPort {
     preview: async (...a) => (await awaitNative(() => store.preview(...a))) as FilesPreview,
     restore: (...a) => awaitNative(() => store.restore(...a)),
     diff: (...a) => awaitNative(() => store.diff(...a)),
-    journalState: (...a) => awaitNative(() => store.journalState(...a)),
-    undo: async (...a) => (await awaitNative(() => store.undo(...a))) as UndoOutcome,
-    undoChangedPaths: (...a) => awaitNative(() => store.undoChangedPaths(...a)),
-    redo: (...a) => awaitNative(() => store.redo(...a)),
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },
     forget: (sessionId) => store.forget(sessionId),
     restoreStatuses: (...a) => awaitNative(() => store.restoreStatuses(...a)),
-    continueRestore: (...a) => awaitNative(() => store.continueRestore(...a)),
-    rollbackRestore: (...a) => awaitNative(() => store.rollbackRestore(...a)),
   }
 }

@@ -18,6 +18,7 @@ import { cleanupCommand, humanBytes, keptSessions } from './cleanup-command.ts'
 import { openFiles } from './files.ts'
 import { openCleanup } from './cleanup.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
+import { EnginePort } from './engine.ts'
 import { type Locale, matchLocale } from './locales.ts'
 
 /** Cordis plugin name. */
@@ -49,8 +50,9 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   settings.attach(ctx, (error) => logger.warn('settings namespace not registered: %s', (error as Error).message))
   const state = new SessionState()
 
+  const engine = new EnginePort(ctx, dshHome)
   let files: FilesPort | undefined
-  const getFiles = (): FilesPort => (files ??= openFiles(join(dshHome, 'rewind-snapshots'), logger))
+  const getFiles = (): FilesPort => (files ??= openFiles(() => engine.engine(), join(dshHome, 'rewind-snapshots'), logger))
   let cleanup: CleanupPort | undefined
   const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger, id => getFiles().forget(id)))
   const history = new HistoryPort(ctx, HistoryPort.rootFor(dshHome))
@@ -70,7 +72,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
 
   registerCapture({ ctx, state, files: getFiles, settings, logger })
   registerScan({ ctx, state, files: getFiles, settings, logger })
-  const rewinder = new Rewinder({ ctx, state, files: getFiles, history, settings, logger, locale, stopTimeoutMs: config.stopTimeoutMs ?? 10_000 })
+  const rewinder = new Rewinder({ ctx, state, files: getFiles, engine, history, settings, logger, locale, stopTimeoutMs: config.stopTimeoutMs ?? 10_000 })
 
   const commands: HostCommandDefinition[] = [
     {
@@ -107,7 +109,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }
   }
 
-  registerRpc({ ctx, state, files: getFiles, history, settings, logger, rewinder, cleanup: getCleanup })
+  registerRpc({ ctx, state, files: getFiles, engine, history, settings, logger, rewinder, cleanup: getCleanup })
 
   // Crash order, the reconcile pass: when a session's agent is created (opened, resumed after a
   // restart), its interrupted rewinds are settled or logged; `/rewind` and the client ask again.

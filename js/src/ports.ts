@@ -144,14 +144,6 @@ export interface FilesPort {
   restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[], selection?: RestoreSelection): Promise<RestoreOutcome>
   /** What restoring `path` would change inside it; rejects `rewind/not-planned` for a path the restore leaves alone. */
   diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: ChainLink[]): Promise<FileDiff>
-  /** `completed` | `open` | `rolled-back` | `undone` | `missing` | `unreadable`. */
-  journalState(sessionId: string, cwd: string, opId: string): Promise<string>
-  /** Undo a completed restore; rejects `rewind/stale-undo` (details.paths) while a restored path that changed since is in neither `choices` list. */
-  undo(sessionId: string, cwd: string, opId: string, choices?: UndoChoices): Promise<UndoOutcome>
-  /** Do again what the undone restore `undoneOpId` did, as the restore `opId` (undoable in turn); rejects `rewind/stale-undo` while a path changed since the undo is in neither `choices` list. */
-  redo(sessionId: string, cwd: string, undoneOpId: string, opId: string, choices?: UndoChoices): Promise<RestoreOutcome>
-  /** The restored paths that changed since the restore `opId` (changes nothing). */
-  undoChangedPaths(sessionId: string, cwd: string, opId: string): Promise<string[]>
   /** Record DSH's session format for this session; a different recorded format clears its snapshots. */
   sessionFormat(sessionId: string, cwd: string, format: string): Promise<void>
   /** Keep the newest groups of a session. */
@@ -160,10 +152,6 @@ export interface FilesPort {
   forget(sessionId: string): void
   /** Every restore journal of the session and where it stands. */
   restoreStatuses(sessionId: string, cwd: string): Promise<RestoreStatus[]>
-  /** Finish an interrupted restore. */
-  continueRestore(sessionId: string, cwd: string, opId: string): Promise<RestoreOutcome>
-  /** Return an interrupted restore's files to their exact pre-restore bytes. */
-  rollbackRestore(sessionId: string, cwd: string, opId: string): Promise<RestoreOutcome>
 }
 
 /** Where a restore journal stands. */
@@ -265,16 +253,10 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     preview: refuse,
     restore: refuse,
     diff: refuse,
-    journalState: async () => 'missing',
-    undo: refuse,
-    undoChangedPaths: refuse,
-    redo: refuse,
     sessionFormat: async () => {},
     prune: async () => {},
     forget: () => {},
     restoreStatuses: async () => [],
-    continueRestore: refuse,
-    rollbackRestore: refuse,
   }
 }
 

@@ -5,10 +5,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import { writeSync } from 'node:fs'
-import { readdir, unlink } from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
 import type { Addon } from './native.ts'
-import { callNative } from './native.ts'
+import { awaitNative, callNative } from './native.ts'
+import type { EnginePort } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostContext, HostFs, HostLogger, HostSession } from './host.ts'
 import type { ChainLink, FilesPort, FilesPreview, PreviewFile, RestoreOutcome, RestoreSelection, RestoreStatus, SkippedPath } from './ports.ts'
@@ -16,10 +15,10 @@ import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf, noteRefusal, scanRequest } from './scan.ts'
-import { type HistoryPort, partitionKey, pathsOf } from './history.ts'
+import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
-import { Undoer, touchedFiles, undoText } from './undo.ts'
+import { Undoer, undoText } from './undo.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -42,6 +41,8 @@ export interface RewindDeps {
   ctx: HostContext
   state: SessionState
   files: () => FilesPort
+  /** The engine: the undo, redo and recovery sequences. */
+  engine: EnginePort
   history: HistoryPort
   settings: SettingsModel
   logger: HostLogger
@@ -622,68 +623,51 @@ export class Rewinder {
     }
   }
 
-  /** What an interrupted entry left, without changing anything. */
-  private async describe(agent: HostAgent, entry: HistoryEntry): Promise<InterruptedRewind> {
-    const session = agent.session
-    const sessionId = session.header.id
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
-    const usable = cwd !== undefined && port.unavailable() === undefined
-    const journal = usable ? await this.deps.state.run(sessionId, () => port.journalState(sessionId, cwd!, entry.opId)).catch(() => 'unreadable') : 'missing'
-    let restore: RestoreStatus | undefined
-    if (usable && journal !== 'missing') {
-      restore = (await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd!)).catch(() => [])).find(r => r.opId === entry.opId)
-    }
+  /** Whether the conversation half of an interrupted entry happened (the marker is in the log, the child exists). */
+  private async conversationHappened(session: HostSession, entry: HistoryEntry): Promise<boolean> {
     const childSessionId = entry.fork?.childSessionId
-    const conversation = entry.redoOf != null
-      ? true // a redo's conversation is the rewound session itself: nothing to create
-      : childSessionId !== undefined
-      ? await sessionExists(this.deps.ctx, childSessionId)
-      : entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
+    if (entry.redoOf != null) return true // a redo's conversation is the rewound session itself
+    if (childSessionId !== undefined) return await sessionExists(this.deps.ctx, childSessionId)
+    return entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
+  }
+
+  /** What an interrupted entry left, as the reconcile pass reports it. */
+  private interrupted(entry: HistoryEntry, conversation: boolean, journal: string, restore: RestoreStatus | null | undefined): InterruptedRewind {
+    const childSessionId = entry.fork?.childSessionId
     const kind = entry.outcome !== 'started' ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
     return {
       opId: entry.opId, kind, targetSeq: entry.targetSeq, time: entry.time, journal, conversation,
       ...(childSessionId !== undefined ? { childSessionId } : {}),
-      ...(restore !== undefined ? { restore } : {}),
+      ...(restore != null ? { restore } : {}),
     }
   }
 
-  /** Settle what can be settled alone; returns the entry as still interrupted otherwise. */
+  /** What an interrupted entry left, without changing anything (after a failed judgement). */
+  private async describe(agent: HostAgent, entry: HistoryEntry): Promise<InterruptedRewind> {
+    const session = agent.session
+    const conversation = await this.conversationHappened(session, entry)
+    const journal = await this.deps.engine.session(session)
+      .then(es => awaitNative(() => es.journalState(session.header.id, entry.opId)), () => 'unreadable')
+      .catch(() => 'unreadable')
+    return this.interrupted(entry, conversation, journal, undefined)
+  }
+
+  /**
+   * The engine settles what can be settled alone (crash order: docs/architecture.md) and says
+   * what is left: an interrupted undo this host finishes (its session may have to be created
+   * first), or an entry for the user to continue or roll back.
+   */
   private async judge(agent: HostAgent, key: string, entry: HistoryEntry): Promise<InterruptedRewind | undefined> {
-    const found = await this.describe(agent, entry)
-    const cwd = trackedCwd(agent.session)
-    if (found.kind === 'undo') {
-      // Undo crash order: `undoStartedAt` (naming the new session) durable → the new session →
-      // the store's journaled undo → `undoneAt`. Finished here: the session created if missing,
-      // the files undone (a file changed since is kept), the entry marked undone.
-      if (found.journal === 'undone' || (found.journal === 'completed' && cwd !== undefined) || (found.journal === 'missing' && !touchedFiles(entry))) {
-        await this.undoer.finishInterrupted(agent, key, entry, found.journal)
-        return undefined
-      }
-      return found
-    }
-    if (entry.redoOf != null && found.journal === 'missing') {
-      // A redo killed before its restore began: nothing changed.
-      await this.deps.history.finish(key, entry.opId, 'abandoned')
+    const session = agent.session
+    const conversation = await this.conversationHappened(session, entry)
+    const es = await this.deps.engine.session(session)
+    const judged = await this.deps.state.run(session.header.id, () => awaitNative(() => es.judge(entry.opId, conversation)))
+    if (judged.judgement === 'settled') return undefined
+    if (judged.judgement === 'finish-undo') {
+      await this.undoer.finishInterrupted(agent, key, entry)
       return undefined
     }
-    if (!found.conversation && found.journal === 'missing') {
-      // Killed before the marker (or the child) became durable and before the restore began:
-      // nothing changed.
-      await this.deps.history.finish(key, entry.opId, 'abandoned')
-      return undefined
-    }
-    if (found.journal === 'rolled-back') {
-      await this.deps.history.finish(key, entry.opId, 'rolled-back')
-      return undefined
-    }
-    if (found.conversation && (found.journal === 'completed' || (cwd === undefined && found.journal === 'missing'))) {
-      // Killed after the restore completed, before the entry was finished: the rewind is whole.
-      // The paths of such an entry are not known here (the journal holds them); counts stay 0.
-      await this.deps.history.finish(key, entry.opId, 'done')
-      return undefined
-    }
-    return found
+    return this.interrupted(entry, conversation, judged.journal, judged.restore)
   }
 
   /**
@@ -704,42 +688,12 @@ export class Rewinder {
     }
     if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     try {
-      const key = await partitionKey(this.deps.ctx, session)
-      const cwd = trackedCwd(session)
-      const port = this.deps.files()
-      const unavailable = port.unavailable()
-      if (cwd === undefined || unavailable !== undefined) {
-        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${unavailable ? `: ${unavailable.message}` : ''}`)
-      }
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
-      // The paths the restore plans: a kill mid-write left a temp file beside one of them.
-      const planned = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, found.targetSeq, ancestors)).then(p => p.files.map(f => f.path), () => [] as string[])
-      let outcome: RestoreOutcome = EMPTY_OUTCOME
-      let entryOutcome: string
-      if (found.kind === 'undo') {
-        if (how === 'rollback') throw new RewindError(Codes.badRequest, 'an interrupted undo can only be continued')
-        const undone = await this.deps.state.run(sessionId, () => port.undo(sessionId, cwd, found.opId))
-        outcome = { written: undone.restored, deleted: undone.deleted, skipped: [], failed: undone.failed, completed: undone.kind === 'ok' }
-        await this.deps.history.markUndone(key, found.opId, undone.kind)
-        entryOutcome = 'undone'
-      } else if (how === 'continue') {
-        outcome = await this.deps.state.run(sessionId, () => found.journal === 'open'
-          ? port.continueRestore(sessionId, cwd, found.opId)
-          : port.restore(sessionId, cwd, found.targetSeq, found.opId, ancestors))
-        entryOutcome = outcome.failed.length === 0 ? 'done' : 'partial'
-        await this.deps.history.finish(key, found.opId, entryOutcome as 'done' | 'partial', pathsOf(outcome))
-      } else {
-        if (found.journal === 'open') outcome = await this.deps.state.run(sessionId, () => port.rollbackRestore(sessionId, cwd, found.opId))
-        if (outcome.failed.length > 0) {
-          await removeRestoreTemps(cwd, [...planned, ...outcome.failed.map(f => f.path)])
-          throw new RewindError(Codes.restoreFailed, `the rollback left ${outcome.failed.length} file(s) as they are: ${outcome.failed.map(f => `${escapeControl(f.path)}: ${escapeControl(f.message)}`).join('; ')}`, { paths: outcome.failed.map(f => f.path) })
-        }
-        entryOutcome = 'rolled-back'
-        await this.deps.history.finish(key, found.opId, 'rolled-back', pathsOf(outcome))
-      }
-      await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
-      const tempsRemoved = await removeRestoreTemps(cwd, [...planned, ...outcome.written, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
-      return { opId: found.opId, how, kind: found.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome, entryOutcome, tempsRemoved }
+      const es = await this.deps.engine.session(session)
+      const r = await this.deps.state.run(sessionId, () => awaitNative(() => es.resolve(found.opId, how, ancestors)))
+      const cwd = trackedCwd(session)
+      if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
+      return { opId: found.opId, how, kind: r.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
     } finally {
       this.deps.state.end(sessionId)
     }
@@ -748,44 +702,6 @@ export class Rewinder {
 
 function isInterrupted(entry: HistoryEntry): boolean {
   return entry.outcome === 'started' || (entry.undoStartedAt != null && entry.undoneAt == null)
-}
-
-/** A restore's temp file: `.<first 100 bytes of the name>.rewind-tmp-<pid>-<n>` beside the target. */
-const TEMP_NAME = /^\.(.+)\.rewind-tmp-\d+-\d+$/s
-
-/**
- * Remove the temp files a killed restore left beside `paths` (workspace-relative): only names of
- * the store's exact temp shape whose name part is the start of one of those paths' names.
- * Returns the removed paths. Never throws; a directory that cannot be read is skipped.
- */
-export async function removeRestoreTemps(cwd: string, paths: readonly string[]): Promise<string[]> {
-  const byDir = new Map<string, Set<string>>()
-  for (const path of paths) {
-    const dir = dirname(path)
-    const name = Buffer.from(basename(path)).subarray(0, 100).toString('utf8')
-    if (!byDir.has(dir)) byDir.set(dir, new Set())
-    byDir.get(dir)!.add(name)
-  }
-  const removed: string[] = []
-  for (const [dir, names] of byDir) {
-    let entries: string[]
-    try {
-      entries = await readdir(join(cwd, dir))
-    } catch {
-      continue
-    }
-    for (const entry of entries) {
-      const m = TEMP_NAME.exec(entry)
-      if (m === null || !names.has(m[1]!)) continue
-      try {
-        await unlink(join(cwd, dir, entry))
-        removed.push(dir === '.' ? entry : join(dir, entry))
-      } catch {
-        // Gone already, or not a file: left alone.
-      }
-    }
-  }
-  return removed
 }
 
 function withdraw(agent: HostAgent, ids: readonly string[]): string[] {

@@ -14,12 +14,13 @@ import type { CleanupPort, FilesPort, UndoChoices } from './ports.ts'
 import type { HostSessionPersistence } from './fork.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
-import { type Rewinder, candidates, removeRestoreTemps, resyncObservations } from './rewind.ts'
+import { type Rewinder, candidates, resyncObservations } from './rewind.ts'
+import type { EnginePort } from './engine.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import { standingRedo, touchedFiles } from './undo.ts'
 import type { SessionState } from './state.ts'
-import { addonAvailable } from './native.ts'
+import { type Addon, addonAvailable, awaitNative } from './native.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -31,6 +32,8 @@ export interface RpcDeps {
   ctx: HostContext
   state: SessionState
   files: () => FilesPort
+  /** The engine: the undo, redo and recovery sequences. */
+  engine: EnginePort
   history: HistoryPort
   settings: SettingsModel
   logger: HostLogger
@@ -121,22 +124,13 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         return { ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved }
       }
     }
-    return await state.run(sessionId, async () => {
-      const outcome = how === 'continue' ? await port.continueRestore(sessionId, cwd, opId) : await port.rollbackRestore(sessionId, cwd, opId)
-      await resyncObservations(ctx, session, cwd, outcome.written, outcome.deleted, deps.logger)
-      await removeRestoreTemps(cwd, [...outcome.written, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
-      // The history entry follows: a continued restore settles it (done once nothing failed);
-      // a rolled-back one has had its file changes undone. A history failure never fails this.
-      try {
-        const key = await partitionKey(ctx, session)
-        const failed = outcome.failed.map(f => f.path)
-        if (how === 'continue') await history.settleContinued(key, opId, [...outcome.written], [...outcome.deleted], failed)
-        else await history.markUndone(key, opId, failed.length === 0 ? 'ok' : 'partial')
-      } catch (error) {
-        deps.logger.warn('history entry %s not updated after %s: %s', opId, how, (error as Error).message)
-      }
-      return outcome
-    })
+    // A journal left open by a rewind that is over (a `partial` one): the engine finishes or
+    // rolls it back, removes the temp files and updates the history entry.
+    const es = await deps.engine.session(session)
+    const r = await state.run(sessionId, () => awaitNative(() => es.resolveJournal(opId, how)))
+    await resyncObservations(ctx, session, cwd, r.outcome.written, r.outcome.deleted, deps.logger)
+    if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)
+    return r.outcome
   }
   /** `undo` / `redo`: the files' outcome at the top level, the op id, and where the conversation is. */
   async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<unknown> {
@@ -196,6 +190,16 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const sessionId = agent.session.header.id
       const cwd = trackedCwd(agent.session)
       const port = files()
+      let es: Promise<Addon.BindingEngineSession> | undefined
+      const journal = async (owner: string, opId: string): Promise<string> => {
+        try {
+          es ??= deps.engine.session(agent.session)
+          const s = await es
+          return await awaitNative(() => s.journalState(owner, opId))
+        } catch {
+          return 'unreadable'
+        }
+      }
       const out = []
       for (const entry of entries) {
         let undoable = false
@@ -204,11 +208,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         if (settled && mine && entry.undoneAt == null && entry.undoStartedAt == null) {
           if (!touchedFiles(entry)) undoable = true
           else if (cwd !== undefined && port.unavailable() === undefined) {
-            try {
-              undoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'completed'
-            } catch {
-              undoable = false
-            }
+            undoable = (await journal(entry.sessionId, entry.opId)) === 'completed'
           }
         }
         // Redo: an undone rewind whose files the undo put back, from its session, the session
@@ -216,11 +216,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
         let redoable = false
         const near = mine || entry.undoSessionId === sessionId
         if (entry.undoneAt != null && near && standingRedo(entries, entry.opId) === undefined && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
-          try {
-            redoable = (await port.journalState(entry.sessionId, cwd, entry.opId)) === 'undone'
-          } catch {
-            redoable = false
-          }
+          redoable = (await journal(entry.sessionId, entry.opId)) === 'undone'
         }
         out.push({ ...entry, undoable, redoable })
       }

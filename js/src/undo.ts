@@ -7,14 +7,15 @@
  * which the fork never changed.
  */
 import { randomUUID } from 'node:crypto'
-import { Codes, RewindError, toRewindError } from './errors.ts'
+import { Codes, RewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
 import type { UndoChoices, UndoOutcome } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { partitionKey, pathsOf } from './history.ts'
+import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, removeRestoreTemps, resyncObservations } from './rewind.ts'
+import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
+import { awaitNative } from './native.ts'
 import { type Locale, format } from './locales.ts'
 
 /** What an undo did. */
@@ -33,8 +34,6 @@ export interface UndoReport {
 }
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
-
-const NO_FILES: UndoOutcome = { kind: 'ok', restored: [], deleted: [], failed: [], kept: [] }
 
 /**
  * Where the conversation as it was just before an in-place rewind ends in `session`'s log: at the
@@ -64,10 +63,10 @@ export class Undoer {
   constructor(private readonly deps: RewindDeps, private readonly rewinder: Rewinder) {}
 
   /** The session, its history partition, its working directory and the store (subagents refused). */
-  private async where(agent: HostAgent): Promise<{ session: HostSession; sessionId: string; key: string; cwd: string | undefined; port: ReturnType<RewindDeps['files']> }> {
+  private where(agent: HostAgent): { session: HostSession; sessionId: string; cwd: string | undefined } {
     const session = agent.session
     if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
-    return { session, sessionId: session.header.id, key: await partitionKey(this.deps.ctx, session), cwd: trackedCwd(session), port: this.deps.files() }
+    return { session, sessionId: session.header.id, cwd: trackedCwd(session) }
   }
 
   /** This session's undoable entries, newest first (its rewinds and the fork that created it). */
@@ -113,32 +112,16 @@ export class Undoer {
    * finishes an undo it finds started (see {@link Undoer.finishInterrupted}).
    */
   async undo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
-    const { ctx, state, history, logger } = this.deps
-    const { session, sessionId, key, cwd, port } = await this.where(agent)
-    const filesUsable = cwd !== undefined && port.unavailable() === undefined
+    const { ctx, state, logger } = this.deps
+    const { session, sessionId, cwd } = this.where(agent)
     // An interrupted undo or rewind of this session is settled first.
     await this.rewinder.reconcile(agent)
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     try {
-      const { entries } = await history.listChecked(key)
-      const found = entries.find(e => e.opId === opId)
-      // The journal lives with the session that was rewound (a fork's parent).
-      const owner = found?.sessionId ?? sessionId
-      const journal = filesUsable ? await state.run(owner, () => port.journalState(owner, cwd!, opId)).catch(() => 'unreadable') : 'missing'
-      const entry = await history.checkUndo(key, opId, sessionId, journal) as Entry
-      const files = journal === 'completed'
-      if (!files && touchedFiles(entry) && !filesUsable) {
-        throw new RewindError(Codes.notUndoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
-      }
-      // Every file changed since the rewind must be decided before anything changes.
-      if (files) {
-        const changed = await state.run(owner, () => port.undoChangedPaths(owner, cwd!, opId))
-        const decided = new Set([...(choices.take ?? []), ...(choices.keep ?? [])])
-        const open = changed.filter(p => !decided.has(p))
-        if (open.length > 0) {
-          throw new RewindError(Codes.staleUndo, `${open.length} file(s) changed since this rewind: choose for each whether to keep it as it is or take the version from before the rewind: ${open.map(escapeControl).join(', ')}`, { paths: open })
-        }
-      }
+      const es = await this.deps.engine.session(session)
+      // The engine's rules, and every file changed since the rewind decided: nothing changes yet.
+      const check = await state.run(sessionId, () => awaitNative(() => es.undoCheck(opId, choices)))
+      const entry = check.entry
       // The conversation half.
       const fork = entry.fork?.childSessionId != null
       const mSeq = fork ? undefined : markerSeq(session, entry.markerId)
@@ -150,7 +133,7 @@ export class Undoer {
         }
         childId = `session-${randomUUID()}`
       }
-      await history.markUndoStarted(key, opId, childId)
+      await awaitNative(() => es.undoStart(opId, childId))
       crashPoint('undo:started')
       let conversation: UndoReport['conversation']
       if (childId !== undefined) {
@@ -161,29 +144,17 @@ export class Undoer {
         conversation = { sessionId: entry.sessionId, created: false }
       } else if (entry.redoOf != null) {
         // Undoing a redo: the conversation before the redo is the undone rewind's continuation.
+        const { entries } = await this.deps.history.listChecked(await partitionKey(ctx, session))
         const undone = entries.find(e => e.opId === entry.redoOf)?.undoSessionId
         if (undone != null) conversation = { sessionId: undone, created: false }
       }
-      let outcome = NO_FILES
-      if (files) {
-        try {
-          outcome = await state.run(owner, () => port.undo(owner, cwd!, opId, choices))
-        } catch (error) {
-          const e = toRewindError(error, Codes.undoFailed)
-          // Something changed between the check and the undo: the entry stays started and the
-          // next reconcile finishes it, keeping whatever changed (never overwritten blindly).
-          throw new RewindError(e.code === Codes.staleUndo ? Codes.staleUndo : Codes.undoFailed, e.message, e.details)
-        }
-        crashPoint('undo:files')
-        await resyncObservations(ctx, session, cwd!, outcome.restored, outcome.deleted, logger)
-      }
-      try {
-        await history.markUndone(key, opId, outcome.kind)
-        crashPoint('undo:done')
-      } catch (error) {
-        logger.warn('undo of %s not recorded in history: %s', opId, (error as Error).message)
-      }
-      return { opId, targetSeq: entry.targetSeq, kind: outcome.kind, files: outcome, conversation }
+      // The files (the engine's journaled undo), then `undoneAt`. Something changed between the
+      // check and now: the entry stays started and the next reconcile finishes it, keeping it.
+      const done = await state.run(check.owner, () => awaitNative(() => es.undoFiles(opId, choices)))
+      if (done.notRecorded != null) logger.warn('undo of %s not recorded in history: %s', opId, done.notRecorded.message)
+      if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
+      const files = done.files as UndoOutcome
+      return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation }
     } finally {
       state.end(sessionId)
     }
@@ -198,53 +169,21 @@ export class Undoer {
    * entry finished.
    */
   async redo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
-    const { ctx, state, history, logger } = this.deps
-    const { session, sessionId, key, cwd, port } = await this.where(agent)
-    if (cwd === undefined || port.unavailable() !== undefined) {
-      throw new RewindError(Codes.notRedoable, `file restore is unavailable for this session${port.unavailable() ? `: ${port.unavailable()!.message}` : ''}`)
-    }
+    const { ctx, state, logger } = this.deps
+    const { session, sessionId, cwd } = this.where(agent)
     await this.rewinder.reconcile(agent)
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     try {
-      const { entries } = await history.listChecked(key)
-      const entry = entries.find(e => e.opId === opId)
-      if (entry === undefined) throw new RewindError(Codes.unknownEntry, `no rewind ${escapeControl(opId)} in this workspace's history`)
-      const owner = entry.sessionId
-      if (owner !== sessionId && entry.undoSessionId !== sessionId && entry.fork?.childSessionId !== sessionId) {
-        throw new RewindError(Codes.undoOtherSession, `rewind ${escapeControl(opId)} belongs to another session`)
-      }
-      const redoneBy = standingRedo(entries, opId)
-      if (redoneBy !== undefined) {
-        throw new RewindError(Codes.notRedoable, `rewind ${escapeControl(opId)} was redone already (${escapeControl(redoneBy.opId)}); undo that redo first`)
-      }
-      const journal = await state.run(owner, () => port.journalState(owner, cwd, opId)).catch(() => 'unreadable')
-      if (entry.undoneAt == null || journal !== 'undone') {
-        throw new RewindError(Codes.notRedoable, entry.undoneAt == null ? `rewind ${escapeControl(opId)} is not undone` : `rewind ${escapeControl(opId)} changed no file to redo (its journal is ${journal})`)
-      }
-      const newOp = randomUUID()
-      await history.start(session, { opId: newOp, sessionId: owner, targetSeq: entry.targetSeq, ...(entry.targetText != null ? { targetText: entry.targetText } : {}), redoOf: opId }, this.deps.settings.get().historyLimit)
-      crashPoint('redo:started')
-      let outcome
-      try {
-        outcome = await state.run(owner, () => port.redo(owner, cwd, opId, newOp, choices))
-      } catch (error) {
-        // Refused before any change (a file changed since the undo, undecided): nothing happened.
-        await history.finish(key, newOp, 'abandoned').catch(() => undefined)
-        throw toRewindError(error, Codes.restoreFailed)
-      }
-      crashPoint('redo:files')
-      await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
-      const failed = outcome.failed.map(f => f.path)
-      try {
-        await history.finish(key, newOp, failed.length === 0 ? 'done' : 'partial', pathsOf(outcome))
-        crashPoint('redo:done')
-      } catch (error) {
-        logger.warn('redo %s not recorded in history: %s', newOp, (error as Error).message)
-      }
+      const es = await this.deps.engine.session(session)
+      const done = await state.run(sessionId, () => awaitNative(() => es.redo(opId, randomUUID(), choices, this.deps.settings.get().historyLimit)))
+      if (done.notRecorded != null) logger.warn('redo %s not recorded in history: %s', done.opId, done.notRecorded.message)
+      const outcome = done.outcome
+      if (cwd !== undefined) await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
+      const kind = outcome.failed.length === 0 ? 'ok' : 'partial'
       return {
-        opId: newOp, targetSeq: entry.targetSeq, kind: failed.length === 0 ? 'ok' : 'partial',
-        files: { kind: failed.length === 0 ? 'ok' : 'partial', restored: [...outcome.written], deleted: [...outcome.deleted], failed: [...outcome.failed], kept: [] },
-        conversation: { sessionId: owner, created: false },
+        opId: done.opId, targetSeq: done.targetSeq, kind,
+        files: { kind, restored: [...outcome.written], deleted: [...outcome.deleted], failed: [...outcome.failed], kept: [] },
+        conversation: { sessionId: done.owner, created: false },
       }
     } finally {
       state.end(sessionId)
@@ -284,8 +223,8 @@ export class Undoer {
    * it is missing (its seed is still the rewound session's log up to the marker), the files are
    * undone — a file changed since is kept, never overwritten — and the entry is marked undone.
    */
-  async finishInterrupted(agent: HostAgent, key: string, entry: Entry, journal: string): Promise<void> {
-    const { ctx, state, history, logger } = this.deps
+  async finishInterrupted(agent: HostAgent, _key: string, entry: Entry): Promise<void> {
+    const { ctx, state, logger } = this.deps
     const session = agent.session
     const sessionId = session.header.id
     const cwd = trackedCwd(session)
@@ -297,15 +236,9 @@ export class Undoer {
         await this.createContinuation(agent, agents, childId, mSeq)
       }
     }
-    let outcome = NO_FILES
-    if (journal === 'completed' && cwd !== undefined) {
-      const port = this.deps.files()
-      const changed = await state.run(sessionId, () => port.undoChangedPaths(sessionId, cwd, entry.opId))
-      outcome = await state.run(sessionId, () => port.undo(sessionId, cwd, entry.opId, { keep: changed }))
-      await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
-      await removeRestoreTemps(cwd, [...outcome.restored, ...outcome.deleted, ...outcome.failed.map(f => f.path)])
-    }
-    await history.markUndone(key, entry.opId, outcome.kind)
+    const es = await this.deps.engine.session(session)
+    const outcome = await state.run(sessionId, () => awaitNative(() => es.undoFinishInterrupted(entry.opId)))
+    if (cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
   }
 }
 

@@ -88,257 +88,71 @@ impl std::fmt::Display for BindingError {
     }
 }
 
-impl From<rewind_plan::TargetError> for BindingError {
-    fn from(e: rewind_plan::TargetError) -> Self {
-        Self::new(e.code().as_str(), e.to_string())
+impl From<rewind_engine::EngineError> for BindingError {
+    fn from(e: rewind_engine::EngineError) -> Self {
+        Self::new(e.code.as_str(), e.message).with_details(e.details)
     }
 }
 
-impl From<rewind_plan::ReadError> for BindingError {
-    fn from(e: rewind_plan::ReadError) -> Self {
-        Self::new(e.code().as_str(), e.to_string())
-    }
-}
-
-impl From<rewind_plan::PlanError> for BindingError {
-    fn from(e: rewind_plan::PlanError) -> Self {
-        let details = match &e {
-            rewind_plan::PlanError::UnknownSeq { seq, len } => json!({ "seq": seq, "len": len }),
-            rewind_plan::PlanError::NotHumanMessage { seq, what } => {
-                json!({ "seq": seq, "what": what })
-            }
-            rewind_plan::PlanError::NotOnSurface { seq } => json!({ "seq": seq }),
-            rewind_plan::PlanError::IndexOutOfRange { index, count } => {
-                json!({ "index": index, "count": count })
-            }
-            _ => json!({}),
-        };
-        Self::new(e.code().as_str(), e.to_string()).with_details(details)
-    }
-}
-
-impl From<rewind_plan::ForkError> for BindingError {
-    fn from(e: rewind_plan::ForkError) -> Self {
-        match e {
-            rewind_plan::ForkError::Plan(p) => p.into(),
-            other => {
-                let details = match &other {
-                    rewind_plan::ForkError::InsideTurn { seq, .. } => json!({ "seq": seq }),
-                    _ => json!({}),
-                };
-                Self::new(other.code().as_str(), other.to_string()).with_details(details)
-            }
-        }
-    }
-}
-
-impl From<snapshot_store::ChainPlanError> for BindingError {
-    fn from(e: snapshot_store::ChainPlanError) -> Self {
-        match e {
-            snapshot_store::ChainPlanError::Plan(p) => p.into(),
-            other => Self::new("rewind/bad-request", other.to_string()),
-        }
-    }
-}
-
-impl From<rewind_history::KeyError> for BindingError {
-    fn from(e: rewind_history::KeyError) -> Self {
-        Self::new(e.code(), e.to_string())
-    }
-}
-
-impl From<rewind_history::UndoRefusal> for BindingError {
-    fn from(e: rewind_history::UndoRefusal) -> Self {
-        use rewind_history::UndoRefusal as R;
-        let details = match &e {
-            R::UnknownEntry { op_id } => json!({ "opId": op_id }),
-            R::CrossWorkspace {
-                op_id,
-                entry_workspace,
-                active_workspace,
-            } => {
-                json!({ "opId": op_id, "entryWorkspace": entry_workspace, "activeWorkspace": active_workspace })
-            }
-            R::OtherSession {
-                op_id,
-                entry_session,
-                active_session,
-            } => {
-                json!({ "opId": op_id, "entrySession": entry_session, "activeSession": active_session })
-            }
-            R::AlreadyUndone { op_id, undone_at } => {
-                json!({ "opId": op_id, "undoneAt": undone_at })
-            }
-            R::NotUndoable { op_id, journal } => {
-                json!({ "opId": op_id, "journal": journal.name() })
-            }
-            R::Interrupted { op_id } => json!({ "opId": op_id }),
-            R::Stale { paths } => json!({ "paths": paths }),
-        };
-        Self::new(e.code(), e.to_string()).with_details(details)
-    }
-}
-
-macro_rules! history_error {
-    ($($ty:ident),*) => {$(
-        impl From<rewind_history::$ty> for BindingError {
-            fn from(e: rewind_history::$ty) -> Self {
-                Self::new(e.code(), e.to_string())
+/// Every core error reaches JavaScript through the engine's one table of codes.
+macro_rules! through_engine {
+    ($($path:path),* $(,)?) => {$(
+        impl From<$path> for BindingError {
+            fn from(e: $path) -> Self {
+                rewind_engine::EngineError::from(e).into()
             }
         }
     )*};
 }
-history_error!(
-    OpenError,
-    ReadError,
-    AppendError,
-    WriteError,
-    MarkUndoneError,
-    SettleError
+through_engine!(
+    rewind_plan::TargetError,
+    rewind_plan::ReadError,
+    rewind_plan::PlanError,
+    rewind_plan::ForkError,
+    snapshot_store::ChainPlanError,
+    snapshot_store::OpenError,
+    snapshot_store::SessionError,
+    snapshot_store::CaptureError,
+    snapshot_store::CommitError,
+    snapshot_store::RecheckError,
+    snapshot_store::PlanError,
+    snapshot_store::ScanError,
+    snapshot_store::RestoreError,
+    snapshot_store::ReconcileError,
+    snapshot_store::PruneError,
+    snapshot_store::ClearError,
+    snapshot_store::QueryError,
+    snapshot_store::DiffError,
+    snapshot_store::JournalError,
+    rewind_history::KeyError,
+    rewind_history::UndoRefusal,
+    rewind_history::OpenError,
+    rewind_history::ReadError,
+    rewind_history::AppendError,
+    rewind_history::WriteError,
+    rewind_history::MarkUndoneError,
+    rewind_history::SettleError,
+    rewind_cleanup::OpenError,
+    rewind_cleanup::SweepError,
+    rewind_cleanup::RecordError,
+    rewind_cleanup::PolicyError,
 );
-
-/// The stable code of a store failure shared by every store operation.
-fn store_fault_code(newer: bool, corrupt: bool) -> &'static str {
-    if newer {
-        "rewind/store-newer"
-    } else if corrupt {
-        "rewind/store-corrupt"
-    } else {
-        "rewind/failed"
-    }
-}
-
-macro_rules! store_error {
-    ($ty:ident, |$e:ident| { $($pat:pat => $code:expr,)* }) => {
-        impl From<snapshot_store::$ty> for BindingError {
-            fn from($e: snapshot_store::$ty) -> Self {
-                use snapshot_store::$ty as E;
-                #[allow(unreachable_patterns)]
-                let code: &str = match &$e {
-                    E::NewerStore(_) => store_fault_code(true, false),
-                    E::Corrupt(_) => store_fault_code(false, true),
-                    $($pat => $code,)*
-                    _ => store_fault_code(false, false),
-                };
-                Self::new(code, $e.to_string())
-            }
-        }
-    };
-}
-
-store_error!(OpenError, |e| {});
-store_error!(SessionError, |e| { E::InvalidSessionId { .. } => "rewind/bad-request", });
-store_error!(CaptureError, |e| { E::InvalidCallId { .. } => "rewind/bad-request", });
-store_error!(CommitError, |e| { E::InvalidCallId { .. } => "rewind/bad-request", });
-store_error!(RecheckError, |e| {});
-store_error!(PlanError, |e| {});
-store_error!(ScanError, |e| {
-    E::InvalidCallId { .. } => "rewind/bad-request",
-    E::NoWorkspace { .. } => "rewind/bad-request",
-    E::Workspace { .. } => "rewind/bad-request",
-});
-store_error!(RestoreError, |e| {
-    E::InvalidOpId { .. } => "rewind/bad-request",
-    E::DuplicateOp { .. } => "rewind/bad-request",
-    E::Fs(_) => "rewind/restore-failed",
-    E::Rescue { .. } => "rewind/restore-failed",
-});
-store_error!(ReconcileError, |e| {});
-store_error!(PruneError, |e| {});
-store_error!(ClearError, |e| {});
-store_error!(QueryError, |e| {});
-
-impl From<snapshot_store::JournalError> for BindingError {
-    fn from(e: snapshot_store::JournalError) -> Self {
-        use snapshot_store::JournalError as E;
-        use snapshot_store::JournalState as S;
-        let (code, details) = match &e {
-            E::NewerStore(_) => ("rewind/store-newer", json!({})),
-            E::Corrupt(_) => ("rewind/store-corrupt", json!({})),
-            E::InvalidOpId { .. } => ("rewind/bad-request", json!({})),
-            E::UnknownOp { op_id, .. } => ("rewind/unknown-entry", json!({ "opId": op_id })),
-            E::WrongState {
-                op_id,
-                state: S::Undone,
-                ..
-            } => ("rewind/already-undone", json!({ "opId": op_id })),
-            E::WrongState { op_id, state, .. } => (
-                "rewind/not-undoable",
-                json!({ "opId": op_id, "journal": state.to_string() }),
-            ),
-            E::Stale { op_id, paths } => (
-                "rewind/stale-undo",
-                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>() }),
-            ),
-            _ => ("rewind/undo-failed", json!({})),
-        };
-        Self::new(code, e.to_string()).with_details(details)
-    }
-}
-
-macro_rules! cleanup_error {
-    ($($ty:ident),*) => {$(
-        impl From<rewind_cleanup::$ty> for BindingError {
-            fn from(e: rewind_cleanup::$ty) -> Self {
-                Self::new(e.code(), e.to_string())
-            }
-        }
-    )*};
-}
-cleanup_error!(OpenError, SweepError, RecordError, PolicyError);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn undo_refusals_keep_their_codes_and_details() {
+    fn core_errors_keep_their_codes_and_details() {
         let stale = BindingError::from(rewind_history::UndoRefusal::Stale {
             paths: vec!["b.txt".into(), "a.txt".into()],
         });
         assert_eq!(stale.code, "rewind/stale-undo");
         assert_eq!(stale.details, json!({ "paths": ["b.txt", "a.txt"] }));
-    }
-
-    #[test]
-    fn planner_refusals_keep_their_codes() {
         let e = BindingError::from(
             rewind_plan::parse_target("1 extra").expect_err("trailing argument"),
         );
         assert_eq!(e.code, "rewind/bad-target");
-        let log = rewind_plan::SessionLog::from_events_json("[]").expect("empty log");
-        let e = BindingError::from(
-            rewind_plan::plan_rewind(&log, rewind_plan::Target::Seq(3)).expect_err("unknown seq"),
-        );
-        assert_eq!(e.code, "rewind/unknown-seq");
-        assert_eq!(e.details, json!({ "seq": 3, "len": 0 }));
-    }
-
-    #[test]
-    fn fork_refusals_keep_their_codes() {
-        let log = rewind_plan::SessionLog::from_events_json(
-            r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}},
-                {"type":"user/message","seq":1,"time":2,"data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#,
-        )
-        .expect("log");
-        let e = BindingError::from(
-            rewind_plan::plan_fork(&log, rewind_plan::Target::Seq(1))
-                .expect_err("turn starts the session"),
-        );
-        assert_eq!(e.code, "rewind/fork-inside-turn");
-        assert_eq!(e.details, json!({ "seq": 1 }));
-        let e = BindingError::from(
-            rewind_plan::plan_fork(&log, rewind_plan::Target::Seq(7)).expect_err("unknown seq"),
-        );
-        assert_eq!(e.code, "rewind/unknown-seq");
-    }
-
-    #[test]
-    fn history_keys_are_bad_requests() {
-        let e = BindingError::from(
-            rewind_history::WorkspaceKey::parse("../x").expect_err("hostile key"),
-        );
-        assert_eq!(e.code, "rewind/bad-request");
     }
 
     #[test]
@@ -353,4 +167,3 @@ mod tests {
         assert_eq!(v["f"], 1.5);
     }
 }
-store_error!(DiffError, |e| {});

@@ -20,6 +20,7 @@ extern crate cleanup as rewind_cleanup;
 extern crate history as rewind_history;
 
 pub mod cleanup_api;
+pub mod engine_api;
 pub mod error;
 pub mod history_api;
 pub mod planner_api;

@@ -1,8 +1,7 @@
 //! Snapshot-store bindings (async: every call touches the disk).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{
     AsyncTask, Env, Function, JsObjectValue, JsValue, Object, ToNapiValue, TypeName, Unknown,
@@ -11,14 +10,16 @@ use napi_derive::napi;
 use std::time::{Duration, Instant};
 
 use snapshot_store::{
-    Action, CaptureOutcome, ChainLink, ChangeOrigin, DiffLimits, JournalError, JournalState,
-    PruneOptions, RelPath, RestorePlan, ScanPhase, ScanRequest, Session, SessionHold, SideState,
-    Store, StoreOptions,
+    Action, CaptureOutcome, ChainLink, ChangeOrigin, DiffLimits, JournalState,
+    PruneOptions, RelPath, RestorePlan, ScanPhase, ScanRequest, Session, SideState,
 };
+
+use rewind_engine::{Engine, EngineOptions};
 
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
+    JournalState as BindingJournalState,
     BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
     BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
     BindingRestoreSelection, BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
@@ -26,52 +27,36 @@ use crate::types::{
     seq_from_js,
 };
 
-struct Inner {
-    cap: u64,
-    store: Store,
-    sessions: HashMap<(String, PathBuf), Arc<Session>>,
-    /// Shared holds of the sessions this host opened: an offline tool (`dsh-rewind`) refuses
-    /// to change a held session. Kept until `forget` or the process ends.
-    holds: HashMap<String, SessionHold>,
-}
-
-/// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), with one cached session
-/// handle per (session id, cwd). The per-file cap follows the value passed to `capture` /
-/// `recheck` (the host's live setting): a different cap reopens the store.
+/// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), through the engine's
+/// cache of session handles (one per session id and cwd; shared with [`crate::engine_api`]).
+/// The per-file cap follows the value passed to `capture` / `recheck` (the host's live
+/// setting): a different cap reopens the store.
 #[napi]
 pub struct BindingStore {
-    root: PathBuf,
-    inner: Arc<Mutex<Inner>>,
+    engine: Arc<Engine>,
 }
 
-fn open_store(root: &Path, cap: u64) -> Result<Store, BindingError> {
-    Ok(Store::open(
-        root,
-        StoreOptions {
-            max_file_bytes: cap,
-            ..StoreOptions::default()
-        },
-    )?)
+impl BindingStore {
+    /// The store of `engine`.
+    pub(crate) fn of(engine: Arc<Engine>) -> Self {
+        Self { engine }
+    }
+
+    fn handle(&self) -> Handle {
+        Handle {
+            engine: Arc::clone(&self.engine),
+        }
+    }
 }
 
 fn cap_from(value: f64) -> Result<u64, BindingError> {
     seq_from_js(value, "maxFileBytes")
 }
 
-impl BindingStore {
-    fn handle(&self) -> Handle {
-        Handle {
-            root: self.root.clone(),
-            inner: Arc::clone(&self.inner),
-        }
-    }
-}
-
 /// What a job needs: cheap to clone into a worker thread.
 #[derive(Clone)]
 struct Handle {
-    root: PathBuf,
-    inner: Arc<Mutex<Inner>>,
+    engine: Arc<Engine>,
 }
 
 /// A call whose file is at most this large is captured on the JavaScript thread when
@@ -85,14 +70,7 @@ impl Handle {
     /// The cached handle of a session, when one is open with this cap and no other call is
     /// opening or replacing handles right now (never waits).
     fn cached(&self, session_id: &str, cwd: &str, cap: Option<u64>) -> Option<Arc<Session>> {
-        let inner = self.inner.try_lock().ok()?;
-        if cap.is_some_and(|c| c != inner.cap) {
-            return None;
-        }
-        inner
-            .sessions
-            .get(&(session_id.to_owned(), PathBuf::from(cwd)))
-            .cloned()
+        self.engine.cached_files(session_id, Path::new(cwd), cap)
     }
 
     fn session(
@@ -101,27 +79,7 @@ impl Handle {
         cwd: &str,
         cap: Option<u64>,
     ) -> Result<Arc<Session>, BindingError> {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(cap) = cap {
-            if cap != inner.cap {
-                inner.store = open_store(&self.root, cap)?;
-                inner.cap = cap;
-                inner.sessions.clear();
-            }
-        }
-        let key = (session_id.to_owned(), PathBuf::from(cwd));
-        if let Some(session) = inner.sessions.get(&key) {
-            return Ok(Arc::clone(session));
-        }
-        let session = Arc::new(inner.store.session(session_id, Path::new(cwd))?);
-        inner.sessions.insert(key, Arc::clone(&session));
-        if !inner.holds.contains_key(session_id) {
-            // Best effort: a hold that cannot be taken only weakens the offline tool's check.
-            if let Ok(Some(hold)) = inner.store.hold_session(session_id) {
-                inner.holds.insert(session_id.to_owned(), hold);
-            }
-        }
-        Ok(session)
+        Ok(self.engine.files(session_id, Path::new(cwd), cap)?)
     }
 }
 
@@ -209,12 +167,18 @@ fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
     }
 }
 
-fn state_name(state: JournalState) -> &'static str {
-    match state {
-        JournalState::Open => "open",
-        JournalState::Completed => "completed",
-        JournalState::RolledBack => "rolled-back",
-        JournalState::Undone => "undone",
+/// The binding of a journal's status.
+pub(crate) fn restore_status(s: snapshot_store::RestoreStatus) -> BindingRestoreStatus {
+    BindingRestoreStatus {
+        target_seq: s.target_seq as f64,
+        state: rewind_engine::journal_state(s.state).into(),
+        actions: count(s.actions),
+        done: count(s.done),
+        failed: count(s.failed),
+        pending: count(s.pending),
+        rollback_started: s.rollback_started,
+        op_id: s.op_id,
+        error: None,
     }
 }
 
@@ -226,7 +190,7 @@ fn skipped_reason(reason: &impl std::fmt::Display) -> String {
     reason.to_string()
 }
 
-fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
+pub(crate) fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
     let mut skipped: Vec<BindingSkippedPath> = o
         .skipped
         .iter()
@@ -409,37 +373,33 @@ fn scan_request(r: &BindingScanRequest) -> Result<ScanRequest, BindingError> {
 #[napi]
 impl BindingStore {
     /// Opens (creating when missing) the store at `root` with the default per-file cap. A store
-    /// written by a newer build opens read-only: see [`BindingStore::newer_version`].
+    /// written by a newer build opens read-only: see [`BindingStore::newer_version`]. (The
+    /// plugin opens the store through `BindingEngine.open(dshHome).store()`.)
     #[napi(factory)]
     pub fn open(env: Env, root: String) -> napi::Result<Self> {
         let root = PathBuf::from(root);
-        let cap = snapshot_store::DEFAULT_MAX_FILE_BYTES;
-        let store = open_store(&root, cap).map_err(|e| e.into_napi(&env))?;
-        Ok(Self {
-            root,
-            inner: Arc::new(Mutex::new(Inner {
-                cap,
-                store,
-                sessions: HashMap::new(),
-                holds: HashMap::new(),
-            })),
-        })
+        let history = root
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(rewind_engine::HISTORY_DIR);
+        let engine = Engine::open_at(root, history, EngineOptions::default());
+        if let Some(e) = engine.store_error() {
+            return Err(BindingError::from(e).into_napi(&env));
+        }
+        Ok(Self::of(engine))
     }
 
     /// Drops the cached handles of a session (after its snapshot directory was swept away), so
     /// the next call starts from what is on disk.
     #[napi]
     pub fn forget(&self, session_id: String) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.sessions.retain(|(id, _), _| *id != session_id);
-        inner.holds.remove(&session_id);
+        self.engine.forget(&session_id);
     }
 
     /// `null` when this build understands the store; otherwise why it refuses to write or restore.
     #[napi]
     pub fn newer_version(&self) -> Option<String> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.store.newer_version().map(|n| n.to_string())
+        self.engine.newer_version()
     }
 
     /// Records the before-state of `path` (absolute, inside `cwd`) for tool call `call_id`.
@@ -688,29 +648,6 @@ impl BindingStore {
         }))
     }
 
-    /// The state of the restore journal `op_id`: `completed`, `open`, `rolled-back`, `undone`,
-    /// `missing` or `unreadable`.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn journal_state(
-        &self,
-        session_id: String,
-        cwd: String,
-        op_id: String,
-    ) -> AsyncTask<Job<String>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let session = h.session(&session_id, &cwd, None)?;
-            Ok(match session.restore_status(&op_id) {
-                Ok(status) => state_name(status.state).to_owned(),
-                Err(JournalError::UnknownOp { .. }) => "missing".to_owned(),
-                Err(JournalError::NewerStore(e)) => {
-                    return Err(BindingError::new("rewind/store-newer", e.to_string()));
-                }
-                Err(_) => "unreadable".to_owned(),
-            })
-        }))
-    }
-
     /// Does again what the undone restore `undone_op_id` did, as a restore of its own
     /// (`op_id`, undoable in turn): a path changed since the undo is left as it is
     /// (`choices.keep`) or restored all the same (`choices.take`); while any is in
@@ -838,24 +775,14 @@ impl BindingStore {
                 .restore_statuses_each()?;
             Ok(statuses
                 .into_iter()
-                .map(|s| BindingRestoreStatus {
-                    target_seq: s.target_seq as f64,
-                    state: state_name(s.state).to_owned(),
-                    actions: count(s.actions),
-                    done: count(s.done),
-                    failed: count(s.failed),
-                    pending: count(s.pending),
-                    rollback_started: s.rollback_started,
-                    op_id: s.op_id,
-                    error: None,
-                })
+                .map(restore_status)
                 .chain(
                     unreadable
                         .into_iter()
                         .map(|(op_id, error)| BindingRestoreStatus {
                             op_id,
                             target_seq: 0.0,
-                            state: "unreadable".to_owned(),
+                            state: BindingJournalState::Unreadable,
                             actions: 0,
                             done: 0,
                             failed: 0,

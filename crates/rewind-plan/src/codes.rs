@@ -84,11 +84,20 @@ pub enum ErrorCode {
     // --- the workspace scan ---
     /// The workspace has more files in scope than the file-count limit: the scan stopped there.
     ScanBudget,
+    // --- file selection, undo and redo ---
+    /// A `--only` / `--keep` filter names no file the rewind would change.
+    BadSelection,
+    /// The path is not among the files the rewind would change.
+    NotPlanned,
+    /// The rewind is not undone, was redone already, or changed no file to redo.
+    NotRedoable,
+    /// The native addon is missing for this platform; only the conversation half runs.
+    NativeUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 37] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -122,6 +131,10 @@ impl ErrorCode {
         Self::HistoryCorrupt,
         Self::FlushFailed,
         Self::ScanBudget,
+        Self::BadSelection,
+        Self::NotPlanned,
+        Self::NotRedoable,
+        Self::NativeUnavailable,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -160,6 +173,10 @@ impl ErrorCode {
             Self::HistoryCorrupt => "rewind/history-corrupt",
             Self::FlushFailed => "rewind/flush-failed",
             Self::ScanBudget => "rewind/scan-budget",
+            Self::BadSelection => "rewind/bad-selection",
+            Self::NotPlanned => "rewind/not-planned",
+            Self::NotRedoable => "rewind/not-redoable",
+            Self::NativeUnavailable => "rewind/native-unavailable",
         }
     }
 

@@ -123,7 +123,7 @@ impl fmt::Display for JournalState {
         f.write_str(match self {
             JournalState::Open => "open",
             JournalState::Completed => "completed",
-            JournalState::RolledBack => "rolled back",
+            JournalState::RolledBack => "rolled-back",
             JournalState::Undone => "undone",
         })
     }

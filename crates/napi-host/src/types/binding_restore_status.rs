@@ -12,7 +12,7 @@ pub struct BindingRestoreStatus {
     pub target_seq: f64,
     /// `open`, `completed`, `rolled-back`, `undone`, or `unreadable` for a journal that
     /// cannot be read (its counts are 0 and `error` says why).
-    pub state: String,
+    pub state: super::JournalState,
     /// Planned actions.
     pub actions: u32,
     /// Actions applied.

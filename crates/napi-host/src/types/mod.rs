@@ -4,6 +4,7 @@ mod binding_candidate;
 mod binding_capture_outcome;
 mod binding_chain_link;
 mod binding_cleanup_policy;
+mod binding_engine;
 mod binding_failed_path;
 mod binding_file_diff;
 mod binding_fork_plan;
@@ -28,6 +29,10 @@ mod binding_undo_outcome;
 pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
+pub use binding_engine::{
+    BindingFault, BindingJudged, BindingRedoDone, BindingResolved, BindingUndoCheck,
+    BindingUndoDone, InterruptedKind, JournalState, Judgement,
+};
 pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_failed_path::BindingFailedPath;
 pub use binding_file_diff::{BindingDiffSide, BindingFileDiff, BindingRestoreSelection};

@@ -1,0 +1,321 @@
+//! The one place where every core error becomes a stable `{code, message, details}` error.
+//!
+//! Each core crate keeps its own `thiserror` enums; this module maps every one of them onto
+//! a code of the table ([`ErrorCode`]) with machine-readable details (paths, seqs, op ids).
+//! The napi layer and the CLI report an [`EngineError`] as it is.
+
+use serde_json::{Value, json};
+
+pub use rewind_plan::ErrorCode;
+
+/// A refusal or a fault, on its way to a user or a client: a stable code, the human message
+/// (the core error's `Display`), and a JSON object of details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineError {
+    /// Stable code, e.g. [`ErrorCode::StaleUndo`].
+    pub code: ErrorCode,
+    /// Human-readable message.
+    pub message: String,
+    /// Machine-readable details; always a JSON object.
+    pub details: Value,
+}
+
+impl EngineError {
+    /// A new error with empty details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: json!({}),
+        }
+    }
+
+    /// The same error with `details` attached.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// [`ErrorCode::BadRequest`] for malformed arguments.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    /// [`ErrorCode::Failed`] for an unexpected failure.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Failed, message)
+    }
+
+    /// An error whose code a core crate gave as a string: looked up in the table, and
+    /// [`ErrorCode::Failed`] when the table does not know it (never guessed).
+    pub fn from_code_str(code: &str, message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::parse(code).unwrap_or(ErrorCode::Failed), message)
+    }
+
+    /// The paths named in the details (`details.paths`), if any.
+    pub fn paths(&self) -> Vec<String> {
+        self.details
+            .get("paths")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<rewind_plan::TargetError> for EngineError {
+    fn from(e: rewind_plan::TargetError) -> Self {
+        Self::new(e.code(), e.to_string())
+    }
+}
+
+impl From<rewind_plan::ReadError> for EngineError {
+    fn from(e: rewind_plan::ReadError) -> Self {
+        Self::new(e.code(), e.to_string())
+    }
+}
+
+impl From<rewind_plan::PlanError> for EngineError {
+    fn from(e: rewind_plan::PlanError) -> Self {
+        use rewind_plan::PlanError as P;
+        let details = match &e {
+            P::UnknownSeq { seq, len } => json!({ "seq": seq, "len": len }),
+            P::NotHumanMessage { seq, what } => json!({ "seq": seq, "what": what }),
+            P::NotOnSurface { seq } => json!({ "seq": seq }),
+            P::IndexOutOfRange { index, count } => json!({ "index": index, "count": count }),
+            _ => json!({}),
+        };
+        Self::new(e.code(), e.to_string()).with_details(details)
+    }
+}
+
+impl From<rewind_plan::ForkError> for EngineError {
+    fn from(e: rewind_plan::ForkError) -> Self {
+        match e {
+            rewind_plan::ForkError::Plan(p) => p.into(),
+            other => {
+                let details = match &other {
+                    rewind_plan::ForkError::InsideTurn { seq, .. } => json!({ "seq": seq }),
+                    _ => json!({}),
+                };
+                Self::new(other.code(), other.to_string()).with_details(details)
+            }
+        }
+    }
+}
+
+impl From<snapshot_store::ChainPlanError> for EngineError {
+    fn from(e: snapshot_store::ChainPlanError) -> Self {
+        match e {
+            snapshot_store::ChainPlanError::Plan(p) => p.into(),
+            other => Self::bad_request(other.to_string()),
+        }
+    }
+}
+
+impl From<rewind_history::KeyError> for EngineError {
+    fn from(e: rewind_history::KeyError) -> Self {
+        Self::from_code_str(e.code(), e.to_string())
+    }
+}
+
+impl From<rewind_history::UndoRefusal> for EngineError {
+    fn from(e: rewind_history::UndoRefusal) -> Self {
+        use rewind_history::UndoRefusal as R;
+        let details = match &e {
+            R::UnknownEntry { op_id } => json!({ "opId": op_id }),
+            R::CrossWorkspace {
+                op_id,
+                entry_workspace,
+                active_workspace,
+            } => {
+                json!({ "opId": op_id, "entryWorkspace": entry_workspace, "activeWorkspace": active_workspace })
+            }
+            R::OtherSession {
+                op_id,
+                entry_session,
+                active_session,
+            } => {
+                json!({ "opId": op_id, "entrySession": entry_session, "activeSession": active_session })
+            }
+            R::AlreadyUndone { op_id, undone_at } => {
+                json!({ "opId": op_id, "undoneAt": undone_at })
+            }
+            R::NotUndoable { op_id, journal } => {
+                json!({ "opId": op_id, "journal": journal.name() })
+            }
+            R::Interrupted { op_id } => json!({ "opId": op_id }),
+            R::Stale { paths } => json!({ "paths": paths }),
+        };
+        Self::from_code_str(e.code(), e.to_string()).with_details(details)
+    }
+}
+
+macro_rules! coded_error {
+    ($krate:ident: $($ty:ident),*) => {$(
+        impl From<$krate::$ty> for EngineError {
+            fn from(e: $krate::$ty) -> Self {
+                Self::from_code_str(e.code(), e.to_string())
+            }
+        }
+    )*};
+}
+coded_error!(rewind_history: OpenError, ReadError, AppendError, WriteError, MarkUndoneError, SettleError);
+coded_error!(rewind_cleanup: OpenError, SweepError, RecordError, PolicyError);
+
+macro_rules! store_error {
+    ($ty:ident, |$e:ident| { $($pat:pat => $code:expr,)* }) => {
+        impl From<snapshot_store::$ty> for EngineError {
+            fn from($e: snapshot_store::$ty) -> Self {
+                use snapshot_store::$ty as E;
+                #[allow(unreachable_patterns)]
+                let code = match &$e {
+                    E::NewerStore(_) => ErrorCode::StoreNewer,
+                    E::Corrupt(_) => ErrorCode::StoreCorrupt,
+                    $($pat => $code,)*
+                    _ => ErrorCode::Failed,
+                };
+                Self::new(code, $e.to_string())
+            }
+        }
+    };
+}
+
+store_error!(OpenError, |e| {});
+store_error!(SessionError, |e| { E::InvalidSessionId { .. } => ErrorCode::BadRequest, });
+store_error!(CaptureError, |e| { E::InvalidCallId { .. } => ErrorCode::BadRequest, });
+store_error!(CommitError, |e| { E::InvalidCallId { .. } => ErrorCode::BadRequest, });
+store_error!(RecheckError, |e| {});
+store_error!(PlanError, |e| {});
+store_error!(ScanError, |e| {
+    E::InvalidCallId { .. } => ErrorCode::BadRequest,
+    E::NoWorkspace { .. } => ErrorCode::BadRequest,
+    E::Workspace { .. } => ErrorCode::BadRequest,
+});
+store_error!(RestoreError, |e| {
+    E::InvalidOpId { .. } => ErrorCode::BadRequest,
+    E::DuplicateOp { .. } => ErrorCode::BadRequest,
+    E::Fs(_) => ErrorCode::RestoreFailed,
+    E::Rescue { .. } => ErrorCode::RestoreFailed,
+});
+store_error!(ReconcileError, |e| {});
+store_error!(PruneError, |e| {});
+store_error!(ClearError, |e| {});
+store_error!(QueryError, |e| {});
+store_error!(DiffError, |e| {});
+
+impl From<snapshot_store::JournalError> for EngineError {
+    fn from(e: snapshot_store::JournalError) -> Self {
+        use snapshot_store::JournalError as E;
+        use snapshot_store::JournalState as S;
+        let (code, details) = match &e {
+            E::NewerStore(_) => (ErrorCode::StoreNewer, json!({})),
+            E::Corrupt(_) => (ErrorCode::StoreCorrupt, json!({})),
+            E::InvalidOpId { .. } => (ErrorCode::BadRequest, json!({})),
+            E::UnknownOp { op_id, .. } => (ErrorCode::UnknownEntry, json!({ "opId": op_id })),
+            E::WrongState {
+                op_id,
+                state: S::Undone,
+                ..
+            } => (ErrorCode::AlreadyUndone, json!({ "opId": op_id })),
+            E::WrongState { op_id, state, .. } => (
+                ErrorCode::NotUndoable,
+                json!({ "opId": op_id, "journal": crate::journal_state(*state).name() }),
+            ),
+            E::Stale { op_id, paths } => (
+                ErrorCode::StaleUndo,
+                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>() }),
+            ),
+            _ => (ErrorCode::UndoFailed, json!({})),
+        };
+        Self::new(code, e.to_string()).with_details(details)
+    }
+}
+
+impl From<snapshot_store::SelectionError> for EngineError {
+    fn from(e: snapshot_store::SelectionError) -> Self {
+        let filter = e.filter.clone();
+        Self::new(
+            ErrorCode::BadSelection,
+            format!("{e}; nothing was changed"),
+        )
+        .with_details(json!({ "path": filter }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_string_of_the_core_crates_is_in_the_table() {
+        for code in [
+            rewind_history::CODE_FAILED,
+            rewind_history::CODE_HISTORY_CORRUPT,
+            snapshot_store::SCAN_BUDGET_CODE,
+        ] {
+            assert!(ErrorCode::parse(code).is_some(), "{code} is not in the table");
+        }
+        let unknown = EngineError::from_code_str("rewind/no-such-code", "x");
+        assert_eq!(unknown.code, ErrorCode::Failed, "never guessed");
+    }
+
+    #[test]
+    fn undo_refusals_keep_their_codes_and_details() {
+        let stale = EngineError::from(rewind_history::UndoRefusal::Stale {
+            paths: vec!["b.txt".into(), "a.txt".into()],
+        });
+        assert_eq!(stale.code, ErrorCode::StaleUndo);
+        assert_eq!(stale.details, json!({ "paths": ["b.txt", "a.txt"] }));
+        assert_eq!(stale.paths(), ["b.txt", "a.txt"]);
+    }
+
+    #[test]
+    fn planner_refusals_keep_their_codes() {
+        let e = EngineError::from(
+            rewind_plan::parse_target("1 extra").expect_err("trailing argument"),
+        );
+        assert_eq!(e.code, ErrorCode::BadTarget);
+        let log = rewind_plan::SessionLog::from_events_json("[]").expect("empty log");
+        let e = EngineError::from(
+            rewind_plan::plan_rewind(&log, rewind_plan::Target::Seq(3)).expect_err("unknown seq"),
+        );
+        assert_eq!(e.code, ErrorCode::UnknownSeq);
+        assert_eq!(e.details, json!({ "seq": 3, "len": 0 }));
+    }
+
+    #[test]
+    fn fork_refusals_keep_their_codes() {
+        let log = rewind_plan::SessionLog::from_events_json(
+            r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}},
+                {"type":"user/message","seq":1,"time":2,"data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#,
+        )
+        .expect("log");
+        let e = EngineError::from(
+            rewind_plan::plan_fork(&log, rewind_plan::Target::Seq(1))
+                .expect_err("turn starts the session"),
+        );
+        assert_eq!(e.code, ErrorCode::ForkInsideTurn);
+        assert_eq!(e.details, json!({ "seq": 1 }));
+    }
+
+    #[test]
+    fn history_keys_are_bad_requests() {
+        let e = EngineError::from(
+            rewind_history::WorkspaceKey::parse("../x").expect_err("hostile key"),
+        );
+        assert_eq!(e.code, ErrorCode::BadRequest);
+    }
+}

@@ -1,0 +1,402 @@
+//! After a crash: what an interrupted rewind or undo left ([`EngineSession::judge`]), and how
+//! the user finishes it ([`EngineSession::resolve`]: continue or roll back).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rewind_history::{Entry, Outcome, Paths};
+use snapshot_store::{ChainLink, JournalState as StoreState, RestoreOutcome, RestoreStatus};
+
+use crate::JournalState;
+use crate::error::{EngineError, ErrorCode};
+use crate::session::{EngineSession, history_paths};
+use crate::undo::touched_files;
+
+/// What was interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptedKind {
+    /// An in-place rewind.
+    Rewind,
+    /// A fork rewind (its child session named in the entry).
+    Fork,
+    /// An undo of a finished rewind.
+    Undo,
+}
+
+impl InterruptedKind {
+    /// The kind's name (`rewind`, `fork`, `undo`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rewind => "rewind",
+            Self::Fork => "fork",
+            Self::Undo => "undo",
+        }
+    }
+
+    /// The kind of an interrupted entry.
+    pub fn of(entry: &Entry) -> Self {
+        if !entry.is_started() {
+            Self::Undo
+        } else if entry.fork.is_some() {
+            Self::Fork
+        } else {
+            Self::Rewind
+        }
+    }
+}
+
+/// Whether an entry is interrupted: a rewind still `started`, or an undo begun and never ended.
+pub fn is_interrupted(entry: &Entry) -> bool {
+    entry.is_started() || entry.is_undo_interrupted()
+}
+
+/// What [`EngineSession::judge`] decided.
+#[derive(Debug, Clone)]
+pub enum Judgement {
+    /// Settled on its own: the entry now has this outcome.
+    Settled(Outcome),
+    /// An interrupted undo the host finishes: it creates the undo's session if missing, then
+    /// calls [`EngineSession::undo_finish_interrupted`].
+    FinishUndo,
+    /// Left for the user to continue or roll back.
+    Open,
+}
+
+/// What an interrupted entry left, without changing anything.
+#[derive(Debug, Clone)]
+pub struct Interrupted {
+    /// What was interrupted.
+    pub kind: InterruptedKind,
+    /// The state of its restore journal.
+    pub journal: JournalState,
+    /// Where the restore stands, when it has a journal.
+    pub restore: Option<RestoreStatus>,
+}
+
+/// How the user finishes an interrupted rewind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// Finish restoring the files.
+    Continue,
+    /// Put every file back as it was before the rewind.
+    Rollback,
+}
+
+/// What [`EngineSession::resolve`] did.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// What was interrupted.
+    pub kind: InterruptedKind,
+    /// The files: what the pass wrote, deleted, left, and failed.
+    pub outcome: RestoreOutcome,
+    /// The history outcome written: `done`, `partial`, `rolled-back` or `undone`.
+    pub entry_outcome: &'static str,
+    /// Leftover restore temp files removed, workspace-relative.
+    pub temps_removed: Vec<String>,
+}
+
+fn empty_outcome(op_id: &str) -> RestoreOutcome {
+    RestoreOutcome {
+        op_id: op_id.to_owned(),
+        state: StoreState::Completed,
+        written: Vec::new(),
+        deleted: Vec::new(),
+        unchanged: Vec::new(),
+        failed: Vec::new(),
+        skipped: Vec::new(),
+        uncovered: Vec::new(),
+        kept: Vec::new(),
+    }
+}
+
+/// `.<first 100 bytes of the name>.rewind-tmp-<pid>-<n>`: the name part, when `entry` has the
+/// store's exact temp shape.
+fn temp_name_part(entry: &[u8]) -> Option<&[u8]> {
+    let rest = entry.strip_prefix(b".")?;
+    let at = rest.windows(12).rposition(|w| w == b".rewind-tmp-")?;
+    let (name, tail) = (&rest[..at], &rest[at + 12..]);
+    let mut parts = tail.split(|b| *b == b'-');
+    let digits = |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
+    (!name.is_empty() && digits(parts.next()) && digits(parts.next()) && parts.next().is_none())
+        .then_some(name)
+}
+
+impl EngineSession {
+    /// What the interrupted entry left: its kind, its journal, where its restore stands.
+    pub fn describe(&self, entry: &Entry) -> Interrupted {
+        let journal = self.journal_state(&self.id, &entry.op_id);
+        let restore = if journal == JournalState::Missing {
+            None
+        } else {
+            self.restore_status(&entry.op_id)
+        };
+        Interrupted {
+            kind: InterruptedKind::of(entry),
+            journal,
+            restore,
+        }
+    }
+
+    /// Settles what can be judged whole — nothing changed (no conversation, no journal) →
+    /// `abandoned`; a redo killed before its restore → `abandoned`; files rolled back →
+    /// `rolled-back`; conversation and files both done → `done` — and says what is left:
+    /// an interrupted undo the host finishes ([`Judgement::FinishUndo`]), or an entry for the
+    /// user to continue or roll back. `conversation`: whether the conversation half happened
+    /// (the marker is in the log, the fork's child exists; the host knows).
+    pub fn judge(&self, entry: &Entry, conversation: bool) -> Result<(Judgement, Interrupted), EngineError> {
+        let found = self.describe(entry);
+        let has_cwd = self.cwd.is_some();
+        let settle = |outcome: Outcome| -> Result<(Judgement, Interrupted), EngineError> {
+            self.settle(&entry.op_id, outcome, None)?;
+            Ok((Judgement::Settled(outcome), found.clone()))
+        };
+        let j = found.journal;
+        if found.kind == InterruptedKind::Undo {
+            let finish = j == JournalState::Undone
+                || (j == JournalState::Completed && has_cwd)
+                || (j == JournalState::Missing && !touched_files(entry));
+            return Ok((if finish { Judgement::FinishUndo } else { Judgement::Open }, found));
+        }
+        if entry.redo_of.is_some() && j == JournalState::Missing {
+            return settle(Outcome::Abandoned);
+        }
+        if !conversation && j == JournalState::Missing {
+            return settle(Outcome::Abandoned);
+        }
+        if j == JournalState::RolledBack {
+            return settle(Outcome::RolledBack);
+        }
+        if conversation && (j == JournalState::Completed || (!has_cwd && j == JournalState::Missing)) {
+            // The paths of such an entry are in its journal, not known here; counts stay 0.
+            return settle(Outcome::Done);
+        }
+        Ok((Judgement::Open, found))
+    }
+
+    /// Continue or roll back the interrupted entry `op_id` of this session. Continue finishes
+    /// restoring the files (the journal's remaining actions, or the whole restore when it
+    /// never began; an interrupted undo is finished); roll back puts every file back exactly
+    /// as before the rewind (nothing to do when the restore never began; refused for an
+    /// undo). Both remove the restore's leftover temp files and settle the history entry.
+    pub fn resolve(
+        &self,
+        op_id: &str,
+        how: Resolution,
+        ancestors: &[ChainLink],
+    ) -> Result<Resolved, EngineError> {
+        let entry = self.entry(op_id)?;
+        if !is_interrupted(&entry) || entry.session_id != self.id {
+            return Err(EngineError::new(
+                ErrorCode::UnknownEntry,
+                format!("no interrupted rewind {op_id} in this session"),
+            ));
+        }
+        self.files_usable()?;
+        let found = self.describe(&entry);
+        // The paths the restore plans: a kill mid-write left a temp file beside one of them.
+        let planned: Vec<String> = self
+            .plan(entry.target_seq, ancestors)
+            .map(|p| p.actions.iter().map(|a| a.display.clone()).collect())
+            .unwrap_or_default();
+        let session = self.files_of(&self.id)?;
+        let open = found.journal == JournalState::Open;
+        let (outcome, entry_outcome) = match (found.kind, how) {
+            (InterruptedKind::Undo, Resolution::Rollback) => {
+                return Err(EngineError::bad_request("an interrupted undo can only be continued"));
+            }
+            (InterruptedKind::Undo, Resolution::Continue) => {
+                let o = session.undo_restore_with(op_id, &[], &[])?;
+                let files = crate::undo::FilesDone {
+                    restored: o.written.iter().map(|p| p.display()).collect(),
+                    deleted: o.deleted.iter().map(|p| p.display()).collect(),
+                    failed: o.failed.iter().map(|f| (f.display.clone(), f.error.clone())).collect(),
+                    kept: Vec::new(),
+                };
+                self.history(None)?.mark_undone(
+                    &self.key,
+                    op_id,
+                    if files.ok() {
+                        rewind_history::UndoOutcome::Ok
+                    } else {
+                        rewind_history::UndoOutcome::Partial
+                    },
+                    rewind_history::UndoMode::Files,
+                    self.engine.now(),
+                )?;
+                (o, "undone")
+            }
+            (_, Resolution::Continue) => {
+                let o = if open {
+                    session.continue_restore(op_id)?
+                } else {
+                    let plan = self.plan(entry.target_seq, ancestors)?;
+                    session.restore(&plan, op_id)?
+                };
+                let (outcome, name) = if o.failed.is_empty() {
+                    (Outcome::Done, "done")
+                } else {
+                    (Outcome::Partial, "partial")
+                };
+                self.settle(op_id, outcome, Some(&history_paths(&o, &[], &[], &[])))?;
+                (o, name)
+            }
+            (_, Resolution::Rollback) => {
+                let o = if open {
+                    session.rollback_restore(op_id)?
+                } else {
+                    empty_outcome(op_id)
+                };
+                if !o.failed.is_empty() {
+                    let mut left = planned.clone();
+                    left.extend(o.failed.iter().map(|f| f.display.clone()));
+                    self.remove_restore_temps(&left);
+                    let list: Vec<String> = o
+                        .failed
+                        .iter()
+                        .map(|f| format!("{}: {}", f.display, f.error))
+                        .collect();
+                    return Err(EngineError::new(
+                        ErrorCode::RestoreFailed,
+                        format!("the rollback left {} file(s) as they are: {}", o.failed.len(), list.join("; ")),
+                    )
+                    .with_details(serde_json::json!({
+                        "paths": o.failed.iter().map(|f| f.display.clone()).collect::<Vec<_>>()
+                    })));
+                }
+                self.settle(op_id, Outcome::RolledBack, Some(&history_paths(&o, &[], &[], &[])))?;
+                (o, "rolled-back")
+            }
+        };
+        let mut touched = planned;
+        touched.extend(outcome.written.iter().map(|p| p.display()));
+        touched.extend(outcome.deleted.iter().map(|p| p.display()));
+        touched.extend(outcome.failed.iter().map(|f| f.display.clone()));
+        let temps_removed = self.remove_restore_temps(&touched);
+        Ok(Resolved {
+            kind: found.kind,
+            outcome,
+            entry_outcome,
+            temps_removed,
+        })
+    }
+
+    /// Continue or roll back the open restore journal `op_id` of a rewind that is over (a
+    /// `partial` one, or a journal without an interrupted entry): the files, the leftover
+    /// temp files, then the history entry — a continued restore joins the entry (done once
+    /// nothing failed), a rolled-back one counts as undone. A history entry that cannot be
+    /// updated does not fail the pass (`Resolved::entry_outcome` is then empty).
+    pub fn resolve_journal(&self, op_id: &str, how: Resolution) -> Result<Resolved, EngineError> {
+        self.files_usable()?;
+        let session = self.files_of(&self.id)?;
+        let outcome = match how {
+            Resolution::Continue => session.continue_restore(op_id)?,
+            Resolution::Rollback => session.rollback_restore(op_id)?,
+        };
+        let mut touched: Vec<String> = outcome.written.iter().map(|p| p.display()).collect();
+        touched.extend(outcome.deleted.iter().map(|p| p.display()));
+        touched.extend(outcome.failed.iter().map(|f| f.display.clone()));
+        let temps_removed = self.remove_restore_temps(&touched);
+        let history = self.history(None)?;
+        let recorded = match how {
+            Resolution::Continue => history
+                .settle_continued(&self.key, op_id, &continued_paths(&outcome))
+                .map(|_| "continued")
+                .ok(),
+            Resolution::Rollback => history
+                .mark_undone(
+                    &self.key,
+                    op_id,
+                    if outcome.failed.is_empty() {
+                        rewind_history::UndoOutcome::Ok
+                    } else {
+                        rewind_history::UndoOutcome::Partial
+                    },
+                    rewind_history::UndoMode::Files,
+                    self.engine.now(),
+                )
+                .map(|_| "undone")
+                .ok(),
+        };
+        Ok(Resolved {
+            kind: InterruptedKind::Rewind,
+            outcome,
+            entry_outcome: recorded.unwrap_or(""),
+            temps_removed,
+        })
+    }
+
+    /// Removes the temp files a killed restore left beside `paths` (workspace-relative): only
+    /// names of the store's exact temp shape whose name part is the start of one of those
+    /// paths' names. Returns the removed paths. Never fails; a directory that cannot be read
+    /// is skipped.
+    pub fn remove_restore_temps(&self, paths: &[String]) -> Vec<String> {
+        let Some(cwd) = self.cwd.as_deref() else {
+            return Vec::new();
+        };
+        let mut by_dir: BTreeMap<&Path, BTreeSet<Vec<u8>>> = BTreeMap::new();
+        for path in paths {
+            let path = Path::new(path.as_str());
+            let (Some(name), dir) = (path.file_name(), path.parent().unwrap_or(Path::new(""))) else {
+                continue;
+            };
+            let bytes = name.as_bytes();
+            by_dir
+                .entry(dir)
+                .or_default()
+                .insert(bytes[..bytes.len().min(100)].to_vec());
+        }
+        let mut removed = Vec::new();
+        let Ok(root) = cap_std::fs::Dir::open_ambient_dir(cwd, cap_std::ambient_authority()) else {
+            return removed;
+        };
+        for (dir, names) in by_dir {
+            let listed = if dir.as_os_str().is_empty() {
+                root.entries()
+            } else {
+                root.read_dir(dir)
+            };
+            let Ok(listed) = listed else { continue };
+            for item in listed.flatten() {
+                let entry = item.file_name();
+                let Some(part) = temp_name_part(entry.as_bytes()) else { continue };
+                if !names.contains(part) {
+                    continue;
+                }
+                let rel = dir.join(&entry);
+                let is_file = item.file_type().is_ok_and(|t| t.is_file());
+                if is_file && root.remove_file(&rel).is_ok() {
+                    removed.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// What continuing an interrupted restore did, as history paths (see
+/// [`rewind_history::Entry::merge_continued`]).
+pub fn continued_paths(o: &RestoreOutcome) -> Paths {
+    history_paths(o, &[], &[], &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_recognized_exactly() {
+        assert_eq!(temp_name_part(b".a.txt.rewind-tmp-12-3"), Some(&b"a.txt"[..]));
+        assert_eq!(temp_name_part(b".a.rewind-tmp-1.rewind-tmp-12-3"), Some(&b"a.rewind-tmp-1"[..]));
+        for not in [
+            &b"a.txt.rewind-tmp-12-3"[..],
+            b".a.txt.rewind-tmp-12",
+            b".a.txt.rewind-tmp-12-3-4",
+            b".a.txt.rewind-tmp-x-3",
+            b"..rewind-tmp-1-2",
+            b".a.txt",
+        ] {
+            assert_eq!(temp_name_part(not), None, "{}", String::from_utf8_lossy(not));
+        }
+    }
+}

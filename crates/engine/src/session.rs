@@ -1,0 +1,185 @@
+//! [`EngineSession`]: one session of one workspace, and the parts every sequence shares —
+//! its store handle, its history partition, the state of a restore journal.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rewind_history::{Entry, HistoryStore, Outcome, Paths, WorkspaceKey};
+use snapshot_store::{ChainLink, JournalError, RelPath, RestorePlan, Session};
+
+use crate::JournalState;
+use crate::engine::Engine;
+use crate::error::{EngineError, ErrorCode};
+
+/// One session as the sequences see it: its id, its working directory (none: its rewinds
+/// never touch files), and the history partition of its workspace.
+#[derive(Clone)]
+pub struct EngineSession {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) id: String,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) key: WorkspaceKey,
+}
+
+impl std::fmt::Debug for EngineSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineSession")
+            .field("id", &self.id)
+            .field("cwd", &self.cwd)
+            .field("key", &self.key.as_str())
+            .finish()
+    }
+}
+
+/// The paths a file operation changed and left, as the history records them.
+pub fn history_paths(
+    o: &snapshot_store::RestoreOutcome,
+    outside: &[RelPath],
+    not_covered: &[snapshot_store::NotCovered],
+    kept: &[String],
+) -> Paths {
+    let mut skipped: Vec<String> = o.skipped.iter().map(|s| s.display.clone()).collect();
+    skipped.extend(o.uncovered.iter().map(|u| u.path.display()));
+    skipped.extend(outside.iter().map(RelPath::display));
+    skipped.extend(not_covered.iter().map(|n| n.path.display()));
+    Paths {
+        restored: o.written.iter().map(RelPath::display).collect(),
+        deleted: o.deleted.iter().map(RelPath::display).collect(),
+        skipped,
+        failed: o.failed.iter().map(|f| f.display.clone()).collect(),
+        kept: kept.to_vec(),
+    }
+}
+
+/// Parses workspace-relative paths given by a caller (`bad-request` for one that is not).
+pub fn rel_paths(list: &[String]) -> Result<Vec<RelPath>, EngineError> {
+    list.iter()
+        .map(|p| {
+            RelPath::from_bytes(p.as_bytes())
+                .map_err(|e| EngineError::bad_request(format!("bad path `{p}`: {e}")))
+        })
+        .collect()
+}
+
+impl EngineSession {
+    pub(crate) fn new(engine: Arc<Engine>, id: String, cwd: Option<PathBuf>, key: WorkspaceKey) -> Self {
+        Self {
+            engine,
+            id,
+            cwd,
+            key,
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session's working directory, if it has one.
+    pub fn cwd(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    /// The workspace partition of the session's history.
+    pub fn key(&self) -> &WorkspaceKey {
+        &self.key
+    }
+
+    /// The engine the session belongs to.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Whether this session's files can be restored: it has a working directory and the
+    /// store is writable. `Err` says why not.
+    pub fn files_usable(&self) -> Result<&Path, EngineError> {
+        let unavailable = || -> EngineError {
+            let why = self
+                .engine
+                .files_unavailable()
+                .map(|e| format!(": {}", e.message))
+                .unwrap_or_default();
+            EngineError::new(
+                ErrorCode::NotUndoable,
+                format!("file restore is unavailable for this session{why}"),
+            )
+        };
+        match &self.cwd {
+            Some(cwd) if self.engine.files_unavailable().is_none() => Ok(cwd),
+            _ => Err(unavailable()),
+        }
+    }
+
+    /// The store handle of session `owner` (this session or the one a journal belongs to,
+    /// e.g. a fork's parent) in this session's working directory.
+    pub fn files_of(&self, owner: &str) -> Result<Arc<Session>, EngineError> {
+        let cwd = self.files_usable()?;
+        self.engine.files(owner, cwd, None)
+    }
+
+    /// The state of the restore journal `op_id` of session `owner`: [`JournalState::Missing`]
+    /// when there is none or files are not usable here, [`JournalState::Unreadable`] when it
+    /// cannot be read (never guessed).
+    pub fn journal_state(&self, owner: &str, op_id: &str) -> JournalState {
+        let Ok(files) = self.files_of(owner) else {
+            return if self.files_usable().is_ok() {
+                JournalState::Unreadable
+            } else {
+                JournalState::Missing
+            };
+        };
+        match files.restore_status(op_id) {
+            Ok(status) => crate::journal_state(status.state),
+            Err(JournalError::UnknownOp { .. }) => JournalState::Missing,
+            Err(_) => JournalState::Unreadable,
+        }
+    }
+
+    /// Where the restore journal `op_id` of this session stands, when it has one.
+    pub fn restore_status(&self, op_id: &str) -> Option<snapshot_store::RestoreStatus> {
+        self.files_of(&self.id).ok()?.restore_status(op_id).ok()
+    }
+
+    /// The history store (`limit`: entries kept per workspace on append).
+    pub fn history(&self, limit: Option<usize>) -> Result<HistoryStore, EngineError> {
+        self.engine.history(limit)
+    }
+
+    /// The partition's readable entries (a damaged file's readable part), newest first.
+    pub fn entries(&self) -> Result<Vec<Entry>, EngineError> {
+        let (partition, _damage) = self.history(None)?.read_salvaged(&self.key)?;
+        Ok(partition.newest_first().cloned().collect())
+    }
+
+    /// The entry `op_id` of the partition.
+    pub fn entry(&self, op_id: &str) -> Result<Entry, EngineError> {
+        self.entries()?
+            .into_iter()
+            .find(|e| e.op_id == op_id)
+            .ok_or_else(|| {
+                EngineError::new(
+                    ErrorCode::UnknownEntry,
+                    format!("no rewind {op_id} in this workspace's history"),
+                )
+                .with_details(serde_json::json!({ "opId": op_id }))
+            })
+    }
+
+    /// Ends the `started` entry `op_id` with `outcome` (and its paths).
+    pub fn settle(&self, op_id: &str, outcome: Outcome, paths: Option<&Paths>) -> Result<Entry, EngineError> {
+        Ok(self.history(None)?.finish(&self.key, op_id, outcome, paths)?.entry)
+    }
+
+    /// The plan of a restore of this session to `target_seq` (through the fork chain when
+    /// `ancestors` names any).
+    pub fn plan(&self, target_seq: u64, ancestors: &[ChainLink]) -> Result<RestorePlan, EngineError> {
+        let files = self.files_of(&self.id)?;
+        if ancestors.is_empty() {
+            Ok(files.plan_restore(target_seq)?)
+        } else {
+            Ok(files.plan_restore_chain(target_seq, ancestors)?)
+        }
+    }
+
+}

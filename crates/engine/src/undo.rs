@@ -1,0 +1,361 @@
+//! Undo and redo of a rewind's file half, with the history bookkeeping around them.
+//!
+//! An undo is three steps, because the host creates the session the conversation continues
+//! in between them: [`EngineSession::undo_check`] (nothing changes), then
+//! [`EngineSession::undo_start`] (`undoStartedAt` durable, naming that session), then
+//! [`EngineSession::undo_files`] (the store's journaled undo, then `undoneAt`). A redo has no
+//! conversation step and is one call: [`EngineSession::redo`].
+
+use rewind_history::{Entry, Outcome, UndoMode, UndoOutcome, UndoRequest};
+use serde_json::json;
+use snapshot_store::RestoreOutcome;
+
+use crate::JournalState;
+use crate::error::{EngineError, ErrorCode};
+use crate::session::{EngineSession, history_paths, rel_paths};
+
+/// Per path changed since the rewind: `take` the version from before the rewind, or `keep`
+/// it as it is now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Choices {
+    /// Paths given their pre-rewind state all the same.
+    pub take: Vec<String>,
+    /// Paths left as they are.
+    pub keep: Vec<String>,
+}
+
+/// What [`EngineSession::undo_check`] found: the undo may run.
+#[derive(Debug, Clone)]
+pub struct UndoCheck {
+    /// The entry to undo.
+    pub entry: Entry,
+    /// The session whose journal holds the files (a fork's parent, else the entry's session).
+    pub owner: String,
+    /// Whether the undo restores files (the rewind's journal is completed); `false` for a
+    /// rewind that changed no file.
+    pub files: bool,
+}
+
+/// What an undo (or a redo) did to the files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilesDone {
+    /// Paths written back.
+    pub restored: Vec<String>,
+    /// Paths deleted.
+    pub deleted: Vec<String>,
+    /// Paths that failed, with why.
+    pub failed: Vec<(String, String)>,
+    /// Paths changed since that were left as they are, as asked.
+    pub kept: Vec<String>,
+}
+
+impl FilesDone {
+    /// Whether every file was done.
+    pub fn ok(&self) -> bool {
+        self.failed.is_empty()
+    }
+
+    fn of(o: &RestoreOutcome) -> Self {
+        Self {
+            restored: o.written.iter().map(|p| p.display()).collect(),
+            deleted: o.deleted.iter().map(|p| p.display()).collect(),
+            failed: o.failed.iter().map(|f| (f.display.clone(), f.error.clone())).collect(),
+            kept: o.kept.iter().map(|p| p.display()).collect(),
+        }
+    }
+}
+
+/// What an undo's last step did.
+#[derive(Debug, Clone)]
+pub struct UndoDone {
+    /// The files.
+    pub files: FilesDone,
+    /// Why `undoneAt` could not be recorded, if it could not (the next reconcile finishes it).
+    pub not_recorded: Option<EngineError>,
+}
+
+/// What a redo did.
+#[derive(Debug, Clone)]
+pub struct RedoDone {
+    /// The redo's own op id (its history entry, undoable in turn).
+    pub op_id: String,
+    /// The entry that was redone.
+    pub redone: Entry,
+    /// The files, and the full store outcome.
+    pub files: FilesDone,
+    /// The store's outcome.
+    pub outcome: RestoreOutcome,
+    /// Why the redo's entry could not be finished, if it could not.
+    pub not_recorded: Option<EngineError>,
+}
+
+/// Whether a rewind's file half changed (or tried to change) any file: else it has no journal.
+pub fn touched_files(entry: &Entry) -> bool {
+    entry.counts.restored + entry.counts.deleted + entry.counts.failed > 0
+}
+
+/// The redo of `op_id` that still stands (not undone, not abandoned or rolled back).
+pub fn standing_redo<'e>(entries: &'e [Entry], op_id: &str) -> Option<&'e Entry> {
+    entries.iter().find(|e| {
+        e.redo_of.as_deref() == Some(op_id)
+            && e.undone_at.is_none()
+            && !matches!(e.outcome, Outcome::Abandoned | Outcome::RolledBack)
+    })
+}
+
+fn undo_outcome(files: &FilesDone) -> UndoOutcome {
+    if files.ok() {
+        UndoOutcome::Ok
+    } else {
+        UndoOutcome::Partial
+    }
+}
+
+impl EngineSession {
+    /// Checks that this session may undo the rewind `op_id` now, changing nothing: the
+    /// history's rules (its session or the fork it created, not undone, settled, journal
+    /// completed or no file touched) and, when files come back, that every file changed
+    /// since the rewind is decided in `choices` — else [`ErrorCode::StaleUndo`] naming the
+    /// undecided ones (`details.paths`).
+    pub fn undo_check(&self, op_id: &str, choices: &Choices) -> Result<UndoCheck, EngineError> {
+        let history = self.history(None)?;
+        let (salvaged, _) = history.read_salvaged(&self.key)?;
+        // The journal lives with the session that was rewound (a fork's parent).
+        let owner = salvaged
+            .find(op_id)
+            .map_or_else(|| self.id.clone(), |e| e.session_id.clone());
+        let journal = self.journal_state(&owner, op_id);
+        let partition = history.read(&self.key)?;
+        let entry = rewind_history::undo_eligibility(
+            &partition,
+            &UndoRequest {
+                op_id,
+                active_session: &self.id,
+                active_workspace: &self.key,
+                journal,
+            },
+        )?
+        .clone();
+        let files = journal == JournalState::Completed;
+        if !files && touched_files(&entry) {
+            self.files_usable()?;
+        }
+        if files {
+            let changed = self.files_of(&owner)?.undo_changed_paths(op_id)?;
+            let open: Vec<String> = changed
+                .iter()
+                .map(|p| p.display())
+                .filter(|p| !choices.take.contains(p) && !choices.keep.contains(p))
+                .collect();
+            if !open.is_empty() {
+                return Err(EngineError::new(
+                    ErrorCode::StaleUndo,
+                    format!(
+                        "{} file(s) changed since this rewind: choose for each whether to keep it as it is or take the version from before the rewind: {}",
+                        open.len(),
+                        open.join(", ")
+                    ),
+                )
+                .with_details(json!({ "opId": op_id, "paths": open })));
+            }
+        }
+        Ok(UndoCheck { entry, owner, files })
+    }
+
+    /// The [`UndoCheck`] of an undo already started ([`EngineSession::undo_start`]): the
+    /// entry, the session owning its journal, whether files come back. The store's undo
+    /// itself refuses a file changed since and left undecided.
+    pub fn undo_check_started(&self, op_id: &str) -> Result<UndoCheck, EngineError> {
+        let entry = self.entry(op_id)?;
+        let owner = entry.session_id.clone();
+        let files = self.journal_state(&owner, op_id) == JournalState::Completed;
+        Ok(UndoCheck { entry, owner, files })
+    }
+
+    /// Records, durably and before anything changes, that the undo of `op_id` began, naming
+    /// the session the conversation continues in (created next by the host).
+    pub fn undo_start(&self, op_id: &str, undo_session: Option<&str>) -> Result<Entry, EngineError> {
+        Ok(self
+            .history(None)?
+            .mark_undo_started_in(&self.key, op_id, self.engine.now(), undo_session)?
+            .entry)
+    }
+
+    /// The undo's file step and its end: the store's journaled undo of `check.owner`'s
+    /// journal (when `check.files`), then `undoneAt`. A file that changed between the check
+    /// and now refuses the undo with nothing changed (the entry stays started; the next
+    /// reconcile finishes it, keeping what changed).
+    pub fn undo_files(&self, check: &UndoCheck, choices: &Choices) -> Result<UndoDone, EngineError> {
+        let op_id = check.entry.op_id.as_str();
+        let mut files = FilesDone::default();
+        if check.files {
+            let take = rel_paths(&choices.take)?;
+            let keep = rel_paths(&choices.keep)?;
+            let outcome = self
+                .files_of(&check.owner)?
+                .undo_restore_with(op_id, &take, &keep)
+                .map_err(|e| {
+                    let e = EngineError::from(e);
+                    if e.code == ErrorCode::StaleUndo {
+                        e
+                    } else {
+                        EngineError {
+                            code: ErrorCode::UndoFailed,
+                            ..e
+                        }
+                    }
+                })?;
+            files = FilesDone::of(&outcome);
+            self.engine.crash("undo:files");
+        }
+        let not_recorded = self.mark_undone(op_id, &files).err();
+        if not_recorded.is_none() {
+            self.engine.crash("undo:done");
+        }
+        Ok(UndoDone {
+            files,
+            not_recorded,
+        })
+    }
+
+    fn mark_undone(&self, op_id: &str, files: &FilesDone) -> Result<Entry, EngineError> {
+        Ok(self
+            .history(None)?
+            .mark_undone(&self.key, op_id, undo_outcome(files), UndoMode::Files, self.engine.now())?
+            .entry)
+    }
+
+    /// Finishes an undo a restart found started (the host has created its session if it
+    /// was missing): the files are undone when the journal is still completed — every file
+    /// changed since is kept, never overwritten — the restore's leftover temp files are
+    /// removed, and the entry is marked undone.
+    pub fn undo_finish_interrupted(&self, entry: &Entry) -> Result<FilesDone, EngineError> {
+        let op_id = entry.op_id.as_str();
+        let journal = self.journal_state(&self.id, op_id);
+        let mut files = FilesDone::default();
+        if journal == JournalState::Completed {
+            let session = self.files_of(&self.id)?;
+            let changed = session.undo_changed_paths(op_id)?;
+            let outcome = session.undo_restore_with(op_id, &[], &changed)?;
+            files = FilesDone::of(&outcome);
+            let mut touched = files.restored.clone();
+            touched.extend(files.deleted.iter().cloned());
+            touched.extend(files.failed.iter().map(|(p, _)| p.clone()));
+            self.remove_restore_temps(&touched);
+        }
+        self.mark_undone(op_id, &files)?;
+        Ok(files)
+    }
+
+    /// Redo: do again what the undone rewind `op_id` did to the files, as a journaled restore
+    /// of its own (a new entry `new_op` naming it with `redoOf`, undoable in turn). From the
+    /// rewound session, the session its undo continued in, or a fork's child. A file changed
+    /// since the undo is decided like an undo's; undecided, [`ErrorCode::StaleUndo`] and
+    /// nothing changes. Crash order: the new entry `started` → the restore → the entry
+    /// finished.
+    pub fn redo(&self, op_id: &str, new_op: &str, choices: &Choices, limit: usize) -> Result<RedoDone, EngineError> {
+        let cwd = self.files_usable().map_err(|e| EngineError {
+            code: ErrorCode::NotRedoable,
+            ..e
+        })?;
+        let entries = self.entries()?;
+        let entry = entries
+            .iter()
+            .find(|e| e.op_id == op_id)
+            .cloned()
+            .ok_or_else(|| {
+                EngineError::new(
+                    ErrorCode::UnknownEntry,
+                    format!("no rewind {op_id} in this workspace's history"),
+                )
+            })?;
+        let owner = entry.session_id.clone();
+        let fork_child = entry.fork.as_ref().map(|f| f.child_session_id.as_str());
+        if owner != self.id
+            && entry.undo_session_id.as_deref() != Some(self.id.as_str())
+            && fork_child != Some(self.id.as_str())
+        {
+            return Err(EngineError::new(
+                ErrorCode::UndoOtherSession,
+                format!("rewind {op_id} belongs to another session"),
+            ));
+        }
+        if let Some(by) = standing_redo(&entries, op_id) {
+            return Err(EngineError::new(
+                ErrorCode::NotRedoable,
+                format!("rewind {op_id} was redone already ({}); undo that redo first", by.op_id),
+            ));
+        }
+        let journal = self.journal_state(&owner, op_id);
+        if entry.undone_at.is_none() || journal != JournalState::Undone {
+            let why = if entry.undone_at.is_none() {
+                format!("rewind {op_id} is not undone")
+            } else {
+                format!("rewind {op_id} changed no file to redo (its journal is {})", journal.name())
+            };
+            return Err(EngineError::new(ErrorCode::NotRedoable, why));
+        }
+        let mut started = Entry::new(
+            new_op,
+            owner.clone(),
+            &self.key,
+            entry.target_seq,
+            self.engine.now(),
+            Outcome::Started,
+            rewind_history::Paths::default(),
+        );
+        started.target_text = entry.target_text.clone();
+        started.redo_of = Some(op_id.to_owned());
+        started.workspace_name = cwd.file_name().map(|n| n.to_string_lossy().into_owned());
+        self.history(Some(limit))?.append(&self.key, started)?;
+        self.engine.crash("redo:started");
+        let take = rel_paths(&choices.take)?;
+        let keep = rel_paths(&choices.keep)?;
+        let session = self.files_of(&owner)?;
+        let outcome = session
+            .plan_redo(op_id, &take, &keep)
+            .map_err(EngineError::from)
+            .and_then(|plan| session.restore(&plan, new_op).map_err(EngineError::from));
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                // Refused before any change (a file changed since the undo, undecided).
+                let _ = self.settle(new_op, Outcome::Abandoned, None);
+                return Err(if e.code == ErrorCode::Failed {
+                    EngineError {
+                        code: ErrorCode::RestoreFailed,
+                        ..e
+                    }
+                } else {
+                    e
+                });
+            }
+        };
+        self.engine.crash("redo:files");
+        let files = FilesDone::of(&outcome);
+        let result = if files.ok() { Outcome::Done } else { Outcome::Partial };
+        let paths = history_paths(&outcome, &[], &[], &[]);
+        let not_recorded = self.settle(new_op, result, Some(&paths)).err();
+        if not_recorded.is_none() {
+            self.engine.crash("redo:done");
+        }
+        Ok(RedoDone {
+            op_id: new_op.to_owned(),
+            redone: entry,
+            files,
+            outcome,
+            not_recorded,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_default_to_none() {
+        let c = Choices::default();
+        assert!(c.take.is_empty() && c.keep.is_empty());
+    }
+}

@@ -1,0 +1,315 @@
+//! The engine's object surface: `BindingEngine.open(dshHome)` → `engine.session(id, cwd, key)`
+//! → the sequences of undo, redo and recovery, each one async call. States and outcomes are
+//! generated string enums (`types/binding_engine.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{AsyncTask, Env};
+use napi_derive::napi;
+
+use rewind_engine::{
+    ChainLink, Choices, Engine, EngineOptions, EngineSession, Judgement as EngineJudgement,
+    Resolution as EngineResolution, WorkspaceKey,
+};
+
+use crate::error::BindingError;
+use crate::store_api::{BindingStore, restore_outcome, restore_status};
+use crate::task::Job;
+use crate::types::{
+    BindingChainLink, BindingFailedPath, BindingHistoryEntry, BindingJudged, BindingRedoDone,
+    BindingResolved, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
+    JournalState, Judgement, seq_from_js,
+};
+
+/// The crash seam of the host's crash tests: when `DSH_REWIND_CRASH` names the step, one line
+/// on stderr names it and the process is killed with SIGKILL right there.
+fn crash_seam() -> rewind_engine::CrashSeam {
+    Arc::new(|step: &'static str| {
+        if std::env::var("DSH_REWIND_CRASH").as_deref() == Ok(step) {
+            eprintln!("@@rewind-crash {step}");
+            // SAFETY: kill(2) on this very process; no memory is touched.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    })
+}
+
+/// The rewind engine over one DSH home (`<home>/rewind-snapshots`, `<home>/rewind-history`).
+#[napi]
+pub struct BindingEngine {
+    engine: Arc<Engine>,
+}
+
+#[napi]
+impl BindingEngine {
+    /// Opens the engine over `dsh_home`. Never throws for the store: `store()` says why the
+    /// store cannot open, and the history half works without it.
+    #[napi(factory)]
+    pub fn open(dsh_home: String) -> Self {
+        let options = EngineOptions {
+            crash: Some(crash_seam()),
+            ..EngineOptions::default()
+        };
+        Self {
+            engine: Engine::open(PathBuf::from(dsh_home), options),
+        }
+    }
+
+    /// The snapshot store's calls (capture, scan, preview, diff, restore, ...), sharing this
+    /// engine's session handles. Throws why the store cannot open, if it cannot.
+    #[napi]
+    pub fn store(&self, env: Env) -> napi::Result<BindingStore> {
+        if let Some(e) = self.engine.store_error() {
+            return Err(BindingError::from(e).into_napi(&env));
+        }
+        Ok(BindingStore::of(Arc::clone(&self.engine)))
+    }
+
+    /// The session `session_id` working in `cwd` (none: its rewinds touch no file), whose
+    /// history is the workspace partition `key`.
+    #[napi]
+    pub fn session(
+        &self,
+        env: Env,
+        session_id: String,
+        cwd: Option<String>,
+        key: String,
+    ) -> napi::Result<BindingEngineSession> {
+        let key = WorkspaceKey::parse(&key).map_err(|e| BindingError::from(e).into_napi(&env))?;
+        Ok(BindingEngineSession {
+            session: self
+                .engine
+                .session(&session_id, cwd.as_deref().map(Path::new), key),
+        })
+    }
+}
+
+/// One session's sequences.
+#[napi]
+pub struct BindingEngineSession {
+    session: EngineSession,
+}
+
+fn choices(c: Option<BindingUndoChoices>) -> Choices {
+    let c = c.unwrap_or_default();
+    Choices {
+        take: c.take.unwrap_or_default(),
+        keep: c.keep.unwrap_or_default(),
+    }
+}
+
+fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLink>, BindingError> {
+    links
+        .unwrap_or_default()
+        .into_iter()
+        .map(|l| {
+            Ok(ChainLink {
+                max_anchor: seq_from_js(l.max_anchor, "maxAnchor")?,
+                session_id: l.session_id,
+            })
+        })
+        .collect()
+}
+
+fn resolution(how: &str) -> Result<EngineResolution, BindingError> {
+    match how {
+        "continue" => Ok(EngineResolution::Continue),
+        "rollback" => Ok(EngineResolution::Rollback),
+        other => Err(BindingError::bad_request(format!(
+            "`how` must be 'continue' or 'rollback', got `{other}`"
+        ))),
+    }
+}
+
+fn undo_outcome(f: &rewind_engine::FilesDone) -> BindingUndoOutcome {
+    BindingUndoOutcome {
+        kind: if f.ok() { "ok".into() } else { "partial".into() },
+        restored: f.restored.clone(),
+        deleted: f.deleted.clone(),
+        failed: f
+            .failed
+            .iter()
+            .map(|(path, message)| BindingFailedPath {
+                path: path.clone(),
+                message: message.clone(),
+            })
+            .collect(),
+        kept: f.kept.clone(),
+    }
+}
+
+#[napi]
+impl BindingEngineSession {
+    /// The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
+    /// fork's parent).
+    #[napi(ts_return_type = "Promise<JournalState>")]
+    pub fn journal_state(&self, owner: String, op_id: String) -> AsyncTask<Job<JournalState>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || Ok(s.journal_state(&owner, &op_id).into())))
+    }
+
+    /// Checks, changing nothing, that this session may undo `op_id` now; every file changed
+    /// since the rewind must be decided in `choices` (else `rewind/stale-undo`, `details.paths`).
+    #[napi(ts_return_type = "Promise<BindingUndoCheck>")]
+    pub fn undo_check(
+        &self,
+        op_id: String,
+        choices: Option<BindingUndoChoices>,
+    ) -> AsyncTask<Job<BindingUndoCheck>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let c = s.undo_check(&op_id, &self::choices(choices))?;
+            Ok(BindingUndoCheck {
+                entry: BindingHistoryEntry::from(c.entry),
+                owner: c.owner,
+                files: c.files,
+            })
+        }))
+    }
+
+    /// Records durably that the undo of `op_id` began, naming the session the conversation
+    /// continues in (created next by the host).
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn undo_start(
+        &self,
+        op_id: String,
+        undo_session_id: Option<String>,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            Ok(s.undo_start(&op_id, undo_session_id.as_deref())?.into())
+        }))
+    }
+
+    /// The undo's file step and its end (`undoneAt`); checks again first, so a file changed
+    /// since the check refuses it with nothing changed.
+    #[napi(ts_return_type = "Promise<BindingUndoDone>")]
+    pub fn undo_files(
+        &self,
+        op_id: String,
+        choices: Option<BindingUndoChoices>,
+    ) -> AsyncTask<Job<BindingUndoDone>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let choices = self::choices(choices);
+            let check = s.undo_check_started(&op_id)?;
+            let done = s.undo_files(&check, &choices)?;
+            Ok(BindingUndoDone {
+                files: undo_outcome(&done.files),
+                not_recorded: done.not_recorded.map(Into::into),
+            })
+        }))
+    }
+
+    /// Finishes an undo a restart found started (files changed since are kept).
+    #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
+    pub fn undo_finish_interrupted(&self, op_id: String) -> AsyncTask<Job<BindingUndoOutcome>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let entry = s.entry(&op_id)?;
+            Ok(undo_outcome(&s.undo_finish_interrupted(&entry)?))
+        }))
+    }
+
+    /// Redo of the undone rewind `op_id` as the journaled restore `new_op_id` (its own entry).
+    #[napi(ts_return_type = "Promise<BindingRedoDone>")]
+    pub fn redo(
+        &self,
+        op_id: String,
+        new_op_id: String,
+        choices: Option<BindingUndoChoices>,
+        history_limit: u32,
+    ) -> AsyncTask<Job<BindingRedoDone>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let done = s.redo(&op_id, &new_op_id, &self::choices(choices), history_limit as usize)?;
+            Ok(BindingRedoDone {
+                op_id: done.op_id,
+                target_seq: done.redone.target_seq as f64,
+                owner: done.redone.session_id,
+                outcome: restore_outcome(done.outcome),
+                not_recorded: done.not_recorded.map(Into::into),
+            })
+        }))
+    }
+
+    /// The reconcile pass's judgement of the interrupted entry `op_id`: settles what can be
+    /// settled alone. `conversation`: whether its conversation half happened (the host knows).
+    #[napi(ts_return_type = "Promise<BindingJudged>")]
+    pub fn judge(&self, op_id: String, conversation: bool) -> AsyncTask<Job<BindingJudged>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let entry = s.entry(&op_id)?;
+            let (judgement, found) = s.judge(&entry, conversation)?;
+            let (judgement, outcome) = match judgement {
+                EngineJudgement::Settled(o) => (Judgement::Settled, Some(o)),
+                EngineJudgement::FinishUndo => (Judgement::FinishUndo, None),
+                EngineJudgement::Open => (Judgement::Open, None),
+            };
+            Ok(BindingJudged {
+                judgement,
+                outcome: outcome.map(|o| {
+                    serde_json::to_value(o)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                }),
+                kind: found.kind.into(),
+                journal: found.journal.into(),
+                restore: found.restore.map(restore_status),
+            })
+        }))
+    }
+
+    /// Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore.
+    #[napi(
+        ts_args_type = "opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null",
+        ts_return_type = "Promise<BindingResolved>"
+    )]
+    pub fn resolve(
+        &self,
+        op_id: String,
+        how: String,
+        ancestors: Option<Vec<BindingChainLink>>,
+    ) -> AsyncTask<Job<BindingResolved>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let r = s.resolve(&op_id, resolution(&how)?, &chain(ancestors)?)?;
+            Ok(BindingResolved {
+                kind: r.kind.into(),
+                outcome: restore_outcome(r.outcome),
+                entry_outcome: r.entry_outcome.to_owned(),
+                temps_removed: r.temps_removed,
+            })
+        }))
+    }
+
+    /// Continue or roll back the open restore journal `op_id` of a rewind that is over (see
+    /// `resolve` for an interrupted one); `entryOutcome` is `continued`, `undone`, or empty
+    /// when the history entry could not be updated.
+    #[napi(
+        ts_args_type = "opId: string, how: 'continue' | 'rollback'",
+        ts_return_type = "Promise<BindingResolved>"
+    )]
+    pub fn resolve_journal(&self, op_id: String, how: String) -> AsyncTask<Job<BindingResolved>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let r = s.resolve_journal(&op_id, resolution(&how)?)?;
+            Ok(BindingResolved {
+                kind: r.kind.into(),
+                outcome: restore_outcome(r.outcome),
+                entry_outcome: r.entry_outcome.to_owned(),
+                temps_removed: r.temps_removed,
+            })
+        }))
+    }
+
+    /// Removes the temp files a killed restore left beside `paths`; resolves with the removed.
+    #[napi(ts_return_type = "Promise<Array<string>>")]
+    pub fn remove_restore_temps(&self, paths: Vec<String>) -> AsyncTask<Job<Vec<String>>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || Ok(s.remove_restore_temps(&paths))))
+    }
+}

@@ -1,0 +1,159 @@
+//! The engine's states and outcomes as generated TypeScript types: string enums and the
+//! objects the `BindingEngineSession` sequences resolve with.
+
+use napi_derive::napi;
+
+use super::{BindingHistoryEntry, BindingRestoreOutcome, BindingRestoreStatus, BindingUndoOutcome};
+
+/// The state of a restore journal (one spelling in every layer).
+#[napi(string_enum = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalState {
+    /// Interrupted, or finished with failures: can be continued or rolled back.
+    Open,
+    /// Every action applied: can be undone.
+    Completed,
+    /// Returned to the exact pre-restore state.
+    RolledBack,
+    /// A completed restore that was undone.
+    Undone,
+    /// No journal (never written, pruned, or files not usable here).
+    Missing,
+    /// The journal cannot be read.
+    Unreadable,
+}
+
+impl From<rewind_engine::JournalState> for JournalState {
+    fn from(s: rewind_engine::JournalState) -> Self {
+        use rewind_engine::JournalState as S;
+        match s {
+            S::Open => Self::Open,
+            S::Completed => Self::Completed,
+            S::RolledBack => Self::RolledBack,
+            S::Undone => Self::Undone,
+            S::Missing => Self::Missing,
+            S::Unreadable => Self::Unreadable,
+        }
+    }
+}
+
+/// What was interrupted.
+#[napi(string_enum = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptedKind {
+    /// An in-place rewind.
+    Rewind,
+    /// A fork rewind.
+    Fork,
+    /// An undo of a finished rewind.
+    Undo,
+}
+
+impl From<rewind_engine::InterruptedKind> for InterruptedKind {
+    fn from(k: rewind_engine::InterruptedKind) -> Self {
+        match k {
+            rewind_engine::InterruptedKind::Rewind => Self::Rewind,
+            rewind_engine::InterruptedKind::Fork => Self::Fork,
+            rewind_engine::InterruptedKind::Undo => Self::Undo,
+        }
+    }
+}
+
+/// What the reconcile pass decided about an interrupted entry.
+#[napi(string_enum = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// Settled on its own (`outcome` says how).
+    Settled,
+    /// An interrupted undo the host finishes (creates its session, then `undoFinishInterrupted`).
+    FinishUndo,
+    /// Left for the user to continue or roll back.
+    Open,
+}
+
+/// A failure reported as data (the step it ended is not undone).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingFault {
+    /// Stable code.
+    pub code: String,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl From<rewind_engine::EngineError> for BindingFault {
+    fn from(e: rewind_engine::EngineError) -> Self {
+        Self {
+            code: e.code.as_str().to_owned(),
+            message: e.message,
+        }
+    }
+}
+
+/// An undo may run (`undoCheck`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingUndoCheck {
+    /// The entry to undo.
+    pub entry: BindingHistoryEntry,
+    /// The session whose journal holds the files (a fork's parent, else the entry's session).
+    pub owner: String,
+    /// Whether files come back (the journal is completed).
+    pub files: bool,
+}
+
+/// What an undo's file step did (`undoFiles`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingUndoDone {
+    /// The files.
+    pub files: BindingUndoOutcome,
+    /// Why `undoneAt` could not be recorded, if so (the next reconcile finishes it).
+    pub not_recorded: Option<BindingFault>,
+}
+
+/// What a redo did.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRedoDone {
+    /// The redo's own op id.
+    pub op_id: String,
+    /// The target seq of the redone rewind.
+    pub target_seq: f64,
+    /// The session the redone rewind belongs to (the conversation after it).
+    pub owner: String,
+    /// The files.
+    pub outcome: BindingRestoreOutcome,
+    /// Why the redo's entry could not be finished, if so.
+    pub not_recorded: Option<BindingFault>,
+}
+
+/// What the reconcile pass found about one interrupted entry.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingJudged {
+    /// What it decided.
+    pub judgement: Judgement,
+    /// The outcome written when `settled` (`abandoned`, `rolled-back`, `done`).
+    pub outcome: Option<String>,
+    /// What was interrupted.
+    pub kind: InterruptedKind,
+    /// The state of its restore journal.
+    pub journal: JournalState,
+    /// Where its restore stands, when it has a journal.
+    pub restore: Option<BindingRestoreStatus>,
+}
+
+/// What continuing or rolling back an interrupted rewind did.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingResolved {
+    /// What was interrupted.
+    pub kind: InterruptedKind,
+    /// The files.
+    pub outcome: BindingRestoreOutcome,
+    /// The history outcome written: `done`, `partial`, `rolled-back` or `undone`.
+    pub entry_outcome: String,
+    /// Leftover restore temp files removed.
+    pub temps_removed: Vec<String>,
+}
