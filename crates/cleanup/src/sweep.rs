@@ -577,20 +577,11 @@ impl Cleaner {
                 keep(&mut report, KeepReason::Pinned);
                 continue;
             }
-            let dir = match sessions.open_dir(&name) {
-                Ok(d) => d,
-                Err(e) => {
-                    keep(
-                        &mut report,
-                        KeepReason::Unreadable {
-                            detail: e.to_string(),
-                        },
-                    );
-                    continue;
-                }
-            };
-            let acc = match usage::session_activity(&dir) {
-                Ok(a) => a,
+            let opened = sessions
+                .open_dir(&name)
+                .and_then(|dir| usage::session_activity(&dir).map(|acc| (dir, acc)));
+            let (dir, acc) = match opened {
+                Ok(both) => both,
                 Err(e) => {
                     keep(
                         &mut report,
