@@ -62,6 +62,25 @@ export declare class BindingEngine {
 
 /** One session's sequences. */
 export declare class BindingEngineSession {
+  /** For every entry of the partition, whether this session may undo or redo it now. */
+  entryActions(): Promise<Array<BindingEntryActions>>
+  /**
+   * Crash order, first step: the rewind's history entry `started`, durable before anything
+   * changes; `limit`: the entries kept per workspace.
+   */
+  begin(start: BindingRewindStart, historyLimit: number): Promise<BindingHistoryEntry>
+  /** The rewind's journaled restore, then its entry finished with what happened. */
+  restoreFiles(req: BindingRewindRestore): Promise<BindingRewindFiles>
+  /**
+   * Finishes the entry of a rewind whose files were not restored (`code`: why; a
+   * `rewind/...` failure makes it `failed`, `no-cwd` makes it `done`).
+   */
+  finishNotRestored(opId: string, code: string, message: string): Promise<BindingHistoryEntry>
+  /**
+   * Ends the `started` entry `op_id` with `outcome` (`abandoned`, `rolled-back`, `done`,
+   * `partial`, `failed`); refused for a settled entry.
+   */
+  settle(opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'): Promise<BindingHistoryEntry>
   /**
    * The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
    * fork's parent).
@@ -107,11 +126,6 @@ export declare class BindingEngineSession {
 export declare class BindingHistory {
   /** A history rooted at `root` (created on first write). */
   constructor(root: string)
-  /**
-   * Records a rewind in partition `key`, keeping the newest `limit` entries; resolves with
-   * the op ids dropped by the limit.
-   */
-  append(key: string, input: BindingHistoryInput, limit: number): Promise<Array<string>>
   /** The entries of partition `key`, newest first. */
   list(key: string): Promise<Array<BindingHistoryEntry>>
   /**
@@ -119,29 +133,8 @@ export declare class BindingHistory {
    * when `history.json` is damaged (instead of failing with `rewind/history-corrupt`).
    */
   listChecked(key: string): Promise<BindingHistoryList>
-  /**
-   * Ends the `started` entry `op_id` with `outcome` (`done` | `partial` | `failed` |
-   * `rolled-back` | `abandoned`) and, when given, its paths. Refused for a settled entry.
-   */
-  finish(key: string, opId: string, outcome: string, paths?: BindingHistoryPaths | undefined | null): Promise<BindingHistoryEntry>
-  /** Records, before an undo changes a file, that the undo of `op_id` began at `time`. */
-  markUndoStarted(key: string, opId: string, time: number, undoSessionId?: string | undefined | null): Promise<BindingHistoryEntry>
   /** Removes every record of partition `key` (records only); resolves with how many. */
   clear(key: string): Promise<number>
-  /**
-   * Checks that `op_id` may be undone now by `active_session` in workspace `key`, given the
-   * state of its restore journal (`completed`, `open`, `rolled-back`, `undone`, `missing`,
-   * `unreadable`). Resolves with the entry, or rejects with the refusal's stable code.
-   */
-  checkUndo(key: string, opId: string, activeSession: string, journalState: string): Promise<BindingHistoryEntry>
-  /** Records that `op_id`'s file changes were undone (`ok` | `partial` | `failed`) at `time`. */
-  markUndone(key: string, opId: string, outcome: string, time: number): Promise<BindingHistoryEntry>
-  /**
-   * Records that the interrupted restore of `op_id` was continued: the files it wrote and
-   * deleted join the entry, its failures replace the earlier ones, and the outcome becomes
-   * `done` when nothing failed.
-   */
-  settleContinued(key: string, opId: string, written: Array<string>, deleted: Array<string>, failed: Array<string>): Promise<BindingHistoryEntry>
 }
 
 /**
@@ -316,6 +309,16 @@ export interface BindingDiffSide {
   message?: string
 }
 
+/** What this session may do with one history entry now (`entryActions`). */
+export interface BindingEntryActions {
+  /** The entry's op id. */
+  opId: string
+  /** "Undo this rewind" is offered. */
+  undoable: boolean
+  /** "Redo this rewind" is offered. */
+  redoable: boolean
+}
+
 /** A path that failed, with why. */
 export interface BindingFailedPath {
   /** Workspace-relative path. */
@@ -429,32 +432,6 @@ export interface BindingHistoryEntry {
   markerId?: string
   /** When an undo began (epoch ms); with no `undone_at`, an interrupted undo. */
   undoStartedAt?: number
-}
-
-/** A rewind to record in the history. */
-export interface BindingHistoryInput {
-  /** Op id, shared with the restore journal. */
-  opId: string
-  /** Session rewound. */
-  sessionId: string
-  /** Target seq. */
-  targetSeq: number
-  /** Time of the rewind (epoch ms). */
-  time: number
-  /** `done` | `partial` | `failed` | `started` (before the rewind changes anything). */
-  outcome: string
-  /** The paths per outcome. */
-  paths: BindingHistoryPaths
-  /** The child session, when the rewind forked into one. */
-  forkChildSessionId?: string
-  /** The id of the marker message an in-place rewind appends. */
-  markerId?: string
-  /** The target message's text (cut to 200 characters when recorded). */
-  targetText?: string
-  /** The workspace's folder name. */
-  workspaceName?: string
-  /** On a redo: the undone rewind it does again. */
-  redoOf?: string
 }
 
 /**
@@ -671,6 +648,42 @@ export interface BindingRestoreStatus {
   rollbackStarted: boolean
   /** Why the journal cannot be read (state `unreadable` only). */
   error?: string
+}
+
+/** What a rewind's restore did (`restoreFiles`). */
+export interface BindingRewindFiles {
+  /** The files. */
+  outcome: BindingRestoreOutcome
+  /** Why the history entry could not be finished, if so (the next reconcile settles it). */
+  notRecorded?: BindingFault
+}
+
+/** A rewind's restore (`restoreFiles`). */
+export interface BindingRewindRestore {
+  /** The seq of the message rewound to. */
+  targetSeq: number
+  /** The rewind's op id. */
+  opId: string
+  /** The fork chain of the session. */
+  ancestors?: Array<BindingChainLink>
+  /** Which planned files to take. */
+  selection?: BindingRestoreSelection
+  /** Paths the host knows the scan does not cover, for the record. */
+  notCovered?: Array<BindingNotCovered>
+}
+
+/** The history entry a rewind starts with (`begin`). */
+export interface BindingRewindStart {
+  /** The rewind's op id. */
+  opId: string
+  /** The seq of the message rewound to. */
+  targetSeq: number
+  /** The text of that message. */
+  targetText?: string
+  /** The id of the marker about to be appended (in-place rewind). */
+  markerId?: string
+  /** The child session about to be created (fork rewind). */
+  forkChildSessionId?: string
 }
 
 /** Why a workspace scan stopped early. */
@@ -923,9 +936,6 @@ export declare function planFork(eventsJson: string, target: string): BindingFor
  * (`@<seq>` or `<n>`, 1 = newest). Refusals carry the planner's stable codes.
  */
 export declare function planRewind(eventsJson: string, target: string): BindingPlan
-
-/** Refuses (`rewind/stale-undo`, `details.paths`) when any applied path changed since the rewind. */
-export declare function requireUnchanged(changedPaths: Array<string>): void
 
 /** The partition key of a workspace id (`ws-<id>`), or `_unknown` without one. */
 export declare function workspaceKey(workspaceId?: string | undefined | null): string

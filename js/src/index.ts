@@ -55,7 +55,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   const getFiles = (): FilesPort => (files ??= openFiles(() => engine.engine(), join(dshHome, 'rewind-snapshots'), logger))
   let cleanup: CleanupPort | undefined
   const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger, id => getFiles().forget(id)))
-  const history = new HistoryPort(ctx, HistoryPort.rootFor(dshHome))
+  const history = new HistoryPort(HistoryPort.rootFor(dshHome))
 
   const locale = (): Locale => {
     const own = settings.get().locale

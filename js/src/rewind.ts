@@ -14,7 +14,7 @@ import type { ChainLink, FilesPort, FilesPreview, PreviewFile, RestoreOutcome, R
 import type { SettingsModel } from './settings.ts'
 import { SessionState, isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { notCoveredOf, noteRefusal, scanRequest } from './scan.ts'
+import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
 import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
@@ -334,7 +334,8 @@ export class Rewinder {
       const markerId = randomUUID()
       // Step 1: the history entry `started`, durable before anything changes. A history that
       // cannot be written refuses the rewind here, with nothing changed.
-      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit)
+      const es = await this.deps.engine.session(session)
+      await awaitNative(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit))
       crashPoint('rewind:started')
       // Step 2: the marker, in memory. The append validates before it changes anything; only
       // once it succeeded is pending steering (the future being rolled back) withdrawn.
@@ -345,7 +346,7 @@ export class Rewinder {
           sourceEventSeqs: [...marker.sourceEventSeqs],
         })
       } catch (error) {
-        await this.settle(key, opId, 'abandoned')
+        await this.settle(es, opId, 'abandoned')
         throw error
       }
       const withdrawn = withdraw(agent, plan.withdrawPending)
@@ -362,14 +363,14 @@ export class Rewinder {
       crashPoint('rewind:marker-durable')
       // Step 4: the journaled restore (its own journal is durable before its first action).
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, plan.targetSeq, opId, selection)
+        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
         markerSeq: event.seq, withdrawn, filesNotRestored: notRestored, outcome,
       }
       // Step 5: the entry gets its outcome; from here the rewind is whole and undoable.
-      await this.record(key, report)
+      await this.record(es, report)
       crashPoint('rewind:done')
       return report
     }
@@ -435,7 +436,8 @@ export class Rewinder {
       const composition = await childComposition(ctx, session)
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
       // before the child exists or a file changes.
-      const key = await this.deps.history.start(session, { opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit)
+      const es = await this.deps.engine.session(session)
+      await awaitNative(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
       crashPoint('fork:started')
       // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
       // files alone, and the entry says the fork was abandoned.
@@ -453,7 +455,7 @@ export class Rewinder {
           ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
         })
       } catch (error) {
-        await this.settle(key, opId, 'abandoned')
+        await this.settle(es, opId, 'abandoned')
         throw error
       }
       crashPoint('fork:child-created')
@@ -474,7 +476,7 @@ export class Rewinder {
       }
       // Step 4: the journaled restore.
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, plan.targetSeq, opId, selection)
+        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       if (child !== undefined && notRestored === undefined) {
         const childCwd = trackedCwd(child.session)
@@ -486,7 +488,7 @@ export class Rewinder {
         fork: { childSessionId: childId, boundarySeq: plan.boundarySeq },
       }
       // Step 5: the entry gets its outcome.
-      await this.record(key, report)
+      await this.record(es, report)
       crashPoint('fork:done')
       return report
     }
@@ -531,8 +533,8 @@ export class Rewinder {
     }
   }
 
-  /** The file half; never fails the rewind. */
-  private async restoreFiles(session: HostSession, targetSeq: number, opId: string, selection?: RestoreSelection): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
+  /** The file half; never fails the rewind. The engine finishes the history entry with it. */
+  private async restoreFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection?: RestoreSelection): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
     const cwd = trackedCwd(session)
     if (cwd === undefined) return { outcome: EMPTY_OUTCOME, notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
     const files = this.deps.files()
@@ -543,8 +545,10 @@ export class Rewinder {
     await this.recordPending(session)
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
-      const restored = await this.deps.state.run(sessionId, () => files.restore(sessionId, cwd, targetSeq, opId, ancestors, selection))
-      const outcome = { ...restored, notCovered: notCoveredOf(this.deps.state, sessionId, restored) }
+      const notCovered = refusedScope(this.deps.state, sessionId)
+      const restored = await this.deps.state.run(sessionId, () => awaitNative(() => es.restoreFiles({ targetSeq, opId, ancestors, selection, notCovered })))
+      if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
+      const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
     } catch (error) {
@@ -554,18 +558,24 @@ export class Rewinder {
     }
   }
 
-  /** The last step: a failure here is logged; the entry stays `started` and the next reconcile settles it. */
-  private async record(key: string, report: RewindReport): Promise<void> {
+  /**
+   * The last step when the files were not restored (a restored rewind's entry is finished by the
+   * engine with its restore): a failure here is logged; the entry stays `started` and the next
+   * reconcile settles it.
+   */
+  private async record(es: Addon.BindingEngineSession, report: RewindReport): Promise<void> {
+    const why = report.filesNotRestored
+    if (why === undefined) return
     try {
-      await this.deps.history.record(key, report)
+      await awaitNative(() => es.finishNotRestored(report.opId, why.code, why.message))
     } catch (error) {
       this.deps.logger.warn('history entry for %s not finished: %s', report.opId, (error as Error).message)
     }
   }
 
-  private async settle(key: string, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
+  private async settle(es: Addon.BindingEngineSession, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
     try {
-      await this.deps.history.finish(key, opId, outcome)
+      await awaitNative(() => es.settle(opId, outcome))
     } catch (error) {
       this.deps.logger.warn('history entry %s not settled as %s: %s', opId, outcome, (error as Error).message)
     }

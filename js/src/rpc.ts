@@ -18,9 +18,8 @@ import { type Rewinder, candidates, resyncObservations } from './rewind.ts'
 import type { EnginePort } from './engine.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
-import { standingRedo, touchedFiles } from './undo.ts'
 import type { SessionState } from './state.ts'
-import { type Addon, addonAvailable, awaitNative } from './native.ts'
+import { addonAvailable, awaitNative } from './native.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -187,39 +186,15 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const key = await partitionKey(ctx, agent.session)
       // A damaged history.json still lists what can be read, and says it is damaged.
       const { entries, damaged } = await history.listChecked(key)
-      const sessionId = agent.session.header.id
-      const cwd = trackedCwd(agent.session)
-      const port = files()
-      let es: Promise<Addon.BindingEngineSession> | undefined
-      const journal = async (owner: string, opId: string): Promise<string> => {
-        try {
-          es ??= deps.engine.session(agent.session)
-          const s = await es
-          return await awaitNative(() => s.journalState(owner, opId))
-        } catch {
-          return 'unreadable'
-        }
+      // What this session may do with each entry: the engine's undo and redo rules.
+      let actions = new Map<string, { undoable: boolean; redoable: boolean }>()
+      try {
+        const es = await deps.engine.session(agent.session)
+        actions = new Map((await awaitNative(() => es.entryActions())).map(a => [a.opId, a]))
+      } catch (error) {
+        deps.logger.warn('undo and redo of the history entries not judged: %s', (error as Error).message)
       }
-      const out = []
-      for (const entry of entries) {
-        let undoable = false
-        const settled = entry.outcome === 'done' || entry.outcome === 'partial' || entry.outcome === 'failed'
-        const mine = entry.sessionId === sessionId || entry.fork?.childSessionId === sessionId
-        if (settled && mine && entry.undoneAt == null && entry.undoStartedAt == null) {
-          if (!touchedFiles(entry)) undoable = true
-          else if (cwd !== undefined && port.unavailable() === undefined) {
-            undoable = (await journal(entry.sessionId, entry.opId)) === 'completed'
-          }
-        }
-        // Redo: an undone rewind whose files the undo put back, from its session, the session
-        // its undo continued in, or its fork's child.
-        let redoable = false
-        const near = mine || entry.undoSessionId === sessionId
-        if (entry.undoneAt != null && near && standingRedo(entries, entry.opId) === undefined && cwd !== undefined && port.unavailable() === undefined && entry.restored + entry.deleted > 0) {
-          redoable = (await journal(entry.sessionId, entry.opId)) === 'undone'
-        }
-        out.push({ ...entry, undoable, redoable })
-      }
+      const out = entries.map(entry => ({ ...entry, undoable: actions.get(entry.opId)?.undoable ?? false, redoable: actions.get(entry.opId)?.redoable ?? false }))
       const cwdName = typeof agent.session.header.cwd === 'string' && agent.session.header.cwd !== '' ? basename(agent.session.header.cwd) : undefined
       return { workspace: key, ...(cwdName !== undefined ? { workspaceName: cwdName } : {}), entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
     },

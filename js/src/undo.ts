@@ -48,16 +48,6 @@ function markerSeq(session: HostSession, markerId: string | null | undefined): n
   return session.events[at - 1]?.type === 'command/run' ? at - 1 : at
 }
 
-/** Whether a rewind's file half changed (or tried to change) any file: else it has no journal. */
-export function touchedFiles(entry: Pick<Entry, 'restored' | 'deleted' | 'failed'>): boolean {
-  return entry.restored + entry.deleted + entry.failed > 0
-}
-
-/** The redo of `opId` that still stands (not undone, not abandoned or rolled back), if any. */
-export function standingRedo(entries: readonly Entry[], opId: string): Entry | undefined {
-  return entries.find(e => e.redoOf === opId && e.undoneAt == null && e.outcome !== 'abandoned' && e.outcome !== 'rolled-back')
-}
-
 /** The undo service (`undo` RPC, `/rewind undo`). */
 export class Undoer {
   constructor(private readonly deps: RewindDeps, private readonly rewinder: Rewinder) {}

@@ -43,7 +43,7 @@ pub use rewind::{NotRestored, RestoreRequest, Restored, Start, rewind_outcome};
 pub use session::{EngineSession, history_paths, rel_paths};
 pub use rewind_history::{Entry, Outcome, Paths, WorkspaceKey};
 pub use snapshot_store::ChainLink;
-pub use undo::{Choices, FilesDone, RedoDone, UndoCheck, UndoDone, standing_redo, touched_files};
+pub use undo::{Choices, EntryActions, FilesDone, RedoDone, UndoCheck, UndoDone, standing_redo, touched_files};
 
 /// The state of a restore journal, one type for every layer above the store: the store's
 /// four states, plus [`JournalState::Missing`] (no journal) and

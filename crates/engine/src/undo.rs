@@ -111,7 +111,54 @@ fn undo_outcome(files: &FilesDone) -> UndoOutcome {
     }
 }
 
+/// What this session may do with one history entry now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryActions {
+    /// The entry's op id.
+    pub op_id: String,
+    /// "Undo this rewind" is offered.
+    pub undoable: bool,
+    /// "Redo this rewind" is offered.
+    pub redoable: bool,
+}
+
 impl EngineSession {
+    /// For every entry of the partition (newest first), whether this session may undo or redo
+    /// it now — the rules [`EngineSession::undo_check`] and [`EngineSession::redo`] apply,
+    /// read without changing anything (the journal's state decides where files are involved).
+    pub fn entry_actions(&self) -> Result<Vec<EntryActions>, EngineError> {
+        let entries = self.entries()?;
+        let usable = self.files_usable().is_ok();
+        let me = self.id.as_str();
+        Ok(entries
+            .iter()
+            .map(|e| {
+                let mine = e.session_id == me
+                    || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
+                let settled = matches!(e.outcome, Outcome::Done | Outcome::Partial | Outcome::Failed);
+                let undoable = settled
+                    && mine
+                    && e.undone_at.is_none()
+                    && e.undo_started_at.is_none()
+                    && (!touched_files(e)
+                        || (usable
+                            && self.journal_state(&e.session_id, &e.op_id) == JournalState::Completed));
+                let near = mine || e.undo_session_id.as_deref() == Some(me);
+                let redoable = e.undone_at.is_some()
+                    && near
+                    && usable
+                    && e.counts.restored + e.counts.deleted > 0
+                    && standing_redo(&entries, &e.op_id).is_none()
+                    && self.journal_state(&e.session_id, &e.op_id) == JournalState::Undone;
+                EntryActions {
+                    op_id: e.op_id.clone(),
+                    undoable,
+                    redoable,
+                }
+            })
+            .collect())
+    }
+
     /// Checks that this session may undo the rewind `op_id` now, changing nothing: the
     /// history's rules (its session or the fork it created, not undone, settled, journal
     /// completed or no file touched) and, when files come back, that every file changed

@@ -10,15 +10,15 @@ use napi_derive::napi;
 
 use rewind_engine::{
     ChainLink, Choices, Engine, EngineOptions, EngineSession, Judgement as EngineJudgement,
-    Resolution as EngineResolution, WorkspaceKey,
+    NotRestored, Outcome, Resolution as EngineResolution, RestoreRequest, Start, WorkspaceKey,
 };
 
 use crate::error::BindingError;
 use crate::store_api::{BindingStore, restore_outcome, restore_status};
 use crate::task::Job;
 use crate::types::{
-    BindingChainLink, BindingFailedPath, BindingHistoryEntry, BindingJudged, BindingRedoDone,
-    BindingResolved, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
+    BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged, BindingNotCovered,
+    BindingRedoDone, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
     JournalState, Judgement, seq_from_js,
 };
 
@@ -142,6 +142,113 @@ fn undo_outcome(f: &rewind_engine::FilesDone) -> BindingUndoOutcome {
 
 #[napi]
 impl BindingEngineSession {
+    /// For every entry of the partition, whether this session may undo or redo it now.
+    #[napi(ts_return_type = "Promise<Array<BindingEntryActions>>")]
+    pub fn entry_actions(&self) -> AsyncTask<Job<Vec<BindingEntryActions>>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            Ok(s.entry_actions()?
+                .into_iter()
+                .map(|a| BindingEntryActions {
+                    op_id: a.op_id,
+                    undoable: a.undoable,
+                    redoable: a.redoable,
+                })
+                .collect())
+        }))
+    }
+
+    /// Crash order, first step: the rewind's history entry `started`, durable before anything
+    /// changes; `limit`: the entries kept per workspace.
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn begin(
+        &self,
+        start: BindingRewindStart,
+        history_limit: u32,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let start = Start {
+                op_id: start.op_id,
+                target_seq: seq_from_js(start.target_seq, "targetSeq")?,
+                target_text: start.target_text,
+                marker_id: start.marker_id,
+                fork_child: start.fork_child_session_id,
+            };
+            Ok(s.begin(&start, history_limit as usize)?.into())
+        }))
+    }
+
+    /// The rewind's journaled restore, then its entry finished with what happened.
+    #[napi(ts_return_type = "Promise<BindingRewindFiles>")]
+    pub fn restore_files(&self, req: BindingRewindRestore) -> AsyncTask<Job<BindingRewindFiles>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let selection = req.selection.unwrap_or_default();
+            let request = RestoreRequest {
+                target_seq: seq_from_js(req.target_seq, "targetSeq")?,
+                op_id: req.op_id,
+                ancestors: chain(req.ancestors)?,
+                only: selection.only.unwrap_or_default(),
+                keep: selection.keep.unwrap_or_default(),
+                not_covered: req
+                    .not_covered
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| (n.path, n.reason))
+                    .collect(),
+            };
+            let r = s.restore_files(&request)?;
+            let mut outcome = restore_outcome(r.outcome);
+            outcome.outside = r.outside.iter().map(|p| p.display()).collect();
+            outcome.not_covered = r
+                .not_covered
+                .iter()
+                .map(|n| BindingNotCovered {
+                    path: n.path.display(),
+                    reason: n.reason.clone(),
+                })
+                .collect();
+            outcome.kept = r.kept;
+            Ok(BindingRewindFiles {
+                outcome,
+                not_recorded: r.not_recorded.map(Into::into),
+            })
+        }))
+    }
+
+    /// Finishes the entry of a rewind whose files were not restored (`code`: why; a
+    /// `rewind/...` failure makes it `failed`, `no-cwd` makes it `done`).
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    pub fn finish_not_restored(
+        &self,
+        op_id: String,
+        code: String,
+        message: String,
+    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            Ok(s.finish_not_restored(&op_id, &NotRestored { code, message })?.into())
+        }))
+    }
+
+    /// Ends the `started` entry `op_id` with `outcome` (`abandoned`, `rolled-back`, `done`,
+    /// `partial`, `failed`); refused for a settled entry.
+    #[napi(
+        ts_args_type = "opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'",
+        ts_return_type = "Promise<BindingHistoryEntry>"
+    )]
+    pub fn settle(&self, op_id: String, outcome: String) -> AsyncTask<Job<BindingHistoryEntry>> {
+        let s = self.session.clone();
+        AsyncTask::new(Job::new(move || {
+            let outcome: Outcome = serde_json::from_value(serde_json::Value::String(outcome.clone()))
+                .ok()
+                .filter(|o: &Outcome| o.is_settled())
+                .ok_or_else(|| BindingError::bad_request(format!("unknown outcome `{outcome}`")))?;
+            Ok(s.settle(&op_id, outcome, None)?.into())
+        }))
+    }
+
     /// The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
     /// fork's parent).
     #[napi(ts_return_type = "Promise<JournalState>")]

@@ -157,3 +157,57 @@ pub struct BindingResolved {
     /// Leftover restore temp files removed.
     pub temps_removed: Vec<String>,
 }
+
+/// The history entry a rewind starts with (`begin`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRewindStart {
+    /// The rewind's op id.
+    pub op_id: String,
+    /// The seq of the message rewound to.
+    pub target_seq: f64,
+    /// The text of that message.
+    pub target_text: Option<String>,
+    /// The id of the marker about to be appended (in-place rewind).
+    pub marker_id: Option<String>,
+    /// The child session about to be created (fork rewind).
+    pub fork_child_session_id: Option<String>,
+}
+
+/// A rewind's restore (`restoreFiles`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRewindRestore {
+    /// The seq of the message rewound to.
+    pub target_seq: f64,
+    /// The rewind's op id.
+    pub op_id: String,
+    /// The fork chain of the session.
+    pub ancestors: Option<Vec<super::BindingChainLink>>,
+    /// Which planned files to take.
+    pub selection: Option<super::BindingRestoreSelection>,
+    /// Paths the host knows the scan does not cover, for the record.
+    pub not_covered: Option<Vec<super::BindingNotCovered>>,
+}
+
+/// What a rewind's restore did (`restoreFiles`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRewindFiles {
+    /// The files.
+    pub outcome: BindingRestoreOutcome,
+    /// Why the history entry could not be finished, if so (the next reconcile settles it).
+    pub not_recorded: Option<BindingFault>,
+}
+
+/// What this session may do with one history entry now (`entryActions`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingEntryActions {
+    /// The entry's op id.
+    pub op_id: String,
+    /// "Undo this rewind" is offered.
+    pub undoable: bool,
+    /// "Redo this rewind" is offered.
+    pub redoable: bool,
+}

@@ -9,7 +9,6 @@ mod binding_failed_path;
 mod binding_file_diff;
 mod binding_fork_plan;
 mod binding_history_entry;
-mod binding_history_input;
 mod binding_last_sweep;
 mod binding_not_covered;
 mod binding_plan;
@@ -30,7 +29,8 @@ pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
 pub use binding_engine::{
-    BindingFault, BindingJudged, BindingRedoDone, BindingResolved, BindingUndoCheck,
+    BindingEntryActions, BindingFault, BindingJudged, BindingRedoDone, BindingResolved, BindingRewindFiles,
+    BindingRewindRestore, BindingRewindStart, BindingUndoCheck,
     BindingUndoDone, InterruptedKind, JournalState, Judgement,
 };
 pub use binding_cleanup_policy::BindingCleanupPolicy;
@@ -41,7 +41,6 @@ pub use binding_history_entry::{
     BindingForkInfo, BindingHistoryDamage, BindingHistoryEntry, BindingHistoryList,
     BindingHistoryPaths,
 };
-pub use binding_history_input::BindingHistoryInput;
 pub use binding_last_sweep::{BindingAutoSweep, BindingLastSweep, BindingQuotaRecord};
 pub use binding_not_covered::BindingNotCovered;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};

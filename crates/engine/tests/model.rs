@@ -1,0 +1,581 @@
+//! Model-based property test of the engine: the sequences the host runs, in random order,
+//! checked against a model of the workspace after every step.
+//!
+//! Steps: messages (re-check + boundary scan), write-tool calls (capture + commit), shell
+//! calls (scan before + after), outside edits and deletes (during a turn and between turns),
+//! rewinds (to any message still on the surface, the current one included), fork rewinds
+//! (work then continues in the child, whose rewinds go through the fork chain), undos and
+//! redos, rewinds interrupted by a fault injected into every filesystem call after a random
+//! count (the "crash"), then a restart that judges the interrupted entry and continues or
+//! rolls it back, prunes, and reopening the engine.
+//!
+//! Default: 32 cases. Long run (documented in docs/architecture.md):
+//! `PROPTEST_CASES=10000 cargo test -p rewind-engine --release --test model`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use rewind_engine::{
+    ChainLink, Choices, Engine, EngineOptions, EngineSession, Judgement, Outcome, Resolution,
+    RestoreRequest, Start, WorkspaceKey,
+};
+use snapshot_store::{Area, FaultSeam, FsOp, PruneOptions, ScanPhase, ScanRequest, StoreOptions};
+
+const FILES: [&str; 6] = ["a", "b", "d/c", "d/e/f", "z.bin", "n/m"];
+
+fn content(i: usize) -> Vec<u8> {
+    match i {
+        0 => Vec::new(),
+        1 => b"x".to_vec(),
+        2 => b"hello".to_vec(),
+        3 => b"hello world, a little longer".to_vec(),
+        4 => (0..=255u8).collect(),
+        _ => vec![7u8; 5_000],
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Message,
+    Tool { file: usize, content: Option<usize>, ok: bool },
+    Shell { file: usize, content: Option<usize> },
+    Outside { file: usize, content: Option<usize> },
+    Rewind { pick: usize, crash: Option<(i64, bool)> },
+    Fork { pick: usize },
+    Undo,
+    Redo,
+    Prune { keep: usize },
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let file = 0..FILES.len();
+    let value = proptest::option::weighted(0.8, 0..6usize);
+    prop_oneof![
+        3 => Just(Op::Message),
+        5 => (file.clone(), value.clone(), proptest::bool::weighted(0.85))
+            .prop_map(|(file, content, ok)| Op::Tool { file, content, ok }),
+        3 => (file.clone(), value.clone()).prop_map(|(file, content)| Op::Shell { file, content }),
+        2 => (file, value).prop_map(|(file, content)| Op::Outside { file, content }),
+        3 => (any::<usize>(), proptest::option::weighted(0.35, (0..12i64, any::<bool>())))
+            .prop_map(|(pick, crash)| Op::Rewind { pick, crash }),
+        1 => any::<usize>().prop_map(|pick| Op::Fork { pick }),
+        2 => Just(Op::Undo),
+        1 => Just(Op::Redo),
+        1 => (1..4usize).prop_map(|keep| Op::Prune { keep }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// Fails every mutating filesystem call of the store once armed and counted down: what a
+/// process killed at that instant leaves behind, as far as the store can tell.
+#[derive(Default)]
+struct Crash {
+    left: AtomicI64,
+}
+
+impl Crash {
+    const OFF: i64 = i64::MAX;
+
+    fn arm(&self, after: i64) {
+        self.left.store(after, Ordering::SeqCst);
+    }
+
+    fn disarm(&self) {
+        self.left.store(Self::OFF, Ordering::SeqCst);
+    }
+}
+
+impl FaultSeam for Crash {
+    fn before(&self, op: FsOp, _area: Area, _path: &Path) -> io::Result<()> {
+        let mutating = matches!(
+            op,
+            FsOp::Create
+                | FsOp::Write
+                | FsOp::Sync
+                | FsOp::Rename
+                | FsOp::RemoveFile
+                | FsOp::CreateDir
+                | FsOp::RemoveDir
+                | FsOp::SetPermissions
+        );
+        if !mutating || self.left.load(Ordering::SeqCst) == Self::OFF {
+            return Ok(());
+        }
+        if self.left.fetch_sub(1, Ordering::SeqCst) <= 0 {
+            return Err(io::Error::other("injected crash"));
+        }
+        Ok(())
+    }
+}
+
+type Disk = BTreeMap<&'static str, Vec<u8>>;
+
+struct World {
+    home: tempfile::TempDir,
+    ws: tempfile::TempDir,
+    crash: Arc<Crash>,
+    engine: Arc<Engine>,
+    key: WorkspaceKey,
+}
+
+impl World {
+    fn new() -> Self {
+        let home = tempfile::tempdir().expect("home");
+        let ws = tempfile::tempdir().expect("workspace");
+        let crash = Arc::new(Crash::default());
+        crash.disarm();
+        let engine = Self::open(home.path(), &crash);
+        Self {
+            home,
+            ws,
+            crash,
+            engine,
+            key: WorkspaceKey::for_workspace("w1").expect("key"),
+        }
+    }
+
+    fn open(home: &Path, crash: &Arc<Crash>) -> Arc<Engine> {
+        Engine::open(
+            home,
+            EngineOptions {
+                store: StoreOptions {
+                    compact_min_bytes: 2048,
+                    seam: Arc::clone(crash) as Arc<dyn FaultSeam>,
+                    ..StoreOptions::default()
+                },
+                ..EngineOptions::default()
+            },
+        )
+    }
+
+    fn reopen(&mut self) {
+        self.engine = Self::open(self.home.path(), &self.crash);
+    }
+
+    fn session(&self, id: &str) -> EngineSession {
+        self.engine.session(id, Some(self.ws.path()), self.key.clone())
+    }
+
+    fn write(&self, f: &str, c: Option<&Vec<u8>>) {
+        let p = self.ws.path().join(f);
+        match c {
+            Some(c) => {
+                std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+                std::fs::write(&p, c).expect("write");
+            }
+            None => {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+    }
+
+    fn disk(&self) -> Disk {
+        FILES
+            .iter()
+            .filter_map(|f| std::fs::read(self.ws.path().join(f)).ok().map(|c| (*f, c)))
+            .collect()
+    }
+}
+
+/// A rewind that may be undone: its op id, the session owning its journal, the disk before
+/// and after it.
+#[derive(Clone)]
+struct Done {
+    op: String,
+    session: String,
+    before: Disk,
+    after: Disk,
+}
+
+struct Model {
+    disk: Disk,
+    seq: u64,
+    anchor: u64,
+    /// Whether a scan ran at the current anchor (outside changes then count toward the turn).
+    scanned_in_turn: bool,
+    /// Rewind candidates: (seq, disk at that message).
+    boundaries: Vec<(u64, Disk)>,
+    /// Anchor of the first restorable record of a path, and the content before it.
+    tracked_at: BTreeMap<&'static str, u64>,
+    first_before: BTreeMap<&'static str, Option<Vec<u8>>>,
+    /// The disk as of the last scan (what the next scan compares with).
+    scanned: Disk,
+    /// The newest rewind while nothing changed since it (undoable), and the newest undo while
+    /// nothing changed since it (redoable).
+    undo: Option<Done>,
+    redo: Option<Done>,
+    min_anchor: u64,
+    /// The session the conversation is in, and its fork chain (nearest parent first).
+    session: String,
+    ancestors: Vec<ChainLink>,
+    forks: usize,
+    ops: usize,
+}
+
+impl Model {
+    fn changed(&mut self, f: &'static str, new: Option<Vec<u8>>) {
+        match new {
+            Some(n) => self.disk.insert(f, n),
+            None => self.disk.remove(f),
+        };
+        self.undo = None;
+        self.redo = None;
+    }
+
+    /// A restorable record of `f` whose before-state is `before`.
+    fn track(&mut self, f: &'static str, before: Option<Vec<u8>>) {
+        if !self.tracked_at.contains_key(f) {
+            self.tracked_at.insert(f, self.anchor);
+            self.first_before.insert(f, before);
+        }
+    }
+
+    /// What a scan of the given phase records: changes since the last scan.
+    fn scan(&mut self, restorable: bool) {
+        if restorable {
+            let before = self.scanned.clone();
+            for f in FILES {
+                if before.get(f) != self.disk.get(f) {
+                    self.track(f, before.get(f).cloned());
+                }
+            }
+        }
+        self.scanned = self.disk.clone();
+        self.scanned_in_turn = true;
+    }
+
+    /// The disk a rewind to `target` must leave, from the disk `at` the target message.
+    fn rewound(&self, target: u64, at: &Disk) -> Disk {
+        let mut want = self.disk.clone();
+        for f in FILES {
+            let v = match self.tracked_at.get(f) {
+                Some(t) if *t < target => at.get(f).cloned(),
+                Some(_) => self.first_before.get(f).cloned().flatten(),
+                None => continue,
+            };
+            match v {
+                Some(v) => want.insert(f, v),
+                None => want.remove(f),
+            };
+        }
+        want
+    }
+}
+
+fn config() -> Config {
+    let mut c = Config::default();
+    if std::env::var("PROPTEST_CASES").is_err() {
+        c.cases = 32;
+    }
+    c.failure_persistence = None;
+    c
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn engine_matches_model(ops in proptest::collection::vec(op(), 1..45)) {
+        run(ops);
+    }
+}
+
+fn scan(es: &EngineSession, phase: ScanPhase, anchor: u64, call: Option<&str>) {
+    let mut req = ScanRequest::new(phase, anchor);
+    req.call_id = call.map(str::to_owned);
+    es.files_of(es.id())
+        .expect("files")
+        .scan(&req)
+        .unwrap_or_else(|e| panic!("scan {phase:?}: {e}"));
+}
+
+/// The host's boundary: re-check of the tracked files, then a boundary scan.
+fn boundary(w: &World, m: &mut Model, es: &EngineSession) {
+    es.files_of(es.id())
+        .expect("files")
+        .recheck_tracked(m.anchor)
+        .unwrap_or_else(|e| panic!("recheck: {e}"));
+    scan(es, ScanPhase::Boundary, m.anchor, None);
+    let _ = w;
+    m.scan(false);
+}
+
+fn run(ops: Vec<Op>) {
+    let mut w = World::new();
+    let mut m = Model {
+        disk: Disk::new(),
+        seq: 0,
+        anchor: 0,
+        scanned_in_turn: false,
+        boundaries: Vec::new(),
+        tracked_at: BTreeMap::new(),
+        first_before: BTreeMap::new(),
+        scanned: Disk::new(),
+        undo: None,
+        redo: None,
+        min_anchor: 0,
+        session: "s-0".to_owned(),
+        ancestors: Vec::new(),
+        forks: 0,
+        ops: 0,
+    };
+    let mut all = vec![Op::Message];
+    all.extend(ops);
+    for op in all {
+        m.ops += 1;
+        let step = format!("step {} {op:?}", m.ops);
+        let es = w.session(&m.session);
+        match op {
+            Op::Message => {
+                m.seq += 1 + (m.ops as u64 % 3);
+                m.anchor = m.seq;
+                m.scanned_in_turn = false;
+                boundary(&w, &mut m, &es);
+                m.boundaries.push((m.seq, m.disk.clone()));
+            }
+            Op::Tool { file, content: c, ok } => {
+                let f = FILES[file];
+                let call = format!("call-{}", m.ops);
+                let files = es.files_of(es.id()).expect("files");
+                files
+                    .capture_before(&call, Path::new(f))
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                if ok {
+                    let new = c.map(content);
+                    w.write(f, new.as_ref());
+                    let before = m.disk.get(f).cloned();
+                    m.track(f, before);
+                    m.changed(f, new);
+                }
+                files
+                    .commit(&call, m.anchor, ok)
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                // The write tool's change is known to the index through the tracked state,
+                // not seen by the next scan as a change.
+                m.scanned.clone_from(&m.disk);
+            }
+            Op::Shell { file, content: c } => {
+                let f = FILES[file];
+                let call = format!("call-{}", m.ops);
+                // Before the call: changes since the last scan count toward this turn when a
+                // scan already ran in it; else they were made outside, between turns.
+                scan(&es, ScanPhase::Before, m.anchor, Some(&call));
+                let in_turn = m.scanned_in_turn;
+                m.scan(in_turn);
+                let new = c.map(content);
+                w.write(f, new.as_ref());
+                m.changed(f, new);
+                scan(&es, ScanPhase::After, m.anchor, Some(&call));
+                m.scan(true);
+            }
+            Op::Outside { file, content: c } => {
+                let f = FILES[file];
+                let new = c.map(content);
+                w.write(f, new.as_ref());
+                m.changed(f, new);
+            }
+            Op::Rewind { pick, crash } => {
+                let Some((idx, target, at)) = pick_target(&m, pick) else { continue };
+                let op_id = format!("op-{}", m.ops);
+                es.begin(
+                    &Start {
+                        op_id: op_id.clone(),
+                        target_seq: target,
+                        marker_id: Some(format!("marker-{}", m.ops)),
+                        ..Start::default()
+                    },
+                    100,
+                )
+                .unwrap_or_else(|e| panic!("{step}: begin: {e}"));
+                // The marker is a message: its boundary records what changed since.
+                m.seq += 1;
+                m.anchor = m.seq;
+                m.scanned_in_turn = false;
+                boundary(&w, &mut m, &es);
+                let before = m.disk.clone();
+                let want = m.rewound(target, &at);
+                let req = RestoreRequest {
+                    target_seq: target,
+                    op_id: op_id.clone(),
+                    ancestors: m.ancestors.clone(),
+                    ..RestoreRequest::default()
+                };
+                if let Some((after, roll)) = crash {
+                    w.crash.arm(after);
+                    let result = es.restore_files(&req);
+                    w.crash.disarm();
+                    // The restart: a new engine over the same home.
+                    w.reopen();
+                    let es = w.session(&m.session);
+                    let entry = es.entry(&op_id).expect("entry");
+                    let how = if roll { Resolution::Rollback } else { Resolution::Continue };
+                    let finished = match (&result, entry.outcome) {
+                        (_, Outcome::Started) => {
+                            let (j, _) = es.judge(&entry, true).unwrap_or_else(|e| panic!("{step}: judge: {e}"));
+                            match j {
+                                Judgement::Settled(Outcome::Done) => true,
+                                Judgement::Open => {
+                                    es.resolve(&op_id, how, &m.ancestors)
+                                        .unwrap_or_else(|e| panic!("{step}: resolve {how:?}: {e}"));
+                                    !roll
+                                }
+                                other => panic!("{step}: judged {other:?}"),
+                            }
+                        }
+                        (Ok(r), Outcome::Done) if r.outcome.failed.is_empty() => true,
+                        (Ok(_), Outcome::Partial | Outcome::Failed) => {
+                            es.resolve_journal(&op_id, how)
+                                .unwrap_or_else(|e| panic!("{step}: resolve journal {how:?}: {e}"));
+                            !roll
+                        }
+                        (r, o) => panic!("{step}: restore {:?} left the entry {o:?}", r.as_ref().map(|r| &r.outcome)),
+                    };
+                    let expect = if finished { want } else { before.clone() };
+                    assert_eq!(w.disk(), expect, "{step}: after the crash, {}", if finished { "rewound" } else { "rolled back" });
+                    m.disk = expect;
+                    m.undo = None;
+                    m.redo = None;
+                    if finished {
+                        m.boundaries.truncate(idx);
+                    }
+                } else {
+                    let r = es.restore_files(&req).unwrap_or_else(|e| panic!("{step}: {e}"));
+                    assert!(r.outcome.failed.is_empty(), "{step}: {:?}", r.outcome);
+                    assert!(r.not_recorded.is_none(), "{step}: {:?}", r.not_recorded);
+                    assert_eq!(w.disk(), want, "{step}: rewind to {target}");
+                    m.undo = Some(Done {
+                        op: op_id.clone(),
+                        session: m.session.clone(),
+                        before,
+                        after: want.clone(),
+                    });
+                    m.redo = None;
+                    m.disk = want;
+                    m.boundaries.truncate(idx);
+                    let actions = es.entry_actions().expect("actions");
+                    let mine = actions.iter().find(|a| a.op_id == op_id).expect("listed");
+                    assert!(mine.undoable && !mine.redoable, "{step}: {mine:?}");
+                }
+                m.scanned.clone_from(&m.disk);
+            }
+            Op::Fork { pick } => {
+                let Some((idx, target, at)) = pick_target(&m, pick) else { continue };
+                m.forks += 1;
+                let child = format!("s-{}", m.forks);
+                let op_id = format!("op-{}", m.ops);
+                es.begin(
+                    &Start {
+                        op_id: op_id.clone(),
+                        target_seq: target,
+                        fork_child: Some(child.clone()),
+                        ..Start::default()
+                    },
+                    100,
+                )
+                .unwrap_or_else(|e| panic!("{step}: begin: {e}"));
+                m.scanned_in_turn = false;
+                boundary(&w, &mut m, &es);
+                let want = m.rewound(target, &at);
+                let r = es
+                    .restore_files(&RestoreRequest {
+                        target_seq: target,
+                        op_id: op_id.clone(),
+                        ancestors: m.ancestors.clone(),
+                        ..RestoreRequest::default()
+                    })
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                assert!(r.outcome.failed.is_empty(), "{step}: {:?}", r.outcome);
+                assert_eq!(w.disk(), want, "{step}: fork to {target}");
+                // The conversation continues in the child, seeded up to the target's turn.
+                let mut chain = vec![ChainLink {
+                    session_id: m.session.clone(),
+                    max_anchor: target - 1,
+                }];
+                chain.extend(m.ancestors.drain(..));
+                m.ancestors = chain;
+                m.session = child;
+                m.disk = want;
+                m.scanned.clone_from(&m.disk);
+                m.boundaries.truncate(idx);
+                m.undo = None;
+                m.redo = None;
+                // The child's first message.
+                m.seq += 1;
+                m.anchor = m.seq;
+                m.scanned_in_turn = false;
+                let ces = w.session(&m.session);
+                boundary(&w, &mut m, &ces);
+                m.boundaries.push((m.seq, m.disk.clone()));
+            }
+            Op::Undo => {
+                let Some(done) = m.undo.take() else { continue };
+                let es = w.session(&done.session);
+                let check = es
+                    .undo_check(&done.op, &Choices::default())
+                    .unwrap_or_else(|e| panic!("{step}: check: {e}"));
+                es.undo_start(&done.op, None).unwrap_or_else(|e| panic!("{step}: start: {e}"));
+                let undone = es
+                    .undo_files(&check, &Choices::default())
+                    .unwrap_or_else(|e| panic!("{step}: files: {e}"));
+                assert!(undone.files.ok() && undone.not_recorded.is_none(), "{step}: {undone:?}");
+                assert_eq!(w.disk(), done.before, "{step}: undo");
+                let actions = es.entry_actions().expect("actions");
+                let mine = actions.iter().find(|a| a.op_id == done.op).expect("listed");
+                assert!(!mine.undoable && mine.redoable == check.files, "{step}: {mine:?}");
+                m.disk = done.before.clone();
+                m.scanned.clone_from(&m.disk);
+                // The undone rewind's future is back on the surface only in a new session;
+                // this model keeps working in the rewound one.
+                if check.files {
+                    m.redo = Some(done);
+                }
+            }
+            Op::Redo => {
+                let Some(done) = m.redo.take() else { continue };
+                let es = w.session(&done.session);
+                let new_op = format!("op-{}", m.ops);
+                let r = es
+                    .redo(&done.op, &new_op, &Choices::default(), 100)
+                    .unwrap_or_else(|e| panic!("{step}: redo: {e}"));
+                assert!(r.files.ok() && r.not_recorded.is_none(), "{step}: {r:?}");
+                assert_eq!(w.disk(), done.after, "{step}: redo");
+                let again = es.redo(&done.op, &format!("{new_op}-again"), &Choices::default(), 100);
+                assert!(again.is_err(), "{step}: a standing redo is not redone twice");
+                m.disk = done.after.clone();
+                m.scanned.clone_from(&m.disk);
+                m.undo = Some(Done { op: new_op, ..done });
+            }
+            Op::Prune { keep } => {
+                let files = es.files_of(es.id()).expect("files");
+                let rep = files
+                    .prune(PruneOptions { keep_groups: keep, keep_journals: 3 })
+                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                if rep.groups_removed > 0 {
+                    let first = files.anchors().unwrap_or_else(|e| panic!("{step}: {e}")).first().copied();
+                    m.min_anchor = m.min_anchor.max(first.unwrap_or(u64::MAX));
+                }
+            }
+            Op::Reopen => w.reopen(),
+        }
+        assert_eq!(w.disk(), m.disk, "{step}: model and disk agree");
+    }
+}
+
+/// A rewind target still on the surface and not pruned away: (index, seq, disk at it).
+fn pick_target(m: &Model, pick: usize) -> Option<(usize, u64, Disk)> {
+    let candidates: Vec<usize> = (0..m.boundaries.len())
+        .filter(|i| m.boundaries[*i].0 >= m.min_anchor)
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let idx = candidates[pick % candidates.len()];
+    let (target, at) = m.boundaries[idx].clone();
+    Some((idx, target, at))
+}
