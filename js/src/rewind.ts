@@ -53,9 +53,25 @@ export interface RewindDeps {
 
 const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
-/** The live log as the planner reads it. */
+/**
+ * The serialized log per session. DSH's log is append-only and every event is deep-frozen when it
+ * is accepted (`session.events` is a new frozen snapshot after each append), so the JSON of the
+ * events already serialized stays valid and only newer ones are added. A shorter log (a session
+ * object reused for another log) starts over.
+ */
+const serialized = new WeakMap<object, { length: number; body: string }>()
+
+/** The live log as the planner reads it (a JSON array of `session.events`). */
 export function eventsJson(session: HostSession): string {
-  return JSON.stringify(session.events)
+  const events = session.events
+  let cached = serialized.get(session)
+  if (cached === undefined || cached.length > events.length) cached = { length: 0, body: '' }
+  if (cached.length < events.length) {
+    const added = events.slice(cached.length).map(e => JSON.stringify(e)).join(',')
+    cached = { length: events.length, body: cached.body === '' ? added : `${cached.body},${added}` }
+    serialized.set(session, cached)
+  }
+  return `[${cached.body}]`
 }
 
 /** Candidates of a session, newest first. */

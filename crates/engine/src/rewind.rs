@@ -124,6 +124,9 @@ impl EngineSession {
     /// is returned as the error; the entry is then finished by
     /// [`EngineSession::finish_not_restored`].
     pub fn restore_files(&self, req: &RestoreRequest) -> Result<Restored, EngineError> {
+        if let Some(why) = self.engine.files_unavailable() {
+            return Err(why);
+        }
         let mut plan = self.plan(req.target_seq, &req.ancestors)?;
         let kept = plan.select(&req.only, &req.keep).map_err(|e| {
             EngineError::new(

@@ -181,7 +181,18 @@ impl EngineSession {
                 active_workspace: &self.key,
                 journal,
             },
-        )?
+        )
+        .map_err(|refusal| {
+            // A journal that is only missing because files cannot be restored here says so.
+            match (&refusal, self.files_usable()) {
+                (rewind_history::UndoRefusal::NotUndoable { .. }, Err(unusable))
+                    if partition.find(op_id).is_some_and(touched_files) =>
+                {
+                    unusable
+                }
+                _ => EngineError::from(refusal),
+            }
+        })?
         .clone();
         let files = journal == JournalState::Completed;
         if !files && touched_files(&entry) {

@@ -214,6 +214,10 @@ struct Model {
     /// The session the conversation is in, and its fork chain (nearest parent first).
     session: String,
     ancestors: Vec<ChainLink>,
+    /// In a fork: files tracked before the fork and not since, by the child itself. The
+    /// child's re-check does not cover them (see `docs/architecture.md`, "Known limits"),
+    /// so this model changes them outside the agent only once the child tracks them.
+    inherited: std::collections::BTreeSet<&'static str>,
     forks: usize,
     ops: usize,
 }
@@ -230,6 +234,7 @@ impl Model {
 
     /// A restorable record of `f` whose before-state is `before`.
     fn track(&mut self, f: &'static str, before: Option<Vec<u8>>) {
+        self.inherited.remove(f);
         if !self.tracked_at.contains_key(f) {
             self.tracked_at.insert(f, self.anchor);
             self.first_before.insert(f, before);
@@ -286,6 +291,30 @@ proptest! {
     }
 }
 
+/// Sequences the random search once found wrong, kept as plain tests.
+#[test]
+fn regressions() {
+    use Op::*;
+    run(vec![
+        Outside { file: 1, content: Some(0) },
+        Tool { file: 0, content: None, ok: false },
+        Shell { file: 0, content: None },
+        Fork { pick: 0 },
+    ]);
+    run(vec![
+        Tool { file: 2, content: None, ok: true },
+        Message,
+        Outside { file: 2, content: Some(0) },
+        Fork { pick: 1 },
+    ]);
+    run(vec![
+        Outside { file: 1, content: Some(0) },
+        Tool { file: 1, content: None, ok: false },
+        Shell { file: 0, content: None },
+        Rewind { pick: 0, crash: None },
+    ]);
+}
+
 fn scan(es: &EngineSession, phase: ScanPhase, anchor: u64, call: Option<&str>) {
     let mut req = ScanRequest::new(phase, anchor);
     req.call_id = call.map(str::to_owned);
@@ -322,6 +351,7 @@ fn run(ops: Vec<Op>) {
         min_anchor: 0,
         session: "s-0".to_owned(),
         ancestors: Vec::new(),
+        inherited: std::collections::BTreeSet::new(),
         forks: 0,
         ops: 0,
     };
@@ -356,9 +386,15 @@ fn run(ops: Vec<Op>) {
                 files
                     .commit(&call, m.anchor, ok)
                     .unwrap_or_else(|e| panic!("{step}: {e}"));
-                // The write tool's change is known to the index through the tracked state,
-                // not seen by the next scan as a change.
-                m.scanned.clone_from(&m.disk);
+                // The next scan does not take the write tool's change for another one: the
+                // file is tracked (a boundary scan skips it) and the change is explained by
+                // the call's record (a scan within the turn skips it).
+                if ok {
+                    match m.disk.get(f) {
+                        Some(c) => m.scanned.insert(f, c.clone()),
+                        None => m.scanned.remove(f),
+                    };
+                }
             }
             Op::Shell { file, content: c } => {
                 let f = FILES[file];
@@ -376,6 +412,9 @@ fn run(ops: Vec<Op>) {
             }
             Op::Outside { file, content: c } => {
                 let f = FILES[file];
+                if m.inherited.contains(f) {
+                    continue;
+                }
                 let new = c.map(content);
                 w.write(f, new.as_ref());
                 m.changed(f, new);
@@ -492,7 +531,11 @@ fn run(ops: Vec<Op>) {
                     .unwrap_or_else(|e| panic!("{step}: {e}"));
                 assert!(r.outcome.failed.is_empty(), "{step}: {:?}", r.outcome);
                 assert_eq!(w.disk(), want, "{step}: fork to {target}");
-                // The conversation continues in the child, seeded up to the target's turn.
+                // The conversation continues in the child, seeded up to the target's turn: the
+                // parent's records from the target on are its abandoned future, not the child's.
+                m.tracked_at.retain(|_, t| *t < target);
+                m.first_before.retain(|f, _| m.tracked_at.contains_key(f));
+                m.inherited = m.tracked_at.keys().copied().collect();
                 let mut chain = vec![ChainLink {
                     session_id: m.session.clone(),
                     max_anchor: target - 1,
@@ -527,12 +570,14 @@ fn run(ops: Vec<Op>) {
                 assert_eq!(w.disk(), done.before, "{step}: undo");
                 let actions = es.entry_actions().expect("actions");
                 let mine = actions.iter().find(|a| a.op_id == done.op).expect("listed");
-                assert!(!mine.undoable && mine.redoable == check.files, "{step}: {mine:?}");
+                // A rewind that changed no file has nothing to redo.
+                let redoable = check.files && done.before != done.after;
+                assert!(!mine.undoable && mine.redoable == redoable, "{step}: {mine:?}");
                 m.disk = done.before.clone();
                 m.scanned.clone_from(&m.disk);
                 // The undone rewind's future is back on the surface only in a new session;
                 // this model keeps working in the rewound one.
-                if check.files {
+                if redoable {
                     m.redo = Some(done);
                 }
             }

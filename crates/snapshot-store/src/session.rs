@@ -1154,6 +1154,11 @@ impl Session {
             .map(|(p, t)| (p.clone(), (t.known.clone(), t.since)))
             .collect();
         let prev_boundary = st.idx.boundary.filter(|b| *b < anchor_seq);
+        // A second pass at the same message (before a preview, a rewind or a fork that adds
+        // no message of its own): a change found now happened after the message, which saw
+        // the last known state. That state is recorded at the message, ahead of the current
+        // one, so a rewind to the message itself is exact.
+        let rerun = st.idx.boundary == Some(anchor_seq);
         let mut backdated = Vec::new();
         let mut outcome = RecheckOutcome {
             checked: paths.len(),
@@ -1252,7 +1257,13 @@ impl Session {
             // The change happened after the previous boundary, which saw the last known
             // state: record that state there too (unless already recorded there or later),
             // so a rewind to the previous boundary is exact.
-            if let Some(prev) = prev_boundary {
+            let mut order = order;
+            if rerun {
+                if let Some(e) = self.backdated_entry(&rel, &known, since, anchor_seq, order) {
+                    backdated.push(e);
+                    order = self.store.next_order();
+                }
+            } else if let Some(prev) = prev_boundary {
                 if let Some(e) =
                     self.backdated_entry(&rel, &known, since, prev, self.store.next_order())
                 {
@@ -1276,8 +1287,9 @@ impl Session {
             updates.push((rel, new_known, Some(anchor_seq)));
         }
         drop(cached);
-        if let (Some(prev), false) = (prev_boundary, backdated.is_empty()) {
-            self.append_group(&mut st, prev, EntrySource::Recheck, backdated, Vec::new())?;
+        let backdate_at = if rerun { Some(anchor_seq) } else { prev_boundary };
+        if let (Some(at), false) = (backdate_at, backdated.is_empty()) {
+            self.append_group(&mut st, at, EntrySource::Recheck, backdated, Vec::new())?;
         }
         let mut also = Vec::new();
         if !tool_written.is_empty() {
