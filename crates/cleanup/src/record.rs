@@ -1,8 +1,9 @@
 //! `snapshot-cleanup-last-sweep.json`: when the last sweep ran.
 
-use std::io::{self, Write as _};
+use std::io;
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
+use rewind_durable::{AtomicOp, Step};
 use serde::{Deserialize, Serialize};
 
 use crate::sweep::CleanupStep;
@@ -125,18 +126,10 @@ pub(crate) fn read(home: &Dir) -> Result<Option<LastSweep>, RecordError> {
 
 /// Renames a corrupt record aside (kept for the user); returns the new name.
 pub(crate) fn quarantine(home: &Dir, now: u64) -> Result<String, RecordError> {
-    let mut name = format!("{LAST_SWEEP_FILE}.corrupt-{now}");
-    let mut n = 1;
-    while home.symlink_metadata(&name).is_ok() {
-        name = format!("{LAST_SWEEP_FILE}.corrupt-{now}-{n}");
-        n += 1;
-    }
-    home.rename(LAST_SWEEP_FILE, home, &name)
-        .map_err(|source| RecordError::Io {
-            op: "rename aside",
-            source,
-        })?;
-    Ok(name)
+    rewind_durable::rename_aside(home, LAST_SWEEP_FILE, now).map_err(|source| RecordError::Io {
+        op: "rename aside",
+        source,
+    })
 }
 
 const TMP_PREFIX: &str = ".snapshot-cleanup-last-sweep.json.tmp-";
@@ -152,44 +145,18 @@ pub(crate) fn write(
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt {
         detail: e.to_string(),
     })?;
-    if let Ok(entries) = home.entries() {
-        for e in entries.flatten() {
-            if e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(TMP_PREFIX))
-            {
-                let _ = home.remove_file(e.file_name());
-            }
-        }
-    }
-    let tmp = format!("{TMP_PREFIX}{}", std::process::id());
-    let io = |op| move |source| RecordError::Io { op, source };
-    let result = (|| {
-        let mut f = home
-            .open_with(
-                &tmp,
-                OpenOptions::new().write(true).create(true).truncate(true),
-            )
-            .map_err(io("create"))?;
-        let (a, b) = bytes.split_at(bytes.len() / 2);
-        f.write_all(a).map_err(io("write"))?;
-        step(CleanupStep::RecordHalfWritten);
-        f.write_all(b).map_err(io("write"))?;
-        f.sync_all().map_err(io("sync"))?;
-        step(CleanupStep::RecordSynced);
-        drop(f);
-        home.rename(&tmp, home, LAST_SWEEP_FILE)
-            .map_err(io("rename"))
-    })();
-    if result.is_err() {
-        let _ = home.remove_file(&tmp);
-    }
-    result?;
-    step(CleanupStep::RecordRenamed);
-    if cfg!(unix) {
-        home.open_with(".", OpenOptions::new().read(true))
-            .and_then(|d| d.sync_all())
-            .map_err(io("sync dir"))?;
-    }
-    Ok(())
+    rewind_durable::remove_temps(home, TMP_PREFIX);
+    rewind_durable::write_atomic(home, LAST_SWEEP_FILE, TMP_PREFIX, &bytes, &mut |s| match s {
+        Step::TempHalfWritten => step(CleanupStep::RecordHalfWritten),
+        Step::TempSynced => step(CleanupStep::RecordSynced),
+        Step::Renamed => step(CleanupStep::RecordRenamed),
+        Step::TempCreated | Step::TempWritten | Step::DirSynced => {}
+    })
+    .map_err(|e| RecordError::Io {
+        op: match e.op {
+            AtomicOp::SyncDir => "sync dir",
+            op => op.name(),
+        },
+        source: e.source,
+    })
 }

@@ -3,16 +3,13 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 
-use crate::layout::{
-    JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, STORE_MARKER, TRASH_DIR,
-    decode_session_dir, journal_pin,
-};
+use snapshot_store::usage::{self, MarkerError, SessionsError};
+
+use crate::layout::{JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, TRASH_DIR};
 use crate::policy::{Policy, PolicyError, PolicyPort, load_policy};
 use crate::record::{self, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger};
 
@@ -22,7 +19,7 @@ pub const SNAPSHOT_DIR: &str = "rewind-snapshots";
 pub const DAY_MS: u64 = 86_400_000;
 /// Deepest directory level scanned inside a session directory; a deeper tree
 /// keeps the session (it is not something the store writes).
-pub const MAX_SCAN_DEPTH: usize = 32;
+pub const MAX_SCAN_DEPTH: usize = usage::MAX_SESSION_DEPTH;
 
 /// A step of an applied sweep, in order; the crash seam is called after each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,20 +64,8 @@ impl CleanupStep {
 }
 
 /// A hook called after each [`CleanupStep`] (tests use it to kill the sweeper there).
-pub type CrashSeam = Arc<dyn Fn(CleanupStep) + Send + Sync>;
-
-/// A clock returning milliseconds since the Unix epoch.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-/// The system clock, milliseconds since the Unix epoch.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    })
-}
+pub type CrashSeam = rewind_durable::CrashSeam<CleanupStep>;
+pub use rewind_durable::{Clock, system_clock};
 
 /// Sessions the caller knows to be pinned (e.g. by an open restore journal
 /// the host tracks); a pinned session is never swept. Journals in the store's
@@ -340,41 +325,6 @@ impl SweepError {
     }
 }
 
-struct Scan {
-    bytes: u64,
-    files: u64,
-    newest: u64,
-}
-
-fn ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-fn scan(dir: &Dir, depth: usize, acc: &mut Scan) -> io::Result<()> {
-    if depth > MAX_SCAN_DEPTH {
-        return Err(io::Error::other(
-            "directory tree deeper than the store writes",
-        ));
-    }
-    acc.newest = acc
-        .newest
-        .max(ms(dir.dir_metadata()?.modified()?.into_std()));
-    for entry in dir.entries()? {
-        let entry = entry?;
-        let md = entry.metadata()?; // does not follow symlinks
-        acc.newest = acc.newest.max(ms(md.modified()?.into_std()));
-        if md.is_dir() {
-            scan(&entry.open_dir()?, depth + 1, acc)?;
-        } else if md.is_file() {
-            acc.bytes += md.len();
-            acc.files += 1;
-        }
-    }
-    Ok(())
-}
-
 /// Sweeps the snapshot store's session directories and keeps the last-sweep
 /// record.
 ///
@@ -538,60 +488,33 @@ impl Cleaner {
     }
 
     fn check_store(&self) -> Result<(), SweepError> {
-        let bytes = match self.store.read(STORE_MARKER) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => {
-                return Err(SweepError::Io {
-                    op: "read",
-                    path: STORE_MARKER.into(),
-                    source,
-                });
+        match usage::store_marker_version(&self.store) {
+            Ok(Some(version)) if version > KNOWN_STORE_VERSION => {
+                Err(SweepError::NewerStore { found: version })
             }
-        };
-        let version = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .map_err(|e| SweepError::CorruptStore {
-                detail: e.to_string(),
-            })?
-            .get("store_version")
-            .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| SweepError::CorruptStore {
-                detail: "missing store_version".into(),
-            })?;
-        if version > KNOWN_STORE_VERSION {
-            return Err(SweepError::NewerStore { found: version });
+            Ok(_) => Ok(()),
+            Err(MarkerError::Io(source)) => Err(SweepError::Io {
+                op: "read",
+                path: usage::STORE_MARKER.into(),
+                source,
+            }),
+            Err(MarkerError::Corrupt(detail)) => Err(SweepError::CorruptStore { detail }),
         }
-        Ok(())
     }
 
     /// Takes the store's lock exclusively (the store takes it shared while it
     /// adds references), so no capture or restore runs while directories go.
-    fn lock_store(&self) -> Result<std::fs::File, SweepError> {
-        let io = |op| {
-            move |source| SweepError::Io {
-                op,
+    fn lock_store(&self) -> Result<rewind_durable::FileLock, SweepError> {
+        rewind_durable::lock_exclusive(&self.store, STORE_LOCK).map_err(|e| match e {
+            rewind_durable::LockError::NotAFile => SweepError::NotAFile {
                 path: STORE_LOCK.into(),
-                source,
-            }
-        };
-        match self.store.symlink_metadata(STORE_LOCK) {
-            Ok(m) if !m.is_file() => {
-                return Err(SweepError::NotAFile {
-                    path: STORE_LOCK.into(),
-                });
-            }
-            _ => {}
-        }
-        let file = self
-            .store
-            .open_with(
-                STORE_LOCK,
-                OpenOptions::new().read(true).write(true).create(true),
-            )
-            .map_err(io("open"))?
-            .into_std();
-        fs4::FileExt::lock(&file).map_err(io("lock"))?;
-        Ok(file)
+            },
+            e => SweepError::Io {
+                op: e.op(),
+                path: STORE_LOCK.into(),
+                source: e.into_io(),
+            },
+        })
     }
 
     fn sweep_locked(&self, policy: &Policy, req: &SweepRequest) -> Result<SweepReport, SweepError> {
@@ -610,51 +533,28 @@ impl Cleaner {
             failed: Vec::new(),
             ignored: Vec::new(),
         };
-        let sessions = match self.store.symlink_metadata(SESSIONS_DIR) {
-            Ok(m) if m.is_dir() => {
-                self.store
-                    .open_dir(SESSIONS_DIR)
-                    .map_err(|source| SweepError::Io {
-                        op: "open",
-                        path: SESSIONS_DIR.into(),
-                        source,
-                    })?
-            }
-            Ok(_) => {
+        let listing = match usage::session_dirs(&self.store) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(report),
+            Err(SessionsError::NotADirectory) => {
                 return Err(SweepError::NotADirectory {
                     path: SESSIONS_DIR.into(),
                 });
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
-            Err(source) => {
+            Err(SessionsError::Io { op, source }) => {
                 return Err(SweepError::Io {
-                    op: "stat",
+                    op,
                     path: SESSIONS_DIR.into(),
                     source,
                 });
             }
         };
+        let sessions = listing.dir();
         let cutoff_ms = u64::from(policy.max_age_days).saturating_mul(DAY_MS);
-        let entries = sessions.entries().map_err(|source| SweepError::Io {
-            op: "list",
-            path: SESSIONS_DIR.into(),
-            source,
-        })?;
-        let mut names: Vec<(String, bool)> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| SweepError::Io {
-                op: "list",
-                path: SESSIONS_DIR.into(),
-                source,
-            })?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            names.push((name, is_dir));
-        }
-        names.sort();
         let mut trash_ready = false;
-        for (name, is_dir) in names {
-            let Some(session_id) = decode_session_dir(&name).filter(|_| is_dir) else {
+        for entry in listing.entries() {
+            let name = entry.name.clone();
+            let Some(session_id) = entry.session_id.clone() else {
                 report.ignored.push(name);
                 continue;
             };
@@ -677,8 +577,11 @@ impl Cleaner {
                 keep(&mut report, KeepReason::Pinned);
                 continue;
             }
-            let dir = match sessions.open_dir(&name) {
-                Ok(d) => d,
+            let opened = sessions
+                .open_dir(&name)
+                .and_then(|dir| usage::session_activity(&dir).map(|acc| (dir, acc)));
+            let (dir, acc) = match opened {
+                Ok(both) => both,
                 Err(e) => {
                     keep(
                         &mut report,
@@ -689,31 +592,17 @@ impl Cleaner {
                     continue;
                 }
             };
-            let mut acc = Scan {
-                bytes: 0,
-                files: 0,
-                newest: 0,
-            };
-            if let Err(e) = scan(&dir, 0, &mut acc) {
-                keep(
-                    &mut report,
-                    KeepReason::Unreadable {
-                        detail: e.to_string(),
-                    },
-                );
-                continue;
-            }
-            if req.scope == Scope::Idle && acc.newest.saturating_add(cutoff_ms) > now {
+            if req.scope == Scope::Idle && acc.last_activity_ms.saturating_add(cutoff_ms) > now {
                 keep(
                     &mut report,
                     KeepReason::Recent {
-                        last_activity: acc.newest,
+                        last_activity: acc.last_activity_ms,
                     },
                 );
                 continue;
             }
             // Journals are read only for sessions that would go.
-            match journal_pin(&dir) {
+            match usage::journal_pin(&dir) {
                 Some(JournalPin::Open { op }) => {
                     keep(&mut report, KeepReason::OpenJournal { op });
                     continue;
@@ -730,7 +619,7 @@ impl Cleaner {
                 dir_name: name.clone(),
                 bytes: acc.bytes,
                 files: acc.files,
-                last_activity: acc.newest,
+                last_activity: acc.last_activity_ms,
             };
             if req.apply {
                 if !trash_ready {

@@ -10,6 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 use rewind_cleanup::*;
+use rewind_test_support::{CrashChild, CrashTarget, each_point};
 
 const NOW: u64 = 1_800_000_000_000;
 
@@ -639,7 +640,6 @@ fn newer_or_corrupt_store_fails_closed() {
 }
 
 const CHILD_ENV: &str = "REWIND_CLEANUP_CHILD";
-const CRASH_ENV: &str = "REWIND_CLEANUP_CRASH_AT";
 
 /// Entry point of the child process of the crash test; a no-op in a normal run.
 #[test]
@@ -647,18 +647,12 @@ fn child_main() {
     let Ok(home) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let target = CleanupStep::from_name(&std::env::var(CRASH_ENV).unwrap()).unwrap();
+    let target = CrashTarget::from_env().unwrap();
+    assert!(CleanupStep::from_name(target.point()).is_some());
     let cleaner = Cleaner::open(home)
         .unwrap()
         .with_clock(Arc::new(|| NOW))
-        .with_crash_seam(Arc::new(move |step| {
-            if step == target {
-                use std::io::Write as _;
-                println!("\n@@crash-point {}", step.name());
-                let _ = std::io::stdout().flush();
-                std::thread::sleep(Duration::from_secs(600));
-            }
-        }));
+        .with_crash_seam(Arc::new(move |step| target.reached(step.name())));
     cleaner
         .sweep(&policy(30), &SweepRequest::dry_run(Scope::Idle).applied())
         .unwrap();
@@ -666,37 +660,16 @@ fn child_main() {
 
 #[test]
 fn killed_sweeper_leaves_whole_sessions_and_a_whole_record() {
-    use std::io::{BufRead as _, BufReader};
-    use std::process::{Command, Stdio};
     let old_record = br#"{"version":1,"at":1,"trigger":"auto","removed":0,"bytes":0}"#;
-    for step in CleanupStep::ALL {
+    let cases = each_point(CleanupStep::ALL, |step| {
         let h = Home::new();
         let old = snapshot(&h.session("old", 40, 10));
         let fresh = snapshot(&h.session("fresh", 1, 10));
         fs::write(h.home.join(LAST_SWEEP_FILE), old_record).unwrap();
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+        let killed = CrashChild::new("child_main")
             .env(CHILD_ENV, &h.home)
-            .env(CRASH_ENV, step.name())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "child ended before {}",
-                step.name()
-            );
-            if line.starts_with("@@crash-point ") {
-                break;
-            }
-        }
-        child.kill().unwrap(); // SIGKILL
-        assert!(!child.wait().unwrap().success());
+            .run(step.name(), 0);
+        assert!(killed.killed(), "child ended before {}", step.name());
 
         // The fresh session is untouched; the old one is whole or gone from `sessions/`.
         assert_eq!(snapshot(&h.session_dir("fresh")), fresh, "{}", step.name());
@@ -748,7 +721,8 @@ fn killed_sweeper_leaves_whole_sessions_and_a_whole_record() {
         assert!(leftovers.is_empty(), "{}: {leftovers:?}", step.name());
         assert_eq!(h.cleaner(NOW).last_sweep().unwrap().unwrap().at, NOW + 1);
         assert_eq!(snapshot(&h.session_dir("fresh")), fresh);
-    }
+    });
+    assert_eq!(cases, CleanupStep::ALL.len());
 }
 
 #[derive(Clone, Debug)]

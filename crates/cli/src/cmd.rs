@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
 use history::{Entry, HistoryStore, Outcome, Partition, Paths, WorkspaceKey};
@@ -33,10 +33,7 @@ struct Ctx {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    rewind_durable::ms_since_epoch(SystemTime::now())
 }
 
 fn emit(ctx: &Ctx, value: Value, text: String) {

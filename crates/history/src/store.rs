@@ -1,14 +1,11 @@
 //! The history store: partitions on disk, serialized atomic writes.
 
-use std::collections::HashMap;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
+use rewind_durable::{AtomicOp, process_lock, sync_dir};
 use serde::{Deserialize, Serialize};
 
 use crate::entry::{Entry, Outcome, Paths, UndoMode, UndoOutcome};
@@ -32,68 +29,14 @@ pub const HISTORY_FILE: &str = "history.json";
 /// File name of a partition's lock file (an OS lock is taken on it around every write).
 pub const LOCK_FILE: &str = ".history.lock";
 const TMP_PREFIX: &str = "history.json.tmp-";
-const CORRUPT_PREFIX: &str = "history.json.corrupt-";
 
-/// A step of the atomic write, in order; the crash seam is called after each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WriteStep {
-    /// The temp file was created, empty.
-    TempCreated,
-    /// Half of the new bytes are in the temp file.
-    TempHalfWritten,
-    /// All new bytes are in the temp file, not yet synced.
-    TempWritten,
-    /// The temp file was synced to disk.
-    TempSynced,
-    /// The temp file was renamed over `history.json`.
-    Renamed,
-    /// The partition directory was synced: the write is durable.
-    DirSynced,
-}
-
-impl WriteStep {
-    /// Every step, in the order a write passes them.
-    pub const ALL: [WriteStep; 6] = [
-        Self::TempCreated,
-        Self::TempHalfWritten,
-        Self::TempWritten,
-        Self::TempSynced,
-        Self::Renamed,
-        Self::DirSynced,
-    ];
-
-    /// The step's kebab-case name (`temp-created`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::TempCreated => "temp-created",
-            Self::TempHalfWritten => "temp-half-written",
-            Self::TempWritten => "temp-written",
-            Self::TempSynced => "temp-synced",
-            Self::Renamed => "renamed",
-            Self::DirSynced => "dir-synced",
-        }
-    }
-
-    /// The step with this name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
+/// A step of the atomic write, in order; the crash seam is called after each
+/// (the steps of [`rewind_durable::write_atomic`]).
+pub use rewind_durable::Step as WriteStep;
 
 /// A hook called after each [`WriteStep`] (tests use it to kill the writer there).
-pub type CrashSeam = Arc<dyn Fn(WriteStep) + Send + Sync>;
-/// A clock returning milliseconds since the Unix epoch.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-/// The system clock, milliseconds since the Unix epoch.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    })
-}
+pub type CrashSeam = rewind_durable::CrashSeam<WriteStep>;
+pub use rewind_durable::{Clock, system_clock};
 
 /// The content of one partition file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,13 +142,6 @@ pub struct MarkReport {
     pub entry: Entry,
     /// What else the write did.
     pub notes: WriteNotes,
-}
-
-fn process_lock(id: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
-    let map = LOCKS.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
-    map.entry(id.to_path_buf()).or_default().clone()
 }
 
 enum ParseFailure {
@@ -339,8 +275,6 @@ impl std::fmt::Debug for HistoryStore {
             .finish_non_exhaustive()
     }
 }
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl HistoryStore {
     /// Opens (creating it if missing) the history root, e.g.
@@ -704,25 +638,17 @@ impl HistoryStore {
             })?;
         let guard = process_lock(&self.root_path.join(key.as_str()));
         let _held = guard.lock().unwrap_or_else(|p| p.into_inner());
-        let lock_path = rel(key, LOCK_FILE);
-        let lock_file = dir
-            .open_with(
-                LOCK_FILE,
-                OpenOptions::new().read(true).write(true).create(true),
-            )
-            .map_err(|source| WriteError::Io {
-                op: "open lock",
-                path: lock_path.clone(),
-                source,
-            })?
-            .into_std();
-        fs4::FileExt::lock(&lock_file).map_err(|source| WriteError::Io {
-            op: "lock",
-            path: lock_path,
-            source,
+        let lock_file = rewind_durable::lock_exclusive(&dir, LOCK_FILE).map_err(|e| {
+            WriteError::Io {
+                op: if e.op() == "lock" { "lock" } else { "open lock" },
+                path: rel(key, LOCK_FILE),
+                source: e.into_io(),
+            }
         })?;
 
-        self.remove_stale_temps(&dir);
+        // Only under the partition's locks, so no writer is mid-write: any
+        // temp file left is from a writer that died.
+        rewind_durable::remove_temps(&dir, TMP_PREFIX);
         let mut notes = WriteNotes::default();
         let path = rel(key, HISTORY_FILE);
         let mut partition = match read_raw(&dir) {
@@ -769,35 +695,14 @@ impl HistoryStore {
         Ok((result, notes))
     }
 
-    fn remove_stale_temps(&self, dir: &Dir) {
-        // Only called under the partition's locks, so no writer is mid-write:
-        // any temp file left is from a writer that died.
-        if let Ok(entries) = dir.entries() {
-            for e in entries.flatten() {
-                if e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(TMP_PREFIX))
-                {
-                    let _ = dir.remove_file(e.file_name());
-                }
-            }
-        }
-    }
-
     fn quarantine(&self, dir: &Dir, key: &WorkspaceKey) -> Result<String, WriteError> {
-        let now = (self.clock)();
-        let mut name = format!("{CORRUPT_PREFIX}{now}");
-        let mut n = 1;
-        while dir.symlink_metadata(&name).is_ok() {
-            name = format!("{CORRUPT_PREFIX}{now}-{n}");
-            n += 1;
-        }
-        dir.rename(HISTORY_FILE, dir, &name)
-            .map_err(|source| WriteError::Io {
+        let name = rewind_durable::rename_aside(dir, HISTORY_FILE, (self.clock)()).map_err(
+            |source| WriteError::Io {
                 op: "rename aside",
                 path: rel(key, HISTORY_FILE),
                 source,
-            })?;
+            },
+        )?;
         sync_dir(dir).map_err(|source| WriteError::Io {
             op: "sync",
             path: key.as_str().into(),
@@ -806,56 +711,26 @@ impl HistoryStore {
         Ok(name)
     }
 
-    fn step(&self, step: WriteStep) {
-        if let Some(seam) = &self.crash {
-            seam(step);
-        }
-    }
-
     fn write_atomic(&self, dir: &Dir, key: &WorkspaceKey, bytes: &[u8]) -> Result<(), WriteError> {
-        let tmp = format!(
-            "{TMP_PREFIX}{}-{}",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let tmp_path = rel(key, &tmp);
-        let io = |op, source| WriteError::Io {
-            op,
-            path: tmp_path.clone(),
-            source,
-        };
-        let mut file = dir
-            .open_with(&tmp, OpenOptions::new().write(true).create_new(true))
-            .map_err(|e| io("create", e))?;
-        self.step(WriteStep::TempCreated);
-        let result = (|| {
-            let (a, b) = bytes.split_at(bytes.len() / 2);
-            file.write_all(a).map_err(|e| io("write", e))?;
-            self.step(WriteStep::TempHalfWritten);
-            file.write_all(b).map_err(|e| io("write", e))?;
-            self.step(WriteStep::TempWritten);
-            file.sync_all().map_err(|e| io("sync", e))?;
-            self.step(WriteStep::TempSynced);
-            drop(file);
-            dir.rename(&tmp, dir, HISTORY_FILE)
-                .map_err(|e| io("rename", e))
-        })();
-        if let Err(e) = result {
-            let _ = dir.remove_file(&tmp);
-            return Err(e);
-        }
-        self.step(WriteStep::Renamed);
-        // Crash-safety: after the rename the new name points at synced bytes;
-        // syncing the directory makes the rename itself durable. A crash
-        // before this point leaves the old file (or, after the rename, the
-        // new one) — both complete.
-        sync_dir(dir).map_err(|source| WriteError::Io {
-            op: "sync",
-            path: key.as_str().into(),
-            source,
-        })?;
-        self.step(WriteStep::DirSynced);
-        Ok(())
+        let seam = self.crash.as_deref();
+        rewind_durable::write_atomic(dir, HISTORY_FILE, TMP_PREFIX, bytes, &mut |step| {
+            if let Some(seam) = seam {
+                seam(step);
+            }
+        })
+        .map_err(|e| match e.op {
+            // The rename is done; only its durability failed.
+            AtomicOp::SyncDir => WriteError::Io {
+                op: "sync",
+                path: key.as_str().into(),
+                source: e.source,
+            },
+            op => WriteError::Io {
+                op: op.name(),
+                path: rel(key, &e.temp),
+                source: e.source,
+            },
+        })
     }
 }
 
@@ -878,19 +753,6 @@ fn read_raw(dir: &Dir) -> io::Result<Raw> {
         Ok(b) => Ok(Raw::Bytes(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Raw::Missing),
         Err(e) => Err(e),
-    }
-}
-
-/// Syncs a directory (makes renames and creations inside it durable). The
-/// handle cap-std keeps may be a path-only descriptor, so the directory is
-/// opened again for reading first. Windows cannot open a directory as a file
-/// this way and journals directory metadata itself, so it is a no-op there.
-fn sync_dir(dir: &Dir) -> io::Result<()> {
-    if cfg!(unix) {
-        dir.open_with(".", OpenOptions::new().read(true))?
-            .sync_all()
-    } else {
-        Ok(())
     }
 }
 

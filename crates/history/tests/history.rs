@@ -5,16 +5,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use rewind_history::*;
+use rewind_test_support::{CrashChild, CrashTarget, each_point};
 
 const CHILD_ENV: &str = "REWIND_HISTORY_CHILD";
-const CRASH_ENV: &str = "REWIND_HISTORY_CRASH_AT";
 
 fn key(id: &str) -> WorkspaceKey {
     WorkspaceKey::for_workspace(id).unwrap()
@@ -52,16 +51,9 @@ fn child_main() {
         parts[4].parse::<usize>().unwrap(),
     );
     let mut store = HistoryStore::open(root).unwrap().with_limit(limit);
-    if let Ok(point) = std::env::var(CRASH_ENV) {
-        let target = WriteStep::from_name(&point).unwrap();
-        store = store.with_crash_seam(Arc::new(move |step| {
-            if step == target {
-                println!("\n@@crash-point {}", step.name());
-                use std::io::Write as _;
-                let _ = std::io::stdout().flush();
-                std::thread::sleep(std::time::Duration::from_secs(600));
-            }
-        }));
+    if let Some(target) = CrashTarget::from_env() {
+        assert!(WriteStep::from_name(target.point()).is_some());
+        store = store.with_crash_seam(Arc::new(move |step| target.reached(step.name())));
     }
     for i in 0..count {
         store
@@ -70,13 +62,14 @@ fn child_main() {
     }
 }
 
+fn child_spec(root: &Path, k: &WorkspaceKey, prefix: &str, count: usize, limit: usize) -> String {
+    format!("{}|{}|{prefix}|{count}|{limit}", root.display(), k.as_str())
+}
+
 fn child(root: &Path, k: &WorkspaceKey, prefix: &str, count: usize, limit: usize) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
-        .env(
-            CHILD_ENV,
-            format!("{}|{}|{prefix}|{count}|{limit}", root.display(), k.as_str()),
-        )
+        .env(CHILD_ENV, child_spec(root, k, prefix, count, limit))
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     cmd
@@ -656,32 +649,16 @@ fn concurrent_process_appends_lose_nothing() {
 fn killed_writer_leaves_old_or_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let k = ws();
-    for step in WriteStep::ALL {
+    let cases = each_point(WriteStep::ALL, |step| {
         let root = dir.path().join(step.name());
         let store = HistoryStore::open(&root).unwrap();
         // Old version: one entry written by a completed write.
         store.append(&k, entry("old", "old", &k, 0)).unwrap();
         let old = std::fs::read(file(&root, &k)).unwrap();
-        let mut c = child(&root, &k, "new", 1, 10);
-        c.env(CRASH_ENV, step.name());
-        let mut proc = c.spawn().unwrap();
-        let mut out = BufReader::new(proc.stdout.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "child ended before {}",
-                step.name()
-            );
-            if line.starts_with("@@crash-point ") {
-                break;
-            }
-        }
-        assert_eq!(line.trim(), format!("@@crash-point {}", step.name()));
-        proc.kill().unwrap(); // SIGKILL
-        let status = proc.wait().unwrap();
-        assert!(!status.success());
+        let killed = CrashChild::new("child_main")
+            .env(CHILD_ENV, child_spec(&root, &k, "new", 1, 10))
+            .run(step.name(), 0);
+        assert!(killed.killed(), "child ended before {}", step.name());
         let now = std::fs::read(file(&root, &k)).unwrap();
         let p = store.read(&k).unwrap();
         match step {
@@ -701,7 +678,8 @@ fn killed_writer_leaves_old_or_new_file() {
             .filter(|n| n != HISTORY_FILE && n != LOCK_FILE)
             .collect();
         assert!(names.is_empty(), "{}: leftovers {names:?}", step.name());
-    }
+    });
+    assert_eq!(cases, WriteStep::ALL.len());
 }
 
 fn cases() -> u32 {

@@ -13,7 +13,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::fs::{Dir, File, OpenOptions};
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -25,13 +24,8 @@ use crate::seam::{Area, CrashPoint, FaultSeam, FsOp};
 /// Size of the streaming buffer (the most of one file held in memory while streaming).
 pub(crate) const CHUNK: usize = 64 * 1024;
 
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A unique temporary-file suffix for this process.
-pub(crate) fn unique_suffix() -> String {
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{}-{n}", std::process::id())
-}
+/// A unique temporary-file suffix for this process (`<pid>-<n>`).
+pub(crate) use rewind_durable::unique_suffix;
 
 fn fail(op: FsOp, area: Area, path: &Path, source: io::Error) -> FsFailure {
     FsFailure {
@@ -218,7 +212,7 @@ impl StoreFs {
             return Ok(());
         }
         self.check(FsOp::Sync, path)?;
-        // Directory handles may be O_PATH: open the directory for reading to fsync it.
+        // Directory handles may be O_PATH: `sync_dir` opens it for reading to fsync it.
         let target: &Path = if path.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -228,10 +222,7 @@ impl StoreFs {
             .dir
             .open_dir(target)
             .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&d, ".", flags, Mode::empty())
-            .map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))?;
-        rustix::fs::fsync(&fd).map_err(|e| fail(FsOp::Sync, Area::Store, path, e.into()))
+        rewind_durable::sync_dir(&d).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
     }
 
     /// Creates `path` with `bytes` only if it does not exist yet, without a temporary

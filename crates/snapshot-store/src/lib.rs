@@ -66,6 +66,7 @@ mod scan;
 mod seam;
 mod session;
 mod store;
+pub mod usage;
 
 pub use chain::{ChainLink, ChainPlanError};
 pub use diff_view::{

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::{Dir, OpenOptions};
+use rewind_durable::ms_since_epoch as ms;
 use rustix::fs::FlockOperation;
 use sha2::{Digest, Sha256};
 
@@ -301,11 +302,6 @@ fn now_stamp() -> String {
     format!("{ms}-{}", unique_suffix())
 }
 
-fn ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 fn show(p: &Path) -> String {
     p.to_string_lossy().into_owned()

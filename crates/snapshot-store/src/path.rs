@@ -201,6 +201,11 @@ pub fn encode_id(id: &str) -> Result<String, IdError> {
     if id.len() > MAX_ID_LEN {
         return Err(IdError::TooLong);
     }
+    Ok(encode_unchecked(id))
+}
+
+/// [`encode_id`] without its length checks.
+pub(crate) fn encode_unchecked(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for b in id.bytes() {
         if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
@@ -210,7 +215,7 @@ pub fn encode_id(id: &str) -> Result<String, IdError> {
             out.push_str(&format!("{b:02X}"));
         }
     }
-    Ok(out)
+    out
 }
 
 /// Inverse of [`encode_id`]; `None` for a name [`encode_id`] cannot produce.

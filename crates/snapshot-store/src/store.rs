@@ -95,7 +95,7 @@ pub(crate) struct MarkerSeen {
     pub newer: Option<NewerVersion>,
 }
 
-const MARKER: &str = "store.json";
+const MARKER: &str = crate::usage::STORE_MARKER;
 
 /// Parses `store.json`: `Some(newer)` when written by a newer build.
 fn parse_marker(bytes: &[u8]) -> Result<(u32, Option<NewerVersion>), Fault> {

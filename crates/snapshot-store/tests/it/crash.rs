@@ -3,12 +3,10 @@
 //! reaches the point; the parent reopens the store and checks that continue or
 //! rollback yields exactly the post- or the pre-state.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rewind_test_support::{CrashChild, CrashTarget, each_hit, each_point};
 use snapshot_store::{
     CommitOutcome, CrashPoint, FaultSeam, JournalState, PruneOptions, Store, StoreOptions,
 };
@@ -19,29 +17,17 @@ use crate::common::{
 use crate::faults::setup_restore;
 
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
-const POINT: &str = "SNAPSHOT_STORE_CRASH_POINT";
-const HIT: &str = "SNAPSHOT_STORE_CRASH_HIT";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
 const DURABLE: &str = "SNAPSHOT_STORE_CRASH_DURABLE";
-const REACHED: &str = "CRASH-POINT-REACHED";
 /// Compaction threshold of the crash and compaction tests (small logs compact).
 pub const SMALL_LOG: u64 = 16 * 1024;
 
-struct StopAt {
-    name: String,
-    hit: usize,
-    seen: AtomicUsize,
-}
+/// The store's seam in the child: stops at the harness's crash target.
+struct StopAt(CrashTarget);
 
 impl FaultSeam for StopAt {
     fn crash_point(&self, p: CrashPoint) {
-        if p.name() == self.name && self.seen.fetch_add(1, Ordering::SeqCst) == self.hit {
-            println!("{REACHED}");
-            let _ = std::io::stdout().flush();
-            loop {
-                std::thread::sleep(std::time::Duration::from_secs(1));
-            }
-        }
+        self.0.reached(p.name());
     }
 }
 
@@ -52,17 +38,9 @@ fn crash_child() {
     let Ok(scenario) = std::env::var(SCENARIO) else {
         return;
     };
-    let point = std::env::var(POINT).expect("point");
-    let hit: usize = std::env::var(HIT)
-        .expect("hit")
-        .parse()
-        .expect("hit number");
+    let target = CrashTarget::from_env().expect("crash point");
     let dir = std::path::PathBuf::from(std::env::var(DIR).expect("dir"));
-    let seam = Arc::new(StopAt {
-        name: point,
-        hit,
-        seen: AtomicUsize::new(0),
-    });
+    let seam = Arc::new(StopAt(target));
     let durability = if std::env::var(DURABLE).is_ok() {
         snapshot_store::Durability::PowerLoss
     } else {
@@ -125,59 +103,14 @@ fn run_child(dir: &Path, scenario: &str, point: &str, hit: usize) -> bool {
 }
 
 fn run_child_with(dir: &Path, scenario: &str, point: &str, hit: usize, durable: bool) -> bool {
-    let exe = std::env::current_exe().expect("current exe");
-    let mut cmd = Command::new(exe);
-    if durable {
-        cmd.env(DURABLE, "1");
-    }
-    let mut child = cmd
-        .args([
-            "crash::crash_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let mut child = CrashChild::new("crash::crash_child")
+        .ignored()
         .env(SCENARIO, scenario)
-        .env(POINT, point)
-        .env(HIT, hit.to_string())
-        .env(DIR, dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut reached = false;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.expect("line");
-        if line.contains(REACHED) {
-            reached = true;
-            break;
-        }
+        .env(DIR, dir);
+    if durable {
+        child = child.env(DURABLE, "1");
     }
-    if reached {
-        child.kill().expect("SIGKILL");
-        let status = child.wait().expect("wait");
-        assert!(!status.success());
-        return true;
-    }
-    let out = child.wait_with_output().expect("wait");
-    assert!(
-        out.status.success(),
-        "child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
-}
-
-/// Visits each hit of `point` (indexed points occur once per action) until the child no longer reaches it.
-fn each_hit(point: &str, mut f: impl FnMut(usize) -> bool) {
-    let mut hit = 0;
-    while f(hit) {
-        hit += 1;
-        assert!(hit < 100, "{point}: runaway");
-    }
-    assert!(hit > 0, "crash point {point} was never reached");
+    child.run(point, hit).killed()
 }
 
 /// After a crash, recovery on this copy and on a second copy of the same state.
@@ -245,13 +178,13 @@ fn kill_during_power_loss_mode_restore_then_continue_or_rollback_is_exact() {
 }
 
 fn restore_kills(durable: bool) {
-    for point in [
+    each_point([
         "restore-rescued",
         "restore-journal-written",
         "restore-action-applied",
         "restore-action-logged",
         "restore-before-complete",
-    ] {
+    ], |point| {
         each_hit(point, |hit| {
             let env = Env::new();
             let (pre, at1) = setup_restore(&env);
@@ -266,7 +199,7 @@ fn restore_kills(durable: bool) {
             );
             true
         });
-    }
+    });
 }
 
 /// A restore left open (one damaged blob, repaired afterwards).
@@ -296,13 +229,13 @@ fn open_journal(env: &Env) -> (Snap, Snap) {
 
 #[test]
 fn kill_during_continue_and_rollback_is_recoverable() {
-    for (scenario, point) in [
+    each_point([
         ("continue", "restore-action-applied"),
         ("continue", "restore-action-logged"),
         ("continue", "restore-before-complete"),
         ("rollback", "rollback-action-applied"),
         ("rollback", "rollback-before-complete"),
-    ] {
+    ], |(scenario, point)| {
         each_hit(point, |hit| {
             let env = Env::new();
             let (pre, at1) = open_journal(&env);
@@ -339,17 +272,17 @@ fn kill_during_continue_and_rollback_is_recoverable() {
             }
             true
         });
-    }
+    });
 }
 
 #[test]
 fn kill_during_capture_and_commit_loses_nothing() {
-    for point in [
+    each_point([
         "capture-blob-stored",
         "capture-staged",
         "commit-entry-written",
         "commit-pending-removed",
-    ] {
+    ], |point| {
         let env = Env::new();
         env.write("a", b"a-before");
         env.write("other", b"o");
@@ -410,16 +343,16 @@ fn kill_during_capture_and_commit_loses_nothing() {
             "{point}: before-state intact"
         );
         assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
-    }
+    });
 }
 
 #[test]
 fn kill_during_prune_keeps_the_store_consistent() {
-    for point in [
+    each_point([
         "prune-group-detached",
         "prune-before-sweep",
         "prune-blob-removed",
-    ] {
+    ], |point| {
         each_hit(point, |hit| {
             let env = Env::new();
             {
@@ -457,12 +390,12 @@ fn kill_during_prune_keeps_the_store_consistent() {
             assert_eq!(s.anchors().expect("anchors"), vec![13, 14], "{point}#{hit}");
             true
         });
-    }
+    });
 }
 
 #[test]
 fn kill_during_compaction_loses_nothing() {
-    for point in ["compact-written", "compact-replaced"] {
+    each_point(["compact-written", "compact-replaced"], |point| {
         each_hit(point, |hit| {
             let env = Env::new();
             {
@@ -523,12 +456,12 @@ fn kill_during_compaction_loses_nothing() {
             assert_eq!(hidden, 0, "{point}#{hit}: temporaries swept");
             true
         });
-    }
+    });
 }
 
 #[test]
 fn kill_during_migration_loses_nothing() {
-    for point in ["migrate-marker-written", "migrate-log-written"] {
+    each_point(["migrate-marker-written", "migrate-log-written"], |point| {
         each_hit(point, |hit| {
             let env = Env::new();
             copy_tree(&crate::migrate::fixture(), env.tmp.path());
@@ -538,5 +471,5 @@ fn kill_during_migration_loses_nothing() {
             crate::migrate::check_fixture(env.tmp.path());
             true
         });
-    }
+    });
 }
