@@ -16,13 +16,13 @@ pub const SNAPSHOTS_DIR: &str = "rewind-snapshots";
 /// Where the engine keeps the rewind history, under the DSH home.
 pub const HISTORY_DIR: &str = "rewind-history";
 
-/// Milliseconds since the epoch.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+/// Milliseconds since the epoch (the clock of every history record).
+pub use rewind_durable::Clock;
 
 /// A test seam called at each step of a sequence's crash order with the step's name
 /// (`undo:files`, `redo:started`, ...). The host's crash tests install one that kills the
 /// process at a named step; production passes none.
-pub type CrashSeam = Arc<dyn Fn(&'static str) + Send + Sync>;
+pub type CrashSeam = rewind_durable::CrashSeam<&'static str>;
 
 /// How an [`Engine`] is opened.
 #[derive(Clone)]
@@ -42,7 +42,7 @@ impl Default for EngineOptions {
         Self {
             max_file_bytes: snapshot_store::DEFAULT_MAX_FILE_BYTES,
             store: StoreOptions::default(),
-            clock: rewind_history::system_clock(),
+            clock: rewind_durable::system_clock(),
             crash: None,
         }
     }
