@@ -8,7 +8,8 @@
 export declare class BindingCleanup {
   /**
    * The cleanup of `dsh_home` (where the last-sweep record lives) over the snapshot store at
-   * `store_root`. Opening touches nothing.
+   * `store_root`. Opening touches nothing. (The plugin takes its cleanup from
+   * `BindingEngine.cleanup()`, sharing the engine's session handles.)
    */
   static open(dshHome: string, storeRoot: string): BindingCleanup
   /**
@@ -53,6 +54,11 @@ export declare class BindingEngine {
    * engine's session handles. Throws why the store cannot open, if it cannot.
    */
   store(): BindingStore
+  /**
+   * The snapshot auto-cleanup of this home: its sweeps free the backups only removed sessions
+   * referenced and forget those sessions' handles.
+   */
+  cleanup(): BindingCleanup
   /**
    * The session `session_id` working in `cwd` (none: its rewinds touch no file), whose
    * history is the workspace partition `key`.

@@ -11,11 +11,14 @@ import type { CleanupPort, SweepReport } from './ports.ts'
 import { unavailableCleanup } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 
-/** Open the sweep over `<dsh home>/rewind-snapshots`; `forget` drops store handles of swept sessions. */
-export function openCleanup(dshHome: string, snapshotRoot: string, settings: SettingsModel, logger: HostLogger, forget: (sessionId: string) => void): CleanupPort {
+/**
+ * Open the engine's sweep over `<dsh home>/rewind-snapshots` (the engine frees the backups only
+ * the removed sessions referenced and forgets their store handles).
+ */
+export function openCleanup(engine: () => Addon.BindingEngine, settings: SettingsModel, logger: HostLogger): CleanupPort {
   let binding: Addon.BindingCleanup
   try {
-    binding = callNative(n => n.BindingCleanup.open(dshHome, snapshotRoot))
+    binding = callNative(() => engine().cleanup())
   } catch (error) {
     const e = toRewindError(error)
     logger.warn('snapshot cleanup unavailable: %s', e.message)
@@ -27,7 +30,6 @@ export function openCleanup(dshHome: string, snapshotRoot: string, settings: Set
     return { enabled, maxAgeDays }
   }
   const shape = (r: Addon.BindingSweepReport): SweepReport => {
-    if (r.applied) for (const item of r.items) forget(item.sessionId)
     return { applied: r.applied, items: r.items.map(i => ({ sessionId: i.sessionId, bytes: i.bytes })), bytes: r.bytes, failed: r.failed.map(f => ({ path: f.path, reason: f.reason })) }
   }
   return {

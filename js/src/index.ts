@@ -54,7 +54,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   let files: FilesPort | undefined
   const getFiles = (): FilesPort => (files ??= openFiles(() => engine.engine(), join(dshHome, 'rewind-snapshots'), logger))
   let cleanup: CleanupPort | undefined
-  const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(dshHome, join(dshHome, 'rewind-snapshots'), settings, logger, id => getFiles().forget(id)))
+  const getCleanup = (): CleanupPort => (cleanup ??= openCleanup(() => engine.engine(), settings, logger))
   const history = new HistoryPort(HistoryPort.rootFor(dshHome))
 
   const locale = (): Locale => {

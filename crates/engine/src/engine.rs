@@ -135,6 +135,19 @@ impl Engine {
         &self.history_root
     }
 
+    /// The DSH home (where the auto-cleanup keeps its last-sweep record): the store root's
+    /// parent.
+    pub fn home(&self) -> &Path {
+        self.snapshots_root.parent().unwrap_or(&self.snapshots_root)
+    }
+
+    /// Runs `f` on the store (`Err` when it cannot open), without holding the engine's lock
+    /// meanwhile (a store handle is shared and safe across threads).
+    pub fn with_store<T>(&self, f: impl FnOnce(&Store) -> T) -> Result<T, EngineError> {
+        let store = self.lock().store.clone()?;
+        Ok(f(&store))
+    }
+
     /// Why the snapshot store could not open, if it could not.
     pub fn store_error(&self) -> Option<EngineError> {
         self.lock().store.as_ref().err().cloned()

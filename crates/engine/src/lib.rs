@@ -27,6 +27,7 @@
 extern crate cleanup as rewind_cleanup;
 extern crate history as rewind_history;
 
+mod cleanup;
 mod codes;
 mod engine;
 mod error;
@@ -36,6 +37,7 @@ mod session;
 mod undo;
 
 pub use codes::ErrorCode;
+pub use cleanup::{AutoSwept, Swept};
 pub use engine::{Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, SNAPSHOTS_DIR};
 pub use error::EngineError;
 pub use recover::{

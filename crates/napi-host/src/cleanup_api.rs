@@ -2,10 +2,13 @@
 
 use napi::bindgen_prelude::{AsyncTask, Env};
 use napi_derive::napi;
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use rewind_cleanup::{
-    AutoSweep, Cleaner, KeepReason, MemoryPolicy, NoBackend, Pins, Policy, PolicyPort, Scope,
-    SweepRequest,
+    KeepReason, MemoryPolicy, NoBackend, Policy, PolicyPort, QuotaReport, Scope, SweepRequest,
 };
+use rewind_engine::{Engine, EngineOptions};
 
 use crate::error::BindingError;
 use crate::task::Job;
@@ -19,8 +22,15 @@ use crate::types::{
 /// call; `null` means the host has no settings backend, and then every sweep refuses (fails closed).
 #[napi]
 pub struct BindingCleanup {
-    dsh_home: String,
-    store_root: String,
+    engine: Arc<Engine>,
+}
+
+impl BindingCleanup {
+    /// The cleanup of `engine`'s home and store (the sweeps forget the handles of the sessions
+    /// they remove).
+    pub(crate) fn of(engine: Arc<Engine>) -> Self {
+        Self { engine }
+    }
 }
 
 fn port(policy: Option<BindingCleanupPolicy>) -> Box<dyn PolicyPort> {
@@ -71,6 +81,37 @@ fn failed(failed: Vec<rewind_cleanup::Failed>) -> Vec<BindingSkippedPath> {
         .collect()
 }
 
+/// A sweep and the garbage collection after it: backups that were not freed are listed.
+fn swept(s: rewind_engine::Swept) -> BindingSweepReport {
+    let mut r = report(s.report);
+    if let Some(reason) = s.blobs_not_freed {
+        r.failed.push(BindingSkippedPath {
+            path: "blobs".into(),
+            reason: format!("unreferenced backups were not freed: {reason}"),
+        });
+    }
+    r
+}
+
+fn quota_report(q: QuotaReport) -> BindingSweepReport {
+    BindingSweepReport {
+        applied: q.applied,
+        bytes: q.bytes_after as f64,
+        items: q
+            .items
+            .into_iter()
+            .map(|i| BindingSweepItem {
+                session_id: i.session_id,
+                bytes: i.freed as f64,
+                files: 0.0,
+                last_activity: i.last_activity as f64,
+            })
+            .collect(),
+        kept: kept(&q.kept),
+        failed: failed(q.failed),
+    }
+}
+
 fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
     BindingSweepReport {
         applied: r.applied,
@@ -90,56 +131,15 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
     }
 }
 
-/// The size quota after an age sweep (see [`BindingCleanup::quota_sweep`]).
-fn run_quota(
-    cleaner: &Cleaner,
-    policy: Option<BindingCleanupPolicy>,
-    store_root: &str,
-    active: Vec<String>,
-    apply: bool,
-    max: u64,
-    already: &[String],
-) -> Result<BindingSweepReport, BindingError> {
-    let store = snapshot_store::Store::open(
-        std::path::Path::new(store_root),
-        snapshot_store::StoreOptions::default(),
-    )?;
-    let mut request = SweepRequest::dry_run(Scope::Idle).with_active(active);
-    if apply {
-        request = request.applied();
-    }
-    let q = cleaner.quota_sweep(port(policy).as_ref(), &store, max, &request, already)?;
-    Ok(BindingSweepReport {
-        applied: q.applied,
-        bytes: q.bytes_after as f64,
-        items: q
-            .items
-            .into_iter()
-            .map(|i| BindingSweepItem {
-                session_id: i.session_id,
-                bytes: i.freed as f64,
-                files: 0.0,
-                last_activity: i.last_activity as f64,
-            })
-            .collect(),
-        kept: kept(&q.kept),
-        failed: failed(q.failed),
-    })
-}
-
 /// The store's storage, with the share of the workspace made of `members` (session ids) and
 /// `scan_keys` (its workspace scan states).
 fn storage(
-    store_root: &str,
+    store: &snapshot_store::Store,
     members: &[String],
     scan_keys: &[String],
     top: usize,
 ) -> Result<BindingStorage, BindingError> {
     use std::collections::HashMap;
-    let store = snapshot_store::Store::open(
-        std::path::Path::new(store_root),
-        snapshot_store::StoreOptions::default(),
-    )?;
     let inv = store.inventory()?;
     let member = |id: &str| members.iter().any(|m| m == id);
     let scanned = |key: &str| scan_keys.iter().any(|k| k == key);
@@ -205,43 +205,19 @@ fn storage(
     })
 }
 
-impl BindingCleanup {
-    fn cleaner(&self) -> Result<Cleaner, BindingError> {
-        Ok(Cleaner::open_with(&self.dsh_home, &self.store_root)?)
-    }
-}
-
-/// After an applied sweep removed session directories, the backups only they referenced are
-/// unreferenced blobs: the store's garbage collection frees them. A failure is reported in the
-/// sweep's `failed` list (the sessions themselves are gone either way).
-fn free_unreferenced_blobs(store_root: &str, report: &mut BindingSweepReport) {
-    if !report.applied || report.items.is_empty() {
-        return;
-    }
-    let freed = snapshot_store::Store::open(
-        std::path::Path::new(store_root),
-        snapshot_store::StoreOptions::default(),
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|store| store.collect_garbage().map_err(|e| e.to_string()));
-    if let Err(reason) = freed {
-        report.failed.push(BindingSkippedPath {
-            path: "blobs".into(),
-            reason: format!("unreferenced backups were not freed: {reason}"),
-        });
-    }
-}
-
 #[napi]
 impl BindingCleanup {
     /// The cleanup of `dsh_home` (where the last-sweep record lives) over the snapshot store at
-    /// `store_root`. Opening touches nothing.
+    /// `store_root`. Opening touches nothing. (The plugin takes its cleanup from
+    /// `BindingEngine.cleanup()`, sharing the engine's session handles.)
     #[napi(factory)]
     pub fn open(dsh_home: String, store_root: String) -> Self {
-        Self {
-            dsh_home,
-            store_root,
-        }
+        let home = PathBuf::from(dsh_home);
+        Self::of(Engine::open_at(
+            PathBuf::from(store_root),
+            home.join(rewind_engine::HISTORY_DIR),
+            EngineOptions::default(),
+        ))
     }
 
     /// Sweeps idle session directories (or only `only_session`); a dry run unless `apply`.
@@ -254,10 +230,8 @@ impl BindingCleanup {
         apply: bool,
         only_session: Option<String>,
     ) -> AsyncTask<Job<BindingSweepReport>> {
-        let cleaner = self.cleaner();
-        let store_root = self.store_root.clone();
+        let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
-            let cleaner = cleaner?;
             let scope = match only_session {
                 Some(id) => Scope::OnlySession(id),
                 None => Scope::Idle,
@@ -266,9 +240,7 @@ impl BindingCleanup {
             if apply {
                 request = request.applied();
             }
-            let mut swept = report(cleaner.sweep(port(policy).as_ref(), &request)?);
-            free_unreferenced_blobs(&store_root, &mut swept);
-            Ok(swept)
+            Ok(swept(engine.sweep(port(policy).as_ref(), &request)?))
         }))
     }
 
@@ -286,20 +258,28 @@ impl BindingCleanup {
         max_bytes: f64,
         already: Vec<String>,
     ) -> AsyncTask<Job<BindingSweepReport>> {
-        let cleaner = self.cleaner();
-        let store_root = self.store_root.clone();
+        let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
             let max = crate::types::seq_from_js(max_bytes, "maxBytes")?;
-            run_quota(&cleaner?, policy, &store_root, active, apply, max, &already)
+            let mut request = SweepRequest::dry_run(Scope::Idle).with_active(active);
+            if apply {
+                request = request.applied();
+            }
+            Ok(quota_report(engine.quota_sweep(
+                port(policy).as_ref(),
+                max,
+                &request,
+                &already,
+            )?))
         }))
     }
 
     /// The last recorded sweep (with what its size quota did), `null` when none.
     #[napi(ts_return_type = "Promise<BindingLastSweep | null>")]
     pub fn last_sweep(&self) -> AsyncTask<Job<Option<BindingLastSweep>>> {
-        let cleaner = self.cleaner();
+        let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
-            Ok(cleaner?.last_sweep()?.map(|l| BindingLastSweep {
+            Ok(engine.cleaner()?.last_sweep()?.map(|l| BindingLastSweep {
                 at: l.at as f64,
                 trigger: match l.trigger {
                     rewind_cleanup::Trigger::Auto => "auto".into(),
@@ -327,14 +307,14 @@ impl BindingCleanup {
         cwds: Vec<String>,
         top: u32,
     ) -> AsyncTask<Job<BindingStorage>> {
-        let store_root = self.store_root.clone();
+        let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
             let scan_keys: Vec<String> = cwds
                 .iter()
                 .filter_map(|c| std::fs::canonicalize(c).ok())
                 .map(|c| snapshot_store::workspace_key(&c))
                 .collect();
-            storage(&store_root, &members, &scan_keys, top as usize)
+            engine.with_store(|store| storage(store, &members, &scan_keys, top as usize))?
         }))
     }
 
@@ -349,52 +329,19 @@ impl BindingCleanup {
         active: Vec<String>,
         max_bytes: Option<f64>,
     ) -> AsyncTask<Job<Option<BindingAutoSweep>>> {
-        let cleaner = self.cleaner();
-        let store_root = self.store_root.clone();
+        let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
             let max = match max_bytes {
                 Some(m) => crate::types::seq_from_js(m, "maxBytes")?,
                 None => 0,
             };
-            let cleaner = cleaner?;
-            let ran = cleaner.auto_sweep(port(policy.clone()).as_ref(), &active, &Pins::none())?;
-            let AutoSweep::Ran { report: r, .. } = ran else {
-                return Ok(None);
-            };
-            let mut age = report(r);
-            free_unreferenced_blobs(&store_root, &mut age);
-            if max == 0 {
-                return Ok(Some(BindingAutoSweep {
-                    age,
-                    quota: None,
-                    quota_error: None,
-                }));
-            }
-            let already: Vec<String> = age.items.iter().map(|i| i.session_id.clone()).collect();
-            let quota = run_quota(&cleaner, policy, &store_root, active, true, max, &already);
-            let (quota, quota_error) = match quota {
-                Ok(q) => {
-                    let record = rewind_cleanup::QuotaRecord {
-                        max_bytes: max,
-                        removed: q.items.len() as u64,
-                        freed: q.items.iter().map(|i| i.bytes as u64).sum(),
-                        bytes_after: q.bytes as u64,
-                    };
-                    match cleaner.record_quota(record) {
-                        Ok(()) => (Some(q), None),
-                        Err(e) => (
-                            Some(q),
-                            Some(format!("the quota's result was not recorded: {e}")),
-                        ),
-                    }
-                }
-                Err(e) => (None, Some(e.to_string())),
-            };
-            Ok(Some(BindingAutoSweep {
-                age,
-                quota,
-                quota_error,
-            }))
+            Ok(engine
+                .auto_sweep(port(policy).as_ref(), &active, max)?
+                .map(|a| BindingAutoSweep {
+                    age: swept(a.age),
+                    quota: a.quota.map(quota_report),
+                    quota_error: a.quota_error,
+                }))
         }))
     }
 }

@@ -13,6 +13,7 @@ use rewind_engine::{
     NotRestored, Outcome, Resolution as EngineResolution, RestoreRequest, Start, WorkspaceKey,
 };
 
+use crate::cleanup_api::BindingCleanup;
 use crate::error::BindingError;
 use crate::store_api::{BindingStore, restore_outcome, restore_status};
 use crate::task::Job;
@@ -65,6 +66,13 @@ impl BindingEngine {
             return Err(BindingError::from(e).into_napi(&env));
         }
         Ok(BindingStore::of(Arc::clone(&self.engine)))
+    }
+
+    /// The snapshot auto-cleanup of this home: its sweeps free the backups only removed sessions
+    /// referenced and forget those sessions' handles.
+    #[napi]
+    pub fn cleanup(&self) -> BindingCleanup {
+        BindingCleanup::of(Arc::clone(&self.engine))
     }
 
     /// The session `session_id` working in `cwd` (none: its rewinds touch no file), whose
