@@ -745,10 +745,7 @@ fn spec() -> impl Strategy<Value = Spec> {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(32)
+    rewind_test_support::cases(32)
 }
 
 proptest! {

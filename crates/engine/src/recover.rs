@@ -98,15 +98,8 @@ pub struct Resolved {
 
 fn empty_outcome(op_id: &str) -> RestoreOutcome {
     RestoreOutcome {
-        op_id: op_id.to_owned(),
         state: StoreState::Completed,
-        written: Vec::new(),
-        deleted: Vec::new(),
-        unchanged: Vec::new(),
-        failed: Vec::new(),
-        skipped: Vec::new(),
-        uncovered: Vec::new(),
-        kept: Vec::new(),
+        ..RestoreOutcome::new(op_id)
     }
 }
 

@@ -274,12 +274,11 @@ impl Model {
 }
 
 fn config() -> Config {
-    let mut c = Config::default();
-    if std::env::var("PROPTEST_CASES").is_err() {
-        c.cases = 32;
+    Config {
+        cases: rewind_test_support::cases(32),
+        failure_persistence: None,
+        ..Config::default()
     }
-    c.failure_persistence = None;
-    c
 }
 
 proptest! {

@@ -683,10 +683,7 @@ fn killed_writer_leaves_old_or_new_file() {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
+    rewind_test_support::cases(24)
 }
 
 #[derive(Clone, Debug)]

@@ -108,7 +108,8 @@ fn choices(c: Option<BindingUndoChoices>) -> Choices {
     }
 }
 
-fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLink>, BindingError> {
+/// The fork chain a host passes (nearest parent first), validated.
+pub(crate) fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLink>, BindingError> {
     links
         .unwrap_or_default()
         .into_iter()

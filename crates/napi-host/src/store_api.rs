@@ -10,7 +10,7 @@ use napi_derive::napi;
 use std::time::{Duration, Instant};
 
 use snapshot_store::{
-    Action, CaptureOutcome, ChainLink, ChangeOrigin, DiffLimits, JournalState,
+    Action, CaptureOutcome, ChangeOrigin, DiffLimits, JournalState,
     PruneOptions, RelPath, RestorePlan, ScanPhase, ScanRequest, Session, SideState,
 };
 
@@ -89,16 +89,7 @@ fn plan_for(
     target: u64,
     ancestors: Option<Vec<BindingChainLink>>,
 ) -> Result<RestorePlan, BindingError> {
-    let links = ancestors
-        .unwrap_or_default()
-        .into_iter()
-        .map(|l| {
-            Ok(ChainLink {
-                max_anchor: seq_from_js(l.max_anchor, "maxAnchor")?,
-                session_id: l.session_id,
-            })
-        })
-        .collect::<Result<Vec<_>, BindingError>>()?;
+    let links = crate::engine_api::chain(ancestors)?;
     if links.is_empty() {
         Ok(session.plan_restore(target)?)
     } else {

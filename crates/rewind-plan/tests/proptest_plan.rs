@@ -185,9 +185,7 @@ fn build(actions: &[Action]) -> Builder {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(
-        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
-    ))]
+    #![proptest_config(ProptestConfig::with_cases(rewind_test_support::cases(256)))]
 
     #[test]
     fn the_marker_leaves_exactly_the_nodes_before_the_target(actions in prop::collection::vec(action(), 1..40), pick in any::<u16>()) {

@@ -174,7 +174,8 @@ pub struct RestoreOutcome {
 }
 
 impl RestoreOutcome {
-    fn new(op_id: &str) -> Self {
+    /// The outcome of a pass that has done nothing yet (state `open`).
+    pub fn new(op_id: &str) -> Self {
         RestoreOutcome {
             op_id: op_id.to_string(),
             state: JournalState::Open,

@@ -259,3 +259,12 @@ mod tests {
         assert_eq!(t.point(), "p");
     }
 }
+
+/// The case count of a property test: `PROPTEST_CASES` when set (the documented long runs),
+/// else `default` (the test command's small run).
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

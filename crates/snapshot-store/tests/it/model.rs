@@ -96,12 +96,11 @@ fn actual(env: &Env) -> Disk {
 }
 
 fn config() -> Config {
-    let mut c = Config::default();
-    if std::env::var("PROPTEST_CASES").is_err() {
-        c.cases = 24;
+    Config {
+        cases: rewind_test_support::cases(24),
+        failure_persistence: None,
+        ..Config::default()
     }
-    c.failure_persistence = None;
-    c
 }
 
 proptest! {
