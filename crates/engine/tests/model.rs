@@ -215,8 +215,9 @@ struct Model {
     session: String,
     ancestors: Vec<ChainLink>,
     /// In a fork: files tracked before the fork and not since, by the child itself. The
-    /// child's re-check does not cover them (see `docs/architecture.md`, "Known limits"),
-    /// so this model changes them outside the agent only once the child tracks them.
+    /// child's re-check does not cover them (`crates/snapshot-store/SHORTCOMINGS.md`), so
+    /// this model changes them outside the agent (or by an undo or a redo) only once the
+    /// child tracks them.
     inherited: std::collections::BTreeSet<&'static str>,
     forks: usize,
     ops: usize,
@@ -310,6 +311,16 @@ fn regressions() {
         Outside { file: 1, content: Some(0) },
         Tool { file: 1, content: None, ok: false },
         Shell { file: 0, content: None },
+        Rewind { pick: 0, crash: None },
+    ]);
+    run(vec![
+        Tool { file: 0, content: Some(0), ok: true },
+        Message,
+        Message,
+        Fork { pick: 1 },
+        Rewind { pick: 0, crash: None },
+        Message,
+        Undo,
         Rewind { pick: 0, crash: None },
     ]);
 }
@@ -557,6 +568,9 @@ fn run(ops: Vec<Op>) {
             }
             Op::Undo => {
                 let Some(done) = m.undo.take() else { continue };
+                if touches_inherited(&m, &done) {
+                    continue;
+                }
                 let es = w.session(&done.session);
                 let check = es
                     .undo_check(&done.op, &Choices::default())
@@ -582,6 +596,9 @@ fn run(ops: Vec<Op>) {
             }
             Op::Redo => {
                 let Some(done) = m.redo.take() else { continue };
+                if touches_inherited(&m, &done) {
+                    continue;
+                }
                 let es = w.session(&done.session);
                 let new_op = format!("op-{}", m.ops);
                 let r = es
@@ -609,6 +626,14 @@ fn run(ops: Vec<Op>) {
         }
         assert_eq!(w.disk(), m.disk, "{step}: model and disk agree");
     }
+}
+
+/// Whether an undo or redo would change a file the fork child only inherited (the same limit
+/// as an outside change to it: see `Model::inherited`).
+fn touches_inherited(m: &Model, done: &Done) -> bool {
+    m.inherited
+        .iter()
+        .any(|f| done.before.get(f) != done.after.get(f))
 }
 
 /// A rewind target still on the surface and not pruned away: (index, seq, disk at it).
