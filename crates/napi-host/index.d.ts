@@ -202,30 +202,6 @@ export declare class BindingStore {
    */
   scan(sessionId: string, cwd: string, request: BindingScanRequest): Promise<BindingScanReport>
   /**
-   * Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
-   * belongs to this session). For a forked session, `ancestors` are read as for `preview`.
-   */
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: Array<BindingChainLink> | undefined | null, selection?: BindingRestoreSelection | undefined | null): Promise<BindingRestoreOutcome>
-  /**
-   * Does again what the undone restore `undone_op_id` did, as a restore of its own
-   * (`op_id`, undoable in turn): a path changed since the undo is left as it is
-   * (`choices.keep`) or restored all the same (`choices.take`); while any is in
-   * neither list, rejects with `rewind/stale-undo` (`details.paths`) and changes nothing.
-   */
-  redo(sessionId: string, cwd: string, undoneOpId: string, opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingRestoreOutcome>
-  /**
-   * The paths the completed restore `op_id` changed that changed again since: an undo
-   * must be told, per path, whether to keep the newer content or take the pre-rewind one.
-   */
-  undoChangedPaths(sessionId: string, cwd: string, opId: string): Promise<Array<string>>
-  /**
-   * Undoes the completed restore `op_id` (files only). A restored path that changed
-   * since is kept (`choices.keep`, listed in `kept`) or given its pre-rewind state
-   * (`choices.take`); while any such path is in neither list, rejects with
-   * `rewind/stale-undo` (`details.paths`: the undecided ones) and changes nothing.
-   */
-  undo(sessionId: string, cwd: string, opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoOutcome>
-  /**
    * Records DSH's session format for this session; a different recorded format clears the
    * session's snapshots. Resolves `true` when it cleared them.
    */
@@ -237,10 +213,6 @@ export declare class BindingStore {
    * a journal that cannot be read is listed as `unreadable` with why.
    */
   restoreStatuses(sessionId: string, cwd: string): Promise<Array<BindingRestoreStatus>>
-  /** Finishes the interrupted restore `op_id`. */
-  continueRestore(sessionId: string, cwd: string, opId: string): Promise<BindingRestoreOutcome>
-  /** Returns the files of the interrupted restore `op_id` to their exact pre-restore bytes. */
-  rollbackRestore(sessionId: string, cwd: string, opId: string): Promise<BindingRestoreOutcome>
 }
 
 /** Version of this addon (the crate version). */

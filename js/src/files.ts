@@ -32,7 +32,6 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },
     scan: async (...a) => (await awaitNative(() => store.scan(...a))) as ScanReport,
     preview: async (...a) => (await awaitNative(() => store.preview(...a))) as FilesPreview,
-    restore: (...a) => awaitNative(() => store.restore(...a)),
     diff: (...a) => awaitNative(() => store.diff(...a)),
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },

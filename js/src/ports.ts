@@ -18,31 +18,19 @@ export interface PreviewFile {
 }
 
 /** Which planned files a restore takes: all, minus `keep`, limited to `only` (paths or directories). */
-export interface RestoreSelection {
-  only?: string[]
-  keep?: string[]
-}
+export type RestoreSelection = import('../../crates/napi-host/index.d.ts').BindingRestoreSelection
 
 /** What restoring one path would change inside it (see `BindingFileDiff`). */
 export type FileDiff = import('../../crates/napi-host/index.d.ts').BindingFileDiff
 
 /** A path left alone, with why. */
-export interface SkippedPath {
-  path: string
-  reason: string
-}
+export type SkippedPath = import('../../crates/napi-host/index.d.ts').BindingSkippedPath
 
 /** A path that failed, with why. */
-export interface FailedPath {
-  path: string
-  message: string
-}
+export type FailedPath = import('../../crates/napi-host/index.d.ts').BindingFailedPath
 
 /** A path the workspace scan does not cover (a budget, a per-file cap, an unreadable file). */
-export interface NotCoveredPath {
-  path: string
-  reason: string
-}
+export type NotCoveredPath = import('../../crates/napi-host/index.d.ts').BindingNotCovered
 
 /** Impact of a rewind on the files, without mutation. */
 export interface FilesPreview {
@@ -115,19 +103,10 @@ export interface UndoOutcome {
 }
 
 /** Per path changed since the rewind: `take` gets the pre-rewind state all the same, `keep` leaves it. */
-export interface UndoChoices {
-  take?: string[]
-  keep?: string[]
-}
+export type UndoChoices = import('../../crates/napi-host/index.d.ts').BindingUndoChoices
 
-/**
- * One ancestor of a forked session (nearest parent first): its before-states anchored at or
- * below `maxAnchor` (the fork boundary) are read in place by a restore inside the child.
- */
-export interface ChainLink {
-  sessionId: string
-  maxAnchor: number
-}
+/** One ancestor of a forked session (nearest parent first): its before-states anchored at or below `maxAnchor` (the fork boundary) are read in place by a restore inside the child. */
+export type ChainLink = import('../../crates/napi-host/index.d.ts').BindingChainLink
 
 /** The snapshot store, per session. */
 export interface FilesPort {
@@ -141,7 +120,6 @@ export interface FilesPort {
   scan(sessionId: string, cwd: string, request: ScanRequest): Promise<ScanReport>
   /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */
   preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<FilesPreview>
-  restore(sessionId: string, cwd: string, targetSeq: number, opId: string, ancestors?: ChainLink[], selection?: RestoreSelection): Promise<RestoreOutcome>
   /** What restoring `path` would change inside it; rejects `rewind/not-planned` for a path the restore leaves alone. */
   diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: ChainLink[]): Promise<FileDiff>
   /** Record DSH's session format for this session; a different recorded format clears its snapshots. */
@@ -155,16 +133,7 @@ export interface FilesPort {
 }
 
 /** Where a restore journal stands. */
-export interface RestoreStatus {
-  opId: string
-  targetSeq: number
-  state: string
-  actions: number
-  done: number
-  failed: number
-  pending: number
-  rollbackStarted: boolean
-}
+export type RestoreStatus = import('../../crates/napi-host/index.d.ts').BindingRestoreStatus
 
 /** One session directory a sweep removes (or would remove). */
 export interface SweepItem {
@@ -251,7 +220,6 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     recheck: async () => {},
     scan: refuse,
     preview: refuse,
-    restore: refuse,
     diff: refuse,
     sessionFormat: async () => {},
     prune: async () => {},

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use snapshot_store::{
     Action, CaptureOutcome, ChangeOrigin, DiffLimits, JournalState,
-    PruneOptions, RelPath, RestorePlan, ScanPhase, ScanRequest, Session, SideState,
+    PruneOptions, RestorePlan, ScanPhase, ScanRequest, Session, SideState,
 };
 
 use rewind_engine::{Engine, EngineOptions};
@@ -22,8 +22,8 @@ use crate::types::{
     JournalState as BindingJournalState,
     BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
     BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
-    BindingRestoreSelection, BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
-    BindingScanRequest, BindingSkippedPath, BindingUndoChoices, BindingUndoOutcome, js_number,
+    BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
+    BindingScanRequest, BindingSkippedPath, js_number,
     seq_from_js,
 };
 
@@ -314,23 +314,6 @@ fn diff_side(s: &SideState) -> BindingDiffSide {
     side
 }
 
-/// The `take` / `keep` lists of an undo or redo, as workspace-relative paths.
-fn choice_paths(
-    choices: Option<BindingUndoChoices>,
-) -> Result<(Vec<RelPath>, Vec<RelPath>), BindingError> {
-    let choices = choices.unwrap_or_default();
-    let rels = |list: Option<Vec<String>>| -> Result<Vec<RelPath>, BindingError> {
-        list.unwrap_or_default()
-            .iter()
-            .map(|p| {
-                RelPath::from_bytes(p.as_bytes()).map_err(|e| {
-                    BindingError::new("rewind/bad-request", format!("bad path `{p}`: {e}"))
-                })
-            })
-            .collect()
-    };
-    Ok((rels(choices.take)?, rels(choices.keep)?))
-}
 
 fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
     list.iter()
@@ -601,122 +584,9 @@ impl BindingStore {
         }))
     }
 
-    /// Plans and runs the journaled restore to `target_seq` under op id `op_id` (the journal
-    /// belongs to this session). For a forked session, `ancestors` are read as for `preview`.
-    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn restore(
-        &self,
-        session_id: String,
-        cwd: String,
-        target_seq: f64,
-        op_id: String,
-        ancestors: Option<Vec<BindingChainLink>>,
-        selection: Option<BindingRestoreSelection>,
-    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let target = seq_from_js(target_seq, "targetSeq")?;
-            let session = h.session(&session_id, &cwd, None)?;
-            let mut plan = plan_for(&session, target, ancestors)?;
-            let selection = selection.unwrap_or_default();
-            let kept = plan
-                .select(
-                    selection.only.as_deref().unwrap_or_default(),
-                    selection.keep.as_deref().unwrap_or_default(),
-                )
-                .map_err(|e| {
-                    BindingError::new(
-                        "rewind/bad-selection",
-                        format!("{e} when restoring to @{target}; nothing was changed"),
-                    )
-                    .with_details(serde_json::json!({ "path": e.filter }))
-                })?;
-            let mut out = restore_outcome(session.restore(&plan, &op_id)?);
-            out.outside = displays(&plan.outside);
-            out.not_covered = not_covered(&plan.not_covered);
-            out.kept = kept.iter().map(|a| a.display.clone()).collect();
-            Ok(out)
-        }))
-    }
 
-    /// Does again what the undone restore `undone_op_id` did, as a restore of its own
-    /// (`op_id`, undoable in turn): a path changed since the undo is left as it is
-    /// (`choices.keep`) or restored all the same (`choices.take`); while any is in
-    /// neither list, rejects with `rewind/stale-undo` (`details.paths`) and changes nothing.
-    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn redo(
-        &self,
-        session_id: String,
-        cwd: String,
-        undone_op_id: String,
-        op_id: String,
-        choices: Option<BindingUndoChoices>,
-    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let (take, keep) = choice_paths(choices)?;
-            let session = h.session(&session_id, &cwd, None)?;
-            let plan = session.plan_redo(&undone_op_id, &take, &keep)?;
-            Ok(restore_outcome(session.restore(&plan, &op_id)?))
-        }))
-    }
 
-    /// The paths the completed restore `op_id` changed that changed again since: an undo
-    /// must be told, per path, whether to keep the newer content or take the pre-rewind one.
-    #[napi(ts_return_type = "Promise<Array<string>>")]
-    pub fn undo_changed_paths(
-        &self,
-        session_id: String,
-        cwd: String,
-        op_id: String,
-    ) -> AsyncTask<Job<Vec<String>>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let paths = h
-                .session(&session_id, &cwd, None)?
-                .undo_changed_paths(&op_id)?;
-            Ok(paths.iter().map(|p| p.display()).collect())
-        }))
-    }
 
-    /// Undoes the completed restore `op_id` (files only). A restored path that changed
-    /// since is kept (`choices.keep`, listed in `kept`) or given its pre-rewind state
-    /// (`choices.take`); while any such path is in neither list, rejects with
-    /// `rewind/stale-undo` (`details.paths`: the undecided ones) and changes nothing.
-    #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
-    pub fn undo(
-        &self,
-        session_id: String,
-        cwd: String,
-        op_id: String,
-        choices: Option<BindingUndoChoices>,
-    ) -> AsyncTask<Job<BindingUndoOutcome>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            let (take, keep) = choice_paths(choices)?;
-            let o = h
-                .session(&session_id, &cwd, None)?
-                .undo_restore_with(&op_id, &take, &keep)?;
-            Ok(BindingUndoOutcome {
-                kind: if o.failed.is_empty() {
-                    "ok".into()
-                } else {
-                    "partial".into()
-                },
-                restored: o.written.iter().map(|p| p.display()).collect(),
-                deleted: o.deleted.iter().map(|p| p.display()).collect(),
-                failed: o
-                    .failed
-                    .iter()
-                    .map(|f| BindingFailedPath {
-                        path: f.display.clone(),
-                        message: f.error.clone(),
-                    })
-                    .collect(),
-                kept: o.kept.iter().map(|p| p.display()).collect(),
-            })
-        }))
-    }
 
     /// Records DSH's session format for this session; a different recorded format clears the
     /// session's snapshots. Resolves `true` when it cleared them.
@@ -786,39 +656,7 @@ impl BindingStore {
         }))
     }
 
-    /// Finishes the interrupted restore `op_id`.
-    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn continue_restore(
-        &self,
-        session_id: String,
-        cwd: String,
-        op_id: String,
-    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            Ok(restore_outcome(
-                h.session(&session_id, &cwd, None)?
-                    .continue_restore(&op_id)?,
-            ))
-        }))
-    }
 
-    /// Returns the files of the interrupted restore `op_id` to their exact pre-restore bytes.
-    #[napi(ts_return_type = "Promise<BindingRestoreOutcome>")]
-    pub fn rollback_restore(
-        &self,
-        session_id: String,
-        cwd: String,
-        op_id: String,
-    ) -> AsyncTask<Job<BindingRestoreOutcome>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || {
-            Ok(restore_outcome(
-                h.session(&session_id, &cwd, None)?
-                    .rollback_restore(&op_id)?,
-            ))
-        }))
-    }
 }
 
 #[cfg(test)]
