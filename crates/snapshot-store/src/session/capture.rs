@@ -1,0 +1,381 @@
+//! Before-states of the files a write tool is about to change: resolve, capture.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl Session {
+    /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.
+    pub fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
+        let bytes = input.as_os_str().as_bytes();
+        if bytes.is_empty() {
+            return Err(SkipReason::InvalidPath {
+                detail: "empty path".into(),
+            });
+        }
+        if bytes.contains(&0) {
+            return Err(SkipReason::InvalidPath {
+                detail: "contains a NUL byte".into(),
+            });
+        }
+        let rel: &Path = if input.is_absolute() {
+            self.roots
+                .iter()
+                .find_map(|r| input.strip_prefix(r).ok())
+                .ok_or(SkipReason::OutsideWorkspace)?
+        } else {
+            input
+        };
+        RelPath::from_path(rel).map_err(|e| match e {
+            RelPathError::Empty => SkipReason::Directory,
+            RelPathError::BadComponent | RelPathError::Absolute => SkipReason::OutsideWorkspace,
+            RelPathError::Nul => SkipReason::InvalidPath {
+                detail: "contains a NUL byte".into(),
+            },
+        })
+    }
+
+    pub(crate) fn cap(&self) -> u64 {
+        self.store.inner.max_file_bytes
+    }
+
+    /// Reads a path's current state into the store (blob for a regular file).
+    /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
+    pub(crate) fn capture_path(
+        &self,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
+        let mut created = Vec::new();
+        match self.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),
+            Walk::Blocked(link) => Ok((
+                BeforeState::Skipped {
+                    reason: if link {
+                        SkipReason::SymlinkedParent
+                    } else {
+                        SkipReason::ParentNotDirectory
+                    },
+                },
+                Known::Unknown,
+                false,
+            )),
+            Walk::Parent(dir) => self.capture_in(&dir, rel),
+        }
+    }
+
+    pub(crate) fn capture_in(
+        &self,
+        dir: &WsDir<'_>,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
+        let (_, name) = rel.split_last();
+        let Some(meta) = self.ws.lstat(dir, name, rel)? else {
+            return Ok((BeforeState::Absent, Known::Absent, false));
+        };
+        if let Some(reason) = not_capturable(&meta) {
+            return Ok((
+                BeforeState::Skipped { reason },
+                Known::Present {
+                    meta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
+        }
+        let cap = self.cap();
+        if cap != 0 && meta.size > cap {
+            return Ok((
+                BeforeState::Uncovered { size: meta.size },
+                Known::Present {
+                    meta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
+        }
+        let opened = match self.ws.open_read(dir, name, rel) {
+            Ok(o) => o,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Ok((
+                    BeforeState::Skipped {
+                        reason: SkipReason::Symlink,
+                    },
+                    Known::Unknown,
+                    false,
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((mut file, fmeta)) = opened else {
+            return Ok((BeforeState::Absent, Known::Absent, false));
+        };
+        if let Some(reason) = not_capturable(&fmeta) {
+            return Ok((
+                BeforeState::Skipped { reason },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            ));
+        }
+        match store_file(
+            &self.store.inner.fs,
+            &self.ws,
+            &mut file,
+            rel,
+            fmeta.size,
+            cap,
+        )? {
+            Stored::OverCap { size } => Ok((
+                BeforeState::Uncovered { size },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: None,
+                    recorded: true,
+                },
+                false,
+            )),
+            Stored::Blob {
+                sha256,
+                size,
+                dedup,
+            } => Ok((
+                BeforeState::File {
+                    sha256: sha256.clone(),
+                    size,
+                    mode: fmeta.mode,
+                },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: Some(sha256),
+                    recorded: true,
+                },
+                dedup,
+            )),
+        }
+    }
+
+    /// `lstat`-level observation (no content read).
+    pub(crate) fn observe_meta(&self, rel: &RelPath) -> Result<Known, FsFailure> {
+        let mut created = Vec::new();
+        match self.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(_) => Ok(Known::Absent),
+            Walk::Blocked(..) => Ok(Known::Unknown),
+            Walk::Parent(dir) => {
+                let (_, name) = rel.split_last();
+                Ok(match self.ws.lstat(&dir, name, rel)? {
+                    None => Known::Absent,
+                    Some(meta) => Known::Present {
+                        meta,
+                        sha256: None,
+                        recorded: false,
+                    },
+                })
+            }
+        }
+    }
+
+    /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
+    ///
+    /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
+    /// `Ok`, the staged record survives a kill -9 of the process (see `docs/format.md`).
+    pub fn capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId {
+            id: call_id.into(),
+            reason,
+        })?;
+        self.capture_with(&mut self.lock_state(), call_id, path, None)
+    }
+
+    /// [`Session::capture_before`] for a caller that must not wait (a host's event
+    /// loop): `None`, having done nothing, when the call could wait or take long —
+    /// another thread is using this handle, another handle or process holds the store
+    /// or log lock, the handle has not written yet (its first write may compact the
+    /// log), or `path` is a regular file over `max_bytes`. The caller then makes the
+    /// blocking call (on another thread). Takes both locks up front, and the log's
+    /// only once for the whole call.
+    pub fn try_capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Option<Result<CaptureOutcome, CaptureError>> {
+        if let Err(reason) = encode_id(call_id) {
+            return Some(Err(CaptureError::InvalidCallId {
+                id: call_id.into(),
+                reason,
+            }));
+        }
+        if let (Some(root), Ok(rel)) = (self.workspace_root(), self.resolve(path)) {
+            let m =
+                std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(rel.as_bytes())));
+            if m.is_ok_and(|m| m.is_file() && m.len() > max_bytes) {
+                return None;
+            }
+        }
+        let (mut q, held) = self.quick_state(true)?;
+        Some(self.capture_with(&mut q.st, call_id, path, held))
+    }
+
+    /// The state of this handle, the shared store lock (with `store_lock`) and the
+    /// log's lock, taken without waiting, with the index brought up to date under the
+    /// log's lock; `None` (nothing held) when any would wait, when the log was
+    /// replaced, or before the handle's first write (see
+    /// [`Session::try_capture_before`]). The log's lock is released when the returned
+    /// state is dropped.
+    pub(crate) fn quick_state(
+        &self,
+        store_lock: bool,
+    ) -> Option<(Quick<'_>, Option<SharedLock<'_>>)> {
+        let mut st = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
+            return None;
+        }
+        let fs = &self.store.inner.fs;
+        // The usual order: the store lock, then the log's.
+        let held = if store_lock {
+            let file = self.lock_file.get()?;
+            if !matches!(
+                fs.flock(
+                    file,
+                    Path::new("lock"),
+                    FlockOperation::NonBlockingLockShared
+                ),
+                Ok(true)
+            ) {
+                return None;
+            }
+            Some(SharedLock { file, fs })
+        } else {
+            None
+        };
+        let path = self.log_path();
+        let State { idx, log, .. } = &mut *st;
+        let h = log.as_mut()?;
+        if !matches!(
+            fs.flock(&h.file, &path, FlockOperation::NonBlockingLockExclusive),
+            Ok(true)
+        ) {
+            return None;
+        }
+        let current = match fs.stat_id(&path) {
+            Ok(Some(d)) if d.same_file(&h.id) && d.size >= h.len && h.len > 0 => {
+                d.size == h.len + h.torn || self.fold_tail(idx, h).is_ok()
+            }
+            _ => false,
+        };
+        if !current {
+            let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
+            return None;
+        }
+        st.log_held = true;
+        Some((Quick { session: self, st }, held))
+    }
+
+    /// Releases the log's lock taken by [`Session::quick_state`].
+    pub(crate) fn release_log(&self, st: &mut State) {
+        if std::mem::take(&mut st.log_held) {
+            if let Some(h) = &st.log {
+                let _ =
+                    self.store
+                        .inner
+                        .fs
+                        .flock(&h.file, &self.log_path(), FlockOperation::Unlock);
+            }
+        }
+    }
+
+    pub(crate) fn capture_with(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        path: &Path,
+        held: Option<SharedLock<'_>>,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        self.prepare(st)?;
+        let rel = match self.resolve(path) {
+            Ok(r) => r,
+            Err(reason) => {
+                return Ok(CaptureOutcome::Skipped {
+                    path: path.to_string_lossy().into_owned(),
+                    reason,
+                });
+            }
+        };
+        let _g = match held {
+            Some(g) => g,
+            None => self.lock_shared()?,
+        };
+        let staged = st
+            .idx
+            .pending
+            .get(call_id)
+            .is_some_and(|(v, _)| v.iter().any(|e| e.path == rel));
+        if staged {
+            return Ok(CaptureOutcome::AlreadyStaged { path: rel });
+        }
+        let back_order = self.store.next_order();
+        let order = self.store.next_order();
+        let (before, now, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
+        // Changed since the last boundary without the store seeing it (an external edit
+        // in this turn): record the state that boundary saw, ahead of this capture.
+        if let Some(prev) = st.idx.boundary {
+            let (known, since) = st
+                .idx
+                .tracked
+                .get(&rel)
+                .map(|t| (t.known.clone(), t.since))
+                .unwrap_or((Known::Unknown, None));
+            if differs(&known, &now) {
+                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, back_order) {
+                    let upd = Record::Tracked {
+                        paths: vec![TrackedUpdate {
+                            path: rel.clone(),
+                            known,
+                            since: Some(prev),
+                        }],
+                    };
+                    self.append_group(st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
+                }
+            }
+        }
+        let entry = Entry {
+            path: rel.clone(),
+            order,
+            before: before.clone(),
+        };
+        self.append(
+            st,
+            vec![Record::Staged {
+                call_id: call_id.to_string(),
+                entry,
+            }],
+        )?;
+        self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
+        Ok(match before {
+            BeforeState::Absent => CaptureOutcome::Absent { path: rel },
+            BeforeState::File { sha256, size, .. } => CaptureOutcome::Captured {
+                path: rel,
+                sha256,
+                size,
+                deduplicated: dedup,
+            },
+            BeforeState::Uncovered { size } => CaptureOutcome::Uncovered { path: rel, size },
+            BeforeState::Skipped { reason } => CaptureOutcome::Skipped {
+                path: rel.display(),
+                reason,
+            },
+        })
+    }
+}

@@ -1,0 +1,331 @@
+//! The session's record log: bringing the index up to date, appending, compaction.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl Session {
+    /// Refuses when the store (re-checked when `store.json` changed) or this session's
+    /// log is newer than this build, or the log is corrupt; brings the index up to
+    /// date; creates the session directories once.
+    pub(crate) fn prepare(&self, st: &mut State) -> Result<(), Fault> {
+        self.store.guard_writable()?;
+        self.sync(st)?;
+        if st.prepared {
+            return Ok(());
+        }
+        self.store.inner.fs.create_dir_all(&self.p("journals"))?;
+        st.prepared = true;
+        Ok(())
+    }
+
+    /// Brings the index up to date with the session's log (read-only). Migrates a
+    /// layout-1 session directory first.
+    pub(crate) fn sync(&self, st: &mut State) -> Result<(), Fault> {
+        if st.log_held {
+            return Ok(()); // folded under the lock this call holds
+        }
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        if !st.legacy_checked {
+            // Layout-1 files: a session not migrated yet, or leftovers of a migration
+            // interrupted after its log was in place.
+            if has_legacy(fs, &self.dir)? {
+                self.migrate()?;
+            }
+            st.legacy_checked = true;
+        }
+        let Some(disk) = fs.stat_id(&path)? else {
+            st.idx = Index::default();
+            st.log = None;
+            return Ok(());
+        };
+        if let Some(h) = st.log.as_mut() {
+            if h.id.same_file(&disk) && disk.size >= h.len && h.len > 0 {
+                if disk.size != h.len + h.torn {
+                    self.fold_tail(&mut st.idx, h)?;
+                }
+                return Ok(());
+            }
+        }
+        let file = match fs.open_log(&path) {
+            Ok(f) => f,
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                st.idx = Index::default();
+                st.log = None;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let id = fs.fstat_id(&file, &path)?;
+        let mut h = LogHandle {
+            file,
+            id,
+            len: 0,
+            torn: 0,
+        };
+        st.idx = self.fold_all(&mut h)?;
+        st.log = Some(h);
+        Ok(())
+    }
+
+    /// Folds the whole log of `h` into a fresh index.
+    pub(crate) fn fold_all(&self, h: &mut LogHandle) -> Result<Index, Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let bytes = fs.read_from(&h.file, &path, 0)?;
+        let (idx, valid, torn) = fold_log(&path, bytes)?;
+        if let Some(named) = &idx.session_id {
+            if *named != self.id {
+                return Err(CorruptFile {
+                    path: path.to_string_lossy().into_owned(),
+                    detail: format!("log names session `{named}`"),
+                }
+                .into());
+            }
+        }
+        h.len = valid;
+        h.torn = torn;
+        Ok(idx)
+    }
+
+    /// Folds the frames appended after `h.len` (by another handle) into `idx`.
+    pub(crate) fn fold_tail(&self, idx: &mut Index, h: &mut LogHandle) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let tail = fs.read_from(&h.file, &path, h.len)?;
+        let (valid, torn) = fold_frames(idx, &path, &std::sync::Arc::new(tail), 0)?;
+        h.len += valid;
+        h.torn = torn;
+        Ok(())
+    }
+
+    /// Migrates this session's layout-1 directory under the exclusive store lock.
+    pub(crate) fn migrate(&self) -> Result<(), Fault> {
+        let _g = self.store.lock_exclusive()?;
+        migrate_session(&self.store.inner.fs, &self.dir, &self.id, |p| {
+            self.store.remove_tree(p)
+        })?;
+        Ok(())
+    }
+
+    /// Runs `f` holding the log's exclusive lock, the index up to date and any torn
+    /// tail cut off (no other writer is mid-append while the lock is held). Opens
+    /// (creating) the log first; follows a log replaced by another handle's compaction.
+    pub(crate) fn with_log_lock<R>(
+        &self,
+        st: &mut State,
+        f: impl FnOnce(&Self, &mut State) -> Result<R, Fault>,
+    ) -> Result<R, Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        if st.log_held {
+            let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+            if h.torn > 0 {
+                fs.truncate(&h.file, &path, h.len)?;
+                h.torn = 0;
+            }
+            return f(self, st);
+        }
+        let mut f = Some(f);
+        for _ in 0..16 {
+            if st.log.is_none() {
+                fs.create_dir_all(&self.dir)?;
+                let file = fs.open_log(&path)?;
+                let id = fs.fstat_id(&file, &path)?;
+                st.log = Some(LogHandle {
+                    file,
+                    id,
+                    len: 0,
+                    torn: 0,
+                });
+                fs.sync_dir(&self.dir)?;
+            }
+            let Some(h) = st.log.as_ref() else {
+                continue;
+            };
+            fs.flock(&h.file, &path, FlockOperation::LockExclusive)?;
+            let r = (|| -> Result<Option<R>, Fault> {
+                let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+                // The path still names our file (not replaced by a compaction, not
+                // removed by a clear); its size shows appends by other handles.
+                let size = match fs.stat_id(&path)? {
+                    Some(d) if d.same_file(&h.id) => d.size,
+                    _ => return Ok(None),
+                };
+                if h.len == 0 || size < h.len {
+                    st.idx = self.fold_all(h)?;
+                } else if size != h.len + h.torn {
+                    self.fold_tail(&mut st.idx, h)?;
+                }
+                if h.torn > 0 {
+                    fs.truncate(&h.file, &path, h.len)?;
+                    h.torn = 0;
+                }
+                match f.take() {
+                    Some(f) => f(self, st).map(Some),
+                    None => Ok(None),
+                }
+            })();
+            if let Some(h) = st.log.as_ref() {
+                let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
+            }
+            match r {
+                Ok(Some(v)) => return Ok(v),
+                // Replaced or removed by another handle: reopen.
+                Ok(None) => st.log = None,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(lost_log(&path))
+    }
+
+    /// Appends `recs` to the session's log in one write and folds them into the index.
+    pub(crate) fn append(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
+        self.with_log_lock(st, |s, st| {
+            s.write_locked(st, recs)?;
+            if !st.compact_checked {
+                st.compact_checked = true;
+                if s.wants_compaction(st) {
+                    s.compact_locked(st)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every group of before-states (a committed tool call, a re-check, …) is recorded
+    /// here: one `group` record at `anchor_seq` with its source, followed in the same
+    /// write by `also` (tracked-cache updates, a boundary).
+    pub(crate) fn append_group(
+        &self,
+        st: &mut State,
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+        also: Vec<Record>,
+    ) -> Result<(), Fault> {
+        let mut recs = Vec::with_capacity(1 + also.len());
+        recs.push(Record::Group {
+            anchor_seq,
+            source,
+            entries,
+        });
+        recs.extend(also);
+        self.append(st, recs)
+    }
+
+    pub(crate) fn write_locked(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+        let mut buf = Vec::with_capacity(256 * recs.len() + 64);
+        let mut sizes = Vec::with_capacity(recs.len() + 1);
+        let mut all = Vec::with_capacity(recs.len() + 1);
+        if h.len == 0 {
+            buf.extend_from_slice(&crate::log::header());
+            all.push(Record::Session {
+                session_id: self.id.clone(),
+            });
+        }
+        all.extend(recs);
+        for r in &all {
+            let n = encode_into(r, &mut buf);
+            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
+                return Err(CorruptFile {
+                    path: path.to_string_lossy().into_owned(),
+                    detail: format!("a record of {n} bytes is over the frame limit; not written"),
+                }
+                .into());
+            }
+            sizes.push(n as u64);
+        }
+        if let Err(e) = fs.append_bytes(&mut h.file, &path, &buf) {
+            // A short write leaves part of a frame: cut it (we hold the lock).
+            let _ = h.file.set_len(h.len);
+            return Err(e.into());
+        }
+        h.len += buf.len() as u64;
+        for (r, n) in all.into_iter().zip(sizes) {
+            st.idx.apply(r, n).map_err(|detail| CorruptFile {
+                path: path.to_string_lossy().into_owned(),
+                detail,
+            })?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn wants_compaction(&self, st: &State) -> bool {
+        st.log
+            .as_ref()
+            .is_some_and(|h| h.len > self.store.inner.compact_min_bytes && st.idx.dead * 2 > h.len)
+    }
+
+    /// Rewrites the log as a snapshot of the index: written to a temporary name and
+    /// renamed over the log (a crash leaves either log whole). Holds the log lock.
+    pub(crate) fn compact_locked(&self, st: &mut State) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        let path = self.log_path();
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let bytes = encode_log(&st.idx.snapshot(&self.id));
+        let (tmp, mut f) = fs.create_tmp_beside(&path)?;
+        let r = (|| {
+            fs.write_all(&mut f, &tmp, &bytes)?;
+            fs.sync_file(&f, &tmp)?;
+            drop(f);
+            fs.io.crash(CrashPoint::CompactWritten);
+            fs.rename(&tmp, &path)
+        })();
+        if r.is_err() {
+            let _ = fs.remove_file(&tmp);
+        }
+        r?;
+        fs.sync_dir(&self.dir)?;
+        fs.io.crash(CrashPoint::CompactReplaced);
+        // Follow the new log; the old descriptor (and its lock) is closed.
+        let file = fs.open_log(&path)?;
+        let id = fs.fstat_id(&file, &path)?;
+        let mut h = LogHandle {
+            file,
+            id,
+            len: 0,
+            torn: 0,
+        };
+        let idx = self.fold_all(&mut h)?;
+        if let Some(old) = st.log.replace(h) {
+            let _ = fs.flock(&old.file, &path, FlockOperation::Unlock);
+        }
+        st.idx = idx;
+        Ok(())
+    }
+
+    /// Compacts the log now when it outgrew its live content (at prune).
+    pub(crate) fn compact_if_due(&self, st: &mut State) -> Result<bool, Fault> {
+        if !self.wants_compaction(st) {
+            return Ok(false);
+        }
+        self.with_log_lock(st, |s, st| {
+            if s.wants_compaction(st) {
+                s.compact_locked(st)?;
+                Ok(true)
+            } else {
+                Ok(false)
+            }
+        })
+    }
+
+    /// A damaged record of this session's log.
+    pub(crate) fn damaged(&self, detail: String) -> Fault {
+        CorruptFile {
+            path: self.log_path().to_string_lossy().into_owned(),
+            detail,
+        }
+        .into()
+    }
+
+    /// Loads the session's index (read-only checks of plans and previews): a corrupt
+    /// or newer log fails here.
+    pub(crate) fn load(&self) -> Result<(), Fault> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)
+    }
+}

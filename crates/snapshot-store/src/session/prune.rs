@@ -1,0 +1,103 @@
+//! Keeping a session small: prune, clear, the recorded DSH session format.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl Session {
+    /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
+    /// journals; open journals are always kept. Compacts the record log when it
+    /// outgrew its live content. When that removed anything, it then removes every
+    /// blob nothing references (store-wide).
+    pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.store.lock_exclusive()?;
+        let mut report = PruneReport::default();
+        let anchors: Vec<u64> = st.idx.groups.keys().copied().collect();
+        if anchors.len() > opts.keep_groups {
+            let drop = anchors[..anchors.len() - opts.keep_groups].to_vec();
+            report.groups_removed = drop.len();
+            self.append(&mut st, vec![Record::Pruned { anchors: drop }])?;
+            self.store.inner.fs.io.crash(CrashPoint::PruneGroupDetached);
+        }
+        self.compact_if_due(&mut st)?;
+        report.journals_removed = self.prune_journals(opts.keep_journals)?;
+        self.sweep_temporaries()?;
+        self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
+        // The blob sweep reads every record of every session: worth it only when this prune
+        // dropped references. Blobs left by dropped captures wait for the next sweep that runs
+        // (a prune that removes something, `Store::collect_garbage`, `clear_session`).
+        if report.groups_removed > 0 || report.journals_removed > 0 {
+            report.gc = self.store.collect_garbage_locked()?;
+        }
+        Ok(report)
+    }
+
+    /// Removes temporary files (`.name.tmp-…`) left in the session by a crash in the
+    /// middle of an atomic write or a compaction. Called under the exclusive store
+    /// lock and the session's state lock.
+    pub(crate) fn sweep_temporaries(&self) -> Result<(), Fault> {
+        let fs = &self.store.inner.fs;
+        for d in [self.dir.clone(), self.p("journals")] {
+            for name in fs.list(&d)? {
+                if is_hidden(&name) {
+                    fs.remove_file(&d.join(name))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes this session's snapshot directory (record log, journals), then sweeps
+    /// unreferenced blobs. Refused on a newer store.
+    pub fn clear_session(&self) -> Result<GcReport, ClearError> {
+        let mut st = self.lock_state();
+        self.store.guard_writable()?;
+        let _g = self.store.lock_exclusive()?;
+        self.store.remove_tree(&self.dir)?;
+        st.idx = Index::default();
+        st.log = None;
+        st.prepared = false;
+        st.legacy_checked = true;
+        Ok(self.store.collect_garbage_locked()?)
+    }
+
+    /// Records the host's session-log format `format`; when a different format was
+    /// recorded, the session's snapshots are cleared first (anchors are log seqs, so
+    /// they are not re-mapped across formats).
+    pub fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
+        self.store.guard_writable()?;
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        let previous = st.idx.format.clone();
+        let outcome = if previous.as_deref() == Some(format) {
+            return Ok(FormatOutcome::Unchanged);
+        } else if previous.is_none() && st.idx.groups.is_empty() && !self.has_journals()? {
+            FormatOutcome::Initialized
+        } else {
+            drop(st);
+            self.clear_session()?;
+            st = self.lock_state();
+            FormatOutcome::Cleared { previous }
+        };
+        self.prepare(&mut st)?;
+        self.append(
+            &mut st,
+            vec![Record::Format {
+                format: Some(format.to_string()),
+            }],
+        )?;
+        Ok(outcome)
+    }
+
+    pub(crate) fn has_journals(&self) -> Result<bool, Fault> {
+        Ok(!self.store.inner.fs.list(&self.p("journals"))?.is_empty())
+    }
+
+    /// The recorded session-log format, if any.
+    pub fn format(&self) -> Result<Option<String>, RecheckError> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        Ok(st.idx.format.clone())
+    }
+}

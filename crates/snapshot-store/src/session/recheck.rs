@@ -1,0 +1,258 @@
+//! Message boundaries: tracked files re-checked, what changed since recorded.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl Session {
+    /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.
+    pub(crate) fn load_groups(&self, min_anchor: u64) -> Result<Vec<(u64, GroupRecord)>, Fault> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        let mut out = Vec::new();
+        for (seq, gs) in st.idx.groups.range(min_anchor..) {
+            for g in gs {
+                let entries = g.entries().map_err(|d| self.damaged(d))?.into_owned();
+                out.push((
+                    *seq,
+                    GroupRecord {
+                        v: RECORD_VERSION,
+                        anchor_seq: *seq,
+                        source: g.source.clone(),
+                        entries,
+                    },
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// At a user-message boundary (`anchor_seq` = that message's seq): checks every
+    /// tracked path and records the current state of each whose disk state changed
+    /// since the store last knew it. Unchanged paths (same size, mtime, ctime, inode,
+    /// mode, type) are not read.
+    pub fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.lock_shared()?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let paths: Vec<(RelPath, (Known, Option<u64>))> = st
+            .idx
+            .tracked
+            .iter()
+            .map(|(p, t)| (p.clone(), (t.known.clone(), t.since)))
+            .collect();
+        let prev_boundary = st.idx.boundary.filter(|b| *b < anchor_seq);
+        // A second pass at the same message (before a preview, a rewind or a fork that adds
+        // no message of its own): a change found now happened after the message, which saw
+        // the last known state. That state is recorded at the message, ahead of the current
+        // one, so a rewind to the message itself is exact.
+        let rerun = st.idx.boundary == Some(anchor_seq);
+        let mut backdated = Vec::new();
+        let mut outcome = RecheckOutcome {
+            checked: paths.len(),
+            recorded: Vec::new(),
+            failed: Vec::new(),
+        };
+        let mut entries = Vec::new();
+        // The state of files tools wrote since the last boundary, recorded here once: kept
+        // apart from the changes made outside the agent (a scan-found, in-turn source), so
+        // the plan can tell who made the newest change of each path.
+        let mut tool_written = Vec::new();
+        let mut updates = Vec::new();
+        let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
+        for (rel, (known, since)) in paths {
+            let (parents, name) = rel.split_last();
+            let key = parents.join(&b'/');
+            let r = (|| -> Result<Option<(BeforeState, Known, u64, bool)>, FsFailure> {
+                if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
+                    let mut created = Vec::new();
+                    cached = None;
+                    let d = match self.ws.walk_parent(&rel, false, &mut created)? {
+                        Walk::Parent(d) => Some(d),
+                        _ => None,
+                    };
+                    cached = Some((key.clone(), d));
+                }
+                let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
+                let now = match dir {
+                    Some(d) => match self.ws.lstat(d, name, &rel)? {
+                        None => Known::Absent,
+                        Some(meta) => Known::Present {
+                            meta,
+                            sha256: None,
+                            recorded: false,
+                        },
+                    },
+                    // Parent missing or blocked: find out which through the full path.
+                    None => self.observe_meta(&rel)?,
+                };
+                // Unchanged = same metadata and content already known. A file a tool wrote
+                // since (content unknown) is recorded once, so every boundary's state is exact.
+                let same = match (&known, &now) {
+                    (Known::Absent, Known::Absent) => true,
+                    (
+                        Known::Present {
+                            meta: a, recorded, ..
+                        },
+                        Known::Present { meta: b, .. },
+                    ) => a == b && *recorded,
+                    _ => false,
+                };
+                if same {
+                    return Ok(None);
+                }
+                // The content a tool wrote, untouched since (same metadata), recorded once:
+                // not a change made outside the agent.
+                let tool_content = matches!(
+                    (&known, &now),
+                    (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
+                );
+                let order = self.store.next_order();
+                let (before, new_known, _) = match dir {
+                    Some(d) => self.capture_in(d, &rel)?,
+                    None => self.capture_path(&rel)?,
+                };
+                Ok(Some((before, new_known, order, tool_content)))
+            })();
+            let (before, new_known, order, tool_content) = match r {
+                Ok(None) => continue,
+                Ok(Some(x)) => x,
+                Err(e) if e.area == Area::Workspace => {
+                    // Per-path failure: reported; the path stays as last known and is retried next time.
+                    cached = None;
+                    outcome.failed.push(PathFailure {
+                        path: rel.clone(),
+                        display: rel.display(),
+                        error: e.to_string(),
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            // Same content as last known (e.g. only touched): record nothing, refresh metadata.
+            if let (
+                Known::Present {
+                    sha256: Some(old), ..
+                },
+                BeforeState::File { sha256: new, .. },
+            ) = (&known, &before)
+            {
+                if old == new {
+                    updates.push((rel.clone(), new_known, since));
+                    continue;
+                }
+            }
+            // The change happened after the previous boundary, which saw the last known
+            // state: record that state there too (unless already recorded there or later),
+            // so a rewind to the previous boundary is exact.
+            let mut order = order;
+            if rerun {
+                if let Some(e) = self.backdated_entry(&rel, &known, since, anchor_seq, order) {
+                    backdated.push(e);
+                    order = self.store.next_order();
+                }
+            } else if let Some(prev) = prev_boundary {
+                if let Some(e) =
+                    self.backdated_entry(&rel, &known, since, prev, self.store.next_order())
+                {
+                    backdated.push(e);
+                }
+            }
+            let entry = Entry {
+                path: rel.clone(),
+                order,
+                before: before.clone(),
+            };
+            if tool_content {
+                tool_written.push(entry);
+            } else {
+                entries.push(entry);
+            }
+            outcome.recorded.push(RecordedChange {
+                path: rel.clone(),
+                before,
+            });
+            updates.push((rel, new_known, Some(anchor_seq)));
+        }
+        drop(cached);
+        let backdate_at = if rerun {
+            Some(anchor_seq)
+        } else {
+            prev_boundary
+        };
+        if let (Some(at), false) = (backdate_at, backdated.is_empty()) {
+            self.append_group(&mut st, at, EntrySource::Recheck, backdated, Vec::new())?;
+        }
+        let mut also = Vec::new();
+        if !tool_written.is_empty() {
+            also.push(Record::Group {
+                anchor_seq,
+                source: EntrySource::Scan { call_id: None },
+                entries: tool_written,
+            });
+        }
+        also.extend(tracked_records(
+            updates
+                .into_iter()
+                .map(|(path, known, since)| TrackedUpdate { path, known, since })
+                .collect(),
+        ));
+        if st.idx.boundary.is_none_or(|b| b < anchor_seq) {
+            also.push(Record::Boundary { anchor_seq });
+        }
+        if !entries.is_empty() {
+            self.append_group(&mut st, anchor_seq, EntrySource::Recheck, entries, also)?;
+        } else if !also.is_empty() {
+            self.append(&mut st, also)?;
+        }
+        Ok(outcome)
+    }
+
+    /// The entry recording `known` (the state last seen) at boundary `prev`, when the
+    /// path changed after `prev` and that state is not already recorded at `prev` or later.
+    pub(crate) fn backdated_entry(
+        &self,
+        rel: &RelPath,
+        known: &Known,
+        since: Option<u64>,
+        prev: u64,
+        order: u64,
+    ) -> Option<Entry> {
+        if since.is_some_and(|s| s >= prev) {
+            return None;
+        }
+        let before = match known {
+            Known::Absent => BeforeState::Absent,
+            Known::Present {
+                meta,
+                sha256: Some(sha),
+                recorded: true,
+            } if meta.kind == FileKind::File && self.store.has_blob(sha) => BeforeState::File {
+                sha256: sha.clone(),
+                size: meta.size,
+                mode: meta.mode,
+            },
+            _ => return None,
+        };
+        Some(Entry {
+            path: rel.clone(),
+            order,
+            before,
+        })
+    }
+
+    /// The tracked paths (every path with a recorded before-state, plus the cache).
+    pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        Ok(st.idx.tracked.keys().cloned().collect())
+    }
+
+    /// The anchors that have a group, ascending.
+    pub fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        Ok(st.idx.groups.keys().copied().collect())
+    }
+}
