@@ -69,63 +69,63 @@ export declare class BindingEngine {
 /** One session's sequences. */
 export declare class BindingEngineSession {
   /** For every entry of the partition, whether this session may undo or redo it now. */
-  entryActions(): Promise<Array<BindingEntryActions>>
+  entryActions(): Promise<Array<BindingEntryActions> | BindingRefusal>
   /**
    * Crash order, first step: the rewind's history entry `started`, durable before anything
    * changes; `limit`: the entries kept per workspace.
    */
-  begin(start: BindingRewindStart, historyLimit: number): Promise<BindingHistoryEntry>
+  begin(start: BindingRewindStart, historyLimit: number): Promise<BindingHistoryEntry | BindingRefusal>
   /** The rewind's journaled restore, then its entry finished with what happened. */
-  restoreFiles(req: BindingRewindRestore): Promise<BindingRewindFiles>
+  restoreFiles(req: BindingRewindRestore): Promise<BindingRewindFiles | BindingRefusal>
   /**
    * Finishes the entry of a rewind whose files were not restored (`code`: why; a
    * `rewind/...` failure makes it `failed`, `no-cwd` makes it `done`).
    */
-  finishNotRestored(opId: string, code: string, message: string): Promise<BindingHistoryEntry>
+  finishNotRestored(opId: string, code: string, message: string): Promise<BindingHistoryEntry | BindingRefusal>
   /**
    * Ends the `started` entry `op_id` with `outcome` (`abandoned`, `rolled-back`, `done`,
    * `partial`, `failed`); refused for a settled entry.
    */
-  settle(opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'): Promise<BindingHistoryEntry>
+  settle(opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'): Promise<BindingHistoryEntry | BindingRefusal>
   /**
    * The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
    * fork's parent).
    */
-  journalState(owner: string, opId: string): Promise<JournalState>
+  journalState(owner: string, opId: string): Promise<JournalState | BindingRefusal>
   /**
    * Checks, changing nothing, that this session may undo `op_id` now; every file changed
    * since the rewind must be decided in `choices` (else `rewind/stale-undo`, `details.paths`).
    */
-  undoCheck(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoCheck>
+  undoCheck(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoCheck | BindingRefusal>
   /**
    * Records durably that the undo of `op_id` began, naming the session the conversation
    * continues in (created next by the host).
    */
-  undoStart(opId: string, undoSessionId?: string | undefined | null): Promise<BindingHistoryEntry>
+  undoStart(opId: string, undoSessionId?: string | undefined | null): Promise<BindingHistoryEntry | BindingRefusal>
   /**
    * The undo's file step and its end (`undoneAt`); checks again first, so a file changed
    * since the check refuses it with nothing changed.
    */
-  undoFiles(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoDone>
+  undoFiles(opId: string, choices?: BindingUndoChoices | undefined | null): Promise<BindingUndoDone | BindingRefusal>
   /** Finishes an undo a restart found started (files changed since are kept). */
-  undoFinishInterrupted(opId: string): Promise<BindingUndoOutcome>
+  undoFinishInterrupted(opId: string): Promise<BindingUndoOutcome | BindingRefusal>
   /** Redo of the undone rewind `op_id` as the journaled restore `new_op_id` (its own entry). */
-  redo(opId: string, newOpId: string, choices: BindingUndoChoices | undefined | null, historyLimit: number): Promise<BindingRedoDone>
+  redo(opId: string, newOpId: string, choices: BindingUndoChoices | undefined | null, historyLimit: number): Promise<BindingRedoDone | BindingRefusal>
   /**
    * The reconcile pass's judgement of the interrupted entry `op_id`: settles what can be
    * settled alone. `conversation`: whether its conversation half happened (the host knows).
    */
-  judge(opId: string, conversation: boolean): Promise<BindingJudged>
+  judge(opId: string, conversation: boolean): Promise<BindingJudged | BindingRefusal>
   /** Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore. */
-  resolve(opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingResolved>
+  resolve(opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingResolved | BindingRefusal>
   /**
    * Continue or roll back the open restore journal `op_id` of a rewind that is over (see
    * `resolve` for an interrupted one); `entryOutcome` is `continued`, `undone`, or empty
    * when the history entry could not be updated.
    */
-  resolveJournal(opId: string, how: 'continue' | 'rollback'): Promise<BindingResolved>
+  resolveJournal(opId: string, how: 'continue' | 'rollback'): Promise<BindingResolved | BindingRefusal>
   /** Removes the temp files a killed restore left beside `paths`; resolves with the removed. */
-  removeRestoreTemps(paths: Array<string>): Promise<Array<string>>
+  removeRestoreTemps(paths: Array<string>): Promise<Array<string> | BindingRefusal>
 }
 
 /** The per-workspace rewind history under one root (`<dsh home>/rewind-history`). */
@@ -558,6 +558,21 @@ export interface BindingRedoDone {
   outcome: BindingRestoreOutcome
   /** Why the redo's entry could not be finished, if so. */
   notRecorded?: BindingFault
+}
+
+/**
+ * An expected refusal of an engine step, returned as data (a fault rejects the promise
+ * instead): `refused` is always `true`, `code` is the stable code, `details` its data.
+ */
+export interface BindingRefusal {
+  /** Always `true`: tells a refusal from a step's result. */
+  refused: boolean
+  /** Stable code, e.g. `rewind/stale-undo`. */
+  code: string
+  /** Human-readable message. */
+  message: string
+  /** Machine-readable details (a JSON object). */
+  details: any
 }
 
 /** What continuing or rolling back an interrupted rewind did. */

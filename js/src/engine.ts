@@ -5,7 +5,8 @@
  * is, and hands the engine's session object over.
  */
 import type { Addon } from './native.ts'
-import { callNative } from './native.ts'
+import { awaitNative, callNative } from './native.ts'
+import { RewindError } from './errors.ts'
 import type { HostContext, HostSession } from './host.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
@@ -31,4 +32,22 @@ export class EnginePort {
     const engine = this.engine()
     return callNative(() => engine.session(session.header.id, trackedCwd(session), key))
   }
+}
+
+function isRefusal(value: unknown): value is Addon.BindingRefusal {
+  return typeof value === 'object' && value !== null && (value as { refused?: unknown }).refused === true
+}
+
+/**
+ * Run one engine step: its result, or — when a rule refused it, which the engine returns as
+ * data — a {@link RewindError} with the refusal's code, message and details. A fault rejects as
+ * any native error does.
+ */
+export async function step<T>(run: () => Promise<T | Addon.BindingRefusal>): Promise<T> {
+  const result = await awaitNative(run)
+  if (isRefusal(result)) {
+    const details = typeof result.details === 'object' && result.details !== null ? result.details as Record<string, unknown> : {}
+    throw new RewindError(result.code, result.message, details)
+  }
+  return result
 }

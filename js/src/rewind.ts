@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto'
 import { writeSync } from 'node:fs'
 import type { Addon } from './native.ts'
-import { awaitNative, callNative } from './native.ts'
-import type { EnginePort } from './engine.ts'
+import { callNative } from './native.ts'
+import { type EnginePort, step } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostContext, HostFs, HostLogger, HostSession } from './host.ts'
 import type { ChainLink, FilesPort, FilesPreview, PreviewFile, RestoreOutcome, RestoreSelection, RestoreStatus, SkippedPath } from './ports.ts'
@@ -351,7 +351,7 @@ export class Rewinder {
       // Step 1: the history entry `started`, durable before anything changes. A history that
       // cannot be written refuses the rewind here, with nothing changed.
       const es = await this.deps.engine.session(session)
-      await awaitNative(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit))
+      await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit))
       crashPoint('rewind:started')
       // Step 2: the marker, in memory. The append validates before it changes anything; only
       // once it succeeded is pending steering (the future being rolled back) withdrawn.
@@ -453,7 +453,7 @@ export class Rewinder {
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
       // before the child exists or a file changes.
       const es = await this.deps.engine.session(session)
-      await awaitNative(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
+      await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
       crashPoint('fork:started')
       // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
       // files alone, and the entry says the fork was abandoned.
@@ -562,7 +562,7 @@ export class Rewinder {
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
       const notCovered = refusedScope(this.deps.state, sessionId)
-      const restored = await this.deps.state.run(sessionId, () => awaitNative(() => es.restoreFiles({ targetSeq, opId, ancestors, selection, notCovered })))
+      const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles({ targetSeq, opId, ancestors, selection, notCovered })))
       if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
       const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
@@ -583,7 +583,7 @@ export class Rewinder {
     const why = report.filesNotRestored
     if (why === undefined) return
     try {
-      await awaitNative(() => es.finishNotRestored(report.opId, why.code, why.message))
+      await step(() => es.finishNotRestored(report.opId, why.code, why.message))
     } catch (error) {
       this.deps.logger.warn('history entry for %s not finished: %s', report.opId, (error as Error).message)
     }
@@ -591,7 +591,7 @@ export class Rewinder {
 
   private async settle(es: Addon.BindingEngineSession, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
     try {
-      await awaitNative(() => es.settle(opId, outcome))
+      await step(() => es.settle(opId, outcome))
     } catch (error) {
       this.deps.logger.warn('history entry %s not settled as %s: %s', opId, outcome, (error as Error).message)
     }
@@ -673,7 +673,7 @@ export class Rewinder {
     const session = agent.session
     const conversation = await this.conversationHappened(session, entry)
     const journal = await this.deps.engine.session(session)
-      .then(es => awaitNative(() => es.journalState(session.header.id, entry.opId)), () => 'unreadable')
+      .then(es => step(() => es.journalState(session.header.id, entry.opId)), () => 'unreadable')
       .catch(() => 'unreadable')
     return this.interrupted(entry, conversation, journal, undefined)
   }
@@ -687,7 +687,7 @@ export class Rewinder {
     const session = agent.session
     const conversation = await this.conversationHappened(session, entry)
     const es = await this.deps.engine.session(session)
-    const judged = await this.deps.state.run(session.header.id, () => awaitNative(() => es.judge(entry.opId, conversation)))
+    const judged = await this.deps.state.run(session.header.id, () => step(() => es.judge(entry.opId, conversation)))
     if (judged.judgement === 'settled') return undefined
     if (judged.judgement === 'finish-undo') {
       await this.undoer.finishInterrupted(agent, key, entry)
@@ -716,7 +716,7 @@ export class Rewinder {
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
       const es = await this.deps.engine.session(session)
-      const r = await this.deps.state.run(sessionId, () => awaitNative(() => es.resolve(found.opId, how, ancestors)))
+      const r = await this.deps.state.run(sessionId, () => step(() => es.resolve(found.opId, how, ancestors)))
       const cwd = trackedCwd(session)
       if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
       return { opId: found.opId, how, kind: r.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }

@@ -15,11 +15,11 @@ import type { HostSessionPersistence } from './fork.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
 import { type Rewinder, candidates, resyncObservations } from './rewind.ts'
-import type { EnginePort } from './engine.ts'
+import { type EnginePort, step } from './engine.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
-import { addonAvailable, awaitNative } from './native.ts'
+import { addonAvailable } from './native.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -126,7 +126,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     // A journal left open by a rewind that is over (a `partial` one): the engine finishes or
     // rolls it back, removes the temp files and updates the history entry.
     const es = await deps.engine.session(session)
-    const r = await state.run(sessionId, () => awaitNative(() => es.resolveJournal(opId, how)))
+    const r = await state.run(sessionId, () => step(() => es.resolveJournal(opId, how)))
     await resyncObservations(ctx, session, cwd, r.outcome.written, r.outcome.deleted, deps.logger)
     if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)
     return r.outcome
@@ -190,7 +190,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       let actions = new Map<string, { undoable: boolean; redoable: boolean }>()
       try {
         const es = await deps.engine.session(agent.session)
-        actions = new Map((await awaitNative(() => es.entryActions())).map(a => [a.opId, a]))
+        actions = new Map((await step(() => es.entryActions())).map(a => [a.opId, a]))
       } catch (error) {
         deps.logger.warn('undo and redo of the history entries not judged: %s', (error as Error).message)
       }

@@ -15,7 +15,7 @@ import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
 import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
-import { awaitNative } from './native.ts'
+import { step } from './engine.ts'
 import { type Locale, format } from './locales.ts'
 
 /** What an undo did. */
@@ -110,7 +110,7 @@ export class Undoer {
     try {
       const es = await this.deps.engine.session(session)
       // The engine's rules, and every file changed since the rewind decided: nothing changes yet.
-      const check = await state.run(sessionId, () => awaitNative(() => es.undoCheck(opId, choices)))
+      const check = await state.run(sessionId, () => step(() => es.undoCheck(opId, choices)))
       const entry = check.entry
       // The conversation half.
       const fork = entry.fork?.childSessionId != null
@@ -123,7 +123,7 @@ export class Undoer {
         }
         childId = `session-${randomUUID()}`
       }
-      await awaitNative(() => es.undoStart(opId, childId))
+      await step(() => es.undoStart(opId, childId))
       crashPoint('undo:started')
       let conversation: UndoReport['conversation']
       if (childId !== undefined) {
@@ -140,7 +140,7 @@ export class Undoer {
       }
       // The files (the engine's journaled undo), then `undoneAt`. Something changed between the
       // check and now: the entry stays started and the next reconcile finishes it, keeping it.
-      const done = await state.run(check.owner, () => awaitNative(() => es.undoFiles(opId, choices)))
+      const done = await state.run(check.owner, () => step(() => es.undoFiles(opId, choices)))
       if (done.notRecorded != null) logger.warn('undo of %s not recorded in history: %s', opId, done.notRecorded.message)
       if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
       const files = done.files as UndoOutcome
@@ -165,7 +165,7 @@ export class Undoer {
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     try {
       const es = await this.deps.engine.session(session)
-      const done = await state.run(sessionId, () => awaitNative(() => es.redo(opId, randomUUID(), choices, this.deps.settings.get().historyLimit)))
+      const done = await state.run(sessionId, () => step(() => es.redo(opId, randomUUID(), choices, this.deps.settings.get().historyLimit)))
       if (done.notRecorded != null) logger.warn('redo %s not recorded in history: %s', done.opId, done.notRecorded.message)
       const outcome = done.outcome
       if (cwd !== undefined) await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
@@ -227,7 +227,7 @@ export class Undoer {
       }
     }
     const es = await this.deps.engine.session(session)
-    const outcome = await state.run(sessionId, () => awaitNative(() => es.undoFinishInterrupted(entry.opId)))
+    const outcome = await state.run(sessionId, () => step(() => es.undoFinishInterrupted(entry.opId)))
     if (cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
   }
 }

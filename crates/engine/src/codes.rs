@@ -183,6 +183,23 @@ impl ErrorCode {
         }
     }
 
+    /// Whether the code names an expected refusal (a rule said no; nothing changed) rather
+    /// than a fault (something broke: a failed write, a damaged file, a step that did not
+    /// finish). Refusals cross to the host as data; faults are thrown.
+    pub const fn is_refusal(self) -> bool {
+        !matches!(
+            self,
+            Self::Failed
+                | Self::UndoFailed
+                | Self::RestoreFailed
+                | Self::StoreCorrupt
+                | Self::HistoryCorrupt
+                | Self::FlushFailed
+                | Self::StopFailed
+                | Self::NativeUnavailable
+        )
+    }
+
     /// Parses a stable string form back into its code.
     pub fn parse(code: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.as_str() == code)

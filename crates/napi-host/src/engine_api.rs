@@ -5,21 +5,22 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Env};
+use napi::bindgen_prelude::{AsyncTask, Either, Env, ToNapiValue, TypeName};
 use napi_derive::napi;
 
 use rewind_engine::{
     ChainLink, Choices, Engine, EngineOptions, EngineSession, Judgement as EngineJudgement,
-    NotRestored, Outcome, Resolution as EngineResolution, RestoreRequest, Start, WorkspaceKey,
+    ErrorCode, NotRestored, Outcome, Resolution as EngineResolution, RestoreRequest, Start,
+    WorkspaceKey,
 };
 
 use crate::cleanup_api::BindingCleanup;
-use crate::error::BindingError;
+use crate::error::{BindingError, js_numbers};
 use crate::store_api::{BindingStore, restore_outcome, restore_status};
 use crate::task::Job;
 use crate::types::{
     BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged, BindingNotCovered,
-    BindingRedoDone, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
+    BindingRedoDone, BindingRefusal, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
     JournalState, Judgement, seq_from_js,
 };
 
@@ -122,6 +123,31 @@ pub(crate) fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLin
         .collect()
 }
 
+/// A step's result, or the refusal that stopped it (see [`BindingRefusal`]).
+type Step<T> = Either<T, BindingRefusal>;
+
+/// Runs an engine step on the thread pool: an expected refusal resolves as data, a fault
+/// rejects.
+fn step<T>(
+    work: impl FnOnce() -> Result<T, BindingError> + Send + 'static,
+) -> AsyncTask<Job<Step<T>>>
+where
+    T: ToNapiValue + TypeName + Send + 'static,
+{
+    AsyncTask::new(Job::new(move || match work() {
+        Ok(value) => Ok(Either::A(value)),
+        Err(e) if ErrorCode::parse(&e.code).is_some_and(ErrorCode::is_refusal) => {
+            Ok(Either::B(BindingRefusal {
+                refused: true,
+                code: e.code,
+                message: e.message,
+                details: js_numbers(e.details),
+            }))
+        }
+        Err(e) => Err(e),
+    }))
+}
+
 fn resolution(how: &str) -> Result<EngineResolution, BindingError> {
     match how {
         "continue" => Ok(EngineResolution::Continue),
@@ -152,10 +178,10 @@ fn undo_outcome(f: &rewind_engine::FilesDone) -> BindingUndoOutcome {
 #[napi]
 impl BindingEngineSession {
     /// For every entry of the partition, whether this session may undo or redo it now.
-    #[napi(ts_return_type = "Promise<Array<BindingEntryActions>>")]
-    pub fn entry_actions(&self) -> AsyncTask<Job<Vec<BindingEntryActions>>> {
+    #[napi(ts_return_type = "Promise<Array<BindingEntryActions> | BindingRefusal>")]
+    pub fn entry_actions(&self) -> AsyncTask<Job<Step<Vec<BindingEntryActions>>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             Ok(s.entry_actions()?
                 .into_iter()
                 .map(|a| BindingEntryActions {
@@ -164,19 +190,19 @@ impl BindingEngineSession {
                     redoable: a.redoable,
                 })
                 .collect())
-        }))
+        })
     }
 
     /// Crash order, first step: the rewind's history entry `started`, durable before anything
     /// changes; `limit`: the entries kept per workspace.
-    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry | BindingRefusal>")]
     pub fn begin(
         &self,
         start: BindingRewindStart,
         history_limit: u32,
-    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+    ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let start = Start {
                 op_id: start.op_id,
                 target_seq: seq_from_js(start.target_seq, "targetSeq")?,
@@ -185,14 +211,14 @@ impl BindingEngineSession {
                 fork_child: start.fork_child_session_id,
             };
             Ok(s.begin(&start, history_limit as usize)?.into())
-        }))
+        })
     }
 
     /// The rewind's journaled restore, then its entry finished with what happened.
-    #[napi(ts_return_type = "Promise<BindingRewindFiles>")]
-    pub fn restore_files(&self, req: BindingRewindRestore) -> AsyncTask<Job<BindingRewindFiles>> {
+    #[napi(ts_return_type = "Promise<BindingRewindFiles | BindingRefusal>")]
+    pub fn restore_files(&self, req: BindingRewindRestore) -> AsyncTask<Job<Step<BindingRewindFiles>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let selection = req.selection.unwrap_or_default();
             let request = RestoreRequest {
                 target_seq: seq_from_js(req.target_seq, "targetSeq")?,
@@ -223,92 +249,92 @@ impl BindingEngineSession {
                 outcome,
                 not_recorded: r.not_recorded.map(Into::into),
             })
-        }))
+        })
     }
 
     /// Finishes the entry of a rewind whose files were not restored (`code`: why; a
     /// `rewind/...` failure makes it `failed`, `no-cwd` makes it `done`).
-    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry | BindingRefusal>")]
     pub fn finish_not_restored(
         &self,
         op_id: String,
         code: String,
         message: String,
-    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+    ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             Ok(s.finish_not_restored(&op_id, &NotRestored { code, message })?.into())
-        }))
+        })
     }
 
     /// Ends the `started` entry `op_id` with `outcome` (`abandoned`, `rolled-back`, `done`,
     /// `partial`, `failed`); refused for a settled entry.
     #[napi(
         ts_args_type = "opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'",
-        ts_return_type = "Promise<BindingHistoryEntry>"
+        ts_return_type = "Promise<BindingHistoryEntry | BindingRefusal>"
     )]
-    pub fn settle(&self, op_id: String, outcome: String) -> AsyncTask<Job<BindingHistoryEntry>> {
+    pub fn settle(&self, op_id: String, outcome: String) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let outcome: Outcome = serde_json::from_value(serde_json::Value::String(outcome.clone()))
                 .ok()
                 .filter(|o: &Outcome| o.is_settled())
                 .ok_or_else(|| BindingError::bad_request(format!("unknown outcome `{outcome}`")))?;
             Ok(s.settle(&op_id, outcome, None)?.into())
-        }))
+        })
     }
 
     /// The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
     /// fork's parent).
-    #[napi(ts_return_type = "Promise<JournalState>")]
-    pub fn journal_state(&self, owner: String, op_id: String) -> AsyncTask<Job<JournalState>> {
+    #[napi(ts_return_type = "Promise<JournalState | BindingRefusal>")]
+    pub fn journal_state(&self, owner: String, op_id: String) -> AsyncTask<Job<Step<JournalState>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || Ok(s.journal_state(&owner, &op_id).into())))
+        step(move || Ok(s.journal_state(&owner, &op_id).into()))
     }
 
     /// Checks, changing nothing, that this session may undo `op_id` now; every file changed
     /// since the rewind must be decided in `choices` (else `rewind/stale-undo`, `details.paths`).
-    #[napi(ts_return_type = "Promise<BindingUndoCheck>")]
+    #[napi(ts_return_type = "Promise<BindingUndoCheck | BindingRefusal>")]
     pub fn undo_check(
         &self,
         op_id: String,
         choices: Option<BindingUndoChoices>,
-    ) -> AsyncTask<Job<BindingUndoCheck>> {
+    ) -> AsyncTask<Job<Step<BindingUndoCheck>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let c = s.undo_check(&op_id, &self::choices(choices))?;
             Ok(BindingUndoCheck {
                 entry: BindingHistoryEntry::from(c.entry),
                 owner: c.owner,
                 files: c.files,
             })
-        }))
+        })
     }
 
     /// Records durably that the undo of `op_id` began, naming the session the conversation
     /// continues in (created next by the host).
-    #[napi(ts_return_type = "Promise<BindingHistoryEntry>")]
+    #[napi(ts_return_type = "Promise<BindingHistoryEntry | BindingRefusal>")]
     pub fn undo_start(
         &self,
         op_id: String,
         undo_session_id: Option<String>,
-    ) -> AsyncTask<Job<BindingHistoryEntry>> {
+    ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             Ok(s.undo_start(&op_id, undo_session_id.as_deref())?.into())
-        }))
+        })
     }
 
     /// The undo's file step and its end (`undoneAt`); checks again first, so a file changed
     /// since the check refuses it with nothing changed.
-    #[napi(ts_return_type = "Promise<BindingUndoDone>")]
+    #[napi(ts_return_type = "Promise<BindingUndoDone | BindingRefusal>")]
     pub fn undo_files(
         &self,
         op_id: String,
         choices: Option<BindingUndoChoices>,
-    ) -> AsyncTask<Job<BindingUndoDone>> {
+    ) -> AsyncTask<Job<Step<BindingUndoDone>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let choices = self::choices(choices);
             let check = s.undo_check_started(&op_id)?;
             let done = s.undo_files(&check, &choices)?;
@@ -316,30 +342,30 @@ impl BindingEngineSession {
                 files: undo_outcome(&done.files),
                 not_recorded: done.not_recorded.map(Into::into),
             })
-        }))
+        })
     }
 
     /// Finishes an undo a restart found started (files changed since are kept).
-    #[napi(ts_return_type = "Promise<BindingUndoOutcome>")]
-    pub fn undo_finish_interrupted(&self, op_id: String) -> AsyncTask<Job<BindingUndoOutcome>> {
+    #[napi(ts_return_type = "Promise<BindingUndoOutcome | BindingRefusal>")]
+    pub fn undo_finish_interrupted(&self, op_id: String) -> AsyncTask<Job<Step<BindingUndoOutcome>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let entry = s.entry(&op_id)?;
             Ok(undo_outcome(&s.undo_finish_interrupted(&entry)?))
-        }))
+        })
     }
 
     /// Redo of the undone rewind `op_id` as the journaled restore `new_op_id` (its own entry).
-    #[napi(ts_return_type = "Promise<BindingRedoDone>")]
+    #[napi(ts_return_type = "Promise<BindingRedoDone | BindingRefusal>")]
     pub fn redo(
         &self,
         op_id: String,
         new_op_id: String,
         choices: Option<BindingUndoChoices>,
         history_limit: u32,
-    ) -> AsyncTask<Job<BindingRedoDone>> {
+    ) -> AsyncTask<Job<Step<BindingRedoDone>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let done = s.redo(&op_id, &new_op_id, &self::choices(choices), history_limit as usize)?;
             Ok(BindingRedoDone {
                 op_id: done.op_id,
@@ -348,15 +374,15 @@ impl BindingEngineSession {
                 outcome: restore_outcome(done.outcome),
                 not_recorded: done.not_recorded.map(Into::into),
             })
-        }))
+        })
     }
 
     /// The reconcile pass's judgement of the interrupted entry `op_id`: settles what can be
     /// settled alone. `conversation`: whether its conversation half happened (the host knows).
-    #[napi(ts_return_type = "Promise<BindingJudged>")]
-    pub fn judge(&self, op_id: String, conversation: bool) -> AsyncTask<Job<BindingJudged>> {
+    #[napi(ts_return_type = "Promise<BindingJudged | BindingRefusal>")]
+    pub fn judge(&self, op_id: String, conversation: bool) -> AsyncTask<Job<Step<BindingJudged>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let entry = s.entry(&op_id)?;
             let (judgement, found) = s.judge(&entry, conversation)?;
             let (judgement, outcome) = match judgement {
@@ -376,22 +402,22 @@ impl BindingEngineSession {
                 journal: found.journal.into(),
                 restore: found.restore.map(restore_status),
             })
-        }))
+        })
     }
 
     /// Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore.
     #[napi(
         ts_args_type = "opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null",
-        ts_return_type = "Promise<BindingResolved>"
+        ts_return_type = "Promise<BindingResolved | BindingRefusal>"
     )]
     pub fn resolve(
         &self,
         op_id: String,
         how: String,
         ancestors: Option<Vec<BindingChainLink>>,
-    ) -> AsyncTask<Job<BindingResolved>> {
+    ) -> AsyncTask<Job<Step<BindingResolved>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let r = s.resolve(&op_id, resolution(&how)?, &chain(ancestors)?)?;
             Ok(BindingResolved {
                 kind: r.kind.into(),
@@ -399,7 +425,7 @@ impl BindingEngineSession {
                 entry_outcome: r.entry_outcome.to_owned(),
                 temps_removed: r.temps_removed,
             })
-        }))
+        })
     }
 
     /// Continue or roll back the open restore journal `op_id` of a rewind that is over (see
@@ -407,11 +433,11 @@ impl BindingEngineSession {
     /// when the history entry could not be updated.
     #[napi(
         ts_args_type = "opId: string, how: 'continue' | 'rollback'",
-        ts_return_type = "Promise<BindingResolved>"
+        ts_return_type = "Promise<BindingResolved | BindingRefusal>"
     )]
-    pub fn resolve_journal(&self, op_id: String, how: String) -> AsyncTask<Job<BindingResolved>> {
+    pub fn resolve_journal(&self, op_id: String, how: String) -> AsyncTask<Job<Step<BindingResolved>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || {
+        step(move || {
             let r = s.resolve_journal(&op_id, resolution(&how)?)?;
             Ok(BindingResolved {
                 kind: r.kind.into(),
@@ -419,13 +445,13 @@ impl BindingEngineSession {
                 entry_outcome: r.entry_outcome.to_owned(),
                 temps_removed: r.temps_removed,
             })
-        }))
+        })
     }
 
     /// Removes the temp files a killed restore left beside `paths`; resolves with the removed.
-    #[napi(ts_return_type = "Promise<Array<string>>")]
-    pub fn remove_restore_temps(&self, paths: Vec<String>) -> AsyncTask<Job<Vec<String>>> {
+    #[napi(ts_return_type = "Promise<Array<string> | BindingRefusal>")]
+    pub fn remove_restore_temps(&self, paths: Vec<String>) -> AsyncTask<Job<Step<Vec<String>>>> {
         let s = self.session.clone();
-        AsyncTask::new(Job::new(move || Ok(s.remove_restore_temps(&paths))))
+        step(move || Ok(s.remove_restore_temps(&paths)))
     }
 }

@@ -68,7 +68,7 @@ impl BindingError {
 
 /// Integers become plain JavaScript numbers (napi would turn a `u64` into a `BigInt`, which
 /// `JSON.stringify` refuses); seqs, counts and times stay far below 2^53.
-fn js_numbers(value: Value) -> Value {
+pub(crate) fn js_numbers(value: Value) -> Value {
     match value {
         Value::Number(n) if !n.is_f64() => n
             .as_f64()

@@ -211,3 +211,18 @@ pub struct BindingEntryActions {
     /// "Redo this rewind" is offered.
     pub redoable: bool,
 }
+
+/// An expected refusal of an engine step, returned as data (a fault rejects the promise
+/// instead): `refused` is always `true`, `code` is the stable code, `details` its data.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingRefusal {
+    /// Always `true`: tells a refusal from a step's result.
+    pub refused: bool,
+    /// Stable code, e.g. `rewind/stale-undo`.
+    pub code: String,
+    /// Human-readable message.
+    pub message: String,
+    /// Machine-readable details (a JSON object).
+    pub details: serde_json::Value,
+}

@@ -29,7 +29,7 @@ pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
 pub use binding_engine::{
-    BindingEntryActions, BindingFault, BindingJudged, BindingRedoDone, BindingResolved, BindingRewindFiles,
+    BindingEntryActions, BindingFault, BindingJudged, BindingRefusal, BindingRedoDone, BindingResolved, BindingRewindFiles,
     BindingRewindRestore, BindingRewindStart, BindingUndoCheck,
     BindingUndoDone, InterruptedKind, JournalState, Judgement,
 };
