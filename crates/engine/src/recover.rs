@@ -11,7 +11,7 @@ use snapshot_store::{ChainLink, JournalState as StoreState, RestoreOutcome, Rest
 use crate::JournalState;
 use crate::error::{EngineError, ErrorCode};
 use crate::session::{EngineSession, history_paths};
-use crate::undo::touched_files;
+use crate::undo::{FilesDone, touched_files};
 
 /// What was interrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,23 +200,7 @@ impl EngineSession {
             }
             (InterruptedKind::Undo, Resolution::Continue) => {
                 let o = session.undo_restore_with(op_id, &[], &[])?;
-                let files = crate::undo::FilesDone {
-                    restored: o.written.iter().map(|p| p.display()).collect(),
-                    deleted: o.deleted.iter().map(|p| p.display()).collect(),
-                    failed: o.failed.iter().map(|f| (f.display.clone(), f.error.clone())).collect(),
-                    kept: Vec::new(),
-                };
-                self.history(None)?.mark_undone(
-                    &self.key,
-                    op_id,
-                    if files.ok() {
-                        rewind_history::UndoOutcome::Ok
-                    } else {
-                        rewind_history::UndoOutcome::Partial
-                    },
-                    rewind_history::UndoMode::Files,
-                    self.engine.now(),
-                )?;
+                self.mark_undone(op_id, &FilesDone::of(&o))?;
                 (o, "undone")
             }
             (_, Resolution::Continue) => {
@@ -290,24 +274,14 @@ impl EngineSession {
         touched.extend(outcome.deleted.iter().map(|p| p.display()));
         touched.extend(outcome.failed.iter().map(|f| f.display.clone()));
         let temps_removed = self.remove_restore_temps(&touched);
-        let history = self.history(None)?;
         let recorded = match how {
-            Resolution::Continue => history
-                .settle_continued(&self.key, op_id, &continued_paths(&outcome))
+            Resolution::Continue => self
+                .history(None)
+                .and_then(|h| Ok(h.settle_continued(&self.key, op_id, &continued_paths(&outcome))?))
                 .map(|_| "continued")
                 .ok(),
-            Resolution::Rollback => history
-                .mark_undone(
-                    &self.key,
-                    op_id,
-                    if outcome.failed.is_empty() {
-                        rewind_history::UndoOutcome::Ok
-                    } else {
-                        rewind_history::UndoOutcome::Partial
-                    },
-                    rewind_history::UndoMode::Files,
-                    self.engine.now(),
-                )
+            Resolution::Rollback => self
+                .mark_undone(op_id, &FilesDone::of(&outcome))
                 .map(|_| "undone")
                 .ok(),
         };

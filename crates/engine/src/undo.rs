@@ -55,7 +55,7 @@ impl FilesDone {
         self.failed.is_empty()
     }
 
-    fn of(o: &RestoreOutcome) -> Self {
+    pub(crate) fn of(o: &RestoreOutcome) -> Self {
         Self {
             restored: o.written.iter().map(|p| p.display()).collect(),
             deleted: o.deleted.iter().map(|p| p.display()).collect(),
@@ -167,14 +167,12 @@ impl EngineSession {
     /// since the rewind is decided in `choices` — else [`ErrorCode::StaleUndo`] naming the
     /// undecided ones (`details.paths`).
     pub fn undo_check(&self, op_id: &str, choices: &Choices) -> Result<UndoCheck, EngineError> {
-        let history = self.history(None)?;
-        let (salvaged, _) = history.read_salvaged(&self.key)?;
+        let partition = self.history(None)?.read(&self.key)?;
         // The journal lives with the session that was rewound (a fork's parent).
-        let owner = salvaged
+        let owner = partition
             .find(op_id)
             .map_or_else(|| self.id.clone(), |e| e.session_id.clone());
         let journal = self.journal_state(&owner, op_id);
-        let partition = history.read(&self.key)?;
         let entry = rewind_history::undo_eligibility(
             &partition,
             &UndoRequest {
@@ -281,7 +279,7 @@ impl EngineSession {
         })
     }
 
-    fn mark_undone(&self, op_id: &str, files: &FilesDone) -> Result<Entry, EngineError> {
+    pub(crate) fn mark_undone(&self, op_id: &str, files: &FilesDone) -> Result<Entry, EngineError> {
         Ok(self
             .history(None)?
             .mark_undone(&self.key, op_id, undo_outcome(files), UndoMode::Files, self.engine.now())?

@@ -158,6 +158,15 @@ fn resolution(how: &str) -> Result<EngineResolution, BindingError> {
     }
 }
 
+fn resolved(r: rewind_engine::Resolved) -> BindingResolved {
+    BindingResolved {
+        kind: r.kind.into(),
+        outcome: restore_outcome(r.outcome),
+        entry_outcome: r.entry_outcome.to_owned(),
+        temps_removed: r.temps_removed,
+    }
+}
+
 fn undo_outcome(f: &rewind_engine::FilesDone) -> BindingUndoOutcome {
     BindingUndoOutcome {
         kind: if f.ok() { "ok".into() } else { "partial".into() },
@@ -419,12 +428,7 @@ impl BindingEngineSession {
         let s = self.session.clone();
         step(move || {
             let r = s.resolve(&op_id, resolution(&how)?, &chain(ancestors)?)?;
-            Ok(BindingResolved {
-                kind: r.kind.into(),
-                outcome: restore_outcome(r.outcome),
-                entry_outcome: r.entry_outcome.to_owned(),
-                temps_removed: r.temps_removed,
-            })
+            Ok(resolved(r))
         })
     }
 
@@ -439,12 +443,7 @@ impl BindingEngineSession {
         let s = self.session.clone();
         step(move || {
             let r = s.resolve_journal(&op_id, resolution(&how)?)?;
-            Ok(BindingResolved {
-                kind: r.kind.into(),
-                outcome: restore_outcome(r.outcome),
-                entry_outcome: r.entry_outcome.to_owned(),
-                temps_removed: r.temps_removed,
-            })
+            Ok(resolved(r))
         })
     }
 
