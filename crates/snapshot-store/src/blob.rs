@@ -67,9 +67,17 @@ pub(crate) fn store_file(
             let sha = hex::encode(Sha256::digest(&data));
             let path = blob_path(&sha);
             if !store.io.durable {
-                // Process-crash mode: write the blob under its final name directly. A blob torn
-                // by a crash mid-write is shorter than its content and is replaced below; any
-                // other damage is caught by the SHA-256 check on restore.
+                // Process-crash mode: a blob already stored whole is a dedup hit (one `stat`,
+                // no failed create). Otherwise write the blob under its final name directly. A
+                // blob torn by a crash mid-write is shorter than its content and is replaced
+                // below; any other damage is caught by the SHA-256 check on restore.
+                if store.blob_size(&sha)? == Some(len as u64) {
+                    return Ok(Stored::Blob {
+                        sha256: sha,
+                        size: len as u64,
+                        dedup: true,
+                    });
+                }
                 let created = match store.write_new(&path, &data) {
                     Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
                         store.create_dir_all(path.parent().unwrap_or(Path::new("blobs")))?;
