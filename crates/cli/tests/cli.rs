@@ -405,12 +405,16 @@ fn without_a_log_checkpoints_are_listed_by_seq_and_the_workspace_is_asked_for() 
     assert_eq!(h.read("a.txt").as_deref(), Some("one\nshared line\n"));
 }
 
-/// Fails the workspace rename of one path: the restore ends with an open journal.
+/// Fails the workspace write of one path (its rename over the path, or its first
+/// write when it is rewritten in place): the restore ends with an open journal.
 struct FailRename(&'static str);
 
 impl FaultSeam for FailRename {
     fn before(&self, op: FsOp, area: Area, path: &Path) -> std::io::Result<()> {
-        if op == FsOp::Rename && area == Area::Workspace && path == Path::new(self.0) {
+        if matches!(op, FsOp::Rename | FsOp::Write)
+            && area == Area::Workspace
+            && path == Path::new(self.0)
+        {
             return Err(std::io::Error::from_raw_os_error(28));
         }
         Ok(())

@@ -298,6 +298,69 @@ fn main() {
             if ms(subject) <= 50.0 { "met" } else { "**not met**" },
         ));
     }
+
+    // Plan + journaled restore of 1,000 (and 10,000) × 16 KiB files.
+    for (durability, n, rounds) in [
+        (Durability::ProcessCrash, 1000, 10),
+        (Durability::ProcessCrash, 10_000, 3),
+        (Durability::PowerLoss, 1000, 4),
+    ] {
+        if !want("restore") {
+            break;
+        }
+        let b = Bench::new();
+        let store = b.store(durability);
+        let s = b.session(&store);
+        let src = b.base.join("copy-src");
+        std::fs::create_dir_all(&src).unwrap();
+        for i in 0..n {
+            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, i)).unwrap();
+            std::fs::write(src.join(format!("f{i}")), content(16 << 10, 50_000 + i)).unwrap();
+        }
+        s.recheck_tracked(1).unwrap();
+        for i in 0..n {
+            s.capture_before("bulk", Path::new(&format!("f{i}")))
+                .unwrap();
+        }
+        for i in 0..n {
+            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
+        }
+        s.commit("bulk", 1, true).unwrap();
+        s.recheck_tracked(2).unwrap();
+        let mut k = 0usize;
+        let sync = durability == Durability::PowerLoss;
+        let (subject, baseline) = timing::pair(
+            rounds,
+            || {
+                let target = if k % 2 == 0 { 1 } else { 2 };
+                let plan = s.plan_restore(target).unwrap();
+                assert_eq!(plan.actions.len(), n);
+                let out = s.restore(&plan, &format!("op{k}")).unwrap();
+                assert!(out.failed.is_empty());
+                k += 1;
+            },
+            || {
+                for i in 0..n {
+                    let dst = b.raw.join(format!("f{i}"));
+                    std::fs::copy(src.join(format!("f{i}")), &dst).unwrap();
+                    if sync {
+                        std::fs::File::open(&dst).unwrap().sync_all().unwrap();
+                    }
+                }
+                if sync {
+                    std::fs::File::open(&b.raw).unwrap().sync_all().unwrap();
+                }
+            },
+        );
+        let files = if n == 1000 { "1,000" } else { "10,000" };
+        let label = if sync {
+            format!("plan + journaled restore {files} × 16 KiB, PowerLoss (fsync) vs copy + fsync")
+        } else {
+            format!("plan + journaled restore {files} × 16 KiB vs plain copy")
+        };
+        report.row(&label, subject, baseline, Some(1.5));
+    }
+
     if only.is_some() {
         report.write();
         return;
@@ -406,61 +469,6 @@ fn main() {
             baseline,
             Some(1.5),
         );
-    }
-
-    // Plan + journaled restore of 1,000 × 16 KiB files.
-    for (durability, rounds) in [(Durability::ProcessCrash, 10), (Durability::PowerLoss, 4)] {
-        let b = Bench::new();
-        let store = b.store(durability);
-        let s = b.session(&store);
-        let n = 1000;
-        let src = b.base.join("copy-src");
-        std::fs::create_dir_all(&src).unwrap();
-        for i in 0..n {
-            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, i)).unwrap();
-            std::fs::write(src.join(format!("f{i}")), content(16 << 10, 50_000 + i)).unwrap();
-        }
-        s.recheck_tracked(1).unwrap();
-        for i in 0..n {
-            s.capture_before("bulk", Path::new(&format!("f{i}")))
-                .unwrap();
-        }
-        for i in 0..n {
-            std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
-        }
-        s.commit("bulk", 1, true).unwrap();
-        s.recheck_tracked(2).unwrap();
-        let mut k = 0usize;
-        let sync = durability == Durability::PowerLoss;
-        let (subject, baseline) = timing::pair(
-            rounds,
-            || {
-                let target = if k % 2 == 0 { 1 } else { 2 };
-                let plan = s.plan_restore(target).unwrap();
-                assert_eq!(plan.actions.len(), n);
-                let out = s.restore(&plan, &format!("op{k}")).unwrap();
-                assert!(out.failed.is_empty());
-                k += 1;
-            },
-            || {
-                for i in 0..n {
-                    let dst = b.raw.join(format!("f{i}"));
-                    std::fs::copy(src.join(format!("f{i}")), &dst).unwrap();
-                    if sync {
-                        std::fs::File::open(&dst).unwrap().sync_all().unwrap();
-                    }
-                }
-                if sync {
-                    std::fs::File::open(&b.raw).unwrap().sync_all().unwrap();
-                }
-            },
-        );
-        let label = if sync {
-            "plan + journaled restore 1,000 × 16 KiB, PowerLoss (fsync) vs copy + fsync"
-        } else {
-            "plan + journaled restore 1,000 × 16 KiB vs plain copy"
-        };
-        report.row(label, subject, baseline, Some(1.5));
     }
 
     // Durable capture.

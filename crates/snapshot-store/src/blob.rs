@@ -67,9 +67,17 @@ pub(crate) fn store_file(
             let sha = hex::encode(Sha256::digest(&data));
             let path = blob_path(&sha);
             if !store.io.durable {
-                // Process-crash mode: write the blob under its final name directly. A blob torn
-                // by a crash mid-write is shorter than its content and is replaced below; any
-                // other damage is caught by the SHA-256 check on restore.
+                // Process-crash mode: a blob already stored whole is a dedup hit (one `stat`,
+                // no failed create). Otherwise write the blob under its final name directly. A
+                // blob torn by a crash mid-write is shorter than its content and is replaced
+                // below; any other damage is caught by the SHA-256 check on restore.
+                if store.blob_size(&sha)? == Some(len as u64) {
+                    return Ok(Stored::Blob {
+                        sha256: sha,
+                        size: len as u64,
+                        dedup: true,
+                    });
+                }
                 let created = match store.write_new(&path, &data) {
                     Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
                         store.create_dir_all(path.parent().unwrap_or(Path::new("blobs")))?;
@@ -211,6 +219,8 @@ pub(crate) enum CopyFail {
     Missing(String),
     /// The blob's bytes do not hash to its name (or have the wrong length).
     Corrupt(String),
+    /// The target file is not the one the restore checked (nothing was written).
+    Changed,
 }
 
 impl From<FsFailure> for CopyFail {
@@ -225,6 +235,7 @@ impl std::fmt::Display for CopyFail {
             CopyFail::Fs(e) => write!(f, "{e}"),
             CopyFail::Missing(p) => write!(f, "blob `{p}` is missing from the store"),
             CopyFail::Corrupt(d) => write!(f, "corrupt blob: {d}"),
+            CopyFail::Changed => write!(f, "changed since the restore began; left as it is"),
         }
     }
 }
@@ -269,6 +280,95 @@ pub(crate) fn copy_blob_to(
         )));
     }
     Ok(())
+}
+
+/// The bytes of blob `sha` (`size` bytes, small enough to hold), read whole and
+/// checked against its name and length before the caller writes any of them.
+pub(crate) fn read_blob_verified(
+    store: &StoreFs,
+    sha: &str,
+    size: u64,
+) -> Result<Vec<u8>, CopyFail> {
+    let path = blob_path(sha);
+    let Some(mut src) = store.blob_open(sha)? else {
+        return Err(CopyFail::Missing(path.to_string_lossy().into_owned()));
+    };
+    // One byte more than expected, to see a longer blob.
+    let want = usize::try_from(size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    let mut data = vec![0u8; want];
+    let mut len = 0usize;
+    while len < data.len() {
+        let n = store.read_chunk(&mut src, &path, &mut data[len..])?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    if len as u64 > size {
+        return Err(CopyFail::Corrupt(format!(
+            "`{}` is longer than {size} bytes",
+            path.display()
+        )));
+    }
+    data.truncate(len);
+    let got = hex::encode(Sha256::digest(&data));
+    if len as u64 != size || got != sha {
+        return Err(CopyFail::Corrupt(format!(
+            "`{}` has {len} bytes hashing to {got}, expected {size} bytes hashing to {sha}",
+            path.display()
+        )));
+    }
+    Ok(data)
+}
+
+/// Whether the current bytes of the open file `file` (`len` bytes) are the first
+/// `len` bytes of blob `sha` (of `size` bytes): what an in-place write of that blob
+/// leaves when it is interrupted. `false` when the blob cannot be read.
+pub(crate) fn is_prefix_of_blob(
+    store: &StoreFs,
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+    len: u64,
+    sha: &str,
+    size: u64,
+) -> Result<bool, FsFailure> {
+    if len > size {
+        return Ok(false);
+    }
+    let path = blob_path(sha);
+    let Some(mut src) = store.blob_open(sha)? else {
+        return Ok(false);
+    };
+    let mut a = vec![0u8; CHUNK];
+    let mut b = vec![0u8; CHUNK];
+    let mut left = len;
+    while left > 0 {
+        let want = (left.min(CHUNK as u64)) as usize;
+        let mut got = 0;
+        while got < want {
+            let n = ws.read_chunk(file, rel, &mut a[got..want])?;
+            if n == 0 {
+                return Ok(false); // the file shrank meanwhile
+            }
+            got += n;
+        }
+        let mut have = 0;
+        while have < want {
+            let n = store.read_chunk(&mut src, &path, &mut b[have..want])?;
+            if n == 0 {
+                return Ok(false);
+            }
+            have += n;
+        }
+        if a[..want] != b[..want] {
+            return Ok(false);
+        }
+        left -= want as u64;
+    }
+    Ok(true)
 }
 
 /// Hashes an open workspace file (streaming); returns `(sha256, size)`.

@@ -713,6 +713,35 @@ impl WsFs {
         }
     }
 
+    /// Opens an existing component for writing in place, without following a
+    /// symlink, creating or truncating anything, and without blocking on FIFOs;
+    /// returns the handle and its `fstat` metadata. The error keeps the OS error
+    /// (a caller falls back to a temporary file when writing in place is refused).
+    pub fn open_write(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<(File, DiskMeta), FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        let flags =
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
+            .map_err(|e| rfail(FsOp::Open, rel, e.into()))?;
+        self.check(FsOp::Stat, rel)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
+        Ok((
+            File::from_std(std::fs::File::from(fd)),
+            DiskMeta::from_stat(&st),
+        ))
+    }
+
+    /// Cuts an open workspace file to `len` bytes.
+    pub fn truncate(&self, f: &File, rel: &RelPath, len: u64) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, rel)?;
+        rustix::fs::ftruncate(f, len).map_err(|e| rfail(FsOp::Write, rel, e.into()))
+    }
+
     /// Creates a new temporary file beside `name` in `dir`; returns its name and handle.
     pub fn create_tmp(
         &self,

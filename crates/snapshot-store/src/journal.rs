@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::blob::{CopyFail, Stored, copy_blob_to, store_file};
+use crate::blob::{
+    CopyFail, Stored, copy_blob_to, is_prefix_of_blob, read_blob_verified, store_file,
+};
 use crate::error::{CorruptFile, Fault, FsFailure, JournalError, ReconcileError, RestoreError};
 use crate::format::{RECORD_VERSION, parse_record, to_json};
 use crate::fsio::{DiskMeta, FileKind, Walk};
@@ -15,6 +17,20 @@ use crate::plan::{Action, Current, RestorePlan, SkippedPath, UncoveredPath};
 use crate::seam::CrashPoint;
 use crate::session::Session;
 use crate::store::is_hidden;
+
+/// Files up to this size that exist are restored in place in `ProcessCrash` mode
+/// (their blob is held in memory while written).
+const IN_PLACE_MAX: u64 = 1 << 20;
+
+/// Errors of opening a file for writing in place after which it is replaced through
+/// a temporary file instead (no write permission, a read-only bind, a running
+/// executable).
+const IN_PLACE_REFUSED: [i32; 4] = [
+    rustix::io::Errno::ACCESS.raw_os_error(),
+    rustix::io::Errno::PERM.raw_os_error(),
+    rustix::io::Errno::ROFS.raw_os_error(),
+    rustix::io::Errno::TXTBSY.raw_os_error(),
+];
 
 /// A state a path is put into (a restore target or a rescue state).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -387,14 +403,18 @@ impl Session {
         Ok(l)
     }
 
-    /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink;
-    /// writes go to a temporary file (verified against the blob's SHA-256) renamed over the path.
+    /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink.
+    /// In `ProcessCrash` mode a small file that exists is rewritten in place (the
+    /// blob read and verified first, then the file cut and written; `partial` is the
+    /// crash point between its two halves); otherwise the bytes go to a temporary file
+    /// (verified against the blob's SHA-256 while written) renamed over the path.
     fn apply_state(
         &self,
         rel: &RelPath,
         desired: &Desired,
         create: bool,
         guard: Guard<'_>,
+        partial: Option<CrashPoint>,
     ) -> Result<Applied, String> {
         let mut created = Vec::new();
         let want_create = create && matches!(desired, Desired::File { .. });
@@ -430,7 +450,13 @@ impl Session {
                     None => return Err("is no longer a regular file; left as it is".into()),
                     Some(now) if &now == desired => return Ok(Applied::Already),
                     Some(now) if allowed.iter().any(|a| **a == now) => {}
-                    Some(_) => return Err("changed since the restore began; left as it is".into()),
+                    Some(_) => {
+                        // An in-place write of one of these states, interrupted.
+                        let states = allowed.iter().copied().chain(std::iter::once(desired));
+                        if !self.torn_write(rel, states).map_err(|e| e.to_string())? {
+                            return Err("changed since the restore began; left as it is".into());
+                        }
+                    }
                 }
             }
         }
@@ -447,6 +473,14 @@ impl Session {
                 if let Some(m) = &cur {
                     if m.kind != FileKind::File {
                         return Err("is not a regular file; not replaced".into());
+                    }
+                    if !self.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
+                        let wrote = self
+                            .write_in_place(&dir, name, rel, (sha256, *size, *mode), m, partial)
+                            .map_err(|e| e.to_string())?;
+                        if wrote {
+                            return Ok(Applied::Written);
+                        }
                     }
                 }
                 let (tmp, mut f) = self
@@ -471,6 +505,104 @@ impl Session {
                 Ok(Applied::Written)
             }
         }
+    }
+
+    /// Writes blob `sha256` (`size` bytes, `mode`) over the existing file `name` in
+    /// `dir`, keeping its inode: the blob is read and verified first, then the file
+    /// (the one `seen` describes: same inode, one link) is cut to zero and written
+    /// from the start, and its mode set. An interruption leaves a prefix of the new
+    /// bytes, which continue and rollback recognise ([`Session::torn_write`]) because
+    /// the intent journal names the blob before the first write. `Ok(false)`, having
+    /// changed nothing, when the file cannot be opened for writing (no write
+    /// permission, a running executable): the caller replaces it instead.
+    fn write_in_place(
+        &self,
+        dir: &impl rustix::fd::AsFd,
+        name: &[u8],
+        rel: &RelPath,
+        (sha256, size, mode): (&str, u64, u32),
+        seen: &DiskMeta,
+        partial: Option<CrashPoint>,
+    ) -> Result<bool, CopyFail> {
+        let bytes = read_blob_verified(&self.store.inner.fs, sha256, size)?;
+        let (mut f, now) = match self.ws.open_write(dir, name, rel) {
+            Ok(o) => o,
+            Err(e)
+                if e.raw_os_error()
+                    .is_some_and(|c| IN_PLACE_REFUSED.contains(&c)) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if now.kind != FileKind::File
+            || now.ino != seen.ino
+            || now.dev != seen.dev
+            || now.nlink != 1
+        {
+            return Err(CopyFail::Changed);
+        }
+        self.ws.truncate(&f, rel, 0)?;
+        let partial = partial.filter(|_| self.ws.io.seam.wants_partial_writes());
+        let half = if partial.is_some() {
+            bytes.len() / 2
+        } else {
+            0
+        };
+        if let Some(p) = partial.filter(|_| half > 0) {
+            self.ws.write_all(&mut f, rel, &bytes[..half])?;
+            self.store.inner.fs.io.crash(p);
+        }
+        self.ws.write_all(&mut f, rel, &bytes[half..])?;
+        if now.mode & 0o7777 != mode & 0o7777 {
+            self.ws.set_mode(&f, rel, mode)?;
+        }
+        Ok(true)
+    }
+
+    /// Whether `rel` holds what an interrupted in-place write of one of `states`
+    /// leaves: a regular file whose bytes are the first bytes of that state's blob
+    /// (its mode not yet set).
+    fn torn_write<'s>(
+        &self,
+        rel: &RelPath,
+        states: impl Iterator<Item = &'s Desired>,
+    ) -> Result<bool, FsFailure> {
+        let mut created = Vec::new();
+        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
+            return Ok(false);
+        };
+        let (_, name) = rel.split_last();
+        for state in states {
+            let Desired::File { sha256, size, .. } = state else {
+                continue;
+            };
+            let opened = match self.ws.open_read(&dir, name, rel) {
+                Ok(o) => o,
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            };
+            let Some((mut f, meta)) = opened else {
+                return Ok(false);
+            };
+            if meta.kind != FileKind::File || meta.nlink != 1 {
+                return Ok(false);
+            }
+            if is_prefix_of_blob(
+                &self.store.inner.fs,
+                &self.ws,
+                &mut f,
+                rel,
+                meta.size,
+                sha256,
+                *size,
+            )? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The content state of `rel` (`None` when something other than a regular file or absence).
@@ -722,6 +854,7 @@ impl Session {
                     &a.target,
                     true,
                     Guard::Meta(a.rescue_meta.as_ref()),
+                    Some(CrashPoint::RestoreActionPartial(i)),
                 ),
             };
             if a.prefailed.is_none() {
@@ -846,9 +979,13 @@ impl Session {
             }
             let result = match &a.rescue {
                 None => Err("no rescue copy".into()),
-                Some(rescue) => {
-                    self.apply_state(&a.path, &a.target, true, Guard::Content(vec![rescue]))
-                }
+                Some(rescue) => self.apply_state(
+                    &a.path,
+                    &a.target,
+                    true,
+                    Guard::Content(vec![rescue]),
+                    Some(CrashPoint::RestoreActionPartial(i)),
+                ),
             };
             self.store
                 .inner
@@ -920,7 +1057,13 @@ impl Session {
             let same = now
                 .as_ref()
                 .is_some_and(|now| *now == a.target || Some(now) == a.rescue.as_ref());
-            if !same {
+            // An interrupted undo's in-place write of the pre-restore bytes is the undo's.
+            let torn = !same
+                && now.is_some()
+                && self
+                    .torn_write(&a.path, a.rescue.iter())
+                    .map_err(JournalError::Fs)?;
+            if !same && !torn {
                 changed.push((i, now));
             }
         }
@@ -1084,7 +1227,8 @@ impl Session {
                 Some((_, now)) => Guard::Content(vec![now, &a.target, rescue]),
                 None => Guard::Content(vec![&a.target, rescue]),
             };
-            let result = self.apply_state(&a.path, rescue, true, guard);
+            let partial = Some(CrashPoint::RollbackActionPartial(i));
+            let result = self.apply_state(&a.path, rescue, true, guard, partial);
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }

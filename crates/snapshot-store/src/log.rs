@@ -300,7 +300,7 @@ pub(crate) fn for_each_frame<'a>(
 
 /// The frame loop of [`for_each_frame`]; `checked(payload, crc, offset)` tells whether
 /// a frame's checksum matches.
-fn frames<'a>(
+pub(crate) fn frames<'a>(
     bytes: &'a [u8],
     start: usize,
     mut f: impl FnMut(&'a [u8], u64, usize) -> Result<(), DecodeError>,

@@ -333,7 +333,9 @@ struct Deferred<'a> {
     /// Call id → its staged entries (encoded, in log order) and their records' bytes.
     calls: BytesMap<&'a str, (Staged<'a>, u64)>,
     /// Path → its newest known state (encoded), `since` and share of record bytes.
-    tracked: BytesMap<&'a [u8], Later<'a>>,
+    /// The keys are copies: compact in memory, where the slices of the log they
+    /// were read from would be scattered over it (each lookup a cache miss).
+    tracked: BytesMap<Box<[u8]>, Later<'a>>,
 }
 
 /// A tracked state left encoded: known state, `since`, share of record bytes.
@@ -407,17 +409,44 @@ impl<'a> Deferred<'a> {
                 since,
                 share,
             };
-            if let Some(old) = idx.tracked.get_mut(path) {
+            if let Some(old) = idx.tracked.get_mut(&*path) {
                 idx.dead += old.share;
                 *old = t;
             } else {
-                let p = RelPathKey::from_bytes(path).map_err(|e| format!("bad path: {e:?}"))?;
+                let p = RelPathKey::from_bytes(&path).map_err(|e| format!("bad path: {e:?}"))?;
                 idx.tracked.insert(p, t);
             }
         }
         Ok(())
     }
 }
+
+/// Folds a `tracked` payload (of `bytes` bytes on disk) into `map`, the newest
+/// state per path, adding the shares of the states it replaces to `dead`.
+fn fold_tracked<'a>(
+    map: &mut BytesMap<Box<[u8]>, Later<'a>>,
+    dead: &mut u64,
+    buf: &mut Vec<crate::codec::TrackedRef<'a>>,
+    payload: &'a [u8],
+    bytes: u64,
+) -> Result<(), String> {
+    buf.clear();
+    crate::codec::decode_tracked(payload, buf)?;
+    let share = bytes / (buf.len().max(1) as u64);
+    for (path, known, since) in buf.drain(..) {
+        if let Some(old) = map.get_mut(path) {
+            *dead += old.2;
+            *old = (known, since, share);
+        } else {
+            map.insert(path.into(), (known, since, share));
+        }
+    }
+    Ok(())
+}
+
+/// Logs with at least this many bytes of frames to fold are folded on two threads
+/// ([`fold_frames_split`]).
+const PARALLEL_FOLD: usize = 1 << 20;
 
 /// Why a frame could not be folded.
 enum FoldError {
@@ -456,14 +485,8 @@ impl Index {
                 self.dead += bytes;
             }
             Some(TRACKED) => {
-                buf.clear();
-                crate::codec::decode_tracked(payload, buf).map_err(FoldError::Decode)?;
-                let share = bytes / (buf.len().max(1) as u64);
-                for (path, known, since) in buf.drain(..) {
-                    if let Some(old) = deferred.tracked.insert(path, (known, since, share)) {
-                        self.dead += old.2;
-                    }
-                }
+                fold_tracked(&mut deferred.tracked, &mut self.dead, buf, payload, bytes)
+                    .map_err(FoldError::Decode)?;
             }
             Some(GROUP) => {
                 let (anchor_seq, source, raw) =
@@ -499,6 +522,19 @@ pub(crate) fn fold_frames(
     all: &std::sync::Arc<Vec<u8>>,
     start: usize,
 ) -> Result<(u64, u64), Fault> {
+    if all.len().saturating_sub(start) >= PARALLEL_FOLD {
+        return fold_frames_split(idx, path, all, start);
+    }
+    fold_frames_one(idx, path, all, start)
+}
+
+/// [`fold_frames`] on the calling thread (checksums of a large log on a second one).
+fn fold_frames_one(
+    idx: &mut Index,
+    path: &Path,
+    all: &std::sync::Arc<Vec<u8>>,
+    start: usize,
+) -> Result<(u64, u64), Fault> {
     let bytes: &[u8] = all;
     let mut deferred = Deferred::default();
     let mut buf = Vec::new();
@@ -529,6 +565,116 @@ pub(crate) fn fold_frames(
     if let Some(detail) = refused {
         return Err(corrupt(detail));
     }
+    deferred.finish(idx).map_err(corrupt)?;
+    Ok((valid, torn))
+}
+
+/// [`fold_frames`] of a large log on two threads, with the result of folding it on
+/// one. A helper thread verifies the checksum of every frame and folds the `tracked`
+/// records (the newest state per path: independent of every other record kind);
+/// the calling thread folds everything else, checking only the checksum of a frame
+/// that could be a torn tail (the last one, or one only zero bytes follow). Folding
+/// a frame whose checksum the helper then finds wrong does no harm: such a frame
+/// is damage, and the index is dropped. Of the two threads' errors the one at the
+/// earlier frame is reported (at the same frame, the helper's checksum error: the
+/// one-thread fold checks the checksum before it decodes); a record that
+/// contradicts the index is reported only when there is no damage.
+fn fold_frames_split(
+    idx: &mut Index,
+    path: &Path,
+    all: &std::sync::Arc<Vec<u8>>,
+    start: usize,
+) -> Result<(u64, u64), Fault> {
+    use crate::codec::TRACKED;
+    use crate::log::{FRAME_HEAD, crc32, frames};
+    let bytes: &[u8] = all;
+    let n = bytes.len();
+    let mut deferred = Deferred::default();
+    let mut buf = Vec::new();
+    let mut refused: Option<String> = None;
+    let (mine, mine_at, theirs) = std::thread::scope(|sc| {
+        let helper = sc.spawn(move || {
+            let mut map: BytesMap<Box<[u8]>, Later<'_>> = BytesMap::default();
+            let mut dead = 0u64;
+            let mut buf = Vec::new();
+            let mut at = 0usize;
+            let r = frames(
+                bytes,
+                start,
+                |payload, len, o| {
+                    if payload.first() == Some(&TRACKED) {
+                        fold_tracked(&mut map, &mut dead, &mut buf, payload, len)
+                            .map_err(|e| unreadable(o, &e))?;
+                    }
+                    Ok(())
+                },
+                &mut |payload, crc, o| {
+                    at = o;
+                    crc32(payload) == crc
+                },
+            );
+            (r, at, map, dead)
+        });
+        let mut at = 0usize;
+        let r = frames(
+            bytes,
+            start,
+            |payload, len, o| {
+                if payload.first() == Some(&TRACKED) {
+                    return Ok(());
+                }
+                if refused.is_some() {
+                    return crate::codec::decode(payload)
+                        .map(drop)
+                        .map_err(|e| unreadable(o, &e));
+                }
+                match idx.fold_payload(all, payload, len, &mut deferred, &mut buf) {
+                    Ok(()) => Ok(()),
+                    Err(FoldError::Decode(e)) => Err(unreadable(o, &e)),
+                    Err(FoldError::Apply(e)) => {
+                        refused = Some(e);
+                        Ok(())
+                    }
+                }
+            },
+            &mut |payload, crc, o| {
+                at = o;
+                let end = o + FRAME_HEAD + payload.len();
+                if end == n || bytes[end..].iter().all(|b| *b == 0) {
+                    crc32(payload) == crc
+                } else {
+                    true // the helper checks it
+                }
+            },
+        );
+        (r, at, helper.join())
+    });
+    let Ok((theirs, theirs_at, map, dead)) = theirs else {
+        return Err(CorruptFile {
+            path: path.to_string_lossy().into_owned(),
+            detail: "the checksum thread failed".into(),
+        }
+        .into());
+    };
+    let r = match (mine, theirs) {
+        (Err(e), Err(h)) => Err(if theirs_at <= mine_at { h } else { e }),
+        (Err(e), Ok(_)) => Err(e),
+        (Ok(_), Err(h)) => Err(h),
+        (Ok(m), Ok(_)) => Ok(m),
+    };
+    let corrupt = |detail: String| -> Fault {
+        CorruptFile {
+            path: path.to_string_lossy().into_owned(),
+            detail,
+        }
+        .into()
+    };
+    let (valid, torn) = r.map_err(|e| decode_fault(path, e))?;
+    if let Some(detail) = refused {
+        return Err(corrupt(detail));
+    }
+    idx.dead += dead;
+    deferred.tracked = map;
     deferred.finish(idx).map_err(corrupt)?;
     Ok((valid, torn))
 }
@@ -874,6 +1020,69 @@ mod tests {
                 "seed {seed}, in two parts"
             );
         }
+    }
+
+    #[test]
+    fn a_large_log_folds_on_two_threads_as_on_one() {
+        let recs = records(11, 32_000);
+        let full = encode_log(&recs);
+        assert!(full.len() > PARALLEL_FOLD, "{}", full.len());
+        let fold = |b: &[u8], split: bool| {
+            let mut idx = Index::default();
+            let all = std::sync::Arc::new(b.to_vec());
+            let path = Path::new("records.log");
+            let r = if split {
+                fold_frames_split(&mut idx, path, &all, HEADER_LEN)
+            } else {
+                fold_frames_one(&mut idx, path, &all, HEADER_LEN)
+            };
+            match r {
+                Ok(v) => format!("{v:?} {idx:?}"),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        let mut cases = vec![full.clone(), full[..full.len() - 7].to_vec()];
+        let mut zeroed = full.clone();
+        zeroed.extend_from_slice(&[0u8; 64]);
+        cases.push(zeroed);
+        for at in [
+            HEADER_LEN + 20,
+            full.len() / 3,
+            full.len() / 2 + 5,
+            full.len() - 2,
+        ] {
+            for bit in [0x01u8, 0x40] {
+                let mut flipped = full.clone();
+                flipped[at] ^= bit;
+                cases.push(flipped);
+            }
+        }
+        // A record naming another session late in the log, then (checksum fixed up)
+        // an unknown kind after it, and a damaged checksum after that.
+        let mut bad = recs.clone();
+        bad.insert(
+            24_000,
+            Record::Session {
+                session_id: "other".into(),
+            },
+        );
+        let bad = encode_log(&bad);
+        cases.push(bad.clone());
+        let mut unknown = bad.clone();
+        let payload = [200u8, 1];
+        unknown.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        unknown.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
+        unknown.extend_from_slice(&crate::log::crc32(&payload).to_le_bytes());
+        unknown.extend_from_slice(&payload);
+        unknown.extend_from_slice(&encode_log(&recs[1..40])[HEADER_LEN..]);
+        cases.push(unknown.clone());
+        let mut both = unknown;
+        both[bad.len() - 30] ^= 0x08;
+        cases.push(both);
+        for (i, b) in cases.iter().enumerate() {
+            assert_eq!(fold(b, true), fold(b, false), "case {i}");
+        }
+        assert!(!fold(&cases[0], true).starts_with("error"));
     }
 
     #[test]

@@ -98,12 +98,18 @@ pub enum CrashPoint {
     RestoreActionApplied(usize),
     /// Action `n`'s progress line is appended.
     RestoreActionLogged(usize),
+    /// Action `n` is rewriting a file in place: the file is cut and holds the first
+    /// half of its new bytes.
+    RestoreActionPartial(usize),
     /// Every action ran; the terminal line not yet appended.
     RestoreBeforeComplete,
     /// Rollback step `n` changed the workspace, its progress line not yet appended.
     RollbackActionApplied(usize),
     /// Rollback applied everything; the terminal line not yet appended.
     RollbackBeforeComplete,
+    /// Rollback (or undo) step `n` is rewriting a file in place: the file is cut and
+    /// holds the first half of its pre-restore bytes.
+    RollbackActionPartial(usize),
     /// A pruned group was moved to the trash, not yet deleted.
     PruneGroupDetached,
     /// Groups are pruned, unreferenced blobs not yet swept.
@@ -132,9 +138,11 @@ impl CrashPoint {
             CrashPoint::RestoreJournalWritten => "restore-journal-written",
             CrashPoint::RestoreActionApplied(_) => "restore-action-applied",
             CrashPoint::RestoreActionLogged(_) => "restore-action-logged",
+            CrashPoint::RestoreActionPartial(_) => "restore-action-partial",
             CrashPoint::RestoreBeforeComplete => "restore-before-complete",
             CrashPoint::RollbackActionApplied(_) => "rollback-action-applied",
             CrashPoint::RollbackBeforeComplete => "rollback-before-complete",
+            CrashPoint::RollbackActionPartial(_) => "rollback-action-partial",
             CrashPoint::PruneGroupDetached => "prune-group-detached",
             CrashPoint::PruneBeforeSweep => "prune-before-sweep",
             CrashPoint::PruneBlobRemoved => "prune-blob-removed",
@@ -155,9 +163,11 @@ impl CrashPoint {
         "restore-journal-written",
         "restore-action-applied",
         "restore-action-logged",
+        "restore-action-partial",
         "restore-before-complete",
         "rollback-action-applied",
         "rollback-before-complete",
+        "rollback-action-partial",
         "prune-group-detached",
         "prune-before-sweep",
         "prune-blob-removed",
@@ -183,10 +193,20 @@ pub trait FaultSeam: Send + Sync {
     fn crash_point(&self, point: CrashPoint) {
         let _ = point;
     }
+    /// Whether this seam wants the crash points that cost work to reach (a file
+    /// rewritten in place is written in two halves, with a crash point between
+    /// them, only for a seam that says so). `true` unless overridden.
+    fn wants_partial_writes(&self) -> bool {
+        true
+    }
 }
 
 /// The production seam: no faults, no crash points.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoFaults;
 
-impl FaultSeam for NoFaults {}
+impl FaultSeam for NoFaults {
+    fn wants_partial_writes(&self) -> bool {
+        false
+    }
+}

@@ -213,10 +213,17 @@ impl Session {
                 reason,
             }));
         }
-        if let (Some(root), Ok(rel)) = (self.workspace_root(), self.resolve(path)) {
-            let m =
-                std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(rel.as_bytes())));
-            if m.is_ok_and(|m| m.is_file() && m.len() > max_bytes) {
+        if let Ok(rel) = self.resolve(path) {
+            // Relative to the workspace handle: no walk of the cwd's own path.
+            let m = rustix::fs::statat(
+                &self.ws.root,
+                std::ffi::OsStr::from_bytes(rel.as_bytes()),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            );
+            if m.is_ok_and(|m| {
+                m.st_mode & 0o170000 == 0o100000
+                    && u64::try_from(m.st_size).unwrap_or(0) > max_bytes
+            }) {
                 return None;
             }
         }
