@@ -302,7 +302,6 @@ fn now_stamp() -> String {
     format!("{ms}-{}", unique_suffix())
 }
 
-
 fn show(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }

@@ -304,7 +304,11 @@ mod tests {
         for id in ["abc", "a.b/c", "%", "sess-1_2", "ü", "..", "a%41"] {
             let enc = session_dir_name(id);
             assert!(!enc.contains('/') && enc != "." && enc != "..");
-            assert_eq!(session_id_of_dir(&enc).as_deref(), Some(id), "{id} -> {enc}");
+            assert_eq!(
+                session_id_of_dir(&enc).as_deref(),
+                Some(id),
+                "{id} -> {enc}"
+            );
         }
         for bad in [
             "", ".", "..", "a.b", "%41", "%2", "%2e", "%ZZ", "a b", "%FF",
@@ -344,7 +348,10 @@ mod tests {
         d.write(STORE_MARKER, br#"{"store_version": 2}"#).unwrap();
         assert_eq!(store_marker_version(&d).unwrap(), Some(2));
         d.write(STORE_MARKER, b"{}").unwrap();
-        assert!(matches!(store_marker_version(&d), Err(MarkerError::Corrupt(_))));
+        assert!(matches!(
+            store_marker_version(&d),
+            Err(MarkerError::Corrupt(_))
+        ));
         d.create_dir_all("sessions/b%2F").unwrap();
         d.create_dir_all("sessions/a").unwrap();
         d.create_dir_all("sessions/not.valid").unwrap();
@@ -381,9 +388,13 @@ mod tests {
         assert_eq!(journal_pin(&s), None);
         s.write("journals/op.json", br#"{"v":1}"#).unwrap();
         assert_eq!(journal_pin(&s), Some(JournalPin::Open { op: "op".into() }));
-        s.write("journals/op.log", b"{\"s\":\"completed\"}\n").unwrap();
+        s.write("journals/op.log", b"{\"s\":\"completed\"}\n")
+            .unwrap();
         assert_eq!(journal_pin(&s), None);
         s.write("journals/op.json", br#"{"v":9}"#).unwrap();
-        assert!(matches!(journal_pin(&s), Some(JournalPin::Unreadable { .. })));
+        assert!(matches!(
+            journal_pin(&s),
+            Some(JournalPin::Unreadable { .. })
+        ));
     }
 }

@@ -181,32 +181,35 @@ fn kill_during_power_loss_mode_restore_then_continue_or_rollback_is_exact() {
 }
 
 fn restore_kills(durable: bool) {
-    each_point([
-        "restore-rescued",
-        "restore-journal-written",
-        "restore-action-applied",
-        "restore-action-logged",
-        "restore-action-partial",
-        "restore-before-complete",
-    ], |point| {
-        if durable && point == "restore-action-partial" {
-            return; // power-loss mode replaces files through a temporary name
-        }
-        each_hit(point, |hit| {
-            let env = Env::new();
-            let (pre, at1) = setup_restore(&env);
-            if !run_child_with(env.tmp.path(), "restore", point, hit, durable) {
-                return false;
+    each_point(
+        [
+            "restore-rescued",
+            "restore-journal-written",
+            "restore-action-applied",
+            "restore-action-logged",
+            "restore-action-partial",
+            "restore-before-complete",
+        ],
+        |point| {
+            if durable && point == "restore-action-partial" {
+                return; // power-loss mode replaces files through a temporary name
             }
-            check_recovery(
-                &env,
-                &pre,
-                &at1,
-                &format!("{point}#{hit} durable={durable}"),
-            );
-            true
-        });
-    });
+            each_hit(point, |hit| {
+                let env = Env::new();
+                let (pre, at1) = setup_restore(&env);
+                if !run_child_with(env.tmp.path(), "restore", point, hit, durable) {
+                    return false;
+                }
+                check_recovery(
+                    &env,
+                    &pre,
+                    &at1,
+                    &format!("{point}#{hit} durable={durable}"),
+                );
+                true
+            });
+        },
+    );
 }
 
 /// A restore left open (one damaged blob, repaired afterwards).
@@ -236,52 +239,55 @@ fn open_journal(env: &Env) -> (Snap, Snap) {
 
 #[test]
 fn kill_during_continue_and_rollback_is_recoverable() {
-    each_point([
-        ("continue", "restore-action-applied"),
-        ("continue", "restore-action-logged"),
-        ("continue", "restore-before-complete"),
-        ("continue", "restore-action-partial"),
-        ("rollback", "rollback-action-applied"),
-        ("rollback", "rollback-before-complete"),
-        ("rollback", "rollback-action-partial"),
-    ], |(scenario, point)| {
-        each_hit(point, |hit| {
-            let env = Env::new();
-            let (pre, at1) = open_journal(&env);
-            if !run_child(env.tmp.path(), scenario, point, hit) {
-                return false;
-            }
-            let what = format!("{scenario}/{point}#{hit}");
-            let copy = Env::new();
-            copy_tree(env.tmp.path(), copy.tmp.path());
-            let store = env.store();
-            let s = env.session(&store);
-            let st = s.restore_status("op").expect("status");
-            if st.state == JournalState::Open {
-                let rb = s.rollback_restore("op").expect("rollback");
-                assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
-                assert_snap(
-                    &env.snapshot(),
-                    &pre,
-                    &format!("{what}: rollback reaches the pre-state"),
-                );
-                let cstore = copy.store();
-                let cs = copy.session(&cstore);
-                let c = cs.continue_restore("op").expect("continue");
-                assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
-                assert_snap(
-                    &copy.snapshot(),
-                    &at1,
-                    &format!("{what}: continue reaches the post-state"),
-                );
-            } else if st.state == JournalState::Completed {
-                assert_snap(&env.snapshot(), &at1, &what);
-            } else {
-                assert_snap(&env.snapshot(), &pre, &what);
-            }
-            true
-        });
-    });
+    each_point(
+        [
+            ("continue", "restore-action-applied"),
+            ("continue", "restore-action-logged"),
+            ("continue", "restore-before-complete"),
+            ("continue", "restore-action-partial"),
+            ("rollback", "rollback-action-applied"),
+            ("rollback", "rollback-before-complete"),
+            ("rollback", "rollback-action-partial"),
+        ],
+        |(scenario, point)| {
+            each_hit(point, |hit| {
+                let env = Env::new();
+                let (pre, at1) = open_journal(&env);
+                if !run_child(env.tmp.path(), scenario, point, hit) {
+                    return false;
+                }
+                let what = format!("{scenario}/{point}#{hit}");
+                let copy = Env::new();
+                copy_tree(env.tmp.path(), copy.tmp.path());
+                let store = env.store();
+                let s = env.session(&store);
+                let st = s.restore_status("op").expect("status");
+                if st.state == JournalState::Open {
+                    let rb = s.rollback_restore("op").expect("rollback");
+                    assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
+                    assert_snap(
+                        &env.snapshot(),
+                        &pre,
+                        &format!("{what}: rollback reaches the pre-state"),
+                    );
+                    let cstore = copy.store();
+                    let cs = copy.session(&cstore);
+                    let c = cs.continue_restore("op").expect("continue");
+                    assert_eq!(c.state, JournalState::Completed, "{what}: {c:?}");
+                    assert_snap(
+                        &copy.snapshot(),
+                        &at1,
+                        &format!("{what}: continue reaches the post-state"),
+                    );
+                } else if st.state == JournalState::Completed {
+                    assert_snap(&env.snapshot(), &at1, &what);
+                } else {
+                    assert_snap(&env.snapshot(), &pre, &what);
+                }
+                true
+            });
+        },
+    );
 }
 
 /// An undo killed while it rewrites a file in place: running the undo again (what
@@ -324,120 +330,126 @@ fn kill_during_undo_then_undo_again_is_exact() {
 
 #[test]
 fn kill_during_capture_and_commit_loses_nothing() {
-    each_point([
-        "capture-blob-stored",
-        "capture-staged",
-        "commit-entry-written",
-        "commit-pending-removed",
-    ], |point| {
-        let env = Env::new();
-        env.write("a", b"a-before");
-        env.write("other", b"o");
-        {
+    each_point(
+        [
+            "capture-blob-stored",
+            "capture-staged",
+            "commit-entry-written",
+            "commit-pending-removed",
+        ],
+        |point| {
+            let env = Env::new();
+            env.write("a", b"a-before");
+            env.write("other", b"o");
+            {
+                let store = env.store();
+                let s = env.session(&store);
+                tool_edit(&env, &s, "c1", 1, "other", Some(b"o2"));
+            }
+            assert!(
+                run_child(env.tmp.path(), "commit", point, 0),
+                "{point} reached"
+            );
+            let tool_ran = env.read("a").as_deref() == Some(&b"a-after"[..]);
             let store = env.store();
             let s = env.session(&store);
-            tool_edit(&env, &s, "c1", 1, "other", Some(b"o2"));
-        }
-        assert!(
-            run_child(env.tmp.path(), "commit", point, 0),
-            "{point} reached"
-        );
-        let tool_ran = env.read("a").as_deref() == Some(&b"a-after"[..]);
-        let store = env.store();
-        let s = env.session(&store);
-        // The host's retry after restart: the commit is idempotent.
-        let c = s.commit("c9", 3, true).expect("commit");
-        if point.starts_with("commit") {
-            assert!(tool_ran, "{point}");
+            // The host's retry after restart: the commit is idempotent.
+            let c = s.commit("c9", 3, true).expect("commit");
+            if point.starts_with("commit") {
+                assert!(tool_ran, "{point}");
+                assert_eq!(
+                    c,
+                    CommitOutcome::Committed {
+                        anchor_seq: 3,
+                        entries: 1
+                    },
+                    "{point}"
+                );
+            }
+            if point == "capture-staged" {
+                assert!(!tool_ran);
+                assert_eq!(
+                    c,
+                    CommitOutcome::Committed {
+                        anchor_seq: 3,
+                        entries: 1
+                    },
+                    "{point}: staged record survived"
+                );
+            }
+            let (recs, torn) = log_records(&env.root.join("sessions/s1/records.log"));
+            let groups = recs
+                .iter()
+                .filter(|(k, p)| *k == GROUP && contains(p, b"\x00\x02c9"))
+                .count();
+            if point == "capture-blob-stored" {
+                assert!(groups <= 1, "{point}: no duplicate group");
+            } else {
+                assert_eq!(groups, 1, "{point}: one group for the call");
+            }
+            assert_eq!(torn, 0, "{point}");
+            let out = s
+                .restore(&s.plan_restore(3).expect("plan"), "op")
+                .expect("restore");
+            assert!(out.failed.is_empty(), "{point}: {out:?}");
             assert_eq!(
-                c,
-                CommitOutcome::Committed {
-                    anchor_seq: 3,
-                    entries: 1
-                },
-                "{point}"
+                env.read("a").as_deref(),
+                Some(&b"a-before"[..]),
+                "{point}: before-state intact"
             );
-        }
-        if point == "capture-staged" {
-            assert!(!tool_ran);
-            assert_eq!(
-                c,
-                CommitOutcome::Committed {
-                    anchor_seq: 3,
-                    entries: 1
-                },
-                "{point}: staged record survived"
-            );
-        }
-        let (recs, torn) = log_records(&env.root.join("sessions/s1/records.log"));
-        let groups = recs
-            .iter()
-            .filter(|(k, p)| *k == GROUP && contains(p, b"\x00\x02c9"))
-            .count();
-        if point == "capture-blob-stored" {
-            assert!(groups <= 1, "{point}: no duplicate group");
-        } else {
-            assert_eq!(groups, 1, "{point}: one group for the call");
-        }
-        assert_eq!(torn, 0, "{point}");
-        let out = s
-            .restore(&s.plan_restore(3).expect("plan"), "op")
-            .expect("restore");
-        assert!(out.failed.is_empty(), "{point}: {out:?}");
-        assert_eq!(
-            env.read("a").as_deref(),
-            Some(&b"a-before"[..]),
-            "{point}: before-state intact"
-        );
-        assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
-    });
+            assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
+        },
+    );
 }
 
 #[test]
 fn kill_during_prune_keeps_the_store_consistent() {
-    each_point([
-        "prune-group-detached",
-        "prune-before-sweep",
-        "prune-blob-removed",
-    ], |point| {
-        each_hit(point, |hit| {
-            let env = Env::new();
-            {
+    each_point(
+        [
+            "prune-group-detached",
+            "prune-before-sweep",
+            "prune-blob-removed",
+        ],
+        |point| {
+            each_hit(point, |hit| {
+                let env = Env::new();
+                {
+                    let store = env.store();
+                    let s = env.session(&store);
+                    for i in 0..5u64 {
+                        env.write("f", format!("f at {i}").as_bytes());
+                        tool_edit(&env, &s, &format!("c{i}"), 10 + i, "f", Some(b"tool"));
+                    }
+                }
+                if !run_child(env.tmp.path(), "prune", point, hit) {
+                    return false;
+                }
                 let store = env.store();
                 let s = env.session(&store);
-                for i in 0..5u64 {
-                    env.write("f", format!("f at {i}").as_bytes());
-                    tool_edit(&env, &s, &format!("c{i}"), 10 + i, "f", Some(b"tool"));
+                for (anchor, want) in [(13u64, "f at 3"), (14, "f at 4")] {
+                    let out = s
+                        .restore(
+                            &s.plan_restore(anchor).expect("plan"),
+                            &format!("op{anchor}"),
+                        )
+                        .expect("restore");
+                    assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
+                    assert_eq!(
+                        env.read("f").as_deref(),
+                        Some(want.as_bytes()),
+                        "{point}#{hit}"
+                    );
                 }
-            }
-            if !run_child(env.tmp.path(), "prune", point, hit) {
-                return false;
-            }
-            let store = env.store();
-            let s = env.session(&store);
-            for (anchor, want) in [(13u64, "f at 3"), (14, "f at 4")] {
-                let out = s
-                    .restore(
-                        &s.plan_restore(anchor).expect("plan"),
-                        &format!("op{anchor}"),
-                    )
-                    .expect("restore");
-                assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
-                assert_eq!(
-                    env.read("f").as_deref(),
-                    Some(want.as_bytes()),
-                    "{point}#{hit}"
-                );
-            }
-            s.prune(PruneOptions {
-                keep_groups: 2,
-                keep_journals: 10,
-            })
-            .expect("prune again");
-            assert_eq!(s.anchors().expect("anchors"), vec![13, 14], "{point}#{hit}");
-            true
-        });
-    });
+                s.prune(PruneOptions {
+                    keep_groups: 2,
+                    keep_journals: 10,
+                })
+                .expect("prune again");
+                assert_eq!(s.anchors().expect("anchors"), vec![13, 14], "{point}#{hit}");
+                true
+            });
+        },
+    );
 }
 
 #[test]

@@ -1,0 +1,288 @@
+//! Putting one path into one state: guarded by what the journal expects there,
+//! written in place or through a temporary file and a rename, never through a symlink.
+
+use super::*;
+
+use crate::blob::{CopyFail, copy_blob_to, is_prefix_of_blob, read_blob_verified};
+use crate::error::FsFailure;
+use crate::fsio::{DiskMeta, FileKind, Walk};
+use crate::path::RelPath;
+use crate::seam::CrashPoint;
+use crate::session::Session;
+
+/// What a single apply did.
+pub(super) enum Applied {
+    Written,
+    Deleted,
+    Already,
+}
+
+/// How a mutation checks that the path is still what it expects.
+pub(super) enum Guard<'a> {
+    /// Current `lstat` must equal this (`None` = absent): the first pass.
+    Meta(Option<&'a DiskMeta>),
+    /// Current content must be one of these states (or already the target).
+    Content(Vec<&'a Desired>),
+}
+
+impl Session {
+    /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink.
+    /// In `ProcessCrash` mode a small file that exists is rewritten in place (the
+    /// blob read and verified first, then the file cut and written; `partial` is the
+    /// crash point between its two halves); otherwise the bytes go to a temporary file
+    /// (verified against the blob's SHA-256 while written) renamed over the path.
+    pub(super) fn apply_state(
+        &self,
+        rel: &RelPath,
+        desired: &Desired,
+        create: bool,
+        guard: Guard<'_>,
+        partial: Option<CrashPoint>,
+    ) -> Result<Applied, String> {
+        let mut created = Vec::new();
+        let want_create = create && matches!(desired, Desired::File { .. });
+        let walk = self
+            .ws
+            .walk_parent(rel, want_create, &mut created)
+            .map_err(|e| e.to_string())?;
+        let dir = match walk {
+            Walk::Blocked(true) => return Err("a parent directory is a symbolic link".into()),
+            Walk::Blocked(false) => return Err("a parent component is not a directory".into()),
+            Walk::Missing(_) => {
+                // Parent missing: the path is absent.
+                return match (desired, &guard) {
+                    (Desired::Absent, _) => Ok(Applied::Already),
+                    _ => Err("parent directory is missing".into()),
+                };
+            }
+            Walk::Parent(d) => d,
+        };
+        let (_, name) = rel.split_last();
+        let cur = self.ws.lstat(&dir, name, rel).map_err(|e| e.to_string())?;
+        match &guard {
+            Guard::Meta(expected) => {
+                if cur.as_ref() != *expected {
+                    return Err("changed since the restore began; left as it is".into());
+                }
+            }
+            Guard::Content(allowed) => {
+                let now = self
+                    .content_state(rel, cur.as_ref())
+                    .map_err(|e| e.to_string())?;
+                match now {
+                    None => return Err("is no longer a regular file; left as it is".into()),
+                    Some(now) if &now == desired => return Ok(Applied::Already),
+                    Some(now) if allowed.iter().any(|a| **a == now) => {}
+                    Some(_) => {
+                        // An in-place write of one of these states, interrupted.
+                        let states = allowed.iter().copied().chain(std::iter::once(desired));
+                        if !self.torn_write(rel, states).map_err(|e| e.to_string())? {
+                            return Err("changed since the restore began; left as it is".into());
+                        }
+                    }
+                }
+            }
+        }
+        match desired {
+            Desired::Absent => match cur {
+                None => Ok(Applied::Already),
+                Some(m) if m.kind == FileKind::File => {
+                    self.ws.unlink(&dir, name, rel).map_err(|e| e.to_string())?;
+                    Ok(Applied::Deleted)
+                }
+                Some(_) => Err("is not a regular file; not deleted".into()),
+            },
+            Desired::File { sha256, size, mode } => {
+                if let Some(m) = &cur {
+                    if m.kind != FileKind::File {
+                        return Err("is not a regular file; not replaced".into());
+                    }
+                    if !self.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
+                        let wrote = self
+                            .write_in_place(&dir, name, rel, (sha256, *size, *mode), m, partial)
+                            .map_err(|e| e.to_string())?;
+                        if wrote {
+                            return Ok(Applied::Written);
+                        }
+                    }
+                }
+                let (tmp, mut f) = self
+                    .ws
+                    .create_tmp(&dir, name, rel)
+                    .map_err(|e| e.to_string())?;
+                let r = (|| -> Result<(), CopyFail> {
+                    copy_blob_to(&self.store.inner.fs, &self.ws, sha256, *size, &mut f, rel)?;
+                    self.ws.set_mode(&f, rel, *mode)?;
+                    self.ws.sync_file(&f, rel)?;
+                    Ok(())
+                })();
+                drop(f);
+                if let Err(e) = r {
+                    self.ws.discard_tmp(&dir, &tmp);
+                    return Err(e.to_string());
+                }
+                if let Err(e) = self.ws.rename(&dir, &tmp, name, rel) {
+                    self.ws.discard_tmp(&dir, &tmp);
+                    return Err(e.to_string());
+                }
+                Ok(Applied::Written)
+            }
+        }
+    }
+
+    /// Writes blob `sha256` (`size` bytes, `mode`) over the existing file `name` in
+    /// `dir`, keeping its inode: the blob is read and verified first, then the file
+    /// (the one `seen` describes: same inode, one link) is cut to zero and written
+    /// from the start, and its mode set. An interruption leaves a prefix of the new
+    /// bytes, which continue and rollback recognise ([`Session::torn_write`]) because
+    /// the intent journal names the blob before the first write. `Ok(false)`, having
+    /// changed nothing, when the file cannot be opened for writing (no write
+    /// permission, a running executable): the caller replaces it instead.
+    fn write_in_place(
+        &self,
+        dir: &impl rustix::fd::AsFd,
+        name: &[u8],
+        rel: &RelPath,
+        (sha256, size, mode): (&str, u64, u32),
+        seen: &DiskMeta,
+        partial: Option<CrashPoint>,
+    ) -> Result<bool, CopyFail> {
+        let bytes = read_blob_verified(&self.store.inner.fs, sha256, size)?;
+        let (mut f, now) = match self.ws.open_write(dir, name, rel) {
+            Ok(o) => o,
+            Err(e)
+                if e.raw_os_error()
+                    .is_some_and(|c| IN_PLACE_REFUSED.contains(&c)) =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if now.kind != FileKind::File
+            || now.ino != seen.ino
+            || now.dev != seen.dev
+            || now.nlink != 1
+        {
+            return Err(CopyFail::Changed);
+        }
+        self.ws.truncate(&f, rel, 0)?;
+        let partial = partial.filter(|_| self.ws.io.seam.wants_partial_writes());
+        let half = if partial.is_some() {
+            bytes.len() / 2
+        } else {
+            0
+        };
+        if let Some(p) = partial.filter(|_| half > 0) {
+            self.ws.write_all(&mut f, rel, &bytes[..half])?;
+            self.store.inner.fs.io.crash(p);
+        }
+        self.ws.write_all(&mut f, rel, &bytes[half..])?;
+        if now.mode & 0o7777 != mode & 0o7777 {
+            self.ws.set_mode(&f, rel, mode)?;
+        }
+        Ok(true)
+    }
+
+    /// Whether `rel` holds what an interrupted in-place write of one of `states`
+    /// leaves: a regular file whose bytes are the first bytes of that state's blob
+    /// (its mode not yet set).
+    pub(super) fn torn_write<'s>(
+        &self,
+        rel: &RelPath,
+        states: impl Iterator<Item = &'s Desired>,
+    ) -> Result<bool, FsFailure> {
+        let mut created = Vec::new();
+        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
+            return Ok(false);
+        };
+        let (_, name) = rel.split_last();
+        for state in states {
+            let Desired::File { sha256, size, .. } = state else {
+                continue;
+            };
+            let opened = match self.ws.open_read(&dir, name, rel) {
+                Ok(o) => o,
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            };
+            let Some((mut f, meta)) = opened else {
+                return Ok(false);
+            };
+            if meta.kind != FileKind::File || meta.nlink != 1 {
+                return Ok(false);
+            }
+            if is_prefix_of_blob(
+                &self.store.inner.fs,
+                &self.ws,
+                &mut f,
+                rel,
+                meta.size,
+                sha256,
+                *size,
+            )? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The content state of `rel` (`None` when something other than a regular file or absence).
+    fn content_state(
+        &self,
+        rel: &RelPath,
+        meta: Option<&DiskMeta>,
+    ) -> Result<Option<Desired>, FsFailure> {
+        match meta {
+            None => Ok(Some(Desired::Absent)),
+            Some(m) if m.kind != FileKind::File => Ok(None),
+            Some(_) => Ok(self
+                .hash_current(rel)?
+                .map(|(sha256, size, m)| Desired::File {
+                    sha256,
+                    size,
+                    mode: m.mode,
+                })),
+        }
+    }
+
+    pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {
+        match self.observe(rel)? {
+            crate::plan::Observed::Absent(_) => Ok(Some(Desired::Absent)),
+            crate::plan::Observed::Blocked(_) => Ok(None),
+            crate::plan::Observed::File { meta } => self.content_state(rel, Some(&meta)),
+        }
+    }
+
+    /// Durable mode: `fsync` every directory a pass wrote into or deleted from (and
+    /// their ancestors), once, before a terminal line claims the pass is complete.
+    pub(super) fn sync_touched(&self, out: &RestoreOutcome) -> Result<(), FsFailure> {
+        if !self.ws.io.durable {
+            return Ok(());
+        }
+        let mut dirs: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
+        for p in out.written.iter().chain(&out.deleted) {
+            let (parents, _) = p.split_last();
+            for n in 0..=parents.len() {
+                dirs.insert(parents[..n].join(&b'/'));
+            }
+        }
+        for d in dirs {
+            // A child name under `d` whose parent chain is exactly `d`.
+            let mut child = d.clone();
+            if !child.is_empty() {
+                child.push(b'/');
+            }
+            child.push(b'_');
+            let Ok(probe) = RelPath::from_bytes(&child) else {
+                continue;
+            };
+            let mut created = Vec::new();
+            if let Walk::Parent(dir) = self.ws.walk_parent(&probe, false, &mut created)? {
+                self.ws.sync_dir(&dir, &probe)?;
+            }
+        }
+        Ok(())
+    }
+}

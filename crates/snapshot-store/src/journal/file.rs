@@ -1,0 +1,335 @@
+//! A journal on disk: `journals/<op>.json` (the intent, written once) and
+//! `journals/<op>.log` (progress lines, appended), folded into one view.
+
+use super::*;
+use std::path::{Path, PathBuf};
+
+use crate::error::{CorruptFile, Fault, FsFailure, JournalError, ReconcileError};
+use crate::format::{parse_record, to_json};
+use crate::path::{RelPath, encode_id};
+use crate::seam::CrashPoint;
+use crate::session::Session;
+use crate::store::is_hidden;
+
+pub(super) struct Loaded {
+    pub(super) intent: JournalIntent,
+    pub(super) apply: Vec<Option<Result<(), String>>>,
+    pub(super) rollback: Vec<Option<Result<(), String>>>,
+    pub(super) undo: Vec<Option<Result<(), String>>>,
+    pub(super) state: JournalState,
+    pub(super) rollback_started: bool,
+}
+
+/// The progress log of one journal, kept open during a pass.
+pub(super) struct LogWriter {
+    path: PathBuf,
+    file: Option<cap_std::fs::File>,
+}
+
+impl LogWriter {
+    pub(super) fn new(path: PathBuf) -> Self {
+        LogWriter { path, file: None }
+    }
+}
+
+/// The readable journals' statuses (oldest first) and each unreadable one's op id
+/// with why it cannot be read.
+pub type ReadStatuses = (Vec<RestoreStatus>, Vec<(String, String)>);
+
+impl Loaded {
+    /// What [`Session::restore_status`] reports of this journal.
+    fn status(&self) -> RestoreStatus {
+        let l = self;
+        let mut s = RestoreStatus {
+            op_id: l.intent.op_id.clone(),
+            target_seq: l.intent.target_seq,
+            state: l.state,
+            actions: l.intent.actions.len(),
+            done: 0,
+            failed: 0,
+            pending: 0,
+            rollback_started: l.rollback_started,
+        };
+        for r in &l.apply {
+            match r {
+                Some(Ok(())) => s.done += 1,
+                Some(Err(_)) => s.failed += 1,
+                None => s.pending += 1,
+            }
+        }
+        s
+    }
+}
+
+impl Session {
+    pub(super) fn journal_paths(&self, enc_op: &str) -> (PathBuf, PathBuf) {
+        let d = self.dir.join("journals");
+        (
+            d.join(format!("{enc_op}.json")),
+            d.join(format!("{enc_op}.log")),
+        )
+    }
+
+    /// Ends an apply pass that had no failure: the durable `completed` line.
+    pub(super) fn complete(
+        &self,
+        log: &mut LogWriter,
+        out: &mut RestoreOutcome,
+    ) -> Result<(), FsFailure> {
+        self.store
+            .inner
+            .fs
+            .io
+            .crash(CrashPoint::RestoreBeforeComplete);
+        self.log(
+            log,
+            LogLine {
+                p: Phase::Apply,
+                i: None,
+                s: Status::Completed,
+                e: None,
+            },
+        )?;
+        out.state = JournalState::Completed;
+        Ok(())
+    }
+
+    pub(super) fn log(&self, log: &mut LogWriter, line: LogLine) -> Result<(), FsFailure> {
+        let fs = &self.store.inner.fs;
+        if log.file.is_none() {
+            log.file = Some(fs.open_append(&log.path)?);
+        }
+        match log.file.as_mut() {
+            // Progress lines may lag the workspace after a power loss (every action is
+            // idempotent under continue/rollback); terminal lines are made durable.
+            Some(f) => fs.append_to(f, &log.path, &to_json(&line), line.i.is_none()),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn record(
+        &self,
+        lpath: &mut LogWriter,
+        phase: Phase,
+        i: usize,
+        path: &RelPath,
+        result: Result<Applied, String>,
+        out: &mut RestoreOutcome,
+    ) -> Result<bool, FsFailure> {
+        match result {
+            Ok(applied) => {
+                self.log(
+                    lpath,
+                    LogLine {
+                        p: phase,
+                        i: Some(i),
+                        s: Status::Done,
+                        e: None,
+                    },
+                )?;
+                match applied {
+                    Applied::Written => out.written.push(path.clone()),
+                    Applied::Deleted => out.deleted.push(path.clone()),
+                    Applied::Already => out.unchanged.push(path.clone()),
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                self.log(
+                    lpath,
+                    LogLine {
+                        p: phase,
+                        i: Some(i),
+                        s: Status::Failed,
+                        e: Some(e.clone()),
+                    },
+                )?;
+                out.failed.push(PathFailure {
+                    path: path.clone(),
+                    display: path.display(),
+                    error: e,
+                });
+                Ok(false)
+            }
+        }
+    }
+
+    pub(super) fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        let (ipath, lpath) = self.journal_paths(&enc);
+        let fs = &self.store.inner.fs;
+        let Some(bytes) = fs.read_opt(&ipath)? else {
+            return Err(JournalError::UnknownOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
+        };
+        let intent: JournalIntent = parse_record(&ipath, &bytes)?;
+        Ok(self.fold_log(intent, &lpath)?)
+    }
+
+    fn fold_log(&self, intent: JournalIntent, lpath: &Path) -> Result<Loaded, Fault> {
+        let n = intent.actions.len();
+        let mut l = Loaded {
+            intent,
+            apply: vec![None; n],
+            rollback: vec![None; n],
+            undo: vec![None; n],
+            state: JournalState::Open,
+            rollback_started: false,
+        };
+        let bytes = self.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
+        let complete_len = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        // A torn final line (crash mid-append) has no newline: it is ignored.
+        for raw in bytes[..complete_len]
+            .split(|b| *b == b'\n')
+            .filter(|r| !r.is_empty())
+        {
+            let line: LogLine = serde_json::from_slice(raw).map_err(|e| CorruptFile {
+                path: lpath.to_string_lossy().into_owned(),
+                detail: format!("bad progress line: {e}"),
+            })?;
+            let slot = |v: &mut Vec<Option<Result<(), String>>>,
+                        i: Option<usize>,
+                        r: Result<(), String>|
+             -> Result<(), Fault> {
+                match i {
+                    Some(i) if i < n => {
+                        v[i] = Some(r);
+                        Ok(())
+                    }
+                    _ => Err(CorruptFile {
+                        path: lpath.to_string_lossy().into_owned(),
+                        detail: format!("progress line names action {i:?} of {n}"),
+                    }
+                    .into()),
+                }
+            };
+            let r = |s: Status, e: Option<String>| {
+                if s == Status::Done {
+                    Ok(())
+                } else {
+                    Err(e.unwrap_or_default())
+                }
+            };
+            match (line.p, line.s) {
+                (_, Status::Completed) => l.state = JournalState::Completed,
+                (_, Status::RolledBack) => l.state = JournalState::RolledBack,
+                (_, Status::Undone) => l.state = JournalState::Undone,
+                (Phase::Apply, s) => slot(&mut l.apply, line.i, r(s, line.e))?,
+                (Phase::Rollback, s) => {
+                    l.rollback_started = true;
+                    slot(&mut l.rollback, line.i, r(s, line.e))?
+                }
+                (Phase::Undo, s) => slot(&mut l.undo, line.i, r(s, line.e))?,
+            }
+        }
+        Ok(l)
+    }
+
+    /// Status of every open restore journal of this session (to report after a restart).
+    pub fn reconcile_restores(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+        Ok(self
+            .restore_statuses()?
+            .into_iter()
+            .filter(|s| s.state == JournalState::Open)
+            .collect())
+    }
+
+    /// Status of one restore operation.
+    pub fn restore_status(&self, op_id: &str) -> Result<RestoreStatus, JournalError> {
+        let l = self.load_journal(op_id)?;
+        Ok(l.status())
+    }
+
+    /// Status of every journal of this session, oldest first.
+    pub fn restore_statuses(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+        let mut all = self.all_journals()?;
+        all.sort_by_key(|(o, _, _)| *o);
+        Ok(all.into_iter().map(|(_, _, s)| s).collect())
+    }
+
+    /// Like [`Session::restore_statuses`], but a journal that cannot be read does not hide
+    /// the others: the readable ones come first (oldest first), then each unreadable one
+    /// by its op id (decoded from the file name) with why.
+    pub fn restore_statuses_each(
+        &self,
+    ) -> Result<ReadStatuses, ReconcileError> {
+        let fs = &self.store.inner.fs;
+        let jdir = self.dir.join("journals");
+        let mut good = Vec::new();
+        let mut bad = Vec::new();
+        for name in fs.list(&jdir).map_err(Fault::from)? {
+            let s = name.to_string_lossy().into_owned();
+            if is_hidden(&name) || !s.ends_with(".json") {
+                continue;
+            }
+            let stem = s.trim_end_matches(".json").to_string();
+            let one = (|| {
+                let ipath = jdir.join(&name);
+                let Some(bytes) = fs.read_opt(&ipath)? else {
+                    return Ok(None);
+                };
+                let intent: JournalIntent = parse_record(&ipath, &bytes)?;
+                let l = self.fold_log(intent, &jdir.join(format!("{stem}.log")))?;
+                Ok::<_, Fault>(Some((l.intent.order, l.status())))
+            })();
+            match one {
+                Ok(Some(x)) => good.push(x),
+                Ok(None) => {}
+                Err(e) => bad.push((crate::path::decode_id(&stem).unwrap_or(stem), e.to_string())),
+            }
+        }
+        good.sort_by_key(|(o, _)| *o);
+        bad.sort();
+        Ok((good.into_iter().map(|(_, s)| s).collect(), bad))
+    }
+
+    fn all_journals(&self) -> Result<Vec<(u64, String, RestoreStatus)>, Fault> {
+        let fs = &self.store.inner.fs;
+        let jdir = self.dir.join("journals");
+        let mut out = Vec::new();
+        for name in fs.list(&jdir)? {
+            let s = name.to_string_lossy().into_owned();
+            if is_hidden(&name) || !s.ends_with(".json") {
+                continue;
+            }
+            let ipath = jdir.join(&name);
+            let Some(bytes) = fs.read_opt(&ipath)? else {
+                continue;
+            };
+            let intent: JournalIntent = parse_record(&ipath, &bytes)?;
+            let stem = s.trim_end_matches(".json").to_string();
+            let l = self.fold_log(intent, &jdir.join(format!("{stem}.log")))?;
+            out.push((l.intent.order, stem, l.status()));
+        }
+        Ok(out)
+    }
+
+    /// Removes finished journals beyond the newest `keep`; returns how many.
+    pub(crate) fn prune_journals(&self, keep: usize) -> Result<usize, Fault> {
+        let fs = &self.store.inner.fs;
+        let jdir = self.dir.join("journals");
+        let mut finished: Vec<(u64, String)> = self
+            .all_journals()?
+            .into_iter()
+            .filter(|(_, _, s)| s.state != JournalState::Open)
+            .map(|(o, stem, _)| (o, stem))
+            .collect();
+        finished.sort();
+        let n = finished.len().saturating_sub(keep);
+        for (_, stem) in &finished[..n] {
+            // Intent first: a log without its intent is ignored; the reverse would look open.
+            fs.remove_file(&jdir.join(format!("{stem}.json")))?;
+            fs.remove_file(&jdir.join(format!("{stem}.log")))?;
+        }
+        Ok(n)
+    }
+}

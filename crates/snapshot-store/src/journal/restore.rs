@@ -1,0 +1,329 @@
+//! The first pass of a restore (rescue copies, the intent, one action at a time)
+//! and the continue of an open one.
+
+use super::*;
+
+use crate::blob::{Stored, store_file};
+use crate::error::{FsFailure, JournalError, RestoreError};
+use crate::format::{RECORD_VERSION, to_json};
+use crate::fsio::{DiskMeta, FileKind, Walk};
+use crate::path::{RelPath, encode_id};
+use crate::plan::{Action, Current, RestorePlan};
+use crate::seam::CrashPoint;
+use crate::session::Session;
+
+/// Why a rescue copy could not be made.
+enum RescueFail {
+    /// The path is not what the plan saw: the action is refused, nothing else is affected.
+    Changed(String),
+    /// A filesystem call failed: the whole restore gives up before any mutation.
+    Io(FsFailure),
+}
+
+impl From<FsFailure> for RescueFail {
+    fn from(e: FsFailure) -> Self {
+        RescueFail::Io(e)
+    }
+}
+
+fn changed(text: &str) -> RescueFail {
+    RescueFail::Changed(text.to_string())
+}
+
+impl Session {
+    /// When the plan hashed this file, its content is already in the store, and nothing
+    /// in its metadata changed since, the stored blob is the rescue copy (no re-read).
+    fn planned_blob(
+        &self,
+        current: &Current,
+        now: &DiskMeta,
+    ) -> Result<Option<Desired>, FsFailure> {
+        if let Current::File {
+            sha256: Some(sha),
+            meta,
+            ..
+        } = current
+        {
+            if meta == now && self.store.inner.fs.blob_size(sha)? == Some(now.size) {
+                return Ok(Some(Desired::File {
+                    sha256: sha.clone(),
+                    size: now.size,
+                    mode: now.mode,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Saves the current bytes of `rel` as a rescue blob; checks them against the plan.
+    fn rescue(
+        &self,
+        rel: &RelPath,
+        current: &Current,
+    ) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
+        let mut created = Vec::new();
+        let walk = self.ws.walk_parent(rel, false, &mut created)?;
+        let (_, name) = rel.split_last();
+        let (state, meta) = match walk {
+            Walk::Blocked(..) => {
+                return Err(changed(
+                    "a parent changed since the plan (now a symlink or not a directory)",
+                ));
+            }
+            Walk::Missing(_) => (Desired::Absent, None),
+            Walk::Parent(dir) => match self.ws.lstat(&dir, name, rel)? {
+                None => (Desired::Absent, None),
+                Some(m) if m.kind != FileKind::File || m.nlink > 1 => {
+                    return Err(changed(
+                        "changed since the plan (no longer a plain regular file)",
+                    ));
+                }
+                Some(m) => match self.planned_blob(current, &m)? {
+                    Some(state) => (state, Some(m)),
+                    None => {
+                        let opened = match self.ws.open_read(&dir, name, rel) {
+                            Ok(o) => o,
+                            Err(e)
+                                if e.raw_os_error()
+                                    == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+                            {
+                                return Err(changed(
+                                    "changed since the plan (now a symbolic link)",
+                                ));
+                            }
+                            Err(e) => return Err(e.into()),
+                        };
+                        let Some((mut f, fm)) = opened else {
+                            return Err(changed("changed since the plan (vanished)"));
+                        };
+                        if fm.kind != FileKind::File || fm.nlink > 1 {
+                            return Err(changed(
+                                "changed since the plan (no longer a plain regular file)",
+                            ));
+                        }
+                        match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)? {
+                            Stored::Blob { sha256, size, .. } => (
+                                Desired::File {
+                                    sha256,
+                                    size,
+                                    mode: fm.mode,
+                                },
+                                Some(fm),
+                            ),
+                            Stored::OverCap { size } => {
+                                return Err(changed(&format!(
+                                    "rescue copy of {size} bytes refused"
+                                )));
+                            }
+                        }
+                    }
+                },
+            },
+        };
+        let matches = match (current, &state, &meta) {
+            (Current::Absent, Desired::Absent, _) => true,
+            (
+                Current::File {
+                    meta: pm,
+                    sha256: psha,
+                    ..
+                },
+                Desired::File { sha256, .. },
+                Some(m),
+            ) => {
+                pm.size == m.size
+                    && pm.ino == m.ino
+                    && pm.mtime_s == m.mtime_s
+                    && pm.mtime_ns == m.mtime_ns
+                    && pm.mode == m.mode
+                    && psha.as_ref().map(|p| p == sha256).unwrap_or(true)
+            }
+            _ => false,
+        };
+        if !matches {
+            return Err(changed("changed since the plan; left as it is"));
+        }
+        Ok((state, meta))
+    }
+
+    /// Runs a plan as journaled operation `op_id`.
+    ///
+    /// Before the first mutation, saves the current bytes of every planned path
+    /// (rescue) and writes the intent journal. Then applies one action at a time,
+    /// each an atomic replace or an unlink; a per-path failure is recorded and the
+    /// pass goes on. Without failures the journal ends `completed`; otherwise it
+    /// stays open for [`Session::continue_restore`] or [`Session::rollback_restore`].
+    ///
+    /// A path that changed since the plan is refused before any mutation and
+    /// reported in `failed`; it does not keep the journal open.
+    ///
+    /// Restored states are deliberately not marked as known to the tracked cache:
+    /// the next [`Session::recheck_tracked`] records them (deduplicated) together with
+    /// the state before them at the previous boundary, so later rewinds stay exact.
+    pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
+        let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        if plan.session_id != self.id {
+            return Err(RestoreError::WrongSession {
+                plan_session: plan.session_id.clone(),
+                session: self.id.clone(),
+            });
+        }
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.lock_shared()?;
+        let fs = &self.store.inner.fs;
+        let (ipath, lpath) = self.journal_paths(&enc);
+        if fs.exists(&ipath)? {
+            return Err(RestoreError::DuplicateOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
+        }
+        fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
+        let mut actions = Vec::with_capacity(plan.actions.len());
+        for a in &plan.actions {
+            let (target, create_dirs) = match &a.action {
+                Action::Write { sha256, size, mode } => (
+                    Desired::File {
+                        sha256: sha256.clone(),
+                        size: *size,
+                        mode: *mode,
+                    },
+                    Vec::new(),
+                ),
+                Action::Recreate {
+                    sha256,
+                    size,
+                    mode,
+                    missing_dirs,
+                } => (
+                    Desired::File {
+                        sha256: sha256.clone(),
+                        size: *size,
+                        mode: *mode,
+                    },
+                    missing_dirs.clone(),
+                ),
+                Action::Delete => (Desired::Absent, Vec::new()),
+            };
+            let (rescue, rescue_meta, prefailed) = match self.rescue(&a.path, &a.current) {
+                Ok((r, m)) => (Some(r), m, None),
+                Err(RescueFail::Changed(e)) => (None, None, Some(e)),
+                // Nothing has been changed yet: give up cleanly.
+                Err(RescueFail::Io(source)) => {
+                    return Err(RestoreError::Rescue {
+                        path: a.path.display(),
+                        source,
+                    });
+                }
+            };
+            actions.push(JournalAction {
+                path: a.path.clone(),
+                target,
+                rescue,
+                rescue_meta,
+                create_dirs,
+                prefailed,
+            });
+        }
+        fs.io.crash(CrashPoint::RestoreRescued);
+        let intent = JournalIntent {
+            v: RECORD_VERSION,
+            op_id: op_id.to_string(),
+            session_id: self.id.clone(),
+            target_seq: plan.target_seq,
+            order: self.store.next_order(),
+            actions,
+        };
+        fs.write_atomic(&ipath, &to_json(&intent))?;
+        fs.io.crash(CrashPoint::RestoreJournalWritten);
+        let mut lpath = LogWriter::new(lpath);
+        let mut out = RestoreOutcome::new(op_id);
+        let mut hard_failures = 0usize;
+        out.skipped = plan.skipped.clone();
+        out.uncovered = plan.uncovered.clone();
+        for (i, a) in intent.actions.iter().enumerate() {
+            let result = match &a.prefailed {
+                Some(e) => Err(e.clone()),
+                None => self.apply_state(
+                    &a.path,
+                    &a.target,
+                    true,
+                    Guard::Meta(a.rescue_meta.as_ref()),
+                    Some(CrashPoint::RestoreActionPartial(i)),
+                ),
+            };
+            if a.prefailed.is_none() {
+                fs.io.crash(CrashPoint::RestoreActionApplied(i));
+            }
+            if !self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?
+                && a.prefailed.is_none()
+            {
+                hard_failures += 1;
+            }
+            fs.io.crash(CrashPoint::RestoreActionLogged(i));
+        }
+        self.remove_emptied_dirs(&plan.remove_dirs, &mut out);
+        self.sync_touched(&out)?;
+        if hard_failures == 0 {
+            self.complete(&mut lpath, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Finishes an open (interrupted or partly failed) restore: retries every action
+    /// not yet applied. A path changed since the restore began is left alone (failure).
+    pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.lock_shared()?;
+        let l = self.load_journal(op_id)?;
+        if l.state != JournalState::Open {
+            return Err(wrong_state(op_id, l.state, "continue", "open"));
+        }
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        let (_, lpath) = self.journal_paths(&enc);
+        let mut lpath = LogWriter::new(lpath);
+        let mut out = RestoreOutcome::new(op_id);
+        for (i, a) in l.intent.actions.iter().enumerate() {
+            // Refused before any mutation (changed since the plan): settled. Everything
+            // else is re-applied (a no-op when already in the target state), since a
+            // partial rollback may have reverted actions logged as done.
+            if a.prefailed.is_some() {
+                continue;
+            }
+            let result = match &a.rescue {
+                None => Err("no rescue copy".into()),
+                Some(rescue) => self.apply_state(
+                    &a.path,
+                    &a.target,
+                    true,
+                    Guard::Content(vec![rescue]),
+                    Some(CrashPoint::RestoreActionPartial(i)),
+                ),
+            };
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::RestoreActionApplied(i));
+            self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?;
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::RestoreActionLogged(i));
+        }
+        self.sync_touched(&out)?;
+        if out.failed.is_empty() {
+            self.complete(&mut lpath, &mut out)?;
+        }
+        Ok(out)
+    }
+}
