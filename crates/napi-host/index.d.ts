@@ -180,9 +180,10 @@ export declare class BindingStore {
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   /**
    * Message-boundary re-check: records the state of every tracked path that changed on disk;
-   * resolves with the recorded paths.
+   * resolves with the recorded paths. For a forked session, `ancestors` (nearest parent
+   * first): at its first boundary it takes over the paths they track.
    */
-  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<Array<string>>
+  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number, ancestors?: Array<BindingChainLink> | undefined | null): Promise<Array<string>>
   /**
    * What a rewind to `target_seq` would do to the files (no mutation). For a forked session,
    * `ancestors` (nearest parent first, each with its fork boundary) are read in place.

@@ -9,6 +9,7 @@
  *   agent/created                     session-format guard
  */
 import type { HostAgent, HostContext, HostEvent, HostFsTarget, HostLogger, HostSession, HostToolExecution, HostToolResult } from './host.ts'
+import { forkAncestors } from './fork.ts'
 import type { FilesPort } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
 import { SessionState, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
@@ -129,7 +130,8 @@ export function registerCapture(deps: CaptureDeps): void {
     const files = deps.files()
     if (files.unavailable() !== undefined) return
     void state.run(sessionId, async () => {
-      await files.recheck(sessionId, cwd, event.seq, settings.maxFileBytes)
+      const ancestors = await forkAncestors(ctx, session.header)
+      await files.recheck(sessionId, cwd, event.seq, settings.maxFileBytes, ancestors)
       await files.prune(sessionId, cwd)
     }).catch((error: unknown) => {
       logger.warn('message-boundary re-check of %s failed: %s', sessionId, (error as Error).message)

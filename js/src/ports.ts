@@ -115,7 +115,8 @@ export interface FilesPort {
   capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<void>
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
-  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number): Promise<void>
+  /** `ancestors`: the fork chain; a fork's first re-check takes over the paths they track. */
+  recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number, ancestors?: ChainLink[]): Promise<void>
   /** Scan the session's workspace (before / after a tool call, at a message boundary). */
   scan(sessionId: string, cwd: string, request: ScanRequest): Promise<ScanReport>
   /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */

@@ -241,7 +241,8 @@ export class Rewinder {
     // Changes made to tracked files since the last message (by a shell command, an editor, …)
     // are not recorded yet: a re-check at the latest message records the state they replaced.
     try {
-      await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes))
+      const ancestors = await forkAncestors(this.deps.ctx, session.header)
+      await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes, ancestors))
     } catch (error) {
       this.deps.logger.warn('re-check of %s failed: %s', sessionId, (error as Error).message)
     }

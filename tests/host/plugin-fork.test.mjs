@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { turn, text, write, read, edit, gate, gated, parseJsonl } from './lib/harness.mjs'
-import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, FILES } from './plugin-support.mjs'
+import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, put, FILES } from './plugin-support.mjs'
 
 /** The live children of a session, oldest first. */
 function childrenOf(host, parentId) {
@@ -100,6 +100,32 @@ test('fork-rewind to a middle message: a child with exactly the earlier messages
   // The child's rewind appended its marker to the child only.
   assert.deepEqual(surfaceOf(agent), parentSurface)
 
+})
+
+test('a fork re-checks the files only its parent changed: one changed outside the agent in the child comes back', async (t) => {
+  const { host, agent, ws, beforeMiddle } = await threeTurnSession({
+    sessionId: 'fork-recheck-parent',
+    extraTurns: [turn(text('child one done')), turn(text('child two done'))],
+  })
+  t.after(() => host.dispose())
+  const middle = humanSeq(agent, 'middle')
+  const { result } = await host.runCommand(agent, `/rewind --fork @${middle}`)
+  assert.equal(result.kind, 'success', result.text)
+  const child = childFromReport(host, 'fork-recheck-parent', result)
+  assert.deepEqual((await bytes(join(ws, 'sre.txt'))).toString(), beforeMiddle['sre.txt'].toString())
+
+  // sre.txt was created and changed by the parent's agent only; in the child it is changed by
+  // hand between two turns, then the child rewinds to the message before that change.
+  await host.sendUser(child, 'child one')
+  await put(join(ws, 'sre.txt'), 'edited by hand in the child\n')
+  await host.sendUser(child, 'child two')
+  const childOne = humanSeq(child, 'child one')
+  const preview = await rpc(host, 'preview', { sessionId: child.id, seq: childOne })
+  assert.equal(preview.json.ok, true, JSON.stringify(preview.json))
+  assert.deepEqual(preview.json.value.files.map(f => `${f.action} ${f.path}`), ['write sre.txt'])
+  const rewound = await host.runCommand(child, `/rewind @${childOne}`)
+  assert.equal(rewound.result.kind, 'success', rewound.result.text)
+  assert.equal((await bytes(join(ws, 'sre.txt'))).toString(), beforeMiddle['sre.txt'].toString())
 })
 
 test('fork of a fork chains through both parents; siblings never see each other\'s records; both resume from JSONL', async (t) => {

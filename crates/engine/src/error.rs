@@ -279,7 +279,7 @@ store_error!(OpenError, |e| {});
 store_error!(SessionError, |e| { E::InvalidSessionId { .. } => ErrorCode::BadRequest, });
 store_error!(CaptureError, |e| { E::InvalidCallId { .. } => ErrorCode::BadRequest, });
 store_error!(CommitError, |e| { E::InvalidCallId { .. } => ErrorCode::BadRequest, });
-store_error!(RecheckError, |e| {});
+store_error!(RecheckError, |e| { E::InvalidAncestor { .. } => ErrorCode::BadRequest, });
 store_error!(PlanError, |e| {});
 store_error!(ScanError, |e| {
     E::InvalidCallId { .. } => ErrorCode::BadRequest,

@@ -214,11 +214,6 @@ struct Model {
     /// The session the conversation is in, and its fork chain (nearest parent first).
     session: String,
     ancestors: Vec<ChainLink>,
-    /// In a fork: files tracked before the fork and not since, by the child itself. The
-    /// child's re-check does not cover them (`crates/snapshot-store/SHORTCOMINGS.md`), so
-    /// this model changes them outside the agent (or by an undo or a redo) only once the
-    /// child tracks them.
-    inherited: std::collections::BTreeSet<&'static str>,
     forks: usize,
     ops: usize,
 }
@@ -235,7 +230,6 @@ impl Model {
 
     /// A restorable record of `f` whose before-state is `before`.
     fn track(&mut self, f: &'static str, before: Option<Vec<u8>>) {
-        self.inherited.remove(f);
         if !self.tracked_at.contains_key(f) {
             self.tracked_at.insert(f, self.anchor);
             self.first_before.insert(f, before);
@@ -295,6 +289,17 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    // A file the agent deleted before a fork, recreated outside the agent in the child: the
+    // child's rewind before the outside change deletes it again (the child re-checks what its
+    // parent tracks).
+    run(vec![
+        Tool { file: 1, content: None, ok: true },
+        Fork { pick: 0 },
+        Message,
+        Outside { file: 1, content: Some(0) },
+        Message,
+        Rewind { pick: 78163140179803890, crash: None },
+    ]);
     run(vec![
         Outside { file: 1, content: Some(0) },
         Tool { file: 0, content: None, ok: false },
@@ -338,7 +343,7 @@ fn scan(es: &EngineSession, phase: ScanPhase, anchor: u64, call: Option<&str>) {
 fn boundary(w: &World, m: &mut Model, es: &EngineSession) {
     es.files_of(es.id())
         .expect("files")
-        .recheck_tracked(m.anchor)
+        .recheck_tracked_chain(m.anchor, &m.ancestors)
         .unwrap_or_else(|e| panic!("recheck: {e}"));
     scan(es, ScanPhase::Boundary, m.anchor, None);
     let _ = w;
@@ -361,7 +366,6 @@ fn run(ops: Vec<Op>) {
         min_anchor: 0,
         session: "s-0".to_owned(),
         ancestors: Vec::new(),
-        inherited: std::collections::BTreeSet::new(),
         forks: 0,
         ops: 0,
     };
@@ -422,9 +426,6 @@ fn run(ops: Vec<Op>) {
             }
             Op::Outside { file, content: c } => {
                 let f = FILES[file];
-                if m.inherited.contains(f) {
-                    continue;
-                }
                 let new = c.map(content);
                 w.write(f, new.as_ref());
                 m.changed(f, new);
@@ -543,9 +544,16 @@ fn run(ops: Vec<Op>) {
                 assert_eq!(w.disk(), want, "{step}: fork to {target}");
                 // The conversation continues in the child, seeded up to the target's turn: the
                 // parent's records from the target on are its abandoned future, not the child's.
+                // The child takes over every path the parent tracks: one first tracked from
+                // the target on is re-checked from the child's first message, which records it.
+                let future: Vec<&'static str> = m
+                    .tracked_at
+                    .iter()
+                    .filter(|(_, t)| **t >= target)
+                    .map(|(f, _)| *f)
+                    .collect();
                 m.tracked_at.retain(|_, t| *t < target);
                 m.first_before.retain(|f, _| m.tracked_at.contains_key(f));
-                m.inherited = m.tracked_at.keys().copied().collect();
                 let mut chain = vec![ChainLink {
                     session_id: m.session.clone(),
                     max_anchor: target - 1,
@@ -562,15 +570,16 @@ fn run(ops: Vec<Op>) {
                 m.seq += 1;
                 m.anchor = m.seq;
                 m.scanned_in_turn = false;
+                for f in future {
+                    let now = m.disk.get(f).cloned();
+                    m.track(f, now);
+                }
                 let ces = w.session(&m.session);
                 boundary(&w, &mut m, &ces);
                 m.boundaries.push((m.seq, m.disk.clone()));
             }
             Op::Undo => {
                 let Some(done) = m.undo.take() else { continue };
-                if touches_inherited(&m, &done) {
-                    continue;
-                }
                 let es = w.session(&done.session);
                 let check = es
                     .undo_check(&done.op, &Choices::default())
@@ -596,9 +605,6 @@ fn run(ops: Vec<Op>) {
             }
             Op::Redo => {
                 let Some(done) = m.redo.take() else { continue };
-                if touches_inherited(&m, &done) {
-                    continue;
-                }
                 let es = w.session(&done.session);
                 let new_op = format!("op-{}", m.ops);
                 let r = es
@@ -626,14 +632,6 @@ fn run(ops: Vec<Op>) {
         }
         assert_eq!(w.disk(), m.disk, "{step}: model and disk agree");
     }
-}
-
-/// Whether an undo or redo would change a file the fork child only inherited (the same limit
-/// as an outside change to it: see `Model::inherited`).
-fn touches_inherited(m: &Model, done: &Done) -> bool {
-    m.inherited
-        .iter()
-        .any(|f| done.before.get(f) != done.after.get(f))
 }
 
 /// A rewind target still on the surface and not pruned away: (index, seq, disk at it).

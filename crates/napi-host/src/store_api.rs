@@ -455,7 +455,8 @@ impl BindingStore {
     }
 
     /// Message-boundary re-check: records the state of every tracked path that changed on disk;
-    /// resolves with the recorded paths.
+    /// resolves with the recorded paths. For a forked session, `ancestors` (nearest parent
+    /// first): at its first boundary it takes over the paths they track.
     #[napi(ts_return_type = "Promise<Array<string>>")]
     pub fn recheck(
         &self,
@@ -463,13 +464,15 @@ impl BindingStore {
         cwd: String,
         anchor_seq: f64,
         max_file_bytes: f64,
+        ancestors: Option<Vec<BindingChainLink>>,
     ) -> AsyncTask<Job<Vec<String>>> {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
+            let links = crate::engine_api::chain(ancestors)?;
             let outcome = h
                 .session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?
-                .recheck_tracked(anchor)?;
+                .recheck_tracked_chain(anchor, &links)?;
             Ok(outcome
                 .recorded
                 .into_iter()

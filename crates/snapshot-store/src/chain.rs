@@ -59,18 +59,35 @@ pub enum ChainPlanError {
     },
 }
 
+/// Why an ancestor's view cannot be made.
+pub(crate) enum AncestorFail {
+    /// The id is not acceptable.
+    Id(IdError),
+    /// The workspace handle could not be shared.
+    Fs(FsFailure),
+}
+
 /// A selected before-state: (chain rank, anchor, order) sorts in chain order.
 type Pick = ((usize, u64, u64), BeforeState);
 
 impl Session {
-    /// An ancestor's view of the store (same workspace handle; only its records are read).
+    /// An ancestor's view of the store, for a plan.
     fn ancestor(&self, id: &str) -> Result<Session, ChainPlanError> {
-        let enc = encode_id(id).map_err(|reason| ChainPlanError::InvalidAncestor {
-            id: id.to_string(),
-            reason,
-        })?;
+        match self.ancestor_view(id) {
+            Ok(s) => Ok(s),
+            Err(AncestorFail::Id(reason)) => Err(ChainPlanError::InvalidAncestor {
+                id: id.to_string(),
+                reason,
+            }),
+            Err(AncestorFail::Fs(f)) => Err(PlanError::Fs(f).into()),
+        }
+    }
+
+    /// An ancestor's view of the store (same workspace handle; only its records are read).
+    pub(crate) fn ancestor_view(&self, id: &str) -> Result<Session, AncestorFail> {
+        let enc = encode_id(id).map_err(AncestorFail::Id)?;
         let root = self.ws.root.try_clone().map_err(|source| {
-            PlanError::Fs(FsFailure {
+            AncestorFail::Fs(FsFailure {
                 op: crate::seam::FsOp::Open,
                 area: Area::Workspace,
                 path: ".".into(),
@@ -162,6 +179,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RecheckError;
     use crate::{Action, Store, StoreOptions};
     use std::fs;
     use std::path::Path;
@@ -356,5 +374,39 @@ mod tests {
                 .actions
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_child_rechecks_what_its_ancestors_track() {
+        let f = fx();
+        let parent = f.session("p");
+        parent.recheck_tracked(1).expect("boundary 1");
+        f.write(&parent, 1, "p1", "a.txt", "one");
+        parent.recheck_tracked(2).expect("boundary 2");
+        // Forked at message 2; the child's first message is 3.
+        let chain = [link("p", 1)];
+        let child = f.session("c");
+        let out = child.recheck_tracked_chain(3, &chain).expect("child boundary 3");
+        assert_eq!(out.checked, 1, "the parent's path is re-checked in the child");
+        assert_eq!(child.tracked_paths().expect("tracked").len(), 1);
+        // Changed outside the agent in the child's turn 3: recorded at 4, the state at 3 kept.
+        fs::write(f.cwd.join("a.txt"), "outside").expect("outside");
+        let out = child.recheck_tracked_chain(4, &chain).expect("child boundary 4");
+        assert_eq!(out.recorded.len(), 1, "{out:?}");
+        f.restore(&child, 3, &chain, "r1");
+        assert_eq!(f.read("a.txt").as_deref(), Some("one"));
+        // Once the child has a boundary of its own, its ancestors are not read again: a path
+        // the parent tracks later is not taken over.
+        f.write(&parent, 2, "p2", "b.txt", "later");
+        let out = child.recheck_tracked_chain(5, &chain).expect("child boundary 5");
+        assert_eq!(out.checked, 1);
+        // A child reopened keeps what it took over.
+        let again = f.session("c");
+        assert_eq!(again.tracked_paths().expect("tracked").len(), 1);
+        // An unacceptable ancestor id is refused, the child left as it was.
+        let fresh = f.session("c2");
+        let err = fresh.recheck_tracked_chain(3, &[link("", 1)]).unwrap_err();
+        assert!(matches!(err, RecheckError::InvalidAncestor { .. }), "{err}");
+        assert!(fresh.tracked_paths().expect("tracked").is_empty());
     }
 }

@@ -158,6 +158,9 @@ op_error! {
         /// Reading a tracked workspace file failed.
         #[error("recheck of `{path}` failed: {source}")]
         Read { /** Workspace path. */ path: String, /** Cause. */ #[source] source: FsFailure },
+        /// An ancestor id of the fork chain is not acceptable.
+        #[error("invalid ancestor session id `{id}`: {reason}")]
+        InvalidAncestor { /** The id. */ id: String, /** Why. */ reason: crate::path::IdError },
     }
 }
 

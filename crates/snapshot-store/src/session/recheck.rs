@@ -26,6 +26,95 @@ impl Session {
         Ok(out)
     }
 
+    /// [`Session::recheck_tracked`] of a forked session: at its first boundary (before it
+    /// has re-checked anything itself), it first takes over the paths its `ancestors`
+    /// (nearest parent first) track, with what each last knew of them, so a file the
+    /// agent changed only before the fork is re-checked in the fork too: changed outside
+    /// the agent, by an undo or by a restore inside the fork, it is recorded and a later
+    /// rewind within the fork puts it back. A path this session tracks already keeps its
+    /// own state; of several ancestors the nearest one's state is taken. With no
+    /// ancestors this is exactly [`Session::recheck_tracked`].
+    pub fn recheck_tracked_chain(
+        &self,
+        anchor_seq: u64,
+        ancestors: &[crate::chain::ChainLink],
+    ) -> Result<RecheckOutcome, RecheckError> {
+        if !ancestors.is_empty() {
+            self.adopt_tracked(ancestors)?;
+        }
+        self.recheck_tracked(anchor_seq)
+    }
+
+    /// Takes over the tracked paths of `ancestors` (see [`Session::recheck_tracked_chain`])
+    /// when this session has no boundary yet; returns how many paths it took.
+    pub(crate) fn adopt_tracked(
+        &self,
+        ancestors: &[crate::chain::ChainLink],
+    ) -> Result<usize, RecheckError> {
+        {
+            let mut st = self.lock_state();
+            self.prepare(&mut st)?;
+            if st.idx.boundary.is_some() {
+                return Ok(0);
+            }
+        }
+        let mut taken: std::collections::BTreeMap<RelPath, Known> = Default::default();
+        let mut seen = vec![self.id.clone()];
+        for link in ancestors {
+            if seen.contains(&link.session_id) {
+                continue;
+            }
+            seen.push(link.session_id.clone());
+            let anc = match self.ancestor_view(&link.session_id) {
+                Ok(a) => a,
+                Err(crate::chain::AncestorFail::Id(reason)) => {
+                    return Err(RecheckError::InvalidAncestor {
+                        id: link.session_id.clone(),
+                        reason,
+                    });
+                }
+                Err(crate::chain::AncestorFail::Fs(f)) => return Err(Fault::from(f).into()),
+            };
+            for (path, known) in anc.tracked_known()? {
+                taken.entry(path).or_insert(known);
+            }
+        }
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        if st.idx.boundary.is_some() {
+            return Ok(0);
+        }
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let updates: Vec<TrackedUpdate> = taken
+            .into_iter()
+            .filter(|(path, _)| !st.idx.tracked.contains_key(path))
+            .map(|(path, known)| TrackedUpdate {
+                path,
+                known,
+                since: None,
+            })
+            .collect();
+        let n = updates.len();
+        if n > 0 {
+            let _g = self.lock_shared()?;
+            self.append(&mut st, tracked_records(updates))?;
+        }
+        Ok(n)
+    }
+
+    /// Every tracked path with what the store last knew of it.
+    fn tracked_known(&self) -> Result<Vec<(RelPath, Known)>, RecheckError> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        Ok(st
+            .idx
+            .tracked
+            .iter()
+            .map(|(p, t)| (p.clone(), t.known.clone()))
+            .collect())
+    }
+
     /// At a user-message boundary (`anchor_seq` = that message's seq): checks every
     /// tracked path and records the current state of each whose disk state changed
     /// since the store last knew it. Unchanged paths (same size, mtime, ctime, inode,
