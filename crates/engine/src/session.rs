@@ -19,6 +19,9 @@ pub struct EngineSession {
     pub(crate) id: String,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) key: WorkspaceKey,
+    /// The last [`EngineSession::undo_check`] that passed, for the undo's later steps on this
+    /// handle (shared by its clones).
+    pub(crate) checked: Arc<std::sync::Mutex<Option<crate::undo::UndoCheck>>>,
 }
 
 impl std::fmt::Debug for EngineSession {
@@ -68,6 +71,7 @@ impl EngineSession {
             id,
             cwd,
             key,
+            checked: Arc::default(),
         }
     }
 

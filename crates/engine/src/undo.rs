@@ -217,13 +217,24 @@ impl EngineSession {
                 .with_details(json!({ "opId": op_id, "paths": open })));
             }
         }
-        Ok(UndoCheck { entry, owner, files })
+        let check = UndoCheck { entry, owner, files };
+        *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = Some(check.clone());
+        Ok(check)
     }
 
     /// The [`UndoCheck`] of an undo already started ([`EngineSession::undo_start`]): the
-    /// entry, the session owning its journal, whether files come back. The store's undo
-    /// itself refuses a file changed since and left undecided.
+    /// entry, the session owning its journal, whether files come back. The check this handle
+    /// (or a clone) made of `op_id` is taken as it is, read once; else (another handle, a
+    /// restart) it is read again from the history and the journal. The store's undo itself
+    /// refuses a file changed since and left undecided, and a journal no longer completed.
     pub fn undo_check_started(&self, op_id: &str) -> Result<UndoCheck, EngineError> {
+        let mut slot = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_some_and(|c| c.entry.op_id == op_id) {
+            if let Some(check) = slot.take() {
+                return Ok(check);
+            }
+        }
+        drop(slot);
         let entry = self.entry(op_id)?;
         let owner = entry.session_id.clone();
         let files = self.journal_state(&owner, op_id) == JournalState::Completed;
@@ -295,9 +306,7 @@ impl EngineSession {
         let journal = self.journal_state(&self.id, op_id);
         let mut files = FilesDone::default();
         if journal == JournalState::Completed {
-            let session = self.files_of(&self.id)?;
-            let changed = session.undo_changed_paths(op_id)?;
-            let outcome = session.undo_restore_with(op_id, &[], &changed)?;
+            let outcome = self.files_of(&self.id)?.undo_restore_keeping_changed(op_id)?;
             files = FilesDone::of(&outcome);
             let mut touched = files.restored.clone();
             touched.extend(files.deleted.iter().cloned());

@@ -386,19 +386,28 @@ mod tests {
         // Forked at message 2; the child's first message is 3.
         let chain = [link("p", 1)];
         let child = f.session("c");
-        let out = child.recheck_tracked_chain(3, &chain).expect("child boundary 3");
-        assert_eq!(out.checked, 1, "the parent's path is re-checked in the child");
+        let out = child
+            .recheck_tracked_chain(3, &chain)
+            .expect("child boundary 3");
+        assert_eq!(
+            out.checked, 1,
+            "the parent's path is re-checked in the child"
+        );
         assert_eq!(child.tracked_paths().expect("tracked").len(), 1);
         // Changed outside the agent in the child's turn 3: recorded at 4, the state at 3 kept.
         fs::write(f.cwd.join("a.txt"), "outside").expect("outside");
-        let out = child.recheck_tracked_chain(4, &chain).expect("child boundary 4");
+        let out = child
+            .recheck_tracked_chain(4, &chain)
+            .expect("child boundary 4");
         assert_eq!(out.recorded.len(), 1, "{out:?}");
         f.restore(&child, 3, &chain, "r1");
         assert_eq!(f.read("a.txt").as_deref(), Some("one"));
         // Once the child has a boundary of its own, its ancestors are not read again: a path
         // the parent tracks later is not taken over.
         f.write(&parent, 2, "p2", "b.txt", "later");
-        let out = child.recheck_tracked_chain(5, &chain).expect("child boundary 5");
+        let out = child
+            .recheck_tracked_chain(5, &chain)
+            .expect("child boundary 5");
         assert_eq!(out.checked, 1);
         // A child reopened keeps what it took over.
         let again = f.session("c");

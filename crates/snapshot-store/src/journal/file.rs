@@ -154,6 +154,39 @@ impl Session {
         }
     }
 
+    /// Runs `pass` on journal `op_id` with the session's locks held, once the journal is
+    /// found in state `needed` (else [`JournalError::WrongState`] naming `operation`).
+    pub(super) fn with_journal<R>(
+        &self,
+        op_id: &str,
+        operation: &'static str,
+        needed: JournalState,
+        pass: impl FnOnce(Loaded) -> Result<R, JournalError>,
+    ) -> Result<R, JournalError> {
+        let mut st = self.lock_state();
+        self.prepare(&mut st)?;
+        let _g = self.lock_shared()?;
+        let l = self.load_journal(op_id)?;
+        if l.state != needed {
+            return Err(JournalError::WrongState {
+                op_id: op_id.into(),
+                state: l.state,
+                operation,
+                needed: needed.name(),
+            });
+        }
+        pass(l)
+    }
+
+    /// The progress log of journal `op_id`, opened at its first line.
+    pub(super) fn progress_log(&self, op_id: &str) -> Result<LogWriter, JournalError> {
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        Ok(LogWriter::new(self.journal_paths(&enc).1))
+    }
+
     pub(super) fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
             id: op_id.into(),
@@ -259,9 +292,7 @@ impl Session {
     /// Like [`Session::restore_statuses`], but a journal that cannot be read does not hide
     /// the others: the readable ones come first (oldest first), then each unreadable one
     /// by its op id (decoded from the file name) with why.
-    pub fn restore_statuses_each(
-        &self,
-    ) -> Result<ReadStatuses, ReconcileError> {
+    pub fn restore_statuses_each(&self) -> Result<ReadStatuses, ReconcileError> {
         let fs = &self.store.inner.fs;
         let jdir = self.dir.join("journals");
         let mut good = Vec::new();

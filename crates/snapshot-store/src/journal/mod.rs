@@ -19,7 +19,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::JournalError;
 use crate::fsio::DiskMeta;
 use crate::path::RelPath;
 use crate::plan::{SkippedPath, UncoveredPath};
@@ -140,14 +139,21 @@ pub enum JournalState {
     Undone,
 }
 
-impl fmt::Display for JournalState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl JournalState {
+    /// The state's name, as written in messages and on the napi boundary.
+    pub fn name(self) -> &'static str {
+        match self {
             JournalState::Open => "open",
             JournalState::Completed => "completed",
             JournalState::RolledBack => "rolled-back",
             JournalState::Undone => "undone",
-        })
+        }
+    }
+}
+
+impl fmt::Display for JournalState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -231,18 +237,4 @@ pub struct RestoreStatus {
     pub pending: usize,
     /// Whether a rollback was started.
     pub rollback_started: bool,
-}
-
-pub(super) fn wrong_state(
-    op_id: &str,
-    state: JournalState,
-    operation: &'static str,
-    needed: &'static str,
-) -> JournalError {
-    JournalError::WrongState {
-        op_id: op_id.into(),
-        state,
-        operation,
-        needed,
-    }
 }

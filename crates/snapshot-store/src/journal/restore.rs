@@ -277,19 +277,13 @@ impl Session {
     /// Finishes an open (interrupted or partly failed) restore: retries every action
     /// not yet applied. A path changed since the restore began is left alone (failure).
     pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let l = self.load_journal(op_id)?;
-        if l.state != JournalState::Open {
-            return Err(wrong_state(op_id, l.state, "continue", "open"));
-        }
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
-            id: op_id.into(),
-            reason,
-        })?;
-        let (_, lpath) = self.journal_paths(&enc);
-        let mut lpath = LogWriter::new(lpath);
+        self.with_journal(op_id, "continue", JournalState::Open, |l| {
+            self.continue_pass(op_id, &l)
+        })
+    }
+
+    fn continue_pass(&self, op_id: &str, l: &Loaded) -> Result<RestoreOutcome, JournalError> {
+        let mut lpath = self.progress_log(op_id)?;
         let mut out = RestoreOutcome::new(op_id);
         for (i, a) in l.intent.actions.iter().enumerate() {
             // Refused before any mutation (changed since the plan): settled. Everything

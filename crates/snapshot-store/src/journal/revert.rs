@@ -5,7 +5,7 @@ use super::*;
 
 use crate::error::JournalError;
 use crate::fsio::Walk;
-use crate::path::{RelPath, encode_id};
+use crate::path::RelPath;
 use crate::seam::CrashPoint;
 use crate::session::Session;
 
@@ -14,15 +14,10 @@ impl Session {
     /// rescue bytes back (or is deleted if it was absent), and directories the
     /// restore created are removed when empty.
     pub fn rollback_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let l = self.load_journal(op_id)?;
-        if l.state != JournalState::Open {
-            return Err(wrong_state(op_id, l.state, "rollback", "open"));
-        }
-        let all: Vec<usize> = (0..l.intent.actions.len()).collect();
-        self.revert(op_id, &l, &all, Phase::Rollback)
+        self.with_journal(op_id, "rollback", JournalState::Open, |l| {
+            let all: Vec<usize> = (0..l.intent.actions.len()).collect();
+            self.revert(op_id, &l, &all, Phase::Rollback)
+        })
     }
 
     /// Undoes a completed restore (the user-facing "restore to before this rewind").
@@ -34,27 +29,19 @@ impl Session {
     /// The paths a completed restore changed that changed again since (an undo must
     /// be told whether to keep or replace each). Changes nothing.
     pub fn undo_changed_paths(&self, op_id: &str) -> Result<Vec<RelPath>, JournalError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let l = self.load_journal(op_id)?;
-        if l.state != JournalState::Completed {
-            return Err(wrong_state(op_id, l.state, "undo", "completed"));
-        }
-        Ok(self
-            .changed_since(&l)?
-            .into_iter()
-            .map(|(i, _)| l.intent.actions[i].path.clone())
-            .collect())
+        self.with_journal(op_id, "undo", JournalState::Completed, |l| {
+            Ok(self
+                .changed_since(&l)?
+                .into_iter()
+                .map(|(i, _)| l.intent.actions[i].path.clone())
+                .collect())
+        })
     }
 
     /// The applied actions of a completed restore whose path changed since (the disk
     /// holds neither the restored nor the pre-restore state), with what it holds now
     /// (`None`: no longer a file or absence — a directory, a symlink).
-    fn changed_since(
-        &self,
-        l: &Loaded,
-    ) -> Result<Vec<(usize, Option<Desired>)>, JournalError> {
+    fn changed_since(&self, l: &Loaded) -> Result<Vec<(usize, Option<Desired>)>, JournalError> {
         let mut changed = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
             if !matches!(l.apply[i], Some(Ok(()))) {
@@ -90,15 +77,7 @@ impl Session {
         take: &[RelPath],
         keep: &[RelPath],
     ) -> Result<crate::plan::RestorePlan, JournalError> {
-        let l = {
-            let mut st = self.lock_state();
-            self.prepare(&mut st)?;
-            let _g = self.lock_shared()?;
-            self.load_journal(op_id)?
-        };
-        if l.state != JournalState::Undone {
-            return Err(wrong_state(op_id, l.state, "redo", "undone"));
-        }
+        let l = self.with_journal(op_id, "redo", JournalState::Undone, Ok)?;
         let mut stale = Vec::new();
         let mut picks = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
@@ -156,22 +135,42 @@ impl Session {
         take: &[RelPath],
         keep: &[RelPath],
     ) -> Result<RestoreOutcome, JournalError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let l = self.load_journal(op_id)?;
-        if l.state != JournalState::Completed {
-            return Err(wrong_state(op_id, l.state, "undo", "completed"));
-        }
+        self.with_journal(op_id, "undo", JournalState::Completed, |l| {
+            self.undo_pass(op_id, &l, take, keep, false)
+        })
+    }
+
+    /// Undoes a completed restore, leaving every restored path that changed since as it
+    /// is (listed in `kept`): what finishing an interrupted undo needs, where nobody is
+    /// there to decide. One read of the journal and the disk.
+    pub fn undo_restore_keeping_changed(
+        &self,
+        op_id: &str,
+    ) -> Result<RestoreOutcome, JournalError> {
+        self.with_journal(op_id, "undo", JournalState::Completed, |l| {
+            self.undo_pass(op_id, &l, &[], &[], true)
+        })
+    }
+
+    /// The undo's pass; with `keep_undecided`, a changed path in neither list is kept
+    /// instead of refusing the undo as stale.
+    fn undo_pass(
+        &self,
+        op_id: &str,
+        l: &Loaded,
+        take: &[RelPath],
+        keep: &[RelPath],
+        keep_undecided: bool,
+    ) -> Result<RestoreOutcome, JournalError> {
         let done: Vec<usize> = (0..l.intent.actions.len())
             .filter(|i| matches!(l.apply[*i], Some(Ok(()))))
             .collect();
         let mut stale = Vec::new();
         let mut kept = Vec::new();
         let mut forced: Vec<(usize, Desired)> = Vec::new();
-        for (i, now) in self.changed_since(&l)? {
+        for (i, now) in self.changed_since(l)? {
             let a = &l.intent.actions[i];
-            if keep.contains(&a.path) {
+            if keep.contains(&a.path) || (keep_undecided && !take.contains(&a.path)) {
                 kept.push(i);
             } else if let (true, Some(now)) = (take.contains(&a.path), now) {
                 forced.push((i, now));
@@ -188,7 +187,7 @@ impl Session {
             });
         }
         let which: Vec<usize> = done.into_iter().filter(|i| !kept.contains(i)).collect();
-        let mut out = self.revert_with(op_id, &l, &which, Phase::Undo, &forced)?;
+        let mut out = self.revert_with(op_id, l, &which, Phase::Undo, &forced)?;
         out.kept = kept
             .into_iter()
             .map(|i| l.intent.actions[i].path.clone())
@@ -216,12 +215,7 @@ impl Session {
         phase: Phase,
         forced: &[(usize, Desired)],
     ) -> Result<RestoreOutcome, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
-            id: op_id.into(),
-            reason,
-        })?;
-        let (_, lpath) = self.journal_paths(&enc);
-        let mut lpath = LogWriter::new(lpath);
+        let mut lpath = self.progress_log(op_id)?;
         let mut out = RestoreOutcome::new(op_id);
         let fs = &self.store.inner.fs;
         for &i in which.iter().rev() {

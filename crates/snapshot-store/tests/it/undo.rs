@@ -78,6 +78,26 @@ fn changed_files_are_kept_or_taken_as_decided() {
 }
 
 #[test]
+fn an_undo_keeping_what_changed_decides_nothing_and_keeps_every_changed_file() {
+    let env = Env::new();
+    let (_store, s) = restored_session(&env);
+    env.write("a.txt", b"a edited later\n");
+    env.remove("b.txt");
+    let out = s.undo_restore_keeping_changed("op1").expect("undo");
+    assert_eq!(out.kept, [rel("a.txt"), rel("b.txt")]);
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a edited later\n"[..]));
+    assert_eq!(env.read("b.txt"), None, "kept deleted");
+    assert_eq!(
+        env.read("c.txt").as_deref(),
+        Some(&b"c.txt by the agent\n"[..]),
+        "unchanged since: undone"
+    );
+    // Only a completed restore can be undone, and only once.
+    let e = s.undo_restore_keeping_changed("op1").expect_err("undone");
+    assert!(matches!(e, JournalError::WrongState { .. }), "{e}");
+}
+
+#[test]
 fn an_undo_with_nothing_changed_needs_no_decision() {
     let env = Env::new();
     let (_store, s) = restored_session(&env);
