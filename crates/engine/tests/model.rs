@@ -12,7 +12,6 @@
 //! Default: 32 cases. Long run (documented in docs/architecture.md):
 //! `PROPTEST_CASES=10000 cargo test -p rewind-engine --release --test model`.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -114,7 +113,7 @@ impl FaultSeam for Crash {
     }
 }
 
-type Disk = BTreeMap<&'static str, Vec<u8>>;
+use rewind_test_support::model::{Disk, Restorable};
 
 struct World {
     home: tempfile::TempDir,
@@ -201,9 +200,8 @@ struct Model {
     scanned_in_turn: bool,
     /// Rewind candidates: (seq, disk at that message).
     boundaries: Vec<(u64, Disk)>,
-    /// Anchor of the first restorable record of a path, and the content before it.
-    tracked_at: BTreeMap<&'static str, u64>,
-    first_before: BTreeMap<&'static str, Option<Vec<u8>>>,
+    /// Which files a rewind restores, and to what.
+    restorable: Restorable,
     /// The disk as of the last scan (what the next scan compares with).
     scanned: Disk,
     /// The newest rewind while nothing changed since it (undoable), and the newest undo while
@@ -230,10 +228,7 @@ impl Model {
 
     /// A restorable record of `f` whose before-state is `before`.
     fn track(&mut self, f: &'static str, before: Option<Vec<u8>>) {
-        if !self.tracked_at.contains_key(f) {
-            self.tracked_at.insert(f, self.anchor);
-            self.first_before.insert(f, before);
-        }
+        self.restorable.track(f, self.anchor, before);
     }
 
     /// What a scan of the given phase records: changes since the last scan.
@@ -252,19 +247,7 @@ impl Model {
 
     /// The disk a rewind to `target` must leave, from the disk `at` the target message.
     fn rewound(&self, target: u64, at: &Disk) -> Disk {
-        let mut want = self.disk.clone();
-        for f in FILES {
-            let v = match self.tracked_at.get(f) {
-                Some(t) if *t < target => at.get(f).cloned(),
-                Some(_) => self.first_before.get(f).cloned().flatten(),
-                None => continue,
-            };
-            match v {
-                Some(v) => want.insert(f, v),
-                None => want.remove(f),
-            };
-        }
-        want
+        self.restorable.rewound(&self.disk, target, at)
     }
 }
 
@@ -358,8 +341,7 @@ fn run(ops: Vec<Op>) {
         anchor: 0,
         scanned_in_turn: false,
         boundaries: Vec::new(),
-        tracked_at: BTreeMap::new(),
-        first_before: BTreeMap::new(),
+        restorable: Restorable::default(),
         scanned: Disk::new(),
         undo: None,
         redo: None,
@@ -546,14 +528,7 @@ fn run(ops: Vec<Op>) {
                 // parent's records from the target on are its abandoned future, not the child's.
                 // The child takes over every path the parent tracks: one first tracked from
                 // the target on is re-checked from the child's first message, which records it.
-                let future: Vec<&'static str> = m
-                    .tracked_at
-                    .iter()
-                    .filter(|(_, t)| **t >= target)
-                    .map(|(f, _)| *f)
-                    .collect();
-                m.tracked_at.retain(|_, t| *t < target);
-                m.first_before.retain(|f, _| m.tracked_at.contains_key(f));
+                let future = m.restorable.forget_from(target);
                 let mut chain = vec![ChainLink {
                     session_id: m.session.clone(),
                     max_anchor: target - 1,

@@ -1,5 +1,6 @@
 //! The SIGKILL crash harness shared by the crash tests of the dsh-prompt-rewind
-//! crates (a dev-dependency only; never published).
+//! crates (a dev-dependency only; never published), and what their model-based
+//! tests share ([`model`]).
 //!
 //! A crash test runs its own test binary again as a child process, naming a
 //! crash point (and which hit of it) in the environment. The child installs the
@@ -31,6 +32,8 @@
 //!     });
 //! }
 //! ```
+
+pub mod model;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};

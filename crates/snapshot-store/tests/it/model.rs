@@ -4,7 +4,6 @@
 //!
 //! Default: 24 cases. Long run: `PROPTEST_CASES=10000 cargo test -p snapshot-store --release --test it model`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -62,7 +61,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-type Disk = BTreeMap<&'static str, Vec<u8>>;
+use rewind_test_support::model::{Disk, Restorable};
 
 struct Model {
     disk: Disk,
@@ -70,10 +69,8 @@ struct Model {
     anchor: u64,
     /// Rewind candidates: (seq, disk at that message's boundary).
     boundaries: Vec<(u64, Disk)>,
-    /// Anchor of the first successful tool call on a path.
-    tracked_at: BTreeMap<&'static str, u64>,
-    /// Content before that first call (`None` = absent).
-    first_before: BTreeMap<&'static str, Option<Vec<u8>>>,
+    /// Which files a rewind restores (from the first successful tool call on each), and to what.
+    restorable: Restorable,
     /// Last restore: op id and the pre-restore disk, while undo is valid.
     undo: Option<(String, Disk)>,
     min_anchor: u64,
@@ -124,8 +121,7 @@ fn run(ops: Vec<Op>) {
         seq: 0,
         anchor: 0,
         boundaries: Vec::new(),
-        tracked_at: BTreeMap::new(),
-        first_before: BTreeMap::new(),
+        restorable: Restorable::default(),
         undo: None,
         min_anchor: 0,
         ops: 0,
@@ -156,10 +152,7 @@ fn run(ops: Vec<Op>) {
                 if ok {
                     let new = c.map(content);
                     apply_disk(&env, f, new.as_ref());
-                    if !m.tracked_at.contains_key(f) {
-                        m.tracked_at.insert(f, m.anchor);
-                        m.first_before.insert(f, m.disk.get(f).cloned());
-                    }
+                    m.restorable.track(f, m.anchor, m.disk.get(f).cloned());
                     match new {
                         Some(n) => m.disk.insert(f, n),
                         None => m.disk.remove(f),
@@ -203,18 +196,7 @@ fn run(ops: Vec<Op>) {
                     .unwrap_or_else(|e| panic!("{step}: {e}"));
                 assert!(out.failed.is_empty(), "{step}: {out:?}");
                 assert_eq!(out.state, JournalState::Completed, "{step}");
-                let mut want = m.disk.clone();
-                for f in FILES {
-                    let v = match m.tracked_at.get(f) {
-                        Some(t) if *t < target => at.get(f).cloned(),
-                        Some(_) => m.first_before.get(f).cloned().flatten(),
-                        None => continue,
-                    };
-                    match v {
-                        Some(v) => want.insert(f, v),
-                        None => want.remove(f),
-                    };
-                }
+                let want = m.restorable.rewound(&m.disk, target, &at);
                 assert_eq!(actual(&env), want, "{step}: rewind to {target}");
                 let again = s
                     .plan_restore(target)
