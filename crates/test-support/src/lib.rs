@@ -148,7 +148,12 @@ impl CrashChild {
     pub fn run(&self, point: &str, hit: usize) -> Outcome {
         let exe = std::env::current_exe().expect("current test binary");
         let mut cmd = Command::new(exe);
-        cmd.args([self.test.as_str(), "--exact", "--nocapture", "--test-threads=1"]);
+        cmd.args([
+            self.test.as_str(),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ]);
         if self.ignored {
             cmd.arg("--ignored");
         }
@@ -174,7 +179,10 @@ impl CrashChild {
         if let Some(announced) = announced {
             child.kill().expect("SIGKILL the child");
             let status = child.wait().expect("wait for the child");
-            assert!(!status.success(), "{point}#{hit}: the killed child succeeded");
+            assert!(
+                !status.success(),
+                "{point}#{hit}: the killed child succeeded"
+            );
             assert_eq!(
                 announced,
                 format!("{point} {hit}"),
@@ -219,6 +227,15 @@ pub fn each_hit(point: &str, mut case: impl FnMut(usize) -> bool) -> usize {
     hit
 }
 
+/// The case count of a property test: `PROPTEST_CASES` when set (the documented long runs),
+/// else `default` (the test command's small run).
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,13 +278,4 @@ mod tests {
         t.reached("p"); // hit 0 of 5: goes on
         assert_eq!(t.point(), "p");
     }
-}
-
-/// The case count of a property test: `PROPTEST_CASES` when set (the documented long runs),
-/// else `default` (the test command's small run).
-pub fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
