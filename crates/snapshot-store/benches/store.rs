@@ -144,8 +144,13 @@ fn main() {
 
     // One write-tool call (capture before + commit after, 16 KiB, new content each time)
     // as the store grows: the same figure at 100 … 100,000 tracked files.
+    // `STORE_BENCH_ONLY=<section>` runs one section; a restore case alone is
+    // `restore-1000`, `restore-10000` or `restore-power-loss`.
     let only = std::env::var("STORE_BENCH_ONLY").ok();
-    let want = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let want = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o == name || o.strip_prefix(name).is_some_and(|r| r.starts_with('-')))
+    };
     if want("tool-call") {
         let mut curve = Vec::new();
         for tracked in [100usize, 1_000, 10_000, 100_000] {
@@ -300,13 +305,16 @@ fn main() {
     }
 
     // Plan + journaled restore of 1,000 (and 10,000) × 16 KiB files.
-    for (durability, n, rounds) in [
-        (Durability::ProcessCrash, 1000, 10),
-        (Durability::ProcessCrash, 10_000, 3),
-        (Durability::PowerLoss, 1000, 4),
+    for (durability, n, rounds, case) in [
+        (Durability::ProcessCrash, 1000, 10, "restore-1000"),
+        (Durability::ProcessCrash, 10_000, 3, "restore-10000"),
+        (Durability::PowerLoss, 1000, 4, "restore-power-loss"),
     ] {
         if !want("restore") {
             break;
+        }
+        if only.as_deref().is_some_and(|o| o != "restore" && o != case) {
+            continue;
         }
         let b = Bench::new();
         let store = b.store(durability);

@@ -371,6 +371,84 @@ pub(crate) fn is_prefix_of_blob(
     Ok(true)
 }
 
+/// Fills `buf` from `read` until it is full or the source ends; returns the count.
+fn fill(
+    buf: &mut [u8],
+    mut read: impl FnMut(&mut [u8]) -> Result<usize, FsFailure>,
+) -> Result<usize, FsFailure> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = read(&mut buf[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
+/// Whether the current bytes of the open file `file` (`len` bytes) are the first
+/// *k* bytes of blob `new` followed by the bytes of blob `old` from offset *k* on,
+/// for some *k* ≤ the size of `new`, with `len` the size of `old`: what writing
+/// `new` over a file holding `old` (from the start, without cutting it first)
+/// leaves when it is interrupted before the file is cut to its new length. `false`
+/// when a blob cannot be read. Blobs are `(sha256, size)`.
+pub(crate) fn is_overwrite_of_blob(
+    store: &StoreFs,
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+    len: u64,
+    new: (&str, u64),
+    old: (&str, u64),
+) -> Result<bool, FsFailure> {
+    if len != old.1 {
+        return Ok(false);
+    }
+    let (npath, opath) = (blob_path(new.0), blob_path(old.0));
+    let Some(mut nsrc) = store.blob_open(new.0)? else {
+        return Ok(false);
+    };
+    let Some(mut osrc) = store.blob_open(old.0)? else {
+        return Ok(false);
+    };
+    let mut f = vec![0u8; CHUNK];
+    let mut n = vec![0u8; CHUNK];
+    let mut o = vec![0u8; CHUNK];
+    // `prefix`: length of the common prefix of the file and `new` (final once
+    // `prefix_open` is false); `suffix`: the file equals `old` from here on (so far).
+    let (mut prefix, mut prefix_open, mut suffix) = (0u64, true, 0u64);
+    let mut off = 0u64;
+    while off < len {
+        let want = (len - off).min(CHUNK as u64) as usize;
+        if fill(&mut f[..want], |b| ws.read_chunk(file, rel, b))? < want {
+            return Ok(false); // the file shrank meanwhile
+        }
+        if fill(&mut o[..want], |b| store.read_chunk(&mut osrc, &opath, b))? < want {
+            return Ok(false);
+        }
+        if let Some(i) = f[..want].iter().zip(&o[..want]).rposition(|(a, b)| a != b) {
+            suffix = off + i as u64 + 1;
+        }
+        if prefix_open {
+            let nwant = (new.1.saturating_sub(off)).min(want as u64) as usize;
+            let got = fill(&mut n[..nwant], |b| store.read_chunk(&mut nsrc, &npath, b))?;
+            match f[..got].iter().zip(&n[..got]).position(|(a, b)| a != b) {
+                Some(i) => {
+                    prefix += i as u64;
+                    prefix_open = false;
+                }
+                None => {
+                    prefix += got as u64;
+                    prefix_open = got == want;
+                }
+            }
+        }
+        off += want as u64;
+    }
+    Ok(suffix <= prefix)
+}
+
 /// Hashes an open workspace file (streaming); returns `(sha256, size)`.
 pub(crate) fn hash_file(
     ws: &WsFs,

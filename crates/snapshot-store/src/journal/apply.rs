@@ -3,7 +3,9 @@
 
 use super::*;
 
-use crate::blob::{CopyFail, copy_blob_to, is_prefix_of_blob, read_blob_verified};
+use crate::blob::{
+    CopyFail, copy_blob_to, is_overwrite_of_blob, is_prefix_of_blob, read_blob_verified,
+};
 use crate::error::FsFailure;
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
@@ -28,9 +30,12 @@ pub(super) enum Guard<'a> {
 impl Session {
     /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink.
     /// In `ProcessCrash` mode a small file that exists is rewritten in place (the
-    /// blob read and verified first, then the file cut and written; `partial` is the
-    /// crash point between its two halves); otherwise the bytes go to a temporary file
-    /// (verified against the blob's SHA-256 while written) renamed over the path.
+    /// blob read and verified first; `partial` is the crash point between the two
+    /// halves of the write): under a [`Guard::Meta`] (the first pass, the file holds
+    /// the action's rescue state) written over its old bytes and then cut to its new
+    /// length, otherwise cut to zero first. Any other file gets its bytes through a
+    /// temporary file (verified against the blob's SHA-256 while written) renamed over
+    /// the path.
     pub(super) fn apply_state(
         &self,
         rel: &RelPath,
@@ -59,6 +64,7 @@ impl Session {
         };
         let (_, name) = rel.split_last();
         let cur = self.ws.lstat(&dir, name, rel).map_err(|e| e.to_string())?;
+        let over = matches!(guard, Guard::Meta(_));
         match &guard {
             Guard::Meta(expected) => {
                 if cur.as_ref() != *expected {
@@ -99,7 +105,14 @@ impl Session {
                     }
                     if !self.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
                         let wrote = self
-                            .write_in_place(&dir, name, rel, (sha256, *size, *mode), m, partial)
+                            .write_in_place(
+                                &dir,
+                                name,
+                                rel,
+                                (sha256, *size, *mode),
+                                (m, over),
+                                partial,
+                            )
                             .map_err(|e| e.to_string())?;
                         if wrote {
                             return Ok(Applied::Written);
@@ -132,19 +145,28 @@ impl Session {
 
     /// Writes blob `sha256` (`size` bytes, `mode`) over the existing file `name` in
     /// `dir`, keeping its inode: the blob is read and verified first, then the file
-    /// (the one `seen` describes: same inode, one link) is cut to zero and written
-    /// from the start, and its mode set. An interruption leaves a prefix of the new
-    /// bytes, which continue and rollback recognise ([`Session::torn_write`]) because
-    /// the intent journal names the blob before the first write. `Ok(false)`, having
-    /// changed nothing, when the file cannot be opened for writing (no write
-    /// permission, a running executable): the caller replaces it instead.
+    /// (the one `seen` describes: same inode, one link) is written from the start, and
+    /// its mode set.
+    ///
+    /// With `over` (the file holds the action's rescue state, which the intent journal
+    /// names: the first pass checked its metadata, checked again here by `fstat`) the
+    /// new bytes are written over the old ones and the file is then cut to the new
+    /// length: no block is freed and allocated again when the sizes are close. An
+    /// interruption leaves the first bytes of the new blob followed by the old bytes
+    /// from there on. Without `over` (the file's content was read and is a state of
+    /// the action, or an interrupted write of one) the file is cut to zero first and an
+    /// interruption leaves a prefix of the new bytes. Continue and rollback recognise
+    /// both ([`Session::torn_write`]) because the intent journal names both blobs
+    /// before the first write. `Ok(false)`, having changed nothing, when the file
+    /// cannot be opened for writing (no write permission, a running executable): the
+    /// caller replaces it instead.
     fn write_in_place(
         &self,
         dir: &impl rustix::fd::AsFd,
         name: &[u8],
         rel: &RelPath,
         (sha256, size, mode): (&str, u64, u32),
-        seen: &DiskMeta,
+        (seen, over): (&DiskMeta, bool),
         partial: Option<CrashPoint>,
     ) -> Result<bool, CopyFail> {
         let bytes = read_blob_verified(&self.store.inner.fs, sha256, size)?;
@@ -162,10 +184,13 @@ impl Session {
             || now.ino != seen.ino
             || now.dev != seen.dev
             || now.nlink != 1
+            || (over && now != *seen)
         {
             return Err(CopyFail::Changed);
         }
-        self.ws.truncate(&f, rel, 0)?;
+        if !over {
+            self.ws.truncate(&f, rel, 0)?;
+        }
         let partial = partial.filter(|_| self.ws.io.seam.wants_partial_writes());
         let half = if partial.is_some() {
             bytes.len() / 2
@@ -177,6 +202,9 @@ impl Session {
             self.store.inner.fs.io.crash(p);
         }
         self.ws.write_all(&mut f, rel, &bytes[half..])?;
+        if over && now.size > size {
+            self.ws.truncate(&f, rel, size)?;
+        }
         if now.mode & 0o7777 != mode & 0o7777 {
             self.ws.set_mode(&f, rel, mode)?;
         }
@@ -184,22 +212,41 @@ impl Session {
     }
 
     /// Whether `rel` holds what an interrupted in-place write of one of `states`
-    /// leaves: a regular file whose bytes are the first bytes of that state's blob
-    /// (its mode not yet set).
+    /// leaves (its mode not yet set): a regular file with one link whose bytes are the
+    /// first bytes of that state's blob (a write after cutting the file to zero), or
+    /// the first bytes of that state's blob followed by another of `states` from there
+    /// on, as long as that other one ([`Session::write_in_place`] over the old bytes).
     pub(super) fn torn_write<'s>(
         &self,
         rel: &RelPath,
         states: impl Iterator<Item = &'s Desired>,
     ) -> Result<bool, FsFailure> {
+        let mut files: Vec<(&str, u64)> = Vec::new();
+        for state in states {
+            if let Desired::File { sha256, size, .. } = state {
+                if !files.iter().any(|(s, _)| *s == sha256.as_str()) {
+                    files.push((sha256.as_str(), *size));
+                }
+            }
+        }
+        if files.is_empty() {
+            return Ok(false);
+        }
         let mut created = Vec::new();
         let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
             return Ok(false);
         };
         let (_, name) = rel.split_last();
-        for state in states {
-            let Desired::File { sha256, size, .. } = state else {
-                continue;
-            };
+        let fs = &self.store.inner.fs;
+        let checks = files.iter().flat_map(|new| {
+            std::iter::once((*new, None)).chain(
+                files
+                    .iter()
+                    .filter(move |old| old.0 != new.0)
+                    .map(move |old| (*new, Some(*old))),
+            )
+        });
+        for (new, old) in checks {
             let opened = match self.ws.open_read(&dir, name, rel) {
                 Ok(o) => o,
                 Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
@@ -213,15 +260,14 @@ impl Session {
             if meta.kind != FileKind::File || meta.nlink != 1 {
                 return Ok(false);
             }
-            if is_prefix_of_blob(
-                &self.store.inner.fs,
-                &self.ws,
-                &mut f,
-                rel,
-                meta.size,
-                sha256,
-                *size,
-            )? {
+            let torn = match old {
+                None => is_prefix_of_blob(fs, &self.ws, &mut f, rel, meta.size, new.0, new.1)?,
+                Some(old) if old.1 == meta.size => {
+                    is_overwrite_of_blob(fs, &self.ws, &mut f, rel, meta.size, new, old)?
+                }
+                Some(_) => false,
+            };
+            if torn {
                 return Ok(true);
             }
         }

@@ -14,7 +14,7 @@ use snapshot_store::{
 use crate::common::{
     Env, GROUP, SESSION, Snap, assert_snap, contains, copy_tree, log_records, tool_edit,
 };
-use crate::faults::setup_restore;
+use crate::faults::{setup_overwrite, setup_restore};
 
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
@@ -210,6 +210,69 @@ fn restore_kills(durable: bool) {
             });
         },
     );
+}
+
+/// A restore killed half-way through writing a file over its old bytes (the file
+/// holds new bytes followed by old ones: neither state, nor a prefix of either):
+/// continue reaches the post-state, rollback the pre-state.
+#[test]
+fn kill_during_a_write_over_old_bytes_then_continue_or_rollback_is_exact() {
+    let mut mixed = 0;
+    each_hit("restore-action-partial", |hit| {
+        let env = Env::new();
+        let (pre, at1) = setup_overwrite(&env);
+        if !run_child(env.tmp.path(), "restore", "restore-action-partial", hit) {
+            return false;
+        }
+        let now = env.snapshot();
+        if now.iter().any(|(p, b)| {
+            pre.get(p) != Some(b) && at1.get(p).is_some_and(|t| t != b && !t.starts_with(b))
+        }) {
+            mixed += 1;
+        }
+        check_recovery(&env, &pre, &at1, &format!("overwrite#{hit}"));
+        true
+    });
+    assert_eq!(
+        mixed, 3,
+        "each file was left holding new and old bytes once"
+    );
+}
+
+/// A file left holding new bytes followed by old ones that is then changed (one
+/// old byte) is no longer taken as the restore's write: continue and rollback leave
+/// it as it is and report it.
+#[test]
+fn a_write_over_old_bytes_changed_since_is_left_alone() {
+    let env = Env::new();
+    let (_, _) = setup_overwrite(&env);
+    assert!(run_child(
+        env.tmp.path(),
+        "restore",
+        "restore-action-partial",
+        0
+    ));
+    // The first action in path order: `d/same`, now 2000 × `s` then 2000 × `t`.
+    let mut torn = env.read("d/same").expect("file");
+    assert_eq!(&torn[..2000], &[b's'; 2000][..]);
+    assert_eq!(&torn[2000..], &[b't'; 2000][..]);
+    torn[3999] = b'u';
+    env.write("d/same", &torn);
+    let copy = Env::new();
+    copy_tree(env.tmp.path(), copy.tmp.path());
+    let store = env.store();
+    let s = env.session(&store);
+    let c = s.continue_restore("op").expect("continue");
+    assert_eq!(c.state, JournalState::Open);
+    assert_eq!(c.failed.len(), 1, "{c:?}");
+    assert_eq!(c.failed[0].display, "d/same");
+    assert!(c.failed[0].error.contains("changed since"), "{c:?}");
+    assert_eq!(env.read("d/same").as_deref(), Some(&torn[..]));
+    let cstore = copy.store();
+    let cs = copy.session(&cstore);
+    let rb = cs.rollback_restore("op").expect("rollback");
+    assert_eq!(rb.failed.len(), 1, "{rb:?}");
+    assert_eq!(copy.read("d/same").as_deref(), Some(&torn[..]));
 }
 
 /// A restore left open (one damaged blob, repaired afterwards).

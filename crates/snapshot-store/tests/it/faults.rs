@@ -80,21 +80,46 @@ pub fn setup_restore(env: &Env) -> (Snap, Snap) {
     (env.snapshot(), at1)
 }
 
+/// Files a restore rewrites in place over their old bytes, each written in two
+/// halves that leave new bytes followed by old ones (neither state, nor a prefix of
+/// either): one shrinks, one grows, one keeps its size. Returns (pre-state, state at
+/// anchor 1).
+pub fn setup_overwrite(env: &Env) -> (Snap, Snap) {
+    env.write("shrink", &[b'y'; 3000]);
+    env.write("grow", &[b'p'; 2000]);
+    env.write("d/same", &[b's'; 4000]);
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    tool_edit(env, &s, "c1", 1, "shrink", Some(&[b'x'; 5000]));
+    tool_edit(env, &s, "c2", 1, "grow", Some(&[b'q'; 1200]));
+    tool_edit(env, &s, "c3", 2, "d/same", Some(&[b't'; 4000]));
+    (env.snapshot(), at1)
+}
+
 #[test]
 fn every_fs_call_of_plan_and_restore_can_fail() {
-    plan_and_restore_faults(Durability::ProcessCrash);
+    plan_and_restore_faults(Durability::ProcessCrash, setup_restore);
 }
 
 #[test]
 fn every_fs_call_of_plan_and_restore_can_fail_in_power_loss_mode() {
-    plan_and_restore_faults(Durability::PowerLoss);
+    plan_and_restore_faults(Durability::PowerLoss, setup_restore);
 }
 
-fn plan_and_restore_faults(durability: Durability) {
+/// A write over a file's old bytes that fails half-way leaves new bytes followed by
+/// old ones: continue and rollback take them as the restore's own.
+#[test]
+fn every_fs_call_of_a_restore_written_over_old_bytes_can_fail() {
+    plan_and_restore_faults(Durability::ProcessCrash, setup_overwrite);
+}
+
+fn plan_and_restore_faults(durability: Durability, setup: fn(&Env) -> (Snap, Snap)) {
     // Count the calls of a clean run.
     let total = {
         let env = Env::new();
-        setup_restore(&env);
+        setup(&env);
         let seam = FailNth::new();
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
@@ -113,7 +138,7 @@ fn plan_and_restore_faults(durability: Durability) {
     for n in 0..total {
         let errno = ERRNOS[n % 3];
         let env = Env::new();
-        let (pre, at1) = setup_restore(&env);
+        let (pre, at1) = setup(&env);
         let seam = FailNth::new();
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
