@@ -465,6 +465,20 @@ fn kill_during_capture_and_commit_loses_nothing() {
     );
 }
 
+/// Each restore of `f` to an anchor gives the content wanted there, without a failure.
+fn restores_f(env: &Env, s: &snapshot_store::Session, cases: &[(u64, &str)], what: &str) {
+    for (anchor, want) in cases {
+        let out = s
+            .restore(
+                &s.plan_restore(*anchor).expect("plan"),
+                &format!("op{anchor}"),
+            )
+            .expect("restore");
+        assert!(out.failed.is_empty(), "{what}: {out:?}");
+        assert_eq!(env.read("f").as_deref(), Some(want.as_bytes()), "{what}");
+    }
+}
+
 #[test]
 fn kill_during_prune_keeps_the_store_consistent() {
     each_point(
@@ -489,20 +503,12 @@ fn kill_during_prune_keeps_the_store_consistent() {
                 }
                 let store = env.store();
                 let s = env.session(&store);
-                for (anchor, want) in [(13u64, "f at 3"), (14, "f at 4")] {
-                    let out = s
-                        .restore(
-                            &s.plan_restore(anchor).expect("plan"),
-                            &format!("op{anchor}"),
-                        )
-                        .expect("restore");
-                    assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
-                    assert_eq!(
-                        env.read("f").as_deref(),
-                        Some(want.as_bytes()),
-                        "{point}#{hit}"
-                    );
-                }
+                restores_f(
+                    &env,
+                    &s,
+                    &[(13, "f at 3"), (14, "f at 4")],
+                    &format!("{point}#{hit}"),
+                );
                 s.prune(PruneOptions {
                     keep_groups: 2,
                     keep_journals: 10,
@@ -544,20 +550,12 @@ fn kill_during_compaction_loses_nothing() {
                 vec![408, 409],
                 "{point}#{hit}"
             );
-            for (anchor, want) in [(408u64, "f at 398"), (409, "f at 399")] {
-                let out = s
-                    .restore(
-                        &s.plan_restore(anchor).expect("plan"),
-                        &format!("op{anchor}"),
-                    )
-                    .expect("restore");
-                assert!(out.failed.is_empty(), "{point}#{hit}: {out:?}");
-                assert_eq!(
-                    env.read("f").as_deref(),
-                    Some(want.as_bytes()),
-                    "{point}#{hit}"
-                );
-            }
+            restores_f(
+                &env,
+                &s,
+                &[(408, "f at 398"), (409, "f at 399")],
+                &format!("{point}#{hit}"),
+            );
             s.prune(PruneOptions {
                 keep_groups: 2,
                 keep_journals: 10,
