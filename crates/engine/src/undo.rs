@@ -229,10 +229,8 @@ impl EngineSession {
     /// refuses a file changed since and left undecided, and a journal no longer completed.
     pub fn undo_check_started(&self, op_id: &str) -> Result<UndoCheck, EngineError> {
         let mut slot = self.checked.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_some_and(|c| c.entry.op_id == op_id) {
-            if let Some(check) = slot.take() {
-                return Ok(check);
-            }
+        if let Some(check) = slot.take_if(|c| c.entry.op_id == op_id) {
+            return Ok(check);
         }
         drop(slot);
         let entry = self.entry(op_id)?;

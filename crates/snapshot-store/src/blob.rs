@@ -347,21 +347,11 @@ pub(crate) fn is_prefix_of_blob(
     let mut left = len;
     while left > 0 {
         let want = (left.min(CHUNK as u64)) as usize;
-        let mut got = 0;
-        while got < want {
-            let n = ws.read_chunk(file, rel, &mut a[got..want])?;
-            if n == 0 {
-                return Ok(false); // the file shrank meanwhile
-            }
-            got += n;
+        if fill(&mut a[..want], |buf| ws.read_chunk(file, rel, buf))? < want {
+            return Ok(false); // the file shrank meanwhile
         }
-        let mut have = 0;
-        while have < want {
-            let n = store.read_chunk(&mut src, &path, &mut b[have..want])?;
-            if n == 0 {
-                return Ok(false);
-            }
-            have += n;
+        if fill(&mut b[..want], |buf| store.read_chunk(&mut src, &path, buf))? < want {
+            return Ok(false);
         }
         if a[..want] != b[..want] {
             return Ok(false);

@@ -18,6 +18,8 @@ pub(super) struct Loaded {
     pub(super) undo: Vec<Option<Result<(), String>>>,
     pub(super) state: JournalState,
     pub(super) rollback_started: bool,
+    /// Where its progress log is (`journals/<op>.log`).
+    pub(super) log: PathBuf,
 }
 
 /// The progress log of one journal, kept open during a pass.
@@ -37,6 +39,11 @@ impl LogWriter {
 pub type ReadStatuses = (Vec<RestoreStatus>, Vec<(String, String)>);
 
 impl Loaded {
+    /// A writer appending to its progress log.
+    pub(super) fn progress_log(&self) -> LogWriter {
+        LogWriter::new(self.log.clone())
+    }
+
     /// What [`Session::restore_status`] reports of this journal.
     fn status(&self) -> RestoreStatus {
         let l = self;
@@ -178,15 +185,6 @@ impl Session {
         pass(l)
     }
 
-    /// The progress log of journal `op_id`, opened at its first line.
-    pub(super) fn progress_log(&self, op_id: &str) -> Result<LogWriter, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
-            id: op_id.into(),
-            reason,
-        })?;
-        Ok(LogWriter::new(self.journal_paths(&enc).1))
-    }
-
     pub(super) fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
         let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
             id: op_id.into(),
@@ -213,6 +211,7 @@ impl Session {
             undo: vec![None; n],
             state: JournalState::Open,
             rollback_started: false,
+            log: lpath.to_path_buf(),
         };
         let bytes = self.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
         let complete_len = bytes

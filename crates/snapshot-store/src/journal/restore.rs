@@ -283,7 +283,7 @@ impl Session {
     }
 
     fn continue_pass(&self, op_id: &str, l: &Loaded) -> Result<RestoreOutcome, JournalError> {
-        let mut lpath = self.progress_log(op_id)?;
+        let mut lpath = l.progress_log();
         let mut out = RestoreOutcome::new(op_id);
         for (i, a) in l.intent.actions.iter().enumerate() {
             // Refused before any mutation (changed since the plan): settled. Everything

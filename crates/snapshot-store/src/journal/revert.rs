@@ -215,7 +215,7 @@ impl Session {
         phase: Phase,
         forced: &[(usize, Desired)],
     ) -> Result<RestoreOutcome, JournalError> {
-        let mut lpath = self.progress_log(op_id)?;
+        let mut lpath = l.progress_log();
         let mut out = RestoreOutcome::new(op_id);
         let fs = &self.store.inner.fs;
         for &i in which.iter().rev() {
