@@ -128,7 +128,7 @@ impl Session {
         };
         let mut noted = std::collections::BTreeSet::new();
         for (seq, rec) in self.load_groups(target_seq).map_err(PlanError::from)? {
-            if crate::scan::is_outside(&rec.source) {
+            if crate::plan::scanned::is_outside(&rec.source) {
                 noted.extend(rec.entries.into_iter().map(|e| e.path));
                 continue;
             }
@@ -156,7 +156,7 @@ impl Session {
                 if seq > limit {
                     continue;
                 }
-                if crate::scan::is_outside(&rec.source) {
+                if crate::plan::scanned::is_outside(&rec.source) {
                     noted.extend(rec.entries.into_iter().map(|e| e.path));
                     continue;
                 }
@@ -165,7 +165,7 @@ impl Session {
                 }
             }
         }
-        let outside = crate::scan::outside_only(noted, &best.keys().collect());
+        let outside = crate::plan::scanned::outside_only(noted, &best.keys().collect());
         let picks = best
             .into_iter()
             .map(|(path, ((_, anchor, _), before))| (path, anchor, before))

@@ -7,8 +7,104 @@
 
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
 use crate::fsio::{DiskMeta, FileKind};
-use crate::log::{Record, TrackedUpdate};
 use crate::path::RelPath;
+
+/// One record of the log (framed by [`crate::log`]). Unknown kinds are
+/// damage in a log of a version this build understands: a newer build that adds a
+/// kind also bumps [`crate::log::LOG_VERSION`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// First record of every log: names the session (must match the directory).
+    Session { session_id: String },
+    /// The host's session-log format was recorded.
+    Format { format: Option<String> },
+    /// A tool call staged a before-state (`capture_before`).
+    Staged { call_id: String, entry: Entry },
+    /// A call's staged captures were dropped (failed call, or discarded).
+    Dropped { call_id: String },
+    /// A group of before-states joined anchor `anchor_seq`. A group whose source is a
+    /// tool call also settles that call's staged captures.
+    Group {
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+    },
+    /// A group read back from a log, its entries still encoded (count + entries).
+    GroupRaw {
+        anchor_seq: u64,
+        source: EntrySource,
+        raw: Shared,
+    },
+    /// Updates of the tracked cache (last known disk state per path).
+    Tracked { paths: Vec<TrackedUpdate> },
+    /// A boundary re-check ran at `anchor_seq`.
+    Boundary { anchor_seq: u64 },
+    /// Anchor groups removed by a prune.
+    Pruned { anchors: Vec<u64> },
+}
+
+/// Bytes of a buffer a log was read into, shared (a group read back keeps its
+/// entries encoded there instead of in a copy of its own).
+#[derive(Clone)]
+pub(crate) struct Shared {
+    buf: std::sync::Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Shared {
+    /// A copy of `bytes` in a buffer of its own.
+    pub(crate) fn copy_of(bytes: &[u8]) -> Shared {
+        Shared {
+            buf: std::sync::Arc::new(bytes.to_vec()),
+            start: 0,
+            end: bytes.len(),
+        }
+    }
+
+    /// `part`, a slice of `buf`, sharing `buf` (a copy if it is not a slice of it).
+    pub(crate) fn within(buf: &std::sync::Arc<Vec<u8>>, part: &[u8]) -> Shared {
+        let base = buf.as_ptr() as usize;
+        let at = (part.as_ptr() as usize).wrapping_sub(base);
+        match at.checked_add(part.len()) {
+            Some(end) if at <= buf.len() && end <= buf.len() => Shared {
+                buf: std::sync::Arc::clone(buf),
+                start: at,
+                end,
+            },
+            _ => Shared::copy_of(part),
+        }
+    }
+}
+
+impl std::ops::Deref for Shared {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Shared) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Shared {}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// One path's new tracked state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TrackedUpdate {
+    pub path: RelPath,
+    pub known: Known,
+    pub since: Option<u64>,
+}
 
 const SESSION: u8 = 1;
 const FORMAT: u8 = 2;
@@ -131,7 +227,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
             Record::GroupRaw {
                 anchor_seq,
                 source,
-                raw: crate::log::Shared::copy_of(&bytes[start..r.o]),
+                raw: Shared::copy_of(&bytes[start..r.o]),
             }
         }
         TRACKED => {
@@ -305,7 +401,7 @@ fn put_json<T: serde::Serialize>(out: &mut Vec<u8>, v: &T) {
 fn put_sha(out: &mut Vec<u8>, sha: &str) {
     // Valid names are 64 lowercase hex digits; anything else is kept as text.
     match hex::decode(sha) {
-        Ok(raw) if raw.len() == 32 && crate::format::valid_sha(sha) => {
+        Ok(raw) if raw.len() == 32 && crate::path::valid_sha(sha) => {
             out.push(0);
             out.extend_from_slice(&raw);
         }

@@ -206,12 +206,12 @@ op_error! {
         #[error("restore operation `{op_id}` is {state}; {operation} needs it {needed}")]
         WrongState {
             /** Operation id. */ op_id: String,
-            /** Current state. */ state: crate::journal::JournalState,
+            /** Current state. */ state: crate::outcome::JournalState,
             /** The refused operation. */ operation: &'static str,
             /** The state needed. */ needed: &'static str,
         },
         /// Undo refused: these restored paths changed since the restore.
-        #[error("undo of `{op_id}` refused: {} path(s) changed since the restore: {}", paths.len(), crate::journal::list_paths(paths))]
+        #[error("undo of `{op_id}` refused: {} path(s) changed since the restore: {}", paths.len(), crate::path::list_paths(paths))]
         Stale { /** Operation id. */ op_id: String, /** Paths changed since. */ paths: Vec<crate::path::RelPath> },
     }
 }

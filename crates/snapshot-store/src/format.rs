@@ -248,10 +248,3 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value)
         .unwrap_or_else(|e| format!("{{\"serialize-error\":\"{e}\"}}").into_bytes())
 }
-
-/// Validates a lowercase 64-hex SHA-256 string.
-pub(crate) fn valid_sha(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}

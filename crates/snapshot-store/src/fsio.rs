@@ -107,7 +107,7 @@ impl StoreFs {
 
     /// Size of blob `sha` (a validated hex name); `None` when absent.
     pub fn blob_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
-        if !crate::format::valid_sha(sha) {
+        if !crate::path::valid_sha(sha) {
             return Ok(None);
         }
         let path = Path::new("blobs").join(sha);
@@ -125,7 +125,7 @@ impl StoreFs {
     /// Opens blob `sha` (a validated hex name) for reading; `None` when absent.
     pub fn blob_open(&self, sha: &str) -> Result<Option<File>, FsFailure> {
         // A name that is not a SHA-256 (e.g. from a hostile plan) is never resolved.
-        if !crate::format::valid_sha(sha) {
+        if !crate::path::valid_sha(sha) {
             return Ok(None);
         }
         let path = Path::new("blobs").join(sha);

@@ -50,25 +50,34 @@
 //! `docs/format.md` of the repository.
 
 mod blob;
+mod capture;
 mod chain;
 mod codec;
+mod commit;
 mod diff_view;
 mod error;
 mod format;
 mod fsio;
+mod gc;
 mod journal;
 mod log;
 mod offline;
+mod outcome;
 mod path;
 mod plan;
+mod prune;
+mod recheck;
 mod records;
 mod scan;
+mod scan_record;
 mod seam;
 mod session;
 mod store;
 pub mod usage;
 
+pub use capture::CaptureOutcome;
 pub use chain::{ChainLink, ChainPlanError};
+pub use commit::CommitOutcome;
 pub use diff_view::{
     ChangeOrigin, DiffLimits, FileDiff, SelectionError, SideState, diff_texts, path_matches,
 };
@@ -79,23 +88,24 @@ pub use error::{
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
-pub use journal::{Desired, JournalState, PathFailure, RestoreOutcome, RestoreStatus};
+pub use gc::GcReport;
+pub use journal::{Desired, RestoreOutcome, RestoreStatus};
 pub use log::LOG_VERSION;
 pub use offline::{
     BlobRead, HOLDS_DIR, Inventory, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
     SessionHold, SessionUsage, VerifyReport, WorkspaceUsage,
 };
+pub use outcome::{JournalState, PathFailure};
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
+pub use prune::{FormatOutcome, PruneOptions, PruneReport};
+pub use recheck::{RecheckOutcome, RecordedChange};
 pub use scan::{
     DEFAULT_MAX_BASELINE_BYTES, DEFAULT_MAX_FILES, NotCovered, SCAN_BUDGET_CODE, ScanError,
     ScanPhase, ScanRefusal, ScanReport, ScanRequest, workspace_key,
 };
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
-pub use session::{
-    CaptureOutcome, CommitOutcome, FormatOutcome, PruneOptions, PruneReport, RecheckOutcome,
-    RecordedChange, Session,
-};
+pub use session::Session;
 pub use store::{
-    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_MAX_FILE_BYTES, Durability, GcReport, Store, StoreOptions,
+    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_MAX_FILE_BYTES, Durability, Store, StoreOptions,
 };

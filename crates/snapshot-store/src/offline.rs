@@ -19,14 +19,15 @@ use sha2::{Digest, Sha256};
 use crate::error::{CorruptFile, Fault, FsFailure, PruneError, QueryError};
 use crate::format::{
     BeforeState, BoundaryRecord, GroupRecord, Known, PendingLine, SessionMarker, TrackedRecord,
-    parse_lines, parse_record, valid_sha,
+    parse_lines, parse_record,
 };
 use crate::fsio::unique_suffix;
 use crate::journal::JournalIntent;
-use crate::path::{decode_id, encode_id};
+use crate::path::{decode_id, encode_id, is_hidden, valid_sha};
+use crate::records::parse_anchor;
 use crate::seam::{Area, FsOp};
-use crate::session::{Session, parse_anchor};
-use crate::store::{Store, is_hidden};
+use crate::session::Session;
+use crate::store::Store;
 
 /// Directory of the per-session hold files, relative to the store root.
 pub const HOLDS_DIR: &str = "holds";

@@ -301,6 +301,27 @@ impl Hasher for BytesHasher {
 pub(crate) type BytesMap<K, V> =
     std::collections::HashMap<K, V, std::hash::BuildHasherDefault<BytesHasher>>;
 
+/// Validates a lowercase 64-hex SHA-256 string.
+pub(crate) fn valid_sha(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Whether a directory entry is hidden (a name starting with a dot: temp files, locks).
+pub(crate) fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().first() == Some(&b'.')
+}
+
+/// The paths as one comma-separated line of text, for messages.
+pub(crate) fn list_paths(paths: &[RelPath]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::codec::{Record, TrackedUpdate};
 use crate::error::{CorruptFile, Fault, NewerVersion};
 use crate::format::{
     BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingLine, SessionMarker,
@@ -11,12 +12,12 @@ use crate::format::{
 };
 use crate::fsio::StoreFs;
 use crate::log::{
-    DecodeError, HEADER_LEN, LOG_VERSION, Record, TrackedUpdate, check_header, encode_into,
-    for_each_frame, header, unreadable,
+    DecodeError, HEADER_LEN, LOG_VERSION, check_header, encode_into, for_each_frame, header,
+    unreadable,
 };
 use crate::path::BytesMap;
+use crate::path::is_hidden;
 use crate::seam::CrashPoint;
-use crate::store::is_hidden;
 
 /// File name of a session's record log.
 pub(crate) const LOG_NAME: &str = "records.log";
@@ -45,7 +46,7 @@ pub(crate) struct Group {
 #[derive(Debug, Clone)]
 enum GroupBody {
     Built(Vec<Entry>),
-    Encoded(crate::log::Shared),
+    Encoded(crate::codec::Shared),
 }
 
 impl Group {
@@ -496,7 +497,7 @@ impl Index {
                         self.dead += b;
                     }
                 }
-                let raw = crate::log::Shared::within(buf_all, raw);
+                let raw = crate::codec::Shared::within(buf_all, raw);
                 let rec = Record::GroupRaw {
                     anchor_seq,
                     source,
@@ -804,7 +805,7 @@ fn legacy_records(fs: &StoreFs, sdir: &Path, session_id: &str) -> Result<Vec<Rec
         if is_hidden(&name) {
             continue;
         }
-        let seq = crate::session::parse_anchor(&gdir, &name)?;
+        let seq = parse_anchor(&gdir, &name)?;
         let adir = gdir.join(&name);
         for f in fs.list(&adir)? {
             if is_hidden(&f) {
@@ -869,6 +870,20 @@ fn legacy_records(fs: &StoreFs, sdir: &Path, session_id: &str) -> Result<Vec<Rec
         }
     }
     Ok(out)
+}
+
+/// The anchor of a layout-1 group directory (its name: the seq, 20 digits).
+pub(crate) fn parse_anchor(gdir: &Path, name: &std::ffi::OsStr) -> Result<u64, Fault> {
+    name.to_str()
+        .filter(|s| s.len() == 20)
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| {
+            CorruptFile {
+                path: gdir.join(name).to_string_lossy().into_owned(),
+                detail: "not an anchor group directory name".into(),
+            }
+            .into()
+        })
 }
 
 #[cfg(test)]

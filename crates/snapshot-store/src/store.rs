@@ -1,8 +1,8 @@
-//! The store root: version marker, lock, blob garbage collection, sessions.
+//! The store root: version marker, locks, the list of sessions. A session handle is
+//! opened by `Store::session` (in `crate::session`); the blob sweep is `crate::gc`.
 
-use std::collections::HashSet;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,19 +10,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cap_std::fs::{Dir, OpenOptions};
 use rustix::fs::FlockOperation;
 
-use crate::error::{
-    CorruptFile, Fault, FsFailure, NewerVersion, OpenError, PruneError, QueryError, SessionError,
-};
-use crate::format::{
-    BeforeState, Known, STORE_VERSION, StoreMarker, parse_record, to_json, valid_sha,
-};
+use crate::error::{CorruptFile, Fault, FsFailure, NewerVersion, OpenError, QueryError};
+use crate::format::{STORE_VERSION, StoreMarker, to_json};
 use crate::fsio::{FileId, Io, StoreFs, unique_suffix};
-use crate::journal::JournalIntent;
-use crate::path::{decode_id, encode_id};
-use crate::records::{has_legacy, migrate_session, read_index};
+use crate::path::{decode_id, valid_sha};
+use crate::records::migrate_session;
 use crate::seam::CrashPoint;
 use crate::seam::{Area, FaultSeam, FsOp, NoFaults};
-use crate::session::Session;
 
 /// Default per-file cap: files larger than this are recorded as uncovered.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -137,15 +131,6 @@ pub(crate) mod ambient {
         }
         Dir::open_ambient_dir(path, cap_std::ambient_authority())
     }
-}
-
-/// Report of [`Store::collect_garbage`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct GcReport {
-    /// Blobs still referenced.
-    pub blobs_kept: usize,
-    /// Unreferenced blobs removed.
-    pub blobs_removed: usize,
 }
 
 /// A held store lock (shared or exclusive); released on drop.
@@ -382,35 +367,6 @@ impl Store {
         self.lock(FlockOperation::NonBlockingLockExclusive)
     }
 
-    /// Opens the workspace of session `session_id` whose cwd is `cwd`.
-    ///
-    /// The id is encoded into one safe file-name component (see [`crate::encode_id`]);
-    /// `cwd` is opened once as a directory handle, and every later workspace access is
-    /// relative to that handle.
-    pub fn session(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
-        let enc = encode_id(session_id).map_err(|reason| SessionError::InvalidSessionId {
-            id: session_id.to_string(),
-            reason,
-        })?;
-        let root = ambient::open_dir(cwd, false).map_err(|source| SessionError::Workspace {
-            path: cwd.to_string_lossy().into_owned(),
-            source,
-        })?;
-        let mut roots = vec![cwd.to_path_buf()];
-        if let Ok(c) = std::fs::canonicalize(cwd) {
-            if c != cwd {
-                roots.push(c);
-            }
-        }
-        Ok(Session::new(
-            self.clone(),
-            session_id.to_string(),
-            PathBuf::from("sessions").join(enc),
-            root,
-            roots,
-        ))
-    }
-
     /// Ids of the sessions that have a directory in the store (names that do not
     /// decode are left out).
     pub fn list_sessions(&self) -> Result<Vec<String>, QueryError> {
@@ -419,96 +375,6 @@ impl Store {
             .iter()
             .filter_map(|n| n.to_str().and_then(decode_id))
             .collect())
-    }
-
-    /// Removes every blob no session references (groups, pending captures, journals).
-    ///
-    /// Fails closed: if any record cannot be read or is newer than this build,
-    /// nothing is removed.
-    pub fn collect_garbage(&self) -> Result<GcReport, PruneError> {
-        self.guard_writable()?;
-        let _g = self.lock_exclusive()?;
-        Ok(self.collect_garbage_locked()?)
-    }
-
-    pub(crate) fn collect_garbage_locked(&self) -> Result<GcReport, Fault> {
-        let fs = &self.inner.fs;
-        let mut live: HashSet<String> = HashSet::new();
-        for s in fs.list(Path::new("sessions"))? {
-            let sdir = Path::new("sessions").join(&s);
-            if has_legacy(fs, &sdir)? {
-                // Layout 1 not yet migrated: migrate now (or refuse to sweep).
-                let id = s.to_str().and_then(decode_id).ok_or_else(|| CorruptFile {
-                    path: sdir.to_string_lossy().into_owned(),
-                    detail: "layout-1 session directory with an undecodable name".into(),
-                })?;
-                migrate_session(fs, &sdir, &id, |p| self.remove_tree(p))?;
-            }
-            if let Some(idx) = read_index(fs, &sdir)? {
-                for gs in idx.groups.values() {
-                    for g in gs {
-                        let entries = g.entries().map_err(|detail| CorruptFile {
-                            path: sdir
-                                .join(crate::records::LOG_NAME)
-                                .to_string_lossy()
-                                .into_owned(),
-                            detail,
-                        })?;
-                        mark(&mut live, entries.iter().map(|e| &e.before));
-                    }
-                }
-                // Calls not yet settled (settled ones live on in their groups).
-                for (entries, _) in idx.pending.values() {
-                    mark(&mut live, entries.iter().map(|e| &e.before));
-                }
-                // The tracked cache names the content last seen per path; it is recorded at
-                // a boundary later if the path changes, so it stays live too.
-                for t in idx.tracked.values() {
-                    if let Known::Present {
-                        sha256: Some(sha), ..
-                    } = &t.known
-                    {
-                        live.insert(sha.clone());
-                    }
-                }
-            }
-            for f in fs.list(&sdir.join("journals"))? {
-                let name = f.to_string_lossy();
-                if is_hidden(&f) || !name.ends_with(".json") {
-                    continue;
-                }
-                let p = sdir.join("journals").join(&f);
-                let Some(bytes) = fs.read_opt(&p)? else {
-                    continue;
-                };
-                let rec: JournalIntent = parse_record(&p, &bytes)?;
-                for sha in rec.blob_refs() {
-                    live.insert(sha.to_string());
-                }
-            }
-        }
-        // Workspace indexes: the content of every scanned file (the next call's before-states).
-        crate::scan::mark_live(self, &mut live)?;
-        let mut report = GcReport::default();
-        let mut first = true;
-        for name in fs.list(Path::new("blobs"))? {
-            let sha = name.to_string_lossy();
-            if live.contains(sha.as_ref()) {
-                report.blobs_kept += 1;
-                continue;
-            }
-            if !valid_sha(&sha) {
-                // Not a blob this store wrote (e.g. a temporary name): leave it alone.
-                continue;
-            }
-            fs.remove_file(&Path::new("blobs").join(&name))?;
-            report.blobs_removed += 1;
-            if first {
-                fs.io.crash(CrashPoint::PruneBlobRemoved);
-                first = false;
-            }
-        }
-        Ok(report)
     }
 
     /// Moves a store directory to the trash atomically, then deletes it.
@@ -537,17 +403,5 @@ fn would_block() -> FsFailure {
         area: Area::Store,
         path: "lock".into(),
         source: io::ErrorKind::WouldBlock.into(),
-    }
-}
-
-pub(crate) fn is_hidden(name: &std::ffi::OsStr) -> bool {
-    name.as_encoded_bytes().first() == Some(&b'.')
-}
-
-fn mark<'a>(live: &mut HashSet<String>, states: impl Iterator<Item = &'a BeforeState>) {
-    for s in states {
-        if let BeforeState::File { sha256, .. } = s {
-            live.insert(sha256.clone());
-        }
     }
 }

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{CorruptFile, Fault, FsFailure, JournalError, ReconcileError};
 use crate::format::{parse_record, to_json};
+use crate::path::is_hidden;
 use crate::path::{RelPath, encode_id};
 use crate::seam::CrashPoint;
 use crate::session::Session;
-use crate::store::is_hidden;
 
 pub(super) struct Loaded {
     pub(super) intent: JournalIntent,

@@ -15,11 +15,10 @@ mod revert;
 use apply::{Applied, Guard};
 use file::{Loaded, LogWriter};
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::fsio::DiskMeta;
+use crate::outcome::{JournalState, PathFailure};
 use crate::path::RelPath;
 use crate::plan::{SkippedPath, UncoveredPath};
 
@@ -123,57 +122,6 @@ struct LogLine {
     s: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     e: Option<String>,
-}
-
-/// The state of a restore operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JournalState {
-    /// Interrupted, or finished with failures: can be continued or rolled back.
-    Open,
-    /// Every action applied: can be undone.
-    Completed,
-    /// Returned to the exact pre-restore state.
-    RolledBack,
-    /// A completed restore that was undone.
-    Undone,
-}
-
-impl JournalState {
-    /// The state's name, as written in messages and on the napi boundary.
-    pub fn name(self) -> &'static str {
-        match self {
-            JournalState::Open => "open",
-            JournalState::Completed => "completed",
-            JournalState::RolledBack => "rolled-back",
-            JournalState::Undone => "undone",
-        }
-    }
-}
-
-impl fmt::Display for JournalState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-pub(crate) fn list_paths(paths: &[RelPath]) -> String {
-    paths
-        .iter()
-        .map(|p| p.display())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A per-path failure inside a pass (the pass continued).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathFailure {
-    /// Workspace-relative path.
-    pub path: RelPath,
-    /// Lossy text of the path.
-    pub display: String,
-    /// What went wrong (names the filesystem call or the integrity problem).
-    pub error: String,
 }
 
 /// Result of [`Session::restore`], [`Session::continue_restore`],

@@ -3,13 +3,18 @@
 
 use super::*;
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use cap_std::fs::Dir;
+
 use crate::blob::{Stored, store_file};
 use crate::error::{FsFailure, JournalError, RestoreError};
 use crate::format::{RECORD_VERSION, to_json};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::{RelPath, encode_id};
 use crate::plan::{Action, Current, RestorePlan};
-use crate::seam::CrashPoint;
+use crate::seam::{Area, CrashPoint, FsOp};
 use crate::session::Session;
 
 /// Why a rescue copy could not be made.
@@ -320,4 +325,82 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+impl Session {
+    /// Removes the directories of `dirs` (deepest first) that hold nothing now but
+    /// empty directories (those go too: they were made after the target as well).
+    /// A directory still holding anything else is left; a failure is reported in `out`.
+    pub(crate) fn remove_emptied_dirs(&self, dirs: &[RelPath], out: &mut RestoreOutcome) {
+        for d in dirs {
+            let mut created = Vec::new();
+            if let Ok(Walk::Parent(parent)) = self.ws.walk_parent(d, false, &mut created) {
+                let (_, name) = d.split_last();
+                let r = self.ws.rmdir_if_empty(&parent, name, d).and_then(|gone| {
+                    if gone {
+                        return Ok(());
+                    }
+                    let Some(dir) = open_sub(&parent, name) else {
+                        return Ok(());
+                    };
+                    if self.only_empty_dirs(&dir, d, 0)? {
+                        self.ws.rmdir_if_empty(&parent, name, d)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    out.failed.push(PathFailure {
+                        path: d.clone(),
+                        display: d.display(),
+                        error: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Removes the empty-directory tree inside `dir`; `true` when `dir` is empty then.
+    fn only_empty_dirs(&self, dir: &Dir, rel: &RelPath, depth: usize) -> Result<bool, FsFailure> {
+        if depth > 64 {
+            return Ok(false);
+        }
+        self.ws
+            .io
+            .check(FsOp::ReadDir, Area::Workspace, rel.as_path())?;
+        let Ok(entries) = dir.entries() else {
+            return Ok(false);
+        };
+        for e in entries {
+            let Ok(e) = e else { return Ok(false) };
+            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if !is_dir {
+                return Ok(false);
+            }
+            let name = e.file_name();
+            let Ok(child_rel) =
+                RelPath::from_bytes(&[rel.as_bytes(), b"/", name.as_bytes()].concat())
+            else {
+                return Ok(false);
+            };
+            let Some(child) = open_sub(dir, name.as_bytes()) else {
+                return Ok(false);
+            };
+            if !self.only_empty_dirs(&child, &child_rel, depth + 1)? {
+                return Ok(false);
+            }
+            if !self.ws.rmdir_if_empty(dir, name.as_bytes(), &child_rel)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Opens subdirectory `name` without following a symlink.
+fn open_sub(dir: &impl std::os::fd::AsFd, name: &[u8]) -> Option<Dir> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
+        .ok()
+        .map(Dir::from)
 }

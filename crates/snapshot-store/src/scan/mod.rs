@@ -10,23 +10,27 @@
 //!
 //! Files by concern: `index` (the binary format), `walk` (the stat walk and its
 //! ignore rules), `hash` (reading changed files into the store), `workspace`
-//! (key, locks, the cached index), `diff` (one scan: compare, read, update),
-//! `record` (the `Session` API and what each phase records), `plan` (the planner's
-//! and the restore's share).
+//! (key, locks, the cached index), `diff` (one scan: compare, read, update). What a
+//! session records from a scan is in `crate::scan_record`; the planner's and the
+//! restore's share in `crate::plan::scanned`. This module knows no session.
 
-mod diff;
+pub(crate) mod diff;
 mod hash;
-mod index;
-mod plan;
-mod record;
+pub(crate) mod index;
 mod walk;
-mod workspace;
+pub(crate) mod workspace;
 
-use crate::path::RelPath;
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::error::Fault;
+use crate::path::{RelPath, is_hidden};
+use crate::store::Store;
+
+use diff::referenced;
+use workspace::{WORKSPACES, read_for_gc};
 
 pub use workspace::workspace_key;
-
-pub(crate) use plan::{emptied_dirs, is_outside, mark_live, outside_only, workspace_refs};
 
 /// The stable code of a scan that stopped at the file-count limit.
 pub const SCAN_BUDGET_CODE: &str = "rewind/scan-budget";
@@ -156,3 +160,52 @@ pub struct ScanReport {
 }
 
 pub use crate::error::ScanError;
+
+/// Adds every blob a workspace index references to `live`. A corrupt index is
+/// skipped (the next scan rebuilds it and stores what it needs again); a newer one
+/// fails the sweep (closed: nothing is removed).
+pub(crate) fn mark_live(store: &Store, live: &mut HashSet<String>) -> Result<(), Fault> {
+    for name in store.inner.fs.list(Path::new(WORKSPACES))? {
+        if is_hidden(&name) {
+            continue;
+        }
+        if let Some(ix) = read_for_gc(store, &name)? {
+            live.extend(referenced(&ix));
+        }
+    }
+    Ok(())
+}
+
+/// Every workspace directory of the store: its key, the bytes of its own files
+/// (the index, the lock) and the blobs its index references. A corrupt or missing
+/// index references nothing (the next scan rebuilds it).
+pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<(String, u64, Vec<String>)>, Fault> {
+    let mut out = Vec::new();
+    for name in store.inner.fs.list(Path::new(WORKSPACES))? {
+        if is_hidden(&name) {
+            continue;
+        }
+        let Some(key) = name.to_str() else { continue };
+        let mut bytes = 0;
+        if let Ok(d) = store
+            .inner
+            .fs
+            .dir
+            .open_dir(Path::new(WORKSPACES).join(&name))
+        {
+            for e in d.entries().into_iter().flatten().flatten() {
+                if let Ok(md) = e.metadata() {
+                    if md.is_file() {
+                        bytes += md.len();
+                    }
+                }
+            }
+        }
+        let refs = match read_for_gc(store, &name)? {
+            Some(ix) => referenced(&ix).collect(),
+            None => Vec::new(),
+        };
+        out.push((key.to_string(), bytes, refs));
+    }
+    Ok(out)
+}

@@ -2,172 +2,34 @@
 //! concern: `log_io` (the record log and the index), `capture`, `commit`, `recheck`,
 //! `prune` (and `crate::journal` for restores, `crate::plan` / `crate::chain` for plans).
 
-mod capture;
-mod commit;
 mod log_io;
-mod prune;
-mod recheck;
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use cap_std::fs::Dir;
 use rustix::fs::FlockOperation;
-use serde::Serialize;
 
-use crate::blob::{Stored, store_file};
-use crate::error::{
-    CaptureError, ClearError, CommitError, CorruptFile, Fault, FsFailure, PruneError, RecheckError,
-};
-use crate::format::{
-    BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION, SkipReason,
-};
-use crate::fsio::{DiskMeta, FileId, FileKind, Io, Walk, WsDir, WsFs};
-use crate::journal::PathFailure;
-use crate::log::{FRAME_HEAD, MAX_PAYLOAD, Record, TrackedUpdate, encode_into};
-use crate::path::{RelPath, RelPathError, encode_id};
+use crate::codec::Record;
+use crate::error::{CaptureError, CorruptFile, Fault, FsFailure, SessionError};
+use crate::format::{Entry, EntrySource, Known, SkipReason};
+use crate::fsio::{DiskMeta, FileId, FileKind, Io, WsFs};
+use crate::log::{FRAME_HEAD, MAX_PAYLOAD, encode_into};
+use crate::path::{RelPath, encode_id};
 use crate::records::{
     Index, LOG_NAME, encode_log, fold_frames, fold_log, has_legacy, migrate_session,
-    tracked_records,
 };
 use crate::seam::{Area, CrashPoint, FsOp};
-use crate::store::{GcReport, Store, is_hidden};
-
-/// What [`Session::capture_before`] recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum CaptureOutcome {
-    /// The file's bytes are staged (stored once per distinct content).
-    Captured {
-        /// Workspace-relative path.
-        path: RelPath,
-        /// SHA-256 of the content.
-        sha256: String,
-        /// Size in bytes.
-        size: u64,
-        /// The content was already in the store; nothing new was written.
-        deduplicated: bool,
-    },
-    /// The path did not exist; "absent" is staged (a restore deletes what the call creates).
-    Absent {
-        /// Workspace-relative path.
-        path: RelPath,
-    },
-    /// A regular file over the per-file cap: staged as known but not backed up.
-    Uncovered {
-        /// Workspace-relative path.
-        path: RelPath,
-        /// Its size.
-        size: u64,
-    },
-    /// Not capturable; when the path is inside the workspace the skip is staged too,
-    /// so a later preview can say the path cannot be restored.
-    Skipped {
-        /// The path as given (lossy text).
-        path: String,
-        /// Why.
-        reason: SkipReason,
-    },
-    /// The same call already staged this path (first touch wins).
-    AlreadyStaged {
-        /// Workspace-relative path.
-        path: RelPath,
-    },
-}
-
-/// What [`Session::commit`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum CommitOutcome {
-    /// The staged before-states joined the anchor group.
-    Committed {
-        /// The anchor (user-message seq).
-        anchor_seq: u64,
-        /// Number of paths.
-        entries: usize,
-    },
-    /// The call failed: its staged captures were dropped.
-    Dropped {
-        /// Number of paths dropped.
-        entries: usize,
-    },
-    /// The call staged nothing.
-    NothingStaged,
-}
-
-/// One change recorded by [`Session::recheck_tracked`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RecordedChange {
-    /// Workspace-relative path.
-    pub path: RelPath,
-    /// The state recorded (the current disk state at the boundary).
-    pub before: BeforeState,
-}
-
-/// What [`Session::recheck_tracked`] found.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct RecheckOutcome {
-    /// Tracked paths examined.
-    pub checked: usize,
-    /// Paths whose disk state changed since the store last knew it.
-    pub recorded: Vec<RecordedChange>,
-    /// Paths that could not be examined (the pass went on; they are retried next time).
-    pub failed: Vec<PathFailure>,
-}
-
-/// Options of [`Session::prune`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PruneOptions {
-    /// Anchor groups to keep (newest first); default 100.
-    pub keep_groups: usize,
-    /// Finished restore journals to keep (newest first); default 10. Open journals are always kept.
-    pub keep_journals: usize,
-}
-
-impl Default for PruneOptions {
-    fn default() -> Self {
-        Self {
-            keep_groups: 100,
-            keep_journals: 10,
-        }
-    }
-}
-
-/// What [`Session::prune`] removed.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct PruneReport {
-    /// Anchor groups removed.
-    pub groups_removed: usize,
-    /// Finished journals removed.
-    pub journals_removed: usize,
-    /// Blob sweep result.
-    pub gc: GcReport,
-}
-
-/// What [`Session::reconcile_format`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum FormatOutcome {
-    /// The session had no recorded format; it is now recorded.
-    Initialized,
-    /// The recorded format matches.
-    Unchanged,
-    /// The format differed: the session's snapshots were cleared.
-    Cleared {
-        /// The format that was recorded before.
-        previous: Option<String>,
-    },
-}
+use crate::store::{Store, ambient};
 
 /// The open record log of a session handle.
 pub(crate) struct LogHandle {
-    file: cap_std::fs::File,
-    id: FileId,
+    pub(crate) file: cap_std::fs::File,
+    pub(crate) id: FileId,
     /// End of the frames folded into the index.
-    len: u64,
+    pub(crate) len: u64,
     /// Bytes after `len` that are not (yet) a complete frame.
-    torn: u64,
+    pub(crate) torn: u64,
 }
 
 pub(crate) struct State {
@@ -176,14 +38,14 @@ pub(crate) struct State {
     /// The record log, once opened.
     pub log: Option<LogHandle>,
     /// The layout-1 check ran for this handle.
-    legacy_checked: bool,
+    pub(crate) legacy_checked: bool,
     /// The session directories exist.
     pub prepared: bool,
     /// The first write of this handle checked whether the log wants compaction.
-    compact_checked: bool,
+    pub(crate) compact_checked: bool,
     /// The current call holds the log's lock and folded the log under it (a call that
     /// must not wait took the lock up front: see [`Session::try_capture_before`]).
-    log_held: bool,
+    pub(crate) log_held: bool,
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -192,17 +54,17 @@ pub struct Session {
     pub(crate) id: String,
     pub(crate) dir: PathBuf,
     pub(crate) ws: WsFs,
-    roots: Vec<PathBuf>,
+    pub(crate) roots: Vec<PathBuf>,
     pub(crate) state: Mutex<State>,
     /// The store's lock file, opened once per handle.
-    lock_file: OnceLock<cap_std::fs::File>,
+    pub(crate) lock_file: OnceLock<cap_std::fs::File>,
 }
 
 /// A handle's state locked by a call that must not wait, holding the log's lock
 /// (released on drop).
 pub(crate) struct Quick<'a> {
-    session: &'a Session,
-    st: MutexGuard<'a, State>,
+    pub(crate) session: &'a Session,
+    pub(crate) st: MutexGuard<'a, State>,
 }
 
 impl Drop for Quick<'_> {
@@ -213,8 +75,8 @@ impl Drop for Quick<'_> {
 
 /// A shared store lock held on the session's lock descriptor; released on drop.
 pub(crate) struct SharedLock<'a> {
-    file: &'a cap_std::fs::File,
-    fs: &'a crate::fsio::StoreFs,
+    pub(crate) file: &'a cap_std::fs::File,
+    pub(crate) fs: &'a crate::fsio::StoreFs,
 }
 
 impl Drop for SharedLock<'_> {
@@ -222,6 +84,37 @@ impl Drop for SharedLock<'_> {
         let _ = self
             .fs
             .flock(self.file, Path::new("lock"), FlockOperation::Unlock);
+    }
+}
+
+impl Store {
+    /// Opens the workspace of session `session_id` whose cwd is `cwd`.
+    ///
+    /// The id is encoded into one safe file-name component (see [`crate::encode_id`]);
+    /// `cwd` is opened once as a directory handle, and every later workspace access is
+    /// relative to that handle.
+    pub fn session(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
+        let enc = encode_id(session_id).map_err(|reason| SessionError::InvalidSessionId {
+            id: session_id.to_string(),
+            reason,
+        })?;
+        let root = ambient::open_dir(cwd, false).map_err(|source| SessionError::Workspace {
+            path: cwd.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let mut roots = vec![cwd.to_path_buf()];
+        if let Ok(c) = std::fs::canonicalize(cwd) {
+            if c != cwd {
+                roots.push(c);
+            }
+        }
+        Ok(Session::new(
+            self.clone(),
+            session_id.to_string(),
+            PathBuf::from("sessions").join(enc),
+            root,
+            roots,
+        ))
     }
 }
 
@@ -282,7 +175,7 @@ impl Session {
         self.dir.join(rest)
     }
 
-    fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         self.p(LOG_NAME)
     }
 
@@ -330,19 +223,6 @@ pub(crate) fn not_capturable(meta: &DiskMeta) -> Option<SkipReason> {
         FileKind::File if meta.nlink > 1 => Some(SkipReason::HardLink { nlink: meta.nlink }),
         FileKind::File => None,
     }
-}
-
-pub(crate) fn parse_anchor(gdir: &Path, name: &std::ffi::OsStr) -> Result<u64, Fault> {
-    name.to_str()
-        .filter(|s| s.len() == 20)
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| {
-            CorruptFile {
-                path: gdir.join(name).to_string_lossy().into_owned(),
-                detail: "not an anchor group directory name".into(),
-            }
-            .into()
-        })
 }
 
 pub(crate) fn map_read(e: FsFailure, rel: &RelPath) -> CaptureError {

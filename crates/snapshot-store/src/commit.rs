@@ -1,7 +1,35 @@
 //! A tool call's staged before-states committed under their anchor, or discarded.
 
-#[allow(unused_imports)]
-use super::*;
+use serde::Serialize;
+
+use crate::codec::{Record, TrackedUpdate};
+use crate::error::CommitError;
+use crate::format::{EntrySource, Known};
+use crate::path::encode_id;
+use crate::records::tracked_records;
+use crate::seam::CrashPoint;
+
+use crate::session::{Session, State};
+
+/// What [`Session::commit`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CommitOutcome {
+    /// The staged before-states joined the anchor group.
+    Committed {
+        /// The anchor (user-message seq).
+        anchor_seq: u64,
+        /// Number of paths.
+        entries: usize,
+    },
+    /// The call failed: its staged captures were dropped.
+    Dropped {
+        /// Number of paths dropped.
+        entries: usize,
+    },
+    /// The call staged nothing.
+    NothingStaged,
+}
 
 impl Session {
     /// Settles tool call `call_id`: a failed call (`ok == false`) drops its staged

@@ -1,6 +1,8 @@
 //! Planning a restore: the earliest before-state per path at or after the target,
 //! compared with the disk. A plan is a preview: it changes nothing.
 
+pub(crate) mod scanned;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -213,7 +215,7 @@ impl Session {
         let mut best: BTreeMap<RelPath, (u64, u64, BeforeState)> = BTreeMap::new();
         let mut noted = std::collections::BTreeSet::new();
         for (seq, rec) in self.load_groups(target_seq)? {
-            if crate::scan::is_outside(&rec.source) {
+            if crate::plan::scanned::is_outside(&rec.source) {
                 noted.extend(rec.entries.into_iter().map(|e| e.path));
                 continue;
             }
@@ -227,7 +229,7 @@ impl Session {
                 }
             }
         }
-        let outside = crate::scan::outside_only(noted, &best.keys().collect());
+        let outside = crate::plan::scanned::outside_only(noted, &best.keys().collect());
         let picks = best
             .into_iter()
             .map(|(path, (anchor, _, before))| (path, anchor, before))
@@ -358,7 +360,7 @@ impl Session {
                 }
             }
         }
-        plan.remove_dirs = crate::scan::emptied_dirs(&plan.actions, &targets);
+        plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
     }
 }

@@ -1,7 +1,59 @@
 //! Keeping a session small: prune, clear, the recorded DSH session format.
 
-#[allow(unused_imports)]
-use super::*;
+use serde::Serialize;
+
+use crate::codec::Record;
+use crate::error::{ClearError, Fault, PruneError, RecheckError};
+use crate::gc::GcReport;
+use crate::path::is_hidden;
+use crate::records::Index;
+use crate::seam::CrashPoint;
+
+use crate::session::Session;
+
+/// What [`Session::reconcile_format`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FormatOutcome {
+    /// The session had no recorded format; it is now recorded.
+    Initialized,
+    /// The recorded format matches.
+    Unchanged,
+    /// The format differed: the session's snapshots were cleared.
+    Cleared {
+        /// The format that was recorded before.
+        previous: Option<String>,
+    },
+}
+
+/// Options of [`Session::prune`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PruneOptions {
+    /// Anchor groups to keep (newest first); default 100.
+    pub keep_groups: usize,
+    /// Finished restore journals to keep (newest first); default 10. Open journals are always kept.
+    pub keep_journals: usize,
+}
+
+impl Default for PruneOptions {
+    fn default() -> Self {
+        Self {
+            keep_groups: 100,
+            keep_journals: 10,
+        }
+    }
+}
+
+/// What [`Session::prune`] removed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct PruneReport {
+    /// Anchor groups removed.
+    pub groups_removed: usize,
+    /// Finished journals removed.
+    pub journals_removed: usize,
+    /// Blob sweep result.
+    pub gc: GcReport,
+}
 
 impl Session {
     /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished

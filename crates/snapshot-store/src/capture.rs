@@ -1,7 +1,62 @@
 //! Before-states of the files a write tool is about to change: resolve, capture.
 
-#[allow(unused_imports)]
-use super::*;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rustix::fs::FlockOperation;
+use serde::Serialize;
+
+use crate::blob::{Stored, store_file};
+use crate::codec::{Record, TrackedUpdate};
+use crate::error::{CaptureError, FsFailure};
+use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
+use crate::fsio::{Walk, WsDir};
+use crate::path::{RelPath, RelPathError, encode_id};
+use crate::seam::CrashPoint;
+
+use crate::session::{Quick, Session, SharedLock, State, differs, map_read, not_capturable};
+
+/// What [`Session::capture_before`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CaptureOutcome {
+    /// The file's bytes are staged (stored once per distinct content).
+    Captured {
+        /// Workspace-relative path.
+        path: RelPath,
+        /// SHA-256 of the content.
+        sha256: String,
+        /// Size in bytes.
+        size: u64,
+        /// The content was already in the store; nothing new was written.
+        deduplicated: bool,
+    },
+    /// The path did not exist; "absent" is staged (a restore deletes what the call creates).
+    Absent {
+        /// Workspace-relative path.
+        path: RelPath,
+    },
+    /// A regular file over the per-file cap: staged as known but not backed up.
+    Uncovered {
+        /// Workspace-relative path.
+        path: RelPath,
+        /// Its size.
+        size: u64,
+    },
+    /// Not capturable; when the path is inside the workspace the skip is staged too,
+    /// so a later preview can say the path cannot be restored.
+    Skipped {
+        /// The path as given (lossy text).
+        path: String,
+        /// Why.
+        reason: SkipReason,
+    },
+    /// The same call already staged this path (first touch wins).
+    AlreadyStaged {
+        /// Workspace-relative path.
+        path: RelPath,
+    },
+}
 
 impl Session {
     /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.

@@ -4,18 +4,18 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::codec::TrackedUpdate;
 use crate::error::Fault;
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason, parse_record, to_json};
 use crate::fsio::FileKind;
-use crate::log::TrackedUpdate;
 use crate::path::{RelPath, encode_id};
 use crate::records::tracked_records;
 use crate::session::{Session, State};
 
-use super::diff::{Change, ChangeKind, Limits, run};
-use super::index::{Coverage, IdxEntry, Uncovered};
-use super::workspace::{lock, slot, workspace_key};
-use super::{
+use crate::scan::diff::{Change, ChangeKind, Limits, run};
+use crate::scan::index::{Coverage, IdxEntry, Uncovered};
+use crate::scan::workspace::{lock, slot, workspace_key};
+use crate::scan::{
     NotCovered, SCAN_BUDGET_CODE, ScanError, ScanPhase, ScanRefusal, ScanReport, ScanRequest,
 };
 

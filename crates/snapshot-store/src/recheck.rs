@@ -1,7 +1,37 @@
 //! Message boundaries: tracked files re-checked, what changed since recorded.
 
-#[allow(unused_imports)]
-use super::*;
+use serde::Serialize;
+
+use crate::codec::{Record, TrackedUpdate};
+use crate::error::{Fault, FsFailure, RecheckError};
+use crate::format::{BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION};
+use crate::fsio::{FileKind, Walk, WsDir};
+use crate::outcome::PathFailure;
+use crate::path::RelPath;
+use crate::records::tracked_records;
+use crate::seam::Area;
+
+use crate::session::Session;
+
+/// One change recorded by [`Session::recheck_tracked`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordedChange {
+    /// Workspace-relative path.
+    pub path: RelPath,
+    /// The state recorded (the current disk state at the boundary).
+    pub before: BeforeState,
+}
+
+/// What [`Session::recheck_tracked`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RecheckOutcome {
+    /// Tracked paths examined.
+    pub checked: usize,
+    /// Paths whose disk state changed since the store last knew it.
+    pub recorded: Vec<RecordedChange>,
+    /// Paths that could not be examined (the pass went on; they are retried next time).
+    pub failed: Vec<PathFailure>,
+}
 
 impl Session {
     /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.
