@@ -58,9 +58,55 @@ pub enum CaptureOutcome {
     },
 }
 
+/// The session's write-tool calls: the before-state captured ahead of a call, staged
+/// under its call id, then committed into its anchor group or dropped.
+#[derive(Clone, Copy)]
+pub(crate) struct Staging<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl Session {
+    /// The session's write-tool captures.
+    pub(crate) fn staging(&self) -> Staging<'_> {
+        Staging { s: self }
+    }
+
     /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.
     pub fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
+        self.staging().resolve(input)
+    }
+
+    /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
+    ///
+    /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
+    /// `Ok`, the staged record survives a kill -9 of the process (see `docs/format.md`).
+    pub fn capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        self.staging().capture_before(call_id, path)
+    }
+
+    /// [`Session::capture_before`] for a caller that must not wait (a host's event
+    /// loop): `None`, having done nothing, when the call could wait or take long —
+    /// another thread is using this handle, another handle or process holds the store
+    /// or log lock, the handle has not written yet (its first write may compact the
+    /// log), or `path` is a regular file over `max_bytes`. The caller then makes the
+    /// blocking call (on another thread). Takes both locks up front, and the log's
+    /// only once for the whole call.
+    pub fn try_capture_before(
+        &self,
+        call_id: &str,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Option<Result<CaptureOutcome, CaptureError>> {
+        self.staging().try_capture_before(call_id, path, max_bytes)
+    }
+}
+
+impl<'s> Staging<'s> {
+    pub(crate) fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
         let bytes = input.as_os_str().as_bytes();
         if bytes.is_empty() {
             return Err(SkipReason::InvalidPath {
@@ -73,7 +119,8 @@ impl Session {
             });
         }
         let rel: &Path = if input.is_absolute() {
-            self.roots
+            self.s
+                .roots
                 .iter()
                 .find_map(|r| input.strip_prefix(r).ok())
                 .ok_or(SkipReason::OutsideWorkspace)?
@@ -90,7 +137,7 @@ impl Session {
     }
 
     pub(crate) fn cap(&self) -> u64 {
-        self.store.inner.max_file_bytes
+        self.s.store.inner.max_file_bytes
     }
 
     /// Reads a path's current state into the store (blob for a regular file).
@@ -100,7 +147,7 @@ impl Session {
         rel: &RelPath,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let mut created = Vec::new();
-        match self.ws.walk_parent(rel, false, &mut created)? {
+        match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),
             Walk::Blocked(link) => Ok((
                 BeforeState::Skipped {
@@ -123,7 +170,7 @@ impl Session {
         rel: &RelPath,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let (_, name) = rel.split_last();
-        let Some(meta) = self.ws.lstat(dir, name, rel)? else {
+        let Some(meta) = self.s.ws.lstat(dir, name, rel)? else {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
         if let Some(reason) = not_capturable(&meta) {
@@ -149,7 +196,7 @@ impl Session {
                 false,
             ));
         }
-        let opened = match self.ws.open_read(dir, name, rel) {
+        let opened = match self.s.ws.open_read(dir, name, rel) {
             Ok(o) => o,
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
                 return Ok((
@@ -177,8 +224,8 @@ impl Session {
             ));
         }
         match store_file(
-            &self.store.inner.fs,
-            &self.ws,
+            &self.s.store.inner.fs,
+            &self.s.ws,
             &mut file,
             rel,
             fmeta.size,
@@ -216,12 +263,12 @@ impl Session {
     /// `lstat`-level observation (no content read).
     pub(crate) fn observe_meta(&self, rel: &RelPath) -> Result<Known, FsFailure> {
         let mut created = Vec::new();
-        match self.ws.walk_parent(rel, false, &mut created)? {
+        match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Missing(_) => Ok(Known::Absent),
             Walk::Blocked(..) => Ok(Known::Unknown),
             Walk::Parent(dir) => {
                 let (_, name) = rel.split_last();
-                Ok(match self.ws.lstat(&dir, name, rel)? {
+                Ok(match self.s.ws.lstat(&dir, name, rel)? {
                     None => Known::Absent,
                     Some(meta) => Known::Present {
                         meta,
@@ -233,11 +280,7 @@ impl Session {
         }
     }
 
-    /// Records the before-state of `path` for tool call `call_id`, before the tool writes.
-    ///
-    /// `path` is absolute (inside the session cwd) or cwd-relative. When this returns
-    /// `Ok`, the staged record survives a kill -9 of the process (see `docs/format.md`).
-    pub fn capture_before(
+    pub(crate) fn capture_before(
         &self,
         call_id: &str,
         path: &Path,
@@ -246,17 +289,10 @@ impl Session {
             id: call_id.into(),
             reason,
         })?;
-        self.capture_with(&mut self.lock_state(), call_id, path, None)
+        self.capture_with(&mut self.s.lock_state(), call_id, path, None)
     }
 
-    /// [`Session::capture_before`] for a caller that must not wait (a host's event
-    /// loop): `None`, having done nothing, when the call could wait or take long —
-    /// another thread is using this handle, another handle or process holds the store
-    /// or log lock, the handle has not written yet (its first write may compact the
-    /// log), or `path` is a regular file over `max_bytes`. The caller then makes the
-    /// blocking call (on another thread). Takes both locks up front, and the log's
-    /// only once for the whole call.
-    pub fn try_capture_before(
+    pub(crate) fn try_capture_before(
         &self,
         call_id: &str,
         path: &Path,
@@ -271,7 +307,7 @@ impl Session {
         if let Ok(rel) = self.resolve(path) {
             // Relative to the workspace handle: no walk of the cwd's own path.
             let m = rustix::fs::statat(
-                &self.ws.root,
+                &self.s.ws.root,
                 std::ffi::OsStr::from_bytes(rel.as_bytes()),
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
             );
@@ -295,8 +331,8 @@ impl Session {
     pub(crate) fn quick_state(
         &self,
         store_lock: bool,
-    ) -> Option<(Quick<'_>, Option<SharedLock<'_>>)> {
-        let mut st = match self.state.try_lock() {
+    ) -> Option<(Quick<'s>, Option<SharedLock<'s>>)> {
+        let mut st = match self.s.state.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
@@ -304,10 +340,10 @@ impl Session {
         if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
             return None;
         }
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         // The usual order: the store lock, then the log's.
         let held = if store_lock {
-            let file = self.lock_file.get()?;
+            let file = self.s.lock_file.get()?;
             if !matches!(
                 fs.flock(
                     file,
@@ -322,7 +358,7 @@ impl Session {
         } else {
             None
         };
-        let path = self.log_path();
+        let path = self.s.log_path();
         let State { idx, log, .. } = &mut *st;
         let h = log.as_mut()?;
         if !matches!(
@@ -333,7 +369,7 @@ impl Session {
         }
         let current = match fs.stat_id(&path) {
             Ok(Some(d)) if d.same_file(&h.id) && d.size >= h.len && h.len > 0 => {
-                d.size == h.len + h.torn || self.fold_tail(idx, h).is_ok()
+                d.size == h.len + h.torn || self.s.fold_tail(idx, h).is_ok()
             }
             _ => false,
         };
@@ -342,20 +378,13 @@ impl Session {
             return None;
         }
         st.log_held = true;
-        Some((Quick { session: self, st }, held))
-    }
-
-    /// Releases the log's lock taken by [`Session::quick_state`].
-    pub(crate) fn release_log(&self, st: &mut State) {
-        if std::mem::take(&mut st.log_held) {
-            if let Some(h) = &st.log {
-                let _ =
-                    self.store
-                        .inner
-                        .fs
-                        .flock(&h.file, &self.log_path(), FlockOperation::Unlock);
-            }
-        }
+        Some((
+            Quick {
+                session: self.s,
+                st,
+            },
+            held,
+        ))
     }
 
     pub(crate) fn capture_with(
@@ -365,7 +394,7 @@ impl Session {
         path: &Path,
         held: Option<SharedLock<'_>>,
     ) -> Result<CaptureOutcome, CaptureError> {
-        self.prepare(st)?;
+        self.s.prepare(st)?;
         let rel = match self.resolve(path) {
             Ok(r) => r,
             Err(reason) => {
@@ -377,7 +406,7 @@ impl Session {
         };
         let _g = match held {
             Some(g) => g,
-            None => self.lock_shared()?,
+            None => self.s.lock_shared()?,
         };
         let staged = st
             .idx
@@ -387,8 +416,8 @@ impl Session {
         if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
-        let back_order = self.store.next_order();
-        let order = self.store.next_order();
+        let back_order = self.s.store.next_order();
+        let order = self.s.store.next_order();
         let (before, now, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
@@ -400,7 +429,11 @@ impl Session {
                 .map(|t| (t.known.clone(), t.since))
                 .unwrap_or((Known::Unknown, None));
             if differs(&known, &now) {
-                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, back_order) {
+                if let Some(e) = self
+                    .s
+                    .recheck()
+                    .backdated_entry(&rel, &known, since, prev, back_order)
+                {
                     let upd = Record::Tracked {
                         paths: vec![TrackedUpdate {
                             path: rel.clone(),
@@ -408,7 +441,8 @@ impl Session {
                             since: Some(prev),
                         }],
                     };
-                    self.append_group(st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
+                    self.s
+                        .append_group(st, prev, EntrySource::Recheck, vec![e], vec![upd])?;
                 }
             }
         }
@@ -417,14 +451,14 @@ impl Session {
             order,
             before: before.clone(),
         };
-        self.append(
+        self.s.append(
             st,
             vec![Record::Staged {
                 call_id: call_id.to_string(),
                 entry,
             }],
         )?;
-        self.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
+        self.s.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },
             BeforeState::File { sha256, size, .. } => CaptureOutcome::Captured {

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use crate::error::{FsFailure, PlanError};
 use crate::format::BeforeState;
 use crate::path::{IdError, RelPath, encode_id};
-use crate::plan::RestorePlan;
+use crate::plan::{Planner, RestorePlan};
 use crate::seam::Area;
 use crate::session::Session;
 
@@ -71,6 +71,24 @@ pub(crate) enum AncestorFail {
 type Pick = ((usize, u64, u64), BeforeState);
 
 impl Session {
+    /// Plans restoring the workspace to anchor `target_seq` of this session when
+    /// it is a fork: like [`Session::plan_restore`], but the before-states are
+    /// looked up along `ancestors` (nearest parent first), each ancestor limited
+    /// to anchors ≤ its [`ChainLink::max_anchor`] and ≤ every boundary below it.
+    /// Per path, the earliest record in chain order (root ancestor first, this
+    /// session last; `(anchor, order)` within a session) anchored at or after the
+    /// target wins. Nothing is copied and nothing is changed. With no ancestors
+    /// this is exactly [`Session::plan_restore`].
+    pub fn plan_restore_chain(
+        &self,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+    ) -> Result<RestorePlan, ChainPlanError> {
+        self.planner().plan_restore_chain(target_seq, ancestors)
+    }
+}
+
+impl Planner<'_> {
     /// An ancestor's view of the store, for a plan.
     fn ancestor(&self, id: &str) -> Result<Session, ChainPlanError> {
         match self.ancestor_view(id) {
@@ -86,7 +104,7 @@ impl Session {
     /// An ancestor's view of the store (same workspace handle; only its records are read).
     pub(crate) fn ancestor_view(&self, id: &str) -> Result<Session, AncestorFail> {
         let enc = encode_id(id).map_err(AncestorFail::Id)?;
-        let root = self.ws.root.try_clone().map_err(|source| {
+        let root = self.s.ws.root.try_clone().map_err(|source| {
             AncestorFail::Fs(FsFailure {
                 op: crate::seam::FsOp::Open,
                 area: Area::Workspace,
@@ -95,7 +113,7 @@ impl Session {
             })
         })?;
         Ok(Session::new(
-            self.store.clone(),
+            self.s.store.clone(),
             id.to_string(),
             PathBuf::from("sessions").join(enc),
             root,
@@ -103,22 +121,14 @@ impl Session {
         ))
     }
 
-    /// Plans restoring the workspace to anchor `target_seq` of this session when
-    /// it is a fork: like [`Session::plan_restore`], but the before-states are
-    /// looked up along `ancestors` (nearest parent first), each ancestor limited
-    /// to anchors ≤ its [`ChainLink::max_anchor`] and ≤ every boundary below it.
-    /// Per path, the earliest record in chain order (root ancestor first, this
-    /// session last; `(anchor, order)` within a session) anchored at or after the
-    /// target wins. Nothing is copied and nothing is changed. With no ancestors
-    /// this is exactly [`Session::plan_restore`].
-    pub fn plan_restore_chain(
+    pub(crate) fn plan_restore_chain(
         &self,
         target_seq: u64,
         ancestors: &[ChainLink],
     ) -> Result<RestorePlan, ChainPlanError> {
-        self.store.guard_writable().map_err(PlanError::from)?;
-        self.load().map_err(PlanError::from)?;
-        let mut seen = vec![self.id.clone()];
+        self.s.store.guard_writable().map_err(PlanError::from)?;
+        self.s.load().map_err(PlanError::from)?;
+        let mut seen = vec![self.s.id.clone()];
         let depth = ancestors.len();
         let mut best: BTreeMap<RelPath, Pick> = BTreeMap::new();
         let mut offer = |path: RelPath, key: (usize, u64, u64), before: BeforeState| {
@@ -127,7 +137,7 @@ impl Session {
             }
         };
         let mut noted = std::collections::BTreeSet::new();
-        for (seq, rec) in self.load_groups(target_seq).map_err(PlanError::from)? {
+        for (seq, rec) in self.s.load_groups(target_seq).map_err(PlanError::from)? {
             if crate::plan::scanned::is_outside(&rec.source) {
                 noted.extend(rec.entries.into_iter().map(|e| e.path));
                 continue;

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::capture::Staging;
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::CommitError;
 use crate::format::{EntrySource, Known};
@@ -41,17 +42,45 @@ impl Session {
         anchor_seq: u64,
         ok: bool,
     ) -> Result<CommitOutcome, CommitError> {
-        encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
-            id: call_id.into(),
-            reason,
-        })?;
-        self.commit_with(&mut self.lock_state(), call_id, anchor_seq, ok)
+        self.staging().commit(call_id, anchor_seq, ok)
     }
 
     /// [`Session::commit`] for a caller that must not wait: `None`, having done
     /// nothing, in the cases of [`Session::try_capture_before`] (no store lock is
     /// involved) or when the call staged more than `max_paths` paths.
     pub fn try_commit(
+        &self,
+        call_id: &str,
+        anchor_seq: u64,
+        ok: bool,
+        max_paths: usize,
+    ) -> Option<Result<CommitOutcome, CommitError>> {
+        self.staging()
+            .try_commit(call_id, anchor_seq, ok, max_paths)
+    }
+
+    /// Drops whatever call `call_id` staged (the host's safety net when a call's
+    /// post-execution step never ran). Returns whether anything was staged.
+    pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
+        self.staging().discard(call_id)
+    }
+}
+
+impl<'s> Staging<'s> {
+    pub(crate) fn commit(
+        &self,
+        call_id: &str,
+        anchor_seq: u64,
+        ok: bool,
+    ) -> Result<CommitOutcome, CommitError> {
+        encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
+            id: call_id.into(),
+            reason,
+        })?;
+        self.commit_with(&mut self.s.lock_state(), call_id, anchor_seq, ok)
+    }
+
+    pub(crate) fn try_commit(
         &self,
         call_id: &str,
         anchor_seq: u64,
@@ -80,7 +109,7 @@ impl Session {
         anchor_seq: u64,
         ok: bool,
     ) -> Result<CommitOutcome, CommitError> {
-        self.prepare(st)?;
+        self.s.prepare(st)?;
         let staged = st.idx.pending.get(call_id).map(|(e, _)| e.clone());
         let Some(entries) = staged else {
             if ok {
@@ -100,7 +129,7 @@ impl Session {
         };
         let n = entries.len();
         if !ok {
-            self.append(
+            self.s.append(
                 st,
                 vec![Record::Dropped {
                     call_id: call_id.to_string(),
@@ -118,7 +147,7 @@ impl Session {
                 since: None,
             });
         }
-        self.append_group(
+        self.s.append_group(
             st,
             anchor_seq,
             EntrySource::Tool {
@@ -127,7 +156,7 @@ impl Session {
             entries,
             tracked_records(updates),
         )?;
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         // One record settles the call: both points follow the same write.
         fs.io.crash(CrashPoint::CommitEntryWritten);
         fs.io.crash(CrashPoint::CommitPendingRemoved);
@@ -137,19 +166,17 @@ impl Session {
         })
     }
 
-    /// Drops whatever call `call_id` staged (the host's safety net when a call's
-    /// post-execution step never ran). Returns whether anything was staged.
-    pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
+    pub(crate) fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
         encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
             id: call_id.into(),
             reason,
         })?;
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
         if !st.idx.pending.contains_key(call_id) {
             return Ok(false);
         }
-        self.append(
+        self.s.append(
             &mut st,
             vec![Record::Dropped {
                 call_id: call_id.to_string(),

@@ -218,17 +218,58 @@ pub fn diff_texts(path: &str, old: &str, new: &str, limits: &DiffLimits) -> File
     }
 }
 
+/// The session's file diffs: what a planned action would change, and where each
+/// recorded change came from.
+#[derive(Clone, Copy)]
+pub(crate) struct DiffView<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl Session {
+    /// The session's file diffs.
+    pub(crate) fn diff_view(&self) -> DiffView<'_> {
+        DiffView { s: self }
+    }
+
+    /// What restoring `action` would change inside its file: a unified line diff
+    /// (now → as the restore leaves it) with `+/−` counts when both sides are text
+    /// within `limits`, else a summary of each side (binary, sizes and hashes, too
+    /// large, absent, …).
+    pub fn diff_action(
+        &self,
+        action: &PlannedAction,
+        limits: &DiffLimits,
+    ) -> Result<FileDiff, DiffError> {
+        self.diff_view().diff_action(action, limits)
+    }
+
+    /// For each of `paths`, who made the newest change recorded for it at or after
+    /// anchor `target_seq` in this session: this session's agent (a tool call, or a
+    /// change found during its turn), or someone else (a re-check or a scan between
+    /// turns found it). A change made outside is attributed to another session of
+    /// the same workspace when that session's tool calls (or the scans around them)
+    /// changed the same path. Paths with no record here (a fork's ancestors hold
+    /// them) count as the agent's.
+    pub fn change_origins(
+        &self,
+        target_seq: u64,
+        paths: &[RelPath],
+    ) -> Result<BTreeMap<RelPath, ChangeOrigin>, DiffError> {
+        self.diff_view().change_origins(target_seq, paths)
+    }
+}
+
+impl DiffView<'_> {
     /// The file at `rel` now, read without following a symlink, up to `limit` bytes.
     fn read_now(&self, rel: &RelPath, limit: u64) -> Result<Read1, FsFailure> {
         let mut created = Vec::new();
-        let dir = match self.ws.walk_parent(rel, false, &mut created)? {
+        let dir = match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Parent(dir) => dir,
             Walk::Missing(_) => return Ok(Read1::Side(SideState::Absent)),
             Walk::Blocked(_) => return Ok(Read1::Side(SideState::NotRegular)),
         };
         let (_, name) = rel.split_last();
-        let (f, meta) = match self.ws.open_read(&dir, name, rel) {
+        let (f, meta) = match self.s.ws.open_read(&dir, name, rel) {
             Ok(Some(o)) => o,
             Ok(None) => return Ok(Read1::Side(SideState::Absent)),
             Err(e) if e.source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
@@ -246,7 +287,8 @@ impl Session {
         if meta.size > limit {
             return Ok(Read1::Side(SideState::TooLarge { size: meta.size }));
         }
-        self.ws
+        self.s
+            .ws
             .io
             .check(FsOp::Read, Area::Workspace, rel.as_path())?;
         let mut bytes = Vec::with_capacity(meta.size as usize);
@@ -264,7 +306,7 @@ impl Session {
             Action::Delete => return Ok(Read1::Side(SideState::Absent)),
             Action::Write { sha256, .. } | Action::Recreate { sha256, .. } => sha256,
         };
-        let read = self.store.read_blob(sha256, limit).map_err(|e| match e {
+        let read = self.s.store.read_blob(sha256, limit).map_err(|e| match e {
             crate::error::QueryError::Fs(f) => Fault::Fs(f),
             crate::error::QueryError::Corrupt(c) => Fault::Corrupt(c),
             crate::error::QueryError::NewerStore(n) => Fault::Newer(n),
@@ -281,11 +323,7 @@ impl Session {
         })
     }
 
-    /// What restoring `action` would change inside its file: a unified line diff
-    /// (now → as the restore leaves it) with `+/−` counts when both sides are text
-    /// within `limits`, else a summary of each side (binary, sizes and hashes, too
-    /// large, absent, …).
-    pub fn diff_action(
+    pub(crate) fn diff_action(
         &self,
         action: &PlannedAction,
         limits: &DiffLimits,
@@ -330,14 +368,7 @@ impl Session {
         Ok(d)
     }
 
-    /// For each of `paths`, who made the newest change recorded for it at or after
-    /// anchor `target_seq` in this session: this session's agent (a tool call, or a
-    /// change found during its turn), or someone else (a re-check or a scan between
-    /// turns found it). A change made outside is attributed to another session of
-    /// the same workspace when that session's tool calls (or the scans around them)
-    /// changed the same path. Paths with no record here (a fork's ancestors hold
-    /// them) count as the agent's.
-    pub fn change_origins(
+    pub(crate) fn change_origins(
         &self,
         target_seq: u64,
         paths: &[RelPath],
@@ -345,7 +376,7 @@ impl Session {
         let wanted: BTreeSet<&RelPath> = paths.iter().collect();
         // Per path: the newest record (anchor, order), its source, its before-state.
         let mut newest: BTreeMap<RelPath, ((u64, u64), bool)> = BTreeMap::new();
-        for (seq, rec) in self.load_groups(target_seq)? {
+        for (seq, rec) in self.s.load_groups(target_seq)? {
             let agent = matches!(
                 rec.source,
                 EntrySource::Tool { .. } | EntrySource::Scan { .. }
@@ -394,25 +425,25 @@ impl Session {
         outside: &BTreeSet<&RelPath>,
     ) -> Result<BTreeMap<RelPath, String>, Fault> {
         let mut found = BTreeMap::new();
-        let Some(root) = self.workspace_root().map(|p| p.to_path_buf()) else {
+        let Some(root) = self.s.workspace_root().map(|p| p.to_path_buf()) else {
             return Ok(found);
         };
         let Ok(canonical) = std::fs::canonicalize(&root) else {
             return Ok(found);
         };
         let key = workspace_key(&canonical);
-        let Ok(ids) = self.store.list_sessions() else {
+        let Ok(ids) = self.s.store.list_sessions() else {
             return Ok(found);
         };
         for id in ids {
-            if id == self.id || found.len() == outside.len() {
+            if id == self.s.id || found.len() == outside.len() {
                 continue;
             }
-            let Ok(other) = self.store.session(&id, &root) else {
+            let Ok(other) = self.s.store.session(&id, &root) else {
                 continue;
             };
             // Only sessions that scanned this same workspace.
-            if !matches!(other.scan_state(), Ok(Some(s)) if s.workspace == key) {
+            if !matches!(other.workspace_scan().scan_state(), Ok(Some(s)) if s.workspace == key) {
                 continue;
             }
             let Ok(groups) = other.load_groups(0) else {

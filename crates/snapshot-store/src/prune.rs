@@ -55,32 +55,74 @@ pub struct PruneReport {
     pub gc: GcReport,
 }
 
+/// The session's pruning and clearing: old groups and journals, the whole session,
+/// and a change of the host's log format.
+#[derive(Clone, Copy)]
+pub(crate) struct Pruner<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl Session {
+    /// The session's pruning.
+    pub(crate) fn pruner(&self) -> Pruner<'_> {
+        Pruner { s: self }
+    }
+
     /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
     /// journals; open journals are always kept. Compacts the record log when it
     /// outgrew its live content. When that removed anything, it then removes every
     /// blob nothing references (store-wide).
     pub fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.store.lock_exclusive()?;
+        self.pruner().prune(opts)
+    }
+
+    /// Removes this session's snapshot directory (record log, journals), then sweeps
+    /// unreferenced blobs. Refused on a newer store.
+    pub fn clear_session(&self) -> Result<GcReport, ClearError> {
+        self.pruner().clear_session()
+    }
+
+    /// Records the host's session-log format `format`; when a different format was
+    /// recorded, the session's snapshots are cleared first (anchors are log seqs, so
+    /// they are not re-mapped across formats).
+    pub fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
+        self.pruner().reconcile_format(format)
+    }
+
+    /// The recorded session-log format, if any.
+    pub fn format(&self) -> Result<Option<String>, RecheckError> {
+        self.pruner().format()
+    }
+}
+
+impl Pruner<'_> {
+    pub(crate) fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.store.lock_exclusive()?;
         let mut report = PruneReport::default();
         let anchors: Vec<u64> = st.idx.groups.keys().copied().collect();
         if anchors.len() > opts.keep_groups {
             let drop = anchors[..anchors.len() - opts.keep_groups].to_vec();
             report.groups_removed = drop.len();
-            self.append(&mut st, vec![Record::Pruned { anchors: drop }])?;
-            self.store.inner.fs.io.crash(CrashPoint::PruneGroupDetached);
+            self.s
+                .append(&mut st, vec![Record::Pruned { anchors: drop }])?;
+            self.s
+                .store
+                .inner
+                .fs
+                .io
+                .crash(CrashPoint::PruneGroupDetached);
         }
-        self.compact_if_due(&mut st)?;
-        report.journals_removed = self.prune_journals(opts.keep_journals)?;
+        self.s.compact_if_due(&mut st)?;
+        report.journals_removed = self.s.journal().prune_journals(opts.keep_journals)?;
         self.sweep_temporaries()?;
-        self.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
+        self.s.store.inner.fs.io.crash(CrashPoint::PruneBeforeSweep);
         // The blob sweep reads every record of every session: worth it only when this prune
         // dropped references. Blobs left by dropped captures wait for the next sweep that runs
         // (a prune that removes something, `Store::collect_garbage`, `clear_session`).
         if report.groups_removed > 0 || report.journals_removed > 0 {
-            report.gc = self.store.collect_garbage_locked()?;
+            report.gc = self.s.store.collect_garbage_locked()?;
         }
         Ok(report)
     }
@@ -89,8 +131,8 @@ impl Session {
     /// middle of an atomic write or a compaction. Called under the exclusive store
     /// lock and the session's state lock.
     pub(crate) fn sweep_temporaries(&self) -> Result<(), Fault> {
-        let fs = &self.store.inner.fs;
-        for d in [self.dir.clone(), self.p("journals")] {
+        let fs = &self.s.store.inner.fs;
+        for d in [self.s.dir.clone(), self.s.p("journals")] {
             for name in fs.list(&d)? {
                 if is_hidden(&name) {
                     fs.remove_file(&d.join(name))?;
@@ -100,27 +142,22 @@ impl Session {
         Ok(())
     }
 
-    /// Removes this session's snapshot directory (record log, journals), then sweeps
-    /// unreferenced blobs. Refused on a newer store.
-    pub fn clear_session(&self) -> Result<GcReport, ClearError> {
-        let mut st = self.lock_state();
-        self.store.guard_writable()?;
-        let _g = self.store.lock_exclusive()?;
-        self.store.remove_tree(&self.dir)?;
+    pub(crate) fn clear_session(&self) -> Result<GcReport, ClearError> {
+        let mut st = self.s.lock_state();
+        self.s.store.guard_writable()?;
+        let _g = self.s.store.lock_exclusive()?;
+        self.s.store.remove_tree(&self.s.dir)?;
         st.idx = Index::default();
         st.log = None;
         st.prepared = false;
         st.legacy_checked = true;
-        Ok(self.store.collect_garbage_locked()?)
+        Ok(self.s.store.collect_garbage_locked()?)
     }
 
-    /// Records the host's session-log format `format`; when a different format was
-    /// recorded, the session's snapshots are cleared first (anchors are log seqs, so
-    /// they are not re-mapped across formats).
-    pub fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
-        self.store.guard_writable()?;
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
+    pub(crate) fn reconcile_format(&self, format: &str) -> Result<FormatOutcome, ClearError> {
+        self.s.store.guard_writable()?;
+        let mut st = self.s.lock_state();
+        self.s.sync(&mut st)?;
         let previous = st.idx.format.clone();
         let outcome = if previous.as_deref() == Some(format) {
             return Ok(FormatOutcome::Unchanged);
@@ -129,11 +166,11 @@ impl Session {
         } else {
             drop(st);
             self.clear_session()?;
-            st = self.lock_state();
+            st = self.s.lock_state();
             FormatOutcome::Cleared { previous }
         };
-        self.prepare(&mut st)?;
-        self.append(
+        self.s.prepare(&mut st)?;
+        self.s.append(
             &mut st,
             vec![Record::Format {
                 format: Some(format.to_string()),
@@ -143,13 +180,18 @@ impl Session {
     }
 
     pub(crate) fn has_journals(&self) -> Result<bool, Fault> {
-        Ok(!self.store.inner.fs.list(&self.p("journals"))?.is_empty())
+        Ok(!self
+            .s
+            .store
+            .inner
+            .fs
+            .list(&self.s.p("journals"))?
+            .is_empty())
     }
 
-    /// The recorded session-log format, if any.
-    pub fn format(&self) -> Result<Option<String>, RecheckError> {
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
+    pub(crate) fn format(&self) -> Result<Option<String>, RecheckError> {
+        let mut st = self.s.lock_state();
+        self.s.sync(&mut st)?;
         Ok(st.idx.format.clone())
     }
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{Fault, FsFailure, RecheckError};
-use crate::format::{BeforeState, Entry, EntrySource, GroupRecord, Known, RECORD_VERSION};
+use crate::format::{BeforeState, Entry, EntrySource, Known};
 use crate::fsio::{FileKind, Walk, WsDir};
 use crate::outcome::PathFailure;
 use crate::path::RelPath;
@@ -33,27 +33,17 @@ pub struct RecheckOutcome {
     pub failed: Vec<PathFailure>,
 }
 
+/// The session's re-check of tracked files at a message boundary: every change made
+/// outside a captured call is recorded before the next turn.
+#[derive(Clone, Copy)]
+pub(crate) struct Recheck<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl Session {
-    /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.
-    pub(crate) fn load_groups(&self, min_anchor: u64) -> Result<Vec<(u64, GroupRecord)>, Fault> {
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
-        let mut out = Vec::new();
-        for (seq, gs) in st.idx.groups.range(min_anchor..) {
-            for g in gs {
-                let entries = g.entries().map_err(|d| self.damaged(d))?.into_owned();
-                out.push((
-                    *seq,
-                    GroupRecord {
-                        v: RECORD_VERSION,
-                        anchor_seq: *seq,
-                        source: g.source.clone(),
-                        entries,
-                    },
-                ));
-            }
-        }
-        Ok(out)
+    /// The session's boundary re-check.
+    pub(crate) fn recheck(&self) -> Recheck<'_> {
+        Recheck { s: self }
     }
 
     /// [`Session::recheck_tracked`] of a forked session: at its first boundary (before it
@@ -65,6 +55,34 @@ impl Session {
     /// own state; of several ancestors the nearest one's state is taken. With no
     /// ancestors this is exactly [`Session::recheck_tracked`].
     pub fn recheck_tracked_chain(
+        &self,
+        anchor_seq: u64,
+        ancestors: &[crate::chain::ChainLink],
+    ) -> Result<RecheckOutcome, RecheckError> {
+        self.recheck().recheck_tracked_chain(anchor_seq, ancestors)
+    }
+
+    /// At a user-message boundary (`anchor_seq` = that message's seq): checks every
+    /// tracked path and records the current state of each whose disk state changed
+    /// since the store last knew it. Unchanged paths (same size, mtime, ctime, inode,
+    /// mode, type) are not read.
+    pub fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
+        self.recheck().recheck_tracked(anchor_seq)
+    }
+
+    /// The tracked paths (every path with a recorded before-state, plus the cache).
+    pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
+        self.recheck().tracked_paths()
+    }
+
+    /// The anchors that have a group, ascending.
+    pub fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
+        self.recheck().anchors()
+    }
+}
+
+impl Recheck<'_> {
+    pub(crate) fn recheck_tracked_chain(
         &self,
         anchor_seq: u64,
         ancestors: &[crate::chain::ChainLink],
@@ -82,20 +100,20 @@ impl Session {
         ancestors: &[crate::chain::ChainLink],
     ) -> Result<usize, RecheckError> {
         {
-            let mut st = self.lock_state();
-            self.prepare(&mut st)?;
+            let mut st = self.s.lock_state();
+            self.s.prepare(&mut st)?;
             if st.idx.boundary.is_some() {
                 return Ok(0);
             }
         }
         let mut taken: std::collections::BTreeMap<RelPath, Known> = Default::default();
-        let mut seen = vec![self.id.clone()];
+        let mut seen = vec![self.s.id.clone()];
         for link in ancestors {
             if seen.contains(&link.session_id) {
                 continue;
             }
             seen.push(link.session_id.clone());
-            let anc = match self.ancestor_view(&link.session_id) {
+            let anc = match self.s.planner().ancestor_view(&link.session_id) {
                 Ok(a) => a,
                 Err(crate::chain::AncestorFail::Id(reason)) => {
                     return Err(RecheckError::InvalidAncestor {
@@ -105,16 +123,16 @@ impl Session {
                 }
                 Err(crate::chain::AncestorFail::Fs(f)) => return Err(Fault::from(f).into()),
             };
-            for (path, known) in anc.tracked_known()? {
+            for (path, known) in anc.recheck().tracked_known()? {
                 taken.entry(path).or_insert(known);
             }
         }
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
         if st.idx.boundary.is_some() {
             return Ok(0);
         }
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         let updates: Vec<TrackedUpdate> = taken
             .into_iter()
             .filter(|(path, _)| !st.idx.tracked.contains_key(path))
@@ -126,17 +144,17 @@ impl Session {
             .collect();
         let n = updates.len();
         if n > 0 {
-            let _g = self.lock_shared()?;
-            self.append(&mut st, tracked_records(updates))?;
+            let _g = self.s.lock_shared()?;
+            self.s.append(&mut st, tracked_records(updates))?;
         }
         Ok(n)
     }
 
     /// Every tracked path with what the store last knew of it.
     fn tracked_known(&self) -> Result<Vec<(RelPath, Known)>, RecheckError> {
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        let mut st = self.s.lock_state();
+        self.s.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         Ok(st
             .idx
             .tracked
@@ -145,15 +163,11 @@ impl Session {
             .collect())
     }
 
-    /// At a user-message boundary (`anchor_seq` = that message's seq): checks every
-    /// tracked path and records the current state of each whose disk state changed
-    /// since the store last knew it. Unchanged paths (same size, mtime, ctime, inode,
-    /// mode, type) are not read.
-    pub fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+    pub(crate) fn recheck_tracked(&self, anchor_seq: u64) -> Result<RecheckOutcome, RecheckError> {
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         let paths: Vec<(RelPath, (Known, Option<u64>))> = st
             .idx
             .tracked
@@ -186,7 +200,7 @@ impl Session {
                 if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
                     let mut created = Vec::new();
                     cached = None;
-                    let d = match self.ws.walk_parent(&rel, false, &mut created)? {
+                    let d = match self.s.ws.walk_parent(&rel, false, &mut created)? {
                         Walk::Parent(d) => Some(d),
                         _ => None,
                     };
@@ -194,7 +208,7 @@ impl Session {
                 }
                 let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
                 let now = match dir {
-                    Some(d) => match self.ws.lstat(d, name, &rel)? {
+                    Some(d) => match self.s.ws.lstat(d, name, &rel)? {
                         None => Known::Absent,
                         Some(meta) => Known::Present {
                             meta,
@@ -203,7 +217,7 @@ impl Session {
                         },
                     },
                     // Parent missing or blocked: find out which through the full path.
-                    None => self.observe_meta(&rel)?,
+                    None => self.s.staging().observe_meta(&rel)?,
                 };
                 // Unchanged = same metadata and content already known. A file a tool wrote
                 // since (content unknown) is recorded once, so every boundary's state is exact.
@@ -226,10 +240,10 @@ impl Session {
                     (&known, &now),
                     (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
                 );
-                let order = self.store.next_order();
+                let order = self.s.store.next_order();
                 let (before, new_known, _) = match dir {
-                    Some(d) => self.capture_in(d, &rel)?,
-                    None => self.capture_path(&rel)?,
+                    Some(d) => self.s.staging().capture_in(d, &rel)?,
+                    None => self.s.staging().capture_path(&rel)?,
                 };
                 Ok(Some((before, new_known, order, tool_content)))
             })();
@@ -268,11 +282,11 @@ impl Session {
             if rerun {
                 if let Some(e) = self.backdated_entry(&rel, &known, since, anchor_seq, order) {
                     backdated.push(e);
-                    order = self.store.next_order();
+                    order = self.s.store.next_order();
                 }
             } else if let Some(prev) = prev_boundary {
                 if let Some(e) =
-                    self.backdated_entry(&rel, &known, since, prev, self.store.next_order())
+                    self.backdated_entry(&rel, &known, since, prev, self.s.store.next_order())
                 {
                     backdated.push(e);
                 }
@@ -300,7 +314,8 @@ impl Session {
             prev_boundary
         };
         if let (Some(at), false) = (backdate_at, backdated.is_empty()) {
-            self.append_group(&mut st, at, EntrySource::Recheck, backdated, Vec::new())?;
+            self.s
+                .append_group(&mut st, at, EntrySource::Recheck, backdated, Vec::new())?;
         }
         let mut also = Vec::new();
         if !tool_written.is_empty() {
@@ -320,9 +335,10 @@ impl Session {
             also.push(Record::Boundary { anchor_seq });
         }
         if !entries.is_empty() {
-            self.append_group(&mut st, anchor_seq, EntrySource::Recheck, entries, also)?;
+            self.s
+                .append_group(&mut st, anchor_seq, EntrySource::Recheck, entries, also)?;
         } else if !also.is_empty() {
-            self.append(&mut st, also)?;
+            self.s.append(&mut st, also)?;
         }
         Ok(outcome)
     }
@@ -346,7 +362,7 @@ impl Session {
                 meta,
                 sha256: Some(sha),
                 recorded: true,
-            } if meta.kind == FileKind::File && self.store.has_blob(sha) => BeforeState::File {
+            } if meta.kind == FileKind::File && self.s.store.has_blob(sha) => BeforeState::File {
                 sha256: sha.clone(),
                 size: meta.size,
                 mode: meta.mode,
@@ -360,18 +376,16 @@ impl Session {
         })
     }
 
-    /// The tracked paths (every path with a recorded before-state, plus the cache).
-    pub fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+    pub(crate) fn tracked_paths(&self) -> Result<Vec<RelPath>, RecheckError> {
+        let mut st = self.s.lock_state();
+        self.s.sync(&mut st)?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         Ok(st.idx.tracked.keys().cloned().collect())
     }
 
-    /// The anchors that have a group, ascending.
-    pub fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
-        let mut st = self.lock_state();
-        self.sync(&mut st)?;
+    pub(crate) fn anchors(&self) -> Result<Vec<u64>, RecheckError> {
+        let mut st = self.s.lock_state();
+        self.s.sync(&mut st)?;
         Ok(st.idx.groups.keys().copied().collect())
     }
 }

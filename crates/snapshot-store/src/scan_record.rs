@@ -45,10 +45,42 @@ enum Mode {
     Outside,
 }
 
+/// The session's workspace scans: one scan of the workspace and what each phase records.
+#[derive(Clone, Copy)]
+pub(crate) struct WorkspaceScan<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl Session {
+    /// The session's workspace scans.
+    pub(crate) fn workspace_scan(&self) -> WorkspaceScan<'_> {
+        WorkspaceScan { s: self }
+    }
+
+    /// Scans the session's workspace (see [`ScanPhase`]) and records what changed:
+    ///
+    /// * `After` a tool call: every change since the previous scan is that call's
+    ///   before-state in the group of `anchor_seq` (also when the call failed).
+    /// * `Before` a tool call: changes since the previous scan of this turn (a
+    ///   background job, an editor) are recorded the same way, except those a
+    ///   committed write-tool capture already explains. When this session's
+    ///   previous scan was in an earlier turn, it behaves as `Boundary`.
+    /// * `Boundary`: changes to paths a tool touched are left to
+    ///   [`Session::recheck_tracked`]; changes to any other path are recorded as
+    ///   outside notes (listed by a plan, never restored).
+    ///
+    /// The first scan of a workspace reads every in-scope file into the store (the
+    /// baseline, shared by every session of the workspace) and records nothing.
+    /// Scans of one workspace are serialized across threads and processes.
+    pub fn scan(&self, req: &ScanRequest) -> Result<ScanReport, ScanError> {
+        self.workspace_scan().scan(req)
+    }
+}
+
+impl WorkspaceScan<'_> {
     pub(crate) fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
-        let path = self.p("scan.json");
-        match self.store.inner.fs.read_opt(&path)? {
+        let path = self.s.p("scan.json");
+        match self.s.store.inner.fs.read_opt(&path)? {
             None => Ok(None),
             Some(bytes) => match parse_record::<ScanSessionState>(&path, &bytes) {
                 Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(Some(s)),
@@ -77,7 +109,7 @@ impl Session {
             },
             FileKind::File => match &e.cov {
                 Coverage::Hashed(_) => match e.sha_hex() {
-                    Some(sha) if self.store.has_blob(&sha) => BeforeState::File {
+                    Some(sha) if self.s.store.has_blob(&sha) => BeforeState::File {
                         sha256: sha,
                         size: e.stat.size,
                         mode: e.stat.perm(),
@@ -109,7 +141,7 @@ impl Session {
     /// A change a committed capture of the write tools explains: the tracked map
     /// already holds the path's current disk state.
     fn explained(&self, st: &mut State, path: &RelPath, c: &Change) -> Result<bool, Fault> {
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         Ok(match (st.idx.tracked.get(path).map(|t| &t.known), &c.new) {
             (Some(Known::Absent), None) => true,
             (Some(Known::Present { meta, .. }), Some(n)) => *meta == n.stat.disk_meta(),
@@ -119,26 +151,11 @@ impl Session {
 
     /// Whether a tool ever recorded a before-state of `path` in this session.
     fn is_tracked(&self, st: &mut State, path: &RelPath) -> Result<bool, Fault> {
-        st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        st.idx.merge_group_paths().map_err(|d| self.s.damaged(d))?;
         Ok(st.idx.tracked.contains_key(path))
     }
 
-    /// Scans the session's workspace (see [`ScanPhase`]) and records what changed:
-    ///
-    /// * `After` a tool call: every change since the previous scan is that call's
-    ///   before-state in the group of `anchor_seq` (also when the call failed).
-    /// * `Before` a tool call: changes since the previous scan of this turn (a
-    ///   background job, an editor) are recorded the same way, except those a
-    ///   committed write-tool capture already explains. When this session's
-    ///   previous scan was in an earlier turn, it behaves as `Boundary`.
-    /// * `Boundary`: changes to paths a tool touched are left to
-    ///   [`Session::recheck_tracked`]; changes to any other path are recorded as
-    ///   outside notes (listed by a plan, never restored).
-    ///
-    /// The first scan of a workspace reads every in-scope file into the store (the
-    /// baseline, shared by every session of the workspace) and records nothing.
-    /// Scans of one workspace are serialized across threads and processes.
-    pub fn scan(&self, req: &ScanRequest) -> Result<ScanReport, ScanError> {
+    pub(crate) fn scan(&self, req: &ScanRequest) -> Result<ScanReport, ScanError> {
         let t0 = Instant::now();
         if let Some(id) = &req.call_id {
             encode_id(id).map_err(|reason| ScanError::InvalidCallId {
@@ -147,9 +164,10 @@ impl Session {
             })?;
         }
         let root = self
+            .s
             .workspace_root()
             .ok_or_else(|| ScanError::NoWorkspace {
-                session: self.id.clone(),
+                session: self.s.id.clone(),
             })?
             .to_path_buf();
         let canonical = std::fs::canonicalize(&root).map_err(|source| ScanError::Workspace {
@@ -157,19 +175,19 @@ impl Session {
             source,
         })?;
         let key = workspace_key(&canonical);
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let slot = slot(&self.store, &key);
-        let mut locked = lock(&self.store, &key, &slot)?;
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        let slot = slot(&self.s.store, &key);
+        let mut locked = lock(&self.s.store, &key, &slot)?;
         let limits = Limits {
-            cap: self.store.max_file_bytes(),
+            cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,
             max_files: req.max_files,
             progress_batch: req.progress_batch,
             threads: req.threads,
         };
-        let mut out = run(&mut locked, &self.ws, &root, &limits)?;
+        let mut out = run(&mut locked, &self.s.ws, &root, &limits)?;
         let mut report = ScanReport {
             files: out.files,
             baseline_complete: out.baseline_complete,
@@ -249,7 +267,7 @@ impl Session {
             }
             entries.push(Entry {
                 path,
-                order: self.store.next_order(),
+                order: self.s.store.next_order(),
                 before: self.before_of(c.old.as_ref()),
             });
         }
@@ -258,7 +276,7 @@ impl Session {
         match mode {
             Mode::Restorable { .. } if entries.is_empty() => {}
             Mode::Restorable { source, .. } => {
-                self.append_group(
+                self.s.append_group(
                     &mut st,
                     req.anchor_seq,
                     source,
@@ -275,7 +293,8 @@ impl Session {
                     .map(|s| s.anchor_seq)
                     .filter(|a| *a < req.anchor_seq)
                     .unwrap_or(req.anchor_seq);
-                self.append_group(&mut st, at, EntrySource::Outside, entries, Vec::new())?;
+                self.s
+                    .append_group(&mut st, at, EntrySource::Outside, entries, Vec::new())?;
             }
         }
         // The index moves on only once the changes are recorded: a failure before this
@@ -289,10 +308,11 @@ impl Session {
                 workspace: key,
                 anchor_seq: req.anchor_seq,
             };
-            self.store
+            self.s
+                .store
                 .inner
                 .fs
-                .write_atomic(&self.p("scan.json"), &to_json(&rec))?;
+                .write_atomic(&self.s.p("scan.json"), &to_json(&rec))?;
         }
         drop(locked);
         report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;

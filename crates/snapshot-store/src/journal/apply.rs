@@ -10,7 +10,6 @@ use crate::error::FsFailure;
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
 use crate::seam::CrashPoint;
-use crate::session::Session;
 
 /// What a single apply did.
 pub(super) enum Applied {
@@ -27,7 +26,7 @@ pub(super) enum Guard<'a> {
     Content(Vec<&'a Desired>),
 }
 
-impl Session {
+impl Journal<'_> {
     /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink.
     /// In `ProcessCrash` mode a small file that exists is rewritten in place (the
     /// blob read and verified first; `partial` is the crash point between the two
@@ -47,6 +46,7 @@ impl Session {
         let mut created = Vec::new();
         let want_create = create && matches!(desired, Desired::File { .. });
         let walk = self
+            .s
             .ws
             .walk_parent(rel, want_create, &mut created)
             .map_err(|e| e.to_string())?;
@@ -63,7 +63,11 @@ impl Session {
             Walk::Parent(d) => d,
         };
         let (_, name) = rel.split_last();
-        let cur = self.ws.lstat(&dir, name, rel).map_err(|e| e.to_string())?;
+        let cur = self
+            .s
+            .ws
+            .lstat(&dir, name, rel)
+            .map_err(|e| e.to_string())?;
         let over = matches!(guard, Guard::Meta(_));
         match &guard {
             Guard::Meta(expected) => {
@@ -93,7 +97,10 @@ impl Session {
             Desired::Absent => match cur {
                 None => Ok(Applied::Already),
                 Some(m) if m.kind == FileKind::File => {
-                    self.ws.unlink(&dir, name, rel).map_err(|e| e.to_string())?;
+                    self.s
+                        .ws
+                        .unlink(&dir, name, rel)
+                        .map_err(|e| e.to_string())?;
                     Ok(Applied::Deleted)
                 }
                 Some(_) => Err("is not a regular file; not deleted".into()),
@@ -103,7 +110,7 @@ impl Session {
                     if m.kind != FileKind::File {
                         return Err("is not a regular file; not replaced".into());
                     }
-                    if !self.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
+                    if !self.s.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
                         let wrote = self
                             .write_in_place(
                                 &dir,
@@ -120,22 +127,30 @@ impl Session {
                     }
                 }
                 let (tmp, mut f) = self
+                    .s
                     .ws
                     .create_tmp(&dir, name, rel)
                     .map_err(|e| e.to_string())?;
                 let r = (|| -> Result<(), CopyFail> {
-                    copy_blob_to(&self.store.inner.fs, &self.ws, sha256, *size, &mut f, rel)?;
-                    self.ws.set_mode(&f, rel, *mode)?;
-                    self.ws.sync_file(&f, rel)?;
+                    copy_blob_to(
+                        &self.s.store.inner.fs,
+                        &self.s.ws,
+                        sha256,
+                        *size,
+                        &mut f,
+                        rel,
+                    )?;
+                    self.s.ws.set_mode(&f, rel, *mode)?;
+                    self.s.ws.sync_file(&f, rel)?;
                     Ok(())
                 })();
                 drop(f);
                 if let Err(e) = r {
-                    self.ws.discard_tmp(&dir, &tmp);
+                    self.s.ws.discard_tmp(&dir, &tmp);
                     return Err(e.to_string());
                 }
-                if let Err(e) = self.ws.rename(&dir, &tmp, name, rel) {
-                    self.ws.discard_tmp(&dir, &tmp);
+                if let Err(e) = self.s.ws.rename(&dir, &tmp, name, rel) {
+                    self.s.ws.discard_tmp(&dir, &tmp);
                     return Err(e.to_string());
                 }
                 Ok(Applied::Written)
@@ -169,8 +184,8 @@ impl Session {
         (seen, over): (&DiskMeta, bool),
         partial: Option<CrashPoint>,
     ) -> Result<bool, CopyFail> {
-        let bytes = read_blob_verified(&self.store.inner.fs, sha256, size)?;
-        let (mut f, now) = match self.ws.open_write(dir, name, rel) {
+        let bytes = read_blob_verified(&self.s.store.inner.fs, sha256, size)?;
+        let (mut f, now) = match self.s.ws.open_write(dir, name, rel) {
             Ok(o) => o,
             Err(e)
                 if e.raw_os_error()
@@ -189,24 +204,24 @@ impl Session {
             return Err(CopyFail::Changed);
         }
         if !over {
-            self.ws.truncate(&f, rel, 0)?;
+            self.s.ws.truncate(&f, rel, 0)?;
         }
-        let partial = partial.filter(|_| self.ws.io.seam.wants_partial_writes());
+        let partial = partial.filter(|_| self.s.ws.io.seam.wants_partial_writes());
         let half = if partial.is_some() {
             bytes.len() / 2
         } else {
             0
         };
         if let Some(p) = partial.filter(|_| half > 0) {
-            self.ws.write_all(&mut f, rel, &bytes[..half])?;
-            self.store.inner.fs.io.crash(p);
+            self.s.ws.write_all(&mut f, rel, &bytes[..half])?;
+            self.s.store.inner.fs.io.crash(p);
         }
-        self.ws.write_all(&mut f, rel, &bytes[half..])?;
+        self.s.ws.write_all(&mut f, rel, &bytes[half..])?;
         if over && now.size > size {
-            self.ws.truncate(&f, rel, size)?;
+            self.s.ws.truncate(&f, rel, size)?;
         }
         if now.mode & 0o7777 != mode & 0o7777 {
-            self.ws.set_mode(&f, rel, mode)?;
+            self.s.ws.set_mode(&f, rel, mode)?;
         }
         Ok(true)
     }
@@ -233,11 +248,11 @@ impl Session {
             return Ok(false);
         }
         let mut created = Vec::new();
-        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
+        let Walk::Parent(dir) = self.s.ws.walk_parent(rel, false, &mut created)? else {
             return Ok(false);
         };
         let (_, name) = rel.split_last();
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         let checks = files.iter().flat_map(|new| {
             std::iter::once((*new, None)).chain(
                 files
@@ -247,7 +262,7 @@ impl Session {
             )
         });
         for (new, old) in checks {
-            let opened = match self.ws.open_read(&dir, name, rel) {
+            let opened = match self.s.ws.open_read(&dir, name, rel) {
                 Ok(o) => o,
                 Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
                     return Ok(false);
@@ -261,9 +276,9 @@ impl Session {
                 return Ok(false);
             }
             let torn = match old {
-                None => is_prefix_of_blob(fs, &self.ws, &mut f, rel, meta.size, new.0, new.1)?,
+                None => is_prefix_of_blob(fs, &self.s.ws, &mut f, rel, meta.size, new.0, new.1)?,
                 Some(old) if old.1 == meta.size => {
-                    is_overwrite_of_blob(fs, &self.ws, &mut f, rel, meta.size, new, old)?
+                    is_overwrite_of_blob(fs, &self.s.ws, &mut f, rel, meta.size, new, old)?
                 }
                 Some(_) => false,
             };
@@ -284,6 +299,8 @@ impl Session {
             None => Ok(Some(Desired::Absent)),
             Some(m) if m.kind != FileKind::File => Ok(None),
             Some(_) => Ok(self
+                .s
+                .planner()
                 .hash_current(rel)?
                 .map(|(sha256, size, m)| Desired::File {
                     sha256,
@@ -294,7 +311,7 @@ impl Session {
     }
 
     pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {
-        match self.observe(rel)? {
+        match self.s.planner().observe(rel)? {
             crate::plan::Observed::Absent(_) => Ok(Some(Desired::Absent)),
             crate::plan::Observed::Blocked(_) => Ok(None),
             crate::plan::Observed::File { meta } => self.content_state(rel, Some(&meta)),
@@ -304,7 +321,7 @@ impl Session {
     /// Durable mode: `fsync` every directory a pass wrote into or deleted from (and
     /// their ancestors), once, before a terminal line claims the pass is complete.
     pub(super) fn sync_touched(&self, out: &RestoreOutcome) -> Result<(), FsFailure> {
-        if !self.ws.io.durable {
+        if !self.s.ws.io.durable {
             return Ok(());
         }
         let mut dirs: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
@@ -325,8 +342,8 @@ impl Session {
                 continue;
             };
             let mut created = Vec::new();
-            if let Walk::Parent(dir) = self.ws.walk_parent(&probe, false, &mut created)? {
-                self.ws.sync_dir(&dir, &probe)?;
+            if let Walk::Parent(dir) = self.s.ws.walk_parent(&probe, false, &mut created)? {
+                self.s.ws.sync_dir(&dir, &probe)?;
             }
         }
         Ok(())

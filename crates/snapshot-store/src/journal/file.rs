@@ -69,8 +69,32 @@ impl Loaded {
 }
 
 impl Session {
+    /// Status of every open restore journal of this session (to report after a restart).
+    pub fn reconcile_restores(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+        self.journal().reconcile_restores()
+    }
+
+    /// Status of one restore operation.
+    pub fn restore_status(&self, op_id: &str) -> Result<RestoreStatus, JournalError> {
+        self.journal().restore_status(op_id)
+    }
+
+    /// Status of every journal of this session, oldest first.
+    pub fn restore_statuses(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+        self.journal().restore_statuses()
+    }
+
+    /// Like [`Session::restore_statuses`], but a journal that cannot be read does not hide
+    /// the others: the readable ones come first (oldest first), then each unreadable one
+    /// by its op id (decoded from the file name) with why.
+    pub fn restore_statuses_each(&self) -> Result<ReadStatuses, ReconcileError> {
+        self.journal().restore_statuses_each()
+    }
+}
+
+impl Journal<'_> {
     pub(super) fn journal_paths(&self, enc_op: &str) -> (PathBuf, PathBuf) {
-        let d = self.dir.join("journals");
+        let d = self.s.dir.join("journals");
         (
             d.join(format!("{enc_op}.json")),
             d.join(format!("{enc_op}.log")),
@@ -83,7 +107,8 @@ impl Session {
         log: &mut LogWriter,
         out: &mut RestoreOutcome,
     ) -> Result<(), FsFailure> {
-        self.store
+        self.s
+            .store
             .inner
             .fs
             .io
@@ -102,7 +127,7 @@ impl Session {
     }
 
     pub(super) fn log(&self, log: &mut LogWriter, line: LogLine) -> Result<(), FsFailure> {
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         if log.file.is_none() {
             log.file = Some(fs.open_append(&log.path)?);
         }
@@ -170,9 +195,9 @@ impl Session {
         needed: JournalState,
         pass: impl FnOnce(Loaded) -> Result<R, JournalError>,
     ) -> Result<R, JournalError> {
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
         let l = self.load_journal(op_id)?;
         if l.state != needed {
             return Err(JournalError::WrongState {
@@ -191,7 +216,7 @@ impl Session {
             reason,
         })?;
         let (ipath, lpath) = self.journal_paths(&enc);
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         let Some(bytes) = fs.read_opt(&ipath)? else {
             return Err(JournalError::UnknownOp {
                 op_id: op_id.into(),
@@ -213,7 +238,7 @@ impl Session {
             rollback_started: false,
             log: lpath.to_path_buf(),
         };
-        let bytes = self.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
+        let bytes = self.s.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
         let complete_len = bytes
             .iter()
             .rposition(|b| *b == b'\n')
@@ -266,8 +291,7 @@ impl Session {
         Ok(l)
     }
 
-    /// Status of every open restore journal of this session (to report after a restart).
-    pub fn reconcile_restores(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+    pub(crate) fn reconcile_restores(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
         Ok(self
             .restore_statuses()?
             .into_iter()
@@ -275,25 +299,20 @@ impl Session {
             .collect())
     }
 
-    /// Status of one restore operation.
-    pub fn restore_status(&self, op_id: &str) -> Result<RestoreStatus, JournalError> {
+    pub(crate) fn restore_status(&self, op_id: &str) -> Result<RestoreStatus, JournalError> {
         let l = self.load_journal(op_id)?;
         Ok(l.status())
     }
 
-    /// Status of every journal of this session, oldest first.
-    pub fn restore_statuses(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
+    pub(crate) fn restore_statuses(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
         let mut all = self.all_journals()?;
         all.sort_by_key(|(o, _, _)| *o);
         Ok(all.into_iter().map(|(_, _, s)| s).collect())
     }
 
-    /// Like [`Session::restore_statuses`], but a journal that cannot be read does not hide
-    /// the others: the readable ones come first (oldest first), then each unreadable one
-    /// by its op id (decoded from the file name) with why.
-    pub fn restore_statuses_each(&self) -> Result<ReadStatuses, ReconcileError> {
-        let fs = &self.store.inner.fs;
-        let jdir = self.dir.join("journals");
+    pub(crate) fn restore_statuses_each(&self) -> Result<ReadStatuses, ReconcileError> {
+        let fs = &self.s.store.inner.fs;
+        let jdir = self.s.dir.join("journals");
         let mut good = Vec::new();
         let mut bad = Vec::new();
         for name in fs.list(&jdir).map_err(Fault::from)? {
@@ -323,8 +342,8 @@ impl Session {
     }
 
     fn all_journals(&self) -> Result<Vec<(u64, String, RestoreStatus)>, Fault> {
-        let fs = &self.store.inner.fs;
-        let jdir = self.dir.join("journals");
+        let fs = &self.s.store.inner.fs;
+        let jdir = self.s.dir.join("journals");
         let mut out = Vec::new();
         for name in fs.list(&jdir)? {
             let s = name.to_string_lossy().into_owned();
@@ -345,8 +364,8 @@ impl Session {
 
     /// Removes finished journals beyond the newest `keep`; returns how many.
     pub(crate) fn prune_journals(&self, keep: usize) -> Result<usize, Fault> {
-        let fs = &self.store.inner.fs;
-        let jdir = self.dir.join("journals");
+        let fs = &self.s.store.inner.fs;
+        let jdir = self.s.dir.join("journals");
         let mut finished: Vec<(u64, String)> = self
             .all_journals()?
             .into_iter()

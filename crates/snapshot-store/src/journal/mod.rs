@@ -21,6 +21,7 @@ use crate::fsio::DiskMeta;
 use crate::outcome::{JournalState, PathFailure};
 use crate::path::RelPath;
 use crate::plan::{SkippedPath, UncoveredPath};
+use crate::session::Session;
 
 /// Files up to this size that exist are restored in place in `ProcessCrash` mode
 /// (their blob is held in memory while written).
@@ -77,6 +78,20 @@ pub(crate) struct JournalIntent {
     pub target_seq: u64,
     pub order: u64,
     pub actions: Vec<JournalAction>,
+}
+
+/// The session's restore journals: a journaled restore and its continue, rollback,
+/// undo and redo, and the state of every journal.
+#[derive(Clone, Copy)]
+pub(crate) struct Journal<'s> {
+    pub(crate) s: &'s Session,
+}
+
+impl Session {
+    /// The session's restore journals.
+    pub(crate) fn journal(&self) -> Journal<'_> {
+        Journal { s: self }
+    }
 }
 
 impl JournalIntent {

@@ -36,6 +36,32 @@ fn changed(text: &str) -> RescueFail {
 }
 
 impl Session {
+    /// Runs a plan as journaled operation `op_id`.
+    ///
+    /// Before the first mutation, saves the current bytes of every planned path
+    /// (rescue) and writes the intent journal. Then applies one action at a time,
+    /// each an atomic replace or an unlink; a per-path failure is recorded and the
+    /// pass goes on. Without failures the journal ends `completed`; otherwise it
+    /// stays open for [`Session::continue_restore`] or [`Session::rollback_restore`].
+    ///
+    /// A path that changed since the plan is refused before any mutation and
+    /// reported in `failed`; it does not keep the journal open.
+    ///
+    /// Restored states are deliberately not marked as known to the tracked cache:
+    /// the next [`Session::recheck_tracked`] records them (deduplicated) together with
+    /// the state before them at the previous boundary, so later rewinds stay exact.
+    pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
+        self.journal().restore(plan, op_id)
+    }
+
+    /// Finishes an open (interrupted or partly failed) restore: retries every action
+    /// not yet applied. A path changed since the restore began is left alone (failure).
+    pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+        self.journal().continue_restore(op_id)
+    }
+}
+
+impl Journal<'_> {
     /// When the plan hashed this file, its content is already in the store, and nothing
     /// in its metadata changed since, the stored blob is the rescue copy (no re-read).
     fn planned_blob(
@@ -49,7 +75,7 @@ impl Session {
             ..
         } = current
         {
-            if meta == now && self.store.inner.fs.blob_size(sha)? == Some(now.size) {
+            if meta == now && self.s.store.inner.fs.blob_size(sha)? == Some(now.size) {
                 return Ok(Some(Desired::File {
                     sha256: sha.clone(),
                     size: now.size,
@@ -67,7 +93,7 @@ impl Session {
         current: &Current,
     ) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
         let mut created = Vec::new();
-        let walk = self.ws.walk_parent(rel, false, &mut created)?;
+        let walk = self.s.ws.walk_parent(rel, false, &mut created)?;
         let (_, name) = rel.split_last();
         let (state, meta) = match walk {
             Walk::Blocked(..) => {
@@ -76,7 +102,7 @@ impl Session {
                 ));
             }
             Walk::Missing(_) => (Desired::Absent, None),
-            Walk::Parent(dir) => match self.ws.lstat(&dir, name, rel)? {
+            Walk::Parent(dir) => match self.s.ws.lstat(&dir, name, rel)? {
                 None => (Desired::Absent, None),
                 Some(m) if m.kind != FileKind::File || m.nlink > 1 => {
                     return Err(changed(
@@ -86,7 +112,7 @@ impl Session {
                 Some(m) => match self.planned_blob(current, &m)? {
                     Some(state) => (state, Some(m)),
                     None => {
-                        let opened = match self.ws.open_read(&dir, name, rel) {
+                        let opened = match self.s.ws.open_read(&dir, name, rel) {
                             Ok(o) => o,
                             Err(e)
                                 if e.raw_os_error()
@@ -106,7 +132,14 @@ impl Session {
                                 "changed since the plan (no longer a plain regular file)",
                             ));
                         }
-                        match store_file(&self.store.inner.fs, &self.ws, &mut f, rel, fm.size, 0)? {
+                        match store_file(
+                            &self.s.store.inner.fs,
+                            &self.s.ws,
+                            &mut f,
+                            rel,
+                            fm.size,
+                            0,
+                        )? {
                             Stored::Blob { sha256, size, .. } => (
                                 Desired::File {
                                     sha256,
@@ -151,35 +184,25 @@ impl Session {
         Ok((state, meta))
     }
 
-    /// Runs a plan as journaled operation `op_id`.
-    ///
-    /// Before the first mutation, saves the current bytes of every planned path
-    /// (rescue) and writes the intent journal. Then applies one action at a time,
-    /// each an atomic replace or an unlink; a per-path failure is recorded and the
-    /// pass goes on. Without failures the journal ends `completed`; otherwise it
-    /// stays open for [`Session::continue_restore`] or [`Session::rollback_restore`].
-    ///
-    /// A path that changed since the plan is refused before any mutation and
-    /// reported in `failed`; it does not keep the journal open.
-    ///
-    /// Restored states are deliberately not marked as known to the tracked cache:
-    /// the next [`Session::recheck_tracked`] records them (deduplicated) together with
-    /// the state before them at the previous boundary, so later rewinds stay exact.
-    pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
+    pub(crate) fn restore(
+        &self,
+        plan: &RestorePlan,
+        op_id: &str,
+    ) -> Result<RestoreOutcome, RestoreError> {
         let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId {
             id: op_id.into(),
             reason,
         })?;
-        if plan.session_id != self.id {
+        if plan.session_id != self.s.id {
             return Err(RestoreError::WrongSession {
                 plan_session: plan.session_id.clone(),
-                session: self.id.clone(),
+                session: self.s.id.clone(),
             });
         }
-        let mut st = self.lock_state();
-        self.prepare(&mut st)?;
-        let _g = self.lock_shared()?;
-        let fs = &self.store.inner.fs;
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        let fs = &self.s.store.inner.fs;
         let (ipath, lpath) = self.journal_paths(&enc);
         if fs.exists(&ipath)? {
             return Err(RestoreError::DuplicateOp {
@@ -238,9 +261,9 @@ impl Session {
         let intent = JournalIntent {
             v: RECORD_VERSION,
             op_id: op_id.to_string(),
-            session_id: self.id.clone(),
+            session_id: self.s.id.clone(),
             target_seq: plan.target_seq,
-            order: self.store.next_order(),
+            order: self.s.store.next_order(),
             actions,
         };
         fs.write_atomic(&ipath, &to_json(&intent))?;
@@ -279,9 +302,7 @@ impl Session {
         Ok(out)
     }
 
-    /// Finishes an open (interrupted or partly failed) restore: retries every action
-    /// not yet applied. A path changed since the restore began is left alone (failure).
-    pub fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+    pub(crate) fn continue_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         self.with_journal(op_id, "continue", JournalState::Open, |l| {
             self.continue_pass(op_id, &l)
         })
@@ -307,13 +328,15 @@ impl Session {
                     Some(CrashPoint::RestoreActionPartial(i)),
                 ),
             };
-            self.store
+            self.s
+                .store
                 .inner
                 .fs
                 .io
                 .crash(CrashPoint::RestoreActionApplied(i));
             self.record(&mut lpath, Phase::Apply, i, &a.path, result, &mut out)?;
-            self.store
+            self.s
+                .store
                 .inner
                 .fs
                 .io
@@ -327,16 +350,16 @@ impl Session {
     }
 }
 
-impl Session {
+impl Journal<'_> {
     /// Removes the directories of `dirs` (deepest first) that hold nothing now but
     /// empty directories (those go too: they were made after the target as well).
     /// A directory still holding anything else is left; a failure is reported in `out`.
     pub(crate) fn remove_emptied_dirs(&self, dirs: &[RelPath], out: &mut RestoreOutcome) {
         for d in dirs {
             let mut created = Vec::new();
-            if let Ok(Walk::Parent(parent)) = self.ws.walk_parent(d, false, &mut created) {
+            if let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(d, false, &mut created) {
                 let (_, name) = d.split_last();
-                let r = self.ws.rmdir_if_empty(&parent, name, d).and_then(|gone| {
+                let r = self.s.ws.rmdir_if_empty(&parent, name, d).and_then(|gone| {
                     if gone {
                         return Ok(());
                     }
@@ -344,7 +367,7 @@ impl Session {
                         return Ok(());
                     };
                     if self.only_empty_dirs(&dir, d, 0)? {
-                        self.ws.rmdir_if_empty(&parent, name, d)?;
+                        self.s.ws.rmdir_if_empty(&parent, name, d)?;
                     }
                     Ok(())
                 });
@@ -364,7 +387,8 @@ impl Session {
         if depth > 64 {
             return Ok(false);
         }
-        self.ws
+        self.s
+            .ws
             .io
             .check(FsOp::ReadDir, Area::Workspace, rel.as_path())?;
         let Ok(entries) = dir.entries() else {
@@ -388,7 +412,7 @@ impl Session {
             if !self.only_empty_dirs(&child, &child_rel, depth + 1)? {
                 return Ok(false);
             }
-            if !self.ws.rmdir_if_empty(dir, name.as_bytes(), &child_rel)? {
+            if !self.s.ws.rmdir_if_empty(dir, name.as_bytes(), &child_rel)? {
                 return Ok(false);
             }
         }

@@ -14,21 +14,76 @@ impl Session {
     /// rescue bytes back (or is deleted if it was absent), and directories the
     /// restore created are removed when empty.
     pub fn rollback_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+        self.journal().rollback_restore(op_id)
+    }
+
+    /// Undoes a completed restore (the user-facing "restore to before this rewind").
+    /// Refused as stale, listing the paths, when any restored path changed since.
+    pub fn undo_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+        self.journal().undo_restore(op_id)
+    }
+
+    /// The paths a completed restore changed that changed again since (an undo must
+    /// be told whether to keep or replace each). Changes nothing.
+    pub fn undo_changed_paths(&self, op_id: &str) -> Result<Vec<RelPath>, JournalError> {
+        self.journal().undo_changed_paths(op_id)
+    }
+
+    /// Plans doing again what the undone restore `op_id` did (a redo): per path its
+    /// undo put back, the state the restore had written, compared with the disk now.
+    /// A path changed since the undo (the disk holds neither what the undo left nor
+    /// that state) must be decided: in `keep` it is left out of the plan, in `take`
+    /// it is planned all the same; while any is in neither list the plan is refused
+    /// as stale, naming them. The plan runs as a restore of its own (its own journal,
+    /// so it can be undone in turn). Changes nothing.
+    pub fn plan_redo(
+        &self,
+        op_id: &str,
+        take: &[RelPath],
+        keep: &[RelPath],
+    ) -> Result<crate::plan::RestorePlan, JournalError> {
+        self.journal().plan_redo(op_id, take, keep)
+    }
+
+    /// Undoes a completed restore, deciding per path about the restored paths that
+    /// changed since: a path in `keep` is left as it is now (listed in `kept`), a
+    /// path in `take` gets its pre-restore state all the same (the newer content is
+    /// replaced). Refused as stale, listing them, while any changed path is in
+    /// neither list; nothing is changed then. Planned against the disk as it is
+    /// now, so later restores of the same paths are never overwritten blindly.
+    pub fn undo_restore_with(
+        &self,
+        op_id: &str,
+        take: &[RelPath],
+        keep: &[RelPath],
+    ) -> Result<RestoreOutcome, JournalError> {
+        self.journal().undo_restore_with(op_id, take, keep)
+    }
+
+    /// Undoes a completed restore, leaving every restored path that changed since as it
+    /// is (listed in `kept`): what finishing an interrupted undo needs, where nobody is
+    /// there to decide. One read of the journal and the disk.
+    pub fn undo_restore_keeping_changed(
+        &self,
+        op_id: &str,
+    ) -> Result<RestoreOutcome, JournalError> {
+        self.journal().undo_restore_keeping_changed(op_id)
+    }
+}
+
+impl Journal<'_> {
+    pub(crate) fn rollback_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         self.with_journal(op_id, "rollback", JournalState::Open, |l| {
             let all: Vec<usize> = (0..l.intent.actions.len()).collect();
             self.revert(op_id, &l, &all, Phase::Rollback)
         })
     }
 
-    /// Undoes a completed restore (the user-facing "restore to before this rewind").
-    /// Refused as stale, listing the paths, when any restored path changed since.
-    pub fn undo_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
+    pub(crate) fn undo_restore(&self, op_id: &str) -> Result<RestoreOutcome, JournalError> {
         self.undo_restore_with(op_id, &[], &[])
     }
 
-    /// The paths a completed restore changed that changed again since (an undo must
-    /// be told whether to keep or replace each). Changes nothing.
-    pub fn undo_changed_paths(&self, op_id: &str) -> Result<Vec<RelPath>, JournalError> {
+    pub(crate) fn undo_changed_paths(&self, op_id: &str) -> Result<Vec<RelPath>, JournalError> {
         self.with_journal(op_id, "undo", JournalState::Completed, |l| {
             Ok(self
                 .changed_since(&l)?
@@ -64,14 +119,7 @@ impl Session {
         Ok(changed)
     }
 
-    /// Plans doing again what the undone restore `op_id` did (a redo): per path its
-    /// undo put back, the state the restore had written, compared with the disk now.
-    /// A path changed since the undo (the disk holds neither what the undo left nor
-    /// that state) must be decided: in `keep` it is left out of the plan, in `take`
-    /// it is planned all the same; while any is in neither list the plan is refused
-    /// as stale, naming them. The plan runs as a restore of its own (its own journal,
-    /// so it can be undone in turn). Changes nothing.
-    pub fn plan_redo(
+    pub(crate) fn plan_redo(
         &self,
         op_id: &str,
         take: &[RelPath],
@@ -114,7 +162,9 @@ impl Session {
                 paths: stale,
             });
         }
-        self.plan_picks(l.intent.target_seq, picks)
+        self.s
+            .planner()
+            .plan_picks(l.intent.target_seq, picks)
             .map_err(|e| match e {
                 crate::error::PlanError::Fs(f) => JournalError::Fs(f),
                 crate::error::PlanError::Corrupt(c) => JournalError::Corrupt(c),
@@ -123,13 +173,7 @@ impl Session {
             })
     }
 
-    /// Undoes a completed restore, deciding per path about the restored paths that
-    /// changed since: a path in `keep` is left as it is now (listed in `kept`), a
-    /// path in `take` gets its pre-restore state all the same (the newer content is
-    /// replaced). Refused as stale, listing them, while any changed path is in
-    /// neither list; nothing is changed then. Planned against the disk as it is
-    /// now, so later restores of the same paths are never overwritten blindly.
-    pub fn undo_restore_with(
+    pub(crate) fn undo_restore_with(
         &self,
         op_id: &str,
         take: &[RelPath],
@@ -140,10 +184,7 @@ impl Session {
         })
     }
 
-    /// Undoes a completed restore, leaving every restored path that changed since as it
-    /// is (listed in `kept`): what finishing an interrupted undo needs, where nobody is
-    /// there to decide. One read of the journal and the disk.
-    pub fn undo_restore_keeping_changed(
+    pub(crate) fn undo_restore_keeping_changed(
         &self,
         op_id: &str,
     ) -> Result<RestoreOutcome, JournalError> {
@@ -217,7 +258,7 @@ impl Session {
     ) -> Result<RestoreOutcome, JournalError> {
         let mut lpath = l.progress_log();
         let mut out = RestoreOutcome::new(op_id);
-        let fs = &self.store.inner.fs;
+        let fs = &self.s.store.inner.fs;
         for &i in which.iter().rev() {
             let a = &l.intent.actions[i];
             let Some(rescue) = &a.rescue else { continue };
@@ -240,9 +281,9 @@ impl Session {
             let a = &l.intent.actions[i];
             for d in a.create_dirs.iter().rev() {
                 let mut created = Vec::new();
-                if let Ok(Walk::Parent(parent)) = self.ws.walk_parent(d, false, &mut created) {
+                if let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(d, false, &mut created) {
                     let (_, name) = d.split_last();
-                    if let Err(e) = self.ws.rmdir_if_empty(&parent, name, d) {
+                    if let Err(e) = self.s.ws.rmdir_if_empty(&parent, name, d) {
                         out.failed.push(PathFailure {
                             path: d.clone(),
                             display: d.display(),

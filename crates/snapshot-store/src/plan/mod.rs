@@ -43,6 +43,13 @@ pub struct RestorePlan {
     pub remove_dirs: Vec<RelPath>,
 }
 
+/// The session's restore planning: what a rewind to an anchor would do, for the
+/// session alone or along its fork chain.
+#[derive(Clone, Copy)]
+pub(crate) struct Planner<'s> {
+    pub(crate) s: &'s Session,
+}
+
 impl RestorePlan {
     /// True when the plan would change nothing.
     pub fn is_empty(&self) -> bool {
@@ -149,9 +156,24 @@ pub(crate) enum Observed {
 }
 
 impl Session {
+    /// The session's restore planning.
+    pub(crate) fn planner(&self) -> Planner<'_> {
+        Planner { s: self }
+    }
+
+    /// Plans restoring the workspace to its state at anchor `target_seq` (inclusive):
+    /// per path, the earliest recorded before-state anchored at or after the target,
+    /// compared with the disk. Changes nothing. A target whose state already
+    /// matches the disk plans no actions.
+    pub fn plan_restore(&self, target_seq: u64) -> Result<RestorePlan, PlanError> {
+        self.planner().plan_restore(target_seq)
+    }
+}
+
+impl Planner<'_> {
     pub(crate) fn observe(&self, rel: &RelPath) -> Result<Observed, FsFailure> {
         let mut created = Vec::new();
-        match self.ws.walk_parent(rel, false, &mut created)? {
+        match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Missing(i) => Ok(Observed::Absent(Some(i))),
             Walk::Blocked(link) => Ok(Observed::Blocked(if link {
                 SkipReason::SymlinkedParent
@@ -160,7 +182,7 @@ impl Session {
             })),
             Walk::Parent(dir) => {
                 let (_, name) = rel.split_last();
-                Ok(match self.ws.lstat(&dir, name, rel)? {
+                Ok(match self.s.ws.lstat(&dir, name, rel)? {
                     None => Observed::Absent(None),
                     Some(meta) => match meta.kind {
                         FileKind::File if meta.nlink > 1 => {
@@ -182,11 +204,11 @@ impl Session {
         rel: &RelPath,
     ) -> Result<Option<(String, u64, DiskMeta)>, FsFailure> {
         let mut created = Vec::new();
-        let Walk::Parent(dir) = self.ws.walk_parent(rel, false, &mut created)? else {
+        let Walk::Parent(dir) = self.s.ws.walk_parent(rel, false, &mut created)? else {
             return Ok(None);
         };
         let (_, name) = rel.split_last();
-        let opened = match self.ws.open_read(&dir, name, rel) {
+        let opened = match self.s.ws.open_read(&dir, name, rel) {
             Ok(o) => o,
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
                 return Ok(None);
@@ -199,22 +221,18 @@ impl Session {
         if meta.kind != FileKind::File {
             return Ok(None);
         }
-        let (sha, size) = hash_file(&self.ws, &mut f, rel)?;
+        let (sha, size) = hash_file(&self.s.ws, &mut f, rel)?;
         Ok(Some((sha, size, meta)))
     }
 
-    /// Plans restoring the workspace to its state at anchor `target_seq` (inclusive):
-    /// per path, the earliest recorded before-state anchored at or after the target,
-    /// compared with the disk. Changes nothing. A target whose state already
-    /// matches the disk plans no actions.
-    pub fn plan_restore(&self, target_seq: u64) -> Result<RestorePlan, PlanError> {
-        self.store.guard_writable()?;
-        if let Err(e) = self.load() {
+    pub(crate) fn plan_restore(&self, target_seq: u64) -> Result<RestorePlan, PlanError> {
+        self.s.store.guard_writable()?;
+        if let Err(e) = self.s.load() {
             return Err(e.into());
         }
         let mut best: BTreeMap<RelPath, (u64, u64, BeforeState)> = BTreeMap::new();
         let mut noted = std::collections::BTreeSet::new();
-        for (seq, rec) in self.load_groups(target_seq)? {
+        for (seq, rec) in self.s.load_groups(target_seq)? {
             if crate::plan::scanned::is_outside(&rec.source) {
                 noted.extend(rec.entries.into_iter().map(|e| e.path));
                 continue;
@@ -246,7 +264,7 @@ impl Session {
         picks: Vec<(RelPath, u64, BeforeState)>,
     ) -> Result<RestorePlan, PlanError> {
         let mut plan = RestorePlan {
-            session_id: self.id.clone(),
+            session_id: self.s.id.clone(),
             target_seq,
             actions: Vec::new(),
             uncovered: Vec::new(),

@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use crate::error::Fault;
 use crate::format::{BeforeState, EntrySource};
 use crate::path::RelPath;
-use crate::plan::{Action, PlannedAction};
-use crate::session::Session;
+use crate::plan::{Action, PlannedAction, Planner};
 
 use crate::scan::NotCovered;
 use crate::scan::diff::reason_text;
@@ -61,18 +60,18 @@ pub(crate) fn emptied_dirs(
     dirs.into_iter().map(|(_, d)| d).collect()
 }
 
-impl Session {
+impl Planner<'_> {
     /// The workspace's not-covered paths as its index lists them now (empty
     /// without an index).
     pub(crate) fn scan_not_covered(&self) -> Result<Vec<NotCovered>, Fault> {
-        let Some(root) = self.workspace_root() else {
+        let Some(root) = self.s.workspace_root() else {
             return Ok(Vec::new());
         };
         let Ok(canonical) = std::fs::canonicalize(root) else {
             return Ok(Vec::new());
         };
-        let cap = self.store.max_file_bytes();
-        let list = peek(&self.store, &workspace_key(&canonical), |ix| {
+        let cap = self.s.store.max_file_bytes();
+        let list = peek(&self.s.store, &workspace_key(&canonical), |ix| {
             let mut v: Vec<NotCovered> = ix
                 .entries
                 .iter()

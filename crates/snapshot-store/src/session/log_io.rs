@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::format::{GroupRecord, RECORD_VERSION};
 
 impl Session {
     /// Refuses when the store (re-checked when `store.json` changed) or this session's
@@ -327,5 +328,27 @@ impl Session {
     pub(crate) fn load(&self) -> Result<(), Fault> {
         let mut st = self.lock_state();
         self.sync(&mut st)
+    }
+
+    /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.
+    pub(crate) fn load_groups(&self, min_anchor: u64) -> Result<Vec<(u64, GroupRecord)>, Fault> {
+        let mut st = self.lock_state();
+        self.sync(&mut st)?;
+        let mut out = Vec::new();
+        for (seq, gs) in st.idx.groups.range(min_anchor..) {
+            for g in gs {
+                let entries = g.entries().map_err(|d| self.damaged(d))?.into_owned();
+                out.push((
+                    *seq,
+                    GroupRecord {
+                        v: RECORD_VERSION,
+                        anchor_seq: *seq,
+                        source: g.source.clone(),
+                        entries,
+                    },
+                ));
+            }
+        }
+        Ok(out)
     }
 }

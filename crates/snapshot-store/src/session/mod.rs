@@ -179,6 +179,19 @@ impl Session {
         self.p(LOG_NAME)
     }
 
+    /// Releases the log's lock taken by `Staging::quick_state`.
+    pub(crate) fn release_log(&self, st: &mut State) {
+        if std::mem::take(&mut st.log_held) {
+            if let Some(h) = &st.log {
+                let _ =
+                    self.store
+                        .inner
+                        .fs
+                        .flock(&h.file, &self.log_path(), FlockOperation::Unlock);
+            }
+        }
+    }
+
     /// Shared store lock (held by anything that adds blob references), taken on a
     /// descriptor opened once per session handle.
     pub(crate) fn lock_shared(&self) -> Result<SharedLock<'_>, FsFailure> {
