@@ -1,0 +1,534 @@
+//! Offline access for tools that work on a store outside the host (the
+//! `dsh-rewind` command line): session holds, a storage inventory, a full
+//! integrity check, quarantine of what is corrupt, and verified blob reads.
+//!
+//! Nothing here changes a record. [`Store::quarantine`] only moves corrupt
+//! files aside (into `quarantine/`), never deletes them.
+
+mod check;
+mod verify;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cap_std::fs::{Dir, OpenOptions};
+use rewind_durable::ms_since_epoch as ms;
+use rustix::fs::FlockOperation;
+use sha2::{Digest, Sha256};
+
+use crate::error::{CorruptFile, Fault, FsFailure, PruneError, QueryError};
+use crate::format::{
+    BeforeState, BoundaryRecord, GroupRecord, Known, PendingLine, SessionMarker, TrackedRecord,
+    parse_lines, parse_record,
+};
+use crate::fsio::unique_suffix;
+use crate::journal::JournalIntent;
+use crate::path::{decode_id, encode_id, is_hidden, valid_sha};
+use crate::records::parse_anchor;
+use crate::seam::{Area, FsOp};
+use crate::session::Session;
+use crate::store::Store;
+
+/// Directory of the per-session hold files, relative to the store root.
+pub const HOLDS_DIR: &str = "holds";
+/// Directory that [`Store::quarantine`] moves corrupt files into.
+pub const QUARANTINE_DIR: &str = "quarantine";
+
+/// A held lock on one session's hold file (`holds/<encoded id>.lock`); released on drop.
+///
+/// A host takes it shared ([`Store::hold_session`]) for as long as it keeps the
+/// session open; an offline tool takes it exclusively ([`Store::claim_session`])
+/// before changing anything, so the two never work on one session at once.
+#[derive(Debug)]
+pub struct SessionHold {
+    _file: cap_std::fs::File,
+}
+
+/// Storage used by one session of the store (see [`Store::inventory`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SessionUsage {
+    /// The session id.
+    pub session_id: String,
+    /// Files of the session's directory (records, journals), excluding blobs.
+    pub record_files: u64,
+    /// Their bytes.
+    pub record_bytes: u64,
+    /// Newest modification time inside the session directory, ms since the Unix epoch.
+    pub last_activity_ms: u64,
+    /// Per anchor (ascending): how many distinct paths have a before-state there.
+    pub anchors: Vec<(u64, usize)>,
+    /// Distinct blobs the session's records reference (present ones).
+    pub blobs: usize,
+    /// Their bytes (shared blobs counted in every session that references them).
+    pub blob_bytes: u64,
+    /// Bytes of the blobs no other session references (freed if this session went).
+    pub exclusive_blob_bytes: u64,
+    /// Op ids of restore journals that are still open.
+    pub open_journals: Vec<String>,
+    /// The present blobs the session references, with their sizes (not serialized).
+    #[serde(skip)]
+    pub referenced: BTreeMap<String, u64>,
+}
+
+/// Storage used by one workspace's scan state, `workspaces/<key>/` (see [`Store::inventory`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkspaceUsage {
+    /// The workspace key ([`crate::workspace_key`] of its canonical path).
+    pub key: String,
+    /// Bytes of the workspace directory's own files (the index, the lock).
+    pub index_bytes: u64,
+    /// Distinct present blobs the index references (the scan's baseline).
+    pub blobs: usize,
+    /// Their bytes (shared blobs counted here and in every session that references them).
+    pub blob_bytes: u64,
+    /// Bytes of the blobs nothing else references.
+    pub exclusive_blob_bytes: u64,
+    /// The present blobs the index references, with their sizes (not serialized).
+    #[serde(skip)]
+    pub referenced: BTreeMap<String, u64>,
+}
+
+/// What [`Store::inventory`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Inventory {
+    /// Sessions, sorted by id.
+    pub sessions: Vec<SessionUsage>,
+    /// Workspace scan states (`workspaces/<key>/`), sorted by key.
+    pub workspaces: Vec<WorkspaceUsage>,
+    /// Blob files in `blobs/`.
+    pub blobs: usize,
+    /// Their bytes.
+    pub blob_bytes: u64,
+    /// Blobs no record references (what garbage collection would free).
+    pub unreferenced_blobs: usize,
+    /// Their bytes.
+    pub unreferenced_bytes: u64,
+    /// Records that could not be read; the usage of their session is then a lower bound.
+    pub problems: Vec<Problem>,
+}
+
+impl Inventory {
+    /// Bytes the whole store takes: session records, workspace indexes and every blob
+    /// (each counted once).
+    pub fn total_bytes(&self) -> u64 {
+        self.sessions.iter().map(|s| s.record_bytes).sum::<u64>()
+            + self.workspaces.iter().map(|w| w.index_bytes).sum::<u64>()
+            + self.blob_bytes
+    }
+}
+
+/// One integrity problem (see [`Store::verify`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Problem {
+    /// A record (store-relative `path`) is malformed or inconsistent.
+    CorruptRecord {
+        /// Store-relative path.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A record was written by a newer build: not judged, never quarantined.
+    NewerRecord {
+        /// Store-relative path.
+        path: String,
+        /// Version found.
+        found: u32,
+        /// Newest version this build reads.
+        supported: u32,
+    },
+    /// A blob's bytes do not hash to its name.
+    CorruptBlob {
+        /// The blob's name.
+        sha256: String,
+        /// The hash of its bytes.
+        actual: String,
+        /// Its length.
+        size: u64,
+    },
+    /// A record references a blob that is not in the store.
+    MissingBlob {
+        /// The missing blob's name.
+        sha256: String,
+        /// Store-relative paths of the records naming it (at most 10).
+        referenced_by: Vec<String>,
+    },
+    /// A file or directory could not be read at all.
+    Unreadable {
+        /// Store-relative path.
+        path: String,
+        /// The error.
+        detail: String,
+    },
+}
+
+impl Problem {
+    /// The store-relative path (or blob name) the problem is about.
+    pub fn subject(&self) -> String {
+        match self {
+            Problem::CorruptRecord { path, .. }
+            | Problem::NewerRecord { path, .. }
+            | Problem::Unreadable { path, .. } => path.clone(),
+            Problem::CorruptBlob { sha256, .. } | Problem::MissingBlob { sha256, .. } => {
+                format!("blobs/{sha256}")
+            }
+        }
+    }
+
+    /// Whether [`Store::quarantine`] moves it aside.
+    pub fn quarantinable(&self) -> bool {
+        matches!(
+            self,
+            Problem::CorruptRecord { .. } | Problem::CorruptBlob { .. }
+        )
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::CorruptRecord { path, detail } => write!(f, "corrupt record {path}: {detail}"),
+            Problem::NewerRecord {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "newer record {path}: version {found}, this build reads up to {supported}"
+            ),
+            Problem::CorruptBlob {
+                sha256,
+                actual,
+                size,
+            } => write!(
+                f,
+                "corrupt blob blobs/{sha256}: its {size} bytes hash to {actual}"
+            ),
+            Problem::MissingBlob {
+                sha256,
+                referenced_by,
+            } => write!(
+                f,
+                "missing blob blobs/{sha256}, named by {}",
+                referenced_by.join(", ")
+            ),
+            Problem::Unreadable { path, detail } => write!(f, "unreadable {path}: {detail}"),
+        }
+    }
+}
+
+/// What [`Store::verify`] checked and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyReport {
+    /// Record files parsed.
+    pub records: u64,
+    /// Blobs re-hashed.
+    pub blobs: u64,
+    /// Bytes re-hashed.
+    pub blob_bytes: u64,
+    /// Everything wrong, in a stable order (records by path, then blobs).
+    pub problems: Vec<Problem>,
+}
+
+/// Progress of a long [`Store::verify`]: `(blobs hashed, blobs in total)`.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// What [`Store::quarantine`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QuarantineReport {
+    /// Store-relative directory the files were moved into (`quarantine/<stamp>`), when any.
+    pub dir: Option<String>,
+    /// Store-relative paths moved there (same relative path below `dir`).
+    pub moved: Vec<String>,
+    /// Blobs a moved record names, linked (or copied) beside it so garbage
+    /// collection can no longer lose them.
+    pub kept_blobs: Vec<String>,
+    /// Problems that were no longer there when re-checked under the lock.
+    pub gone: Vec<String>,
+    /// Problems quarantine cannot fix (missing blobs, newer records, unreadable paths).
+    pub left: Vec<Problem>,
+}
+
+/// A blob read back by [`Store::read_blob`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobRead {
+    /// The blob's verified bytes.
+    Bytes(Vec<u8>),
+    /// The blob is larger than the limit: not read.
+    TooLarge {
+        /// Its size.
+        size: u64,
+    },
+    /// No such blob.
+    Missing,
+    /// Its bytes do not hash to its name.
+    Corrupt {
+        /// The hash of its bytes.
+        actual: String,
+    },
+}
+
+/// Everything one session's records say, read without failing on the first problem.
+#[derive(Default)]
+struct SessionWalk {
+    usage: SessionUsage,
+    /// blob → indexes into `sources` of the records naming it.
+    refs: HashMap<String, Vec<u32>>,
+    /// Store-relative paths of the records read.
+    sources: Vec<String>,
+    /// Blobs the tracked cache names: live when present, never "missing" (the cache may
+    /// name content that was never stored).
+    soft: HashSet<String>,
+    records: u64,
+}
+
+impl SessionWalk {
+    /// Every blob the session keeps alive, given the set of present blobs.
+    fn live<'a>(
+        &'a self,
+        present: &'a HashMap<String, u64>,
+    ) -> impl Iterator<Item = &'a String> + 'a {
+        self.refs
+            .keys()
+            .chain(self.soft.iter().filter(|s| !self.refs.contains_key(*s)))
+            .filter(move |s| present.contains_key(*s))
+    }
+}
+
+fn now_stamp() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("{ms}-{}", unique_suffix())
+}
+
+fn show(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn fault_problem(f: Fault) -> Problem {
+    match f {
+        Fault::Corrupt(c) => Problem::CorruptRecord {
+            path: c.path,
+            detail: c.detail,
+        },
+        Fault::Newer(n) => Problem::NewerRecord {
+            path: n.path,
+            found: n.found,
+            supported: n.supported,
+        },
+        Fault::Fs(e) => Problem::Unreadable {
+            path: e.path.clone(),
+            detail: e.to_string(),
+        },
+    }
+}
+
+fn fs_problem(path: &Path, e: io::Error) -> Problem {
+    Problem::Unreadable {
+        path: show(path),
+        detail: e.to_string(),
+    }
+}
+
+/// Hashes a reader; `(sha256, size)`.
+fn hash_reader(r: &mut impl Read, mut tick: impl FnMut(u64)) -> io::Result<(String, u64)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+        total += n as u64;
+        tick(n as u64);
+    }
+    Ok((hex::encode(h.finalize()), total))
+}
+
+impl Store {
+    fn hold_lock(
+        &self,
+        session_id: &str,
+        op: FlockOperation,
+    ) -> Result<Option<SessionHold>, QueryError> {
+        self.guard_writable().map_err(QueryError::from)?;
+        let enc = encode_id(session_id).map_err(|reason| CorruptFile {
+            path: format!("{HOLDS_DIR}/…"),
+            detail: format!("invalid session id `{session_id}`: {reason}"),
+        })?;
+        let fs = &self.inner.fs;
+        fs.create_dir_all(Path::new(HOLDS_DIR))?;
+        let path = Path::new(HOLDS_DIR).join(format!("{enc}.lock"));
+        fs.io.check(FsOp::Lock, Area::Store, &path)?;
+        let fail = |source: io::Error| FsFailure {
+            op: FsOp::Lock,
+            area: Area::Store,
+            path: show(&path),
+            source,
+        };
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true);
+        let file = fs.dir.open_with(&path, &o).map_err(fail)?;
+        match rustix::fs::flock(&file, op) {
+            Ok(()) => Ok(Some(SessionHold { _file: file })),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(fail(e.into()).into()),
+        }
+    }
+
+    /// Marks session `session_id` as held by a live host (a shared lock on
+    /// `holds/<encoded id>.lock`, released when the returned guard is dropped or the
+    /// process ends). `Ok(None)` when an offline tool holds the session right now.
+    pub fn hold_session(&self, session_id: &str) -> Result<Option<SessionHold>, QueryError> {
+        self.hold_lock(session_id, FlockOperation::NonBlockingLockShared)
+    }
+
+    /// Claims session `session_id` exclusively for an offline tool. `Ok(None)` when a
+    /// live host (or another tool) holds it: the caller must refuse to change it.
+    pub fn claim_session(&self, session_id: &str) -> Result<Option<SessionHold>, QueryError> {
+        self.hold_lock(session_id, FlockOperation::NonBlockingLockExclusive)
+    }
+
+    /// Whether a host or tool holds session `session_id` right now (probes and releases;
+    /// `false` for a store written by a newer build, whose holds this build cannot judge).
+    /// Creates nothing: a session whose hold file does not exist was never held.
+    pub fn session_is_held(&self, session_id: &str) -> Result<bool, QueryError> {
+        if self.newer_version().is_some() {
+            return Ok(false);
+        }
+        let Ok(enc) = encode_id(session_id) else {
+            return Ok(false);
+        };
+        let path = Path::new(HOLDS_DIR).join(format!("{enc}.lock"));
+        if !self.inner.fs.exists(&path)? {
+            return Ok(false);
+        }
+        Ok(self.claim_session(session_id)?.is_none())
+    }
+
+    /// Reads every record of every session and sizes every blob: storage per session,
+    /// referenced and unreferenced blobs. Records that cannot be read are listed in
+    /// [`Inventory::problems`]; nothing is hashed (see [`Store::verify`]).
+    pub fn inventory(&self) -> Result<Inventory, QueryError> {
+        let (walks, mut problems) = self.walk_all()?;
+        let fs = &self.inner.fs;
+        let mut sizes: HashMap<String, u64> = HashMap::new();
+        for name in fs.list(Path::new("blobs"))? {
+            let sha = name.to_string_lossy().into_owned();
+            if let Some(size) = fs.blob_size(&sha)? {
+                sizes.insert(sha, size);
+            }
+        }
+        // Workspace indexes keep their baseline blobs alive (garbage collection spares them).
+        let spaces = crate::scan::workspace_refs(self)?;
+        let mut users: HashMap<&str, usize> = HashMap::new();
+        for w in &walks {
+            for sha in w.live(&sizes) {
+                *users.entry(sha.as_str()).or_default() += 1;
+            }
+        }
+        for (_, _, refs) in &spaces {
+            let distinct: BTreeSet<&String> =
+                refs.iter().filter(|s| sizes.contains_key(*s)).collect();
+            for sha in distinct {
+                *users.entry(sha.as_str()).or_default() += 1;
+            }
+        }
+        let mut inv = Inventory {
+            blobs: sizes.len(),
+            blob_bytes: sizes.values().sum(),
+            ..Inventory::default()
+        };
+        for (sha, size) in &sizes {
+            if !users.contains_key(sha.as_str()) {
+                inv.unreferenced_blobs += 1;
+                inv.unreferenced_bytes += size;
+            }
+        }
+        for w in &walks {
+            let mut u = w.usage.clone();
+            for sha in w.live(&sizes) {
+                if let Some(size) = sizes.get(sha) {
+                    u.referenced.insert(sha.clone(), *size);
+                    u.blobs += 1;
+                    u.blob_bytes += size;
+                    if users.get(sha.as_str()) == Some(&1) {
+                        u.exclusive_blob_bytes += size;
+                    }
+                }
+            }
+            inv.sessions.push(u);
+        }
+        for (key, index_bytes, refs) in &spaces {
+            let mut u = WorkspaceUsage {
+                key: key.clone(),
+                index_bytes: *index_bytes,
+                ..WorkspaceUsage::default()
+            };
+            for sha in refs {
+                if let Some(size) = sizes.get(sha) {
+                    if u.referenced.insert(sha.clone(), *size).is_none() {
+                        u.blobs += 1;
+                        u.blob_bytes += size;
+                        if users.get(sha.as_str()) == Some(&1) {
+                            u.exclusive_blob_bytes += size;
+                        }
+                    }
+                }
+            }
+            inv.workspaces.push(u);
+        }
+        inv.workspaces.sort_by(|a, b| a.key.cmp(&b.key));
+        problems.sort_by_key(|p| p.subject());
+        inv.problems = problems;
+        Ok(inv)
+    }
+
+    /// Reads blob `sha256` whole when it is at most `limit` bytes, verifying its hash.
+    pub fn read_blob(&self, sha256: &str, limit: u64) -> Result<BlobRead, QueryError> {
+        let fs = &self.inner.fs;
+        let Some(size) = fs.blob_size(sha256)? else {
+            return Ok(BlobRead::Missing);
+        };
+        if size > limit {
+            return Ok(BlobRead::TooLarge { size });
+        }
+        let Some(mut f) = fs.blob_open(sha256)? else {
+            return Ok(BlobRead::Missing);
+        };
+        let mut bytes = Vec::with_capacity(size as usize);
+        f.read_to_end(&mut bytes).map_err(|source| FsFailure {
+            op: FsOp::Read,
+            area: Area::Store,
+            path: format!("blobs/{sha256}"),
+            source,
+        })?;
+        let actual = hex::encode(Sha256::digest(&bytes));
+        if actual != sha256 {
+            return Ok(BlobRead::Corrupt { actual });
+        }
+        Ok(BlobRead::Bytes(bytes))
+    }
+
+    fn hash_blob(&self, sha: &str) -> io::Result<Option<(String, u64)>> {
+        let f = match self.inner.fs.blob_open(sha) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(e.source),
+        };
+        let mut f = f.into_std();
+        hash_reader(&mut f, |_| {}).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,246 @@
+//! The full integrity check and the quarantine: every record, journal and blob of
+//! the store read and verified, and what is corrupt moved aside (never deleted).
+
+use super::check::{hex_runs, walk_files};
+use super::*;
+
+impl Store {
+    /// Checks the whole store: every record of every session is parsed (markers,
+    /// pending captures, groups, the tracked cache, boundaries, journal intents and
+    /// progress logs), every blob is re-hashed against its name, and every blob a
+    /// record names must exist. `progress` is called as blobs are hashed.
+    ///
+    /// Never changes anything. Problems are named in the report; the call itself fails
+    /// only when the store root cannot be listed.
+    pub fn verify(&self, progress: Progress<'_>) -> Result<VerifyReport, QueryError> {
+        let (walks, mut problems) = self.walk_all()?;
+        let fs = &self.inner.fs;
+        let mut report = VerifyReport {
+            records: walks.iter().map(|w| w.records).sum(),
+            ..VerifyReport::default()
+        };
+        let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for w in walks {
+            for (sha, by) in w.refs {
+                let names = by.iter().map(|i| w.sources[*i as usize].clone());
+                refs.entry(sha).or_default().extend(names);
+            }
+        }
+        let names = fs.list(Path::new("blobs"))?;
+        let total = names.len() as u64;
+        let mut present: BTreeSet<String> = BTreeSet::new();
+        let mut blob_problems = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let sha = name.to_string_lossy().into_owned();
+            let rel = Path::new("blobs").join(name);
+            if !valid_sha(&sha) {
+                if !is_hidden(name) {
+                    blob_problems.push(Problem::Unreadable {
+                        path: show(&rel),
+                        detail: "not a blob name (left alone)".into(),
+                    });
+                }
+                continue;
+            }
+            present.insert(sha.clone());
+            match self.hash_blob(&sha) {
+                Ok(Some((actual, size))) => {
+                    report.blobs += 1;
+                    report.blob_bytes += size;
+                    if actual != sha {
+                        blob_problems.push(Problem::CorruptBlob {
+                            sha256: sha,
+                            actual,
+                            size,
+                        });
+                    }
+                }
+                Ok(None) => {
+                    present.remove(&sha);
+                }
+                Err(e) => blob_problems.push(fs_problem(&rel, e)),
+            }
+            progress(i as u64 + 1, total);
+        }
+        for (sha, mut by) in refs {
+            if !present.contains(&sha) {
+                by.sort();
+                by.dedup();
+                by.truncate(10);
+                blob_problems.push(Problem::MissingBlob {
+                    sha256: sha,
+                    referenced_by: by,
+                });
+            }
+        }
+        problems.sort_by_key(|p| p.subject());
+        blob_problems.sort_by_key(|p| p.subject());
+        problems.extend(blob_problems);
+        report.problems = problems;
+        Ok(report)
+    }
+
+    /// Moves what `report` names as corrupt (records and blobs) into
+    /// `quarantine/<stamp>/`, keeping each file's store-relative path below it.
+    /// Each problem is checked again under the store's exclusive lock first (a torn
+    /// blob may have been rewritten since); blobs a quarantined record names are
+    /// hard-linked (or copied) into the quarantine too, so garbage collection can no
+    /// longer remove them. A corrupt journal moves with its progress log. Nothing is
+    /// deleted. Newer records, missing blobs and unreadable paths are left and listed.
+    pub fn quarantine(&self, report: &VerifyReport) -> Result<QuarantineReport, PruneError> {
+        self.guard_writable()?;
+        let _g = self.lock_exclusive()?;
+        let fs = &self.inner.fs;
+        let stamp = Path::new(QUARANTINE_DIR).join(now_stamp());
+        let mut out = QuarantineReport::default();
+        let mut to_move: Vec<PathBuf> = Vec::new();
+        for p in &report.problems {
+            match p {
+                Problem::CorruptRecord { path, .. } => {
+                    let rel = PathBuf::from(path);
+                    let still = match fs.read_opt(&rel)? {
+                        None => false,
+                        Some(_) => self.record_still_bad(&rel),
+                    };
+                    if !still {
+                        out.gone.push(path.clone());
+                        continue;
+                    }
+                    to_move.push(rel.clone());
+                    if rel.extension() == Some(OsStr::new("json"))
+                        && rel.parent().and_then(Path::file_name) == Some(OsStr::new("journals"))
+                    {
+                        to_move.push(rel.with_extension("log"));
+                    } else if rel.extension() == Some(OsStr::new("log"))
+                        && rel.parent().and_then(Path::file_name) == Some(OsStr::new("journals"))
+                    {
+                        to_move.push(rel.with_extension("json"));
+                    }
+                }
+                Problem::CorruptBlob { sha256, .. } => match self.hash_blob(sha256) {
+                    Ok(Some((actual, _))) if actual != *sha256 => {
+                        to_move.push(Path::new("blobs").join(sha256));
+                    }
+                    _ => out.gone.push(format!("blobs/{sha256}")),
+                },
+                other => out.left.push(other.clone()),
+            }
+        }
+        to_move.sort();
+        to_move.dedup();
+        for rel in to_move {
+            let Some(bytes) = fs.read_opt(&rel)? else {
+                continue;
+            };
+            let dest = stamp.join(&rel);
+            if let Some(parent) = dest.parent() {
+                fs.create_dir_all(parent)?;
+            }
+            if !rel.starts_with("blobs") {
+                // Blobs this record names stay alive: any 64-hex run in its raw bytes (JSON
+                // records), and any blob whose 32-byte name appears in them (the binary log).
+                let mut named = hex_runs(&bytes);
+                if rel.file_name() == Some(OsStr::new(crate::records::LOG_NAME)) {
+                    named.extend(self.raw_blob_names(&bytes)?);
+                }
+                for sha in named {
+                    if out.kept_blobs.contains(&sha) || !self.has_blob(&sha) {
+                        continue;
+                    }
+                    let kdir = stamp.join("kept-blobs");
+                    fs.create_dir_all(&kdir)?;
+                    self.keep_blob(&sha, &kdir.join(&sha))?;
+                    out.kept_blobs.push(sha);
+                }
+            }
+            fs.rename(&rel, &dest)?;
+            out.moved.push(show(&rel));
+        }
+        if !out.moved.is_empty() {
+            out.dir = Some(show(&stamp));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn keep_blob(&self, sha: &str, dest: &Path) -> Result<(), FsFailure> {
+        let fs = &self.inner.fs;
+        let src = Path::new("blobs").join(sha);
+        if fs.dir.hard_link(&src, &fs.dir, dest).is_ok() {
+            return Ok(());
+        }
+        let bytes = fs.read_opt(&src)?.unwrap_or_default();
+        let mut f = fs.create_new(dest)?;
+        fs.write_all(&mut f, dest, &bytes)
+    }
+
+    pub(super) fn record_still_bad(&self, rel: &Path) -> bool {
+        let mut problems = Vec::new();
+        let mut walk = SessionWalk::default();
+        // Re-read this one file the way the session walk does.
+        let comps: Vec<_> = rel.components().collect();
+        if comps.len() < 3 {
+            return false;
+        }
+        let sdir: PathBuf = comps[..2].iter().collect();
+        let sid = comps[1]
+            .as_os_str()
+            .to_str()
+            .and_then(decode_id)
+            .unwrap_or_default();
+        self.check_record(&sdir, &sid, rel, &mut walk, &mut problems);
+        problems
+            .iter()
+            .any(|p| matches!(p, Problem::CorruptRecord { .. }))
+    }
+
+    pub(super) fn walk_all(&self) -> Result<(Vec<SessionWalk>, Vec<Problem>), QueryError> {
+        let fs = &self.inner.fs;
+        let mut walks = Vec::new();
+        let mut problems = Vec::new();
+        for name in fs.list(Path::new("sessions"))? {
+            if is_hidden(&name) {
+                continue;
+            }
+            let sdir = Path::new("sessions").join(&name);
+            let Some(id) = name.to_str().and_then(decode_id) else {
+                problems.push(Problem::Unreadable {
+                    path: show(&sdir),
+                    detail: "not an encoded session id (left alone)".into(),
+                });
+                continue;
+            };
+            walks.push(self.walk_session(&sdir, &id, &mut problems));
+        }
+        Ok((walks, problems))
+    }
+
+    pub(super) fn walk_session(
+        &self,
+        sdir: &Path,
+        id: &str,
+        problems: &mut Vec<Problem>,
+    ) -> SessionWalk {
+        let mut w = SessionWalk::default();
+        w.usage.session_id = id.to_string();
+        let mut files = Vec::new();
+        match self.inner.fs.dir.open_dir(sdir) {
+            Ok(d) => {
+                if let Err(e) = walk_files(&d, sdir, 0, &mut files, &mut w.usage) {
+                    problems.push(fs_problem(sdir, e));
+                }
+            }
+            Err(e) => problems.push(fs_problem(sdir, e)),
+        }
+        let mut anchors: BTreeMap<u64, BTreeSet<Vec<u8>>> = BTreeMap::new();
+        for rel in &files {
+            for rec in self.check_record(sdir, id, rel, &mut w, problems) {
+                anchors
+                    .entry(rec.anchor_seq)
+                    .or_default()
+                    .extend(rec.entries.iter().map(|e| e.path.as_bytes().to_vec()));
+            }
+        }
+        w.usage.anchors = anchors.into_iter().map(|(a, p)| (a, p.len())).collect();
+        w
+    }
+}

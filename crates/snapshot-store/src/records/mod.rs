@@ -1,0 +1,326 @@
+//! A session's in-memory index, rebuilt from its record log (`fold`), and the
+//! migration of a layout-1 session directory (JSON files) into a record log
+//! (`legacy`).
+
+mod fold;
+mod legacy;
+
+pub(crate) use fold::{fold_frames, fold_log};
+pub(crate) use legacy::{has_legacy, migrate_session, parse_anchor};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::codec::{Record, TrackedUpdate};
+use crate::error::{CorruptFile, Fault, NewerVersion};
+use crate::format::{
+    BoundaryRecord, Entry, EntrySource, GroupRecord, Known, PendingLine, SessionMarker,
+    TrackedRecord, parse_lines, parse_record,
+};
+use crate::fsio::StoreFs;
+use crate::log::{
+    DecodeError, HEADER_LEN, LOG_VERSION, check_header, encode_into, for_each_frame, header,
+    unreadable,
+};
+use crate::path::BytesMap;
+use crate::path::is_hidden;
+use crate::seam::CrashPoint;
+
+/// File name of a session's record log.
+pub(crate) const LOG_NAME: &str = "records.log";
+/// Tracked paths per record in a compacted log.
+const TRACKED_BATCH: usize = 512;
+
+/// What the store last knew about one tracked path.
+#[derive(Debug, Clone)]
+pub(crate) struct Tracked {
+    pub known: Known,
+    /// The anchor at which `known` is recorded as a before-state (by a re-check), if any.
+    pub since: Option<u64>,
+    /// This path's share of the bytes of the record that set it (dead once replaced).
+    share: u64,
+}
+
+/// One group of before-states at an anchor.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    pub source: EntrySource,
+    body: GroupBody,
+    bytes: u64,
+}
+
+/// A group's entries: built (appended by this handle) or still encoded (read back).
+#[derive(Debug, Clone)]
+enum GroupBody {
+    Built(Vec<Entry>),
+    Encoded(crate::codec::Shared),
+}
+
+impl Group {
+    /// The group's entries (decoded from the log on demand).
+    pub(crate) fn entries(&self) -> Result<std::borrow::Cow<'_, [Entry]>, String> {
+        match &self.body {
+            GroupBody::Built(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            GroupBody::Encoded(raw) => {
+                Ok(std::borrow::Cow::Owned(crate::codec::decode_entries(raw)?))
+            }
+        }
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        match &self.body {
+            GroupBody::Built(v) => v.len(),
+            GroupBody::Encoded(raw) => crate::codec::count_entries(raw),
+        }
+    }
+
+    fn record(&self, anchor_seq: u64) -> Record {
+        match &self.body {
+            GroupBody::Built(entries) => Record::Group {
+                anchor_seq,
+                source: self.source.clone(),
+                entries: entries.clone(),
+            },
+            GroupBody::Encoded(raw) => Record::GroupRaw {
+                anchor_seq,
+                source: self.source.clone(),
+                raw: raw.clone(),
+            },
+        }
+    }
+}
+
+/// The in-memory index of one session, folded from its records.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Index {
+    pub session_id: Option<String>,
+    pub format: Option<String>,
+    pub groups: BTreeMap<u64, Vec<Group>>,
+    /// Staged captures of calls not yet settled, and the bytes of their records.
+    pub pending: BTreeMap<String, (Vec<Entry>, u64)>,
+    pub tracked: BTreeMap<RelPathKey, Tracked>,
+    pub boundary: Option<u64>,
+    boundary_bytes: u64,
+    /// The paths of every group are in `tracked` (see [`Index::merge_group_paths`]).
+    merged: bool,
+    /// Bytes of records whose content a compacted log would not carry.
+    pub dead: u64,
+}
+
+pub(crate) type RelPathKey = crate::path::RelPath;
+
+impl Index {
+    /// Folds one record (of `bytes` bytes on disk) into the index.
+    pub(crate) fn apply(&mut self, rec: Record, bytes: u64) -> Result<(), String> {
+        match rec {
+            Record::Session { session_id } => {
+                if let Some(prev) = &self.session_id {
+                    if *prev != session_id {
+                        return Err(format!("log names session `{session_id}` after `{prev}`"));
+                    }
+                    self.dead += bytes;
+                }
+                self.session_id = Some(session_id);
+            }
+            Record::Format { format } => {
+                self.format = format;
+            }
+            Record::Staged { call_id, entry } => {
+                let slot = self.pending.entry(call_id).or_default();
+                slot.0.push(entry);
+                slot.1 += bytes;
+            }
+            Record::Dropped { call_id } => {
+                if let Some((_, b)) = self.pending.remove(&call_id) {
+                    self.dead += b;
+                }
+                self.dead += bytes;
+            }
+            Record::Group {
+                anchor_seq,
+                source,
+                entries,
+            } => {
+                self.settle(&source);
+                // Outside notes do not make a path tracked (it stays "left as is").
+                if self.merged && source != EntrySource::Outside {
+                    self.track_unknown(&entries);
+                }
+                self.groups.entry(anchor_seq).or_default().push(Group {
+                    source,
+                    body: GroupBody::Built(entries),
+                    bytes,
+                });
+            }
+            Record::GroupRaw {
+                anchor_seq,
+                source,
+                raw,
+            } => {
+                self.settle(&source);
+                let g = Group {
+                    source,
+                    body: GroupBody::Encoded(raw),
+                    bytes,
+                };
+                if self.merged && g.source != EntrySource::Outside {
+                    let entries = g.entries()?.into_owned();
+                    self.track_unknown(&entries);
+                }
+                self.groups.entry(anchor_seq).or_default().push(g);
+            }
+            Record::Tracked { paths } => {
+                let share = bytes / (paths.len().max(1) as u64);
+                for u in paths {
+                    let old = self.tracked.insert(
+                        u.path,
+                        Tracked {
+                            known: u.known,
+                            since: u.since,
+                            share,
+                        },
+                    );
+                    if let Some(o) = old {
+                        self.dead += o.share;
+                    }
+                }
+            }
+            Record::Boundary { anchor_seq } => {
+                if self.boundary.is_some() {
+                    self.dead += self.boundary_bytes;
+                }
+                self.boundary = Some(anchor_seq);
+                self.boundary_bytes = bytes;
+            }
+            Record::Pruned { anchors } => {
+                for a in anchors {
+                    if let Some(gs) = self.groups.remove(&a) {
+                        self.dead += gs.iter().map(|g| g.bytes).sum::<u64>();
+                    }
+                }
+                self.dead += bytes;
+            }
+        }
+        Ok(())
+    }
+
+    /// A group of a tool call settles that call's staged captures.
+    fn settle(&mut self, source: &EntrySource) {
+        if let EntrySource::Tool { call_id } = source {
+            if let Some((_, b)) = self.pending.remove(call_id) {
+                self.dead += b;
+            }
+        }
+    }
+
+    /// Every path named by a group is tracked (state unknown until a re-check sees it).
+    fn track_unknown(&mut self, entries: &[Entry]) {
+        for e in entries {
+            if !self.tracked.contains_key(&e.path) {
+                self.tracked.insert(
+                    e.path.clone(),
+                    Tracked {
+                        known: Known::Unknown,
+                        since: None,
+                        share: 0,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Adds the paths of every group to `tracked` (deferred at open: only a re-check,
+    /// a listing of tracked paths or a compaction needs the whole set).
+    pub(crate) fn merge_group_paths(&mut self) -> Result<(), String> {
+        if self.merged {
+            return Ok(());
+        }
+        let mut all = Vec::new();
+        for gs in self.groups.values() {
+            for g in gs.iter().filter(|g| g.source != EntrySource::Outside) {
+                all.extend(g.entries()?.iter().map(|e| e.path.clone()));
+            }
+        }
+        for p in all {
+            self.tracked.entry(p).or_insert(Tracked {
+                known: Known::Unknown,
+                since: None,
+                share: 0,
+            });
+        }
+        self.merged = true;
+        Ok(())
+    }
+
+    /// The records of a compacted log carrying exactly this index's live content
+    /// (call [`Index::merge_group_paths`] first).
+    pub(crate) fn snapshot(&self, session_id: &str) -> Vec<Record> {
+        let mut out = vec![Record::Session {
+            session_id: session_id.to_string(),
+        }];
+        if self.format.is_some() {
+            out.push(Record::Format {
+                format: self.format.clone(),
+            });
+        }
+        if let Some(b) = self.boundary {
+            out.push(Record::Boundary { anchor_seq: b });
+        }
+        for (anchor, gs) in &self.groups {
+            for g in gs {
+                out.push(g.record(*anchor));
+            }
+        }
+        for (call, (entries, _)) in &self.pending {
+            for e in entries {
+                out.push(Record::Staged {
+                    call_id: call.clone(),
+                    entry: e.clone(),
+                });
+            }
+        }
+        let all: Vec<TrackedUpdate> = self
+            .tracked
+            .iter()
+            .map(|(p, t)| TrackedUpdate {
+                path: p.clone(),
+                known: t.known.clone(),
+                since: t.since,
+            })
+            .collect();
+        out.extend(tracked_records(all));
+        out
+    }
+}
+
+/// Tracked-cache updates as records of at most [`TRACKED_BATCH`] paths each (a frame
+/// stays small however many paths one write touches).
+pub(crate) fn tracked_records(updates: Vec<TrackedUpdate>) -> Vec<Record> {
+    updates
+        .chunks(TRACKED_BATCH)
+        .map(|c| Record::Tracked { paths: c.to_vec() })
+        .collect()
+}
+
+/// Encodes a whole log: header plus `records`.
+pub(crate) fn encode_log(records: &[Record]) -> Vec<u8> {
+    let mut out = header().to_vec();
+    for r in records {
+        encode_into(r, &mut out);
+    }
+    out
+}
+
+/// Reads the index of the session directory `sdir` (read-only; `None` when the
+/// session has no log). A layout-1 directory must be migrated first.
+pub(crate) fn read_index(fs: &StoreFs, sdir: &Path) -> Result<Option<Index>, Fault> {
+    let path = sdir.join(LOG_NAME);
+    match fs.read_opt(&path)? {
+        None => Ok(None),
+        Some(bytes) => Ok(Some(fold_log(&path, bytes)?.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+use super::*;
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+#[derive(Default)]
+struct Collect(Vec<(Vec<u8>, Stat)>);
+
+impl Sink for Collect {
+    fn file(&mut self, rel: &[u8], stat: Stat) {
+        self.0.push((rel.to_vec(), stat));
+    }
+}
+
+fn write(root: &Path, rel: &str, body: &[u8]) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, body).expect("write");
+}
+
+/// What the `ignore` crate's walker (the scan's walker before this one) keeps,
+/// with the `lstat` of each entry.
+fn reference(root: &Path) -> BTreeMap<Vec<u8>, (u32, u64, u64)> {
+    let mut b = ignore::WalkBuilder::new(root);
+    b.hidden(false)
+        .follow_links(false)
+        .same_file_system(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .threads(1);
+    b.filter_entry(|e| e.file_name() != ".git");
+    let mut out = BTreeMap::new();
+    for e in b.build() {
+        let e = e.expect("entry");
+        if e.depth() == 0 || e.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        let m = e.metadata().expect("lstat");
+        let rel = e.path().strip_prefix(root).expect("under root");
+        out.insert(
+            rel.as_os_str().as_bytes().to_vec(),
+            (m.mode(), m.size(), m.ino()),
+        );
+    }
+    out
+}
+
+#[test]
+fn keeps_exactly_what_the_ignore_crate_walker_keeps() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let parent = tmp.path().join("parent");
+    let root = parent.join("ws");
+    write(
+        &parent,
+        ".gitignore",
+        b"from-parent.txt\n/ws/anchored-parent\n",
+    );
+    write(
+        &root,
+        ".gitignore",
+        b"*.log\n!keep.log\n/build\nnested/deep/\nlogs/\n",
+    );
+    write(&root, ".ignore", b"!important.log\nscratch*\n");
+    write(&root, ".git/info/exclude", b"excluded.txt\n");
+    write(&root, ".git/HEAD", b"ref\n");
+    for f in [
+        "a.log",
+        "keep.log",
+        "important.log",
+        "build/x",
+        "sub/build/y",
+        "sub/z.log",
+        "sub/local.txt",
+        "sub/deeper/local.txt",
+        "sub/deeper/w.log",
+        "nested/deep/f",
+        "nested/deepfile",
+        "scratch1",
+        "sub/scratch2",
+        "excluded.txt",
+        "sub/excluded.txt",
+        "from-parent.txt",
+        "sub/from-parent.txt",
+        "anchored-parent",
+        "logs/x",
+        ".hidden/h",
+        "plain/p.txt",
+        "other/.ignore",
+        "other/q.txt",
+    ] {
+        write(&root, f, f.as_bytes());
+    }
+    write(&root, "sub/.gitignore", b"!*.log\nlocal.txt\n");
+    write(&root, "sub/.git", b"gitdir: elsewhere\n");
+    write(&root, "sub/logs", b"a file, not a directory");
+    write(&root, "other/.ignore", b"*\n!keep-me\n");
+    write(&root, "other/keep-me", b"k");
+    std::os::unix::fs::symlink("sub", root.join("dirlink")).expect("symlink");
+    std::fs::write(root.join(OsStr::from_bytes(b"caf\xe9.txt")), b"x").expect("odd");
+
+    let want = reference(&root);
+    // The tree exercises each kind of rule (checked on the reference itself).
+    for kept in [
+        "keep.log",
+        "important.log",
+        "sub/z.log",
+        "sub/build/y",
+        "sub/logs",
+        "nested/deepfile",
+        "other/keep-me",
+        "dirlink",
+        ".hidden/h",
+    ] {
+        assert!(want.contains_key(kept.as_bytes()), "{kept} kept");
+    }
+    for gone in [
+        "a.log",
+        "build/x",
+        "sub/local.txt",
+        "sub/deeper/local.txt",
+        "nested/deep/f",
+        "scratch1",
+        "sub/scratch2",
+        "excluded.txt",
+        "sub/excluded.txt",
+        "from-parent.txt",
+        "sub/from-parent.txt",
+        "logs/x",
+        "other/q.txt",
+        ".git/HEAD",
+    ] {
+        assert!(!want.contains_key(gone.as_bytes()), "{gone} ignored");
+    }
+    for threads in [1, 2, 4] {
+        let mut opts = WalkOptions::new(u64::MAX);
+        opts.threads = threads;
+        let (w, sinks) = walk(&root, &opts, Collect::default);
+        assert!(w.dir_errors.is_empty() && w.entry_errors.is_empty());
+        assert!(!w.over_limit);
+        let got: BTreeMap<Vec<u8>, (u32, u64, u64)> = sinks
+            .into_iter()
+            .flat_map(|c| c.0)
+            .map(|(p, s)| (p, (s.mode, s.size, s.ino)))
+            .collect();
+        assert_eq!(
+            got.keys()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>(),
+            want.keys()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>(),
+            "{threads} threads"
+        );
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn stops_at_the_limit() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for i in 0..50 {
+        write(tmp.path(), &format!("d{}/f{i}", i % 5), b"x");
+    }
+    let (w, _) = walk(tmp.path(), &WalkOptions::new(20), Collect::default);
+    assert!(w.over_limit);
+    let (w, sinks) = walk(tmp.path(), &WalkOptions::new(50), Collect::default);
+    assert!(!w.over_limit);
+    assert_eq!(sinks.iter().map(|c| c.0.len()).sum::<usize>(), 50);
+}
