@@ -6,6 +6,7 @@
 //! so a new kind of source needs no new binary layout.
 
 mod decode;
+
 pub(crate) use decode::{
     TrackedRef, count_entries, decode, decode_entries, decode_entry, decode_known, decode_tracked,
     dropped_call, group_parts, staged_parts,

@@ -1,0 +1,283 @@
+//! Workspace calls: one component at a time from the session cwd handle, with
+//! `O_NOFOLLOW`, so a symlink anywhere in a path is seen and refused, never followed.
+
+use super::*;
+
+/// A directory handle inside the workspace: the root or a walked-to child.
+pub(crate) enum WsDir<'a> {
+    Root(&'a Dir),
+    Owned(Dir),
+}
+
+impl AsFd for WsDir<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            WsDir::Root(d) => d.as_fd(),
+            WsDir::Owned(d) => d.as_fd(),
+        }
+    }
+}
+
+/// Result of walking to a path's parent directory.
+pub(crate) enum Walk<'a> {
+    /// The parent directory, opened without following symlinks.
+    Parent(WsDir<'a>),
+    /// Component `index` (0-based) of the parent chain does not exist.
+    Missing(usize),
+    /// The parent chain hits a symlink (`true`) or another non-directory (`false`).
+    Blocked(bool),
+}
+
+pub(super) fn errno_is(e: &io::Error, code: rustix::io::Errno) -> bool {
+    e.raw_os_error() == Some(code.raw_os_error())
+}
+
+/// Workspace access relative to the session cwd handle.
+pub(crate) struct WsFs {
+    pub root: Dir,
+    pub io: Io,
+}
+
+impl WsFs {
+    fn check(&self, op: FsOp, rel: &RelPath) -> Result<(), FsFailure> {
+        self.io.check(op, Area::Workspace, rel.as_path())
+    }
+
+    /// Walks the parent components of `rel` without following symlinks.
+    /// With `create`, missing directories are created (their paths are pushed to `created`).
+    pub fn walk_parent(
+        &self,
+        rel: &RelPath,
+        create: bool,
+        created: &mut Vec<RelPath>,
+    ) -> Result<Walk<'_>, FsFailure> {
+        let (parents, _) = rel.split_last();
+        let mut cur = WsDir::Root(&self.root);
+        for (i, comp) in parents.iter().enumerate() {
+            let name = OsStr::from_bytes(comp);
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            self.check(FsOp::Open, rel)?;
+            let opened: io::Result<OwnedFd> =
+                rustix::fs::openat(&cur, name, flags, Mode::empty()).map_err(Into::into);
+            match opened {
+                Ok(fd) => cur = WsDir::Owned(Dir::from(fd)),
+                Err(e) if errno_is(&e, rustix::io::Errno::NOENT) => {
+                    if !create {
+                        return Ok(Walk::Missing(i));
+                    }
+                    self.check(FsOp::CreateDir, rel)?;
+                    match rustix::fs::mkdirat(&cur, name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) => {
+                            if let Some(p) = rel.prefix(i + 1) {
+                                created.push(p);
+                            }
+                        }
+                        Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(rfail(FsOp::CreateDir, rel, e.into())),
+                    }
+                    self.check(FsOp::Open, rel)?;
+                    let fd = rustix::fs::openat(&cur, name, flags, Mode::empty())
+                        .map_err(|e| rfail(FsOp::Open, rel, e.into()))?;
+                    cur = WsDir::Owned(Dir::from(fd));
+                }
+                Err(e)
+                    if errno_is(&e, rustix::io::Errno::LOOP)
+                        || errno_is(&e, rustix::io::Errno::NOTDIR) =>
+                {
+                    let meta = self.lstat(&cur, comp, rel)?;
+                    let is_link = matches!(meta, Some(m) if m.kind == FileKind::Symlink);
+                    return Ok(Walk::Blocked(is_link));
+                }
+                Err(e) => return Err(rfail(FsOp::Open, rel, e)),
+            }
+        }
+        Ok(Walk::Parent(cur))
+    }
+
+    /// `lstat` of one component in `dir`; `None` when absent.
+    pub fn lstat(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<Option<DiskMeta>, FsFailure> {
+        self.check(FsOp::Stat, rel)?;
+        match rustix::fs::statat(dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(DiskMeta::from_stat(&st))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(rfail(FsOp::Stat, rel, e.into())),
+        }
+    }
+
+    /// Opens one component for reading without following a symlink and without
+    /// blocking on FIFOs; `Ok(None)` when absent, `Err` with `ELOOP` for a symlink.
+    pub fn open_read(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<Option<(File, DiskMeta)>, FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = match rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(rfail(FsOp::Open, rel, e.into())),
+        };
+        self.check(FsOp::Stat, rel)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
+        Ok(Some((
+            File::from_std(std::fs::File::from(fd)),
+            DiskMeta::from_stat(&st),
+        )))
+    }
+
+    /// Reads one chunk from an open workspace file.
+    pub fn read_chunk(
+        &self,
+        f: &mut File,
+        rel: &RelPath,
+        buf: &mut [u8],
+    ) -> Result<usize, FsFailure> {
+        self.check(FsOp::Read, rel)?;
+        loop {
+            match f.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(rfail(FsOp::Read, rel, e)),
+            }
+        }
+    }
+
+    /// Opens an existing component for writing in place, without following a
+    /// symlink, creating or truncating anything, and without blocking on FIFOs;
+    /// returns the handle and its `fstat` metadata. The error keeps the OS error
+    /// (a caller falls back to a temporary file when writing in place is refused).
+    pub fn open_write(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<(File, DiskMeta), FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        let flags =
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
+            .map_err(|e| rfail(FsOp::Open, rel, e.into()))?;
+        self.check(FsOp::Stat, rel)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
+        Ok((
+            File::from_std(std::fs::File::from(fd)),
+            DiskMeta::from_stat(&st),
+        ))
+    }
+
+    /// Cuts an open workspace file to `len` bytes.
+    pub fn truncate(&self, f: &File, rel: &RelPath, len: u64) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, rel)?;
+        rustix::fs::ftruncate(f, len).map_err(|e| rfail(FsOp::Write, rel, e.into()))
+    }
+
+    /// Creates a new temporary file beside `name` in `dir`; returns its name and handle.
+    pub fn create_tmp(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<(Vec<u8>, File), FsFailure> {
+        let mut tmp = b".".to_vec();
+        tmp.extend_from_slice(&name[..name.len().min(100)]);
+        tmp.extend_from_slice(format!(".rewind-tmp-{}", unique_suffix()).as_bytes());
+        self.check(FsOp::Create, rel)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(
+            dir,
+            OsStr::from_bytes(&tmp),
+            flags,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| rfail(FsOp::Create, rel, e.into()))?;
+        Ok((tmp, File::from_std(std::fs::File::from(fd))))
+    }
+
+    /// Writes bytes to an open workspace file.
+    pub fn write_all(&self, f: &mut File, rel: &RelPath, bytes: &[u8]) -> Result<(), FsFailure> {
+        self.check(FsOp::Write, rel)?;
+        f.write_all(bytes).map_err(|e| rfail(FsOp::Write, rel, e))
+    }
+
+    /// Sets permission bits on an open workspace file.
+    pub fn set_mode(&self, f: &File, rel: &RelPath, mode: u32) -> Result<(), FsFailure> {
+        self.check(FsOp::SetPermissions, rel)?;
+        rustix::fs::fchmod(f, Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|e| rfail(FsOp::SetPermissions, rel, e.into()))
+    }
+
+    /// `fsync` of an open workspace file, in durable mode only.
+    pub fn sync_file(&self, f: &File, rel: &RelPath) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, rel)?;
+        f.sync_all().map_err(|e| rfail(FsOp::Sync, rel, e))
+    }
+
+    /// `fsync` of a workspace directory, in durable mode only.
+    pub fn sync_dir(&self, dir: &impl AsFd, rel: &RelPath) -> Result<(), FsFailure> {
+        if !self.io.durable {
+            return Ok(());
+        }
+        self.check(FsOp::Sync, rel)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, ".", flags, Mode::empty())
+            .map_err(|e| rfail(FsOp::Sync, rel, e.into()))?;
+        rustix::fs::fsync(&fd).map_err(|e| rfail(FsOp::Sync, rel, e.into()))
+    }
+
+    /// Renames `from` to `to` inside one directory (atomic replace of `to`).
+    pub fn rename(
+        &self,
+        dir: &impl AsFd,
+        from: &[u8],
+        to: &[u8],
+        rel: &RelPath,
+    ) -> Result<(), FsFailure> {
+        self.check(FsOp::Rename, rel)?;
+        rustix::fs::renameat(dir, OsStr::from_bytes(from), dir, OsStr::from_bytes(to))
+            .map_err(|e| rfail(FsOp::Rename, rel, e.into()))
+    }
+
+    /// Unlinks one component; `false` when it was already absent.
+    pub fn unlink(&self, dir: &impl AsFd, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveFile, rel)?;
+        match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(rfail(FsOp::RemoveFile, rel, e.into())),
+        }
+    }
+
+    /// Removes an empty directory; `false` when absent or not empty.
+    pub fn rmdir_if_empty(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<bool, FsFailure> {
+        self.check(FsOp::RemoveDir, rel)?;
+        match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(
+                rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST,
+            ) => Ok(false),
+            Err(e) => Err(rfail(FsOp::RemoveDir, rel, e.into())),
+        }
+    }
+
+    /// Removes a temp file after a failure (best effort, not seam-checked: cleanup only).
+    pub fn discard_tmp(&self, dir: &impl AsFd, tmp: &[u8]) {
+        let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(tmp), AtFlags::empty());
+    }
+}
