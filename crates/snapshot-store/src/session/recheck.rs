@@ -198,8 +198,8 @@ impl Session {
                 );
                 let order = self.store.next_order();
                 let (before, new_known, _) = match dir {
-                    Some(d) => self.capture_in(d, &rel)?,
-                    None => self.capture_path(&rel)?,
+                    Some(d) => self.capture_in(d, &rel, false)?,
+                    None => self.capture_path(&rel, false)?,
                 };
                 Ok(Some((before, new_known, order, tool_content)))
             })();
