@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{
-    AsyncTask, Env, Function, JsObjectValue, JsValue, Object, ToNapiValue, TypeName, Unknown,
+    AsyncTask, Env, JsValue, ToNapiValue, TypeName, Unknown,
 };
 use napi_derive::napi;
 use std::time::{Duration, Instant};
@@ -97,26 +97,71 @@ fn plan_for(
     }
 }
 
-/// A promise already settled with `result`: resolved through `Promise.resolve` (no thread
-/// hop), or rejected through the same async path as a failed job (the rich error).
+/// A promise already settled with `result`: resolved in place (a promise created natively and
+/// resolved before it is returned; no thread hop), or rejected through the same async path as a
+/// failed job (the rich error).
 fn settled<T>(env: &Env, result: Result<T, BindingError>) -> napi::Result<Unknown<'_>>
 where
     T: ToNapiValue + TypeName + Send + 'static,
 {
-    let resolve = || -> napi::Result<(Object<'_>, Function<'_, T, Unknown<'_>>)> {
-        // `Promise` is a function; read as the object it also is.
-        let promise: Object<'_> = env.get_global()?.get_named_property_unchecked("Promise")?;
-        Ok((promise, promise.get_named_property("resolve")?))
-    };
     match result {
-        Ok(value) => match resolve() {
-            Ok((promise, resolve)) => resolve.apply(promise, value),
-            Err(_) => queued(env, Job::new(move || Ok(value))),
-        },
+        Ok(value) => resolved(env, value),
         Err(error) => Ok(env
             .spawn(Job::new(move || Err::<T, _>(error)))?
             .promise_object()
             .to_unknown()),
+    }
+}
+
+/// A promise resolved with `value`: what `Promise.resolve(value)` returns for the values these
+/// calls resolve with (plain objects and `undefined`), without looking `Promise` up on the global
+/// object and calling into JavaScript. When no promise can be created, the thread pool's.
+fn resolved<T>(env: &Env, value: T) -> napi::Result<Unknown<'_>>
+where
+    T: ToNapiValue + TypeName + Send + 'static,
+{
+    use napi::sys;
+    let raw = env.raw();
+    let mut deferred: sys::napi_deferred = std::ptr::null_mut();
+    let mut promise: sys::napi_value = std::ptr::null_mut();
+    // SAFETY: `raw` is the live environment of this call on the JavaScript thread; both out
+    // pointers are valid for writes.
+    let status = unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) };
+    if status != sys::Status::napi_ok {
+        return queued(env, Job::new(move || Ok(value)));
+    }
+    // SAFETY: as above; `value` is converted in the environment it is returned to.
+    let converted = unsafe { T::to_napi_value(raw, value) };
+    let settle = |with: sys::napi_value| -> napi::Result<()> {
+        // SAFETY: `deferred` came from `napi_create_promise` above and is settled exactly once
+        // (this closure runs once); `with` is a value of this environment.
+        let status = unsafe { sys::napi_resolve_deferred(raw, deferred, with) };
+        if status == sys::Status::napi_ok {
+            Ok(())
+        } else {
+            Err(napi::Error::new(
+                napi::Status::from(status),
+                "could not resolve the call's promise",
+            ))
+        }
+    };
+    match converted {
+        Ok(v) => {
+            settle(v)?;
+            // SAFETY: `promise` is the promise object created above, in this environment.
+            Ok(unsafe { Unknown::from_raw_unchecked(raw, promise) })
+        }
+        Err(e) => {
+            // The value cannot reach JavaScript: the call throws, as when `Promise.resolve`
+            // was called with it. The unreachable promise is settled so its deferred is freed
+            // (resolved, not rejected: no unhandled rejection).
+            let mut undefined: sys::napi_value = std::ptr::null_mut();
+            // SAFETY: live environment, valid out pointer.
+            if unsafe { sys::napi_get_undefined(raw, &mut undefined) } == sys::Status::napi_ok {
+                let _ = settle(undefined);
+            }
+            Err(e)
+        }
     }
 }
 

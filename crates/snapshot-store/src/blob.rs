@@ -4,6 +4,7 @@
 //! is never held in memory twice; small files (≤ [`SMALL`]) are read in one
 //! buffer first so a dedup hit writes nothing.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::File;
@@ -44,75 +45,101 @@ pub(crate) fn store_file(
     size_hint: u64,
     cap: u64,
 ) -> Result<Stored, FsFailure> {
-    let over = |n: u64| cap != 0 && n > cap;
     if size_hint as usize <= SMALL {
         // One buffer: read it all (a file that grew past SMALL continues on the streaming path).
-        let mut data = vec![0u8; SMALL + 1];
-        let mut len = 0usize;
-        loop {
-            let n = ws.read_chunk(file, rel, &mut data[len..])?;
-            if n == 0 {
-                break;
-            }
-            len += n;
-            if len == data.len() {
-                break;
-            }
-        }
-        if len <= SMALL {
-            data.truncate(len);
-            if over(len as u64) {
-                return Ok(Stored::OverCap { size: len as u64 });
-            }
-            let sha = hex::encode(Sha256::digest(&data));
-            let path = blob_path(&sha);
-            if !store.io.durable {
-                // Process-crash mode: a blob already stored whole is a dedup hit (one `stat`,
-                // no failed create). Otherwise write the blob under its final name directly. A
-                // blob torn by a crash mid-write is shorter than its content and is replaced
-                // below; any other damage is caught by the SHA-256 check on restore.
-                if store.blob_size(&sha)? == Some(len as u64) {
-                    return Ok(Stored::Blob {
-                        sha256: sha,
-                        size: len as u64,
-                        dedup: true,
-                    });
-                }
-                let created = match store.write_new(&path, &data) {
-                    Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
-                        store.create_dir_all(path.parent().unwrap_or(Path::new("blobs")))?;
-                        store.write_new(&path, &data)?
-                    }
-                    r => r?,
-                };
-                if created {
-                    store.io.crash(CrashPoint::CaptureBlobStored);
-                    return Ok(Stored::Blob {
-                        sha256: sha,
-                        size: len as u64,
-                        dedup: false,
-                    });
-                }
-            }
-            if store.blob_size(&sha)? == Some(len as u64) {
-                return Ok(Stored::Blob {
-                    sha256: sha,
-                    size: len as u64,
-                    dedup: true,
-                });
-            }
-            let tmp = tmp_path();
-            let mut f = store.create_new(&tmp)?;
-            let r = store
-                .write_all(&mut f, &tmp, &data)
-                .and_then(|()| store.sync_file(&f, &tmp));
-            drop(f);
-            return finish(store, &tmp, r, sha, len as u64);
-        }
-        // Grew while reading: fall through with what we have as the first chunk.
-        return stream(store, ws, file, rel, cap, Some(data));
+        // The buffer is this thread's, allocated and zeroed once (not per file): only the bytes
+        // read into it for this file (`..len`) are looked at.
+        return SMALL_BUF.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => store_small(store, ws, file, rel, cap, &mut buf),
+            Err(_) => store_small(store, ws, file, rel, cap, &mut Vec::new()),
+        });
     }
     stream(store, ws, file, rel, cap, None)
+}
+
+thread_local! {
+    /// The read buffer of [`store_file`]'s small files, one per thread.
+    static SMALL_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// [`store_file`] of a file expected to be at most [`SMALL`] bytes, read into `buf` (grown to
+/// `SMALL + 1` bytes when shorter; its earlier contents are never read).
+fn store_small(
+    store: &StoreFs,
+    ws: &WsFs,
+    file: &mut File,
+    rel: &RelPath,
+    cap: u64,
+    buf: &mut Vec<u8>,
+) -> Result<Stored, FsFailure> {
+    let over = |n: u64| cap != 0 && n > cap;
+    if buf.len() < SMALL + 1 {
+        buf.resize(SMALL + 1, 0);
+    }
+    let buf = &mut buf[..=SMALL];
+    let mut len = 0usize;
+    loop {
+        let n = ws.read_chunk(file, rel, &mut buf[len..])?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+        if len == buf.len() {
+            break;
+        }
+    }
+    if len > SMALL {
+        // Grew while reading: continue streaming with what we have as the first chunk.
+        return stream(store, ws, file, rel, cap, Some(buf[..len].to_vec()));
+    }
+    let data = &buf[..len];
+    if over(len as u64) {
+        return Ok(Stored::OverCap { size: len as u64 });
+    }
+    let sha = hex::encode(Sha256::digest(data));
+    let path = blob_path(&sha);
+    if !store.io.durable {
+        // Process-crash mode: a blob already stored whole is a dedup hit (one `stat`,
+        // no failed create). Otherwise write the blob under its final name directly. A
+        // blob torn by a crash mid-write is shorter than its content and is replaced
+        // below; any other damage is caught by the SHA-256 check on restore.
+        if store.blob_size(&sha)? == Some(len as u64) {
+            return Ok(Stored::Blob {
+                sha256: sha,
+                size: len as u64,
+                dedup: true,
+            });
+        }
+        let created = match store.write_new(&path, data) {
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+                store.create_dir_all(path.parent().unwrap_or(Path::new("blobs")))?;
+                store.write_new(&path, data)?
+            }
+            r => r?,
+        };
+        if created {
+            store.io.crash(CrashPoint::CaptureBlobStored);
+            return Ok(Stored::Blob {
+                sha256: sha,
+                size: len as u64,
+                dedup: false,
+            });
+        }
+    }
+    if store.blob_size(&sha)? == Some(len as u64) {
+        return Ok(Stored::Blob {
+            sha256: sha,
+            size: len as u64,
+            dedup: true,
+        });
+    }
+    let tmp = tmp_path();
+    let mut f = store.create_new(&tmp)?;
+    let r = store
+        .write_all(&mut f, &tmp, data)
+        .and_then(|()| store.sync_file(&f, &tmp));
+    drop(f);
+    finish(store, &tmp, r, sha, len as u64)
 }
 
 fn tmp_path() -> PathBuf {

@@ -10,7 +10,7 @@ use crate::blob::{Stored, store_file};
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{CaptureError, FsFailure};
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
-use crate::fsio::{Walk, WsDir};
+use crate::fsio::{DiskMeta, Walk, WsDir};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::seam::CrashPoint;
 
@@ -142,9 +142,11 @@ impl<'s> Staging<'s> {
 
     /// Reads a path's current state into the store (blob for a regular file).
     /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
+    /// `regular`: a `stat` of the path just showed a regular file (see [`Session::capture_in`]).
     pub(crate) fn capture_path(
         &self,
         rel: &RelPath,
+        regular: bool,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let mut created = Vec::new();
         match self.s.ws.walk_parent(rel, false, &mut created)? {
@@ -160,16 +162,50 @@ impl<'s> Staging<'s> {
                 Known::Unknown,
                 false,
             )),
-            Walk::Parent(dir) => self.capture_in(&dir, rel),
+            Walk::Parent(dir) => self.capture_in(&dir, rel, regular),
         }
     }
 
+    /// [`Session::capture_path`] in the walked-to parent `dir`.
+    ///
+    /// The path is looked at with `lstat` before it is opened, so that only what showed as a
+    /// regular file is opened: never a device, a FIFO or a socket. With `regular`
+    /// (a `stat` made by this call just showed a regular file), the `lstat` is left out: the
+    /// file is opened directly (`O_NOFOLLOW`, `O_NONBLOCK`) and its `fstat` stands for the
+    /// `lstat` — the same inode, so the same metadata, and the same outcomes below (skipped,
+    /// over the cap, captured). An absent file is absent either way; any other failure of
+    /// that open (a symlink put in its place: `ELOOP`, a socket: `ENXIO`, …) takes the full
+    /// path from its `lstat`, so each such outcome is the one that path gives. (A file
+    /// replaced between the `stat` and the open is the race the `lstat` and the open always
+    /// had, over a slightly longer window.)
     pub(crate) fn capture_in(
         &self,
         dir: &WsDir<'_>,
         rel: &RelPath,
+        regular: bool,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let (_, name) = rel.split_last();
+        if regular {
+            match self.s.ws.open_read(dir, name, rel) {
+                Ok(None) => return Ok((BeforeState::Absent, Known::Absent, false)),
+                Ok(Some((file, fmeta))) => {
+                    let cap = self.cap();
+                    if cap != 0 && fmeta.size > cap && not_capturable(&fmeta).is_none() {
+                        return Ok((
+                            BeforeState::Uncovered { size: fmeta.size },
+                            Known::Present {
+                                meta: fmeta,
+                                sha256: None,
+                                recorded: true,
+                            },
+                            false,
+                        ));
+                    }
+                    return self.capture_opened(file, fmeta, rel);
+                }
+                Err(_) => {}
+            }
+        }
         let Some(meta) = self.s.ws.lstat(dir, name, rel)? else {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
@@ -209,9 +245,19 @@ impl<'s> Staging<'s> {
             }
             Err(e) => return Err(e),
         };
-        let Some((mut file, fmeta)) = opened else {
+        let Some((file, fmeta)) = opened else {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
+        self.capture_opened(file, fmeta, rel)
+    }
+
+    /// The end of [`Session::capture_in`]: the file is open, `fmeta` its `fstat`.
+    fn capture_opened(
+        &self,
+        mut file: cap_std::fs::File,
+        fmeta: DiskMeta,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
         if let Some(reason) = not_capturable(&fmeta) {
             return Ok((
                 BeforeState::Skipped { reason },
@@ -229,7 +275,7 @@ impl<'s> Staging<'s> {
             &mut file,
             rel,
             fmeta.size,
-            cap,
+            self.cap(),
         )? {
             Stored::OverCap { size } => Ok((
                 BeforeState::Uncovered { size },
@@ -289,7 +335,7 @@ impl<'s> Staging<'s> {
             id: call_id.into(),
             reason,
         })?;
-        self.capture_with(&mut self.s.lock_state(), call_id, path, None)
+        self.capture_with(&mut self.s.lock_state(), call_id, path, None, false)
     }
 
     pub(crate) fn try_capture_before(
@@ -304,6 +350,9 @@ impl<'s> Staging<'s> {
                 reason,
             }));
         }
+        // Whether this `stat` showed a regular file (of at most `max_bytes`): the capture
+        // then opens it without an `lstat` first (see [`Session::capture_in`]).
+        let mut regular = false;
         if let Ok(rel) = self.resolve(path) {
             // Relative to the workspace handle: no walk of the cwd's own path.
             let m = rustix::fs::statat(
@@ -311,15 +360,17 @@ impl<'s> Staging<'s> {
                 std::ffi::OsStr::from_bytes(rel.as_bytes()),
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
             );
-            if m.is_ok_and(|m| {
-                m.st_mode & 0o170000 == 0o100000
-                    && u64::try_from(m.st_size).unwrap_or(0) > max_bytes
-            }) {
-                return None;
+            if let Ok(m) = m {
+                if m.st_mode & 0o170000 == 0o100000 {
+                    if u64::try_from(m.st_size).unwrap_or(0) > max_bytes {
+                        return None;
+                    }
+                    regular = true;
+                }
             }
         }
         let (mut q, held) = self.quick_state(true)?;
-        Some(self.capture_with(&mut q.st, call_id, path, held))
+        Some(self.capture_with(&mut q.st, call_id, path, held, regular))
     }
 
     /// The state of this handle, the shared store lock (with `store_lock`) and the
@@ -393,6 +444,7 @@ impl<'s> Staging<'s> {
         call_id: &str,
         path: &Path,
         held: Option<SharedLock<'_>>,
+        regular: bool,
     ) -> Result<CaptureOutcome, CaptureError> {
         self.s.prepare(st)?;
         let rel = match self.resolve(path) {
@@ -418,7 +470,9 @@ impl<'s> Staging<'s> {
         }
         let back_order = self.s.store.next_order();
         let order = self.s.store.next_order();
-        let (before, now, dedup) = self.capture_path(&rel).map_err(|e| map_read(e, &rel))?;
+        let (before, now, dedup) = self
+            .capture_path(&rel, regular)
+            .map_err(|e| map_read(e, &rel))?;
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
         if let Some(prev) = st.idx.boundary {

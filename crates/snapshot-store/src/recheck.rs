@@ -242,8 +242,8 @@ impl Recheck<'_> {
                 );
                 let order = self.s.store.next_order();
                 let (before, new_known, _) = match dir {
-                    Some(d) => self.s.staging().capture_in(d, &rel)?,
-                    None => self.s.staging().capture_path(&rel)?,
+                    Some(d) => self.s.staging().capture_in(d, &rel, false)?,
+                    None => self.s.staging().capture_path(&rel, false)?,
                 };
                 Ok(Some((before, new_known, order, tool_content)))
             })();

@@ -870,3 +870,148 @@ fn calls_that_must_not_wait_run_only_when_nothing_is_in_the_way() {
     s.restore(&plan, "op").expect("restore");
     assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1"[..]));
 }
+
+/// Runs `swap` once, just before the first open of workspace path `name`: the file
+/// replaced between a capture's look at it and its open.
+struct SwapAtOpen {
+    name: &'static str,
+    swap: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl snapshot_store::FaultSeam for SwapAtOpen {
+    fn before(
+        &self,
+        op: snapshot_store::FsOp,
+        area: snapshot_store::Area,
+        path: &Path,
+    ) -> std::io::Result<()> {
+        if op == snapshot_store::FsOp::Open
+            && area == snapshot_store::Area::Workspace
+            && path == Path::new(self.name)
+        {
+            if let Some(swap) = self.swap.lock().expect("lock").take() {
+                swap();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_quick_capture_records_what_the_blocking_capture_records() {
+    use sha2::Digest;
+    let env = Env::new();
+    let seam = std::sync::Arc::new(SwapAtOpen {
+        name: "x",
+        swap: std::sync::Mutex::new(None),
+    });
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    env.write("a", b"a0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+
+    // Files of several sizes, a shorter one after a longer one: each captured whole, with
+    // its own bytes.
+    for (i, size) in [3000usize, 1, 0, 65_536, 17, 65_537]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("f{i}");
+        let bytes: Vec<u8> = (0..size).map(|k| (k * 7 + i) as u8).collect();
+        env.write(&name, &bytes);
+        let out = s
+            .try_capture_before(&format!("q{i}"), Path::new(&name), 64 * 1024)
+            .map(|r| r.expect("captured"));
+        if size > 64 * 1024 {
+            assert!(out.is_none(), "over the limit: declined");
+            continue;
+        }
+        let Some(CaptureOutcome::Captured {
+            sha256, size: got, ..
+        }) = out
+        else {
+            panic!("{name}: {out:?}");
+        };
+        assert_eq!(got, size as u64, "{name}");
+        assert_eq!(sha256, hex::encode(sha2::Sha256::digest(&bytes)), "{name}");
+    }
+
+    // The file replaced by something else just before the quick capture opens it (after its
+    // `stat` saw a regular file): the outcome is the blocking capture's for what is there.
+    let p = env.p("x");
+    let to_symlink: Box<dyn Fn() + Send + Sync> = Box::new({
+        let p = p.clone();
+        move || {
+            std::fs::remove_file(&p).expect("rm");
+            std::os::unix::fs::symlink("a", &p).expect("symlink");
+        }
+    });
+    let to_dir: Box<dyn Fn() + Send + Sync> = Box::new({
+        let p = p.clone();
+        move || {
+            std::fs::remove_file(&p).expect("rm");
+            std::fs::create_dir(&p).expect("mkdir");
+        }
+    });
+    let to_fifo: Box<dyn Fn() + Send + Sync> = Box::new({
+        let p = p.clone();
+        move || {
+            std::fs::remove_file(&p).expect("rm");
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .expect("mkfifo");
+        }
+    });
+    let to_hard_link: Box<dyn Fn() + Send + Sync> = Box::new({
+        let p = p.clone();
+        let other = env.p("x-link");
+        move || std::fs::hard_link(&p, &other).expect("link")
+    });
+    let to_absent: Box<dyn Fn() + Send + Sync> = Box::new({
+        let p = p.clone();
+        move || std::fs::remove_file(&p).expect("rm")
+    });
+    let swaps = [
+        ("symlink", to_symlink),
+        ("dir", to_dir),
+        ("fifo", to_fifo),
+        ("hard-link", to_hard_link),
+        ("absent", to_absent),
+    ];
+    for (what, swap) in swaps {
+        let swap = std::sync::Arc::new(swap);
+        env.write("x", b"regular");
+        let once = std::sync::Arc::clone(&swap);
+        *seam.swap.lock().expect("lock") = Some(Box::new(move || once()));
+        let quick = s
+            .try_capture_before(&format!("q-{what}"), Path::new("x"), 4096)
+            .expect("runs")
+            .expect("captured");
+        assert!(seam.swap.lock().expect("lock").is_none(), "{what}: swapped");
+        // The same end state, captured by the blocking call.
+        let _ = std::fs::remove_dir(&p);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_file(env.p("x-link"));
+        env.write("x", b"regular");
+        swap();
+        let blocking = s
+            .capture_before(&format!("b-{what}"), Path::new("x"))
+            .expect("captured");
+        assert_eq!(quick, blocking, "{what}");
+        assert!(
+            !matches!(quick, CaptureOutcome::Captured { .. }),
+            "{what}: {quick:?}"
+        );
+        let _ = std::fs::remove_dir(&p);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_file(env.p("x-link"));
+    }
+}
