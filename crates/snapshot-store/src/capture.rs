@@ -251,7 +251,7 @@ impl<'s> Staging<'s> {
         self.capture_opened(file, fmeta, rel)
     }
 
-    /// The end of [`Session::capture_in`]: the file is open, `fmeta` its `fstat`.
+    /// The end of [`Staging::capture_in`]: the file is open, `fmeta` its `fstat`.
     fn capture_opened(
         &self,
         mut file: cap_std::fs::File,
