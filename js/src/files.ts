@@ -7,7 +7,7 @@ import { Codes, toRewindError } from './errors.ts'
 import type { HostLogger } from './host.ts'
 import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
-import type { FilesPort, FilesPreview, ScanReport } from './ports.ts'
+import type { FilesPort } from './ports.ts'
 import { unavailableFiles } from './ports.ts'
 
 /** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
@@ -30,8 +30,8 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
     commit: async (...a) => { await awaitNative(() => store.commit(...a)) },
     discard: async (...a) => { await awaitNative(() => store.discard(...a)) },
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },
-    scan: async (...a) => (await awaitNative(() => store.scan(...a))) as ScanReport,
-    preview: async (...a) => (await awaitNative(() => store.preview(...a))) as FilesPreview,
+    scan: async (...a) => await awaitNative(() => store.scan(...a)),
+    preview: async (...a) => await awaitNative(() => store.preview(...a)),
     diff: (...a) => awaitNative(() => store.diff(...a)),
     sessionFormat: async (...a) => { await awaitNative(() => store.sessionFormat(...a)) },
     prune: async (...a) => { await awaitNative(() => store.prune(...a)) },

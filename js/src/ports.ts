@@ -6,16 +6,7 @@
 import { RewindError } from './errors.ts'
 
 /** One planned restore action (preview). */
-export interface PreviewFile {
-  path: string
-  action: 'write' | 'delete' | 'create'
-  /** Lines the restore adds / removes, when both sides are text within the diff bounds. */
-  added?: number | null
-  removed?: number | null
-  /** Who made the newest change since the target: this agent, someone outside it, or another session (`originSession`). */
-  origin?: 'agent' | 'outside' | 'other-session'
-  originSession?: string | null
-}
+export type PreviewFile = import('../../crates/napi-host/index.d.ts').BindingPreviewFile
 
 /** Which planned files a restore takes: all, minus `keep`, limited to `only` (paths or directories). */
 export type RestoreSelection = import('../../crates/napi-host/index.d.ts').BindingRestoreSelection
@@ -33,48 +24,16 @@ export type FailedPath = import('../../crates/napi-host/index.d.ts').BindingFail
 export type NotCoveredPath = import('../../crates/napi-host/index.d.ts').BindingNotCovered
 
 /** Impact of a rewind on the files, without mutation. */
-export interface FilesPreview {
-  files: PreviewFile[]
-  uncovered: string[]
-  skipped: SkippedPath[]
-  /** Files changed since the target only outside the agent's tool calls: left as they are. */
-  outside: string[]
-  /** What the workspace scan does not cover, with why. */
-  notCovered: NotCoveredPath[]
-}
+export type FilesPreview = import('../../crates/napi-host/index.d.ts').BindingPreview
 
 /** When a workspace scan runs. */
-export type ScanPhase = 'before' | 'after' | 'boundary'
+export type ScanPhase = import('../../crates/napi-host/index.d.ts').BindingScanRequest['phase']
 
 /** A workspace scan request (see `scan.ts`). */
-export interface ScanRequest {
-  phase: ScanPhase
-  anchorSeq: number
-  callId?: string
-  ok?: boolean
-  maxFileBytes: number
-  maxBaselineBytes: number
-  maxFiles: number
-}
+export type ScanRequest = import('../../crates/napi-host/index.d.ts').BindingScanRequest
 
 /** What one workspace scan found and recorded. */
-export interface ScanReport {
-  phase: string
-  /** Files in scope. */
-  files: number
-  /** Before-states recorded by this scan. */
-  recorded: number
-  created: string[]
-  modified: string[]
-  deleted: string[]
-  modeChanged: string[]
-  outside: string[]
-  notCovered: NotCoveredPath[]
-  /** Set when a budget stopped the scan (e.g. `rewind/scan-budget`): nothing of the workspace is covered. */
-  refused?: { code: string; message: string } | null
-  baselineComplete: boolean
-  elapsedMs: number
-}
+export type ScanReport = import('../../crates/napi-host/index.d.ts').BindingScanReport
 
 /** The outcome of a journaled restore. */
 export interface RestoreOutcome {
@@ -177,15 +136,7 @@ export interface CleanupPort {
 }
 
 /** The last recorded sweep. */
-export interface LastSweep {
-  at: number
-  trigger: string
-  /** Sessions the age rule removed, and their bytes. */
-  removed: number
-  bytes: number
-  /** What the size quota did, when it ran with the sweep. */
-  quota?: { maxBytes: number; removed: number; freed: number; bytesAfter: number }
-}
+export type LastSweep = import('../../crates/napi-host/index.d.ts').BindingLastSweep
 
 /** The automatic sweep's result. */
 export interface AutoSweepReport {
@@ -196,17 +147,7 @@ export interface AutoSweepReport {
 }
 
 /** Storage figures of the snapshot store (bytes). */
-export interface StorageReport {
-  totalBytes: number
-  unreferencedBytes: number
-  sessions: number
-  workspaceBytes: number
-  workspaceSharedBytes: number
-  workspaceSessions: number
-  biggest: { sessionId: string; bytes: number; ownBytes: number; lastActivity: number; inWorkspace: boolean }[]
-  /** Records that could not be read: the figures are lower bounds. */
-  problems: number
-}
+export type StorageReport = import('../../crates/napi-host/index.d.ts').BindingStorage
 
 /** A port that is never available. */
 export function unavailableFiles(code: string, message: string): FilesPort {
