@@ -142,7 +142,7 @@ impl<'s> Staging<'s> {
 
     /// Reads a path's current state into the store (blob for a regular file).
     /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
-    /// `regular`: a `stat` of the path just showed a regular file (see [`Session::capture_in`]).
+    /// `regular`: a `stat` of the path just showed a regular file (see [`Staging::capture_in`]).
     pub(crate) fn capture_path(
         &self,
         rel: &RelPath,
@@ -166,7 +166,7 @@ impl<'s> Staging<'s> {
         }
     }
 
-    /// [`Session::capture_path`] in the walked-to parent `dir`.
+    /// [`Staging::capture_path`] in the walked-to parent `dir`.
     ///
     /// The path is looked at with `lstat` before it is opened, so that only what showed as a
     /// regular file is opened: never a device, a FIFO or a socket. With `regular`

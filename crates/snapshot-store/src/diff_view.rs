@@ -2,7 +2,7 @@
 //! undoes: a bounded line diff between the file as it is now and as the restore would
 //! leave it, and the origin of the newest change recorded since the target.
 //!
-//! Both are read-only views over a [`RestorePlan`]'s actions; neither changes anything.
+//! Both are read-only views over a [`RestorePlan`](crate::plan::RestorePlan)'s actions; neither changes anything.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

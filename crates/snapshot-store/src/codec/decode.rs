@@ -72,7 +72,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
     Ok(rec)
 }
 
-/// The call id and the encoded entry of a `staged` payload, checked as [`decode`]
+/// The call id and the encoded entry of a `staged` payload, checked as [`decode()`]
 /// checks them (the entry is decoded later by [`decode_entry`], if ever).
 pub(crate) fn staged_parts(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
     let mut r = Reader { b: bytes, o: 1 };
@@ -103,7 +103,7 @@ pub(crate) fn dropped_call(bytes: &[u8]) -> Result<&str, String> {
 /// checked), and `since`.
 pub(crate) type TrackedRef<'a> = (&'a [u8], &'a [u8], Option<u64>);
 
-/// Reads a `tracked` payload into `out`, checked as [`decode`] checks it; the known
+/// Reads a `tracked` payload into `out`, checked as [`decode()`] checks it; the known
 /// states are decoded later by [`decode_known`], if ever.
 pub(crate) fn decode_tracked<'a>(
     bytes: &'a [u8],
@@ -147,7 +147,7 @@ pub(super) fn hex_lower(raw: &[u8]) -> String {
     s
 }
 
-/// Reads a `group` payload as [`decode`] does: anchor, source and the entries, still
+/// Reads a `group` payload as [`decode()`] does: anchor, source and the entries, still
 /// encoded (their framing checked).
 pub(crate) fn group_parts(bytes: &[u8]) -> Result<(u64, EntrySource, &[u8]), String> {
     let mut r = Reader { b: bytes, o: 1 };

@@ -171,7 +171,7 @@ impl Journal<'_> {
     /// from there on. Without `over` (the file's content was read and is a state of
     /// the action, or an interrupted write of one) the file is cut to zero first and an
     /// interruption leaves a prefix of the new bytes. Continue and rollback recognise
-    /// both ([`Session::torn_write`]) because the intent journal names both blobs
+    /// both ([`Journal::torn_write`]) because the intent journal names both blobs
     /// before the first write. `Ok(false)`, having changed nothing, when the file
     /// cannot be opened for writing (no write permission, a running executable): the
     /// caller replaces it instead.
@@ -230,7 +230,7 @@ impl Journal<'_> {
     /// leaves (its mode not yet set): a regular file with one link whose bytes are the
     /// first bytes of that state's blob (a write after cutting the file to zero), or
     /// the first bytes of that state's blob followed by another of `states` from there
-    /// on, as long as that other one ([`Session::write_in_place`] over the old bytes).
+    /// on, as long as that other one ([`Journal::write_in_place`] over the old bytes).
     pub(super) fn torn_write<'s>(
         &self,
         rel: &RelPath,
