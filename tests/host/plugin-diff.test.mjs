@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { basename, join } from 'node:path'
 import { readFile, writeFile } from 'node:fs/promises'
 import { turn, text, write, edit, read, bash } from './lib/harness.mjs'
-import { bootWithPlugin, humanSeq, put, rpc, BINARY } from './plugin-support.mjs'
+import { bootWithPlugin, humanSeq, pluginSettled, put, rpc, BINARY } from './plugin-support.mjs'
 
 const A0 = 'alpha\nbeta\ngamma\ndelta\n'
 
@@ -47,6 +47,7 @@ async function session(t) {
   await seed(ws)
   const agent = await host.createAgent('diff-main')
   await host.sendUser(agent, 'one')
+  await pluginSettled(host, agent)
   await writeFile(join(ws, 'b.txt'), 'b by hand\n')
   const other = await host.createAgent('diff-other')
   await host.sendUser(other, 'other')

@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { turn, text, write, read, edit, gate, gated, parseJsonl } from './lib/harness.mjs'
-import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, put, FILES } from './plugin-support.mjs'
+import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, put, pluginSettled, FILES } from './plugin-support.mjs'
 
 /** The live children of a session, oldest first. */
 function childrenOf(host, parentId) {
@@ -117,6 +117,7 @@ test('a fork re-checks the files only its parent changed: one changed outside th
   // sre.txt was created and changed by the parent's agent only; in the child it is changed by
   // hand between two turns, then the child rewinds to the message before that change.
   await host.sendUser(child, 'child one')
+  await pluginSettled(host, child)
   await put(join(ws, 'sre.txt'), 'edited by hand in the child\n')
   await host.sendUser(child, 'child two')
   const childOne = humanSeq(child, 'child one')

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { readFile, writeFile, access } from 'node:fs/promises'
 import { turn, text, write } from './lib/harness.mjs'
-import { bootWithPlugin, humanSeq } from './plugin-support.mjs'
+import { bootWithPlugin, humanSeq, pluginSettled } from './plugin-support.mjs'
 
 test('an outside edit after the last message is rolled back by a rewind', async (t) => {
   const host = await bootWithPlugin({
@@ -23,6 +23,7 @@ test('an outside edit after the last message is rolled back by a rewind', async 
   await host.sendUser(agent, 'second')
   // By now the store has recorded tracked.txt's content; the third message leaves it alone.
   await host.sendUser(agent, 'third')
+  await pluginSettled(host, agent)
   // After the last turn, something outside the write tools changes the tracked file.
   await writeFile(join(host.workspace, 'tracked.txt'), 'changed outside\n')
 

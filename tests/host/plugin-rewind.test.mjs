@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { writeFile } from 'node:fs/promises'
 import { turn, text, write, sre, tools, parseJsonl } from './lib/harness.mjs'
-import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, BINARY, FILES } from './plugin-support.mjs'
+import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, pluginSettled, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
   const { host, agent, ws, beforeMiddle, afterLast } = await threeTurnSession({ extraTurns: [turn(text('after the rewind'))] })
@@ -147,6 +147,7 @@ test('str_replace_editor view is never captured; other tools are not covered', a
   const agent = await host.createAgent('view-session')
   await host.sendUser(agent, 'one')
   await host.sendUser(agent, 'two')
+  await pluginSettled(host, agent)
   await writeFile(join(host.workspace, 'viewed.txt'), 'changed later\n')
   await writeFile(join(host.workspace, 'read.txt'), 'changed later\n')
   await host.sendUser(agent, 'three')

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { readFile, writeFile, chmod } from 'node:fs/promises'
 import { turn, text, write, bash, tools, PROVIDER, MODEL } from './lib/harness.mjs'
-import { bootWithPlugin, humanSeq, put, BINARY } from './plugin-support.mjs'
+import { bootWithPlugin, humanSeq, pluginSettled, put, BINARY } from './plugin-support.mjs'
 
 /** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
 async function tree(dir) {
@@ -172,6 +172,7 @@ test('a change made only outside the agent between turns is left as is and liste
   const agent = await host.createAgent('outside-session')
   await host.sendUser(agent, 'one')
   await host.sendUser(agent, 'two')
+  await pluginSettled(host, agent)
   // The user edits a file no tool touched, between turns.
   await writeFile(join(ws, 'notes.md'), 'my notes, edited by me\n')
   await host.sendUser(agent, 'three')

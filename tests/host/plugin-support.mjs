@@ -50,6 +50,17 @@ export async function rpc(host, endpoint, body, { headers = {} } = {}) {
   return { status: res.status, json: text === '' ? undefined : JSON.parse(text) }
 }
 
+/**
+ * Resolves once the plugin's queued work for the agent's session has run (the re-check and
+ * scan of its latest message run after the turn starts, in the session's queue; the scripted
+ * model's turn can end before they do). An edit made by hand "after the turn" then lands after
+ * them, as it does with a real model's turn.
+ */
+export async function pluginSettled(host, agent) {
+  const r = await rpc(host, 'restores', { sessionId: agent.id ?? agent.session.header.id })
+  if (r.status !== 200 || r.json?.ok !== true) throw new Error(`restores: ${r.status} ${JSON.stringify(r.json)}`)
+}
+
 /** File bytes, or `null` when absent. */
 export async function bytes(path) {
   try {
