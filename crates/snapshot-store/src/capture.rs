@@ -189,17 +189,8 @@ impl<'s> Staging<'s> {
             match self.s.ws.open_read(dir, name, rel) {
                 Ok(None) => return Ok((BeforeState::Absent, Known::Absent, false)),
                 Ok(Some((file, fmeta))) => {
-                    let cap = self.cap();
-                    if cap != 0 && fmeta.size > cap && not_capturable(&fmeta).is_none() {
-                        return Ok((
-                            BeforeState::Uncovered { size: fmeta.size },
-                            Known::Present {
-                                meta: fmeta,
-                                sha256: None,
-                                recorded: true,
-                            },
-                            false,
-                        ));
+                    if let Some(before) = self.unreadable(&fmeta) {
+                        return Ok(not_read(before, fmeta));
                     }
                     return self.capture_opened(file, fmeta, rel);
                 }
@@ -209,28 +200,8 @@ impl<'s> Staging<'s> {
         let Some(meta) = self.s.ws.lstat(dir, name, rel)? else {
             return Ok((BeforeState::Absent, Known::Absent, false));
         };
-        if let Some(reason) = not_capturable(&meta) {
-            return Ok((
-                BeforeState::Skipped { reason },
-                Known::Present {
-                    meta,
-                    sha256: None,
-                    recorded: true,
-                },
-                false,
-            ));
-        }
-        let cap = self.cap();
-        if cap != 0 && meta.size > cap {
-            return Ok((
-                BeforeState::Uncovered { size: meta.size },
-                Known::Present {
-                    meta,
-                    sha256: None,
-                    recorded: true,
-                },
-                false,
-            ));
+        if let Some(before) = self.unreadable(&meta) {
+            return Ok(not_read(before, meta));
         }
         let opened = match self.s.ws.open_read(dir, name, rel) {
             Ok(o) => o,
@@ -251,6 +222,16 @@ impl<'s> Staging<'s> {
         self.capture_opened(file, fmeta, rel)
     }
 
+    /// What a file with metadata `meta` is recorded as without reading it: skipped when it
+    /// is not capturable, uncovered when it is over the per-file cap.
+    fn unreadable(&self, meta: &DiskMeta) -> Option<BeforeState> {
+        if let Some(reason) = not_capturable(meta) {
+            return Some(BeforeState::Skipped { reason });
+        }
+        let cap = self.cap();
+        (cap != 0 && meta.size > cap).then_some(BeforeState::Uncovered { size: meta.size })
+    }
+
     /// The end of [`Staging::capture_in`]: the file is open, `fmeta` its `fstat`.
     fn capture_opened(
         &self,
@@ -259,15 +240,7 @@ impl<'s> Staging<'s> {
         rel: &RelPath,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         if let Some(reason) = not_capturable(&fmeta) {
-            return Ok((
-                BeforeState::Skipped { reason },
-                Known::Present {
-                    meta: fmeta,
-                    sha256: None,
-                    recorded: true,
-                },
-                false,
-            ));
+            return Ok(not_read(BeforeState::Skipped { reason }, fmeta));
         }
         match store_file(
             &self.s.store.inner.fs,
@@ -277,15 +250,7 @@ impl<'s> Staging<'s> {
             fmeta.size,
             self.cap(),
         )? {
-            Stored::OverCap { size } => Ok((
-                BeforeState::Uncovered { size },
-                Known::Present {
-                    meta: fmeta,
-                    sha256: None,
-                    recorded: true,
-                },
-                false,
-            )),
+            Stored::OverCap { size } => Ok(not_read(BeforeState::Uncovered { size }, fmeta)),
             Stored::Blob {
                 sha256,
                 size,
@@ -528,4 +493,18 @@ impl<'s> Staging<'s> {
             },
         })
     }
+}
+
+/// A before-state recorded without reading the file (skipped, uncovered): the store knows
+/// the file's metadata, not its content.
+fn not_read(before: BeforeState, meta: DiskMeta) -> (BeforeState, Known, bool) {
+    (
+        before,
+        Known::Present {
+            meta,
+            sha256: None,
+            recorded: true,
+        },
+        false,
+    )
 }

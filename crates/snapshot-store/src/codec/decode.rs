@@ -27,17 +27,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
         GROUP => {
             // The entries stay encoded until asked for (opening a long session reads
             // only what the index needs); their framing is checked here.
-            let anchor_seq = r.u()?;
-            let source = r.source()?;
-            let start = r.o;
-            let n = r.count()?;
-            for _ in 0..n {
-                r.skip_entry()?;
-            }
+            let (anchor_seq, source, span) = r.group()?;
             Record::GroupRaw {
                 anchor_seq,
                 source,
-                raw: Shared::copy_of(&bytes[start..r.o]),
+                raw: Shared::copy_of(&bytes[span]),
             }
         }
         TRACKED => {
@@ -151,16 +145,9 @@ pub(super) fn hex_lower(raw: &[u8]) -> String {
 /// encoded (their framing checked).
 pub(crate) fn group_parts(bytes: &[u8]) -> Result<(u64, EntrySource, &[u8]), String> {
     let mut r = Reader { b: bytes, o: 1 };
-    let anchor_seq = r.u()?;
-    let source = r.source()?;
-    let start = r.o;
-    let n = r.count()?;
-    for _ in 0..n {
-        r.skip_entry()?;
-    }
-    let raw = &bytes[start..r.o];
+    let (anchor_seq, source, span) = r.group()?;
     r.end()?;
-    Ok((anchor_seq, source, raw))
+    Ok((anchor_seq, source, &bytes[span]))
 }
 
 /// Decodes the entries of a group payload kept encoded ([`Record::GroupRaw`]).
@@ -189,6 +176,19 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// The fields of a `group` payload after its kind: anchor, source, and the span of
+    /// its entries, left encoded (their framing checked).
+    fn group(&mut self) -> Result<(u64, EntrySource, std::ops::Range<usize>), String> {
+        let anchor_seq = self.u()?;
+        let source = self.source()?;
+        let start = self.o;
+        let n = self.count()?;
+        for _ in 0..n {
+            self.skip_entry()?;
+        }
+        Ok((anchor_seq, source, start..self.o))
+    }
+
     #[inline]
     fn u8(&mut self) -> Result<u8, String> {
         let v = *self.b.get(self.o).ok_or("record ends early")?;

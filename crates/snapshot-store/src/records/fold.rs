@@ -157,6 +157,35 @@ pub(super) enum FoldError {
 }
 
 impl Index {
+    /// Folds the payload of the frame at offset `o`. After a record that contradicts the
+    /// index (kept in `refused`), later frames are only decoded: damage further on is
+    /// still reported first.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_frame<'a>(
+        &mut self,
+        buf_all: &std::sync::Arc<Vec<u8>>,
+        payload: &'a [u8],
+        bytes: u64,
+        o: usize,
+        deferred: &mut Deferred<'a>,
+        buf: &mut Vec<crate::codec::TrackedRef<'a>>,
+        refused: &mut Option<String>,
+    ) -> Result<(), DecodeError> {
+        if refused.is_some() {
+            return crate::codec::decode(payload)
+                .map(drop)
+                .map_err(|e| unreadable(o, &e));
+        }
+        match self.fold_payload(buf_all, payload, bytes, deferred, buf) {
+            Ok(()) => Ok(()),
+            Err(FoldError::Decode(e)) => Err(unreadable(o, &e)),
+            Err(FoldError::Apply(e)) => {
+                *refused = Some(e);
+                Ok(())
+            }
+        }
+    }
+
     /// Folds one payload read from a log, as [`Index::apply`] of its decoded record
     /// would, building only what the index keeps.
     fn fold_payload<'a>(
@@ -240,19 +269,7 @@ pub(super) fn fold_frames_one(
     let mut buf = Vec::new();
     let mut refused: Option<String> = None;
     let r = for_each_frame(bytes, start, |payload, len, o| {
-        if refused.is_some() {
-            return crate::codec::decode(payload)
-                .map(drop)
-                .map_err(|e| unreadable(o, &e));
-        }
-        match idx.fold_payload(all, payload, len, &mut deferred, &mut buf) {
-            Ok(()) => Ok(()),
-            Err(FoldError::Decode(e)) => Err(unreadable(o, &e)),
-            Err(FoldError::Apply(e)) => {
-                refused = Some(e);
-                Ok(())
-            }
-        }
+        idx.fold_frame(all, payload, len, o, &mut deferred, &mut buf, &mut refused)
     });
     let corrupt = |detail: String| -> Fault {
         CorruptFile {
@@ -323,19 +340,7 @@ pub(super) fn fold_frames_split(
                 if payload.first() == Some(&TRACKED) {
                     return Ok(());
                 }
-                if refused.is_some() {
-                    return crate::codec::decode(payload)
-                        .map(drop)
-                        .map_err(|e| unreadable(o, &e));
-                }
-                match idx.fold_payload(all, payload, len, &mut deferred, &mut buf) {
-                    Ok(()) => Ok(()),
-                    Err(FoldError::Decode(e)) => Err(unreadable(o, &e)),
-                    Err(FoldError::Apply(e)) => {
-                        refused = Some(e);
-                        Ok(())
-                    }
-                }
+                idx.fold_frame(all, payload, len, o, &mut deferred, &mut buf, &mut refused)
             },
             &mut |payload, crc, o| {
                 at = o;

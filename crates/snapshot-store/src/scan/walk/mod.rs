@@ -210,6 +210,25 @@ impl<S: Sink> Worker<S> {
         }
     }
 
+    /// `lstat` of entry `name` (at `rel`) in its open directory; `None` when it vanished
+    /// since the listing (simply not there) or failed (the failure noted in `errors`).
+    fn lstat_entry(
+        ctx: &Ctx<'_>,
+        dir: &OwnedFd,
+        name: &OsStr,
+        rel: &[u8],
+        errors: &mut Vec<(Box<[u8]>, String)>,
+    ) -> Option<rustix::fs::Stat> {
+        match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(s) => Some(s),
+            Err(rustix::io::Errno::NOENT) => None,
+            Err(e) => {
+                errors.push((rel.into(), io_text(&Self::full(ctx, rel), e)));
+                None
+            }
+        }
+    }
+
     fn full(ctx: &Ctx<'_>, rel: &[u8]) -> PathBuf {
         if rel.is_empty() {
             ctx.root.to_path_buf()
@@ -326,20 +345,13 @@ impl<S: Sink> Worker<S> {
             let name = OsStr::from_bytes(name);
             let mut stat = None;
             if kind == FileType::Unknown {
-                match rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(s) => {
-                        kind = FileType::from_raw_mode(s.st_mode as _);
-                        stat = Some(Stat::from_raw(&s));
-                    }
-                    Err(rustix::io::Errno::NOENT) => continue,
-                    Err(e) => {
-                        let text = io_text(&Self::full(ctx, &self.rel), e);
-                        self.out
-                            .entry_errors
-                            .push((self.rel.as_slice().into(), text));
-                        continue;
-                    }
-                }
+                let Some(s) =
+                    Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors)
+                else {
+                    continue;
+                };
+                kind = FileType::from_raw_mode(s.st_mode as _);
+                stat = Some(Stat::from_raw(&s));
             }
             let is_dir = kind == FileType::Directory;
             if check
@@ -382,18 +394,12 @@ impl<S: Sink> Worker<S> {
             }
             let st = match stat {
                 Some(s) => s,
-                None => match rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(s) => Stat::from_raw(&s),
-                    // Vanished between listing and lstat: simply not there.
-                    Err(rustix::io::Errno::NOENT) => continue,
-                    Err(e) => {
-                        let text = io_text(&Self::full(ctx, &self.rel), e);
-                        self.out
-                            .entry_errors
-                            .push((self.rel.as_slice().into(), text));
-                        continue;
+                None => {
+                    match Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors) {
+                        Some(s) => Stat::from_raw(&s),
+                        None => continue,
                     }
-                },
+                }
             };
             self.sink.file(&self.rel, st);
         }
