@@ -65,12 +65,13 @@ async function setUp(tracked) {
 async function round(p, i, contents) {
   const next = contents[i % contents.length]
   const call = `w${i}`
+  const anchor = 3 + Math.floor(i / 20)
   let t = performance.now()
-  await p.store.capture(p.sid, p.cwd, call, 'w', CAP)
+  await p.store.capture(p.sid, p.cwd, call, 'w', CAP, anchor) // as the plugin calls it
   const capture = performance.now() - t
   writeFileSync(join(p.cwd, 'w'), next) // the tool's own write, not the plugin's cost
   t = performance.now()
-  await p.store.commit(p.sid, p.cwd, call, 3 + Math.floor(i / 20), true)
+  await p.store.commit(p.sid, p.cwd, call, anchor, true)
   const commit = performance.now() - t
   t = performance.now()
   const bytes = await readFile(join(p.raw, 'w'))

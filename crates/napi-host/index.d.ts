@@ -169,13 +169,21 @@ export declare class BindingStore {
    * Runs on the JavaScript thread when the session's handle is open, the file is small
    * (at most 64 KiB) and no lock is held by anyone else — the work is then shorter than a
    * hop to the thread pool and back; otherwise on the thread pool. The promise is the same.
+   * `anchorSeq`: the anchor the call's commit will name (see `commit`).
    */
-  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<BindingCaptureOutcome>
+  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number | undefined | null): Promise<BindingCaptureOutcome>
   /**
    * Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
-   * (on the JavaScript thread when nothing is in the way, as `capture`).
+   * (on the JavaScript thread when nothing is in the way, as `capture`). A call
+   * captured with this anchor is committed without a write of its own: its records
+   * join the session's next write (or [`BindingStore::flush`]).
    */
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
+  /**
+   * Writes the commits of the session's open handle that wait for its next write;
+   * resolves with whether there were any.
+   */
+  flush(sessionId: string, cwd: string): Promise<boolean>
   /** Discards a capture still staged for `call_id` (the host's safety net). */
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   /**

@@ -66,7 +66,10 @@ export function registerCapture(deps: CaptureDeps): void {
     }
     const key = captureKey(sessionId, exec.callId)
     try {
-      await state.run(sessionId, () => files.capture(sessionId, cwd, exec.callId, path, settings.maxFileBytes))
+      // The anchor the commit will name (the latest human message), so the store can settle the
+      // commit without a write of its own.
+      const anchor = state.anchor(session)
+      await state.run(sessionId, () => files.capture(sessionId, cwd, exec.callId, path, settings.maxFileBytes, anchor))
       state.pending.set(key, { sessionId, cwd, callId: exec.callId })
     } catch (error) {
       // The tool still runs: a failed capture costs only the restorability of this path.

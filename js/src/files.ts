@@ -10,6 +10,13 @@ import { awaitNative, callNative } from './native.ts'
 import type { FilesPort } from './ports.ts'
 import { unavailableFiles } from './ports.ts'
 
+/**
+ * A commit at the anchor its capture named is settled in memory and written with the session's
+ * next write; when a burst of tool calls goes quiet for this long, the waiting commits are
+ * written on their own.
+ */
+export const FLUSH_AFTER_MS = 50
+
 /** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
 export function openFiles(engine: () => Addon.BindingEngine, root: string, logger: HostLogger): FilesPort {
   let store: Addon.BindingStore
@@ -24,10 +31,26 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
     const why = store.newerVersion()
     return why === null || why === undefined ? undefined : { code: Codes.storeNewer, message: why }
   }
+  const flushes = new Map<string, ReturnType<typeof setTimeout>>()
+  const flushSoon = (sessionId: string, cwd: string): void => {
+    const key = `${sessionId}\0${cwd}`
+    if (flushes.has(key)) return
+    const timer = setTimeout(() => {
+      flushes.delete(key)
+      awaitNative(() => store.flush(sessionId, cwd)).catch((error: unknown) => {
+        logger.warn('writing the commits of session %s failed: %s', sessionId, (error as Error).message)
+      })
+    }, FLUSH_AFTER_MS)
+    timer.unref?.()
+    flushes.set(key, timer)
+  }
   return {
     unavailable: newer,
     capture: async (...a) => { await awaitNative(() => store.capture(...a)) },
-    commit: async (...a) => { await awaitNative(() => store.commit(...a)) },
+    commit: async (sessionId, cwd, callId, anchorSeq, ok) => {
+      await awaitNative(() => store.commit(sessionId, cwd, callId, anchorSeq, ok))
+      if (ok) flushSoon(sessionId, cwd)
+    },
     discard: async (...a) => { await awaitNative(() => store.discard(...a)) },
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },
     scan: async (...a) => await awaitNative(() => store.scan(...a)),

@@ -71,7 +71,8 @@ export type ChainLink = import('../../crates/napi-host/index.d.ts').BindingChain
 export interface FilesPort {
   /** `undefined` when usable; otherwise a stable code (`rewind/store-newer`, ...) and message. */
   unavailable(): { code: string; message: string } | undefined
-  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number): Promise<void>
+  /** `anchorSeq`: the anchor the call's commit will name (the store may then leave the commit's write to its next one). */
+  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number): Promise<void>
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   /** `ancestors`: the fork chain; a fork's first re-check takes over the paths they track. */

@@ -233,6 +233,16 @@ impl Engine {
             .cloned()
     }
 
+    /// Writes the commits every open session handle keeps for its next write (see
+    /// `Session::flush`), so that what is on disk is the whole record. A handle that
+    /// fails to write keeps them (they count as committed on disk either way).
+    pub fn flush_all(&self) {
+        let open: Vec<Arc<Session>> = self.lock().sessions.values().cloned().collect();
+        for s in open {
+            let _ = s.flush();
+        }
+    }
+
     /// Drops the cached handles and the hold of a session (after its snapshot directory was
     /// swept away), so the next call starts from what is on disk.
     pub fn forget(&self, session_id: &str) {

@@ -369,9 +369,14 @@ fn run(ops: Vec<Op>) {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
                 let files = es.files_of(es.id()).expect("files");
-                files
-                    .capture_before(&call, Path::new(f))
-                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                // Half the calls name their commit's anchor at capture, as the plugin does
+                // (the commit then waits for the next write of the session's log).
+                if m.ops % 2 == 0 {
+                    files.capture_before_at(&call, Path::new(f), m.anchor)
+                } else {
+                    files.capture_before(&call, Path::new(f))
+                }
+                .unwrap_or_else(|e| panic!("{step}: {e}"));
                 if ok {
                     let new = c.map(content);
                     w.write(f, new.as_ref());

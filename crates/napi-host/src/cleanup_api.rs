@@ -314,6 +314,8 @@ impl BindingCleanup {
                 .filter_map(|c| std::fs::canonicalize(c).ok())
                 .map(|c| snapshot_store::workspace_key(&c))
                 .collect();
+            // The figures are those of the files on disk, commits still held in memory included.
+            engine.flush_all();
             engine.with_store(|store| storage(store, &members, &scan_keys, top as usize))?
         }))
     }

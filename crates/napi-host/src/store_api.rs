@@ -426,6 +426,7 @@ impl BindingStore {
     /// Runs on the JavaScript thread when the session's handle is open, the file is small
     /// (at most 64 KiB) and no lock is held by anyone else — the work is then shorter than a
     /// hop to the thread pool and back; otherwise on the thread pool. The promise is the same.
+    /// `anchorSeq`: the anchor the call's commit will name (see `commit`).
     #[napi(ts_return_type = "Promise<BindingCaptureOutcome>")]
     pub fn capture<'env>(
         &self,
@@ -435,12 +436,20 @@ impl BindingStore {
         call_id: String,
         path: String,
         max_file_bytes: f64,
+        anchor_seq: Option<f64>,
     ) -> napi::Result<Unknown<'env>> {
         let h = self.handle();
+        let anchor = match anchor_seq {
+            Some(a) => Some(seq_from_js(a, "anchorSeq").map_err(|e| e.into_napi(env))?),
+            None => None,
+        };
         if let Ok(cap) = cap_from(max_file_bytes) {
             if let Some(session) = h.cached(&session_id, &cwd, Some(cap)) {
-                let quick =
-                    session.try_capture_before(&call_id, Path::new(&path), INLINE_CAPTURE_BYTES);
+                let p = Path::new(&path);
+                let quick = match anchor {
+                    Some(a) => session.try_capture_before_at(&call_id, p, a, INLINE_CAPTURE_BYTES),
+                    None => session.try_capture_before(&call_id, p, INLINE_CAPTURE_BYTES),
+                };
                 if let Some(result) = quick {
                     return settled(env, result.map(capture_outcome).map_err(Into::into));
                 }
@@ -450,15 +459,19 @@ impl BindingStore {
             env,
             Job::new(move || {
                 let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
-                Ok(capture_outcome(
-                    session.capture_before(&call_id, Path::new(&path))?,
-                ))
+                let p = Path::new(&path);
+                Ok(capture_outcome(match anchor {
+                    Some(a) => session.capture_before_at(&call_id, p, a)?,
+                    None => session.capture_before(&call_id, p)?,
+                }))
             }),
         )
     }
 
     /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
-    /// (on the JavaScript thread when nothing is in the way, as `capture`).
+    /// (on the JavaScript thread when nothing is in the way, as `capture`). A call
+    /// captured with this anchor is committed without a write of its own: its records
+    /// join the session's next write (or [`BindingStore::flush`]).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn commit<'env>(
         &self,
@@ -487,6 +500,17 @@ impl BindingStore {
                 Ok(())
             }),
         )
+    }
+
+    /// Writes the commits of the session's open handle that wait for its next write;
+    /// resolves with whether there were any.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn flush(&self, session_id: String, cwd: String) -> AsyncTask<Job<bool>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || match h.cached(&session_id, &cwd, None) {
+            Some(session) => Ok(session.flush()?),
+            None => Ok(false),
+        }))
     }
 
     /// Discards a capture still staged for `call_id` (the host's safety net).

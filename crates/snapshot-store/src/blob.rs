@@ -50,8 +50,8 @@ pub(crate) fn store_file(
         // The buffer is this thread's, allocated and zeroed once (not per file): only the bytes
         // read into it for this file (`..len`) are looked at.
         return SMALL_BUF.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut buf) => store_small(store, ws, file, rel, cap, &mut buf),
-            Err(_) => store_small(store, ws, file, rel, cap, &mut Vec::new()),
+            Ok(mut buf) => store_small(store, ws, file, rel, cap, size_hint, &mut buf),
+            Err(_) => store_small(store, ws, file, rel, cap, size_hint, &mut Vec::new()),
         });
     }
     stream(store, ws, file, rel, cap, None)
@@ -63,13 +63,18 @@ thread_local! {
 }
 
 /// [`store_file`] of a file expected to be at most [`SMALL`] bytes, read into `buf` (grown to
-/// `SMALL + 1` bytes when shorter; its earlier contents are never read).
+/// `SMALL + 1` bytes when shorter; its earlier contents are never read). `size_hint` is the
+/// file's size by its `fstat`: a read that returns less than asked for and brings the total
+/// to exactly that size has met the end of the file (a regular file's read stops short only
+/// there), so no further read is made to see end-of-file. A file that grew since its `fstat`
+/// fills the read or ends past that size and is read on as before.
 fn store_small(
     store: &StoreFs,
     ws: &WsFs,
     file: &mut File,
     rel: &RelPath,
     cap: u64,
+    size_hint: u64,
     buf: &mut Vec<u8>,
 ) -> Result<Stored, FsFailure> {
     let over = |n: u64| cap != 0 && n > cap;
@@ -79,12 +84,13 @@ fn store_small(
     let buf = &mut buf[..=SMALL];
     let mut len = 0usize;
     loop {
+        let asked = buf.len() - len;
         let n = ws.read_chunk(file, rel, &mut buf[len..])?;
         if n == 0 {
             break;
         }
         len += n;
-        if len == buf.len() {
+        if len == buf.len() || (n < asked && len as u64 == size_hint) {
             break;
         }
     }

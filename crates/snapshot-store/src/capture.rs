@@ -85,7 +85,23 @@ impl Session {
         call_id: &str,
         path: &Path,
     ) -> Result<CaptureOutcome, CaptureError> {
-        self.staging().capture_before(call_id, path)
+        self.staging().capture_before(call_id, path, None)
+    }
+
+    /// [`Session::capture_before`] naming the anchor the call's commit will join
+    /// (the anchor the host passes to [`Session::commit`]). The staged record then
+    /// carries it: if the call's commit never reaches the log (the process ends
+    /// first), the call counts as committed there when the log is next opened. In the
+    /// default durability mode this lets [`Session::commit`] at that anchor leave its
+    /// write to the next append (see [`Session::flush`]).
+    pub fn capture_before_at(
+        &self,
+        call_id: &str,
+        path: &Path,
+        anchor_seq: u64,
+    ) -> Result<CaptureOutcome, CaptureError> {
+        self.staging()
+            .capture_before(call_id, path, Some(anchor_seq))
     }
 
     /// [`Session::capture_before`] for a caller that must not wait (a host's event
@@ -101,7 +117,21 @@ impl Session {
         path: &Path,
         max_bytes: u64,
     ) -> Option<Result<CaptureOutcome, CaptureError>> {
-        self.staging().try_capture_before(call_id, path, max_bytes)
+        self.staging()
+            .try_capture_before(call_id, path, None, max_bytes)
+    }
+
+    /// [`Session::try_capture_before`] naming the anchor of the call's commit, as
+    /// [`Session::capture_before_at`].
+    pub fn try_capture_before_at(
+        &self,
+        call_id: &str,
+        path: &Path,
+        anchor_seq: u64,
+        max_bytes: u64,
+    ) -> Option<Result<CaptureOutcome, CaptureError>> {
+        self.staging()
+            .try_capture_before(call_id, path, Some(anchor_seq), max_bytes)
     }
 }
 
@@ -295,18 +325,20 @@ impl<'s> Staging<'s> {
         &self,
         call_id: &str,
         path: &Path,
+        anchor: Option<u64>,
     ) -> Result<CaptureOutcome, CaptureError> {
         encode_id(call_id).map_err(|reason| CaptureError::InvalidCallId {
             id: call_id.into(),
             reason,
         })?;
-        self.capture_with(&mut self.s.lock_state(), call_id, path, None, false)
+        self.capture_with(&mut self.s.lock_state(), call_id, path, anchor, None, false)
     }
 
     pub(crate) fn try_capture_before(
         &self,
         call_id: &str,
         path: &Path,
+        anchor: Option<u64>,
         max_bytes: u64,
     ) -> Option<Result<CaptureOutcome, CaptureError>> {
         if let Err(reason) = encode_id(call_id) {
@@ -335,7 +367,7 @@ impl<'s> Staging<'s> {
             }
         }
         let (mut q, held) = self.quick_state(true)?;
-        Some(self.capture_with(&mut q.st, call_id, path, held, regular))
+        Some(self.capture_with(&mut q.st, call_id, path, anchor, held, regular))
     }
 
     /// The state of this handle, the shared store lock (with `store_lock`) and the
@@ -408,6 +440,7 @@ impl<'s> Staging<'s> {
         st: &mut State,
         call_id: &str,
         path: &Path,
+        anchor: Option<u64>,
         held: Option<SharedLock<'_>>,
         regular: bool,
     ) -> Result<CaptureOutcome, CaptureError> {
@@ -470,13 +503,23 @@ impl<'s> Staging<'s> {
             order,
             before: before.clone(),
         };
+        // A call keeps the anchor its first capture named: every staged record of
+        // the call names the same one.
+        let anchor = match st.idx.pending.contains_key(call_id) {
+            true => st.idx.pending_at.get(call_id).copied(),
+            false => anchor,
+        };
         self.s.append(
             st,
             vec![Record::Staged {
                 call_id: call_id.to_string(),
                 entry,
+                anchor,
             }],
         )?;
+        if st.idx.pending_at.contains_key(call_id) {
+            st.inflight.insert(call_id.to_string());
+        }
         self.s.store.inner.fs.io.crash(CrashPoint::CaptureStaged);
         Ok(match before {
             BeforeState::Absent => CaptureOutcome::Absent { path: rel },

@@ -4,13 +4,13 @@ use serde::Serialize;
 
 use crate::capture::Staging;
 use crate::codec::{Record, TrackedUpdate};
-use crate::error::CommitError;
+use crate::error::{CommitError, Fault};
 use crate::format::{EntrySource, Known};
 use crate::path::encode_id;
 use crate::records::tracked_records;
 use crate::seam::CrashPoint;
 
-use crate::session::{Session, State};
+use crate::session::{DeferredCommit, Session, State};
 
 /// What [`Session::commit`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -64,6 +64,28 @@ impl Session {
     pub fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
         self.staging().discard(call_id)
     }
+
+    /// Writes the commits this handle settled without writing (see
+    /// [`Session::capture_before_at`]) now, instead of with its next append. Returns
+    /// whether there were any. A host calls it when a burst of tool calls goes quiet;
+    /// dropping the handle does it too.
+    pub fn flush(&self) -> Result<bool, CommitError> {
+        self.staging().flush()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let deferred = match self.state.get_mut() {
+            Ok(st) => !st.deferred.is_empty(),
+            Err(p) => !p.into_inner().deferred.is_empty(),
+        };
+        if deferred {
+            // Best effort: what is not written counts as committed when the log is
+            // next opened (the staged records name the anchor).
+            let _ = self.flush();
+        }
+    }
 }
 
 impl<'s> Staging<'s> {
@@ -77,7 +99,13 @@ impl<'s> Staging<'s> {
             id: call_id.into(),
             reason,
         })?;
-        self.commit_with(&mut self.s.lock_state(), call_id, anchor_seq, ok)
+        let mut st = self.s.lock_state();
+        if ok {
+            if let Some(done) = self.defer(&mut st, call_id, anchor_seq, usize::MAX) {
+                return done;
+            }
+        }
+        self.commit_with(&mut st, call_id, anchor_seq, ok)
     }
 
     pub(crate) fn try_commit(
@@ -93,6 +121,18 @@ impl<'s> Staging<'s> {
                 reason,
             }));
         }
+        if ok {
+            let deferred = match self.s.state.try_lock() {
+                Ok(mut st) => self.defer(&mut st, call_id, anchor_seq, max_paths),
+                Err(std::sync::TryLockError::Poisoned(p)) => {
+                    self.defer(&mut p.into_inner(), call_id, anchor_seq, max_paths)
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            };
+            if deferred.is_some() {
+                return deferred;
+            }
+        }
         let (mut q, _) = self.quick_state(false)?;
         let many =
             q.st.idx
@@ -100,6 +140,78 @@ impl<'s> Staging<'s> {
                 .get(call_id)
                 .is_some_and(|(e, _)| e.len() > max_paths);
         (!many).then(|| self.commit_with(&mut q.st, call_id, anchor_seq, ok))
+    }
+
+    /// Commits a call staged by this handle at the anchor its captures named, without
+    /// writing: the group and the after-states are settled in the index now and their
+    /// frames join this handle's next append ([`Session::flush`]). Should the process
+    /// end first, the call still counts as committed at that anchor (its `staged_at`
+    /// records name it); only the after-state metadata is lost, so the next re-check
+    /// records those paths' states afresh. `None` (nothing done) when the call does not
+    /// qualify: power-loss mode (a commit is durable when it returns), a call this
+    /// handle did not stage with this anchor, more than `max_paths` paths, or no log.
+    pub(crate) fn defer(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        anchor_seq: u64,
+        max_paths: usize,
+    ) -> Option<Result<CommitOutcome, CommitError>> {
+        let fs = &self.s.store.inner.fs;
+        if fs.io.durable
+            || st.log.is_none()
+            || !st.inflight.contains(call_id)
+            || st.idx.pending_at.get(call_id) != Some(&anchor_seq)
+        {
+            return None;
+        }
+        let entries = st.idx.pending.get(call_id)?.0.clone();
+        if entries.len() > max_paths {
+            return None;
+        }
+        let n = entries.len();
+        let mut updates = Vec::with_capacity(n);
+        for e in &entries {
+            let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
+            updates.push(TrackedUpdate {
+                path: e.path.clone(),
+                known,
+                since: None,
+            });
+        }
+        let mut recs = vec![Record::Group {
+            anchor_seq,
+            source: EntrySource::Tool {
+                call_id: call_id.to_string(),
+            },
+            entries,
+        }];
+        recs.extend(tracked_records(updates));
+        let mut bytes = Vec::with_capacity(128 * recs.len());
+        let sizes = match self.s.encode_frames(&recs, &mut bytes) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let recs: Vec<(Record, u64)> = recs.into_iter().zip(sizes).collect();
+        for (r, n) in &recs {
+            if let Err(d) = st.idx.apply(r.clone(), *n) {
+                return Some(Err(Fault::from(self.s.damaged(d)).into()));
+            }
+        }
+        st.inflight.remove(call_id);
+        st.deferred.push(DeferredCommit {
+            call_id: call_id.to_string(),
+            anchor: anchor_seq,
+            bytes,
+            recs,
+        });
+        // The call is settled (in the index; in the log once flushed, or as an orphan).
+        fs.io.crash(CrashPoint::CommitEntryWritten);
+        fs.io.crash(CrashPoint::CommitPendingRemoved);
+        Some(Ok(CommitOutcome::Committed {
+            anchor_seq,
+            entries: n,
+        }))
     }
 
     pub(crate) fn commit_with(
@@ -128,6 +240,7 @@ impl<'s> Staging<'s> {
             return Ok(CommitOutcome::NothingStaged);
         };
         let n = entries.len();
+        st.inflight.remove(call_id);
         if !ok {
             self.s.append(
                 st,
@@ -166,6 +279,26 @@ impl<'s> Staging<'s> {
         })
     }
 
+    pub(crate) fn flush(&self) -> Result<bool, CommitError> {
+        let mut st = self.s.lock_state();
+        if st.deferred.is_empty() {
+            return Ok(false);
+        }
+        self.s.store.guard_writable()?;
+        self.s.sync(&mut st)?;
+        if st.log.is_none() {
+            // The session's log is gone (cleared or swept): nothing to settle, and
+            // nothing is created again.
+            st.deferred.clear();
+            return Ok(false);
+        }
+        if st.deferred.is_empty() {
+            return Ok(false);
+        }
+        self.s.append(&mut st, Vec::new())?;
+        Ok(true)
+    }
+
     pub(crate) fn discard(&self, call_id: &str) -> Result<bool, CommitError> {
         encode_id(call_id).map_err(|reason| CommitError::InvalidCallId {
             id: call_id.into(),
@@ -176,6 +309,7 @@ impl<'s> Staging<'s> {
         if !st.idx.pending.contains_key(call_id) {
             return Ok(false);
         }
+        st.inflight.remove(call_id);
         self.s.append(
             &mut st,
             vec![Record::Dropped {

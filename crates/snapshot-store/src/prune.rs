@@ -149,6 +149,8 @@ impl Pruner<'_> {
         self.s.store.remove_tree(&self.s.dir)?;
         st.idx = Index::default();
         st.log = None;
+        st.deferred.clear();
+        st.inflight.clear();
         st.prepared = false;
         st.legacy_checked = true;
         Ok(self.s.store.collect_garbage_locked()?)

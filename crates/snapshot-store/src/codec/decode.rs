@@ -20,7 +20,17 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
         STAGED => Record::Staged {
             call_id: r.string()?,
             entry: r.entry()?,
+            anchor: None,
         },
+        STAGED_AT => {
+            let call_id = r.string()?;
+            let anchor = Some(r.u()?);
+            Record::Staged {
+                call_id,
+                entry: r.entry()?,
+                anchor,
+            }
+        }
         DROPPED => Record::Dropped {
             call_id: r.string()?,
         },
@@ -66,15 +76,20 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
     Ok(rec)
 }
 
-/// The call id and the encoded entry of a `staged` payload, checked as [`decode()`]
+/// The call id, the anchor (`staged_at`) and the encoded entry of a `staged` or
+/// `staged_at` payload, checked as [`decode()`]
 /// checks them (the entry is decoded later by [`decode_entry`], if ever).
-pub(crate) fn staged_parts(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
+pub(crate) fn staged_parts(bytes: &[u8]) -> Result<(&str, Option<u64>, &[u8]), String> {
     let mut r = Reader { b: bytes, o: 1 };
     let call = r.str_ref()?;
+    let anchor = match bytes.first() {
+        Some(&STAGED_AT) => Some(r.u()?),
+        _ => None,
+    };
     let start = r.o;
     r.check_entry()?;
     r.end()?;
-    Ok((call, &bytes[start..]))
+    Ok((call, anchor, &bytes[start..]))
 }
 
 /// Decodes an entry returned by [`staged_parts`].

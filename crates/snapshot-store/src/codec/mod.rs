@@ -25,8 +25,14 @@ pub(crate) enum Record {
     Session { session_id: String },
     /// The host's session-log format was recorded.
     Format { format: Option<String> },
-    /// A tool call staged a before-state (`capture_before`).
-    Staged { call_id: String, entry: Entry },
+    /// A tool call staged a before-state (`capture_before`). With `anchor` (kind
+    /// `staged_at`), the anchor its commit will join: a call whose settlement never
+    /// reached the log counts as committed there (see [`crate::records`]).
+    Staged {
+        call_id: String,
+        entry: Entry,
+        anchor: Option<u64>,
+    },
     /// A call's staged captures were dropped (failed call, or discarded).
     Dropped { call_id: String },
     /// A group of before-states joined anchor `anchor_seq`. A group whose source is a
@@ -116,6 +122,8 @@ pub(crate) struct TrackedUpdate {
 const SESSION: u8 = 1;
 const FORMAT: u8 = 2;
 pub(crate) const STAGED: u8 = 3;
+/// `staged` with the anchor of the call's commit (log version 2).
+pub(crate) const STAGED_AT: u8 = 9;
 pub(crate) const DROPPED: u8 = 4;
 pub(crate) const GROUP: u8 = 5;
 pub(crate) const TRACKED: u8 = 6;
@@ -139,9 +147,23 @@ pub(crate) fn encode(rec: &Record, out: &mut Vec<u8>) {
                 }
             }
         }
-        Record::Staged { call_id, entry } => {
+        Record::Staged {
+            call_id,
+            entry,
+            anchor: None,
+        } => {
             out.push(STAGED);
             put_str(out, call_id);
+            put_entry(out, entry);
+        }
+        Record::Staged {
+            call_id,
+            entry,
+            anchor: Some(anchor),
+        } => {
+            out.push(STAGED_AT);
+            put_str(out, call_id);
+            put_u(out, *anchor);
             put_entry(out, entry);
         }
         Record::Dropped { call_id } => {

@@ -92,6 +92,12 @@ fn every_record_kind_round_trips() {
     rt(Record::Staged {
         call_id: "c1".into(),
         entry: entries[0].clone(),
+        anchor: None,
+    });
+    rt(Record::Staged {
+        call_id: "c2".into(),
+        entry: entries[1].clone(),
+        anchor: Some(300),
     });
     rt(Record::Dropped {
         call_id: "c1".into(),

@@ -29,7 +29,7 @@ pub(crate) fn decode_fault(path: &Path, e: DecodeError) -> Fault {
 pub(super) struct Deferred<'a> {
     /// The latest staged capture, while it is its call's only one (a write tool's call
     /// stages one path and its group follows): call id, entry, record bytes.
-    last: Option<(&'a str, &'a [u8], u64)>,
+    last: Option<(&'a str, Option<u64>, &'a [u8], u64)>,
     /// Call id → its staged entries (encoded, in log order) and their records' bytes.
     calls: BytesMap<&'a str, (Staged<'a>, u64)>,
     /// Path → its newest known state (encoded), `since` and share of record bytes.
@@ -46,38 +46,41 @@ pub(super) type Later<'a> = (&'a [u8], Option<u64>, u64);
 pub(super) struct Staged<'a> {
     first: &'a [u8],
     more: Vec<&'a [u8]>,
+    /// The anchor named by the call's latest staged record (`staged_at`).
+    anchor: Option<u64>,
 }
 
 impl<'a> Deferred<'a> {
-    fn stage(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
+    fn stage(&mut self, call: &'a str, anchor: Option<u64>, entry: &'a [u8], bytes: u64) {
         if self.last.is_none() && (self.calls.is_empty() || !self.calls.contains_key(call)) {
-            self.last = Some((call, entry, bytes));
+            self.last = Some((call, anchor, entry, bytes));
             return;
         }
         self.spill();
-        self.add(call, entry, bytes);
+        self.add(call, anchor, entry, bytes);
     }
 
     /// Moves the latest capture into the map.
     fn spill(&mut self) {
-        if let Some((call, entry, bytes)) = self.last.take() {
-            self.add(call, entry, bytes);
+        if let Some((call, anchor, entry, bytes)) = self.last.take() {
+            self.add(call, anchor, entry, bytes);
         }
     }
 
-    fn add(&mut self, call: &'a str, entry: &'a [u8], bytes: u64) {
+    fn add(&mut self, call: &'a str, anchor: Option<u64>, entry: &'a [u8], bytes: u64) {
         let (s, b) = self.calls.entry(call).or_default();
         if s.first.is_empty() {
             s.first = entry;
         } else {
             s.more.push(entry);
         }
+        s.anchor = anchor;
         *b += bytes;
     }
 
     /// Removes a call's deferred captures; returns their bytes.
     fn take(&mut self, call: &str) -> Option<u64> {
-        if let Some((c, _, b)) = self.last {
+        if let Some((c, _, _, b)) = self.last {
             if c == call {
                 self.last = None;
                 return Some(b);
@@ -96,6 +99,11 @@ impl<'a> Deferred<'a> {
     fn finish(mut self, idx: &mut Index) -> Result<(), String> {
         self.spill();
         for (call, (staged, b)) in self.calls {
+            // The call's latest staged record decides its anchor (as `Index::apply`).
+            match staged.anchor {
+                Some(a) => idx.pending_at.insert(call.to_string(), a),
+                None => idx.pending_at.remove(call),
+            };
             let slot = idx.pending.entry(call.to_string()).or_default();
             slot.0.push(crate::codec::decode_entry(staged.first)?);
             for e in staged.more {
@@ -196,19 +204,19 @@ impl Index {
         deferred: &mut Deferred<'a>,
         buf: &mut Vec<crate::codec::TrackedRef<'a>>,
     ) -> Result<(), FoldError> {
-        use crate::codec::{DROPPED, GROUP, STAGED, TRACKED};
+        use crate::codec::{DROPPED, GROUP, STAGED, STAGED_AT, TRACKED};
         match payload.first().copied() {
-            Some(STAGED) => {
-                let (call, entry) =
+            Some(STAGED | STAGED_AT) => {
+                let (call, anchor, entry) =
                     crate::codec::staged_parts(payload).map_err(FoldError::Decode)?;
-                deferred.stage(call, entry, bytes);
+                deferred.stage(call, anchor, entry, bytes);
             }
             Some(DROPPED) => {
                 let call = crate::codec::dropped_call(payload).map_err(FoldError::Decode)?;
                 if let Some(b) = deferred.take(call) {
                     self.dead += b;
                 }
-                if let Some((_, b)) = self.pending.remove(call) {
+                if let Some(b) = self.unpend(call) {
                     self.dead += b;
                 }
                 self.dead += bytes;

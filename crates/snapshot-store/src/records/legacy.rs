@@ -148,6 +148,7 @@ pub(super) fn legacy_records(
                 out.push(Record::Staged {
                     call_id: call_id.clone(),
                     entry,
+                    anchor: None,
                 });
             }
         }

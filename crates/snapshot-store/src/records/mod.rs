@@ -99,6 +99,10 @@ pub(crate) struct Index {
     pub groups: BTreeMap<u64, Vec<Group>>,
     /// Staged captures of calls not yet settled, and the bytes of their records.
     pub pending: BTreeMap<String, (Vec<Entry>, u64)>,
+    /// The anchor a staged call's commit will join, when its captures named one
+    /// (`staged_at`): such a call counts as committed there if its settlement never
+    /// reaches the log ([`Index::settle_orphans`]).
+    pub pending_at: BTreeMap<String, u64>,
     pub tracked: BTreeMap<RelPathKey, Tracked>,
     pub boundary: Option<u64>,
     boundary_bytes: u64,
@@ -126,13 +130,21 @@ impl Index {
             Record::Format { format } => {
                 self.format = format;
             }
-            Record::Staged { call_id, entry } => {
+            Record::Staged {
+                call_id,
+                entry,
+                anchor,
+            } => {
+                match anchor {
+                    Some(a) => self.pending_at.insert(call_id.clone(), a),
+                    None => self.pending_at.remove(&call_id),
+                };
                 let slot = self.pending.entry(call_id).or_default();
                 slot.0.push(entry);
                 slot.1 += bytes;
             }
             Record::Dropped { call_id } => {
-                if let Some((_, b)) = self.pending.remove(&call_id) {
+                if let Some(b) = self.unpend(&call_id) {
                     self.dead += b;
                 }
                 self.dead += bytes;
@@ -208,10 +220,66 @@ impl Index {
     /// A group of a tool call settles that call's staged captures.
     fn settle(&mut self, source: &EntrySource) {
         if let EntrySource::Tool { call_id } = source {
-            if let Some((_, b)) = self.pending.remove(call_id) {
+            if let Some(b) = self.unpend(call_id) {
                 self.dead += b;
             }
         }
+    }
+
+    /// Removes a call's staged captures; returns their records' bytes.
+    pub(crate) fn unpend(&mut self, call_id: &str) -> Option<u64> {
+        if !self.pending_at.is_empty() {
+            self.pending_at.remove(call_id);
+        }
+        self.pending.remove(call_id).map(|(_, b)| b)
+    }
+
+    /// Settles, as committed at the anchor their captures named, the staged calls whose
+    /// settlement is not in the log and that `live` does not claim (calls this handle
+    /// staged or committed itself and has not written the settlement of yet). Such a
+    /// call's commit was lost with its process (or is still to come from another
+    /// handle): its before-states join the anchor as a tool group, and its paths'
+    /// states become unknown (the next re-check records them). Nothing is written:
+    /// the next compaction carries the groups.
+    pub(crate) fn settle_orphans(&mut self, live: impl Fn(&str) -> bool) {
+        let orphans: Vec<(String, u64)> = self
+            .pending_at
+            .iter()
+            .filter(|(c, _)| !live(c))
+            .map(|(c, a)| (c.clone(), *a))
+            .collect();
+        for (call_id, anchor) in orphans {
+            self.pending_at.remove(&call_id);
+            let Some((entries, bytes)) = self.pending.remove(&call_id) else {
+                continue;
+            };
+            for e in &entries {
+                let old = self.tracked.insert(
+                    e.path.clone(),
+                    Tracked {
+                        known: Known::Unknown,
+                        since: None,
+                        share: 0,
+                    },
+                );
+                if let Some(o) = old {
+                    self.dead += o.share;
+                }
+            }
+            self.groups.entry(anchor).or_default().push(Group {
+                source: EntrySource::Tool { call_id },
+                body: GroupBody::Built(entries),
+                bytes,
+            });
+        }
+    }
+
+    /// Whether the group of tool call `call_id` is at `anchor`.
+    pub(crate) fn has_tool_group(&self, anchor: u64, call_id: &str) -> bool {
+        self.groups.get(&anchor).is_some_and(|gs| {
+            gs.iter()
+                .any(|g| matches!(&g.source, EntrySource::Tool { call_id: c } if c == call_id))
+        })
     }
 
     /// Every path named by a group is tracked (state unknown until a re-check sees it).
@@ -277,6 +345,7 @@ impl Index {
                 out.push(Record::Staged {
                     call_id: call.clone(),
                     entry: e.clone(),
+                    anchor: self.pending_at.get(call).copied(),
                 });
             }
         }

@@ -73,6 +73,7 @@ fn records(seed: u64, n: usize) -> Vec<Record> {
             0 | 1 => Record::Staged {
                 call_id: call,
                 entry: entry(&mut r, i),
+                anchor: (r.next(2) == 0).then(|| r.next(4)),
             },
             2 => Record::Dropped { call_id: call },
             3 => Record::Group {

@@ -63,9 +63,32 @@ impl Session {
             id,
             len: 0,
             torn: 0,
+            version: crate::log::LOG_VERSION,
         };
-        st.idx = self.fold_all(&mut h)?;
+        let idx = self.fold_all(&mut h)?;
         st.log = Some(h);
+        self.adopt(st, idx)
+    }
+
+    /// Takes `idx`, freshly folded from the whole log, as the handle's index: staged
+    /// calls whose settlement is lost count as committed at their anchor (unless this
+    /// handle owns them), and this handle's deferred commits are folded in again while
+    /// their call is still staged in the log (otherwise another handle settled or
+    /// removed it since, and the deferred commit is dropped).
+    pub(crate) fn adopt(&self, st: &mut State, mut idx: Index) -> Result<(), Fault> {
+        idx.settle_orphans(|c| st.owns(c));
+        let mut kept = Vec::with_capacity(st.deferred.len());
+        for d in std::mem::take(&mut st.deferred) {
+            if !idx.pending.contains_key(&d.call_id) {
+                continue;
+            }
+            for (r, n) in &d.recs {
+                idx.apply(r.clone(), *n).map_err(|e| self.damaged(e))?;
+            }
+            kept.push(d);
+        }
+        st.deferred = kept;
+        st.idx = idx;
         Ok(())
     }
 
@@ -74,6 +97,10 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let bytes = fs.read_from(&h.file, &path, 0)?;
+        let version = match bytes.get(4..8) {
+            Some(v) => u32::from_le_bytes([v[0], v[1], v[2], v[3]]),
+            None => crate::log::LOG_VERSION,
+        };
         let (idx, valid, torn) = fold_log(&path, bytes)?;
         if let Some(named) = &idx.session_id {
             if *named != self.id {
@@ -86,6 +113,11 @@ impl Session {
         }
         h.len = valid;
         h.torn = torn;
+        h.version = if valid == 0 {
+            crate::log::LOG_VERSION
+        } else {
+            version
+        };
         Ok(idx)
     }
 
@@ -138,6 +170,7 @@ impl Session {
                     id,
                     len: 0,
                     torn: 0,
+                    version: crate::log::LOG_VERSION,
                 });
                 fs.sync_dir(&self.dir)?;
             }
@@ -154,10 +187,12 @@ impl Session {
                     _ => return Ok(None),
                 };
                 if h.len == 0 || size < h.len {
-                    st.idx = self.fold_all(h)?;
+                    let idx = self.fold_all(h)?;
+                    self.adopt(st, idx)?;
                 } else if size != h.len + h.torn {
                     self.fold_tail(&mut st.idx, h)?;
                 }
+                let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
                 if h.torn > 0 {
                     fs.truncate(&h.file, &path, h.len)?;
                     h.torn = 0;
@@ -180,9 +215,19 @@ impl Session {
         Err(lost_log(&path))
     }
 
-    /// Appends `recs` to the session's log in one write and folds them into the index.
+    /// Appends `recs` to the session's log in one write (after the commits deferred
+    /// until then) and folds them into the index. A log of an older version is first
+    /// rewritten in this build's version (a compaction), so that an older build
+    /// refuses it instead of misreading it.
     pub(crate) fn append(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
         self.with_log_lock(st, |s, st| {
+            if st
+                .log
+                .as_ref()
+                .is_some_and(|h| h.len > 0 && h.version < crate::log::LOG_VERSION)
+            {
+                s.compact_locked(st)?;
+            }
             s.write_locked(st, recs)?;
             if !st.compact_checked {
                 st.compact_checked = true;
@@ -215,34 +260,68 @@ impl Session {
         self.append(st, recs)
     }
 
+    /// Encodes `recs` as frames onto `buf`; returns each frame's length. A record over
+    /// the frame limit is refused (nothing of it is written).
+    pub(crate) fn encode_frames(
+        &self,
+        recs: &[Record],
+        buf: &mut Vec<u8>,
+    ) -> Result<Vec<u64>, Fault> {
+        let mut sizes = Vec::with_capacity(recs.len());
+        for r in recs {
+            let n = encode_into(r, buf);
+            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
+                return Err(self.damaged(format!(
+                    "a record of {n} bytes is over the frame limit; not written"
+                )));
+            }
+            sizes.push(n as u64);
+        }
+        Ok(sizes)
+    }
+
+    /// Writes the deferred commits still standing (their group is in the index: not
+    /// pruned or settled otherwise since) and `recs` in one write, holding the log's lock.
     pub(crate) fn write_locked(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
-        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
         let mut buf = Vec::with_capacity(256 * recs.len() + 64);
-        let mut sizes = Vec::with_capacity(recs.len() + 1);
         let mut all = Vec::with_capacity(recs.len() + 1);
-        if h.len == 0 {
+        if st.log.as_ref().is_some_and(|h| h.len == 0) {
+            // A new (or cleared) log: no commit deferred for the old one still holds.
+            st.deferred.clear();
             buf.extend_from_slice(&crate::log::header());
             all.push(Record::Session {
                 session_id: self.id.clone(),
             });
         }
-        all.extend(recs);
-        for r in &all {
-            let n = encode_into(r, &mut buf);
-            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
-                return Err(CorruptFile {
-                    path: path.to_string_lossy().into_owned(),
-                    detail: format!("a record of {n} bytes is over the frame limit; not written"),
-                }
-                .into());
-            }
-            sizes.push(n as u64);
+        let mut flushing = std::mem::take(&mut st.deferred);
+        flushing.retain(|d| st.idx.has_tool_group(d.anchor, &d.call_id));
+        for d in &flushing {
+            buf.extend_from_slice(&d.bytes);
         }
+        all.extend(recs);
+        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
+        if h.version < crate::log::LOG_VERSION {
+            // Never a `staged_at` record in a log an older build may read.
+            for r in &mut all {
+                if let Record::Staged { anchor, .. } = r {
+                    *anchor = None;
+                }
+            }
+        }
+        let sizes = match self.encode_frames(&all, &mut buf) {
+            Ok(s) => s,
+            Err(e) => {
+                st.deferred = flushing;
+                return Err(e);
+            }
+        };
+        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
         if let Err(e) = fs.append_bytes(&mut h.file, &path, &buf) {
             // A short write leaves part of a frame: cut it (we hold the lock).
             let _ = h.file.set_len(h.len);
+            st.deferred = flushing;
             return Err(e.into());
         }
         h.len += buf.len() as u64;
@@ -290,13 +369,15 @@ impl Session {
             id,
             len: 0,
             torn: 0,
+            version: crate::log::LOG_VERSION,
         };
         let idx = self.fold_all(&mut h)?;
         if let Some(old) = st.log.replace(h) {
             let _ = fs.flock(&old.file, &path, FlockOperation::Unlock);
         }
-        st.idx = idx;
-        Ok(())
+        // The snapshot carried the deferred commits.
+        st.deferred.clear();
+        self.adopt(st, idx)
     }
 
     /// Compacts the log now when it outgrew its live content (at prune).

@@ -30,6 +30,20 @@ pub(crate) struct LogHandle {
     pub(crate) len: u64,
     /// Bytes after `len` that are not (yet) a complete frame.
     pub(crate) torn: u64,
+    /// The log version its header names (a log of an older version is rewritten in this
+    /// build's before this handle first writes to it).
+    pub(crate) version: u32,
+}
+
+/// A commit settled in the index but not yet in the log: its frames join the next
+/// append of this handle (see [`Session::flush`]).
+pub(crate) struct DeferredCommit {
+    pub(crate) call_id: String,
+    pub(crate) anchor: u64,
+    /// The encoded frames (the call's group, its paths' after-states).
+    pub(crate) bytes: Vec<u8>,
+    /// The same records with their frame lengths (folded again after a reload).
+    pub(crate) recs: Vec<(Record, u64)>,
 }
 
 pub(crate) struct State {
@@ -46,6 +60,18 @@ pub(crate) struct State {
     /// The current call holds the log's lock and folded the log under it (a call that
     /// must not wait took the lock up front: see [`Session::try_capture_before`]).
     pub(crate) log_held: bool,
+    /// Calls this handle staged with an anchor and has not settled yet.
+    pub(crate) inflight: std::collections::HashSet<String>,
+    /// Commits not yet in the log, oldest first.
+    pub(crate) deferred: Vec<DeferredCommit>,
+}
+
+impl State {
+    /// Whether this handle owns the settlement of `call_id` (staged by it and not yet
+    /// settled, or committed and not yet written): not an orphan for it.
+    pub(crate) fn owns(&self, call_id: &str) -> bool {
+        self.inflight.contains(call_id) || self.deferred.iter().any(|d| d.call_id == call_id)
+    }
 }
 
 /// One session's view of the store and its workspace (the session cwd).
@@ -152,6 +178,8 @@ impl Session {
                 prepared: false,
                 compact_checked: false,
                 log_held: false,
+                inflight: Default::default(),
+                deferred: Vec::new(),
             }),
             lock_file: OnceLock::new(),
         }

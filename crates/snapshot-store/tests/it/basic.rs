@@ -1015,3 +1015,189 @@ fn a_quick_capture_records_what_the_blocking_capture_records() {
         let _ = std::fs::remove_file(env.p("x-link"));
     }
 }
+
+/// Frames of kind `kind` in the log of session `s1` that name `call`.
+fn frames_naming(env: &Env, kind: u8, call: &str) -> usize {
+    let (recs, _) = log_records(&env.root.join("sessions/s1/records.log"));
+    let mut needle = vec![call.len() as u8];
+    needle.extend_from_slice(call.as_bytes());
+    recs.iter()
+        .filter(|(k, p)| *k == kind && crate::common::contains(p, &needle))
+        .count()
+}
+
+#[test]
+fn a_commit_at_the_captured_anchor_joins_the_next_write() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    env.write("b", b"b0");
+    let store = env.store();
+    let s = env.session(&store);
+    let log = env.root.join("sessions/s1/records.log");
+    s.capture_before_at("c1", Path::new("a"), 4)
+        .expect("capture");
+    env.write("a", b"a1");
+    let before = std::fs::metadata(&log).expect("log").len();
+    assert_eq!(
+        s.commit("c1", 4, true).expect("commit"),
+        CommitOutcome::Committed {
+            anchor_seq: 4,
+            entries: 1
+        }
+    );
+    assert_eq!(
+        std::fs::metadata(&log).expect("log").len(),
+        before,
+        "the commit wrote nothing"
+    );
+    // This handle sees it committed at once (idempotent retry, plan).
+    assert_eq!(
+        s.commit("c1", 4, true).expect("retry"),
+        CommitOutcome::Committed {
+            anchor_seq: 4,
+            entries: 1
+        }
+    );
+    assert_eq!(s.anchors().expect("anchors"), vec![4]);
+    // Another handle (another process) sees the call committed too, from its
+    // anchored staged record.
+    {
+        let other = env.session(&env.store());
+        assert_eq!(other.anchors().expect("anchors"), vec![4]);
+    }
+    // The next capture's write carries the commit.
+    s.capture_before_at("c2", Path::new("b"), 4)
+        .expect("capture");
+    assert_eq!(frames_naming(&env, GROUP, "c1"), 1);
+    env.write("b", b"b1");
+    s.commit("c2", 4, true).expect("commit");
+    assert_eq!(frames_naming(&env, GROUP, "c2"), 0);
+    assert!(s.flush().expect("flush"), "one commit waited");
+    assert!(!s.flush().expect("flush"), "nothing left");
+    assert_eq!(frames_naming(&env, GROUP, "c2"), 1);
+    // The after-state is known: a hand edit after the call is told apart.
+    env.write("a", b"a-hand");
+    let other = env.session(&env.store());
+    let out = other.recheck_tracked(9).expect("recheck");
+    assert!(!out.recorded.is_empty(), "{out:?}");
+    let plan = other.plan_restore(4).expect("plan");
+    other.restore(&plan, "op").expect("restore");
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
+    assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
+}
+
+#[test]
+fn a_commit_at_another_anchor_or_a_failed_call_is_written_at_once() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    let store = env.store();
+    let s = env.session(&store);
+    s.capture_before_at("c1", Path::new("a"), 4)
+        .expect("capture");
+    env.write("a", b"a1");
+    // A message arrived while the tool ran: the commit names a later anchor.
+    s.commit("c1", 6, true).expect("commit");
+    assert_eq!(frames_naming(&env, GROUP, "c1"), 1);
+    assert_eq!(s.anchors().expect("anchors"), vec![6]);
+    s.capture_before_at("c2", Path::new("a"), 6)
+        .expect("capture");
+    s.commit("c2", 6, false).expect("drop");
+    assert_eq!(frames_naming(&env, DROPPED, "c2"), 1);
+    // A capture that names no anchor keeps the commit's own write.
+    s.capture_before("c3", Path::new("a")).expect("capture");
+    s.commit("c3", 6, true).expect("commit");
+    assert_eq!(frames_naming(&env, GROUP, "c3"), 1);
+}
+
+#[test]
+fn dropping_the_handle_writes_its_waiting_commits() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    {
+        let store = env.store();
+        let s = env.session(&store);
+        s.capture_before_at("c1", Path::new("a"), 2)
+            .expect("capture");
+        env.write("a", b"a1");
+        s.commit("c1", 2, true).expect("commit");
+        assert_eq!(frames_naming(&env, GROUP, "c1"), 0);
+    }
+    assert_eq!(frames_naming(&env, GROUP, "c1"), 1);
+}
+
+#[test]
+fn a_waiting_commit_whose_anchor_another_handle_pruned_is_not_written() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    let store = env.store();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    s.capture_before_at("c1", Path::new("a"), 2)
+        .expect("capture");
+    env.write("a", b"a2");
+    s.commit("c1", 2, true).expect("commit");
+    // Another handle sees c1 committed at 2 and prunes that anchor's groups.
+    {
+        let other = env.session(&env.store());
+        assert_eq!(other.anchors().expect("anchors"), vec![1, 2]);
+        other
+            .prune(PruneOptions {
+                keep_groups: 1,
+                keep_journals: 10,
+            })
+            .expect("prune");
+    }
+    let _ = s.flush().expect("flush");
+    let fresh = env.session(&env.store());
+    let anchors = fresh.anchors().expect("anchors");
+    let (recs, _) = log_records(&env.root.join("sessions/s1/records.log"));
+    let c1_groups = recs
+        .iter()
+        .filter(|(k, p)| *k == GROUP && crate::common::contains(p, b"\x02c1"))
+        .count();
+    assert!(c1_groups <= 1, "never written twice: {anchors:?}");
+    assert_eq!(
+        anchors,
+        s.anchors().expect("anchors"),
+        "both handles agree on what is left"
+    );
+}
+
+#[test]
+fn a_log_of_version_1_is_rewritten_in_this_version_before_the_first_write() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    let log = env.root.join("sessions/s1/records.log");
+    {
+        let store = env.store();
+        let s = env.session(&store);
+        tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    }
+    // As an earlier build wrote it: version 1 in the header (its records are the same).
+    let mut bytes = std::fs::read(&log).expect("log");
+    bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&log, &bytes).expect("write");
+    let store = env.store();
+    let s = env.session(&store);
+    assert_eq!(
+        s.anchors().expect("anchors"),
+        vec![1],
+        "a version-1 log opens"
+    );
+    s.capture_before_at("c1", Path::new("a"), 2)
+        .expect("capture");
+    let bytes = std::fs::read(&log).expect("log");
+    assert_eq!(
+        u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+        snapshot_store::LOG_VERSION,
+        "rewritten in this build's version first"
+    );
+    env.write("a", b"a2");
+    s.commit("c1", 2, true).expect("commit");
+    drop(s);
+    let s = env.session(&store);
+    assert_eq!(s.anchors().expect("anchors"), vec![1, 2]);
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
+}

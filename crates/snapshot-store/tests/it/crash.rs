@@ -88,6 +88,18 @@ fn crash_child() {
             std::fs::write(dir.join("ws/a"), b"a-after").expect("tool write");
             s.commit("c9", 3, true).expect("commit");
         }
+        "commit-at" => {
+            // As the plugin calls it: the capture names the commit's anchor, so the
+            // commit is settled in memory and written with the next append.
+            s.capture_before_at("c9", Path::new("a"), 3)
+                .expect("capture");
+            std::fs::write(dir.join("ws/a"), b"a-after").expect("tool write");
+            s.commit("c9", 3, true).expect("commit");
+            // The process ends before anything else is written (no flush, no drop).
+            if std::env::var_os("SNAPSHOT_STORE_CRASH_EXIT").is_some() {
+                std::process::exit(0);
+            }
+        }
         "prune" => {
             s.prune(PruneOptions {
                 keep_groups: 2,
@@ -463,6 +475,80 @@ fn kill_during_capture_and_commit_loses_nothing() {
             assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
         },
     );
+}
+
+#[test]
+fn a_deferred_commit_lost_with_its_process_counts_as_committed() {
+    // Killed right after the capture, right after the commit settled in memory, or
+    // ended normally before anything else was written.
+    for point in [
+        "capture-staged",
+        "commit-entry-written",
+        "commit-pending-removed",
+        "exit",
+    ] {
+        let env = Env::new();
+        env.write("a", b"a-before");
+        {
+            let store = env.store();
+            let s = env.session(&store);
+            tool_edit(&env, &s, "c1", 1, "other", Some(b"o2"));
+        }
+        let log = env.root.join("sessions/s1/records.log");
+        if point == "exit" {
+            let killed = CrashChild::new("crash::crash_child")
+                .ignored()
+                .env(SCENARIO, "commit-at")
+                .env(DIR, env.tmp.path())
+                .env("SNAPSHOT_STORE_CRASH_EXIT", "1")
+                .run("no-such-point", 0)
+                .killed();
+            assert!(!killed, "the child ends on its own");
+        } else {
+            assert!(
+                run_child(env.tmp.path(), "commit-at", point, 0),
+                "{point} reached"
+            );
+        }
+        let tool_ran = env.read("a").as_deref() == Some(&b"a-after"[..]);
+        assert_eq!(tool_ran, point != "capture-staged", "{point}");
+        let (recs, torn) = log_records(&log);
+        assert_eq!(torn, 0, "{point}");
+        assert!(
+            !recs
+                .iter()
+                .any(|(k, p)| *k == GROUP && contains(p, b"\x00\x02c9")),
+            "{point}: the commit was never written"
+        );
+        let store = env.store();
+        let s = env.session(&store);
+        // The staged record names anchor 3: the call counts as committed there.
+        assert_eq!(s.anchors().expect("anchors"), vec![1, 3], "{point}");
+        // The host's retry after restart finds it committed.
+        assert_eq!(
+            s.commit("c9", 3, true).expect("commit"),
+            CommitOutcome::Committed {
+                anchor_seq: 3,
+                entries: 1
+            },
+            "{point}"
+        );
+        let out = s
+            .restore(&s.plan_restore(3).expect("plan"), "op")
+            .expect("restore");
+        assert!(out.failed.is_empty(), "{point}: {out:?}");
+        assert_eq!(
+            env.read("a").as_deref(),
+            Some(&b"a-before"[..]),
+            "{point}: before-state restored"
+        );
+        assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
+        // A later write carries the settlement on: one group for the call, still
+        // restorable after the log is reopened.
+        drop(s);
+        let s = env.session(&store);
+        assert_eq!(s.anchors().expect("anchors"), vec![1, 3], "{point}");
+    }
 }
 
 /// Each restore of `f` to an anchor gives the content wanted there, without a failure.
