@@ -428,6 +428,7 @@ impl BindingStore {
     /// hop to the thread pool and back; otherwise on the thread pool. The promise is the same.
     /// `anchorSeq`: the anchor the call's commit will name (see `commit`).
     #[napi(ts_return_type = "Promise<BindingCaptureOutcome>")]
+    #[allow(clippy::too_many_arguments)] // the JavaScript call's arguments, in order
     pub fn capture<'env>(
         &self,
         env: &'env Env,

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::capture::Staging;
 use crate::codec::{Record, TrackedUpdate};
-use crate::error::{CommitError, Fault};
+use crate::error::CommitError;
 use crate::format::{EntrySource, Known};
 use crate::path::encode_id;
 use crate::records::tracked_records;
@@ -170,15 +170,7 @@ impl<'s> Staging<'s> {
             return None;
         }
         let n = entries.len();
-        let mut updates = Vec::with_capacity(n);
-        for e in &entries {
-            let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
-            updates.push(TrackedUpdate {
-                path: e.path.clone(),
-                known,
-                since: None,
-            });
-        }
+        let updates = self.after_states(&entries);
         let mut recs = vec![Record::Group {
             anchor_seq,
             source: EntrySource::Tool {
@@ -195,7 +187,7 @@ impl<'s> Staging<'s> {
         let recs: Vec<(Record, u64)> = recs.into_iter().zip(sizes).collect();
         for (r, n) in &recs {
             if let Err(d) = st.idx.apply(r.clone(), *n) {
-                return Some(Err(Fault::from(self.s.damaged(d)).into()));
+                return Some(Err(self.s.damaged(d).into()));
             }
         }
         st.inflight.remove(call_id);
@@ -212,6 +204,18 @@ impl<'s> Staging<'s> {
             anchor_seq,
             entries: n,
         }))
+    }
+
+    /// The tool has written: the after-state metadata of its paths (content unknown).
+    fn after_states(&self, entries: &[crate::format::Entry]) -> Vec<TrackedUpdate> {
+        entries
+            .iter()
+            .map(|e| TrackedUpdate {
+                path: e.path.clone(),
+                known: self.observe_meta(&e.path).unwrap_or(Known::Unknown),
+                since: None,
+            })
+            .collect()
     }
 
     pub(crate) fn commit_with(
@@ -250,16 +254,7 @@ impl<'s> Staging<'s> {
             )?;
             return Ok(CommitOutcome::Dropped { entries: n });
         }
-        // The tool has written: remember the after-state metadata (content unknown).
-        let mut updates = Vec::with_capacity(n);
-        for e in &entries {
-            let known = self.observe_meta(&e.path).unwrap_or(Known::Unknown);
-            updates.push(TrackedUpdate {
-                path: e.path.clone(),
-                known,
-                since: None,
-            });
-        }
+        let updates = self.after_states(&entries);
         self.s.append_group(
             st,
             anchor_seq,
