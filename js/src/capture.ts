@@ -52,8 +52,9 @@ export function registerCapture(deps: CaptureDeps): void {
     const session = exec.agent.session
     const cwd = trackedCwd(session)
     if (cwd === undefined) return
+    // Whether the store is usable (not written by a newer build) is checked by the capture itself
+    // (a store that refuses answers `rewind/store-newer`, below), not by a call of its own per write.
     const files = deps.files()
-    if (files.unavailable() !== undefined) return
     const fs = ctx.get('fs') as import('./host.ts').HostFs | undefined
     if (fs === undefined) return
     const sessionId = session.header.id
@@ -72,6 +73,9 @@ export function registerCapture(deps: CaptureDeps): void {
       await state.run(sessionId, () => files.capture(sessionId, cwd, exec.callId, path, settings.maxFileBytes, anchor))
       state.pending.set(key, { sessionId, cwd, callId: exec.callId })
     } catch (error) {
+      // A store this build must not write (newer, or unavailable): captures are skipped quietly,
+      // as the status and the rewind dialog say.
+      if (files.unavailable() !== undefined) return
       // The tool still runs: a failed capture costs only the restorability of this path.
       logger.warn('before-state capture of %s failed: %s', target.displayPath, (error as Error).message)
     }
