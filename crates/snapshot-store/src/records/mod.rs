@@ -276,8 +276,11 @@ impl Index {
 
     /// Whether the group of tool call `call_id` is at `anchor`.
     pub(crate) fn has_tool_group(&self, anchor: u64, call_id: &str) -> bool {
+        // From the newest: a waiting commit's group is usually its anchor's last one (an
+        // anchor of a long turn holds thousands).
         self.groups.get(&anchor).is_some_and(|gs| {
             gs.iter()
+                .rev()
                 .any(|g| matches!(&g.source, EntrySource::Tool { call_id: c } if c == call_id))
         })
     }
