@@ -33,6 +33,20 @@ pub struct RecheckOutcome {
     pub failed: Vec<PathFailure>,
 }
 
+/// A boundary re-check reads the changed paths on several threads from this many.
+const PARALLEL_RECHECK: usize = 64;
+
+/// A tracked path a re-check found changed, to be read into the store.
+struct Changed {
+    rel: RelPath,
+    known: Known,
+    since: Option<u64>,
+    order: u64,
+    tool_content: bool,
+    /// The parent directory's path (paths of one directory are read together).
+    key: Vec<u8>,
+}
+
 /// The session's re-check of tracked files at a message boundary: every change made
 /// outside a captured call is recorded before the next turn.
 #[derive(Clone, Copy)]
@@ -192,11 +206,14 @@ impl Recheck<'_> {
         // the plan can tell who made the newest change of each path.
         let mut tool_written = Vec::new();
         let mut updates = Vec::new();
+        // 1. Which paths changed (one `lstat` each, the parent directory opened once per
+        //    directory): in path order.
+        let mut changed: Vec<Changed> = Vec::new();
         let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
         for (rel, (known, since)) in paths {
             let (parents, name) = rel.split_last();
             let key = parents.join(&b'/');
-            let r = (|| -> Result<Option<(BeforeState, Known, u64, bool)>, FsFailure> {
+            let r = (|| -> Result<Option<bool>, FsFailure> {
                 if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
                     let mut created = Vec::new();
                     cached = None;
@@ -236,23 +253,50 @@ impl Recheck<'_> {
                 }
                 // The content a tool wrote, untouched since (same metadata), recorded once:
                 // not a change made outside the agent.
-                let tool_content = matches!(
+                Ok(Some(matches!(
                     (&known, &now),
                     (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
-                );
-                let order = self.s.store.next_order();
-                let (before, new_known, _) = match dir {
-                    Some(d) => self.s.staging().capture_in(d, &rel, false)?,
-                    None => self.s.staging().capture_path(&rel, false)?,
-                };
-                Ok(Some((before, new_known, order, tool_content)))
+                )))
             })();
-            let (before, new_known, order, tool_content) = match r {
-                Ok(None) => continue,
-                Ok(Some(x)) => x,
+            match r {
+                Ok(None) => {}
+                Ok(Some(tool_content)) => changed.push(Changed {
+                    order: self.s.store.next_order(),
+                    rel,
+                    known,
+                    since,
+                    tool_content,
+                    key,
+                }),
                 Err(e) if e.area == Area::Workspace => {
                     // Per-path failure: reported; the path stays as last known and is retried next time.
                     cached = None;
+                    outcome.failed.push(PathFailure {
+                        path: rel.clone(),
+                        display: rel.display(),
+                        error: e.to_string(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        drop(cached);
+        // 2. Their current states read into the store, a directory's files together, on
+        //    several threads when there are many (after a long turn, every file a tool wrote).
+        let captured = self.capture_changed(&changed);
+        // 3. Recorded in path order.
+        for (c, r) in changed.into_iter().zip(captured) {
+            let Changed {
+                rel,
+                known,
+                since,
+                order,
+                tool_content,
+                ..
+            } = c;
+            let (before, new_known) = match r {
+                Ok(x) => x,
+                Err(e) if e.area == Area::Workspace => {
                     outcome.failed.push(PathFailure {
                         path: rel.clone(),
                         display: rel.display(),
@@ -307,7 +351,6 @@ impl Recheck<'_> {
             });
             updates.push((rel, new_known, Some(anchor_seq)));
         }
-        drop(cached);
         let backdate_at = if rerun {
             Some(anchor_seq)
         } else {
@@ -341,6 +384,72 @@ impl Recheck<'_> {
             self.s.append(&mut st, also)?;
         }
         Ok(outcome)
+    }
+
+    /// Reads the current state of each changed path into the store (as a capture does),
+    /// in the order given. The paths of one directory are read together, with the
+    /// directory opened once; with many paths, directories are shared out among threads.
+    fn capture_changed(&self, changed: &[Changed]) -> Vec<Result<(BeforeState, Known), FsFailure>> {
+        // Runs of consecutive paths with the same parent directory.
+        let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+        for (i, c) in changed.iter().enumerate() {
+            match runs.last_mut() {
+                Some(r) if changed[r.start].key == c.key => r.end = i + 1,
+                _ => runs.push(i..i + 1),
+            }
+        }
+        let run = |r: std::ops::Range<usize>| -> Vec<Result<(BeforeState, Known), FsFailure>> {
+            let mut out = Vec::with_capacity(r.len());
+            let mut dir: Option<Option<WsDir<'_>>> = None;
+            for c in &changed[r] {
+                let res = (|| {
+                    if dir.is_none() {
+                        let mut created = Vec::new();
+                        dir = Some(match self.s.ws.walk_parent(&c.rel, false, &mut created)? {
+                            Walk::Parent(d) => Some(d),
+                            _ => None,
+                        });
+                    }
+                    let (before, known, _) = match dir.as_ref().and_then(|d| d.as_ref()) {
+                        Some(d) => self.s.staging().capture_in(d, &c.rel, false)?,
+                        None => self.s.staging().capture_path(&c.rel, false)?,
+                    };
+                    Ok((before, known))
+                })();
+                if res.is_err() {
+                    dir = None; // opened again for the next path
+                }
+                out.push(res);
+            }
+            out
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(4)
+            .min(runs.len());
+        if changed.len() < PARALLEL_RECHECK || threads < 2 {
+            return runs.into_iter().flat_map(run).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done: std::sync::Mutex<Vec<Option<Vec<Result<(BeforeState, Known), FsFailure>>>>> =
+            std::sync::Mutex::new((0..runs.len()).map(|_| None).collect());
+        std::thread::scope(|sc| {
+            for _ in 0..threads {
+                sc.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(r) = runs.get(i) else { break };
+                        let out = run(r.clone());
+                        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(out);
+                    }
+                });
+            }
+        });
+        done.into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_iter()
+            .flat_map(|o| o.unwrap_or_default())
+            .collect()
     }
 
     /// The entry recording `known` (the state last seen) at boundary `prev`, when the

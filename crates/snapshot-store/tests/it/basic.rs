@@ -1201,3 +1201,50 @@ fn a_log_of_version_1_is_rewritten_in_this_version_before_the_first_write() {
         .expect("restore");
     assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
 }
+
+#[test]
+fn a_recheck_of_many_changed_files_records_each_exactly() {
+    // Enough changed paths, over several directories, for the re-check to read them on
+    // several threads: files a tool wrote (content unknown until the boundary) and files
+    // changed outside, a deleted one, and a directory put where a file was.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    let names: Vec<String> = (0..240).map(|i| format!("d{}/f{i}", i % 7)).collect();
+    for (i, n) in names.iter().enumerate() {
+        env.write(n, format!("v0 {i}").as_bytes());
+    }
+    s.recheck_tracked(1).expect("recheck");
+    for (i, n) in names.iter().enumerate() {
+        let call = format!("c{i}");
+        s.capture_before_at(&call, Path::new(n), 1).expect("capture");
+        env.write(n, format!("v1 {i} by the tool").as_bytes());
+        s.commit(&call, 1, true).expect("commit");
+    }
+    let out = s.recheck_tracked(2).expect("recheck at 2");
+    assert_eq!(out.recorded.len(), names.len(), "every tool-written file recorded");
+    assert!(out.failed.is_empty(), "{:?}", out.failed);
+    // Outside: every other file edited, one removed, one replaced by a directory.
+    for (i, n) in names.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        env.write(n, format!("v2 {i} by hand").as_bytes());
+    }
+    env.remove(&names[1]);
+    env.remove(&names[3]);
+    std::fs::create_dir(env.p(&names[3])).expect("dir");
+    let out = s.recheck_tracked(3).expect("recheck at 3");
+    assert_eq!(out.recorded.len(), names.len() / 2 + 2);
+    std::fs::remove_dir(env.p(&names[3])).expect("rmdir");
+    // Each anchor's state comes back exactly.
+    for (anchor, version) in [(2u64, "v1"), (1, "v0")] {
+        let plan = s.plan_restore(anchor).expect("plan");
+        let done = s.restore(&plan, &format!("op{anchor}")).expect("restore");
+        assert!(done.failed.is_empty(), "{:?}", done.failed);
+        for (i, n) in names.iter().enumerate() {
+            let want = match version {
+                "v1" => format!("v1 {i} by the tool"),
+                _ => format!("v0 {i}"),
+            };
+            assert_eq!(env.read(n).as_deref(), Some(want.as_bytes()), "{n} at {anchor}");
+        }
+    }
+}
