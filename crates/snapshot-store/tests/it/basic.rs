@@ -1217,12 +1217,17 @@ fn a_recheck_of_many_changed_files_records_each_exactly() {
     s.recheck_tracked(1).expect("recheck");
     for (i, n) in names.iter().enumerate() {
         let call = format!("c{i}");
-        s.capture_before_at(&call, Path::new(n), 1).expect("capture");
+        s.capture_before_at(&call, Path::new(n), 1)
+            .expect("capture");
         env.write(n, format!("v1 {i} by the tool").as_bytes());
         s.commit(&call, 1, true).expect("commit");
     }
     let out = s.recheck_tracked(2).expect("recheck at 2");
-    assert_eq!(out.recorded.len(), names.len(), "every tool-written file recorded");
+    assert_eq!(
+        out.recorded.len(),
+        names.len(),
+        "every tool-written file recorded"
+    );
     assert!(out.failed.is_empty(), "{:?}", out.failed);
     // Outside: every other file edited, one removed, one replaced by a directory.
     for (i, n) in names.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
@@ -1244,7 +1249,11 @@ fn a_recheck_of_many_changed_files_records_each_exactly() {
                 "v1" => format!("v1 {i} by the tool"),
                 _ => format!("v0 {i}"),
             };
-            assert_eq!(env.read(n).as_deref(), Some(want.as_bytes()), "{n} at {anchor}");
+            assert_eq!(
+                env.read(n).as_deref(),
+                Some(want.as_bytes()),
+                "{n} at {anchor}"
+            );
         }
     }
 }

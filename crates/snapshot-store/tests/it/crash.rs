@@ -463,18 +463,24 @@ fn kill_during_capture_and_commit_loses_nothing() {
                 assert_eq!(groups, 1, "{point}: one group for the call");
             }
             assert_eq!(torn, 0, "{point}");
-            let out = s
-                .restore(&s.plan_restore(3).expect("plan"), "op")
-                .expect("restore");
-            assert!(out.failed.is_empty(), "{point}: {out:?}");
-            assert_eq!(
-                env.read("a").as_deref(),
-                Some(&b"a-before"[..]),
-                "{point}: before-state intact"
-            );
-            assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
+            rewinds_call_c9(&env, &s, point);
         },
     );
+}
+
+/// A rewind to anchor 3 brings `a` back to its state before call `c9`; `other`, written
+/// at anchor 1, stays.
+fn rewinds_call_c9(env: &Env, s: &snapshot_store::Session, point: &str) {
+    let out = s
+        .restore(&s.plan_restore(3).expect("plan"), "op")
+        .expect("restore");
+    assert!(out.failed.is_empty(), "{point}: {out:?}");
+    assert_eq!(
+        env.read("a").as_deref(),
+        Some(&b"a-before"[..]),
+        "{point}: before-state restored"
+    );
+    assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
 }
 
 #[test]
@@ -533,16 +539,7 @@ fn a_deferred_commit_lost_with_its_process_counts_as_committed() {
             },
             "{point}"
         );
-        let out = s
-            .restore(&s.plan_restore(3).expect("plan"), "op")
-            .expect("restore");
-        assert!(out.failed.is_empty(), "{point}: {out:?}");
-        assert_eq!(
-            env.read("a").as_deref(),
-            Some(&b"a-before"[..]),
-            "{point}: before-state restored"
-        );
-        assert_eq!(env.read("other").as_deref(), Some(&b"o2"[..]));
+        rewinds_call_c9(&env, &s, point);
         // A later write carries the settlement on: one group for the call, still
         // restorable after the log is reopened.
         drop(s);
