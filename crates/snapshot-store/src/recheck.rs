@@ -43,6 +43,8 @@ struct Changed {
     since: Option<u64>,
     order: u64,
     tool_content: bool,
+    /// Its `lstat` showed a regular file.
+    regular: bool,
     /// The parent directory's path (paths of one directory are read together).
     key: Vec<u8>,
 }
@@ -213,7 +215,7 @@ impl Recheck<'_> {
         for (rel, (known, since)) in paths {
             let (parents, name) = rel.split_last();
             let key = parents.join(&b'/');
-            let r = (|| -> Result<Option<bool>, FsFailure> {
+            let r = (|| -> Result<Option<(bool, bool)>, FsFailure> {
                 if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
                     let mut created = Vec::new();
                     cached = None;
@@ -253,19 +255,23 @@ impl Recheck<'_> {
                 }
                 // The content a tool wrote, untouched since (same metadata), recorded once:
                 // not a change made outside the agent.
-                Ok(Some(matches!(
+                let tool_content = matches!(
                     (&known, &now),
                     (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
-                )))
+                );
+                let regular =
+                    matches!(&now, Known::Present { meta, .. } if meta.kind == FileKind::File);
+                Ok(Some((tool_content, regular)))
             })();
             match r {
                 Ok(None) => {}
-                Ok(Some(tool_content)) => changed.push(Changed {
+                Ok(Some((tool_content, regular))) => changed.push(Changed {
                     order: self.s.store.next_order(),
                     rel,
                     known,
                     since,
                     tool_content,
+                    regular,
                     key,
                 }),
                 Err(e) if e.area == Area::Workspace => {
@@ -411,7 +417,8 @@ impl Recheck<'_> {
                         });
                     }
                     let (before, known, _) = match dir.as_ref().and_then(|d| d.as_ref()) {
-                        Some(d) => self.s.staging().capture_in(d, &c.rel, false)?,
+                        // A regular file by the `lstat` just made: opened without another.
+                        Some(d) => self.s.staging().capture_in(d, &c.rel, c.regular)?,
                         None => self.s.staging().capture_path(&c.rel, false)?,
                     };
                     Ok((before, known))
