@@ -71,6 +71,12 @@ pub(crate) struct Decoded {
     pub torn: u64,
 }
 
+/// The version a log's header names (`None` when the file is shorter than a header).
+pub(crate) fn header_version(bytes: &[u8]) -> Option<u32> {
+    let v = bytes.get(4..HEADER_LEN)?;
+    Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+}
+
 /// Checks a log header. `Ok(false)`: the file is shorter than a header (torn at creation).
 pub(crate) fn check_header(bytes: &[u8]) -> Result<bool, DecodeError> {
     if bytes.len() < HEADER_LEN {
@@ -87,7 +93,7 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<bool, DecodeError> {
         }
         return Err(DecodeError::Corrupt("not a record log (bad magic)".into()));
     }
-    let v = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+    let v = header_version(bytes).unwrap_or(LOG_VERSION);
     if v > LOG_VERSION {
         return Err(DecodeError::Newer(v));
     }

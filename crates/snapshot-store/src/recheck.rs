@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{Fault, FsFailure, RecheckError};
 use crate::format::{BeforeState, Entry, EntrySource, Known};
-use crate::fsio::{FileKind, Walk, WsDir};
+use crate::fsio::{FileKind, Walk, WsDir, by_directory};
 use crate::outcome::PathFailure;
 use crate::path::RelPath;
 use crate::records::tracked_records;
@@ -45,8 +45,6 @@ struct Changed {
     tool_content: bool,
     /// Its `lstat` showed a regular file.
     regular: bool,
-    /// The parent directory's path (paths of one directory are read together).
-    key: Vec<u8>,
 }
 
 /// The session's re-check of tracked files at a message boundary: every change made
@@ -272,7 +270,6 @@ impl Recheck<'_> {
                     since,
                     tool_content,
                     regular,
-                    key,
                 }),
                 Err(e) if e.area == Area::Workspace => {
                     // Per-path failure: reported; the path stays as last known and is retried next time.
@@ -396,18 +393,17 @@ impl Recheck<'_> {
     /// in the order given. The paths of one directory are read together, with the
     /// directory opened once; with many paths, directories are shared out among threads.
     fn capture_changed(&self, changed: &[Changed]) -> Vec<Result<(BeforeState, Known), FsFailure>> {
-        // Runs of consecutive paths with the same parent directory.
-        let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
-        for (i, c) in changed.iter().enumerate() {
-            match runs.last_mut() {
-                Some(r) if changed[r.start].key == c.key => r.end = i + 1,
-                _ => runs.push(i..i + 1),
-            }
-        }
-        let run = |r: std::ops::Range<usize>| -> Vec<Result<(BeforeState, Known), FsFailure>> {
-            let mut out = Vec::with_capacity(r.len());
+        let threads = if changed.len() < PARALLEL_RECHECK {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .min(4)
+        };
+        let run = |run: &[Changed]| {
+            let mut out = Vec::with_capacity(run.len());
             let mut dir: Option<Option<WsDir<'_>>> = None;
-            for c in &changed[r] {
+            for c in run {
                 let res = (|| {
                     if dir.is_none() {
                         let mut created = Vec::new();
@@ -430,32 +426,9 @@ impl Recheck<'_> {
             }
             out
         };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(4)
-            .min(runs.len());
-        if changed.len() < PARALLEL_RECHECK || threads < 2 {
-            return runs.into_iter().flat_map(run).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let done: std::sync::Mutex<Vec<Option<Vec<Result<(BeforeState, Known), FsFailure>>>>> =
-            std::sync::Mutex::new((0..runs.len()).map(|_| None).collect());
-        std::thread::scope(|sc| {
-            for _ in 0..threads {
-                sc.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(r) = runs.get(i) else { break };
-                        let out = run(r.clone());
-                        done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(out);
-                    }
-                });
-            }
-        });
-        done.into_inner()
-            .unwrap_or_else(|p| p.into_inner())
+        by_directory(changed, |c| c.rel.as_bytes(), threads, run)
             .into_iter()
-            .flat_map(|o| o.unwrap_or_default())
+            .flatten()
             .collect()
     }
 

@@ -281,3 +281,56 @@ impl WsFs {
         let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(tmp), AtFlags::empty());
     }
 }
+
+/// Most paths one worker takes in a row from one directory (so that a large directory is
+/// still shared out among the threads).
+const RUN_MAX: usize = 256;
+
+/// Runs `work` over `items` (sorted by path, `path_of` giving each one's workspace path)
+/// in runs of consecutive items of the same parent directory, so that a worker opens
+/// each directory once per run; on up to `threads` threads. Returns each run's output, in
+/// the order of the items.
+pub(crate) fn by_directory<T: Sync, O: Send>(
+    items: &[T],
+    path_of: impl Fn(&T) -> &[u8],
+    threads: usize,
+    work: impl Fn(&[T]) -> O + Sync,
+) -> Vec<O> {
+    let parent = |p: &[u8]| -> usize { p.iter().rposition(|b| *b == b'/').unwrap_or(0) };
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for i in 1..=items.len() {
+        let split = i == items.len() || {
+            let (a, b) = (path_of(&items[i - 1]), path_of(&items[i]));
+            a[..parent(a)] != b[..parent(b)] || i - start >= RUN_MAX
+        };
+        if split {
+            runs.push((start, i));
+            start = i;
+        }
+    }
+    let threads = threads.clamp(1, 8).min(runs.len().max(1));
+    if threads == 1 {
+        return runs.iter().map(|&(s, e)| work(&items[s..e])).collect();
+    }
+    let done: std::sync::Mutex<Vec<Option<O>>> =
+        std::sync::Mutex::new((0..runs.len()).map(|_| None).collect());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| {
+                loop {
+                    let r = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(s, e)) = runs.get(r) else { break };
+                    let out = work(&items[s..e]);
+                    done.lock().unwrap_or_else(|p| p.into_inner())[r] = Some(out);
+                }
+            });
+        }
+    });
+    done.into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .flatten()
+        .collect()
+}

@@ -5,12 +5,11 @@
 //! into `blobs/` by the blob writer. A file whose size or times change while it
 //! is read is read once more; if it changes again it is not covered.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::blob::{Stored, store_file};
 use crate::error::FsFailure;
-use crate::fsio::{DiskMeta, FileKind, StoreFs, Walk, WsDir, WsFs};
+use crate::fsio::{DiskMeta, FileKind, StoreFs, Walk, WsDir, WsFs, by_directory};
 use crate::path::RelPath;
 use crate::seam::Area;
 
@@ -125,99 +124,67 @@ pub(crate) fn hash_all(
     items: &[(Box<[u8]>, Stat)],
     threads: usize,
 ) -> Result<Vec<Hashed>, FsFailure> {
-    // Runs of the same parent directory: each worker opens a directory once per run.
-    let parent = |p: &[u8]| -> usize { p.iter().rposition(|b| *b == b'/').unwrap_or(0) };
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut start = 0;
-    for i in 1..=items.len() {
-        let split = i == items.len() || {
-            let (a, b) = (&items[i - 1].0, &items[i].0);
-            a[..parent(a)] != b[..parent(b)] || i - start >= 256
-        };
-        if split {
-            runs.push((start, i));
-            start = i;
-        }
-    }
-    let results: Mutex<Vec<Option<Hashed>>> = Mutex::new(vec![None; items.len()]);
-    let failure: Mutex<Option<FsFailure>> = Mutex::new(None);
-    let next = AtomicUsize::new(0);
-    let work = || {
-        loop {
-            let r = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&(s, e)) = runs.get(r) else { break };
-            if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
-                break;
-            }
-            let mut local = Vec::with_capacity(e - s);
-            let mut dir: Option<Option<WsDir<'_>>> = None;
-            let mut err = None;
-            for (path, walked) in &items[s..e] {
-                let Ok(rel) = RelPath::from_bytes(path) else {
-                    local.push(Hashed::Vanished);
-                    continue;
-                };
-                if dir.is_none() {
-                    let mut created = Vec::new();
-                    dir = Some(match ws.walk_parent(&rel, false, &mut created) {
-                        Ok(Walk::Parent(d)) => Some(d),
-                        Ok(_) => None,
-                        Err(e) if e.area == Area::Workspace => {
-                            let u = Uncovered::Unreadable(errno_of(&e));
-                            local.push(not(*walked, u));
-                            continue;
-                        }
-                        Err(e) => {
-                            err = Some(e);
-                            break;
-                        }
-                    });
-                }
-                let Some(Some(d)) = dir.as_ref() else {
-                    local.push(Hashed::Vanished);
-                    continue;
-                };
-                match one(store, ws, d, &rel, *walked, cap) {
-                    Ok(h) => local.push(h),
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            }
-            if let Some(e) = err {
-                let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-                f.get_or_insert(e);
-                break;
-            }
-            let mut res = results.lock().unwrap_or_else(|p| p.into_inner());
-            for (i, h) in local.into_iter().enumerate() {
-                res[s + i] = Some(h);
-            }
-        }
-    };
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, usize::from)
     } else {
         threads
     };
-    let threads = threads.clamp(1, 8).min(runs.len().max(1));
-    if threads == 1 {
-        work();
-    } else {
-        std::thread::scope(|sc| {
-            for _ in 0..threads {
-                sc.spawn(work);
+    // Set by the first store-side failure: the runs not started yet are skipped.
+    let failed = AtomicBool::new(false);
+    let runs = by_directory(
+        items,
+        |(p, _)| p,
+        threads,
+        |run| {
+            if failed.load(Ordering::Relaxed) {
+                return Ok(Vec::new());
             }
-        });
+            let r = hash_run(store, ws, cap, run);
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            r
+        },
+    );
+    let mut out = Vec::with_capacity(items.len());
+    for r in runs {
+        out.extend(r?);
     }
-    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
+    Ok(out)
+}
+
+/// [`hash_all`] of one run of paths of the same parent directory.
+fn hash_run(
+    store: &StoreFs,
+    ws: &WsFs,
+    cap: u64,
+    run: &[(Box<[u8]>, Stat)],
+) -> Result<Vec<Hashed>, FsFailure> {
+    let mut local = Vec::with_capacity(run.len());
+    let mut dir: Option<Option<WsDir<'_>>> = None;
+    for (path, walked) in run {
+        let Ok(rel) = RelPath::from_bytes(path) else {
+            local.push(Hashed::Vanished);
+            continue;
+        };
+        if dir.is_none() {
+            let mut created = Vec::new();
+            dir = Some(match ws.walk_parent(&rel, false, &mut created) {
+                Ok(Walk::Parent(d)) => Some(d),
+                Ok(_) => None,
+                Err(e) if e.area == Area::Workspace => {
+                    let u = Uncovered::Unreadable(errno_of(&e));
+                    local.push(not(*walked, u));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            });
+        }
+        let Some(Some(d)) = dir.as_ref() else {
+            local.push(Hashed::Vanished);
+            continue;
+        };
+        local.push(one(store, ws, d, &rel, *walked, cap)?);
     }
-    Ok(results
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .into_iter()
-        .map(|h| h.unwrap_or(Hashed::Vanished))
-        .collect())
+    Ok(local)
 }

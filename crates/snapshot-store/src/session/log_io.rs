@@ -97,10 +97,7 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let bytes = fs.read_from(&h.file, &path, 0)?;
-        let version = match bytes.get(4..8) {
-            Some(v) => u32::from_le_bytes([v[0], v[1], v[2], v[3]]),
-            None => crate::log::LOG_VERSION,
-        };
+        let version = crate::log::header_version(&bytes).unwrap_or(crate::log::LOG_VERSION);
         let (idx, valid, torn) = fold_log(&path, bytes)?;
         if let Some(named) = &idx.session_id {
             if *named != self.id {
@@ -301,15 +298,6 @@ impl Session {
             buf.extend_from_slice(&d.bytes);
         }
         all.extend(recs);
-        let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
-        if h.version < crate::log::LOG_VERSION {
-            // Never a `staged_at` record in a log an older build may read.
-            for r in &mut all {
-                if let Record::Staged { anchor, .. } = r {
-                    *anchor = None;
-                }
-            }
-        }
         let sizes = match self.encode_frames(&all, &mut buf) {
             Ok(s) => s,
             Err(e) => {
