@@ -40,11 +40,15 @@ async function bootHost(withPlugin) {
   return { host, agent, ws, home, cpu: [], after: [], withPlugin }
 }
 
-/** One turn: 5,000 `write` calls in one model step, each a new 1 KiB file in its own round's directory. */
+/**
+ * One turn: 5,000 `write` calls in one model step, each a new 1 KiB file in its own round's
+ * directory, with content of its own (no two files, of this round or any other, are the same:
+ * the store keeps each of them, as it would a real turn's files).
+ */
 async function bigTurn(h, round) {
   const calls = []
   for (let i = 0; i < FILES; i++) {
-    calls.push({ name: 'write', args: { file_path: `r${round}/d${i % 50}/f${i}.txt`, content: `file ${i}\n${'z'.repeat(1000)}\n` } })
+    calls.push({ name: 'write', args: { file_path: `r${round}/d${i % 50}/f${i}.txt`, content: `file ${round} ${i}\n${'z'.repeat(1000)}\n` } })
   }
   h.host.addTurns(turn({ kind: 'tools', calls: calls.map((c, i) => ({ ...c, id: `big-${round}-${i}` })) }, text('wrote them')))
   // Each turn starts with nothing of an earlier turn left to write back (DSH's own writes are
@@ -113,7 +117,7 @@ const pct = (v) => `${(v * 100).toFixed(1)} %`
 const lines = [
   '## One turn writing 5,000 files (real host, `write` tool)',
   '',
-  `${FILES} new 1 KiB files written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each on a fresh workspace.`,
+  `${FILES} new 1 KiB files (each with content of its own) written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each on a fresh workspace.`,
   '',
   '| figure | median | goal | met |',
   '|---|---|---|---|',

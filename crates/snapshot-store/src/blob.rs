@@ -18,6 +18,54 @@ use crate::seam::CrashPoint;
 /// Files up to this size are read into one buffer before anything is written.
 pub(crate) const SMALL: usize = 64 * 1024;
 
+/// Files up to this size read at a message boundary are kept in the session's record
+/// log (`blob` records) instead of a blob file each: a long turn's files then cost one
+/// write at the next message, not one new file each (see `docs/format.md`, "Blobs kept
+/// in the log").
+pub(crate) const KEEP_IN_LOG: usize = 16 * 1024;
+
+/// A log this large keeps no more content: what a boundary reads goes to blob files
+/// (the log is read whole when a session opens).
+pub(crate) const KEEP_LOG_MAX: u64 = 64 << 20;
+
+/// Where [`store_file`] may keep a small file's content instead of a blob file: the
+/// session's record log, whose `blob` records `kept` holds. What it keeps is collected
+/// in `taken` (the caller writes it ahead of the records naming it, in one write).
+pub(crate) struct LogSink<'a> {
+    pub(crate) kept: &'a crate::records::Kept,
+    pub(crate) taken: std::sync::Mutex<Vec<(String, crate::codec::Shared)>>,
+}
+
+impl<'a> LogSink<'a> {
+    /// A sink over the blobs a log already keeps.
+    pub(crate) fn new(kept: &'a crate::records::Kept) -> Self {
+        Self {
+            kept,
+            taken: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The `blob` records to write: every content taken (once per name), also those the
+    /// log kept already (a compaction by another handle may drop one meanwhile; the
+    /// writer leaves out what the log still has when it writes).
+    pub(crate) fn records(self) -> Vec<crate::codec::Record> {
+        let mut taken = self.taken.into_inner().unwrap_or_else(|e| e.into_inner());
+        taken.sort_by(|a, b| a.0.cmp(&b.0));
+        taken.dedup_by(|a, b| a.0 == b.0);
+        taken
+            .into_iter()
+            .map(|(sha256, bytes)| crate::codec::Record::Blob { sha256, bytes })
+            .collect()
+    }
+
+    fn take(&self, sha: &str, bytes: crate::codec::Shared) {
+        self.taken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((sha.to_string(), bytes));
+    }
+}
+
 /// Store-relative path of a blob: `blobs/<64 hex>` (one flat directory: fewer
 /// directories to touch per write than a fan-out, and fine for the store's scale).
 pub(crate) fn blob_path(sha: &str) -> PathBuf {
@@ -34,9 +82,18 @@ pub(crate) enum Stored {
     },
     /// More than `cap` bytes were read: nothing stored.
     OverCap { size: u64 },
+    /// The content is kept in the session's log (see [`LogSink`]): taken by the sink
+    /// (`dedup`: the log kept it already).
+    Kept {
+        sha256: String,
+        size: u64,
+        dedup: bool,
+    },
 }
 
-/// Streams an open workspace file into the blob store. `cap == 0` means no cap.
+/// Streams an open workspace file into the blob store. `cap == 0` means no cap. With
+/// `sink`, a file of at most [`KEEP_IN_LOG`] bytes that no blob file holds yet is kept
+/// in the log instead ([`LogSink`]).
 pub(crate) fn store_file(
     store: &StoreFs,
     ws: &WsFs,
@@ -44,14 +101,23 @@ pub(crate) fn store_file(
     rel: &RelPath,
     size_hint: u64,
     cap: u64,
+    sink: Option<&LogSink<'_>>,
 ) -> Result<Stored, FsFailure> {
     if size_hint as usize <= SMALL {
         // One buffer: read it all (a file that grew past SMALL continues on the streaming path).
         // The buffer is this thread's, allocated and zeroed once (not per file): only the bytes
         // read into it for this file (`..len`) are looked at.
+        let small = Small {
+            store,
+            ws,
+            rel,
+            cap,
+            size_hint,
+            sink,
+        };
         return SMALL_BUF.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut buf) => store_small(store, ws, file, rel, cap, size_hint, &mut buf),
-            Err(_) => store_small(store, ws, file, rel, cap, size_hint, &mut Vec::new()),
+            Ok(mut buf) => small.store(file, &mut buf),
+            Err(_) => small.store(file, &mut Vec::new()),
         });
     }
     stream(store, ws, file, rel, cap, None)
@@ -62,47 +128,84 @@ thread_local! {
     static SMALL_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// [`store_file`] of a file expected to be at most [`SMALL`] bytes, read into `buf` (grown to
-/// `SMALL + 1` bytes when shorter; its earlier contents are never read). `size_hint` is the
-/// file's size by its `fstat`: a read that returns less than asked for and brings the total
-/// to exactly that size has met the end of the file (a regular file's read stops short only
-/// there), so no further read is made to see end-of-file. A file that grew since its `fstat`
-/// fills the read or ends past that size and is read on as before.
-fn store_small(
-    store: &StoreFs,
-    ws: &WsFs,
-    file: &mut File,
-    rel: &RelPath,
+/// [`store_file`] of a file expected to be at most [`SMALL`] bytes.
+struct Small<'a> {
+    store: &'a StoreFs,
+    ws: &'a WsFs,
+    rel: &'a RelPath,
     cap: u64,
     size_hint: u64,
-    buf: &mut Vec<u8>,
-) -> Result<Stored, FsFailure> {
-    let over = |n: u64| cap != 0 && n > cap;
-    if buf.len() < SMALL + 1 {
-        buf.resize(SMALL + 1, 0);
-    }
-    let buf = &mut buf[..=SMALL];
-    let mut len = 0usize;
-    loop {
-        let asked = buf.len() - len;
-        let n = ws.read_chunk(file, rel, &mut buf[len..])?;
-        if n == 0 {
-            break;
+    sink: Option<&'a LogSink<'a>>,
+}
+
+impl Small<'_> {
+    /// Reads the file into `buf` (grown to
+    /// `SMALL + 1` bytes when shorter; its earlier contents are never read). `size_hint` is the
+    /// file's size by its `fstat`: a read that returns less than asked for and brings the total
+    /// to exactly that size has met the end of the file (a regular file's read stops short only
+    /// there), so no further read is made to see end-of-file. A file that grew since its `fstat`
+    /// fills the read or ends past that size and is read on as before.
+    fn store(&self, file: &mut File, buf: &mut Vec<u8>) -> Result<Stored, FsFailure> {
+        let Small {
+            store,
+            ws,
+            rel,
+            cap,
+            size_hint,
+            sink,
+        } = *self;
+        let over = |n: u64| cap != 0 && n > cap;
+        if buf.len() < SMALL + 1 {
+            buf.resize(SMALL + 1, 0);
         }
-        len += n;
-        if len == buf.len() || (n < asked && len as u64 == size_hint) {
-            break;
+        let buf = &mut buf[..=SMALL];
+        let mut len = 0usize;
+        loop {
+            let asked = buf.len() - len;
+            let n = ws.read_chunk(file, rel, &mut buf[len..])?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+            if len == buf.len() || (n < asked && len as u64 == size_hint) {
+                break;
+            }
         }
+        if len > SMALL {
+            // Grew while reading: continue streaming with what we have as the first chunk.
+            return stream(store, ws, file, rel, cap, Some(buf[..len].to_vec()));
+        }
+        let data = &buf[..len];
+        if over(len as u64) {
+            return Ok(Stored::OverCap { size: len as u64 });
+        }
+        let sha = hex::encode(Sha256::digest(data));
+        if let Some(sink) = sink.filter(|_| len <= KEEP_IN_LOG) {
+            // Kept in the log: already there, or not in a blob file either.
+            if let Some((kept, _)) = sink.kept.get(&sha) {
+                sink.take(&sha, kept.clone());
+                return Ok(Stored::Kept {
+                    sha256: sha,
+                    size: len as u64,
+                    dedup: true,
+                });
+            }
+            if store.blob_size(&sha)? != Some(len as u64) {
+                sink.take(&sha, crate::codec::Shared::copy_of(data));
+                return Ok(Stored::Kept {
+                    sha256: sha,
+                    size: len as u64,
+                    dedup: false,
+                });
+            }
+        }
+        put_bytes(store, sha, data)
     }
-    if len > SMALL {
-        // Grew while reading: continue streaming with what we have as the first chunk.
-        return stream(store, ws, file, rel, cap, Some(buf[..len].to_vec()));
-    }
-    let data = &buf[..len];
-    if over(len as u64) {
-        return Ok(Stored::OverCap { size: len as u64 });
-    }
-    let sha = hex::encode(Sha256::digest(data));
+}
+
+/// Stores `data`, whose SHA-256 is `sha`, as a blob file (unless one holds it already).
+pub(crate) fn put_bytes(store: &StoreFs, sha: String, data: &[u8]) -> Result<Stored, FsFailure> {
+    let len = data.len();
     let path = blob_path(&sha);
     if !store.io.durable {
         // Process-crash mode: a blob already stored whole is a dedup hit (one `stat`,

@@ -63,12 +63,25 @@ pub enum CaptureOutcome {
 #[derive(Clone, Copy)]
 pub(crate) struct Staging<'s> {
     pub(crate) s: &'s Session,
+    /// Small files read are kept in the log instead of blob files (a boundary's reads).
+    sink: Option<&'s crate::blob::LogSink<'s>>,
 }
 
 impl Session {
     /// The session's write-tool captures.
     pub(crate) fn staging(&self) -> Staging<'_> {
-        Staging { s: self }
+        Staging {
+            s: self,
+            sink: None,
+        }
+    }
+
+    /// [`Session::staging`] keeping the small files it reads in `sink`.
+    pub(crate) fn staging_into<'a>(&'a self, sink: &'a crate::blob::LogSink<'a>) -> Staging<'a> {
+        Staging {
+            s: self,
+            sink: Some(sink),
+        }
     }
 
     /// Maps a host path (absolute inside the cwd, or cwd-relative) to a workspace path.
@@ -279,25 +292,19 @@ impl<'s> Staging<'s> {
             rel,
             fmeta.size,
             self.cap(),
+            self.sink,
         )? {
             Stored::OverCap { size } => Ok(not_read(BeforeState::Uncovered { size }, fmeta)),
             Stored::Blob {
                 sha256,
                 size,
                 dedup,
-            } => Ok((
-                BeforeState::File {
-                    sha256: sha256.clone(),
-                    size,
-                    mode: fmeta.mode,
-                },
-                Known::Present {
-                    meta: fmeta,
-                    sha256: Some(sha256),
-                    recorded: true,
-                },
+            } => Ok(file_state(sha256, size, fmeta, dedup)),
+            Stored::Kept {
+                sha256,
+                size,
                 dedup,
-            )),
+            } => Ok(file_state(sha256, size, fmeta, dedup)),
         }
     }
 
@@ -481,11 +488,14 @@ impl<'s> Staging<'s> {
                 .map(|t| (t.known.clone(), t.since))
                 .unwrap_or((Known::Unknown, None));
             if differs(&known, &now) {
-                if let Some(e) = self
-                    .s
-                    .recheck()
-                    .backdated_entry(&rel, &known, since, prev, back_order)
-                {
+                if let Some(e) = self.s.recheck().backdated_entry(
+                    &rel,
+                    &known,
+                    since,
+                    prev,
+                    back_order,
+                    &st.idx.inline,
+                ) {
                     let upd = Record::Tracked {
                         paths: vec![TrackedUpdate {
                             path: rel.clone(),
@@ -549,5 +559,27 @@ fn not_read(before: BeforeState, meta: DiskMeta) -> (BeforeState, Known, bool) {
             recorded: true,
         },
         false,
+    )
+}
+
+/// A regular file read into the store (`sha256`, `size`), and what the store now knows of it.
+fn file_state(
+    sha256: String,
+    size: u64,
+    fmeta: DiskMeta,
+    dedup: bool,
+) -> (BeforeState, Known, bool) {
+    (
+        BeforeState::File {
+            sha256: sha256.clone(),
+            size,
+            mode: fmeta.mode,
+        },
+        Known::Present {
+            meta: fmeta,
+            sha256: Some(sha256),
+            recorded: true,
+        },
+        dedup,
     )
 }

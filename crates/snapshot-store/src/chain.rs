@@ -147,6 +147,9 @@ impl Planner<'_> {
             }
         }
         let mut limit = u64::MAX;
+        // The content the ancestors' logs keep (the nearest one's first).
+        let mut elsewhere: std::collections::HashMap<String, crate::codec::Shared> =
+            Default::default();
         for (i, link) in ancestors.iter().enumerate() {
             if seen.contains(&link.session_id) {
                 return Err(ChainPlanError::Cycle {
@@ -161,6 +164,9 @@ impl Planner<'_> {
             }
             let anc = self.ancestor(&link.session_id)?;
             anc.load().map_err(PlanError::from)?;
+            for (sha, bytes) in anc.kept_blobs() {
+                elsewhere.entry(sha).or_insert(bytes);
+            }
             let rank = depth - 1 - i;
             for (seq, rec) in anc.load_groups(target_seq).map_err(PlanError::from)? {
                 if seq > limit {
@@ -180,7 +186,7 @@ impl Planner<'_> {
             .into_iter()
             .map(|(path, ((_, anchor, _), before))| (path, anchor, before))
             .collect();
-        let mut plan = self.plan_picks(target_seq, picks)?;
+        let mut plan = self.plan_picks_with(target_seq, picks, &elsewhere)?;
         plan.outside = outside;
         Ok(plan)
     }

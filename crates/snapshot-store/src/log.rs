@@ -21,7 +21,7 @@ use crate::codec::Record;
 /// Magic bytes at the start of every record log.
 pub(crate) const MAGIC: &[u8; 4] = b"RWLG";
 /// Version of the record log this build writes and understands.
-pub const LOG_VERSION: u32 = 2;
+pub const LOG_VERSION: u32 = 3;
 /// Length of the file header.
 pub(crate) const HEADER_LEN: usize = 8;
 /// Length of a frame header.

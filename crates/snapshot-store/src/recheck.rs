@@ -121,6 +121,10 @@ impl Recheck<'_> {
             }
         }
         let mut taken: std::collections::BTreeMap<RelPath, Known> = Default::default();
+        // The content the ancestors' logs keep: what a state taken over names goes into
+        // this session's log with it (a later boundary may record that state here).
+        let mut elsewhere: std::collections::HashMap<String, crate::codec::Shared> =
+            Default::default();
         let mut seen = vec![self.s.id.clone()];
         for link in ancestors {
             if seen.contains(&link.session_id) {
@@ -140,6 +144,9 @@ impl Recheck<'_> {
             for (path, known) in anc.recheck().tracked_known()? {
                 taken.entry(path).or_insert(known);
             }
+            for (sha, bytes) in anc.kept_blobs() {
+                elsewhere.entry(sha).or_insert(bytes);
+            }
         }
         let mut st = self.s.lock_state();
         self.s.prepare(&mut st)?;
@@ -158,8 +165,23 @@ impl Recheck<'_> {
             .collect();
         let n = updates.len();
         if n > 0 {
+            let mut recs: Vec<Record> = Vec::new();
+            for u in &updates {
+                if let Known::Present {
+                    sha256: Some(sha), ..
+                } = &u.known
+                {
+                    if let Some(bytes) = elsewhere.remove(sha) {
+                        recs.push(Record::Blob {
+                            sha256: sha.clone(),
+                            bytes,
+                        });
+                    }
+                }
+            }
+            recs.extend(tracked_records(updates));
             let _g = self.s.lock_shared()?;
-            self.s.append(&mut st, tracked_records(updates))?;
+            self.s.append(&mut st, recs)?;
         }
         Ok(n)
     }
@@ -286,7 +308,11 @@ impl Recheck<'_> {
         drop(cached);
         // 2. Their current states read into the store, a directory's files together, on
         //    several threads when there are many (after a long turn, every file a tool wrote).
-        let captured = self.capture_changed(&changed);
+        //    Small files are kept in the log, written ahead of the records naming them.
+        let keep = st.log.as_ref().map_or(0, |h| h.len) < crate::blob::KEEP_LOG_MAX;
+        let sink = crate::blob::LogSink::new(&st.idx.inline);
+        let captured = self.capture_changed(&changed, keep.then_some(&sink));
+        let blobs = sink.records();
         // 3. Recorded in path order.
         for (c, r) in changed.into_iter().zip(captured) {
             let Changed {
@@ -326,15 +352,16 @@ impl Recheck<'_> {
             // state: record that state there too (unless already recorded there or later),
             // so a rewind to the previous boundary is exact.
             let mut order = order;
+            let kept = &st.idx.inline;
             if rerun {
-                if let Some(e) = self.backdated_entry(&rel, &known, since, anchor_seq, order) {
+                if let Some(e) = self.backdated_entry(&rel, &known, since, anchor_seq, order, kept)
+                {
                     backdated.push(e);
                     order = self.s.store.next_order();
                 }
             } else if let Some(prev) = prev_boundary {
-                if let Some(e) =
-                    self.backdated_entry(&rel, &known, since, prev, self.s.store.next_order())
-                {
+                let order = self.s.store.next_order();
+                if let Some(e) = self.backdated_entry(&rel, &known, since, prev, order, kept) {
                     backdated.push(e);
                 }
             }
@@ -380,11 +407,17 @@ impl Recheck<'_> {
         if st.idx.boundary.is_none_or(|b| b < anchor_seq) {
             also.push(Record::Boundary { anchor_seq });
         }
+        let mut recs = blobs;
         if !entries.is_empty() {
-            self.s
-                .append_group(&mut st, anchor_seq, EntrySource::Recheck, entries, also)?;
-        } else if !also.is_empty() {
-            self.s.append(&mut st, also)?;
+            recs.push(Record::Group {
+                anchor_seq,
+                source: EntrySource::Recheck,
+                entries,
+            });
+        }
+        recs.extend(also);
+        if !recs.is_empty() {
+            self.s.append(&mut st, recs)?;
         }
         Ok(outcome)
     }
@@ -392,7 +425,11 @@ impl Recheck<'_> {
     /// Reads the current state of each changed path into the store (as a capture does),
     /// in the order given. The paths of one directory are read together, with the
     /// directory opened once; with many paths, directories are shared out among threads.
-    fn capture_changed(&self, changed: &[Changed]) -> Vec<Result<(BeforeState, Known), FsFailure>> {
+    fn capture_changed(
+        &self,
+        changed: &[Changed],
+        sink: Option<&crate::blob::LogSink<'_>>,
+    ) -> Vec<Result<(BeforeState, Known), FsFailure>> {
         let threads = if changed.len() < PARALLEL_RECHECK {
             1
         } else {
@@ -412,10 +449,14 @@ impl Recheck<'_> {
                             _ => None,
                         });
                     }
+                    let staging = match sink {
+                        Some(k) => self.s.staging_into(k),
+                        None => self.s.staging(),
+                    };
                     let (before, known, _) = match dir.as_ref().and_then(|d| d.as_ref()) {
                         // A regular file by the `lstat` just made: opened without another.
-                        Some(d) => self.s.staging().capture_in(d, &c.rel, c.regular)?,
-                        None => self.s.staging().capture_path(&c.rel, false)?,
+                        Some(d) => staging.capture_in(d, &c.rel, c.regular)?,
+                        None => staging.capture_path(&c.rel, false)?,
                     };
                     Ok((before, known))
                 })();
@@ -433,7 +474,8 @@ impl Recheck<'_> {
     }
 
     /// The entry recording `known` (the state last seen) at boundary `prev`, when the
-    /// path changed after `prev` and that state is not already recorded at `prev` or later.
+    /// path changed after `prev` and that state is not already recorded at `prev` or later
+    /// (and its content is still in the store: a blob file, or `kept` in the log).
     pub(crate) fn backdated_entry(
         &self,
         rel: &RelPath,
@@ -441,6 +483,7 @@ impl Recheck<'_> {
         since: Option<u64>,
         prev: u64,
         order: u64,
+        kept: &crate::records::Kept,
     ) -> Option<Entry> {
         if since.is_some_and(|s| s >= prev) {
             return None;
@@ -451,11 +494,15 @@ impl Recheck<'_> {
                 meta,
                 sha256: Some(sha),
                 recorded: true,
-            } if meta.kind == FileKind::File && self.s.store.has_blob(sha) => BeforeState::File {
-                sha256: sha.clone(),
-                size: meta.size,
-                mode: meta.mode,
-            },
+            } if meta.kind == FileKind::File
+                && (kept.contains_key(sha) || self.s.store.has_blob(sha)) =>
+            {
+                BeforeState::File {
+                    sha256: sha.clone(),
+                    size: meta.size,
+                    mode: meta.mode,
+                }
+            }
             _ => return None,
         };
         Some(Entry {

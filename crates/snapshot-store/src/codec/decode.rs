@@ -68,6 +68,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Record, String> {
             }
             Record::Pruned { anchors }
         }
+        BLOB => {
+            let (sha256, data) = blob_body(&mut r)?;
+            Record::Blob {
+                sha256,
+                bytes: Shared::copy_of(data),
+            }
+        }
         k => return Err(format!("unknown record kind {k}")),
     };
     if r.o != bytes.len() {
@@ -98,6 +105,23 @@ pub(crate) fn decode_entry(bytes: &[u8]) -> Result<Entry, String> {
     let e = r.entry()?;
     r.end()?;
     Ok(e)
+}
+
+/// The name and the bytes of a `blob` payload, checked as [`decode()`] checks them.
+pub(crate) fn blob_parts(bytes: &[u8]) -> Result<(String, &[u8]), String> {
+    let mut r = Reader { b: bytes, o: 1 };
+    let (sha, data) = blob_body(&mut r)?;
+    r.end()?;
+    Ok((sha, data))
+}
+
+/// A blob's name (a valid SHA-256: a blob is only ever named by one) and its bytes.
+fn blob_body<'a>(r: &mut Reader<'a>) -> Result<(String, &'a [u8]), String> {
+    let sha = r.sha()?;
+    if !crate::path::valid_sha(&sha) {
+        return Err(format!("blob record named `{sha}`, not a SHA-256"));
+    }
+    Ok((sha, r.bytes()?))
 }
 
 /// The call id of a `dropped` payload.

@@ -8,8 +8,8 @@
 mod decode;
 
 pub(crate) use decode::{
-    TrackedRef, count_entries, decode, decode_entries, decode_entry, decode_known, decode_tracked,
-    dropped_call, group_parts, staged_parts,
+    TrackedRef, blob_parts, count_entries, decode, decode_entries, decode_entry, decode_known,
+    decode_tracked, dropped_call, group_parts, staged_parts,
 };
 
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
@@ -54,6 +54,10 @@ pub(crate) enum Record {
     Boundary { anchor_seq: u64 },
     /// Anchor groups removed by a prune.
     Pruned { anchors: Vec<u64> },
+    /// The content of a small file, kept in the log instead of a blob file of its own
+    /// (log version 3): entries name it by `sha256` as they name any blob. Written
+    /// ahead of the records that name it, in the same write.
+    Blob { sha256: String, bytes: Shared },
 }
 
 /// Bytes of a buffer a log was read into, shared (a group read back keeps its
@@ -129,6 +133,8 @@ pub(crate) const GROUP: u8 = 5;
 pub(crate) const TRACKED: u8 = 6;
 const BOUNDARY: u8 = 7;
 const PRUNED: u8 = 8;
+/// A blob kept in the log (log version 3).
+pub(crate) const BLOB: u8 = 10;
 
 /// Appends the payload of `rec` to `out`.
 pub(crate) fn encode(rec: &Record, out: &mut Vec<u8>) {
@@ -218,6 +224,11 @@ pub(crate) fn encode(rec: &Record, out: &mut Vec<u8>) {
             for a in anchors {
                 put_u(out, *a);
             }
+        }
+        Record::Blob { sha256, bytes } => {
+            out.push(BLOB);
+            put_sha(out, sha256);
+            put_bytes(out, bytes);
         }
     }
 }

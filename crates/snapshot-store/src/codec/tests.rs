@@ -150,6 +150,14 @@ fn every_record_kind_round_trips() {
     rt(Record::Pruned {
         anchors: vec![1, 2, 1 << 40],
     });
+    rt(Record::Blob {
+        sha256: "ab".repeat(32),
+        bytes: Shared::copy_of(b"small file\n"),
+    });
+    rt(Record::Blob {
+        sha256: "00".repeat(32),
+        bytes: Shared::copy_of(b""),
+    });
 }
 
 #[test]
@@ -159,6 +167,17 @@ fn damaged_payloads_are_refused_with_a_reason() {
     encode(&Record::Boundary { anchor_seq: 5 }, &mut b);
     b.push(0);
     assert!(decode(&b).unwrap_err().contains("after the record"));
+    // A blob is named by a SHA-256 only (a name kept as text is refused).
+    let mut b = Vec::new();
+    encode(
+        &Record::Blob {
+            sha256: "../escape".into(),
+            bytes: Shared::copy_of(b"x"),
+        },
+        &mut b,
+    );
+    assert!(decode(&b).unwrap_err().contains("not a SHA-256"));
+    assert!(blob_parts(&b).is_err());
     // A count larger than the record cannot make the reader allocate or overrun.
     let mut g = vec![GROUP, 1, 1];
     put_u(&mut g, u64::MAX);

@@ -139,8 +139,11 @@ impl Journal<'_> {
                             rel,
                             fm.size,
                             0,
+                            None,
                         )? {
-                            Stored::Blob { sha256, size, .. } => (
+                            // (Nothing is kept in the log without a sink.)
+                            Stored::Blob { sha256, size, .. }
+                            | Stored::Kept { sha256, size, .. } => (
                                 Desired::File {
                                     sha256,
                                     size,

@@ -153,6 +153,23 @@ impl Store {
                             .into()));
                             return Vec::new();
                         }
+                        // Content kept in the log: checked against its name (the frame's
+                        // checksum guards the bytes, not what they were named).
+                        for (sha, (bytes, _)) in &idx.inline {
+                            let actual =
+                                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes));
+                            if actual != *sha {
+                                push(Err(CorruptFile {
+                                    path: shown.clone(),
+                                    detail: format!(
+                                        "content kept for blob {sha} hashes to {actual}"
+                                    ),
+                                }
+                                .into()));
+                            } else {
+                                w.kept.insert(sha.clone());
+                            }
+                        }
                         let mut out = Vec::new();
                         for (anchor, gs) in &idx.groups {
                             for g in gs {

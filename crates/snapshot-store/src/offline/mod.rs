@@ -282,6 +282,8 @@ struct SessionWalk {
     /// Blobs the tracked cache names: live when present, never "missing" (the cache may
     /// name content that was never stored).
     soft: HashSet<String>,
+    /// Blobs the session's log keeps (`blob` records): never "missing".
+    kept: HashSet<String>,
     records: u64,
 }
 
@@ -417,7 +419,8 @@ impl Store {
 
     /// Reads every record of every session and sizes every blob: storage per session,
     /// referenced and unreferenced blobs. Records that cannot be read are listed in
-    /// [`Inventory::problems`]; nothing is hashed (see [`Store::verify`]).
+    /// [`Inventory::problems`]; no blob file is hashed (see [`Store::verify`]), only the
+    /// small contents a session's log keeps, as its records are read.
     pub fn inventory(&self) -> Result<Inventory, QueryError> {
         let (walks, mut problems) = self.walk_all()?;
         let fs = &self.inner.fs;

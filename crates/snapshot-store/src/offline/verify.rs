@@ -20,7 +20,9 @@ impl Store {
             ..VerifyReport::default()
         };
         let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut kept: BTreeSet<String> = BTreeSet::new();
         for w in walks {
+            kept.extend(w.kept);
             for (sha, by) in w.refs {
                 let names = by.iter().map(|i| w.sources[*i as usize].clone());
                 refs.entry(sha).or_default().extend(names);
@@ -63,7 +65,7 @@ impl Store {
             progress(i as u64 + 1, total);
         }
         for (sha, mut by) in refs {
-            if !present.contains(&sha) {
+            if !present.contains(&sha) && !kept.contains(&sha) {
                 by.sort();
                 by.dedup();
                 by.truncate(10);

@@ -1,14 +1,16 @@
 //! Planning a restore: the earliest before-state per path at or after the target,
-//! compared with the disk. A plan is a preview: it changes nothing.
+//! compared with the disk. A plan is a preview: it changes nothing in the workspace (it
+//! may write into the store, as blob files, content a log keeps that the restore needs).
 
 pub(crate) mod scanned;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
 use crate::blob::hash_file;
-use crate::error::{FsFailure, PlanError};
+use crate::codec::Shared;
+use crate::error::{CorruptFile, FsFailure, PlanError};
 use crate::format::{BeforeState, SkipReason};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
@@ -263,6 +265,86 @@ impl Planner<'_> {
         target_seq: u64,
         picks: Vec<(RelPath, u64, BeforeState)>,
     ) -> Result<RestorePlan, PlanError> {
+        self.plan_picks_with(target_seq, picks, &HashMap::new())
+    }
+
+    /// [`Planner::plan_picks`], where content the plan needs may also be kept in the logs of
+    /// other sessions (`elsewhere`: a fork's ancestors). The content a restore will write
+    /// and that a session's log keeps is put into blob files first (see
+    /// [`Planner::materialize`]), so the restore, its journal and the diff read it as any
+    /// blob.
+    pub(crate) fn plan_picks_with(
+        &self,
+        target_seq: u64,
+        picks: Vec<(RelPath, u64, BeforeState)>,
+        elsewhere: &HashMap<String, Shared>,
+    ) -> Result<RestorePlan, PlanError> {
+        let plan = self.plan_disk(target_seq, picks)?;
+        self.materialize(&plan, elsewhere)?;
+        Ok(plan)
+    }
+
+    /// Writes out as blob files the content the actions of `plan` write that a log keeps
+    /// (this session's, or `elsewhere`) and no blob file holds yet. Each is checked
+    /// against its name first: content that does not hash to it is damage of the log.
+    fn materialize(
+        &self,
+        plan: &RestorePlan,
+        elsewhere: &HashMap<String, Shared>,
+    ) -> Result<(), PlanError> {
+        let wanted: Vec<(&str, u64)> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match &a.action {
+                Action::Write { sha256, size, .. } | Action::Recreate { sha256, size, .. } => {
+                    Some((sha256.as_str(), *size))
+                }
+                _ => None,
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let own: HashMap<&str, Shared> = {
+            let st = self.s.lock_state();
+            wanted
+                .iter()
+                .filter_map(|(sha, _)| st.idx.inline.get(*sha).map(|(b, _)| (*sha, b.clone())))
+                .collect()
+        };
+        if own.is_empty() && elsewhere.is_empty() {
+            return Ok(());
+        }
+        let fs = &self.s.store.inner.fs;
+        let _g = self.s.lock_shared()?;
+        for (sha, size) in wanted {
+            let Some(bytes) = own.get(sha).or_else(|| elsewhere.get(sha)) else {
+                continue;
+            };
+            if fs.blob_size(sha)? == Some(size) {
+                continue;
+            }
+            let actual = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes));
+            if actual != sha || bytes.len() as u64 != size {
+                return Err(PlanError::Corrupt(CorruptFile {
+                    path: self.s.log_path().to_string_lossy().into_owned(),
+                    detail: format!(
+                        "content kept for blob {sha} ({size} bytes) has {} bytes hashing to {actual}",
+                        bytes.len()
+                    ),
+                }));
+            }
+            crate::blob::put_bytes(fs, sha.to_string(), bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The plan of `picks` against the disk (see [`Planner::plan_picks`]).
+    fn plan_disk(
+        &self,
+        target_seq: u64,
+        picks: Vec<(RelPath, u64, BeforeState)>,
+    ) -> Result<RestorePlan, PlanError> {
         let mut plan = RestorePlan {
             session_id: self.s.id.clone(),
             target_seq,
@@ -380,5 +462,64 @@ impl Planner<'_> {
         }
         plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec::{Record, Shared};
+    use crate::error::PlanError;
+    use crate::format::{BeforeState, Entry, EntrySource};
+    use crate::path::RelPath;
+    use crate::records::encode_log;
+    use crate::{Store, StoreOptions};
+
+    #[test]
+    fn content_kept_under_another_name_fails_the_plan_closed() {
+        // A log whose `blob` record names content that does not hash to the name: the
+        // frame is intact (its checksum covers the bytes written), the record is not.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (root, cwd) = (tmp.path().join("store"), tmp.path().join("ws"));
+        std::fs::create_dir_all(&cwd).expect("ws");
+        let store = Store::open(&root, StoreOptions::default()).expect("store");
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"good"));
+        let log = encode_log(&[
+            Record::Session {
+                session_id: "s1".into(),
+            },
+            Record::Blob {
+                sha256: sha.clone(),
+                bytes: Shared::copy_of(b"evil"),
+            },
+            Record::Group {
+                anchor_seq: 5,
+                source: EntrySource::Recheck,
+                entries: vec![Entry {
+                    path: RelPath::from_bytes(b"a.txt").expect("path"),
+                    order: 1,
+                    before: BeforeState::File {
+                        sha256: sha.clone(),
+                        size: 4,
+                        mode: 0o644,
+                    },
+                }],
+            },
+        ]);
+        let sdir = root
+            .join("sessions")
+            .join(crate::path::encode_id("s1").expect("id"));
+        std::fs::create_dir_all(&sdir).expect("session dir");
+        std::fs::write(sdir.join("records.log"), log).expect("log");
+        let s = store.session("s1", &cwd).expect("session");
+        match s.plan_restore(5) {
+            Err(PlanError::Corrupt(c)) => {
+                assert!(c.detail.contains("hashing to"), "{c:?}");
+                assert!(c.path.ends_with("records.log"), "{c:?}");
+            }
+            other => panic!("expected a corrupt log, got {other:?}"),
+        }
+        // Nothing was written: no blob file under that name, nothing in the workspace.
+        assert!(!root.join("blobs").join(&sha).exists());
+        assert!(!cwd.join("a.txt").exists());
     }
 }

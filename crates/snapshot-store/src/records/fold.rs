@@ -204,7 +204,7 @@ impl Index {
         deferred: &mut Deferred<'a>,
         buf: &mut Vec<crate::codec::TrackedRef<'a>>,
     ) -> Result<(), FoldError> {
-        use crate::codec::{DROPPED, GROUP, STAGED, STAGED_AT, TRACKED};
+        use crate::codec::{BLOB, DROPPED, GROUP, STAGED, STAGED_AT, TRACKED};
         match payload.first().copied() {
             Some(STAGED | STAGED_AT) => {
                 let (call, anchor, entry) =
@@ -238,6 +238,16 @@ impl Index {
                     anchor_seq,
                     source,
                     raw,
+                };
+                self.apply(rec, bytes).map_err(FoldError::Apply)?;
+            }
+            Some(BLOB) => {
+                // The bytes stay where the log was read into (no copy).
+                let (sha256, data) =
+                    crate::codec::blob_parts(payload).map_err(FoldError::Decode)?;
+                let rec = Record::Blob {
+                    sha256,
+                    bytes: crate::codec::Shared::within(buf_all, data),
                 };
                 self.apply(rec, bytes).map_err(FoldError::Apply)?;
             }

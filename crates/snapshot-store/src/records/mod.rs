@@ -26,6 +26,9 @@ use crate::path::BytesMap;
 use crate::path::is_hidden;
 use crate::seam::CrashPoint;
 
+/// The blobs a log keeps (`blob` records): name → bytes, and the record's size.
+pub(crate) type Kept = BTreeMap<String, (crate::codec::Shared, u64)>;
+
 /// File name of a session's record log.
 pub(crate) const LOG_NAME: &str = "records.log";
 /// Tracked paths per record in a compacted log.
@@ -110,6 +113,13 @@ pub(crate) struct Index {
     merged: bool,
     /// Bytes of records whose content a compacted log would not carry.
     pub dead: u64,
+    /// Blobs kept in the log (`blob` records): name → bytes, and the record's size.
+    pub inline: Kept,
+    /// Bytes of the `blob` records no group or staged call names (as of the last
+    /// count, made when groups or calls were removed since; see [`Index::waste`]).
+    inline_dead: u64,
+    /// Groups or staged calls were removed since `inline_dead` was counted.
+    inline_stale: bool,
 }
 
 pub(crate) type RelPathKey = crate::path::RelPath;
@@ -148,6 +158,7 @@ impl Index {
                     self.dead += b;
                 }
                 self.dead += bytes;
+                self.inline_stale = !self.inline.is_empty();
             }
             Record::Group {
                 anchor_seq,
@@ -212,9 +223,57 @@ impl Index {
                     }
                 }
                 self.dead += bytes;
+                self.inline_stale = !self.inline.is_empty();
             }
+            Record::Blob {
+                sha256,
+                bytes: data,
+            } => match self.inline.entry(sha256) {
+                std::collections::btree_map::Entry::Occupied(_) => self.dead += bytes,
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert((data, bytes));
+                }
+            },
         }
         Ok(())
+    }
+
+    /// Every blob name the groups and the staged calls name.
+    pub(crate) fn named_blobs(&self) -> Result<std::collections::HashSet<String>, String> {
+        let mut named = std::collections::HashSet::new();
+        let mut add = |entries: &[Entry]| {
+            for e in entries {
+                if let crate::format::BeforeState::File { sha256, .. } = &e.before {
+                    named.insert(sha256.clone());
+                }
+            }
+        };
+        for gs in self.groups.values() {
+            for g in gs {
+                add(&g.entries()?);
+            }
+        }
+        for (entries, _) in self.pending.values() {
+            add(entries);
+        }
+        Ok(named)
+    }
+
+    /// Bytes of the log a compaction would not carry: dead records, and the `blob`
+    /// records nothing names any more (counted again only after groups or staged calls
+    /// were removed).
+    pub(crate) fn waste(&mut self) -> Result<u64, String> {
+        if self.inline_stale {
+            let named = self.named_blobs()?;
+            self.inline_dead = self
+                .inline
+                .iter()
+                .filter(|(sha, _)| !named.contains(*sha))
+                .map(|(_, (_, n))| *n)
+                .sum();
+            self.inline_stale = false;
+        }
+        Ok(self.dead + self.inline_dead)
     }
 
     /// A group of a tool call settles that call's staged captures.
@@ -326,7 +385,7 @@ impl Index {
 
     /// The records of a compacted log carrying exactly this index's live content
     /// (call [`Index::merge_group_paths`] first).
-    pub(crate) fn snapshot(&self, session_id: &str) -> Vec<Record> {
+    pub(crate) fn snapshot(&self, session_id: &str) -> Result<Vec<Record>, String> {
         let mut out = vec![Record::Session {
             session_id: session_id.to_string(),
         }];
@@ -337,6 +396,24 @@ impl Index {
         }
         if let Some(b) = self.boundary {
             out.push(Record::Boundary { anchor_seq: b });
+        }
+        // The blobs kept in the log that a group or a staged call still names, ahead of
+        // them; the others go with the compaction.
+        if !self.inline.is_empty() {
+            let named = self.named_blobs()?;
+            let mut kept: Vec<(&String, &crate::codec::Shared)> = self
+                .inline
+                .iter()
+                .filter(|(sha, _)| named.contains(*sha))
+                .map(|(sha, (b, _))| (sha, b))
+                .collect();
+            kept.sort_by(|a, b| a.0.cmp(b.0));
+            for (sha, b) in kept {
+                out.push(Record::Blob {
+                    sha256: sha.clone(),
+                    bytes: b.clone(),
+                });
+            }
         }
         for (anchor, gs) in &self.groups {
             for g in gs {
@@ -362,7 +439,7 @@ impl Index {
             })
             .collect();
         out.extend(tracked_records(all));
-        out
+        Ok(out)
     }
 }
 

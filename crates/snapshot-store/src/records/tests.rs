@@ -69,7 +69,15 @@ fn records(seed: u64, n: usize) -> Vec<Record> {
     }];
     for i in 0..n as u64 {
         let call = format!("c{}", r.next(5));
-        out.push(match r.next(8) {
+        out.push(match r.next(9) {
+            8 => {
+                // A few distinct contents, so that some are kept twice.
+                let content = format!("content {}", r.next(4));
+                Record::Blob {
+                    sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(content.as_bytes())),
+                    bytes: crate::codec::Shared::copy_of(content.as_bytes()),
+                }
+            }
             0 | 1 => Record::Staged {
                 call_id: call,
                 entry: entry(&mut r, i),

@@ -85,7 +85,7 @@ fn one(
         if cap != 0 && meta.size > cap {
             return Ok(not(stat, Uncovered::OverFileCap));
         }
-        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap) {
+        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap, None) {
             Ok(s) => s,
             Err(e) if e.area == Area::Workspace => {
                 return Ok(not(stat, Uncovered::Unreadable(errno_of(&e))));

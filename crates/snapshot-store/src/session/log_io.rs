@@ -228,7 +228,7 @@ impl Session {
             s.write_locked(st, recs)?;
             if !st.compact_checked {
                 st.compact_checked = true;
-                if s.wants_compaction(st) {
+                if s.wants_compaction(st)? {
                     s.compact_locked(st)?;
                 }
             }
@@ -297,7 +297,10 @@ impl Session {
         for d in &flushing {
             buf.extend_from_slice(&d.bytes);
         }
-        all.extend(recs);
+        // A blob the log keeps already is not written again.
+        all.extend(recs.into_iter().filter(
+            |r| !matches!(r, Record::Blob { sha256, .. } if st.idx.inline.contains_key(sha256)),
+        ));
         let sizes = match self.encode_frames(&all, &mut buf) {
             Ok(s) => s,
             Err(e) => {
@@ -322,10 +325,18 @@ impl Session {
         Ok(())
     }
 
-    pub(crate) fn wants_compaction(&self, st: &State) -> bool {
-        st.log
-            .as_ref()
-            .is_some_and(|h| h.len > self.store.inner.compact_min_bytes && st.idx.dead * 2 > h.len)
+    pub(crate) fn wants_compaction(&self, st: &mut State) -> Result<bool, Fault> {
+        let Some(len) = st.log.as_ref().map(|h| h.len) else {
+            return Ok(false);
+        };
+        if len <= self.store.inner.compact_min_bytes {
+            return Ok(false);
+        }
+        if st.idx.dead * 2 > len {
+            return Ok(true);
+        }
+        let waste = st.idx.waste().map_err(|d| self.damaged(d))?;
+        Ok(waste * 2 > len)
     }
 
     /// Rewrites the log as a snapshot of the index: written to a temporary name and
@@ -334,7 +345,7 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
-        let bytes = encode_log(&st.idx.snapshot(&self.id));
+        let bytes = encode_log(&st.idx.snapshot(&self.id).map_err(|d| self.damaged(d))?);
         let (tmp, mut f) = fs.create_tmp_beside(&path)?;
         let r = (|| {
             fs.write_all(&mut f, &tmp, &bytes)?;
@@ -370,11 +381,11 @@ impl Session {
 
     /// Compacts the log now when it outgrew its live content (at prune).
     pub(crate) fn compact_if_due(&self, st: &mut State) -> Result<bool, Fault> {
-        if !self.wants_compaction(st) {
+        if !self.wants_compaction(st)? {
             return Ok(false);
         }
         self.with_log_lock(st, |s, st| {
-            if s.wants_compaction(st) {
+            if s.wants_compaction(st)? {
                 s.compact_locked(st)?;
                 Ok(true)
             } else {
@@ -397,6 +408,16 @@ impl Session {
     pub(crate) fn load(&self) -> Result<(), Fault> {
         let mut st = self.lock_state();
         self.sync(&mut st)
+    }
+
+    /// The content this session's log keeps (`blob` records), by name.
+    pub(crate) fn kept_blobs(&self) -> Vec<(String, crate::codec::Shared)> {
+        let st = self.lock_state();
+        st.idx
+            .inline
+            .iter()
+            .map(|(sha, (b, _))| (sha.clone(), b.clone()))
+            .collect()
     }
 
     /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.

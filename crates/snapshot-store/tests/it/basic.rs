@@ -8,7 +8,7 @@ use snapshot_store::{
     PlanError, PruneOptions, RestoreError, StoreOptions,
 };
 
-use crate::common::{DROPPED, Env, GROUP, count_files, log_records, tool_edit};
+use crate::common::{BLOB, DROPPED, Env, GROUP, contains, count_files, log_records, tool_edit};
 
 #[test]
 fn rewind_restores_earliest_before_state_per_path_and_is_idempotent() {
@@ -1164,7 +1164,14 @@ fn a_waiting_commit_whose_anchor_another_handle_pruned_is_not_written() {
 }
 
 #[test]
-fn a_log_of_version_1_is_rewritten_in_this_version_before_the_first_write() {
+fn a_log_of_an_older_version_is_rewritten_in_this_version_before_the_first_write() {
+    // Version 1 (before `staged_at`) and version 2 (before `blob`).
+    for old in [1u32, 2] {
+        older_log_rewritten(old);
+    }
+}
+
+fn older_log_rewritten(old: u32) {
     let env = Env::new();
     env.write("a", b"a0");
     let log = env.root.join("sessions/s1/records.log");
@@ -1173,16 +1180,16 @@ fn a_log_of_version_1_is_rewritten_in_this_version_before_the_first_write() {
         let s = env.session(&store);
         tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
     }
-    // As an earlier build wrote it: version 1 in the header (its records are the same).
+    // As an earlier build wrote it: its version in the header (its records are the same).
     let mut bytes = std::fs::read(&log).expect("log");
-    bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
+    bytes[4..8].copy_from_slice(&old.to_le_bytes());
     std::fs::write(&log, &bytes).expect("write");
     let store = env.store();
     let s = env.session(&store);
     assert_eq!(
         s.anchors().expect("anchors"),
         vec![1],
-        "a version-1 log opens"
+        "a log of version {old} opens"
     );
     s.capture_before_at("c1", Path::new("a"), 2)
         .expect("capture");
@@ -1256,4 +1263,145 @@ fn a_recheck_of_many_changed_files_records_each_exactly() {
             );
         }
     }
+}
+
+#[test]
+fn a_boundary_keeps_small_files_in_the_log_and_every_anchor_restores_from_it() {
+    // The files a tool wrote in a turn are read at the next message: the small ones go into
+    // the session's record log, a large one into a blob file of its own.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("boundary 1");
+    let names: Vec<String> = (0..20).map(|i| format!("d{}/f{i}.txt", i % 3)).collect();
+    let big_v1 = vec![b'x'; 20 * 1024];
+    for (i, n) in names.iter().enumerate() {
+        let call = format!("c{i}");
+        s.capture_before_at(&call, Path::new(n), 1)
+            .expect("capture");
+        env.write(n, format!("v1 {i}").as_bytes());
+        s.commit(&call, 1, true).expect("commit");
+    }
+    s.capture_before_at("cb", Path::new("big.bin"), 1)
+        .expect("capture");
+    env.write("big.bin", &big_v1);
+    s.commit("cb", 1, true).expect("commit");
+    let out = s.recheck_tracked(2).expect("boundary 2");
+    assert_eq!(out.recorded.len(), names.len() + 1);
+    assert_eq!(env.blob_count(), 1, "only the large file has a blob file");
+    let log = env.root.join("sessions/s1/records.log");
+    let kept = log_records(&log)
+        .0
+        .iter()
+        .filter(|(k, _)| *k == BLOB)
+        .count();
+    assert_eq!(kept, names.len(), "one blob record per small file");
+    // Changed outside the agent (no capture), recorded at the next boundary, also in the log;
+    // two files now have the same content, kept once.
+    for (i, n) in names.iter().enumerate() {
+        env.write(n, format!("v2 {} by hand", i.min(18)).as_bytes());
+    }
+    s.recheck_tracked(3).expect("boundary 3");
+    assert_eq!(env.blob_count(), 1);
+    let kept = log_records(&log)
+        .0
+        .iter()
+        .filter(|(k, _)| *k == BLOB)
+        .count();
+    assert_eq!(kept, 2 * names.len() - 1);
+    // Nothing is missing for an integrity check: the log holds the content its records name.
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    drop(s);
+    drop(store);
+    // A new handle reads the content back from the log; each anchor comes back exactly.
+    let store = env.store();
+    let s = env.session(&store);
+    for (anchor, version) in [(2u64, "v1"), (3, "v2"), (1, "")] {
+        let plan = s.plan_restore(anchor).expect("plan");
+        let done = s.restore(&plan, &format!("op{anchor}")).expect("restore");
+        assert!(done.failed.is_empty(), "{:?}", done.failed);
+        for (i, n) in names.iter().enumerate() {
+            let want = match version {
+                "v1" => Some(format!("v1 {i}")),
+                "v2" => Some(format!("v2 {} by hand", i.min(18))),
+                _ => None,
+            };
+            assert_eq!(env.read(n), want.map(String::into_bytes), "{n} at {anchor}");
+        }
+        let big = env.read("big.bin");
+        assert_eq!(
+            big.as_deref(),
+            (anchor > 1).then_some(&big_v1[..]),
+            "big.bin at {anchor}"
+        );
+    }
+    // What the restores wrote was put into blob files first (the restore reads blob files).
+    assert!(env.blob_count() > 1);
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn compaction_keeps_the_content_groups_still_name_and_drops_the_rest() {
+    let env = Env::new();
+    let store = env.store_with(StoreOptions {
+        compact_min_bytes: 1,
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("boundary 1");
+    // Five turns, each writing one new file (4 KiB, a marker of its own); each is kept in
+    // the log at the next message.
+    let content = |k: u64| format!("turn-{k}-marker\n{}", "y".repeat(4096));
+    for k in 1..=5u64 {
+        let (call, name) = (format!("c{k}"), format!("t{k}.txt"));
+        s.capture_before_at(&call, Path::new(&name), k)
+            .expect("capture");
+        env.write(&name, content(k).as_bytes());
+        s.commit(&call, k, true).expect("commit");
+        s.recheck_tracked(k + 1).expect("boundary");
+    }
+    let log = env.root.join("sessions/s1/records.log");
+    let before = std::fs::read(&log).expect("log");
+    for k in 1..=5 {
+        assert!(contains(&before, format!("turn-{k}-marker").as_bytes()));
+    }
+    // Keeping the newest two anchors (5, 6): the content of t1..t3 is named by no group left.
+    s.prune(PruneOptions {
+        keep_groups: 2,
+        ..PruneOptions::default()
+    })
+    .expect("prune");
+    let after = std::fs::read(&log).expect("log");
+    assert!(
+        after.len() + 3 * 4096 < before.len(),
+        "{} -> {}",
+        before.len(),
+        after.len()
+    );
+    for k in 1..=3 {
+        assert!(
+            !contains(&after, format!("turn-{k}-marker").as_bytes()),
+            "t{k} dropped"
+        );
+    }
+    for k in 4..=5 {
+        assert!(
+            contains(&after, format!("turn-{k}-marker").as_bytes()),
+            "t{k} kept"
+        );
+    }
+    assert_eq!(env.blob_count(), 0, "nothing went to blob files");
+    // Reopened after the compaction, the kept content still restores.
+    drop(s);
+    drop(store);
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("t4.txt", b"changed by hand");
+    let plan = s.plan_restore(5).expect("plan");
+    let done = s.restore(&plan, "op").expect("restore");
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    assert_eq!(env.read("t4.txt"), Some(content(4).into_bytes()));
+    assert_eq!(env.read("t5.txt"), None, "t5 did not exist at message 5");
 }

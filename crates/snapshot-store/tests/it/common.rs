@@ -179,6 +179,8 @@ pub fn log_records(path: &Path) -> (Vec<(u8, Vec<u8>)>, usize) {
 pub const SESSION: u8 = 1;
 pub const DROPPED: u8 = 4;
 pub const GROUP: u8 = 5;
+/// Content kept in the log (log version 3).
+pub const BLOB: u8 = 10;
 
 /// Whether `hay` contains `needle`.
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
