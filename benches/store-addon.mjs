@@ -20,7 +20,8 @@ import { performance } from 'node:perf_hooks'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
-const { BindingStore } = require(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+// `STORE_ADDON_NATIVE`: another build of the addon (an A/B of two builds on one machine and day).
+const { BindingStore } = require(process.env.STORE_ADDON_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
 const CAP = 8 * 1024 * 1024

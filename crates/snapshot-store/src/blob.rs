@@ -34,6 +34,9 @@ pub(crate) const KEEP_LOG_MAX: u64 = 64 << 20;
 pub(crate) struct LogSink<'a> {
     pub(crate) kept: &'a crate::records::Kept,
     pub(crate) taken: std::sync::Mutex<Vec<(String, crate::codec::Shared)>>,
+    /// `false`: only content the log keeps already is left out of the blob files (the
+    /// workspace scan's reads: it names content in its own index, not in the log).
+    take_new: bool,
 }
 
 impl<'a> LogSink<'a> {
@@ -42,6 +45,16 @@ impl<'a> LogSink<'a> {
         Self {
             kept,
             taken: std::sync::Mutex::new(Vec::new()),
+            take_new: true,
+        }
+    }
+
+    /// A sink that takes nothing: a file whose content the log keeps is not written
+    /// to a blob file again; any other goes to its blob file.
+    pub(crate) fn existing(kept: &'a crate::records::Kept) -> Self {
+        Self {
+            take_new: false,
+            ..Self::new(kept)
         }
     }
 
@@ -183,14 +196,16 @@ impl Small<'_> {
         if let Some(sink) = sink.filter(|_| len <= KEEP_IN_LOG) {
             // Kept in the log: already there, or not in a blob file either.
             if let Some((kept, _)) = sink.kept.get(&sha) {
-                sink.take(&sha, kept.clone());
+                if sink.take_new {
+                    sink.take(&sha, kept.clone());
+                }
                 return Ok(Stored::Kept {
                     sha256: sha,
                     size: len as u64,
                     dedup: true,
                 });
             }
-            if store.blob_size(&sha)? != Some(len as u64) {
+            if sink.take_new && store.blob_size(&sha)? != Some(len as u64) {
                 sink.take(&sha, crate::codec::Shared::copy_of(data));
                 return Ok(Stored::Kept {
                     sha256: sha,

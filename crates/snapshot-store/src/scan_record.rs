@@ -92,8 +92,9 @@ impl WorkspaceScan<'_> {
         }
     }
 
-    /// The before-state an index entry stands for.
-    fn before_of(&self, old: Option<&IdxEntry>) -> BeforeState {
+    /// The before-state an index entry stands for (its content in a blob file, or `kept`
+    /// in this session's log).
+    fn before_of(&self, old: Option<&IdxEntry>, kept: &crate::records::Kept) -> BeforeState {
         let Some(e) = old else {
             return BeforeState::Absent;
         };
@@ -109,11 +110,13 @@ impl WorkspaceScan<'_> {
             },
             FileKind::File => match &e.cov {
                 Coverage::Hashed(_) => match e.sha_hex() {
-                    Some(sha) if self.s.store.has_blob(&sha) => BeforeState::File {
-                        sha256: sha,
-                        size: e.stat.size,
-                        mode: e.stat.perm(),
-                    },
+                    Some(sha) if kept.contains_key(&sha) || self.s.store.has_blob(&sha) => {
+                        BeforeState::File {
+                            sha256: sha,
+                            size: e.stat.size,
+                            mode: e.stat.perm(),
+                        }
+                    }
                     _ => BeforeState::Uncovered { size: e.stat.size },
                 },
                 Coverage::Not(Uncovered::HardLink) => BeforeState::Skipped {
@@ -181,6 +184,7 @@ impl WorkspaceScan<'_> {
         let slot = slot(&self.s.store, &key);
         let mut locked = lock(&self.s.store, &key, &slot)?;
         let limits = Limits {
+            kept: Some(&st.idx.inline),
             cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,
             max_files: req.max_files,
@@ -268,7 +272,7 @@ impl WorkspaceScan<'_> {
             entries.push(Entry {
                 path,
                 order: self.s.store.next_order(),
-                before: self.before_of(c.old.as_ref()),
+                before: self.before_of(c.old.as_ref(), &st.idx.inline),
             });
         }
         report.recorded = entries.len();

@@ -256,6 +256,17 @@ impl Index {
         for (entries, _) in self.pending.values() {
             add(entries);
         }
+        // The tracked cache's last known content (as garbage collection keeps its blob
+        // file): a later re-check records it at a boundary if the path changes, and the
+        // workspace scan's index may name it.
+        for t in self.tracked.values() {
+            if let Known::Present {
+                sha256: Some(sha), ..
+            } = &t.known
+            {
+                named.insert(sha.clone());
+            }
+        }
         Ok(named)
     }
 

@@ -40,7 +40,10 @@ pub(crate) struct Change {
 
 /// Limits of one scan.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct Limits<'a> {
+    /// The content the scanning session's log keeps: a file read with that content is not
+    /// written to a blob file again (see `before_of` in `scan_record.rs`).
+    pub kept: Option<&'a crate::records::Kept>,
     pub cap: u64,
     pub max_baseline_bytes: u64,
     pub max_files: u64,
@@ -181,7 +184,7 @@ pub(crate) fn run(
     locked: &mut Locked<'_>,
     ws: &WsFs,
     root: &Path,
-    limits: &Limits,
+    limits: &Limits<'_>,
 ) -> Result<Outcome, Fault> {
     let loaded = locked.load()?;
     let mut out = Outcome::default();
@@ -354,7 +357,15 @@ pub(crate) fn run(
             .iter()
             .map(|&i| (work[i].0.clone(), work[i].1))
             .collect();
-        let hashed = match hash_all(&store.inner.fs, ws, limits.cap, &items, limits.threads) {
+        let sink = limits.kept.map(crate::blob::LogSink::existing);
+        let hashed = match hash_all(
+            &store.inner.fs,
+            ws,
+            limits.cap,
+            sink.as_ref(),
+            &items,
+            limits.threads,
+        ) {
             Ok(h) => h,
             Err(e) => {
                 locked.cached.index = None;

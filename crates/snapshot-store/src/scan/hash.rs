@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::blob::{Stored, store_file};
+use crate::blob::{LogSink, Stored, store_file};
 use crate::error::FsFailure;
 use crate::fsio::{DiskMeta, FileKind, StoreFs, Walk, WsDir, WsFs, by_directory};
 use crate::path::RelPath;
@@ -54,6 +54,7 @@ fn one(
     rel: &RelPath,
     walked: Stat,
     cap: u64,
+    sink: Option<&LogSink<'_>>,
 ) -> Result<Hashed, FsFailure> {
     let (_, name) = rel.split_last();
     for attempt in 0..2 {
@@ -85,7 +86,7 @@ fn one(
         if cap != 0 && meta.size > cap {
             return Ok(not(stat, Uncovered::OverFileCap));
         }
-        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap, None) {
+        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap, sink) {
             Ok(s) => s,
             Err(e) if e.area == Area::Workspace => {
                 return Ok(not(stat, Uncovered::Unreadable(errno_of(&e))));
@@ -98,7 +99,9 @@ fn one(
         let steady = after.is_some_and(|a| same_content_meta(&a, &meta));
         match stored {
             Stored::OverCap { .. } if steady => return Ok(not(stat, Uncovered::OverFileCap)),
-            Stored::Blob { sha256, size, .. } if steady && size == meta.size => {
+            Stored::Blob { sha256, size, .. } | Stored::Kept { sha256, size, .. }
+                if steady && size == meta.size =>
+            {
                 let mut sha = [0u8; 32];
                 if hex::decode_to_slice(&sha256, &mut sha).is_err() {
                     return Ok(not(stat, Uncovered::Changing));
@@ -121,6 +124,7 @@ pub(crate) fn hash_all(
     store: &StoreFs,
     ws: &WsFs,
     cap: u64,
+    sink: Option<&LogSink<'_>>,
     items: &[(Box<[u8]>, Stat)],
     threads: usize,
 ) -> Result<Vec<Hashed>, FsFailure> {
@@ -139,7 +143,7 @@ pub(crate) fn hash_all(
             if failed.load(Ordering::Relaxed) {
                 return Ok(Vec::new());
             }
-            let r = hash_run(store, ws, cap, run);
+            let r = hash_run(store, ws, cap, sink, run);
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             }
@@ -158,6 +162,7 @@ fn hash_run(
     store: &StoreFs,
     ws: &WsFs,
     cap: u64,
+    sink: Option<&LogSink<'_>>,
     run: &[(Box<[u8]>, Stat)],
 ) -> Result<Vec<Hashed>, FsFailure> {
     let mut local = Vec::with_capacity(run.len());
@@ -184,7 +189,7 @@ fn hash_run(
             local.push(Hashed::Vanished);
             continue;
         };
-        local.push(one(store, ws, d, &rel, *walked, cap)?);
+        local.push(one(store, ws, d, &rel, *walked, cap, sink)?);
     }
     Ok(local)
 }

@@ -1343,7 +1343,7 @@ fn a_boundary_keeps_small_files_in_the_log_and_every_anchor_restores_from_it() {
 }
 
 #[test]
-fn compaction_keeps_the_content_groups_still_name_and_drops_the_rest() {
+fn compaction_keeps_the_content_still_named_and_drops_the_rest() {
     let env = Env::new();
     let store = env.store_with(StoreOptions {
         compact_min_bytes: 1,
@@ -1362,14 +1362,20 @@ fn compaction_keeps_the_content_groups_still_name_and_drops_the_rest() {
         s.commit(&call, k, true).expect("commit");
         s.recheck_tracked(k + 1).expect("boundary");
     }
+    // t1..t3 removed by hand: once the groups that name their content are pruned, nothing
+    // names it (their last known state is now "absent"). t4 and t5 are unchanged: their
+    // last known content stays named by the tracked states.
+    for k in 1..=3 {
+        env.remove(format!("t{k}.txt"));
+    }
+    s.recheck_tracked(7).expect("boundary 7");
     let log = env.root.join("sessions/s1/records.log");
     let before = std::fs::read(&log).expect("log");
     for k in 1..=5 {
         assert!(contains(&before, format!("turn-{k}-marker").as_bytes()));
     }
-    // Keeping the newest two anchors (5, 6): the content of t1..t3 is named by no group left.
     s.prune(PruneOptions {
-        keep_groups: 2,
+        keep_groups: 1,
         ..PruneOptions::default()
     })
     .expect("prune");
@@ -1393,15 +1399,18 @@ fn compaction_keeps_the_content_groups_still_name_and_drops_the_rest() {
         );
     }
     assert_eq!(env.blob_count(), 0, "nothing went to blob files");
-    // Reopened after the compaction, the kept content still restores.
+    // Reopened after the compaction: t4 changed by hand is recorded at the next message,
+    // its state at message 7 (the kept content) with it, and comes back from the log.
     drop(s);
     drop(store);
     let store = env.store();
     let s = env.session(&store);
     env.write("t4.txt", b"changed by hand");
-    let plan = s.plan_restore(5).expect("plan");
+    s.recheck_tracked(8).expect("boundary 8");
+    let plan = s.plan_restore(7).expect("plan");
     let done = s.restore(&plan, "op").expect("restore");
     assert!(done.failed.is_empty(), "{:?}", done.failed);
     assert_eq!(env.read("t4.txt"), Some(content(4).into_bytes()));
-    assert_eq!(env.read("t5.txt"), None, "t5 did not exist at message 5");
+    assert_eq!(env.read("t5.txt"), Some(content(5).into_bytes()));
+    assert_eq!(env.read("t1.txt"), None);
 }

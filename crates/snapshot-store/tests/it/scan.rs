@@ -955,3 +955,35 @@ fn a_file_over_the_cap_is_covered_once_the_cap_allows_it() {
     s.restore(&plan, "op1").expect("restore");
     assert_eq!(env.read("big.txt").as_deref(), Some(&[b'x'; 100][..]));
 }
+
+#[test]
+fn the_scan_reuses_the_content_a_boundary_kept_in_the_log() {
+    // A file a tool wrote is kept in the session's log at the next message; the message's
+    // workspace scan, which reads the new file too, writes no blob file for it, and a shell
+    // change to it later in the session still comes back from the log.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    s.recheck_tracked(1).expect("boundary 1");
+    s.capture_before_at("w1", Path::new("src/new.txt"), 1)
+        .expect("capture");
+    env.write("src/new.txt", b"written by the tool");
+    s.commit("w1", 1, true).expect("commit");
+    s.recheck_tracked(2).expect("boundary 2");
+    scan(&s, ScanPhase::Boundary, 2, None);
+    assert_eq!(
+        env.blob_count(),
+        0,
+        "kept in the log, read by the scan, no blob file"
+    );
+    let r = call(&s, 2, "bash-1", || {
+        env.write("src/new.txt", b"rewritten by the shell");
+    });
+    assert_eq!(r.recorded, 1, "{r:?}");
+    restore_to(&s, 2, "op");
+    assert_eq!(
+        env.read("src/new.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
