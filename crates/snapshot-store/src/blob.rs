@@ -152,12 +152,12 @@ struct Small<'a> {
 }
 
 impl Small<'_> {
-    /// Reads the file into `buf` (grown to
-    /// `SMALL + 1` bytes when shorter; its earlier contents are never read). `size_hint` is the
-    /// file's size by its `fstat`: a read that returns less than asked for and brings the total
-    /// to exactly that size has met the end of the file (a regular file's read stops short only
-    /// there), so no further read is made to see end-of-file. A file that grew since its `fstat`
-    /// fills the read or ends past that size and is read on as before.
+    /// Reads the file into `buf` (grown to `SMALL + 1` bytes when shorter; its earlier
+    /// contents are never read). `size_hint` is the file's size by its `fstat`: a read that
+    /// returns less than asked for and brings the total to exactly that size has met the end
+    /// of the file (a regular file's read stops short only there), so no further read is made
+    /// to see end-of-file. A file that grew since its `fstat` fills the read or ends past that
+    /// size and is read on as before.
     fn store(&self, file: &mut File, buf: &mut Vec<u8>) -> Result<Stored, FsFailure> {
         let Small {
             store,
