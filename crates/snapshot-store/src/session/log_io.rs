@@ -228,7 +228,7 @@ impl Session {
             s.write_locked(st, recs)?;
             if !st.compact_checked {
                 st.compact_checked = true;
-                if s.wants_compaction(st)? {
+                if s.wants_compaction(st) {
                     s.compact_locked(st)?;
                 }
             }
@@ -325,18 +325,20 @@ impl Session {
         Ok(())
     }
 
-    pub(crate) fn wants_compaction(&self, st: &mut State) -> Result<bool, Fault> {
+    pub(crate) fn wants_compaction(&self, st: &mut State) -> bool {
         let Some(len) = st.log.as_ref().map(|h| h.len) else {
-            return Ok(false);
+            return false;
         };
         if len <= self.store.inner.compact_min_bytes {
-            return Ok(false);
+            return false;
         }
         if st.idx.dead * 2 > len {
-            return Ok(true);
+            return true;
         }
-        let waste = st.idx.waste().map_err(|d| self.damaged(d))?;
-        Ok(waste * 2 > len)
+        // A group that does not decode is damage for the operation that reads it to report;
+        // it is no reason to compact (nor to fail the write that just succeeded).
+        let waste = st.idx.waste().unwrap_or(st.idx.dead);
+        waste * 2 > len
     }
 
     /// Rewrites the log as a snapshot of the index: written to a temporary name and
@@ -381,11 +383,11 @@ impl Session {
 
     /// Compacts the log now when it outgrew its live content (at prune).
     pub(crate) fn compact_if_due(&self, st: &mut State) -> Result<bool, Fault> {
-        if !self.wants_compaction(st)? {
+        if !self.wants_compaction(st) {
             return Ok(false);
         }
         self.with_log_lock(st, |s, st| {
-            if s.wants_compaction(st)? {
+            if s.wants_compaction(st) {
                 s.compact_locked(st)?;
                 Ok(true)
             } else {
