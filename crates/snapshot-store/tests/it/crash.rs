@@ -14,7 +14,7 @@ use snapshot_store::{
 use crate::common::{
     Env, GROUP, SESSION, Snap, assert_snap, contains, copy_tree, log_records, tool_edit,
 };
-use crate::faults::{setup_overwrite, setup_restore};
+use crate::faults::{setup_kept, setup_overwrite, setup_restore};
 
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
@@ -218,6 +218,33 @@ fn restore_kills(durable: bool) {
                     &at1,
                     &format!("{point}#{hit} durable={durable}"),
                 );
+                true
+            });
+        },
+    );
+}
+
+/// Killed while the plan writes out the content the session's log keeps (a blob file
+/// created, the next not yet), or at any point of the restore after it: recovery is exact.
+#[test]
+fn kill_while_a_plan_writes_out_kept_content_or_during_its_restore_is_exact() {
+    each_point(
+        [
+            "capture-blob-stored",
+            "restore-rescued",
+            "restore-journal-written",
+            "restore-action-applied",
+            "restore-action-logged",
+            "restore-before-complete",
+        ],
+        |point| {
+            each_hit(point, |hit| {
+                let env = Env::new();
+                let (pre, at1) = setup_kept(&env);
+                if !run_child(env.tmp.path(), "restore", point, hit) {
+                    return false;
+                }
+                check_recovery(&env, &pre, &at1, &format!("kept content, {point}#{hit}"));
                 true
             });
         },

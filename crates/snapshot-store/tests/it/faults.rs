@@ -98,6 +98,32 @@ pub fn setup_overwrite(env: &Env) -> (Snap, Snap) {
     (env.snapshot(), at1)
 }
 
+/// Files a tool wrote before message 1, kept in the session's log at that message, then
+/// changed and removed by hand: a restore to 1 brings them back from the log (its plan
+/// writes them into blob files first). Returns (pre-state, state at anchor 1).
+pub fn setup_kept(env: &Env) -> (Snap, Snap) {
+    env.write("stays", b"untouched");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(0).expect("recheck");
+    tool_edit(env, &s, "c1", 0, "k1", Some(b"kept one"));
+    tool_edit(env, &s, "c2", 0, "deep/k2", Some(b"kept two"));
+    tool_edit(env, &s, "c3", 0, "k3", Some(b"kept three"));
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    env.write("k1", b"changed by hand");
+    env.remove("deep/k2");
+    env.write("k3", b"also changed by hand, longer");
+    s.recheck_tracked(2).expect("recheck");
+    assert_eq!(env.blob_count(), 0, "the content is kept in the log");
+    (env.snapshot(), at1)
+}
+
+#[test]
+fn every_fs_call_of_a_restore_from_content_kept_in_the_log_can_fail() {
+    plan_and_restore_faults(Durability::ProcessCrash, setup_kept);
+}
+
 #[test]
 fn every_fs_call_of_plan_and_restore_can_fail() {
     plan_and_restore_faults(Durability::ProcessCrash, setup_restore);
