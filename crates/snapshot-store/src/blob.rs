@@ -32,8 +32,8 @@ pub(crate) const KEEP_LOG_MAX: u64 = 64 << 20;
 /// session's record log, whose `blob` records `kept` holds. What it keeps is collected
 /// in `taken` (the caller writes it ahead of the records naming it, in one write).
 pub(crate) struct LogSink<'a> {
-    pub(crate) kept: &'a crate::records::Kept,
-    pub(crate) taken: std::sync::Mutex<Vec<(String, crate::codec::Shared)>>,
+    kept: &'a crate::records::Kept,
+    taken: std::sync::Mutex<Vec<(String, crate::codec::Shared)>>,
     /// `false`: only content the log keeps already is left out of the blob files (the
     /// workspace scan's reads: it names content in its own index, not in the log).
     take_new: bool,

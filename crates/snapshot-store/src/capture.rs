@@ -299,12 +299,24 @@ impl<'s> Staging<'s> {
                 sha256,
                 size,
                 dedup,
-            } => Ok(file_state(sha256, size, fmeta, dedup)),
-            Stored::Kept {
+            }
+            | Stored::Kept {
                 sha256,
                 size,
                 dedup,
-            } => Ok(file_state(sha256, size, fmeta, dedup)),
+            } => Ok((
+                BeforeState::File {
+                    sha256: sha256.clone(),
+                    size,
+                    mode: fmeta.mode,
+                },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: Some(sha256),
+                    recorded: true,
+                },
+                dedup,
+            )),
         }
     }
 
@@ -559,27 +571,5 @@ fn not_read(before: BeforeState, meta: DiskMeta) -> (BeforeState, Known, bool) {
             recorded: true,
         },
         false,
-    )
-}
-
-/// A regular file read into the store (`sha256`, `size`), and what the store now knows of it.
-fn file_state(
-    sha256: String,
-    size: u64,
-    fmeta: DiskMeta,
-    dedup: bool,
-) -> (BeforeState, Known, bool) {
-    (
-        BeforeState::File {
-            sha256: sha256.clone(),
-            size,
-            mode: fmeta.mode,
-        },
-        Known::Present {
-            meta: fmeta,
-            sha256: Some(sha256),
-            recorded: true,
-        },
-        dedup,
     )
 }

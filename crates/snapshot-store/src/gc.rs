@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::error::{CorruptFile, Fault, PruneError};
-use crate::format::{BeforeState, Known, parse_record};
+use crate::format::parse_record;
 use crate::journal::JournalIntent;
 use crate::path::{decode_id, is_hidden, valid_sha};
 use crate::records::{LOG_NAME, has_legacy, migrate_session, read_index};
@@ -48,29 +48,12 @@ impl Store {
                 migrate_session(fs, &sdir, &id, |p| self.remove_tree(p))?;
             }
             if let Some(idx) = read_index(fs, &sdir)? {
-                for gs in idx.groups.values() {
-                    for g in gs {
-                        let entries = g.entries().map_err(|detail| CorruptFile {
-                            path: sdir.join(LOG_NAME).to_string_lossy().into_owned(),
-                            detail,
-                        })?;
-                        mark(&mut live, entries.iter().map(|e| &e.before));
-                    }
-                }
-                // Calls not yet settled (settled ones live on in their groups).
-                for (entries, _) in idx.pending.values() {
-                    mark(&mut live, entries.iter().map(|e| &e.before));
-                }
-                // The tracked cache names the content last seen per path; it is recorded at
-                // a boundary later if the path changes, so it stays live too.
-                for t in idx.tracked.values() {
-                    if let Known::Present {
-                        sha256: Some(sha), ..
-                    } = &t.known
-                    {
-                        live.insert(sha.clone());
-                    }
-                }
+                // Groups, calls not yet settled, and the content the tracked cache last saw
+                // per path (recorded at a boundary later if the path changes).
+                live.extend(idx.named_blobs().map_err(|detail| CorruptFile {
+                    path: sdir.join(LOG_NAME).to_string_lossy().into_owned(),
+                    detail,
+                })?);
             }
             for f in fs.list(&sdir.join("journals"))? {
                 let name = f.to_string_lossy();
@@ -109,13 +92,5 @@ impl Store {
             }
         }
         Ok(report)
-    }
-}
-
-fn mark<'a>(live: &mut HashSet<String>, states: impl Iterator<Item = &'a BeforeState>) {
-    for s in states {
-        if let BeforeState::File { sha256, .. } = s {
-            live.insert(sha256.clone());
-        }
     }
 }

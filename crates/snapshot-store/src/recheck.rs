@@ -440,6 +440,10 @@ impl Recheck<'_> {
         let run = |run: &[Changed]| {
             let mut out = Vec::with_capacity(run.len());
             let mut dir: Option<Option<WsDir<'_>>> = None;
+            let staging = match sink {
+                Some(k) => self.s.staging_into(k),
+                None => self.s.staging(),
+            };
             for c in run {
                 let res = (|| {
                     if dir.is_none() {
@@ -449,10 +453,6 @@ impl Recheck<'_> {
                             _ => None,
                         });
                     }
-                    let staging = match sink {
-                        Some(k) => self.s.staging_into(k),
-                        None => self.s.staging(),
-                    };
                     let (before, known, _) = match dir.as_ref().and_then(|d| d.as_ref()) {
                         // A regular file by the `lstat` just made: opened without another.
                         Some(d) => staging.capture_in(d, &c.rel, c.regular)?,

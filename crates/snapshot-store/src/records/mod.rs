@@ -115,7 +115,7 @@ pub(crate) struct Index {
     pub dead: u64,
     /// Blobs kept in the log (`blob` records): name → bytes, and the record's size.
     pub inline: Kept,
-    /// Bytes of the `blob` records no group or staged call names (as of the last
+    /// Bytes of the `blob` records [`Index::named_blobs`] leaves out (as of the last
     /// count, made when groups or calls were removed since; see [`Index::waste`]).
     inline_dead: u64,
     /// Groups or staged calls were removed since `inline_dead` was counted.
@@ -238,7 +238,9 @@ impl Index {
         Ok(())
     }
 
-    /// Every blob name the groups and the staged calls name.
+    /// Every blob name the index keeps alive: named by a group, a staged call, or the
+    /// tracked cache's last known content of a path (what garbage collection spares, and
+    /// the `blob` records a compaction carries).
     pub(crate) fn named_blobs(&self) -> Result<std::collections::HashSet<String>, String> {
         let mut named = std::collections::HashSet::new();
         let mut add = |entries: &[Entry]| {
@@ -256,8 +258,7 @@ impl Index {
         for (entries, _) in self.pending.values() {
             add(entries);
         }
-        // The tracked cache's last known content (as garbage collection keeps its blob
-        // file): a later re-check records it at a boundary if the path changes, and the
+        // A later re-check records it at a boundary if the path changes, and the
         // workspace scan's index may name it.
         for t in self.tracked.values() {
             if let Known::Present {
