@@ -173,12 +173,24 @@ export declare class BindingStore {
    */
   capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number | undefined | null): Promise<BindingCaptureOutcome>
   /**
+   * `capture` for a caller that needs no outcome (the host plugin, on every write-tool
+   * call): `undefined` when the capture was made on the JavaScript thread (it throws there
+   * when it failed), else the promise of the thread pool's work. No promise and no outcome
+   * object are made when none is needed.
+   */
+  captureNow(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number | undefined | null): Promise<void> | undefined
+  /**
    * Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
    * (on the JavaScript thread when nothing is in the way, as `capture`). A call
    * captured with this anchor is committed without a write of its own: its records
    * join the session's next write (or [`BindingStore::flush`]).
    */
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
+  /**
+   * `commit` as `captureNow`: `undefined` when the commit was made on the JavaScript thread
+   * (it throws there when it failed), else the promise of the thread pool's work.
+   */
+  commitNow(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void> | undefined
   /**
    * Writes the commits of the session's open handle that wait for its next write;
    * resolves with whether there were any.

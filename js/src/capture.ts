@@ -44,73 +44,113 @@ export function trackedCwd(session: HostSession): string | undefined {
 export function registerCapture(deps: CaptureDeps): void {
   const { ctx, state, logger } = deps
 
-  async function capture(target: HostFsTarget, actor: unknown): Promise<void> {
+  /**
+   * The host path of an fs target: the host's `fs` service and its `processPath`, looked up once
+   * and again only after the host replaced the service (`internal/service`). Each lookup through
+   * the plugin's context costs more than the capture itself (the context and the service are
+   * proxies that make new objects on every property read).
+   */
+  let hostPath: ((target: HostFsTarget) => string) | undefined
+  ctx.on('internal/service', (name: unknown) => {
+    if (name === 'fs') hostPath = undefined
+  })
+  function pathMapper(): ((target: HostFsTarget) => string) | undefined {
+    if (hostPath !== undefined) return hostPath
+    const fs = ctx.get('fs') as import('./host.ts').HostFs | undefined
+    if (fs === undefined) return undefined
+    const processPath = fs.processPath
+    hostPath = (target) => processPath.call(fs, target)
+    return hostPath
+  }
+
+  /**
+   * Capture the before-state of a write-tool call's target. `undefined` when that is done (or
+   * not wanted) before returning — the usual case: no promise is made — else a promise of it.
+   * Never throws or rejects: a failed capture is logged and the tool still runs.
+   */
+  function capture(target: HostFsTarget, actor: unknown): Promise<void> | undefined {
     const exec = toolActor(actor)
-    if (exec === undefined || !isCapturedTool(exec)) return
+    if (exec === undefined || !isCapturedTool(exec)) return undefined
     const settings = deps.settings.get()
-    if (!settings.backups) return
+    if (!settings.backups) return undefined
     const session = exec.agent.session
     const cwd = trackedCwd(session)
-    if (cwd === undefined) return
+    if (cwd === undefined) return undefined
     // Whether the store is usable (not written by a newer build) is checked by the capture itself
     // (a store that refuses answers `rewind/store-newer`, below), not by a call of its own per write.
     const files = deps.files()
-    const fs = ctx.get('fs') as import('./host.ts').HostFs | undefined
-    if (fs === undefined) return
     const sessionId = session.header.id
+    const callId = exec.callId
     let path: string
     try {
-      path = fs.processPath(target)
+      const map = pathMapper()
+      if (map === undefined) return undefined
+      path = map(target)
     } catch (error) {
       logger.warn('cannot map %s to a host path; not captured: %s', target.displayPath, (error as Error).message)
-      return
+      return undefined
     }
-    const key = captureKey(sessionId, exec.callId)
-    try {
-      // The anchor the commit will name (the latest human message), so the store can settle the
-      // commit without a write of its own.
-      const anchor = state.anchor(session)
-      await state.run(sessionId, () => files.capture(sessionId, cwd, exec.callId, path, settings.maxFileBytes, anchor))
-      state.pending.set(key, { sessionId, cwd, callId: exec.callId })
-    } catch (error) {
+    const failed = (error: unknown): void => {
       // A store this build must not write (newer, or unavailable): captures are skipped quietly,
       // as the status and the rewind dialog say.
       if (files.unavailable() !== undefined) return
       // The tool still runs: a failed capture costs only the restorability of this path.
       logger.warn('before-state capture of %s failed: %s', target.displayPath, (error as Error).message)
     }
+    const captured = (): void => {
+      state.pending.set(captureKey(sessionId, callId), { sessionId, cwd, callId })
+    }
+    let queued: Promise<void> | undefined
+    try {
+      // The anchor the commit will name (the latest human message), so the store can settle the
+      // commit without a write of its own.
+      const anchor = state.anchor(session)
+      queued = state.runNow(sessionId, () => files.capture(sessionId, cwd, callId, path, settings.maxFileBytes, anchor))
+    } catch (error) {
+      failed(error)
+      return undefined
+    }
+    if (queued === undefined) {
+      captured()
+      return undefined
+    }
+    return queued.then(captured, failed)
   }
 
-  async function intent<T>(target: HostFsTarget, actor: unknown, next: () => T | Promise<T>): Promise<T> {
+  function intent<T>(target: HostFsTarget, actor: unknown, next: () => T | Promise<T>): T | Promise<T> {
+    let started: Promise<void> | undefined
     try {
-      await capture(target, actor)
+      started = capture(target, actor)
     } catch (error) {
       logger.warn('capture listener failed: %s', (error as Error).message)
     }
-    return await next()
+    return started === undefined ? next() : started.then(next)
   }
 
   ctx.on('fs/write-intent', (target: HostFsTarget, actor: unknown, next: () => unknown) => intent(target, actor, next), { prepend: true })
   ctx.on('fs/edit-intent', (target: HostFsTarget, actor: unknown, next: () => unknown) => intent(target, actor, next), { prepend: true })
 
-  ctx.on('tools/post-execute', async (exec: HostToolExecution, result: HostToolResult, next: () => Promise<unknown>) => {
+  ctx.on('tools/post-execute', (exec: HostToolExecution, result: HostToolResult, next: () => Promise<unknown>) => {
     const sessionId = exec.agent?.session?.header?.id
-    if (sessionId !== undefined) {
-      const key = captureKey(sessionId, exec.callId)
-      const pending = state.pending.get(key)
-      if (pending !== undefined) {
-        state.pending.delete(key)
-        const session = exec.agent!.session
-        const anchor = state.anchor(session)
-        const ok = result.isError !== true && anchor !== undefined
-        try {
-          await state.run(sessionId, () => deps.files().commit(sessionId, pending.cwd, exec.callId, anchor ?? 0, ok))
-        } catch (error) {
-          logger.warn('commit of capture %s failed: %s', exec.callId, (error as Error).message)
-        }
-      }
+    if (sessionId === undefined) return next()
+    const key = captureKey(sessionId, exec.callId)
+    const pending = state.pending.get(key)
+    if (pending === undefined) return next()
+    state.pending.delete(key)
+    const session = exec.agent!.session
+    const anchor = state.anchor(session)
+    const ok = result.isError !== true && anchor !== undefined
+    const failed = (error: unknown): Promise<unknown> => {
+      logger.warn('commit of capture %s failed: %s', exec.callId, (error as Error).message)
+      return next()
     }
-    return await next()
+    let queued: Promise<void> | undefined
+    try {
+      queued = state.runNow(sessionId, () => deps.files().commit(sessionId, pending.cwd, exec.callId, anchor ?? 0, ok))
+    } catch (error) {
+      return failed(error)
+    }
+    return queued === undefined ? next() : queued.then(next, failed)
   })
 
   ctx.on('tools/result', (exec: HostToolExecution) => {

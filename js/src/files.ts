@@ -46,10 +46,20 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
   }
   return {
     unavailable: newer,
-    capture: async (...a) => { await awaitNative(() => store.capture(...a)) },
-    commit: async (sessionId, cwd, callId, anchorSeq, ok) => {
-      await awaitNative(() => store.commit(sessionId, cwd, callId, anchorSeq, ok))
-      if (ok) flushSoon(sessionId, cwd)
+    // Both run on the host's thread when nothing is in the way, with no promise made then.
+    capture: (...a) => {
+      const queued = callNative(() => store.captureNow(...a))
+      return queued === undefined ? undefined : awaitNative(() => queued)
+    },
+    commit: (sessionId, cwd, callId, anchorSeq, ok) => {
+      const queued = callNative(() => store.commitNow(sessionId, cwd, callId, anchorSeq, ok))
+      if (queued === undefined) {
+        if (ok) flushSoon(sessionId, cwd)
+        return undefined
+      }
+      return awaitNative(() => queued).then(() => {
+        if (ok) flushSoon(sessionId, cwd)
+      })
     },
     discard: async (...a) => { await awaitNative(() => store.discard(...a)) },
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },

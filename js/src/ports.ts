@@ -71,9 +71,13 @@ export type ChainLink = import('../../crates/napi-host/index.d.ts').BindingChain
 export interface FilesPort {
   /** `undefined` when usable; otherwise a stable code (`rewind/store-newer`, ...) and message. */
   unavailable(): { code: string; message: string } | undefined
-  /** `anchorSeq`: the anchor the call's commit will name (the store may then leave the commit's write to its next one). */
-  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number): Promise<void>
-  commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void>
+  /**
+   * `anchorSeq`: the anchor the call's commit will name (the store may then leave the commit's write to its next one).
+   * `undefined` when the capture was made before returning (it throws then when it failed), else a promise of it.
+   */
+  capture(sessionId: string, cwd: string, callId: string, path: string, maxFileBytes: number, anchorSeq?: number): Promise<void> | undefined
+  /** `undefined` when the commit was made before returning (it throws then when it failed), else a promise of it. */
+  commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void> | undefined
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   /** `ancestors`: the fork chain; a fork's first re-check takes over the paths they track. */
   recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number, ancestors?: ChainLink[]): Promise<void>
@@ -157,8 +161,8 @@ export function unavailableFiles(code: string, message: string): FilesPort {
   }
   return {
     unavailable: () => ({ code, message }),
-    capture: async () => {},
-    commit: async () => {},
+    capture: () => undefined,
+    commit: () => undefined,
     discard: async () => {},
     recheck: async () => {},
     scan: refuse,

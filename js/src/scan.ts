@@ -158,10 +158,16 @@ export function registerScan(deps: ScanDeps): void {
     }
   }
 
-  ctx.on('tools/execute', async (exec: HostToolExecution, next: () => Promise<unknown>) => {
+  // A call that is not scanned passes straight through (no promise of this listener's own: this
+  // runs around every tool call).
+  ctx.on('tools/execute', (exec: HostToolExecution, next: () => Promise<unknown>) => {
     const session = exec.agent?.session
     const where = isScannedTool(exec) ? target(session) : undefined
-    if (where === undefined || session === undefined) return await next()
+    if (where === undefined || session === undefined) return next()
+    return scanned(exec, session, where, next)
+  }, { prepend: true })
+
+  async function scanned(exec: HostToolExecution, session: HostSession, where: { sessionId: string; cwd: string }, next: () => Promise<unknown>): Promise<unknown> {
     const { sessionId, cwd } = where
     if (state.rewinding(sessionId)) return await next()
     // A workspace over a budget is not walked again around every call (each walk would go up to
@@ -186,7 +192,7 @@ export function registerScan(deps: ScanDeps): void {
     } finally {
       scans.leave(sessionId)
     }
-  }, { prepend: true })
+  }
 
   ctx.on('session/event', (session: HostSession, event: HostEvent) => {
     if (!isHumanMessage(event)) return

@@ -58,6 +58,24 @@ export class SessionState {
     return next
   }
 
+  /**
+   * {@link SessionState.run} for a task that may finish before it returns (`undefined` then):
+   * when nothing of the session is queued it starts at once, and is queued only when it returns
+   * a promise; otherwise it runs after the queued work, as `run`. A task that throws when it
+   * starts at once throws here.
+   */
+  runNow(sessionId: string, task: () => Promise<void> | undefined): Promise<void> | undefined {
+    if (this.queues.has(sessionId)) return this.run(sessionId, async () => await task())
+    const started = task()
+    if (started === undefined) return undefined
+    const settled = started.then(() => undefined, () => undefined)
+    this.queues.set(sessionId, settled)
+    void settled.then(() => {
+      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId)
+    })
+    return started
+  }
+
   /** Note a newly appended event (keeps the anchor cache current). */
   observe(session: HostSession, event: HostEvent): void {
     if (event.type === 'user/message') this.anchors.set(session.header.id, event.seq)

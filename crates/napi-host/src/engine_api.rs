@@ -9,9 +9,9 @@ use napi::bindgen_prelude::{AsyncTask, Either, Env, ToNapiValue, TypeName};
 use napi_derive::napi;
 
 use rewind_engine::{
-    ChainLink, Choices, Engine, EngineOptions, EngineSession, Judgement as EngineJudgement,
-    ErrorCode, NotRestored, Outcome, Resolution as EngineResolution, RestoreRequest, Start,
-    WorkspaceKey,
+    ChainLink, Choices, Engine, EngineOptions, EngineSession, ErrorCode,
+    Judgement as EngineJudgement, NotRestored, Outcome, Resolution as EngineResolution,
+    RestoreRequest, Start, WorkspaceKey,
 };
 
 use crate::cleanup_api::BindingCleanup;
@@ -19,9 +19,10 @@ use crate::error::{BindingError, js_numbers};
 use crate::store_api::{BindingStore, restore_outcome, restore_status};
 use crate::task::Job;
 use crate::types::{
-    BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged, BindingNotCovered,
-    BindingRedoDone, BindingRefusal, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices, BindingUndoDone, BindingUndoOutcome,
-    JournalState, Judgement, seq_from_js,
+    BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged,
+    BindingNotCovered, BindingRedoDone, BindingRefusal, BindingResolved, BindingRewindFiles,
+    BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices,
+    BindingUndoDone, BindingUndoOutcome, JournalState, Judgement, seq_from_js,
 };
 
 /// The crash seam of the host's crash tests: when `DSH_REWIND_CRASH` names the step, one line
@@ -169,7 +170,11 @@ fn resolved(r: rewind_engine::Resolved) -> BindingResolved {
 
 fn undo_outcome(f: &rewind_engine::FilesDone) -> BindingUndoOutcome {
     BindingUndoOutcome {
-        kind: if f.ok() { "ok".into() } else { "partial".into() },
+        kind: if f.ok() {
+            "ok".into()
+        } else {
+            "partial".into()
+        },
         restored: f.restored.clone(),
         deleted: f.deleted.clone(),
         failed: f
@@ -225,7 +230,10 @@ impl BindingEngineSession {
 
     /// The rewind's journaled restore, then its entry finished with what happened.
     #[napi(ts_return_type = "Promise<BindingRewindFiles | BindingRefusal>")]
-    pub fn restore_files(&self, req: BindingRewindRestore) -> AsyncTask<Job<Step<BindingRewindFiles>>> {
+    pub fn restore_files(
+        &self,
+        req: BindingRewindRestore,
+    ) -> AsyncTask<Job<Step<BindingRewindFiles>>> {
         let s = self.session.clone();
         step(move || {
             let selection = req.selection.unwrap_or_default();
@@ -272,7 +280,10 @@ impl BindingEngineSession {
     ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
         step(move || {
-            Ok(s.finish_not_restored(&op_id, &NotRestored { code, message })?.into())
+            Ok(
+                s.finish_not_restored(&op_id, &NotRestored { code, message })?
+                    .into(),
+            )
         })
     }
 
@@ -282,13 +293,20 @@ impl BindingEngineSession {
         ts_args_type = "opId: string, outcome: 'done' | 'partial' | 'failed' | 'rolled-back' | 'abandoned'",
         ts_return_type = "Promise<BindingHistoryEntry | BindingRefusal>"
     )]
-    pub fn settle(&self, op_id: String, outcome: String) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
+    pub fn settle(
+        &self,
+        op_id: String,
+        outcome: String,
+    ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
         step(move || {
-            let outcome: Outcome = serde_json::from_value(serde_json::Value::String(outcome.clone()))
-                .ok()
-                .filter(|o: &Outcome| o.is_settled())
-                .ok_or_else(|| BindingError::bad_request(format!("unknown outcome `{outcome}`")))?;
+            let outcome: Outcome =
+                serde_json::from_value(serde_json::Value::String(outcome.clone()))
+                    .ok()
+                    .filter(|o: &Outcome| o.is_settled())
+                    .ok_or_else(|| {
+                        BindingError::bad_request(format!("unknown outcome `{outcome}`"))
+                    })?;
             Ok(s.settle(&op_id, outcome, None)?.into())
         })
     }
@@ -296,7 +314,11 @@ impl BindingEngineSession {
     /// The state of the restore journal `op_id` of session `owner` (this one, or e.g. a
     /// fork's parent).
     #[napi(ts_return_type = "Promise<JournalState | BindingRefusal>")]
-    pub fn journal_state(&self, owner: String, op_id: String) -> AsyncTask<Job<Step<JournalState>>> {
+    pub fn journal_state(
+        &self,
+        owner: String,
+        op_id: String,
+    ) -> AsyncTask<Job<Step<JournalState>>> {
         let s = self.session.clone();
         step(move || Ok(s.journal_state(&owner, &op_id).into()))
     }
@@ -329,9 +351,7 @@ impl BindingEngineSession {
         undo_session_id: Option<String>,
     ) -> AsyncTask<Job<Step<BindingHistoryEntry>>> {
         let s = self.session.clone();
-        step(move || {
-            Ok(s.undo_start(&op_id, undo_session_id.as_deref())?.into())
-        })
+        step(move || Ok(s.undo_start(&op_id, undo_session_id.as_deref())?.into()))
     }
 
     /// The undo's file step and its end (`undoneAt`); checks again first, so a file changed
@@ -356,7 +376,10 @@ impl BindingEngineSession {
 
     /// Finishes an undo a restart found started (files changed since are kept).
     #[napi(ts_return_type = "Promise<BindingUndoOutcome | BindingRefusal>")]
-    pub fn undo_finish_interrupted(&self, op_id: String) -> AsyncTask<Job<Step<BindingUndoOutcome>>> {
+    pub fn undo_finish_interrupted(
+        &self,
+        op_id: String,
+    ) -> AsyncTask<Job<Step<BindingUndoOutcome>>> {
         let s = self.session.clone();
         step(move || {
             let entry = s.entry(&op_id)?;
@@ -375,7 +398,12 @@ impl BindingEngineSession {
     ) -> AsyncTask<Job<Step<BindingRedoDone>>> {
         let s = self.session.clone();
         step(move || {
-            let done = s.redo(&op_id, &new_op_id, &self::choices(choices), history_limit as usize)?;
+            let done = s.redo(
+                &op_id,
+                &new_op_id,
+                &self::choices(choices),
+                history_limit as usize,
+            )?;
             Ok(BindingRedoDone {
                 op_id: done.op_id,
                 target_seq: done.redone.target_seq as f64,
@@ -439,7 +467,11 @@ impl BindingEngineSession {
         ts_args_type = "opId: string, how: 'continue' | 'rollback'",
         ts_return_type = "Promise<BindingResolved | BindingRefusal>"
     )]
-    pub fn resolve_journal(&self, op_id: String, how: String) -> AsyncTask<Job<Step<BindingResolved>>> {
+    pub fn resolve_journal(
+        &self,
+        op_id: String,
+        how: String,
+    ) -> AsyncTask<Job<Step<BindingResolved>>> {
         let s = self.session.clone();
         step(move || {
             let r = s.resolve_journal(&op_id, resolution(&how)?)?;

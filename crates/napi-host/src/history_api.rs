@@ -46,7 +46,6 @@ impl BindingHistory {
         Self { root }
     }
 
-
     /// The entries of partition `key`, newest first.
     #[napi(ts_return_type = "Promise<Array<BindingHistoryEntry>>")]
     pub fn list(&self, key: String) -> AsyncTask<Job<Vec<BindingHistoryEntry>>> {
@@ -84,8 +83,6 @@ impl BindingHistory {
         }))
     }
 
-
-
     /// Removes every record of partition `key` (records only); resolves with how many.
     #[napi(ts_return_type = "Promise<number>")]
     pub fn clear(&self, key: String) -> AsyncTask<Job<u32>> {
@@ -96,7 +93,4 @@ impl BindingHistory {
             Ok(u32::try_from(report.cleared).unwrap_or(u32::MAX))
         }))
     }
-
-
-
 }

@@ -3,15 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{
-    AsyncTask, Env, JsValue, ToNapiValue, TypeName, Unknown,
-};
+use napi::bindgen_prelude::{AsyncTask, Env, JsValue, ToNapiValue, TypeName, Unknown};
 use napi_derive::napi;
 use std::time::{Duration, Instant};
 
 use snapshot_store::{
-    Action, CaptureOutcome, ChangeOrigin, DiffLimits, JournalState,
-    PruneOptions, RestorePlan, ScanPhase, ScanRequest, Session, SideState,
+    Action, CaptureOutcome, ChangeOrigin, DiffLimits, JournalState, PruneOptions, RestorePlan,
+    ScanPhase, ScanRequest, Session, SideState,
 };
 
 use rewind_engine::{Engine, EngineOptions};
@@ -19,12 +17,10 @@ use rewind_engine::{Engine, EngineOptions};
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    JournalState as BindingJournalState,
     BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
     BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
-    BindingRestoreStatus, BindingScanRefusal, BindingScanReport,
-    BindingScanRequest, BindingSkippedPath, js_number,
-    seq_from_js,
+    BindingRestoreStatus, BindingScanRefusal, BindingScanReport, BindingScanRequest,
+    BindingSkippedPath, JournalState as BindingJournalState, js_number, seq_from_js,
 };
 
 /// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), through the engine's
@@ -171,6 +167,55 @@ where
     T: ToNapiValue + TypeName + Send + 'static,
 {
     Ok(env.spawn(job)?.promise_object().to_unknown())
+}
+
+/// `anchorSeq` of a capture, checked.
+fn anchor_of(env: &Env, anchor_seq: Option<f64>) -> napi::Result<Option<u64>> {
+    match anchor_seq {
+        Some(a) => Ok(Some(
+            seq_from_js(a, "anchorSeq").map_err(|e| e.into_napi(env))?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The capture on the thread pool.
+fn capture_queued(
+    h: &Handle,
+    session_id: &str,
+    cwd: &str,
+    call_id: &str,
+    path: &str,
+    max_file_bytes: f64,
+    anchor: Option<u64>,
+) -> Result<CaptureOutcome, BindingError> {
+    let session = h.session(session_id, cwd, Some(cap_from(max_file_bytes)?))?;
+    let p = Path::new(path);
+    Ok(match anchor {
+        Some(a) => session.capture_before_at(call_id, p, a)?,
+        None => session.capture_before(call_id, p)?,
+    })
+}
+
+/// A call done on the JavaScript thread: `undefined`, or the error thrown there.
+fn done_here(env: &Env, result: Result<(), BindingError>) -> napi::Result<Unknown<'_>> {
+    match result {
+        Ok(()) => {
+            let mut undefined: napi::sys::napi_value = std::ptr::null_mut();
+            // SAFETY: `env` is the live environment of this call on the JavaScript thread; the
+            // out pointer is valid for writes.
+            let status = unsafe { napi::sys::napi_get_undefined(env.raw(), &mut undefined) };
+            if status != napi::sys::Status::napi_ok {
+                return Err(napi::Error::new(
+                    napi::Status::from(status),
+                    "could not return undefined",
+                ));
+            }
+            // SAFETY: `undefined` is a value of this environment.
+            Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), undefined) })
+        }
+        Err(e) => Err(e.into_napi(env)),
+    }
 }
 
 fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
@@ -359,7 +404,6 @@ fn diff_side(s: &SideState) -> BindingDiffSide {
     side
 }
 
-
 fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
     list.iter()
         .map(|n| BindingNotCovered {
@@ -439,34 +483,88 @@ impl BindingStore {
         max_file_bytes: f64,
         anchor_seq: Option<f64>,
     ) -> napi::Result<Unknown<'env>> {
-        let h = self.handle();
-        let anchor = match anchor_seq {
-            Some(a) => Some(seq_from_js(a, "anchorSeq").map_err(|e| e.into_napi(env))?),
-            None => None,
-        };
-        if let Ok(cap) = cap_from(max_file_bytes) {
-            if let Some(session) = h.cached(&session_id, &cwd, Some(cap)) {
-                let p = Path::new(&path);
-                let quick = match anchor {
-                    Some(a) => session.try_capture_before_at(&call_id, p, a, INLINE_CAPTURE_BYTES),
-                    None => session.try_capture_before(&call_id, p, INLINE_CAPTURE_BYTES),
-                };
-                if let Some(result) = quick {
-                    return settled(env, result.map(capture_outcome).map_err(Into::into));
-                }
-            }
+        let anchor = anchor_of(env, anchor_seq)?;
+        if let Some(result) =
+            self.capture_here(&session_id, &cwd, &call_id, &path, max_file_bytes, anchor)
+        {
+            return settled(env, result.map(capture_outcome).map_err(Into::into));
         }
+        let h = self.handle();
         queued(
             env,
             Job::new(move || {
-                let session = h.session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?;
-                let p = Path::new(&path);
-                Ok(capture_outcome(match anchor {
-                    Some(a) => session.capture_before_at(&call_id, p, a)?,
-                    None => session.capture_before(&call_id, p)?,
-                }))
+                Ok(capture_outcome(capture_queued(
+                    &h,
+                    &session_id,
+                    &cwd,
+                    &call_id,
+                    &path,
+                    max_file_bytes,
+                    anchor,
+                )?))
             }),
         )
+    }
+
+    /// `capture` for a caller that needs no outcome (the host plugin, on every write-tool
+    /// call): `undefined` when the capture was made on the JavaScript thread (it throws there
+    /// when it failed), else the promise of the thread pool's work. No promise and no outcome
+    /// object are made when none is needed.
+    #[napi(ts_return_type = "Promise<void> | undefined")]
+    #[allow(clippy::too_many_arguments)] // the JavaScript call's arguments, in order
+    pub fn capture_now<'env>(
+        &self,
+        env: &'env Env,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        path: String,
+        max_file_bytes: f64,
+        anchor_seq: Option<f64>,
+    ) -> napi::Result<Unknown<'env>> {
+        let anchor = anchor_of(env, anchor_seq)?;
+        if let Some(result) =
+            self.capture_here(&session_id, &cwd, &call_id, &path, max_file_bytes, anchor)
+        {
+            return done_here(env, result.map(drop).map_err(Into::into));
+        }
+        let h = self.handle();
+        queued(
+            env,
+            Job::new(move || {
+                capture_queued(
+                    &h,
+                    &session_id,
+                    &cwd,
+                    &call_id,
+                    &path,
+                    max_file_bytes,
+                    anchor,
+                )?;
+                Ok(())
+            }),
+        )
+    }
+
+    /// The capture on the calling thread, when nothing is in the way (see `capture`).
+    fn capture_here(
+        &self,
+        session_id: &str,
+        cwd: &str,
+        call_id: &str,
+        path: &str,
+        max_file_bytes: f64,
+        anchor: Option<u64>,
+    ) -> Option<Result<CaptureOutcome, snapshot_store::CaptureError>> {
+        let cap = cap_from(max_file_bytes).ok()?;
+        let session = self
+            .engine
+            .cached_files(session_id, Path::new(cwd), Some(cap))?;
+        let p = Path::new(path);
+        match anchor {
+            Some(a) => session.try_capture_before_at(call_id, p, a, INLINE_CAPTURE_BYTES),
+            None => session.try_capture_before(call_id, p, INLINE_CAPTURE_BYTES),
+        }
     }
 
     /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
@@ -483,24 +581,66 @@ impl BindingStore {
         anchor_seq: f64,
         ok: bool,
     ) -> napi::Result<Unknown<'env>> {
-        let h = self.handle();
-        if let Ok(anchor) = seq_from_js(anchor_seq, "anchorSeq") {
-            if let Some(session) = h.cached(&session_id, &cwd, None) {
-                if let Some(result) = session.try_commit(&call_id, anchor, ok, INLINE_COMMIT_PATHS)
-                {
-                    return settled(env, result.map(drop).map_err(Into::into));
-                }
-            }
+        if let Some(result) = self.commit_here(&session_id, &cwd, &call_id, anchor_seq, ok) {
+            return settled(env, result.map(drop).map_err(Into::into));
         }
         queued(
             env,
-            Job::new(move || {
-                let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
-                h.session(&session_id, &cwd, None)?
-                    .commit(&call_id, anchor, ok)?;
-                Ok(())
-            }),
+            self.commit_job(session_id, cwd, call_id, anchor_seq, ok),
         )
+    }
+
+    /// `commit` as `captureNow`: `undefined` when the commit was made on the JavaScript thread
+    /// (it throws there when it failed), else the promise of the thread pool's work.
+    #[napi(ts_return_type = "Promise<void> | undefined")]
+    pub fn commit_now<'env>(
+        &self,
+        env: &'env Env,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        anchor_seq: f64,
+        ok: bool,
+    ) -> napi::Result<Unknown<'env>> {
+        if let Some(result) = self.commit_here(&session_id, &cwd, &call_id, anchor_seq, ok) {
+            return done_here(env, result.map(drop).map_err(Into::into));
+        }
+        queued(
+            env,
+            self.commit_job(session_id, cwd, call_id, anchor_seq, ok),
+        )
+    }
+
+    /// The commit on the calling thread, when nothing is in the way (see `commit`).
+    fn commit_here(
+        &self,
+        session_id: &str,
+        cwd: &str,
+        call_id: &str,
+        anchor_seq: f64,
+        ok: bool,
+    ) -> Option<Result<snapshot_store::CommitOutcome, snapshot_store::CommitError>> {
+        let anchor = seq_from_js(anchor_seq, "anchorSeq").ok()?;
+        let session = self.engine.cached_files(session_id, Path::new(cwd), None)?;
+        session.try_commit(call_id, anchor, ok, INLINE_COMMIT_PATHS)
+    }
+
+    /// The commit on the thread pool.
+    fn commit_job(
+        &self,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        anchor_seq: f64,
+        ok: bool,
+    ) -> Job<()> {
+        let h = self.handle();
+        Job::new(move || {
+            let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
+            h.session(&session_id, &cwd, None)?
+                .commit(&call_id, anchor, ok)?;
+            Ok(())
+        })
     }
 
     /// Writes the commits of the session's open handle that wait for its next write;
@@ -657,10 +797,6 @@ impl BindingStore {
         }))
     }
 
-
-
-
-
     /// Records DSH's session format for this session; a different recorded format clears the
     /// session's snapshots. Resolves `true` when it cleared them.
     #[napi(ts_return_type = "Promise<boolean>")]
@@ -728,8 +864,6 @@ impl BindingStore {
                 .collect())
         }))
     }
-
-
 }
 
 #[cfg(test)]

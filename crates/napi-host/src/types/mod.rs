@@ -28,12 +28,12 @@ mod binding_undo_outcome;
 pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
-pub use binding_engine::{
-    BindingEntryActions, BindingFault, BindingJudged, BindingRefusal, BindingRedoDone, BindingResolved, BindingRewindFiles,
-    BindingRewindRestore, BindingRewindStart, BindingUndoCheck,
-    BindingUndoDone, InterruptedKind, JournalState, Judgement,
-};
 pub use binding_cleanup_policy::BindingCleanupPolicy;
+pub use binding_engine::{
+    BindingEntryActions, BindingFault, BindingJudged, BindingRedoDone, BindingRefusal,
+    BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart,
+    BindingUndoCheck, BindingUndoDone, InterruptedKind, JournalState, Judgement,
+};
 pub use binding_failed_path::BindingFailedPath;
 pub use binding_file_diff::{BindingDiffSide, BindingFileDiff, BindingRestoreSelection};
 pub use binding_fork_plan::BindingForkPlan;

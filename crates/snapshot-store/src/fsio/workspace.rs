@@ -1,5 +1,7 @@
 //! Workspace calls: one component at a time from the session cwd handle, with
-//! `O_NOFOLLOW`, so a symlink anywhere in a path is seen and refused, never followed.
+//! `O_NOFOLLOW`, so a symlink anywhere in a path is seen and refused, never followed
+//! (on Linux a parent directory is first opened in one call that the kernel refuses in
+//! the same cases, see [`WsFs::open_parent_beneath`]).
 
 use super::*;
 
@@ -52,6 +54,11 @@ impl WsFs {
         created: &mut Vec<RelPath>,
     ) -> Result<Walk<'_>, FsFailure> {
         let (parents, _) = rel.split_last();
+        if parents.len() >= 2 {
+            if let Some(dir) = self.open_parent_beneath(rel)? {
+                return Ok(Walk::Parent(WsDir::Owned(dir)));
+            }
+        }
         let mut cur = WsDir::Root(&self.root);
         for (i, comp) in parents.iter().enumerate() {
             let name = OsStr::from_bytes(comp);
@@ -92,6 +99,35 @@ impl WsFs {
             }
         }
         Ok(Walk::Parent(cur))
+    }
+
+    /// The parent directory of `rel` opened in one call that the kernel refuses when any
+    /// component is a symlink or leads out of the workspace (`openat2` with
+    /// `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH`, Linux 5.6 and later): what the walk one
+    /// component at a time finds, with one open instead of one per component. `None` when
+    /// that call fails in any way (a component missing, a symlink, not a directory, a kernel
+    /// without `openat2`): the walk then gives each such outcome its meaning.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn open_parent_beneath(&self, rel: &RelPath) -> Result<Option<Dir>, FsFailure> {
+        let bytes = rel.as_bytes();
+        let Some(end) = bytes.iter().rposition(|&b| b == b'/') else {
+            return Ok(None);
+        };
+        self.check(FsOp::Open, rel)?;
+        Ok(rustix::fs::openat2(
+            &self.root,
+            OsStr::from_bytes(&bytes[..end]),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::BENEATH,
+        )
+        .ok()
+        .map(Dir::from))
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn open_parent_beneath(&self, _rel: &RelPath) -> Result<Option<Dir>, FsFailure> {
+        Ok(None)
     }
 
     /// `lstat` of one component in `dir`; `None` when absent.

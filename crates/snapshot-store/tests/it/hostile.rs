@@ -88,6 +88,69 @@ fn symlinks_are_never_followed() {
 }
 
 #[test]
+fn a_symlink_or_a_file_at_any_depth_of_a_long_path_is_seen() {
+    // Paths of two or more parent directories are opened in one call on Linux; every
+    // position of a symlink or a file among them must still come out as the walk one
+    // component at a time gives it.
+    let env = Env::new();
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub/deeper")).expect("mkdir");
+    std::fs::write(outside.join("sub/deeper/f"), b"outside bytes").expect("write");
+    std::fs::write(outside.join("sub/f"), b"outside bytes").expect("write");
+    std::fs::write(outside.join("f"), b"outside bytes").expect("write");
+    env.write("a/b/c/f", b"inside");
+    env.write("a/file", b"not a directory");
+    symlink(&outside, env.p("link")).expect("symlink");
+    symlink(&outside, env.p("a/link")).expect("symlink");
+    symlink(&outside, env.p("a/b/link")).expect("symlink");
+    symlink("..", env.p("a/b/up")).expect("symlink");
+    let store = env.store();
+    let s = env.session(&store);
+    for (path, reason) in [
+        ("link/sub/f", SkipReason::SymlinkedParent),
+        ("link/sub/deeper/f", SkipReason::SymlinkedParent),
+        ("a/link/sub/f", SkipReason::SymlinkedParent),
+        ("a/b/link/f", SkipReason::SymlinkedParent),
+        ("a/b/up/b/c/f", SkipReason::SymlinkedParent),
+        ("a/file/x/f", SkipReason::ParentNotDirectory),
+        ("a/b/c/f/g", SkipReason::ParentNotDirectory),
+    ] {
+        assert_eq!(
+            skipped(s.capture_before("c", Path::new(path)).expect("capture")),
+            reason,
+            "{path}"
+        );
+    }
+    assert!(matches!(
+        s.capture_before("c", Path::new("a/b/c/f"))
+            .expect("capture"),
+        CaptureOutcome::Captured { .. }
+    ));
+    assert!(matches!(
+        s.capture_before("c", Path::new("a/missing/c/new"))
+            .expect("capture"),
+        CaptureOutcome::Absent { .. }
+    ));
+    std::fs::write(env.p("a/b/c/f"), b"changed").expect("write");
+    s.commit("c", 1, true).expect("commit");
+    let plan = s.plan_restore(1).expect("plan");
+    assert_eq!(plan.actions.len(), 1, "{plan:#?}");
+    // The directory in the middle swapped for a symlink before the restore: refused, and
+    // nothing written outside.
+    std::fs::rename(env.p("a/b"), env.p("a/b-moved")).expect("mv");
+    std::fs::create_dir_all(outside.join("c")).expect("mkdir");
+    std::fs::write(outside.join("c/f"), b"victim").expect("write");
+    symlink(&outside, env.p("a/b")).expect("symlink");
+    let out = s.restore(&plan, "op").expect("restore");
+    assert_eq!(out.failed.len(), 1, "{out:?}");
+    assert_eq!(std::fs::read(outside.join("c/f")).expect("read"), b"victim");
+    assert_eq!(
+        std::fs::read(outside.join("sub/deeper/f")).expect("read"),
+        b"outside bytes"
+    );
+}
+
+#[test]
 fn parent_swapped_for_symlink_between_plan_and_apply_is_refused() {
     let env = Env::new();
     env.write("d/f", b"original");
