@@ -148,6 +148,18 @@ impl Session {
     }
 }
 
+/// What a `stat` of a path, made by the same call just before, showed (see
+/// [`Staging::capture_in`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// No such `stat`, or it showed something else than the two below.
+    Unknown,
+    /// A regular file.
+    Regular,
+    /// Nothing there (`ENOENT`).
+    Absent,
+}
+
 impl<'s> Staging<'s> {
     pub(crate) fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
         let bytes = input.as_os_str().as_bytes();
@@ -185,11 +197,12 @@ impl<'s> Staging<'s> {
 
     /// Reads a path's current state into the store (blob for a regular file).
     /// Returns the before-state, what the store now knows, and whether it was a dedup hit.
-    /// `regular`: a `stat` of the path just showed a regular file (see [`Staging::capture_in`]).
+    /// `seen`: what a `stat` of the path made by this call just showed (see
+    /// [`Staging::capture_in`]).
     pub(crate) fn capture_path(
         &self,
         rel: &RelPath,
-        regular: bool,
+        seen: Seen,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let mut created = Vec::new();
         match self.s.ws.walk_parent(rel, false, &mut created)? {
@@ -205,7 +218,7 @@ impl<'s> Staging<'s> {
                 Known::Unknown,
                 false,
             )),
-            Walk::Parent(dir) => self.capture_in(&dir, rel, regular),
+            Walk::Parent(dir) => self.capture_in(&dir, rel, seen),
         }
     }
 
@@ -220,15 +233,20 @@ impl<'s> Staging<'s> {
     /// that open (a symlink put in its place: `ELOOP`, a socket: `ENXIO`, …) takes the full
     /// path from its `lstat`, so each such outcome is the one that path gives. (A file
     /// replaced between the `stat` and the open is the race the `lstat` and the open always
-    /// had, over a slightly longer window.)
+    /// had, over a slightly longer window.) With [`Seen::Absent`] (that `stat` found nothing
+    /// there, and the walk to `dir` just found every parent a directory) the path is absent,
+    /// with no `lstat` again.
     pub(crate) fn capture_in(
         &self,
         dir: &WsDir<'_>,
         rel: &RelPath,
-        regular: bool,
+        seen: Seen,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         let (_, name) = rel.split_last();
-        if regular {
+        if seen == Seen::Absent {
+            return Ok((BeforeState::Absent, Known::Absent, false));
+        }
+        if seen == Seen::Regular {
             match self.s.ws.open_read(dir, name, rel) {
                 Ok(None) => return Ok((BeforeState::Absent, Known::Absent, false)),
                 Ok(Some((file, fmeta))) => {
@@ -350,7 +368,14 @@ impl<'s> Staging<'s> {
             id: call_id.into(),
             reason,
         })?;
-        self.capture_with(&mut self.s.lock_state(), call_id, path, anchor, None, false)
+        self.capture_with(
+            &mut self.s.lock_state(),
+            call_id,
+            path,
+            anchor,
+            None,
+            Seen::Unknown,
+        )
     }
 
     pub(crate) fn try_capture_before(
@@ -366,9 +391,9 @@ impl<'s> Staging<'s> {
                 reason,
             }));
         }
-        // Whether this `stat` showed a regular file (of at most `max_bytes`): the capture
-        // then opens it without an `lstat` first (see [`Session::capture_in`]).
-        let mut regular = false;
+        // What this `stat` showed: a regular file (of at most `max_bytes`), which the capture
+        // then opens without an `lstat` first, or nothing there (see [`Staging::capture_in`]).
+        let mut seen = Seen::Unknown;
         if let Ok(rel) = self.resolve(path) {
             // Relative to the workspace handle: no walk of the cwd's own path.
             let m = rustix::fs::statat(
@@ -376,17 +401,19 @@ impl<'s> Staging<'s> {
                 std::ffi::OsStr::from_bytes(rel.as_bytes()),
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
             );
-            if let Ok(m) = m {
-                if m.st_mode & 0o170000 == 0o100000 {
+            match m {
+                Ok(m) if m.st_mode & 0o170000 == 0o100000 => {
                     if u64::try_from(m.st_size).unwrap_or(0) > max_bytes {
                         return None;
                     }
-                    regular = true;
+                    seen = Seen::Regular;
                 }
+                Err(rustix::io::Errno::NOENT) => seen = Seen::Absent,
+                _ => {}
             }
         }
         let (mut q, held) = self.quick_state(true)?;
-        Some(self.capture_with(&mut q.st, call_id, path, anchor, held, regular))
+        Some(self.capture_with(&mut q.st, call_id, path, anchor, held, seen))
     }
 
     /// The state of this handle, the shared store lock (with `store_lock`) and the
@@ -461,7 +488,7 @@ impl<'s> Staging<'s> {
         path: &Path,
         anchor: Option<u64>,
         held: Option<SharedLock<'_>>,
-        regular: bool,
+        seen: Seen,
     ) -> Result<CaptureOutcome, CaptureError> {
         self.s.prepare(st)?;
         let rel = match self.resolve(path) {
@@ -488,7 +515,7 @@ impl<'s> Staging<'s> {
         let back_order = self.s.store.next_order();
         let order = self.s.store.next_order();
         let (before, now, dedup) = self
-            .capture_path(&rel, regular)
+            .capture_path(&rel, seen)
             .map_err(|e| map_read(e, &rel))?;
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::capture::Seen;
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{Fault, FsFailure, RecheckError};
 use crate::format::{BeforeState, Entry, EntrySource, Known};
@@ -455,8 +456,16 @@ impl Recheck<'_> {
                     }
                     let (before, known, _) = match dir.as_ref().and_then(|d| d.as_ref()) {
                         // A regular file by the `lstat` just made: opened without another.
-                        Some(d) => staging.capture_in(d, &c.rel, c.regular)?,
-                        None => staging.capture_path(&c.rel, false)?,
+                        Some(d) => staging.capture_in(
+                            d,
+                            &c.rel,
+                            if c.regular {
+                                Seen::Regular
+                            } else {
+                                Seen::Unknown
+                            },
+                        )?,
+                        None => staging.capture_path(&c.rel, Seen::Unknown)?,
                     };
                     Ok((before, known))
                 })();

@@ -1414,3 +1414,55 @@ fn compaction_keeps_the_content_still_named_and_drops_the_rest() {
     assert_eq!(env.read("t5.txt"), Some(content(5).into_bytes()));
     assert_eq!(env.read("t1.txt"), None);
 }
+
+#[test]
+fn a_quick_capture_of_a_path_not_there_records_what_the_blocking_capture_records() {
+    // The quick capture takes a `stat` that finds nothing as the path's absence once the
+    // walk to its parent found every parent a directory: behind a symlink, or where a
+    // parent is missing or a file, the outcome is still the blocking capture's.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    env.write("a", b"a0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).expect("mkdir");
+    std::fs::create_dir_all(env.p("d/e")).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, env.p("link")).expect("symlink");
+    std::os::unix::fs::symlink(&outside, env.p("d/link")).expect("symlink");
+    for (i, path) in [
+        "new",
+        "d/new",
+        "d/e/new",
+        "missing/new",
+        "d/missing/deeper/new",
+        "link/new",
+        "link/sub/new",
+        "d/link/sub/new",
+        "a/new",
+        "d/e/new/deeper",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let quick = s
+            .try_capture_before(&format!("q{i}"), Path::new(path), 4096)
+            .expect("runs")
+            .expect("captured");
+        let blocking = s
+            .capture_before(&format!("b{i}"), Path::new(path))
+            .expect("captured");
+        assert_eq!(quick, blocking, "{path}");
+    }
+    let absent = |p: &str| {
+        matches!(
+            s.try_capture_before("x", Path::new(p), 4096)
+                .expect("runs")
+                .expect("captured"),
+            CaptureOutcome::Absent { .. } | CaptureOutcome::AlreadyStaged { .. }
+        )
+    };
+    assert!(absent("d/e/new"));
+    assert!(!absent("d/link/sub/new"), "behind a symlink: skipped");
+    assert!(!absent("a/new"), "under a file: skipped");
+}
