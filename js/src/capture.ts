@@ -45,23 +45,24 @@ export function registerCapture(deps: CaptureDeps): void {
   const { ctx, state, logger } = deps
 
   /**
-   * The host path of an fs target: the host's `fs` service and its `processPath`, looked up once
-   * and again only after the host replaced the service (`internal/service`). Each lookup through
-   * the plugin's context costs more than the capture itself (the context and the service are
-   * proxies that make new objects on every property read).
+   * The host path of an fs target, through the host's `fs` service: its `processPath`, looked up
+   * once per service — when the service comes (or is replaced), in a sub-plugin that depends on
+   * it — and dropped when it goes. A lookup through the plugin's context on every call would cost
+   * more than the capture itself (the context and the service are proxies that make new objects
+   * on every property read). `undefined` while the host has no `fs` service.
    */
   let hostPath: ((target: HostFsTarget) => string) | undefined
-  ctx.on('internal/service', (name: unknown) => {
-    if (name === 'fs') hostPath = undefined
-  })
-  function pathMapper(): ((target: HostFsTarget) => string) | undefined {
-    if (hostPath !== undefined) return hostPath
-    const fs = ctx.get('fs') as import('./host.ts').HostFs | undefined
-    if (fs === undefined) return undefined
+  ctx.inject(['fs'], (sub) => {
+    const fs = sub.get('fs') as import('./host.ts').HostFs | undefined
+    if (fs === undefined) return
     const processPath = fs.processPath
-    hostPath = (target) => processPath.call(fs, target)
-    return hostPath
-  }
+    sub.effect(() => {
+      hostPath = (target) => processPath.call(fs, target)
+      return () => {
+        hostPath = undefined
+      }
+    }, 'dsh-rewind fs paths')
+  })
 
   /**
    * Capture the before-state of a write-tool call's target. `undefined` when that is done (or
@@ -82,9 +83,9 @@ export function registerCapture(deps: CaptureDeps): void {
     const sessionId = session.header.id
     const callId = exec.callId
     let path: string
+    const map = hostPath
+    if (map === undefined) return undefined
     try {
-      const map = pathMapper()
-      if (map === undefined) return undefined
       path = map(target)
     } catch (error) {
       logger.warn('cannot map %s to a host path; not captured: %s', target.displayPath, (error as Error).message)
