@@ -169,32 +169,70 @@ where
     Ok(env.spawn(job)?.promise_object().to_unknown())
 }
 
-/// `anchorSeq` of a capture, checked.
-fn anchor_of(env: &Env, anchor_seq: Option<f64>) -> napi::Result<Option<u64>> {
-    match anchor_seq {
-        Some(a) => Ok(Some(
-            seq_from_js(a, "anchorSeq").map_err(|e| e.into_napi(env))?,
-        )),
-        None => Ok(None),
-    }
-}
-
-/// The capture on the thread pool.
-fn capture_queued(
-    h: &Handle,
-    session_id: &str,
-    cwd: &str,
-    call_id: &str,
-    path: &str,
+/// A capture's arguments, as the JavaScript call passes them (`anchorSeq` checked).
+struct CaptureCall {
+    session_id: String,
+    cwd: String,
+    call_id: String,
+    path: String,
     max_file_bytes: f64,
     anchor: Option<u64>,
-) -> Result<CaptureOutcome, BindingError> {
-    let session = h.session(session_id, cwd, Some(cap_from(max_file_bytes)?))?;
-    let p = Path::new(path);
-    Ok(match anchor {
-        Some(a) => session.capture_before_at(call_id, p, a)?,
-        None => session.capture_before(call_id, p)?,
-    })
+}
+
+impl CaptureCall {
+    fn new(
+        env: &Env,
+        session_id: String,
+        cwd: String,
+        call_id: String,
+        path: String,
+        max_file_bytes: f64,
+        anchor_seq: Option<f64>,
+    ) -> napi::Result<Self> {
+        let anchor = match anchor_seq {
+            Some(a) => Some(seq_from_js(a, "anchorSeq").map_err(|e| e.into_napi(env))?),
+            None => None,
+        };
+        Ok(Self {
+            session_id,
+            cwd,
+            call_id,
+            path,
+            max_file_bytes,
+            anchor,
+        })
+    }
+
+    /// The capture on the calling thread, when nothing is in the way (see
+    /// [`BindingStore::capture`]); `None` (nothing done) otherwise.
+    fn here(
+        &self,
+        engine: &Engine,
+    ) -> Option<Result<CaptureOutcome, snapshot_store::CaptureError>> {
+        let cap = cap_from(self.max_file_bytes).ok()?;
+        let session = engine.cached_files(&self.session_id, Path::new(&self.cwd), Some(cap))?;
+        let p = Path::new(&self.path);
+        match self.anchor {
+            Some(a) => session.try_capture_before_at(&self.call_id, p, a, INLINE_CAPTURE_BYTES),
+            None => session.try_capture_before(&self.call_id, p, INLINE_CAPTURE_BYTES),
+        }
+    }
+
+    /// The capture on the thread pool, its outcome mapped by `then`.
+    fn job<T: Send + 'static>(self, h: Handle, then: fn(CaptureOutcome) -> T) -> Job<T> {
+        Job::new(move || {
+            let session = h.session(
+                &self.session_id,
+                &self.cwd,
+                Some(cap_from(self.max_file_bytes)?),
+            )?;
+            let p = Path::new(&self.path);
+            Ok(then(match self.anchor {
+                Some(a) => session.capture_before_at(&self.call_id, p, a)?,
+                None => session.capture_before(&self.call_id, p)?,
+            }))
+        })
+    }
 }
 
 /// A call done on the JavaScript thread: `undefined`, or the error thrown there.
@@ -483,27 +521,19 @@ impl BindingStore {
         max_file_bytes: f64,
         anchor_seq: Option<f64>,
     ) -> napi::Result<Unknown<'env>> {
-        let anchor = anchor_of(env, anchor_seq)?;
-        if let Some(result) =
-            self.capture_here(&session_id, &cwd, &call_id, &path, max_file_bytes, anchor)
-        {
+        let call = CaptureCall::new(
+            env,
+            session_id,
+            cwd,
+            call_id,
+            path,
+            max_file_bytes,
+            anchor_seq,
+        )?;
+        if let Some(result) = call.here(&self.engine) {
             return settled(env, result.map(capture_outcome).map_err(Into::into));
         }
-        let h = self.handle();
-        queued(
-            env,
-            Job::new(move || {
-                Ok(capture_outcome(capture_queued(
-                    &h,
-                    &session_id,
-                    &cwd,
-                    &call_id,
-                    &path,
-                    max_file_bytes,
-                    anchor,
-                )?))
-            }),
-        )
+        queued(env, call.job(self.handle(), capture_outcome))
     }
 
     /// `capture` for a caller that needs no outcome (the host plugin, on every write-tool
@@ -522,49 +552,19 @@ impl BindingStore {
         max_file_bytes: f64,
         anchor_seq: Option<f64>,
     ) -> napi::Result<Unknown<'env>> {
-        let anchor = anchor_of(env, anchor_seq)?;
-        if let Some(result) =
-            self.capture_here(&session_id, &cwd, &call_id, &path, max_file_bytes, anchor)
-        {
+        let call = CaptureCall::new(
+            env,
+            session_id,
+            cwd,
+            call_id,
+            path,
+            max_file_bytes,
+            anchor_seq,
+        )?;
+        if let Some(result) = call.here(&self.engine) {
             return done_here(env, result.map(drop).map_err(Into::into));
         }
-        let h = self.handle();
-        queued(
-            env,
-            Job::new(move || {
-                capture_queued(
-                    &h,
-                    &session_id,
-                    &cwd,
-                    &call_id,
-                    &path,
-                    max_file_bytes,
-                    anchor,
-                )?;
-                Ok(())
-            }),
-        )
-    }
-
-    /// The capture on the calling thread, when nothing is in the way (see `capture`).
-    fn capture_here(
-        &self,
-        session_id: &str,
-        cwd: &str,
-        call_id: &str,
-        path: &str,
-        max_file_bytes: f64,
-        anchor: Option<u64>,
-    ) -> Option<Result<CaptureOutcome, snapshot_store::CaptureError>> {
-        let cap = cap_from(max_file_bytes).ok()?;
-        let session = self
-            .engine
-            .cached_files(session_id, Path::new(cwd), Some(cap))?;
-        let p = Path::new(path);
-        match anchor {
-            Some(a) => session.try_capture_before_at(call_id, p, a, INLINE_CAPTURE_BYTES),
-            None => session.try_capture_before(call_id, p, INLINE_CAPTURE_BYTES),
-        }
+        queued(env, call.job(self.handle(), drop))
     }
 
     /// Commits (`ok`) or drops the capture of `call_id` into the group of `anchor_seq`
