@@ -57,9 +57,11 @@ export function registerCapture(deps: CaptureDeps): void {
     if (fs === undefined) return
     const processPath = fs.processPath
     sub.effect(() => {
-      hostPath = (target) => processPath.call(fs, target)
+      const mine = (target: HostFsTarget): string => processPath.call(fs, target)
+      hostPath = mine
       return () => {
-        hostPath = undefined
+        // Whichever order the host stops the old service's sub-plugin and starts the new one's.
+        if (hostPath === mine) hostPath = undefined
       }
     }, 'dsh-rewind fs paths')
   })
