@@ -46,13 +46,22 @@ impl Engine {
             return None;
         }
         let freed = self
-            .with_store(|store| store.collect_garbage().map(|_| ()).map_err(|e| e.to_string()))
+            .with_store(|store| {
+                store
+                    .collect_garbage()
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
             .unwrap_or_else(|e| Err(e.message));
         freed.err()
     }
 
     /// A sweep by age (or of one session), a dry run unless `request` applies it.
-    pub fn sweep(&self, policy: &dyn PolicyPort, request: &SweepRequest) -> Result<Swept, EngineError> {
+    pub fn sweep(
+        &self,
+        policy: &dyn PolicyPort,
+        request: &SweepRequest,
+    ) -> Result<Swept, EngineError> {
         let report = self.cleaner()?.sweep(policy, request)?;
         let removed: Vec<String> = if report.applied {
             report.items.iter().map(|i| i.session_id.clone()).collect()
@@ -100,7 +109,8 @@ impl Engine {
         max_bytes: u64,
     ) -> Result<Option<AutoSwept>, EngineError> {
         let cleaner = self.cleaner()?;
-        let AutoSweep::Ran { report, .. } = cleaner.auto_sweep(policy, active, &Pins::none())? else {
+        let AutoSweep::Ran { report, .. } = cleaner.auto_sweep(policy, active, &Pins::none())?
+        else {
             return Ok(None);
         };
         let removed: Vec<String> = report.items.iter().map(|i| i.session_id.clone()).collect();

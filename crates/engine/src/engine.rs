@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use rewind_history::{HistoryStore, WorkspaceKey};
 use snapshot_store::{Session, SessionHold, Store, StoreOptions};
@@ -78,6 +79,45 @@ pub struct Engine {
     history_root: PathBuf,
     options: EngineOptions,
     files: Mutex<Files>,
+    /// Every session handle this engine opened whose calls that must not wait keep their
+    /// locks (see `Session::keep_locks_between_calls`): the thread that releases idle
+    /// ones goes through them. Its own lock is never held across a filesystem call.
+    keeping: Mutex<Vec<Weak<Session>>>,
+    /// That thread runs: only then do handles keep their locks.
+    releases_locks: std::sync::atomic::AtomicBool,
+}
+
+/// A handle's locks are released once its last call that must not wait ended this long ago.
+pub const LOCKS_KEPT_FOR: Duration = Duration::from_millis(50);
+/// How often the engine's thread looks for idle locks.
+const LOOK_FOR_IDLE_LOCKS: Duration = Duration::from_millis(20);
+
+/// The thread that releases the locks the engine's session handles keep between calls
+/// (after [`LOCKS_KEPT_FOR`] without such a call): another handle or process waits at most
+/// about that long plus [`LOOK_FOR_IDLE_LOCKS`] behind a burst of tool calls. It takes each
+/// handle's state only when free (`Session::release_idle_locks` never waits), so it can
+/// never wait on a call that waits for it. Ends with the engine.
+fn release_idle_locks(engine: Weak<Engine>) -> bool {
+    std::thread::Builder::new()
+        .name("rewind-locks".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(LOOK_FOR_IDLE_LOCKS);
+                let Some(e) = engine.upgrade() else {
+                    return;
+                };
+                let handles: Vec<Arc<Session>> = {
+                    let mut keeping = e.keeping.lock().unwrap_or_else(|p| p.into_inner());
+                    keeping.retain(|w| w.strong_count() > 0);
+                    keeping.iter().filter_map(Weak::upgrade).collect()
+                };
+                drop(e);
+                for s in handles {
+                    s.release_idle_locks(LOCKS_KEPT_FOR);
+                }
+            }
+        })
+        .is_ok()
 }
 
 impl std::fmt::Debug for Engine {
@@ -109,10 +149,14 @@ impl Engine {
     }
 
     /// [`Engine::open`] with the store and the history at roots of the caller's choosing.
-    pub fn open_at(snapshots_root: PathBuf, history_root: PathBuf, options: EngineOptions) -> Arc<Self> {
+    pub fn open_at(
+        snapshots_root: PathBuf,
+        history_root: PathBuf,
+        options: EngineOptions,
+    ) -> Arc<Self> {
         let cap = options.max_file_bytes;
         let store = open_store(&snapshots_root, cap, &options.store);
-        Arc::new(Self {
+        let engine = Arc::new(Self {
             snapshots_root,
             history_root,
             files: Mutex::new(Files {
@@ -122,7 +166,15 @@ impl Engine {
                 holds: HashMap::new(),
             }),
             options,
-        })
+            keeping: Mutex::new(Vec::new()),
+            releases_locks: std::sync::atomic::AtomicBool::new(false),
+        });
+        if release_idle_locks(Arc::downgrade(&engine)) {
+            engine
+                .releases_locks
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        engine
     }
 
     /// The snapshot store's root (`<home>/rewind-snapshots`).
@@ -156,7 +208,12 @@ impl Engine {
     /// Why this build refuses to write the store (it was written by a newer build), if so.
     pub fn newer_version(&self) -> Option<String> {
         let files = self.lock();
-        files.store.as_ref().ok()?.newer_version().map(|n| n.to_string())
+        files
+            .store
+            .as_ref()
+            .ok()?
+            .newer_version()
+            .map(|n| n.to_string())
     }
 
     fn lock(&self) -> MutexGuard<'_, Files> {
@@ -207,6 +264,17 @@ impl Engine {
         }
         let store = files.store.as_ref().map_err(Clone::clone)?;
         let session = Arc::new(store.session(session_id, cwd)?);
+        if self
+            .releases_locks
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // A burst of tool calls takes the store's and the log's locks once.
+            session.keep_locks_between_calls(true);
+            self.keeping
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Arc::downgrade(&session));
+        }
         let hold = if files.holds.contains_key(session_id) {
             None
         } else {
@@ -222,7 +290,12 @@ impl Engine {
 
     /// The cached handle, when one is open with this cap and nobody is opening or replacing
     /// handles right now (never waits): for the small captures run on a caller's own thread.
-    pub fn cached_files(&self, session_id: &str, cwd: &Path, cap: Option<u64>) -> Option<Arc<Session>> {
+    pub fn cached_files(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        cap: Option<u64>,
+    ) -> Option<Arc<Session>> {
         let files = self.files.try_lock().ok()?;
         if cap.is_some_and(|c| c != files.cap) {
             return None;

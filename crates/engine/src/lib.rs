@@ -36,18 +36,22 @@ mod rewind;
 mod session;
 mod undo;
 
-pub use codes::ErrorCode;
 pub use cleanup::{AutoSwept, Swept};
-pub use engine::{Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, SNAPSHOTS_DIR};
+pub use codes::ErrorCode;
+pub use engine::{
+    Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, LOCKS_KEPT_FOR, SNAPSHOTS_DIR,
+};
 pub use error::EngineError;
 pub use recover::{
     Interrupted, InterruptedKind, Judgement, Resolution, Resolved, continued_paths, is_interrupted,
 };
 pub use rewind::{NotRestored, RestoreRequest, Restored, Start, rewind_outcome};
-pub use session::{EngineSession, history_paths, rel_paths};
 pub use rewind_history::{Entry, Outcome, Paths, WorkspaceKey};
+pub use session::{EngineSession, history_paths, rel_paths};
 pub use snapshot_store::ChainLink;
-pub use undo::{Choices, EntryActions, FilesDone, RedoDone, UndoCheck, UndoDone, standing_redo, touched_files};
+pub use undo::{
+    Choices, EntryActions, FilesDone, RedoDone, UndoCheck, UndoDone, standing_redo, touched_files,
+};
 
 /// The state of a restore journal, one type for every layer above the store: the store's
 /// four states, plus [`JournalState::Missing`] (no journal) and

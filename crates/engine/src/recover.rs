@@ -110,7 +110,8 @@ fn temp_name_part(entry: &[u8]) -> Option<&[u8]> {
     let at = rest.windows(12).rposition(|w| w == b".rewind-tmp-")?;
     let (name, tail) = (&rest[..at], &rest[at + 12..]);
     let mut parts = tail.split(|b| *b == b'-');
-    let digits = |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
+    let digits =
+        |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
     (!name.is_empty() && digits(parts.next()) && digits(parts.next()) && parts.next().is_none())
         .then_some(name)
 }
@@ -137,7 +138,11 @@ impl EngineSession {
     /// an interrupted undo the host finishes ([`Judgement::FinishUndo`]), or an entry for the
     /// user to continue or roll back. `conversation`: whether the conversation half happened
     /// (the marker is in the log, the fork's child exists; the host knows).
-    pub fn judge(&self, entry: &Entry, conversation: bool) -> Result<(Judgement, Interrupted), EngineError> {
+    pub fn judge(
+        &self,
+        entry: &Entry,
+        conversation: bool,
+    ) -> Result<(Judgement, Interrupted), EngineError> {
         let found = self.describe(entry);
         let has_cwd = self.cwd.is_some();
         let settle = |outcome: Outcome| -> Result<(Judgement, Interrupted), EngineError> {
@@ -149,7 +154,14 @@ impl EngineSession {
             let finish = j == JournalState::Undone
                 || (j == JournalState::Completed && has_cwd)
                 || (j == JournalState::Missing && !touched_files(entry));
-            return Ok((if finish { Judgement::FinishUndo } else { Judgement::Open }, found));
+            return Ok((
+                if finish {
+                    Judgement::FinishUndo
+                } else {
+                    Judgement::Open
+                },
+                found,
+            ));
         }
         if entry.redo_of.is_some() && j == JournalState::Missing {
             return settle(Outcome::Abandoned);
@@ -160,7 +172,9 @@ impl EngineSession {
         if j == JournalState::RolledBack {
             return settle(Outcome::RolledBack);
         }
-        if conversation && (j == JournalState::Completed || (!has_cwd && j == JournalState::Missing)) {
+        if conversation
+            && (j == JournalState::Completed || (!has_cwd && j == JournalState::Missing))
+        {
             // The paths of such an entry are in its journal, not known here; counts stay 0.
             return settle(Outcome::Done);
         }
@@ -196,7 +210,9 @@ impl EngineSession {
         let open = found.journal == JournalState::Open;
         let (outcome, entry_outcome) = match (found.kind, how) {
             (InterruptedKind::Undo, Resolution::Rollback) => {
-                return Err(EngineError::bad_request("an interrupted undo can only be continued"));
+                return Err(EngineError::bad_request(
+                    "an interrupted undo can only be continued",
+                ));
             }
             (InterruptedKind::Undo, Resolution::Continue) => {
                 let o = session.undo_restore_with(op_id, &[], &[])?;
@@ -235,13 +251,21 @@ impl EngineSession {
                         .collect();
                     return Err(EngineError::new(
                         ErrorCode::RestoreFailed,
-                        format!("the rollback left {} file(s) as they are: {}", o.failed.len(), list.join("; ")),
+                        format!(
+                            "the rollback left {} file(s) as they are: {}",
+                            o.failed.len(),
+                            list.join("; ")
+                        ),
                     )
                     .with_details(serde_json::json!({
                         "paths": o.failed.iter().map(|f| f.display.clone()).collect::<Vec<_>>()
                     })));
                 }
-                self.settle(op_id, Outcome::RolledBack, Some(&history_paths(&o, &[], &[], &[])))?;
+                self.settle(
+                    op_id,
+                    Outcome::RolledBack,
+                    Some(&history_paths(&o, &[], &[], &[])),
+                )?;
                 (o, "rolled-back")
             }
         };
@@ -277,7 +301,9 @@ impl EngineSession {
         let recorded = match how {
             Resolution::Continue => self
                 .history(None)
-                .and_then(|h| Ok(h.settle_continued(&self.key, op_id, &continued_paths(&outcome))?))
+                .and_then(|h| {
+                    Ok(h.settle_continued(&self.key, op_id, &continued_paths(&outcome))?)
+                })
                 .map(|_| "continued")
                 .ok(),
             Resolution::Rollback => self
@@ -304,7 +330,8 @@ impl EngineSession {
         let mut by_dir: BTreeMap<&Path, BTreeSet<Vec<u8>>> = BTreeMap::new();
         for path in paths {
             let path = Path::new(path.as_str());
-            let (Some(name), dir) = (path.file_name(), path.parent().unwrap_or(Path::new(""))) else {
+            let (Some(name), dir) = (path.file_name(), path.parent().unwrap_or(Path::new("")))
+            else {
                 continue;
             };
             let bytes = name.as_bytes();
@@ -326,7 +353,9 @@ impl EngineSession {
             let Ok(listed) = listed else { continue };
             for item in listed.flatten() {
                 let entry = item.file_name();
-                let Some(part) = temp_name_part(entry.as_bytes()) else { continue };
+                let Some(part) = temp_name_part(entry.as_bytes()) else {
+                    continue;
+                };
                 if !names.contains(part) {
                     continue;
                 }
@@ -353,8 +382,14 @@ mod tests {
 
     #[test]
     fn temp_names_are_recognized_exactly() {
-        assert_eq!(temp_name_part(b".a.txt.rewind-tmp-12-3"), Some(&b"a.txt"[..]));
-        assert_eq!(temp_name_part(b".a.rewind-tmp-1.rewind-tmp-12-3"), Some(&b"a.rewind-tmp-1"[..]));
+        assert_eq!(
+            temp_name_part(b".a.txt.rewind-tmp-12-3"),
+            Some(&b"a.txt"[..])
+        );
+        assert_eq!(
+            temp_name_part(b".a.rewind-tmp-1.rewind-tmp-12-3"),
+            Some(&b"a.rewind-tmp-1"[..])
+        );
         for not in [
             &b"a.txt.rewind-tmp-12-3"[..],
             b".a.txt.rewind-tmp-12",
@@ -363,7 +398,12 @@ mod tests {
             b"..rewind-tmp-1-2",
             b".a.txt",
         ] {
-            assert_eq!(temp_name_part(not), None, "{}", String::from_utf8_lossy(not));
+            assert_eq!(
+                temp_name_part(not),
+                None,
+                "{}",
+                String::from_utf8_lossy(not)
+            );
         }
     }
 }

@@ -4,8 +4,8 @@
 //! marker (or creates the fork's child) in between.
 
 use rewind_history::{Entry, Outcome, Paths};
-use snapshot_store::{ChainLink, NotCovered, RelPath, RestoreOutcome};
 use serde_json::json;
+use snapshot_store::{ChainLink, NotCovered, RelPath, RestoreOutcome};
 
 use crate::error::{EngineError, ErrorCode};
 use crate::session::{EngineSession, history_paths};
@@ -68,7 +68,10 @@ pub struct NotRestored {
 }
 
 /// The history outcome of a rewind's file half.
-pub fn rewind_outcome(outcome: Option<&RestoreOutcome>, not_restored: Option<&NotRestored>) -> Outcome {
+pub fn rewind_outcome(
+    outcome: Option<&RestoreOutcome>,
+    not_restored: Option<&NotRestored>,
+) -> Outcome {
     if let Some(n) = not_restored.filter(|n| n.code != "no-cwd") {
         return if n.code.starts_with("rewind/") {
             Outcome::Failed
@@ -108,13 +111,17 @@ impl EngineSession {
             .fork_child
             .clone()
             .map(|child_session_id| rewind_history::ForkInfo { child_session_id });
-        entry.target_text = start.target_text.as_deref().map(rewind_history::target_excerpt);
+        entry.target_text = start
+            .target_text
+            .as_deref()
+            .map(rewind_history::target_excerpt);
         entry.workspace_name = self
             .cwd
             .as_deref()
             .and_then(|c| c.file_name())
             .map(|n| n.to_string_lossy().into_owned());
-        self.history(Some(limit))?.append(&self.key, entry.clone())?;
+        self.history(Some(limit))?
+            .append(&self.key, entry.clone())?;
         Ok(entry)
     }
 
@@ -131,7 +138,10 @@ impl EngineSession {
         let kept = plan.select(&req.only, &req.keep).map_err(|e| {
             EngineError::new(
                 ErrorCode::BadSelection,
-                format!("{e} when restoring to @{}; nothing was changed", req.target_seq),
+                format!(
+                    "{e} when restoring to @{}; nothing was changed",
+                    req.target_seq
+                ),
             )
             .with_details(json!({ "path": e.filter }))
         })?;
@@ -150,7 +160,11 @@ impl EngineSession {
         }
         let paths = history_paths(&outcome, &plan.outside, &not_covered, &kept);
         let not_recorded = self
-            .settle(&req.op_id, rewind_outcome(Some(&outcome), None), Some(&paths))
+            .settle(
+                &req.op_id,
+                rewind_outcome(Some(&outcome), None),
+                Some(&paths),
+            )
             .err();
         Ok(Restored {
             outcome,
@@ -164,8 +178,16 @@ impl EngineSession {
     /// Finishes the entry of a rewind whose files were not restored (the reason decides the
     /// outcome: a `rewind/...` failure is `failed`; a session without a working directory or a
     /// rewind that needed no file is `done`).
-    pub fn finish_not_restored(&self, op_id: &str, why: &NotRestored) -> Result<Entry, EngineError> {
-        self.settle(op_id, rewind_outcome(None, Some(why)), Some(&Paths::default()))
+    pub fn finish_not_restored(
+        &self,
+        op_id: &str,
+        why: &NotRestored,
+    ) -> Result<Entry, EngineError> {
+        self.settle(
+            op_id,
+            rewind_outcome(None, Some(why)),
+            Some(&Paths::default()),
+        )
     }
 }
 
@@ -204,8 +226,14 @@ mod tests {
             code: code.into(),
             message: String::new(),
         };
-        assert_eq!(rewind_outcome(None, Some(&why("rewind/flush-failed"))), Outcome::Failed);
+        assert_eq!(
+            rewind_outcome(None, Some(&why("rewind/flush-failed"))),
+            Outcome::Failed
+        );
         assert_eq!(rewind_outcome(None, Some(&why("no-cwd"))), Outcome::Done);
-        assert_eq!(rewind_outcome(None, Some(&why("pending-only"))), Outcome::Done);
+        assert_eq!(
+            rewind_outcome(None, Some(&why("pending-only"))),
+            Outcome::Done
+        );
     }
 }

@@ -65,7 +65,12 @@ pub fn rel_paths(list: &[String]) -> Result<Vec<RelPath>, EngineError> {
 }
 
 impl EngineSession {
-    pub(crate) fn new(engine: Arc<Engine>, id: String, cwd: Option<PathBuf>, key: WorkspaceKey) -> Self {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        id: String,
+        cwd: Option<PathBuf>,
+        key: WorkspaceKey,
+    ) -> Self {
         Self {
             engine,
             id,
@@ -171,13 +176,25 @@ impl EngineSession {
     }
 
     /// Ends the `started` entry `op_id` with `outcome` (and its paths).
-    pub fn settle(&self, op_id: &str, outcome: Outcome, paths: Option<&Paths>) -> Result<Entry, EngineError> {
-        Ok(self.history(None)?.finish(&self.key, op_id, outcome, paths)?.entry)
+    pub fn settle(
+        &self,
+        op_id: &str,
+        outcome: Outcome,
+        paths: Option<&Paths>,
+    ) -> Result<Entry, EngineError> {
+        Ok(self
+            .history(None)?
+            .finish(&self.key, op_id, outcome, paths)?
+            .entry)
     }
 
     /// The plan of a restore of this session to `target_seq` (through the fork chain when
     /// `ancestors` names any).
-    pub fn plan(&self, target_seq: u64, ancestors: &[ChainLink]) -> Result<RestorePlan, EngineError> {
+    pub fn plan(
+        &self,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+    ) -> Result<RestorePlan, EngineError> {
         let files = self.files_of(&self.id)?;
         if ancestors.is_empty() {
             Ok(files.plan_restore(target_seq)?)
@@ -185,5 +202,4 @@ impl EngineSession {
             Ok(files.plan_restore_chain(target_seq, ancestors)?)
         }
     }
-
 }

@@ -59,7 +59,11 @@ impl FilesDone {
         Self {
             restored: o.written.iter().map(|p| p.display()).collect(),
             deleted: o.deleted.iter().map(|p| p.display()).collect(),
-            failed: o.failed.iter().map(|f| (f.display.clone(), f.error.clone())).collect(),
+            failed: o
+                .failed
+                .iter()
+                .map(|f| (f.display.clone(), f.error.clone()))
+                .collect(),
             kept: o.kept.iter().map(|p| p.display()).collect(),
         }
     }
@@ -135,16 +139,20 @@ impl EngineSession {
         Ok(entries
             .iter()
             .map(|e| {
-                let mine = e.session_id == me
-                    || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
-                let settled = matches!(e.outcome, Outcome::Done | Outcome::Partial | Outcome::Failed);
+                let mine =
+                    e.session_id == me || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
+                let settled = matches!(
+                    e.outcome,
+                    Outcome::Done | Outcome::Partial | Outcome::Failed
+                );
                 let undoable = settled
                     && mine
                     && e.undone_at.is_none()
                     && e.undo_started_at.is_none()
                     && (!touched_files(e)
                         || (usable
-                            && self.journal_state(&e.session_id, &e.op_id) == JournalState::Completed));
+                            && self.journal_state(&e.session_id, &e.op_id)
+                                == JournalState::Completed));
                 let near = mine || e.undo_session_id.as_deref() == Some(me);
                 let redoable = e.undone_at.is_some()
                     && near
@@ -217,7 +225,11 @@ impl EngineSession {
                 .with_details(json!({ "opId": op_id, "paths": open })));
             }
         }
-        let check = UndoCheck { entry, owner, files };
+        let check = UndoCheck {
+            entry,
+            owner,
+            files,
+        };
         *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = Some(check.clone());
         Ok(check)
     }
@@ -236,12 +248,20 @@ impl EngineSession {
         let entry = self.entry(op_id)?;
         let owner = entry.session_id.clone();
         let files = self.journal_state(&owner, op_id) == JournalState::Completed;
-        Ok(UndoCheck { entry, owner, files })
+        Ok(UndoCheck {
+            entry,
+            owner,
+            files,
+        })
     }
 
     /// Records, durably and before anything changes, that the undo of `op_id` began, naming
     /// the session the conversation continues in (created next by the host).
-    pub fn undo_start(&self, op_id: &str, undo_session: Option<&str>) -> Result<Entry, EngineError> {
+    pub fn undo_start(
+        &self,
+        op_id: &str,
+        undo_session: Option<&str>,
+    ) -> Result<Entry, EngineError> {
         Ok(self
             .history(None)?
             .mark_undo_started_in(&self.key, op_id, self.engine.now(), undo_session)?
@@ -252,7 +272,11 @@ impl EngineSession {
     /// journal (when `check.files`), then `undoneAt`. A file that changed between the check
     /// and now refuses the undo with nothing changed (the entry stays started; the next
     /// reconcile finishes it, keeping what changed).
-    pub fn undo_files(&self, check: &UndoCheck, choices: &Choices) -> Result<UndoDone, EngineError> {
+    pub fn undo_files(
+        &self,
+        check: &UndoCheck,
+        choices: &Choices,
+    ) -> Result<UndoDone, EngineError> {
         let op_id = check.entry.op_id.as_str();
         let mut files = FilesDone::default();
         let mut undone = None;
@@ -291,7 +315,13 @@ impl EngineSession {
     pub(crate) fn mark_undone(&self, op_id: &str, files: &FilesDone) -> Result<Entry, EngineError> {
         Ok(self
             .history(None)?
-            .mark_undone(&self.key, op_id, undo_outcome(files), UndoMode::Files, self.engine.now())?
+            .mark_undone(
+                &self.key,
+                op_id,
+                undo_outcome(files),
+                UndoMode::Files,
+                self.engine.now(),
+            )?
             .entry)
     }
 
@@ -304,7 +334,9 @@ impl EngineSession {
         let journal = self.journal_state(&self.id, op_id);
         let mut files = FilesDone::default();
         if journal == JournalState::Completed {
-            let outcome = self.files_of(&self.id)?.undo_restore_keeping_changed(op_id)?;
+            let outcome = self
+                .files_of(&self.id)?
+                .undo_restore_keeping_changed(op_id)?;
             files = FilesDone::of(&outcome);
             let mut touched = files.restored.clone();
             touched.extend(files.deleted.iter().cloned());
@@ -321,7 +353,13 @@ impl EngineSession {
     /// since the undo is decided like an undo's; undecided, [`ErrorCode::StaleUndo`] and
     /// nothing changes. Crash order: the new entry `started` → the restore → the entry
     /// finished.
-    pub fn redo(&self, op_id: &str, new_op: &str, choices: &Choices, limit: usize) -> Result<RedoDone, EngineError> {
+    pub fn redo(
+        &self,
+        op_id: &str,
+        new_op: &str,
+        choices: &Choices,
+        limit: usize,
+    ) -> Result<RedoDone, EngineError> {
         let cwd = self.files_usable().map_err(|e| EngineError {
             code: ErrorCode::NotRedoable,
             ..e
@@ -351,7 +389,10 @@ impl EngineSession {
         if let Some(by) = standing_redo(&entries, op_id) {
             return Err(EngineError::new(
                 ErrorCode::NotRedoable,
-                format!("rewind {op_id} was redone already ({}); undo that redo first", by.op_id),
+                format!(
+                    "rewind {op_id} was redone already ({}); undo that redo first",
+                    by.op_id
+                ),
             ));
         }
         let journal = self.journal_state(&owner, op_id);
@@ -359,7 +400,10 @@ impl EngineSession {
             let why = if entry.undone_at.is_none() {
                 format!("rewind {op_id} is not undone")
             } else {
-                format!("rewind {op_id} changed no file to redo (its journal is {})", journal.name())
+                format!(
+                    "rewind {op_id} changed no file to redo (its journal is {})",
+                    journal.name()
+                )
             };
             return Err(EngineError::new(ErrorCode::NotRedoable, why));
         }
@@ -401,7 +445,11 @@ impl EngineSession {
         };
         self.engine.crash("redo:files");
         let files = FilesDone::of(&outcome);
-        let result = if files.ok() { Outcome::Done } else { Outcome::Partial };
+        let result = if files.ok() {
+            Outcome::Done
+        } else {
+            Outcome::Partial
+        };
         let paths = history_paths(&outcome, &[], &[], &[]);
         let not_recorded = self.settle(new_op, result, Some(&paths)).err();
         if not_recorded.is_none() {

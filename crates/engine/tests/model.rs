@@ -41,14 +41,31 @@ fn content(i: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 enum Op {
     Message,
-    Tool { file: usize, content: Option<usize>, ok: bool },
-    Shell { file: usize, content: Option<usize> },
-    Outside { file: usize, content: Option<usize> },
-    Rewind { pick: usize, crash: Option<(i64, bool)> },
-    Fork { pick: usize },
+    Tool {
+        file: usize,
+        content: Option<usize>,
+        ok: bool,
+    },
+    Shell {
+        file: usize,
+        content: Option<usize>,
+    },
+    Outside {
+        file: usize,
+        content: Option<usize>,
+    },
+    Rewind {
+        pick: usize,
+        crash: Option<(i64, bool)>,
+    },
+    Fork {
+        pick: usize,
+    },
     Undo,
     Redo,
-    Prune { keep: usize },
+    Prune {
+        keep: usize,
+    },
     Reopen,
 }
 
@@ -158,7 +175,8 @@ impl World {
     }
 
     fn session(&self, id: &str) -> EngineSession {
-        self.engine.session(id, Some(self.ws.path()), self.key.clone())
+        self.engine
+            .session(id, Some(self.ws.path()), self.key.clone())
     }
 
     fn write(&self, f: &str, c: Option<&Vec<u8>>) {
@@ -276,40 +294,90 @@ fn regressions() {
     // child's rewind before the outside change deletes it again (the child re-checks what its
     // parent tracks).
     run(vec![
-        Tool { file: 1, content: None, ok: true },
+        Tool {
+            file: 1,
+            content: None,
+            ok: true,
+        },
         Fork { pick: 0 },
         Message,
-        Outside { file: 1, content: Some(0) },
+        Outside {
+            file: 1,
+            content: Some(0),
+        },
         Message,
-        Rewind { pick: 78163140179803890, crash: None },
+        Rewind {
+            pick: 78163140179803890,
+            crash: None,
+        },
     ]);
     run(vec![
-        Outside { file: 1, content: Some(0) },
-        Tool { file: 0, content: None, ok: false },
-        Shell { file: 0, content: None },
+        Outside {
+            file: 1,
+            content: Some(0),
+        },
+        Tool {
+            file: 0,
+            content: None,
+            ok: false,
+        },
+        Shell {
+            file: 0,
+            content: None,
+        },
         Fork { pick: 0 },
     ]);
     run(vec![
-        Tool { file: 2, content: None, ok: true },
+        Tool {
+            file: 2,
+            content: None,
+            ok: true,
+        },
         Message,
-        Outside { file: 2, content: Some(0) },
+        Outside {
+            file: 2,
+            content: Some(0),
+        },
         Fork { pick: 1 },
     ]);
     run(vec![
-        Outside { file: 1, content: Some(0) },
-        Tool { file: 1, content: None, ok: false },
-        Shell { file: 0, content: None },
-        Rewind { pick: 0, crash: None },
+        Outside {
+            file: 1,
+            content: Some(0),
+        },
+        Tool {
+            file: 1,
+            content: None,
+            ok: false,
+        },
+        Shell {
+            file: 0,
+            content: None,
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
     ]);
     run(vec![
-        Tool { file: 0, content: Some(0), ok: true },
+        Tool {
+            file: 0,
+            content: Some(0),
+            ok: true,
+        },
         Message,
         Message,
         Fork { pick: 1 },
-        Rewind { pick: 0, crash: None },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
         Message,
         Undo,
-        Rewind { pick: 0, crash: None },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
     ]);
 }
 
@@ -365,7 +433,11 @@ fn run(ops: Vec<Op>) {
                 boundary(&w, &mut m, &es);
                 m.boundaries.push((m.seq, m.disk.clone()));
             }
-            Op::Tool { file, content: c, ok } => {
+            Op::Tool {
+                file,
+                content: c,
+                ok,
+            } => {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
                 let files = es.files_of(es.id()).expect("files");
@@ -418,7 +490,9 @@ fn run(ops: Vec<Op>) {
                 m.changed(f, new);
             }
             Op::Rewind { pick, crash } => {
-                let Some((idx, target, at)) = pick_target(&m, pick) else { continue };
+                let Some((idx, target, at)) = pick_target(&m, pick) else {
+                    continue;
+                };
                 let op_id = format!("op-{}", m.ops);
                 es.begin(
                     &Start {
@@ -451,10 +525,16 @@ fn run(ops: Vec<Op>) {
                     w.reopen();
                     let es = w.session(&m.session);
                     let entry = es.entry(&op_id).expect("entry");
-                    let how = if roll { Resolution::Rollback } else { Resolution::Continue };
+                    let how = if roll {
+                        Resolution::Rollback
+                    } else {
+                        Resolution::Continue
+                    };
                     let finished = match (&result, entry.outcome) {
                         (_, Outcome::Started) => {
-                            let (j, _) = es.judge(&entry, true).unwrap_or_else(|e| panic!("{step}: judge: {e}"));
+                            let (j, _) = es
+                                .judge(&entry, true)
+                                .unwrap_or_else(|e| panic!("{step}: judge: {e}"));
                             match j {
                                 Judgement::Settled(Outcome::Done) => true,
                                 Judgement::Open => {
@@ -471,10 +551,18 @@ fn run(ops: Vec<Op>) {
                                 .unwrap_or_else(|e| panic!("{step}: resolve journal {how:?}: {e}"));
                             !roll
                         }
-                        (r, o) => panic!("{step}: restore {:?} left the entry {o:?}", r.as_ref().map(|r| &r.outcome)),
+                        (r, o) => panic!(
+                            "{step}: restore {:?} left the entry {o:?}",
+                            r.as_ref().map(|r| &r.outcome)
+                        ),
                     };
                     let expect = if finished { want } else { before.clone() };
-                    assert_eq!(w.disk(), expect, "{step}: after the crash, {}", if finished { "rewound" } else { "rolled back" });
+                    assert_eq!(
+                        w.disk(),
+                        expect,
+                        "{step}: after the crash, {}",
+                        if finished { "rewound" } else { "rolled back" }
+                    );
                     m.disk = expect;
                     m.undo = None;
                     m.redo = None;
@@ -482,7 +570,9 @@ fn run(ops: Vec<Op>) {
                         m.boundaries.truncate(idx);
                     }
                 } else {
-                    let r = es.restore_files(&req).unwrap_or_else(|e| panic!("{step}: {e}"));
+                    let r = es
+                        .restore_files(&req)
+                        .unwrap_or_else(|e| panic!("{step}: {e}"));
                     assert!(r.outcome.failed.is_empty(), "{step}: {:?}", r.outcome);
                     assert!(r.not_recorded.is_none(), "{step}: {:?}", r.not_recorded);
                     assert_eq!(w.disk(), want, "{step}: rewind to {target}");
@@ -502,7 +592,9 @@ fn run(ops: Vec<Op>) {
                 m.scanned.clone_from(&m.disk);
             }
             Op::Fork { pick } => {
-                let Some((idx, target, at)) = pick_target(&m, pick) else { continue };
+                let Some((idx, target, at)) = pick_target(&m, pick) else {
+                    continue;
+                };
                 m.forks += 1;
                 let child = format!("s-{}", m.forks);
                 let op_id = format!("op-{}", m.ops);
@@ -564,17 +656,24 @@ fn run(ops: Vec<Op>) {
                 let check = es
                     .undo_check(&done.op, &Choices::default())
                     .unwrap_or_else(|e| panic!("{step}: check: {e}"));
-                es.undo_start(&done.op, None).unwrap_or_else(|e| panic!("{step}: start: {e}"));
+                es.undo_start(&done.op, None)
+                    .unwrap_or_else(|e| panic!("{step}: start: {e}"));
                 let undone = es
                     .undo_files(&check, &Choices::default())
                     .unwrap_or_else(|e| panic!("{step}: files: {e}"));
-                assert!(undone.files.ok() && undone.not_recorded.is_none(), "{step}: {undone:?}");
+                assert!(
+                    undone.files.ok() && undone.not_recorded.is_none(),
+                    "{step}: {undone:?}"
+                );
                 assert_eq!(w.disk(), done.before, "{step}: undo");
                 let actions = es.entry_actions().expect("actions");
                 let mine = actions.iter().find(|a| a.op_id == done.op).expect("listed");
                 // A rewind that changed no file has nothing to redo.
                 let redoable = check.files && done.before != done.after;
-                assert!(!mine.undoable && mine.redoable == redoable, "{step}: {mine:?}");
+                assert!(
+                    !mine.undoable && mine.redoable == redoable,
+                    "{step}: {mine:?}"
+                );
                 m.disk = done.before.clone();
                 m.scanned.clone_from(&m.disk);
                 // The undone rewind's future is back on the surface only in a new session;
@@ -592,8 +691,16 @@ fn run(ops: Vec<Op>) {
                     .unwrap_or_else(|e| panic!("{step}: redo: {e}"));
                 assert!(r.files.ok() && r.not_recorded.is_none(), "{step}: {r:?}");
                 assert_eq!(w.disk(), done.after, "{step}: redo");
-                let again = es.redo(&done.op, &format!("{new_op}-again"), &Choices::default(), 100);
-                assert!(again.is_err(), "{step}: a standing redo is not redone twice");
+                let again = es.redo(
+                    &done.op,
+                    &format!("{new_op}-again"),
+                    &Choices::default(),
+                    100,
+                );
+                assert!(
+                    again.is_err(),
+                    "{step}: a standing redo is not redone twice"
+                );
                 m.disk = done.after.clone();
                 m.scanned.clone_from(&m.disk);
                 m.undo = Some(Done { op: new_op, ..done });
@@ -601,10 +708,17 @@ fn run(ops: Vec<Op>) {
             Op::Prune { keep } => {
                 let files = es.files_of(es.id()).expect("files");
                 let rep = files
-                    .prune(PruneOptions { keep_groups: keep, keep_journals: 3 })
+                    .prune(PruneOptions {
+                        keep_groups: keep,
+                        keep_journals: 3,
+                    })
                     .unwrap_or_else(|e| panic!("{step}: {e}"));
                 if rep.groups_removed > 0 {
-                    let first = files.anchors().unwrap_or_else(|e| panic!("{step}: {e}")).first().copied();
+                    let first = files
+                        .anchors()
+                        .unwrap_or_else(|e| panic!("{step}: {e}"))
+                        .first()
+                        .copied();
                     m.min_anchor = m.min_anchor.max(first.unwrap_or(u64::MAX));
                 }
             }

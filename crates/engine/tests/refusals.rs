@@ -4,8 +4,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rewind_engine::{
-    Choices, Engine, EngineOptions, EngineSession, ErrorCode, Outcome, Resolution,
-    RestoreRequest, Start, WorkspaceKey,
+    Choices, Engine, EngineOptions, EngineSession, ErrorCode, Outcome, Resolution, RestoreRequest,
+    Start, WorkspaceKey,
 };
 
 struct Fixture {
@@ -27,7 +27,8 @@ impl Fixture {
     }
 
     fn session(&self, id: &str) -> EngineSession {
-        self.engine.session(id, Some(self.ws.path()), Self::key("w"))
+        self.engine
+            .session(id, Some(self.ws.path()), Self::key("w"))
     }
 
     fn read(&self, f: &str) -> Option<String> {
@@ -45,7 +46,9 @@ impl Fixture {
         let es = self.session("s1");
         let files = es.files_of("s1").expect("files");
         files.recheck_tracked(1).expect("boundary");
-        files.capture_before("c1", Path::new("a.txt")).expect("capture");
+        files
+            .capture_before("c1", Path::new("a.txt"))
+            .expect("capture");
         self.write("a.txt", "two");
         files.commit("c1", 1, true).expect("commit");
         es.begin(&start("op-1", 1), 100).expect("begin");
@@ -78,7 +81,10 @@ fn none() -> Choices {
 }
 
 #[track_caller]
-fn refused<T: std::fmt::Debug>(r: Result<T, rewind_engine::EngineError>, code: ErrorCode) -> rewind_engine::EngineError {
+fn refused<T: std::fmt::Debug>(
+    r: Result<T, rewind_engine::EngineError>,
+    code: ErrorCode,
+) -> rewind_engine::EngineError {
     let e = r.expect_err("refused");
     assert_eq!(e.code, code, "{e}");
     e
@@ -90,9 +96,14 @@ fn undo_refusals() {
     let es = f.rewound();
     refused(es.undo_check("op-nope", &none()), ErrorCode::UnknownEntry);
     // Another session of the workspace may not undo it.
-    refused(f.session("s2").undo_check("op-1", &none()), ErrorCode::UndoOtherSession);
+    refused(
+        f.session("s2").undo_check("op-1", &none()),
+        ErrorCode::UndoOtherSession,
+    );
     // Another workspace does not even see it.
-    let other = f.engine.session("s1", Some(f.ws.path()), Fixture::key("w2"));
+    let other = f
+        .engine
+        .session("s1", Some(f.ws.path()), Fixture::key("w2"));
     refused(other.undo_check("op-1", &none()), ErrorCode::UnknownEntry);
     // A file changed since the rewind must be decided: named, nothing changed.
     f.write("a.txt", "mine");
@@ -122,7 +133,10 @@ fn an_interrupted_rewind_is_not_undone_before_it_is_settled() {
     es.settle("op-2", Outcome::Abandoned, None).expect("settle");
     refused(es.undo_check("op-2", &none()), ErrorCode::NotUndoable);
     // A settled entry is never finished again.
-    refused(es.settle("op-2", Outcome::Done, None), ErrorCode::NotUndoable);
+    refused(
+        es.settle("op-2", Outcome::Done, None),
+        ErrorCode::NotUndoable,
+    );
 }
 
 #[test]
@@ -132,7 +146,10 @@ fn without_a_working_directory_or_a_writable_store_files_are_not_undone() {
     let nowhere = f.engine.session("s1", None, Fixture::key("w"));
     let e = refused(nowhere.undo_check("op-1", &none()), ErrorCode::NotUndoable);
     assert!(e.message.contains("unavailable"), "{e}");
-    refused(nowhere.resolve("op-1", Resolution::Continue, &[]), ErrorCode::UnknownEntry);
+    refused(
+        nowhere.resolve("op-1", Resolution::Continue, &[]),
+        ErrorCode::UnknownEntry,
+    );
     // A store written by a newer build: the engine opens, files are refused.
     std::fs::write(
         f.home.path().join("rewind-snapshots/store.json"),
@@ -140,7 +157,10 @@ fn without_a_working_directory_or_a_writable_store_files_are_not_undone() {
     )
     .expect("marker");
     let engine = Engine::open(f.home.path(), EngineOptions::default());
-    assert_eq!(engine.files_unavailable().map(|e| e.code), Some(ErrorCode::StoreNewer));
+    assert_eq!(
+        engine.files_unavailable().map(|e| e.code),
+        Some(ErrorCode::StoreNewer)
+    );
     let es = engine.session("s1", Some(f.ws.path()), Fixture::key("w"));
     refused(es.undo_check("op-1", &none()), ErrorCode::NotUndoable);
     refused(es.restore_files(&request("op-9", 1)), ErrorCode::StoreNewer);
@@ -151,17 +171,29 @@ fn without_a_working_directory_or_a_writable_store_files_are_not_undone() {
 fn redo_refusals() {
     let f = Fixture::new();
     let es = f.rewound();
-    refused(es.redo("op-nope", "op-r", &none(), 100), ErrorCode::UnknownEntry);
-    refused(es.redo("op-1", "op-r", &none(), 100), ErrorCode::NotRedoable);
+    refused(
+        es.redo("op-nope", "op-r", &none(), 100),
+        ErrorCode::UnknownEntry,
+    );
+    refused(
+        es.redo("op-1", "op-r", &none(), 100),
+        ErrorCode::NotRedoable,
+    );
     let check = es.undo_check("op-1", &none()).expect("check");
     es.undo_start("op-1", None).expect("start");
     es.undo_files(&check, &none()).expect("undo");
     assert_eq!(f.read("a.txt").as_deref(), Some("two"));
-    refused(f.session("s2").redo("op-1", "op-r", &none(), 100), ErrorCode::UndoOtherSession);
+    refused(
+        f.session("s2").redo("op-1", "op-r", &none(), 100),
+        ErrorCode::UndoOtherSession,
+    );
     // A file changed since the undo must be decided; the redo's entry is then abandoned.
     f.write("a.txt", "mine");
     refused(es.redo("op-1", "op-r0", &none(), 100), ErrorCode::StaleUndo);
-    assert_eq!(es.entry("op-r0").expect("entry").outcome, Outcome::Abandoned);
+    assert_eq!(
+        es.entry("op-r0").expect("entry").outcome,
+        Outcome::Abandoned
+    );
     assert_eq!(f.read("a.txt").as_deref(), Some("mine"));
     let take = Choices {
         take: vec!["a.txt".into()],
@@ -174,7 +206,11 @@ fn redo_refusals() {
         take: vec!["../x".into()],
         ..Choices::default()
     };
-    refused(es.undo_check("op-r", &bad).and_then(|c| es.undo_files(&c, &bad)), ErrorCode::BadRequest);
+    refused(
+        es.undo_check("op-r", &bad)
+            .and_then(|c| es.undo_files(&c, &bad)),
+        ErrorCode::BadRequest,
+    );
 }
 
 #[test]
@@ -194,12 +230,23 @@ fn selection_and_recovery_refusals() {
     assert_eq!(f.read("a.txt").as_deref(), Some("three"));
     // The entry stays started: an interrupted undo can only be continued; this rewind can
     // be continued or rolled back.
-    refused(es.resolve("op-nope", Resolution::Continue, &[]), ErrorCode::UnknownEntry);
-    refused(es.resolve_journal("op-nope", Resolution::Continue), ErrorCode::UnknownEntry);
-    let r = es.resolve("op-2", Resolution::Rollback, &[]).expect("roll back");
+    refused(
+        es.resolve("op-nope", Resolution::Continue, &[]),
+        ErrorCode::UnknownEntry,
+    );
+    refused(
+        es.resolve_journal("op-nope", Resolution::Continue),
+        ErrorCode::UnknownEntry,
+    );
+    let r = es
+        .resolve("op-2", Resolution::Rollback, &[])
+        .expect("roll back");
     assert_eq!(r.entry_outcome, "rolled-back");
     assert_eq!(f.read("a.txt").as_deref(), Some("three"));
-    refused(es.resolve("op-2", Resolution::Continue, &[]), ErrorCode::UnknownEntry);
+    refused(
+        es.resolve("op-2", Resolution::Continue, &[]),
+        ErrorCode::UnknownEntry,
+    );
 }
 
 #[test]
@@ -207,8 +254,13 @@ fn an_interrupted_undo_is_only_continued() {
     let f = Fixture::new();
     let es = f.rewound();
     es.undo_start("op-1", None).expect("start");
-    refused(es.resolve("op-1", Resolution::Rollback, &[]), ErrorCode::BadRequest);
-    let r = es.resolve("op-1", Resolution::Continue, &[]).expect("continue");
+    refused(
+        es.resolve("op-1", Resolution::Rollback, &[]),
+        ErrorCode::BadRequest,
+    );
+    let r = es
+        .resolve("op-1", Resolution::Continue, &[])
+        .expect("continue");
     assert_eq!(r.entry_outcome, "undone");
     assert_eq!(f.read("a.txt").as_deref(), Some("two"));
 }

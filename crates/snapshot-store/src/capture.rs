@@ -434,9 +434,15 @@ impl<'s> Staging<'s> {
         if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
             return None;
         }
+        let log_id = st.log.as_ref()?.id;
         let fs = &self.s.store.inner.fs;
-        // The usual order: the store lock, then the log's.
-        let held = if store_lock {
+        let keep = self.s.keep_locks.load(std::sync::atomic::Ordering::Relaxed);
+        let leased_store = st.lease.as_ref().map(|l| l.store);
+        // The usual order: the store lock, then the log's. (A lease holding the log's lock
+        // without the store's, from a commit, takes the store's now: a shared lock never
+        // waits behind the log's.) Taken as a guard that releases it, until the call is
+        // sure to go on.
+        let mut held = if store_lock && leased_store != Some(true) {
             let file = self.s.lock_file.get()?;
             if !matches!(
                 fs.flock(
@@ -448,10 +454,39 @@ impl<'s> Staging<'s> {
             ) {
                 return None;
             }
-            Some(SharedLock { file, fs })
+            Some(SharedLock {
+                file,
+                fs,
+                keep: false,
+            })
+        } else if store_lock {
+            // The lease holds it: the call's guard leaves it to the lease.
+            Some(SharedLock {
+                file: self.s.lock_file.get()?,
+                fs,
+                keep: true,
+            })
         } else {
             None
         };
+        if let Some(lease) = st.lease.take() {
+            // Held since the handle's last call: no other writer appended to the log or
+            // replaced it, and the index is current. The call now owns what the lease held.
+            let store = lease.store || held.is_some();
+            if let Some(g) = held.as_mut() {
+                g.keep = true;
+            }
+            st.log_held = true;
+            return Some((
+                Quick {
+                    session: self.s,
+                    st,
+                    store,
+                    log_id,
+                },
+                held,
+            ));
+        }
         let path = self.s.log_path();
         let State { idx, log, .. } = &mut *st;
         let h = log.as_mut()?;
@@ -472,10 +507,18 @@ impl<'s> Staging<'s> {
             return None;
         }
         st.log_held = true;
+        // With `keep`, the call owns the store lock: released or kept as a lease when it
+        // ends (see [`Quick`]).
+        let store = keep && held.is_some();
+        if let Some(g) = held.as_mut() {
+            g.keep = keep;
+        }
         Some((
             Quick {
                 session: self.s,
                 st,
+                store,
+                log_id,
             },
             held,
         ))

@@ -5,7 +5,9 @@
 mod log_io;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
 use rustix::fs::FlockOperation;
@@ -60,10 +62,21 @@ pub(crate) struct State {
     /// The current call holds the log's lock and folded the log under it (a call that
     /// must not wait took the lock up front: see [`Session::try_capture_before`]).
     pub(crate) log_held: bool,
+    /// Locks the last call that must not wait kept after it ended (see
+    /// [`Session::keep_locks_between_calls`]).
+    pub(crate) lease: Option<Lease>,
     /// Calls this handle staged with an anchor and has not settled yet.
     pub(crate) inflight: std::collections::HashSet<String>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
+}
+
+/// Locks kept by a handle between its calls that must not wait: the log's exclusive lock,
+/// and the store's shared lock when `store`.
+pub(crate) struct Lease {
+    pub(crate) store: bool,
+    /// When the last call that used them ended.
+    pub(crate) since: Instant,
 }
 
 impl State {
@@ -84,32 +97,68 @@ pub struct Session {
     pub(crate) state: Mutex<State>,
     /// The store's lock file, opened once per handle.
     pub(crate) lock_file: OnceLock<cap_std::fs::File>,
+    /// Calls that must not wait keep their locks for the next such call (see
+    /// [`Session::keep_locks_between_calls`]).
+    pub(crate) keep_locks: AtomicBool,
 }
 
 /// A handle's state locked by a call that must not wait, holding the log's lock
-/// (released on drop).
+/// (released on drop, or kept as the handle's lease: see
+/// [`Session::keep_locks_between_calls`]).
 pub(crate) struct Quick<'a> {
     pub(crate) session: &'a Session,
     pub(crate) st: MutexGuard<'a, State>,
+    /// The call owns the store's shared lock too (its guard leaves it to this).
+    pub(crate) store: bool,
+    /// The log whose lock the call holds.
+    pub(crate) log_id: FileId,
 }
 
 impl Drop for Quick<'_> {
     fn drop(&mut self) {
+        // Kept only on the log the call locked (a log replaced during the call, which no
+        // such call does today, is not locked).
+        let same_log = self
+            .st
+            .log
+            .as_ref()
+            .is_some_and(|h| h.id.same_file(&self.log_id));
+        if self.session.keep_locks.load(Ordering::Relaxed) && self.st.log_held && same_log {
+            self.st.log_held = false;
+            self.st.lease = Some(Lease {
+                store: self.store,
+                since: Instant::now(),
+            });
+            return;
+        }
         self.session.release_log(&mut self.st);
+        if self.store {
+            if let Some(file) = self.session.lock_file.get() {
+                let _ = self.session.store.inner.fs.flock(
+                    file,
+                    Path::new("lock"),
+                    FlockOperation::Unlock,
+                );
+            }
+        }
     }
 }
 
-/// A shared store lock held on the session's lock descriptor; released on drop.
+/// A shared store lock held on the session's lock descriptor; released on drop unless
+/// `keep` (the handle's lease holds it beyond the call).
 pub(crate) struct SharedLock<'a> {
     pub(crate) file: &'a cap_std::fs::File,
     pub(crate) fs: &'a crate::fsio::StoreFs,
+    pub(crate) keep: bool,
 }
 
 impl Drop for SharedLock<'_> {
     fn drop(&mut self) {
-        let _ = self
-            .fs
-            .flock(self.file, Path::new("lock"), FlockOperation::Unlock);
+        if !self.keep {
+            let _ = self
+                .fs
+                .flock(self.file, Path::new("lock"), FlockOperation::Unlock);
+        }
     }
 }
 
@@ -178,10 +227,12 @@ impl Session {
                 prepared: false,
                 compact_checked: false,
                 log_held: false,
+                lease: None,
                 inflight: Default::default(),
                 deferred: Vec::new(),
             }),
             lock_file: OnceLock::new(),
+            keep_locks: AtomicBool::new(false),
         }
     }
 
@@ -195,8 +246,62 @@ impl Session {
         self.roots.first().map(PathBuf::as_path)
     }
 
+    /// The handle's state, for a call that may wait: the locks a lease kept are released
+    /// first, so that such a call never waits, on a lock, for its own handle.
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.end_lease(&mut st);
+        st
+    }
+
+    /// Releases the locks the handle's lease kept, if any.
+    pub(crate) fn end_lease(&self, st: &mut State) {
+        let Some(lease) = st.lease.take() else {
+            return;
+        };
+        let fs = &self.store.inner.fs;
+        if let Some(h) = &st.log {
+            let _ = fs.flock(&h.file, &self.log_path(), FlockOperation::Unlock);
+        }
+        if lease.store {
+            if let Some(file) = self.lock_file.get() {
+                let _ = fs.flock(file, Path::new("lock"), FlockOperation::Unlock);
+            }
+        }
+    }
+
+    /// Lets the calls that must not wait (`try_capture_before`, `try_commit`) keep the
+    /// log's lock and the store's shared lock after they end, for the next such call: in a
+    /// burst of tool calls the locks are taken once, not per call, and the log is not
+    /// looked at again (no other writer can append to it or replace it, no sweep can run,
+    /// while they are held). Any other call of the handle releases them first. Whoever
+    /// keeps them must call [`Session::release_idle_locks`] regularly: until then, other
+    /// handles and processes wait for them (the rewind engine runs a thread for its
+    /// handles). Off by default; turning it off releases them.
+    pub fn keep_locks_between_calls(&self, keep: bool) {
+        self.keep_locks.store(keep, Ordering::Relaxed);
+        if !keep {
+            drop(self.lock_state());
+        }
+    }
+
+    /// Releases the locks kept since the last call that must not wait (see
+    /// [`Session::keep_locks_between_calls`]) when that call ended at least `idle` ago;
+    /// never waits (`false`, nothing done, when a call is using the handle). Returns
+    /// whether it released them.
+    pub fn release_idle_locks(&self, idle: Duration) -> bool {
+        let mut st = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
+        match &st.lease {
+            Some(l) if l.since.elapsed() >= idle => {
+                self.end_lease(&mut st);
+                true
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn p(&self, rest: &str) -> PathBuf {
@@ -232,7 +337,11 @@ impl Session {
             }
         };
         fs.flock(file, Path::new("lock"), FlockOperation::LockShared)?;
-        Ok(SharedLock { file, fs })
+        Ok(SharedLock {
+            file,
+            fs,
+            keep: false,
+        })
     }
 }
 

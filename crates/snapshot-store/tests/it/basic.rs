@@ -1466,3 +1466,107 @@ fn a_quick_capture_of_a_path_not_there_records_what_the_blocking_capture_records
     assert!(!absent("d/link/sub/new"), "behind a symlink: skipped");
     assert!(!absent("a/new"), "under a file: skipped");
 }
+
+/// Counts the lock calls (`flock` other than an unlock) a store makes.
+#[derive(Default)]
+struct CountLocks(std::sync::atomic::AtomicUsize);
+
+impl snapshot_store::FaultSeam for CountLocks {
+    fn before(
+        &self,
+        op: snapshot_store::FsOp,
+        _area: snapshot_store::Area,
+        _path: &Path,
+    ) -> std::io::Result<()> {
+        if op == snapshot_store::FsOp::Lock {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_their_release() {
+    let env = Env::new();
+    let locks = std::sync::Arc::new(CountLocks::default());
+    let store = env.store_with(StoreOptions {
+        seam: locks.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    s.keep_locks_between_calls(true);
+    env.write("a", b"a0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let count = || locks.0.load(std::sync::atomic::Ordering::SeqCst);
+
+    // A burst: the first call that must not wait takes the locks, the next ones none.
+    let quick = |call: &str, path: &str| {
+        env.write(path, call.as_bytes());
+        let out = s
+            .try_capture_before_at(call, Path::new(path), 2, 4096)
+            .expect("runs")
+            .expect("captured");
+        assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
+        env.write(path, b"changed by the tool");
+        s.try_commit(call, 2, true, 64)
+            .expect("runs")
+            .expect("committed");
+    };
+    let before = count();
+    quick("q1", "b");
+    assert!(count() > before, "the first call of the burst locks");
+    let after_first = count();
+    for i in 2..6 {
+        quick(&format!("q{i}"), &format!("f{i}"));
+    }
+    assert_eq!(count(), after_first, "the burst's other calls take no lock");
+
+    // Another handle on the same store (as another process would) waits for the locks...
+    let other_store = env.store();
+    let other = env.session(&other_store);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            env.write("o", b"other");
+            let out = other.capture_before("o1", Path::new("o")).expect("capture");
+            env.write("o", b"changed by the other tool");
+            other.commit("o1", 2, true).expect("commit");
+            tx.send(out).expect("send");
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            rx.try_recv().is_err(),
+            "the other handle waits for the kept locks"
+        );
+        // ...until they are released once idle.
+        assert!(
+            !s.release_idle_locks(std::time::Duration::from_secs(3600)),
+            "not idle that long"
+        );
+        assert!(s.release_idle_locks(std::time::Duration::ZERO));
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the other handle goes on");
+        assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
+    });
+    assert!(
+        !s.release_idle_locks(std::time::Duration::ZERO),
+        "nothing kept"
+    );
+
+    // The next burst takes them again and sees what the other handle wrote.
+    let before = count();
+    quick("q9", "g");
+    assert!(count() > before);
+    // A call of the handle that may wait releases them first: it never waits on itself.
+    let plan = s.plan_restore(2).expect("plan");
+    let mut paths: Vec<String> = plan.actions.iter().map(|a| a.path.display()).collect();
+    paths.sort();
+    assert_eq!(paths, ["b", "f2", "f3", "f4", "f5", "g", "o"]);
+    s.capture_before("slow", Path::new("a"))
+        .expect("a blocking capture while locks are kept");
+    assert!(
+        !s.release_idle_locks(std::time::Duration::ZERO),
+        "released by that call"
+    );
+}
