@@ -440,79 +440,62 @@ impl<'s> Staging<'s> {
         let leased_store = st.lease.as_ref().map(|l| l.store);
         // The usual order: the store lock, then the log's. (A lease holding the log's lock
         // without the store's, from a commit, takes the store's now: a shared lock never
-        // waits behind the log's.) Taken as a guard that releases it, until the call is
-        // sure to go on.
-        let mut held = if store_lock && leased_store != Some(true) {
+        // waits behind the log's.) Taken as a guard that releases it until the call is sure
+        // to go on; one the lease holds is left to the lease.
+        let mut held = if store_lock {
             let file = self.s.lock_file.get()?;
-            if !matches!(
-                fs.flock(
-                    file,
-                    Path::new("lock"),
-                    FlockOperation::NonBlockingLockShared
-                ),
-                Ok(true)
-            ) {
+            if leased_store != Some(true)
+                && !matches!(
+                    fs.flock(
+                        file,
+                        Path::new("lock"),
+                        FlockOperation::NonBlockingLockShared
+                    ),
+                    Ok(true)
+                )
+            {
                 return None;
             }
             Some(SharedLock {
                 file,
                 fs,
-                keep: false,
-            })
-        } else if store_lock {
-            // The lease holds it: the call's guard leaves it to the lease.
-            Some(SharedLock {
-                file: self.s.lock_file.get()?,
-                fs,
-                keep: true,
+                keep: leased_store == Some(true),
             })
         } else {
             None
         };
-        if let Some(lease) = st.lease.take() {
+        // Whether the call owns the store lock (released, or kept as a lease, when it ends:
+        // see [`Quick`]), and whether its guard leaves the lock to it.
+        let (store, owned) = if let Some(lease) = st.lease.take() {
             // Held since the handle's last call: no other writer appended to the log or
             // replaced it, and the index is current. The call now owns what the lease held.
-            let store = lease.store || held.is_some();
-            if let Some(g) = held.as_mut() {
-                g.keep = true;
+            (lease.store || held.is_some(), true)
+        } else {
+            let path = self.s.log_path();
+            let State { idx, log, .. } = &mut *st;
+            let h = log.as_mut()?;
+            if !matches!(
+                fs.flock(&h.file, &path, FlockOperation::NonBlockingLockExclusive),
+                Ok(true)
+            ) {
+                return None;
             }
-            st.log_held = true;
-            return Some((
-                Quick {
-                    session: self.s,
-                    st,
-                    store,
-                    log_id,
-                },
-                held,
-            ));
-        }
-        let path = self.s.log_path();
-        let State { idx, log, .. } = &mut *st;
-        let h = log.as_mut()?;
-        if !matches!(
-            fs.flock(&h.file, &path, FlockOperation::NonBlockingLockExclusive),
-            Ok(true)
-        ) {
-            return None;
-        }
-        let current = match fs.stat_id(&path) {
-            Ok(Some(d)) if d.same_file(&h.id) && d.size >= h.len && h.len > 0 => {
-                d.size == h.len + h.torn || self.s.fold_tail(idx, h).is_ok()
+            let current = match fs.stat_id(&path) {
+                Ok(Some(d)) if d.same_file(&h.id) && d.size >= h.len && h.len > 0 => {
+                    d.size == h.len + h.torn || self.s.fold_tail(idx, h).is_ok()
+                }
+                _ => false,
+            };
+            if !current {
+                let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
+                return None;
             }
-            _ => false,
+            (keep && held.is_some(), keep)
         };
-        if !current {
-            let _ = fs.flock(&h.file, &path, FlockOperation::Unlock);
-            return None;
+        if let Some(g) = held.as_mut() {
+            g.keep = owned;
         }
         st.log_held = true;
-        // With `keep`, the call owns the store lock: released or kept as a lease when it
-        // ends (see [`Quick`]).
-        let store = keep && held.is_some();
-        if let Some(g) = held.as_mut() {
-            g.keep = keep;
-        }
         Some((
             Quick {
                 session: self.s,

@@ -133,13 +133,7 @@ impl Drop for Quick<'_> {
         }
         self.session.release_log(&mut self.st);
         if self.store {
-            if let Some(file) = self.session.lock_file.get() {
-                let _ = self.session.store.inner.fs.flock(
-                    file,
-                    Path::new("lock"),
-                    FlockOperation::Unlock,
-                );
-            }
+            self.session.unlock_store();
         }
     }
 }
@@ -264,9 +258,18 @@ impl Session {
             let _ = fs.flock(&h.file, &self.log_path(), FlockOperation::Unlock);
         }
         if lease.store {
-            if let Some(file) = self.lock_file.get() {
-                let _ = fs.flock(file, Path::new("lock"), FlockOperation::Unlock);
-            }
+            self.unlock_store();
+        }
+    }
+
+    /// Releases the store's shared lock held on the handle's lock descriptor.
+    fn unlock_store(&self) {
+        if let Some(file) = self.lock_file.get() {
+            let _ = self
+                .store
+                .inner
+                .fs
+                .flock(file, Path::new("lock"), FlockOperation::Unlock);
         }
     }
 
