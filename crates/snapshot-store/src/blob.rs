@@ -34,28 +34,59 @@ pub(crate) const KEEP_LOG_MAX: u64 = 64 << 20;
 pub(crate) struct LogSink<'a> {
     kept: &'a crate::records::Kept,
     taken: std::sync::Mutex<Vec<(String, crate::codec::Shared)>>,
-    /// `false`: only content the log keeps already is left out of the blob files (the
-    /// workspace scan's reads: it names content in its own index, not in the log).
-    take_new: bool,
+    /// Bytes of new content the sink may still take (the log stops keeping content once
+    /// it reaches [`KEEP_LOG_MAX`]).
+    room: std::sync::atomic::AtomicU64,
+    /// `Some`: the sink takes nothing new (the workspace scan's reads, which the shared
+    /// workspace index names): content the log keeps is left out of the blob files only
+    /// for a path this session tracks with that very content (its tracked state keeps
+    /// the content in the log for as long as the path holds it).
+    tracked: Option<&'a std::collections::BTreeMap<RelPath, crate::records::Tracked>>,
 }
 
 impl<'a> LogSink<'a> {
-    /// A sink over the blobs a log already keeps.
-    pub(crate) fn new(kept: &'a crate::records::Kept) -> Self {
+    /// A sink over the blobs a log of `log_len` bytes already keeps.
+    pub(crate) fn new(kept: &'a crate::records::Kept, log_len: u64) -> Self {
         Self {
             kept,
             taken: std::sync::Mutex::new(Vec::new()),
-            take_new: true,
+            room: KEEP_LOG_MAX.saturating_sub(log_len).into(),
+            tracked: None,
         }
     }
 
-    /// A sink that takes nothing: a file whose content the log keeps is not written
-    /// to a blob file again; any other goes to its blob file.
-    pub(crate) fn existing(kept: &'a crate::records::Kept) -> Self {
+    /// A sink that takes nothing: a file whose content the log keeps is not written to
+    /// a blob file when this session tracks its path with that content (`tracked`); any
+    /// other goes to its blob file.
+    pub(crate) fn existing(
+        kept: &'a crate::records::Kept,
+        tracked: &'a std::collections::BTreeMap<RelPath, crate::records::Tracked>,
+    ) -> Self {
         Self {
-            take_new: false,
-            ..Self::new(kept)
+            tracked: Some(tracked),
+            ..Self::new(kept, KEEP_LOG_MAX)
         }
+    }
+
+    /// Reserves room for `len` bytes of new content; `false` when the log is full.
+    fn reserve(&self, len: usize) -> bool {
+        use std::sync::atomic::Ordering;
+        self.room
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+                r.checked_sub(len as u64)
+            })
+            .is_ok()
+    }
+
+    /// Whether the log keeps `sha` for `rel` (see [`LogSink::tracked`]).
+    fn keeps_for(&self, rel: &RelPath, sha: &str) -> bool {
+        self.kept.contains_key(sha)
+            && self.tracked.is_some_and(|t| {
+                matches!(
+                    t.get(rel).map(|t| &t.known),
+                    Some(crate::format::Known::Present { sha256: Some(s), .. }) if s == sha
+                )
+            })
     }
 
     /// The `blob` records to write: every content taken (once per name), also those the
@@ -193,26 +224,36 @@ impl Small<'_> {
             return Ok(Stored::OverCap { size: len as u64 });
         }
         let sha = hex::encode(Sha256::digest(data));
-        if let Some(sink) = sink.filter(|_| len <= KEEP_IN_LOG) {
-            // Kept in the log: already there, or not in a blob file either.
-            if let Some((kept, _)) = sink.kept.get(&sha) {
-                if sink.take_new {
-                    sink.take(&sha, kept.clone());
-                }
+        match sink.filter(|_| len <= KEEP_IN_LOG) {
+            // The scan's reads: left to the log only for a path tracked with this content.
+            Some(sink) if sink.tracked.is_some() && sink.keeps_for(rel, &sha) => {
                 return Ok(Stored::Kept {
                     sha256: sha,
                     size: len as u64,
                     dedup: true,
                 });
             }
-            if sink.take_new && store.blob_size(&sha)? != Some(len as u64) {
-                sink.take(&sha, crate::codec::Shared::copy_of(data));
-                return Ok(Stored::Kept {
-                    sha256: sha,
-                    size: len as u64,
-                    dedup: false,
-                });
+            Some(sink) if sink.tracked.is_some() => {}
+            Some(sink) => {
+                // Kept in the log: already there, or not in a blob file either.
+                if let Some((kept, _)) = sink.kept.get(&sha) {
+                    sink.take(&sha, kept.clone());
+                    return Ok(Stored::Kept {
+                        sha256: sha,
+                        size: len as u64,
+                        dedup: true,
+                    });
+                }
+                if store.blob_size(&sha)? != Some(len as u64) && sink.reserve(len) {
+                    sink.take(&sha, crate::codec::Shared::copy_of(data));
+                    return Ok(Stored::Kept {
+                        sha256: sha,
+                        size: len as u64,
+                        dedup: false,
+                    });
+                }
             }
+            None => {}
         }
         put_bytes(store, sha, data)
     }

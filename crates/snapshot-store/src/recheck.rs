@@ -310,9 +310,10 @@ impl Recheck<'_> {
         // 2. Their current states read into the store, a directory's files together, on
         //    several threads when there are many (after a long turn, every file a tool wrote).
         //    Small files are kept in the log, written ahead of the records naming them.
-        let keep = st.log.as_ref().map_or(0, |h| h.len) < crate::blob::KEEP_LOG_MAX;
-        let sink = crate::blob::LogSink::new(&st.idx.inline);
-        let captured = self.capture_changed(&changed, keep.then_some(&sink));
+        //    The log keeps them up to its size limit: what does not fit goes to blob files.
+        let log_len = st.log.as_ref().map_or(0, |h| h.len);
+        let sink = crate::blob::LogSink::new(&st.idx.inline, log_len);
+        let captured = self.capture_changed(&changed, Some(&sink));
         let blobs = sink.records();
         // 3. Recorded in path order.
         for (c, r) in changed.into_iter().zip(captured) {

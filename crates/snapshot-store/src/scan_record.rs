@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::TrackedUpdate;
+use crate::codec::{Record, TrackedUpdate};
 use crate::error::Fault;
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason, parse_record, to_json};
 use crate::fsio::FileKind;
@@ -12,7 +12,7 @@ use crate::path::{RelPath, encode_id};
 use crate::records::tracked_records;
 use crate::session::{Session, State};
 
-use crate::scan::diff::{Change, ChangeKind, Limits, run};
+use crate::scan::diff::{Change, ChangeKind, Keep, Limits, run};
 use crate::scan::index::{Coverage, IdxEntry, Uncovered};
 use crate::scan::workspace::{lock, slot, workspace_key};
 use crate::scan::{
@@ -92,9 +92,16 @@ impl WorkspaceScan<'_> {
         }
     }
 
-    /// The before-state an index entry stands for (its content in a blob file, or `kept`
-    /// in this session's log).
-    fn before_of(&self, old: Option<&IdxEntry>, kept: &crate::records::Kept) -> BeforeState {
+    /// The before-state an index entry stands for: its content in a blob file, or kept in
+    /// this session's log (`kept`). Content the log keeps is also added to `carry`: it is
+    /// written again with the group naming it, unless the log still has it then (another
+    /// handle's compaction may drop content no record names any more meanwhile).
+    fn before_of(
+        &self,
+        old: Option<&IdxEntry>,
+        kept: &crate::records::Kept,
+        carry: &mut Vec<crate::codec::Record>,
+    ) -> BeforeState {
         let Some(e) = old else {
             return BeforeState::Absent;
         };
@@ -109,8 +116,19 @@ impl WorkspaceScan<'_> {
                 reason: SkipReason::Special,
             },
             FileKind::File => match &e.cov {
-                Coverage::Hashed(_) => match e.sha_hex() {
-                    Some(sha) if kept.contains_key(&sha) || self.s.store.has_blob(&sha) => {
+                Coverage::Hashed(_) | Coverage::Kept(_) => match e.sha_hex() {
+                    Some(sha) if self.s.store.has_blob(&sha) => BeforeState::File {
+                        sha256: sha,
+                        size: e.stat.size,
+                        mode: e.stat.perm(),
+                    },
+                    Some(sha) if kept.contains_key(&sha) => {
+                        if let Some((bytes, _)) = kept.get(&sha) {
+                            carry.push(crate::codec::Record::Blob {
+                                sha256: sha.clone(),
+                                bytes: bytes.clone(),
+                            });
+                        }
                         BeforeState::File {
                             sha256: sha,
                             size: e.stat.size,
@@ -136,7 +154,7 @@ impl WorkspaceScan<'_> {
             Some(e) => Known::Present {
                 meta: e.stat.disk_meta(),
                 sha256: e.sha_hex(),
-                recorded: matches!(e.cov, Coverage::Hashed(_)),
+                recorded: e.cov.sha().is_some(),
             },
         }
     }
@@ -183,8 +201,20 @@ impl WorkspaceScan<'_> {
         let _g = self.s.lock_shared()?;
         let slot = slot(&self.s.store, &key);
         let mut locked = lock(&self.s.store, &key, &slot)?;
+        // The content another session's log keeps, for the entries of the index it kept.
+        let fetch = |id: &str| -> std::collections::HashMap<String, crate::codec::Shared> {
+            match self.s.planner().ancestor_view(id) {
+                Ok(view) if view.load().is_ok() => view.kept_blobs().into_iter().collect(),
+                _ => Default::default(),
+            }
+        };
         let limits = Limits {
-            kept: Some(&st.idx.inline),
+            keep: Some(Keep {
+                me: &self.s.id,
+                kept: &st.idx.inline,
+                tracked: &st.idx.tracked,
+                fetch: &fetch,
+            }),
             cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,
             max_files: req.max_files,
@@ -236,6 +266,7 @@ impl WorkspaceScan<'_> {
         };
         let mut entries = Vec::new();
         let mut updates = Vec::new();
+        let mut carry = Vec::new();
         for c in &out.changes {
             let Ok(path) = RelPath::from_bytes(&c.path) else {
                 continue;
@@ -272,21 +303,33 @@ impl WorkspaceScan<'_> {
             entries.push(Entry {
                 path,
                 order: self.s.store.next_order(),
-                before: self.before_of(c.old.as_ref(), &st.idx.inline),
+                before: self.before_of(c.old.as_ref(), &st.idx.inline, &mut carry),
             });
         }
         report.recorded = entries.len();
-        // One write: the group and what the store now knows of its paths.
+        // One write: the content the group names that the log keeps (ahead of it), the
+        // group, and what the store now knows of its paths.
+        let group = |carry: Vec<Record>, anchor_seq, source, entries, also: Vec<Record>| {
+            let mut recs = carry;
+            recs.push(Record::Group {
+                anchor_seq,
+                source,
+                entries,
+            });
+            recs.extend(also);
+            recs
+        };
         match mode {
             Mode::Restorable { .. } if entries.is_empty() => {}
             Mode::Restorable { source, .. } => {
-                self.s.append_group(
-                    &mut st,
+                let recs = group(
+                    carry,
                     req.anchor_seq,
                     source,
                     entries,
                     tracked_records(updates),
-                )?;
+                );
+                self.s.append(&mut st, recs)?;
             }
             Mode::Outside if entries.is_empty() => {}
             Mode::Outside => {
@@ -297,8 +340,8 @@ impl WorkspaceScan<'_> {
                     .map(|s| s.anchor_seq)
                     .filter(|a| *a < req.anchor_seq)
                     .unwrap_or(req.anchor_seq);
-                self.s
-                    .append_group(&mut st, at, EntrySource::Outside, entries, Vec::new())?;
+                let recs = group(carry, at, EntrySource::Outside, entries, Vec::new());
+                self.s.append(&mut st, recs)?;
             }
         }
         // The index moves on only once the changes are recorded: a failure before this

@@ -38,12 +38,26 @@ pub(crate) struct Change {
     pub new: Option<IdxEntry>,
 }
 
+/// What the scanning session's record log keeps (see [`Coverage::Kept`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Keep<'a> {
+    /// The scanning session.
+    pub me: &'a str,
+    /// The content its log keeps.
+    pub kept: &'a crate::records::Kept,
+    /// Its tracked paths: a file read with content the log keeps for that path is not
+    /// written to a blob file (the entry is [`Coverage::Kept`]).
+    pub tracked: &'a std::collections::BTreeMap<crate::path::RelPath, crate::records::Tracked>,
+    /// The content another session's log keeps, by name (empty when it cannot be read):
+    /// the index's entries kept by that session are written to blob files first.
+    pub fetch: &'a (dyn Fn(&str) -> std::collections::HashMap<String, crate::codec::Shared> + Sync),
+}
+
 /// Limits of one scan.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Limits<'a> {
-    /// The content the scanning session's log keeps: a file read with that content is not
-    /// written to a blob file again (see `before_of` in `scan_record.rs`).
-    pub kept: Option<&'a crate::records::Kept>,
+    /// `Some` for a session's scan: see [`Keep`].
+    pub keep: Option<Keep<'a>>,
     pub cap: u64,
     pub max_baseline_bytes: u64,
     pub max_files: u64,
@@ -113,11 +127,9 @@ fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
         return Some(ChangeKind::Modified);
     }
     let perm = old.stat.perm() != new.stat.perm();
-    match (&old.cov, &new.cov) {
-        (Coverage::Hashed(a), Coverage::Hashed(b)) if a == b => {
-            perm.then_some(ChangeKind::ModeChanged)
-        }
-        (Coverage::Hashed(_), Coverage::Hashed(_)) => Some(ChangeKind::Modified),
+    match (old.cov.sha(), new.cov.sha()) {
+        (Some(a), Some(b)) if a == b => perm.then_some(ChangeKind::ModeChanged),
+        (Some(_), Some(_)) => Some(ChangeKind::Modified),
         _ => {
             let (o, n) = (&old.stat, &new.stat);
             let same = o.size == n.size
@@ -142,7 +154,9 @@ fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64, cap
         Coverage::Pending => true,
         Coverage::Not(Uncovered::OverFileCap) => cap == 0 || now.size <= cap,
         Coverage::Not(u) => u.retry(),
-        Coverage::Hashed(_) => had_index && old.stat.ctime_total() >= racy_before,
+        Coverage::Hashed(_) | Coverage::Kept(_) => {
+            had_index && old.stat.ctime_total() >= racy_before
+        }
     };
     old.stat != *now || retry
 }
@@ -193,6 +207,16 @@ pub(crate) fn run(
     }
     let had_index = matches!(loaded, Loaded::Present);
     let mut ix = locked.cached.index.take().unwrap_or_default();
+    let mut taken_over = false;
+    if let Some(keep) = &limits.keep {
+        match take_over(&mut ix, &locked.store.inner.fs, keep) {
+            Ok(t) => taken_over = t,
+            Err(e) => {
+                locked.cached.index = None;
+                return Err(e.into());
+            }
+        }
+    }
     out.baseline = !had_index;
     let racy_before = ix.scanned_at.saturating_sub(RACY_NS);
     let started = now_ns();
@@ -273,19 +297,15 @@ pub(crate) fn run(
     let mut covered: u64 = ix
         .entries
         .values()
-        .filter_map(|e| matches!(e.cov, Coverage::Hashed(_)).then_some(e.stat.size))
+        .filter_map(|e| e.cov.sha().map(|_| e.stat.size))
         .sum();
     for (_, _, old) in &work {
-        if let Some(IdxEntry {
-            stat,
-            cov: Coverage::Hashed(_),
-        }) = old
-        {
-            covered = covered.saturating_sub(stat.size);
+        if let Some(e) = old.as_ref().filter(|e| e.cov.sha().is_some()) {
+            covered = covered.saturating_sub(e.stat.size);
         }
     }
     for (_, e) in &deleted {
-        if matches!(e.cov, Coverage::Hashed(_)) {
+        if e.cov.sha().is_some() {
             covered = covered.saturating_sub(e.stat.size);
         }
     }
@@ -357,7 +377,9 @@ pub(crate) fn run(
             .iter()
             .map(|&i| (work[i].0.clone(), work[i].1))
             .collect();
-        let sink = limits.kept.map(crate::blob::LogSink::existing);
+        let sink = limits
+            .keep
+            .map(|k| crate::blob::LogSink::existing(k.kept, k.tracked));
         let hashed = match hash_all(
             &store.inner.fs,
             ws,
@@ -468,7 +490,7 @@ pub(crate) fn run(
             .push((p.clone(), format!("unreadable: {err}")));
     }
     out.not_covered.sort();
-    let dirty = !had_index || !work.is_empty() || removed_any;
+    let dirty = !had_index || !work.is_empty() || removed_any || taken_over;
     if dirty {
         ix.scanned_at = started;
         out.save = Some(ix);
@@ -490,9 +512,73 @@ impl FromBytesExt for std::ffi::OsStr {
     }
 }
 
-/// Every blob an index references (for the sweep).
+/// Every blob file an index references (for the sweep; a [`Coverage::Kept`] entry's
+/// content is in its keeper's log).
 pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
-    ix.entries.values().filter_map(IdxEntry::sha_hex)
+    ix.entries.values().filter_map(|e| match &e.cov {
+        Coverage::Hashed(sha) => Some(hex::encode(sha)),
+        _ => None,
+    })
+}
+
+/// Makes the index the scanning session's (`keep.me`) before it is used: the content of
+/// the entries another session's log keeps ([`Coverage::Kept`]) is written to blob files
+/// (taken from that log, checked against its name), so the before-states this scan and
+/// any later one record from them can be restored by every session. An entry whose
+/// content that log no longer has is read again from the workspace ([`Coverage::Pending`]):
+/// if the file changed meanwhile, its before-state is uncovered. `true` when an entry
+/// changed (the index is saved).
+fn take_over(
+    ix: &mut Index,
+    fs: &crate::fsio::StoreFs,
+    keep: &Keep<'_>,
+) -> Result<bool, crate::error::FsFailure> {
+    let Some(keeper) = ix.keeper.clone() else {
+        ix.keeper = Some(keep.me.to_string());
+        return Ok(false);
+    };
+    if keeper == keep.me {
+        return Ok(false);
+    }
+    let mut names: Vec<(Box<[u8]>, [u8; 32], u64)> = ix
+        .entries
+        .iter()
+        .filter_map(|(k, e)| match e.cov {
+            Coverage::Kept(sha) => Some((k.clone(), sha, e.stat.size)),
+            _ => None,
+        })
+        .collect();
+    let changed = !names.is_empty();
+    if changed {
+        names.sort_unstable_by_key(|n| n.1);
+        let held = (keep.fetch)(&keeper);
+        for (path, sha, size) in names {
+            let name = hex::encode(sha);
+            let stored = if fs.blob_size(&name)? == Some(size) {
+                true
+            } else {
+                match held.get(&name) {
+                    Some(bytes)
+                        if bytes.len() as u64 == size
+                            && <sha2::Sha256 as sha2::Digest>::digest(&**bytes)[..] == sha[..] =>
+                    {
+                        crate::blob::put_bytes(fs, name, bytes)?;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if let Some(e) = ix.entries.get_mut(&path) {
+                e.cov = if stored {
+                    Coverage::Hashed(sha)
+                } else {
+                    Coverage::Pending
+                };
+            }
+        }
+    }
+    ix.keeper = Some(keep.me.to_string());
+    Ok(changed)
 }
 
 #[cfg(test)]

@@ -97,6 +97,7 @@ fn one(
             .map(|st| DiskMeta::from_stat(&st))
             .ok();
         let steady = after.is_some_and(|a| same_content_meta(&a, &meta));
+        let kept = matches!(stored, Stored::Kept { .. });
         match stored {
             Stored::OverCap { .. } if steady => return Ok(not(stat, Uncovered::OverFileCap)),
             Stored::Blob { sha256, size, .. } | Stored::Kept { sha256, size, .. }
@@ -106,10 +107,12 @@ fn one(
                 if hex::decode_to_slice(&sha256, &mut sha).is_err() {
                     return Ok(not(stat, Uncovered::Changing));
                 }
-                return Ok(Hashed::Entry(IdxEntry {
-                    stat,
-                    cov: Coverage::Hashed(sha),
-                }));
+                let cov = if kept {
+                    Coverage::Kept(sha)
+                } else {
+                    Coverage::Hashed(sha)
+                };
+                return Ok(Hashed::Entry(IdxEntry { stat, cov }));
             }
             _ if attempt == 0 => continue,
             _ => return Ok(not(stat, Uncovered::Changing)),

@@ -16,8 +16,9 @@ use crate::path::BytesHasher;
 
 /// The file's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
-/// The index version this build writes and reads.
-pub(crate) const INDEX_VERSION: u32 = 1;
+/// The newest index version this build reads. It writes version 1 when no entry is
+/// [`Coverage::Kept`] (so a build that reads only version 1 still reads it), else 2.
+pub(crate) const INDEX_VERSION: u32 = 2;
 const FLAG_BASELINE_COMPLETE: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8 + 8;
 const TRAILER: usize = 32;
@@ -167,6 +168,11 @@ impl Uncovered {
 pub(crate) enum Coverage {
     /// The content is the blob with this SHA-256.
     Hashed([u8; 32]),
+    /// The content has this SHA-256 and is kept in the record log of the index's
+    /// [`Index::keeper`] session (no blob file needs to hold it): a small file that
+    /// session tracks with this very content. Only that session reads it from there;
+    /// the first scan by another session writes it to a blob file first.
+    Kept([u8; 32]),
     /// Not hashed yet (an interrupted baseline continues with it).
     Pending,
     /// Not in the store, and why.
@@ -180,12 +186,19 @@ pub(crate) struct IdxEntry {
     pub cov: Coverage,
 }
 
-impl IdxEntry {
-    pub fn sha_hex(&self) -> Option<String> {
-        match &self.cov {
-            Coverage::Hashed(s) => Some(hex::encode(s)),
+impl Coverage {
+    /// The content's SHA-256, when it is known (in a blob file or a log).
+    pub fn sha(&self) -> Option<&[u8; 32]> {
+        match self {
+            Coverage::Hashed(s) | Coverage::Kept(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+impl IdxEntry {
+    pub fn sha_hex(&self) -> Option<String> {
+        self.cov.sha().map(hex::encode)
     }
 }
 
@@ -199,7 +212,18 @@ pub(crate) struct Index {
     pub baseline_complete: bool,
     /// Wall clock (ns) when the scan that wrote this index started its walk.
     pub scanned_at: u64,
+    /// The session whose record log keeps the content of the [`Coverage::Kept`] entries.
+    pub keeper: Option<String>,
     pub entries: Entries,
+}
+
+impl Index {
+    /// Whether any entry is [`Coverage::Kept`].
+    pub fn has_kept(&self) -> bool {
+        self.entries
+            .values()
+            .any(|e| matches!(e.cov, Coverage::Kept(_)))
+    }
 }
 
 fn corrupt(path: &Path, detail: &str) -> Fault {
@@ -274,6 +298,14 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
     let bad = || corrupt(path, "malformed entry");
     let flags = r.u32().ok_or_else(bad)?;
     let scanned_at = r.u64().ok_or_else(bad)?;
+    let keeper = if version >= 2 {
+        let len = usize::from(r.u16().ok_or_else(bad)?);
+        let id = r.take(len).ok_or_else(bad)?;
+        let id = std::str::from_utf8(id).map_err(|_| corrupt(path, "keeper is not UTF-8"))?;
+        (!id.is_empty()).then(|| id.to_string())
+    } else {
+        None
+    };
     let count = r.u64().ok_or_else(bad)?;
     let mut entries = Entries::with_capacity_and_hasher(
         usize::try_from(count).unwrap_or(0).min(1 << 24),
@@ -302,6 +334,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
                     let e = r.u32()? as i32;
                     Coverage::Not(Uncovered::from_code(c, e)?)
                 }
+                3 if version >= 2 => Coverage::Kept(r.take(32)?.try_into().ok()?),
                 _ => return None,
             };
             Some((p, IdxEntry { stat, cov }))
@@ -309,6 +342,12 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
         .ok_or_else(bad)?;
         if crate::path::RelPath::from_bytes(&e.0).is_err() {
             return Err(corrupt(path, "entry with an invalid path"));
+        }
+        if keeper.is_none() && matches!(e.1.cov, Coverage::Kept(_)) {
+            return Err(corrupt(
+                path,
+                "an entry kept in a log, and no session keeping it",
+            ));
         }
         entries.insert(e.0, e.1);
     }
@@ -318,6 +357,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
     Ok(Index {
         baseline_complete: flags & FLAG_BASELINE_COMPLETE != 0,
         scanned_at,
+        keeper,
         entries,
     })
 }
@@ -328,7 +368,10 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
     keys.sort_unstable();
     let mut out = Vec::with_capacity(HEADER + TRAILER + ix.entries.len() * 110);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+    // Version 2 only when an entry needs it (a keeper without one is not worth saving).
+    let keeper = ix.keeper.as_deref().filter(|_| ix.has_kept());
+    let version: u32 = if keeper.is_some() { 2 } else { 1 };
+    out.extend_from_slice(&version.to_le_bytes());
     let flags = if ix.baseline_complete {
         FLAG_BASELINE_COMPLETE
     } else {
@@ -336,6 +379,12 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
     };
     out.extend_from_slice(&flags.to_le_bytes());
     out.extend_from_slice(&ix.scanned_at.to_le_bytes());
+    if let Some(id) = keeper {
+        // Session ids are short (the store's id rules); never longer than a u16 length.
+        let id = &id.as_bytes()[..id.len().min(usize::from(u16::MAX))];
+        out.extend_from_slice(&(id.len() as u16).to_le_bytes());
+        out.extend_from_slice(id);
+    }
     out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
     for k in keys {
         let e = &ix.entries[k];
@@ -359,6 +408,10 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
                 out.extend_from_slice(sha);
             }
             Coverage::Pending => out.push(1),
+            Coverage::Kept(sha) => {
+                out.push(3);
+                out.extend_from_slice(sha);
+            }
             Coverage::Not(u) => {
                 let (c, errno) = u.code();
                 out.push(2);
@@ -380,6 +433,7 @@ mod tests {
         let mut ix = Index {
             baseline_complete: true,
             scanned_at: 123,
+            keeper: None,
             entries: Entries::default(),
         };
         let stat = Stat {
@@ -444,9 +498,63 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_kept_in_a_log_is_written_as_version_2_with_its_keeper() {
+        let mut ix = sample();
+        // No entry kept in a log: version 1, readable by a build that knows only that one;
+        // a keeper without such an entry is not written.
+        ix.keeper = Some("sess-a".into());
+        let v1 = encode(&ix);
+        assert_eq!(&v1[8..12], &1u32.to_le_bytes());
+        assert_eq!(decode(Path::new("i"), &v1).expect("v1").keeper, None);
+        ix.entries.insert(
+            b"k".to_vec().into(),
+            IdxEntry {
+                stat: ix.entries[&b"a/b"[..]].stat,
+                cov: Coverage::Kept([9; 32]),
+            },
+        );
+        let bytes = encode(&ix);
+        assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
+        let back = decode(Path::new("i"), &bytes).expect("decode");
+        assert_eq!(back.entries, ix.entries);
+        assert_eq!(back.keeper.as_deref(), Some("sess-a"));
+        assert_eq!(
+            back.entries[&b"k"[..]].sha_hex(),
+            Some(hex::encode([9; 32]))
+        );
+        for n in 0..bytes.len() {
+            assert!(
+                decode(Path::new("i"), &bytes[..n]).is_err(),
+                "truncated at {n}"
+            );
+        }
+        // A version-1 file cannot hold such an entry; version 2 cannot without a keeper.
+        let mut as_v1 = bytes.clone();
+        as_v1[8] = 1;
+        let body = as_v1.len() - TRAILER;
+        let sum = Sha256::digest(&as_v1[..body]);
+        as_v1[body..].copy_from_slice(&sum);
+        assert!(matches!(
+            decode(Path::new("i"), &as_v1),
+            Err(Fault::Corrupt(_))
+        ));
+        let mut no_keeper = bytes.clone();
+        // The keeper's length (after magic, version, flags and time) set to 0, its bytes cut.
+        let at = 8 + 4 + 4 + 8;
+        no_keeper.splice(at..at + 2 + "sess-a".len(), 0u16.to_le_bytes());
+        let body = no_keeper.len() - TRAILER;
+        let sum = Sha256::digest(&no_keeper[..body]);
+        no_keeper[body..].copy_from_slice(&sum);
+        assert!(matches!(
+            decode(Path::new("i"), &no_keeper),
+            Err(Fault::Corrupt(_))
+        ));
+    }
+
+    #[test]
     fn newer_version_fails_closed() {
         let mut bytes = encode(&sample());
-        bytes[8] = 2;
+        bytes[8] = 3;
         assert!(matches!(
             decode(Path::new("i"), &bytes),
             Err(Fault::Newer(_))

@@ -1266,6 +1266,52 @@ fn a_recheck_of_many_changed_files_records_each_exactly() {
 }
 
 #[test]
+fn one_boundary_keeps_no_more_than_the_log_limit_and_the_rest_goes_to_blob_files() {
+    // A turn that wrote more small files than the log keeps (64 MiB of content): the
+    // boundary keeps files until the log is full, file by file, and the rest go to blob
+    // files; every one of them comes back.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("boundary 1");
+    let n = 4200; // 4,200 × 16 KiB = 65.6 MiB
+    let body = |i: usize| {
+        let mut b = format!("file {i} ").into_bytes();
+        b.resize(16 * 1024, b'.');
+        b
+    };
+    s.capture_before_at("bulk", Path::new("d/seed"), 1)
+        .expect("capture");
+    for i in 0..n {
+        s.capture_before_at("bulk", Path::new(&format!("d/f{i}")), 1)
+            .expect("capture");
+    }
+    for i in 0..n {
+        env.write(format!("d/f{i}"), &body(i));
+    }
+    s.commit("bulk", 1, true).expect("commit");
+    s.recheck_tracked(2).expect("boundary 2");
+    let log = std::fs::metadata(env.root.join("sessions/s1/records.log"))
+        .expect("log")
+        .len();
+    assert!(log <= (64 << 20) + (1 << 20), "log of {log} bytes");
+    assert!(log >= 60 << 20, "the log kept what fits: {log} bytes");
+    let blobs = env.blob_count();
+    assert!((1..n).contains(&blobs), "{blobs} blob files");
+    // Every file changed by hand comes back from wherever its content went.
+    for i in (0..n).step_by(97) {
+        env.write(format!("d/f{i}"), b"changed");
+    }
+    s.recheck_tracked(3).expect("boundary 3");
+    let plan = s.plan_restore(2).expect("plan");
+    let done = s.restore(&plan, "op").expect("restore");
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    for i in (0..n).step_by(97) {
+        assert_eq!(env.read(format!("d/f{i}")), Some(body(i)), "d/f{i}");
+    }
+}
+
+#[test]
 fn a_boundary_keeps_small_files_in_the_log_and_every_anchor_restores_from_it() {
     // The files a tool wrote in a turn are read at the next message: the small ones go into
     // the session's record log, a large one into a blob file of its own.

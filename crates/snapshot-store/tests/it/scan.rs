@@ -987,3 +987,87 @@ fn the_scan_reuses_the_content_a_boundary_kept_in_the_log() {
         Some(&b"written by the tool"[..])
     );
 }
+
+/// Session `s1` writes `src/new.txt` with a tool; its next message keeps the content in its
+/// log and the workspace index names it there (no blob file).
+fn kept_by_s1(env: &Env, store: &Store) -> Session {
+    let s = env.session(store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    s.recheck_tracked(1).expect("boundary 1");
+    s.capture_before_at("w1", Path::new("src/new.txt"), 1)
+        .expect("capture");
+    env.write("src/new.txt", b"written by the tool");
+    s.commit("w1", 1, true).expect("commit");
+    s.recheck_tracked(2).expect("boundary 2");
+    // Past the scan's racy window (a file changed within 50 ms before a scan is read
+    // again by the next one): the next scan reads the file only if it must.
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    scan(&s, ScanPhase::Boundary, 2, None);
+    assert_eq!(env.blob_count(), 0, "kept in s1's log, no blob file");
+    s
+}
+
+#[test]
+fn another_session_of_the_workspace_restores_content_the_first_one_kept_in_its_log() {
+    // A second conversation in the same folder: its shell call rewrites the file the first
+    // one's tool wrote. The workspace index is shared, the first session's log is not: the
+    // second session's first scan writes that content to a blob file, and its rewind brings
+    // the file back.
+    let env = Env::new();
+    let store = env.store();
+    let _s1 = kept_by_s1(&env, &store);
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    s2.recheck_tracked(1).expect("s2 boundary 1");
+    scan(&s2, ScanPhase::Boundary, 1, None);
+    assert_eq!(env.blob_count(), 1, "taken over from s1's log");
+    let r = call(&s2, 1, "bash-1", || {
+        env.write("src/new.txt", b"rewritten by the shell");
+    });
+    assert_eq!(names(&r.modified), ["src/new.txt"], "{r:?}");
+    let plan = restore_to(&s2, 1, "op");
+    assert!(plan.uncovered.is_empty(), "{:?}", plan.uncovered);
+    assert_eq!(
+        env.read("src/new.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
+
+#[test]
+fn content_the_keeping_session_no_longer_has_is_read_again_from_the_workspace() {
+    // The first session is gone (its directory removed) before another one scans: the
+    // index's entry is read again from the file, which has not changed, and a later shell
+    // change to it still comes back.
+    let env = Env::new();
+    let store = env.store();
+    let s1 = kept_by_s1(&env, &store);
+    drop(s1);
+    std::fs::remove_dir_all(env.root.join("sessions/s1")).expect("remove s1");
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    let rep = scan(&s2, ScanPhase::Boundary, 1, None);
+    assert_eq!(rep.recorded, 0, "unchanged: nothing to record");
+    assert_eq!(env.blob_count(), 1, "read again into a blob file");
+    call(&s2, 1, "bash-1", || env.write("src/new.txt", b"rewritten"));
+    restore_to(&s2, 1, "op");
+    assert_eq!(
+        env.read("src/new.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
+
+#[test]
+fn an_untracked_file_with_kept_content_gets_a_blob_file_of_its_own() {
+    // Only a path the session tracks with that very content leaves it to the log: a copy
+    // made by the shell is covered by a blob file, so it does not depend on the tracked
+    // file's later history.
+    let env = Env::new();
+    let store = env.store();
+    let s = kept_by_s1(&env, &store);
+    call(&s, 2, "bash-1", || {
+        env.write("copy.txt", b"written by the tool");
+    });
+    assert_eq!(
+        env.blob_count(),
+        1,
+        "the copy's content went to a blob file"
+    );
+}
