@@ -1,0 +1,99 @@
+/**
+ * One host of `benches/big-turn.mjs`, in a process of its own: `with` (the plugin loaded) or
+ * `without`. Each host has its own heap, so that neither host's garbage collection runs inside
+ * the other's turn (both hosts keep every event of their session in memory). The parent sends
+ * `round`, `session` and `finish` messages and gets one reply to each.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { readdirSync, statSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { startHost, turn, text, write } from '../../tests/host/lib/harness.mjs'
+import { pluginSettled } from '../../tests/host/plugin-support.mjs'
+
+const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
+const withPlugin = process.argv[2] === 'with'
+const FILES = Number(process.argv[3])
+
+const ws = await mkdtemp(join(tmpdir(), 'bench-big-ws-'))
+const home = await mkdtemp(join(tmpdir(), 'bench-big-home-'))
+const plugins = withPlugin ? [[await import(join(ROOT, 'lib', 'index.js')), { dshHome: home }]] : []
+const host = await startHost({ workspace: ws, dshHome: home, plugins, invariants: false, script: [], webServer: true })
+let sessions = 0
+let agent = null
+
+/** A new session, warmed up by one small turn (the plugin's first scan builds its baseline). */
+async function newSession() {
+  if (agent) await host.disposeAgent(agent)
+  agent = await host.createAgent(`bench-big-${withPlugin ? 'with' : 'without'}-${++sessions}`)
+  host.addTurns(turn(write(`warm-${sessions}.txt`, 'warm\n'), text('warm')))
+  await host.sendUser(agent, 'warm up')
+  if (withPlugin) await pluginSettled(host, agent)
+}
+
+/**
+ * One turn: FILES `write` calls in one model step, each a new 1 KiB file in its own round's
+ * directory, with content of its own (no two files, of this round or any other, are the same:
+ * the store keeps each of them, as it would a real turn's files).
+ */
+async function round(r) {
+  const calls = []
+  for (let i = 0; i < FILES; i++) {
+    calls.push({ name: 'write', id: `big-${r}-${i}`, args: { file_path: `r${r}/d${i % 50}/f${i}.txt`, content: `file ${r} ${i}\n${'z'.repeat(1000)}\n` } })
+  }
+  host.addTurns(turn({ kind: 'tools', calls }, text('wrote them')))
+  // Each turn starts with nothing of an earlier turn left to write back (DSH's own writes are
+  // fsynced; dirty pages of the turn before would otherwise weigh on whichever host runs next).
+  execFileSync('sync')
+  const cpu = process.cpuUsage()
+  const t = performance.now()
+  await host.sendUser(agent, `write ${FILES} files, round ${r}`)
+  const ms = performance.now() - t
+  let after = 0
+  if (withPlugin) {
+    // Whatever plugin work is still queued when the turn ends runs before the other host's turn
+    // (so that the two never overlap), and is reported apart.
+    const s = performance.now()
+    await pluginSettled(host, agent)
+    after = performance.now() - s
+  }
+  const used = process.cpuUsage(cpu)
+  // Every file written, or the figure means nothing.
+  let n = 0
+  for (const d of readdirSync(join(ws, `r${r}`))) n += readdirSync(join(ws, `r${r}`, d)).length
+  if (n !== FILES) throw new Error(`round ${r}: ${n} of ${FILES} files written`)
+  return { ms, after, cpu: (used.user + used.system) / 1000 }
+}
+
+/** The bytes of every session's record log (the plugin really recorded the writes). */
+function logBytes() {
+  const root = join(home, 'rewind-snapshots', 'sessions')
+  let n = 0
+  for (const id of readdirSync(root)) {
+    try {
+      n += statSync(join(root, id, 'records.log')).size
+    } catch {}
+  }
+  return n
+}
+
+await newSession()
+process.on('message', async (m) => {
+  try {
+    if (m.cmd === 'round') process.send({ ok: true, ...(await round(m.round)) })
+    else if (m.cmd === 'session') process.send({ ok: true, ...(await newSession()) })
+    else if (m.cmd === 'finish') {
+      const bytes = withPlugin ? logBytes() : 0
+      await host.dispose()
+      await rm(ws, { recursive: true, force: true })
+      await rm(home, { recursive: true, force: true })
+      process.send({ ok: true, logBytes: bytes }, () => process.exit(0))
+    }
+  } catch (error) {
+    process.send({ ok: false, error: String(error?.stack ?? error) }, () => process.exit(1))
+  }
+})
+process.send({ ok: true, ready: true })
