@@ -157,6 +157,32 @@ test('a file written with `write` and removed by the shell comes back, in the sa
   assert.equal(existsSync(join(ws, 'made.txt')), false)
 })
 
+test('a second conversation in the same folder restores a file the first one wrote, after its shell changed it', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(write('shared.txt', 'from the first conversation\n'), text('written')),
+      turn(text('noted')),
+      turn(bash('echo "changed by the second" > shared.txt'), text('changed')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  const first = await host.createAgent('first-conversation')
+  await host.sendUser(first, 'write it')
+  // The next message of the first conversation reads the file into its store (its re-check
+  // and workspace scan), well after the write.
+  await new Promise((r) => setTimeout(r, 100))
+  await host.sendUser(first, 'next')
+  await pluginSettled(host, first)
+  const second = await host.createAgent('second-conversation')
+  await host.sendUser(second, 'change it')
+  assert.equal(await readFile(join(ws, 'shared.txt'), 'utf8'), 'changed by the second\n')
+  const r = await host.runCommand(second, `/rewind @${humanSeq(second, 'change it')}`)
+  assert.equal(r.result.kind, 'success', r.result.text)
+  assert.equal(await readFile(join(ws, 'shared.txt'), 'utf8'), 'from the first conversation\n')
+})
+
 test('a change made only outside the agent between turns is left as is and listed', async (t) => {
   const host = await bootWithPlugin({
     shell: true,
