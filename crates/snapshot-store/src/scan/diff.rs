@@ -521,7 +521,9 @@ pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// Makes the index the scanning session's (`keep.me`) before it is used: the content of
+/// Makes the index the scanning session's (`keep.me`) before it is used. An entry whose
+/// content that session's own log no longer keeps becomes [`Coverage::Hashed`] when a blob
+/// file holds it, else it is read again. Otherwise the content of
 /// the entries another session's log keeps ([`Coverage::Kept`]) is written to blob files
 /// (taken from that log, checked against its name), so the before-states this scan and
 /// any later one record from them can be restored by every session. An entry whose
@@ -538,7 +540,23 @@ fn take_over(
         return Ok(false);
     };
     if keeper == keep.me {
-        return Ok(false);
+        // Content this session's log no longer keeps (its snapshots cleared, say): in a blob
+        // file, or read again.
+        let mut changed = false;
+        for e in ix.entries.values_mut() {
+            if let Coverage::Kept(sha) = e.cov {
+                let name = hex::encode(sha);
+                if !keep.kept.contains_key(&name) {
+                    e.cov = if fs.blob_size(&name)? == Some(e.stat.size) {
+                        Coverage::Hashed(sha)
+                    } else {
+                        Coverage::Pending
+                    };
+                    changed = true;
+                }
+            }
+        }
+        return Ok(changed);
     }
     let mut names: Vec<(Box<[u8]>, [u8; 32], u64)> = ix
         .entries

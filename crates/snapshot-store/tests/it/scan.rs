@@ -1071,3 +1071,23 @@ fn an_untracked_file_with_kept_content_gets_a_blob_file_of_its_own() {
         "the copy's content went to a blob file"
     );
 }
+
+#[test]
+fn content_kept_in_a_log_since_cleared_is_read_again_by_the_next_scan() {
+    // The session's snapshots are cleared (a new session-log format, or by hand) while the
+    // workspace index still names content its log kept: the next scan reads the unchanged
+    // file again, and a shell change to it after that still comes back.
+    let env = Env::new();
+    let store = env.store();
+    let s = kept_by_s1(&env, &store);
+    s.clear_session().expect("clear");
+    let rep = scan(&s, ScanPhase::Boundary, 3, None);
+    assert_eq!(rep.recorded, 0, "unchanged: nothing to record");
+    assert_eq!(env.blob_count(), 1, "read again into a blob file");
+    call(&s, 3, "bash-1", || env.write("src/new.txt", b"rewritten"));
+    restore_to(&s, 3, "op");
+    assert_eq!(
+        env.read("src/new.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
