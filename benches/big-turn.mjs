@@ -99,7 +99,7 @@ const pct = (v) => `${(v * 100).toFixed(1)} %`
 const lines = [
   '## One turn writing 5,000 files (real host, `write` tool)',
   '',
-  `${FILES} new 1 KiB files (each with content of its own) written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each host in a process of its own on a fresh workspace.`,
+  `${FILES} new 1 KiB files (each with content of its own) written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each host in a process of its own on a fresh workspace${process.env.BIG_TURN_WORKSPACE_DIR ? ` under \`${process.env.BIG_TURN_WORKSPACE_DIR}\` (the DSH home, with the plugin's store, in the temp directory)` : ''}.`,
   '',
   '| figure | median | goal | met |',
   '|---|---|---|---|',

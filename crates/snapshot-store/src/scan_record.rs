@@ -212,6 +212,7 @@ impl WorkspaceScan<'_> {
             keep: Some(Keep {
                 me: &self.s.id,
                 kept: &st.idx.inline,
+                checked: st.idx.scan_checked,
                 tracked: &st.idx.tracked,
                 fetch: &fetch,
             }),
@@ -222,6 +223,7 @@ impl WorkspaceScan<'_> {
             threads: req.threads,
         };
         let mut out = run(&mut locked, &self.s.ws, &root, &limits)?;
+        st.idx.scan_checked = true;
         let mut report = ScanReport {
             files: out.files,
             baseline_complete: out.baseline_complete,

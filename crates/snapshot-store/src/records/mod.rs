@@ -120,6 +120,10 @@ pub(crate) struct Index {
     inline_dead: u64,
     /// Groups or staged calls were removed since `inline_dead` was counted.
     inline_stale: bool,
+    /// The workspace scan checked its index's entries kept in this log against `inline`
+    /// (not written anywhere: content leaves `inline` only with the whole index, which a
+    /// new one replaces with this `false`).
+    pub scan_checked: bool,
 }
 
 pub(crate) type RelPathKey = crate::path::RelPath;

@@ -45,6 +45,9 @@ pub(crate) struct Keep<'a> {
     pub me: &'a str,
     /// The content its log keeps.
     pub kept: &'a crate::records::Kept,
+    /// The index's entries kept in this log were checked against `kept` already (by an
+    /// earlier scan, against the same log's content or less of it).
+    pub checked: bool,
     /// Its tracked paths: a file read with content the log keeps for that path is not
     /// written to a blob file (the entry is [`Coverage::Kept`]).
     pub tracked: &'a std::collections::BTreeMap<crate::path::RelPath, crate::records::Tracked>,
@@ -543,6 +546,9 @@ fn take_over(
         // Content this session's log no longer keeps (its snapshots cleared, say): in a blob
         // file, or read again.
         let mut changed = false;
+        if keep.checked {
+            return Ok(false);
+        }
         for e in ix.entries.values_mut() {
             if let Coverage::Kept(sha) = e.cov {
                 let name = hex::encode(sha);
