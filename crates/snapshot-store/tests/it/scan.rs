@@ -1007,6 +1007,21 @@ fn kept_by_s1(env: &Env, store: &Store) -> Session {
     s
 }
 
+/// A shell call of `s` at `anchor` rewrites `src/new.txt`; a rewind to `anchor` brings back
+/// the content `s1`'s tool gave it.
+fn shell_change_comes_back(env: &Env, s: &Session, anchor: u64) {
+    let r = call(s, anchor, "bash-1", || {
+        env.write("src/new.txt", b"rewritten by the shell");
+    });
+    assert_eq!(names(&r.modified), ["src/new.txt"], "{r:?}");
+    let plan = restore_to(s, anchor, "op");
+    assert!(plan.uncovered.is_empty(), "{:?}", plan.uncovered);
+    assert_eq!(
+        env.read("src/new.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
+
 #[test]
 fn another_session_of_the_workspace_restores_content_the_first_one_kept_in_its_log() {
     // A second conversation in the same folder: its shell call rewrites the file the first
@@ -1020,16 +1035,7 @@ fn another_session_of_the_workspace_restores_content_the_first_one_kept_in_its_l
     s2.recheck_tracked(1).expect("s2 boundary 1");
     scan(&s2, ScanPhase::Boundary, 1, None);
     assert_eq!(env.blob_count(), 1, "taken over from s1's log");
-    let r = call(&s2, 1, "bash-1", || {
-        env.write("src/new.txt", b"rewritten by the shell");
-    });
-    assert_eq!(names(&r.modified), ["src/new.txt"], "{r:?}");
-    let plan = restore_to(&s2, 1, "op");
-    assert!(plan.uncovered.is_empty(), "{:?}", plan.uncovered);
-    assert_eq!(
-        env.read("src/new.txt").as_deref(),
-        Some(&b"written by the tool"[..])
-    );
+    shell_change_comes_back(&env, &s2, 1);
 }
 
 #[test]
@@ -1046,12 +1052,7 @@ fn content_the_keeping_session_no_longer_has_is_read_again_from_the_workspace() 
     let rep = scan(&s2, ScanPhase::Boundary, 1, None);
     assert_eq!(rep.recorded, 0, "unchanged: nothing to record");
     assert_eq!(env.blob_count(), 1, "read again into a blob file");
-    call(&s2, 1, "bash-1", || env.write("src/new.txt", b"rewritten"));
-    restore_to(&s2, 1, "op");
-    assert_eq!(
-        env.read("src/new.txt").as_deref(),
-        Some(&b"written by the tool"[..])
-    );
+    shell_change_comes_back(&env, &s2, 1);
 }
 
 #[test]
@@ -1084,10 +1085,5 @@ fn content_kept_in_a_log_since_cleared_is_read_again_by_the_next_scan() {
     let rep = scan(&s, ScanPhase::Boundary, 3, None);
     assert_eq!(rep.recorded, 0, "unchanged: nothing to record");
     assert_eq!(env.blob_count(), 1, "read again into a blob file");
-    call(&s, 3, "bash-1", || env.write("src/new.txt", b"rewritten"));
-    restore_to(&s, 3, "op");
-    assert_eq!(
-        env.read("src/new.txt").as_deref(),
-        Some(&b"written by the tool"[..])
-    );
+    shell_change_comes_back(&env, &s, 3);
 }
