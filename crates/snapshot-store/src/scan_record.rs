@@ -12,9 +12,9 @@ use crate::path::{RelPath, encode_id};
 use crate::records::tracked_records;
 use crate::session::{Session, State};
 
-use crate::scan::diff::{Change, ChangeKind, Keep, Limits, run};
+use crate::scan::diff::{Change, ChangeKind, Keep, Limits, Outcome, run};
 use crate::scan::index::{Coverage, IdxEntry, Uncovered};
-use crate::scan::workspace::{lock, slot, workspace_key};
+use crate::scan::workspace::{Locked, lock, slot, workspace_key};
 use crate::scan::{
     NotCovered, SCAN_BUDGET_CODE, ScanError, ScanPhase, ScanRefusal, ScanReport, ScanRequest,
 };
@@ -202,9 +202,16 @@ impl WorkspaceScan<'_> {
         let slot = slot(&self.s.store, &key);
         let mut locked = lock(&self.s.store, &key, &slot)?;
         // The content another session's log keeps, for the entries of the index it kept.
+        // (Not a session directory still in layout 1: its migration takes the store's
+        // exclusive lock, which this scan's shared lock would wait on. A log that keeps
+        // content is never in layout 1.)
         let fetch = |id: &str| -> std::collections::HashMap<String, crate::codec::Shared> {
-            match self.s.planner().ancestor_view(id) {
-                Ok(view) if view.load().is_ok() => view.kept_blobs().into_iter().collect(),
+            let view = match self.s.planner().ancestor_view(id) {
+                Ok(view) => view,
+                Err(_) => return Default::default(),
+            };
+            match crate::records::has_legacy(&self.s.store.inner.fs, &view.dir) {
+                Ok(false) if view.load().is_ok() => view.kept_blobs().into_iter().collect(),
                 _ => Default::default(),
             }
         };
@@ -222,8 +229,27 @@ impl WorkspaceScan<'_> {
             progress_batch: req.progress_batch,
             threads: req.threads,
         };
-        let mut out = run(&mut locked, &self.s.ws, &root, &limits)?;
-        st.idx.scan_checked = true;
+        let out = run(&mut locked, &self.s.ws, &root, &limits)?;
+        // The index's entries kept in this log were checked against it (`run`): so they
+        // stay, unless the scan stops before its index is saved.
+        st.idx.scan_checked = out.refused.is_none();
+        let recorded = self.record(&mut st, &mut locked, out, req, key, t0);
+        if recorded.is_err() {
+            st.idx.scan_checked = false;
+        }
+        recorded
+    }
+
+    /// Records what scan `out` found (see [`Session::scan`]) and saves the index.
+    fn record(
+        &self,
+        st: &mut State,
+        locked: &mut Locked<'_>,
+        mut out: Outcome,
+        req: &ScanRequest,
+        key: String,
+        t0: Instant,
+    ) -> Result<ScanReport, ScanError> {
         let mut report = ScanReport {
             files: out.files,
             baseline_complete: out.baseline_complete,
@@ -275,13 +301,13 @@ impl WorkspaceScan<'_> {
             };
             let restorable = match &mode {
                 Mode::Restorable { skip_explained, .. } => {
-                    if *skip_explained && self.explained(&mut st, &path, c)? {
+                    if *skip_explained && self.explained(st, &path, c)? {
                         continue;
                     }
                     true
                 }
                 Mode::Outside => {
-                    if self.is_tracked(&mut st, &path)? {
+                    if self.is_tracked(st, &path)? {
                         continue;
                     }
                     false
@@ -331,7 +357,7 @@ impl WorkspaceScan<'_> {
                     entries,
                     tracked_records(updates),
                 );
-                self.s.append(&mut st, recs)?;
+                self.s.append(st, recs)?;
             }
             Mode::Outside if entries.is_empty() => {}
             Mode::Outside => {
@@ -343,7 +369,7 @@ impl WorkspaceScan<'_> {
                     .filter(|a| *a < req.anchor_seq)
                     .unwrap_or(req.anchor_seq);
                 let recs = group(carry, at, EntrySource::Outside, entries, Vec::new());
-                self.s.append(&mut st, recs)?;
+                self.s.append(st, recs)?;
             }
         }
         // The index moves on only once the changes are recorded: a failure before this
@@ -363,7 +389,6 @@ impl WorkspaceScan<'_> {
                 .fs
                 .write_atomic(&self.s.p("scan.json"), &to_json(&rec))?;
         }
-        drop(locked);
         report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
         Ok(report)
     }

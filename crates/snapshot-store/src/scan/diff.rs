@@ -245,7 +245,9 @@ pub(crate) fn run(
     });
     if walked.over_limit {
         drop(sinks);
-        locked.cached.index = had_index.then_some(ix);
+        // An index taken over from another session is not kept unsaved: the blob files it
+        // names would be unreferenced on disk until it is (the next scan takes it over again).
+        locked.cached.index = (had_index && !taken_over).then_some(ix);
         out.refused = Some(format!(
             "the workspace has more than {} files or directories in scope; the scan stopped there \
              and recorded nothing (raise the file-count limit or narrow the workspace with .gitignore / .ignore)",

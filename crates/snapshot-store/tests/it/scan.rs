@@ -1087,3 +1087,71 @@ fn content_kept_in_a_log_since_cleared_is_read_again_by_the_next_scan() {
     assert_eq!(env.blob_count(), 1, "read again into a blob file");
     shell_change_comes_back(&env, &s, 3);
 }
+
+#[test]
+fn a_scan_refused_after_taking_the_index_over_leaves_it_to_the_next_scan() {
+    // Another session's scan stops at the file-count limit after it took the index over
+    // (the content written to a blob file, the index not saved; the copy in memory is
+    // dropped, so that no index names a blob file only there). A blob sweep runs; the next
+    // scan takes the index over again, and the file still comes back.
+    let env = Env::new();
+    let store = env.store();
+    let _s1 = kept_by_s1(&env, &store);
+    for i in 0..20 {
+        env.write(format!("other/f{i}"), b"x");
+    }
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    let mut r = req(ScanPhase::Boundary, 1, None);
+    r.max_files = 5;
+    assert!(s2.scan(&r).expect("scan").refused.is_some());
+    store.collect_garbage().expect("sweep");
+    scan(&s2, ScanPhase::Boundary, 1, None);
+    shell_change_comes_back(&env, &s2, 1);
+}
+
+/// A seam that, while `on`, fails every write to a store path that names `name` (its
+/// temporary file and its rename included); reads go through.
+struct FailStoreWrite {
+    on: std::sync::atomic::AtomicBool,
+    name: &'static str,
+}
+
+impl FaultSeam for FailStoreWrite {
+    fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
+        let write = matches!(op, FsOp::Create | FsOp::Write | FsOp::Rename);
+        if self.on.load(Ordering::SeqCst)
+            && write
+            && area == Area::Store
+            && path.to_string_lossy().contains(self.name)
+        {
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_scan_that_fails_before_saving_its_index_leaves_the_check_of_kept_content_to_the_next() {
+    // After the session's snapshots are cleared, a scan that fails to save the workspace index
+    // (EIO) leaves it naming content the log no longer keeps; once a blob sweep has run, the
+    // next scan still finds that out and reads the file again.
+    let env = Env::new();
+    let seam = Arc::new(FailStoreWrite {
+        on: false.into(),
+        name: "index.bin",
+    });
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = kept_by_s1(&env, &store);
+    s.clear_session().expect("clear");
+    // The session goes on: its next message starts a new log.
+    s.recheck_tracked(3).expect("boundary 3");
+    seam.on.store(true, Ordering::SeqCst);
+    assert!(s.scan(&req(ScanPhase::Boundary, 3, None)).is_err());
+    seam.on.store(false, Ordering::SeqCst);
+    store.collect_garbage().expect("sweep");
+    scan(&s, ScanPhase::Boundary, 3, None);
+    shell_change_comes_back(&env, &s, 3);
+}
