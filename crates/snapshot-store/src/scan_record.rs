@@ -216,13 +216,13 @@ impl WorkspaceScan<'_> {
             }
         };
         let limits = Limits {
-            keep: Some(Keep {
+            keep: Keep {
                 me: &self.s.id,
                 kept: &st.idx.inline,
                 checked: st.idx.scan_checked,
                 tracked: &st.idx.tracked,
                 fetch: &fetch,
-            }),
+            },
             cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,
             max_files: req.max_files,

@@ -59,8 +59,8 @@ pub(crate) struct Keep<'a> {
 /// Limits of one scan.
 #[derive(Clone, Copy)]
 pub(crate) struct Limits<'a> {
-    /// `Some` for a session's scan: see [`Keep`].
-    pub keep: Option<Keep<'a>>,
+    /// The scanning session's log (see [`Keep`]).
+    pub keep: Keep<'a>,
     pub cap: u64,
     pub max_baseline_bytes: u64,
     pub max_files: u64,
@@ -210,16 +210,13 @@ pub(crate) fn run(
     }
     let had_index = matches!(loaded, Loaded::Present);
     let mut ix = locked.cached.index.take().unwrap_or_default();
-    let mut taken_over = false;
-    if let Some(keep) = &limits.keep {
-        match take_over(&mut ix, &locked.store.inner.fs, keep) {
-            Ok(t) => taken_over = t,
-            Err(e) => {
-                locked.cached.index = None;
-                return Err(e.into());
-            }
+    let taken_over = match take_over(&mut ix, &locked.store.inner.fs, &limits.keep) {
+        Ok(t) => t,
+        Err(e) => {
+            locked.cached.index = None;
+            return Err(e.into());
         }
-    }
+    };
     out.baseline = !had_index;
     let racy_before = ix.scanned_at.saturating_sub(RACY_NS);
     let started = now_ns();
@@ -377,19 +374,17 @@ pub(crate) fn run(
     } else {
         usize::MAX
     };
+    let sink = crate::blob::LogSink::existing(limits.keep.kept, limits.keep.tracked);
     for chunk in to_hash.chunks(batch) {
         let items: Vec<(Box<[u8]>, Stat)> = chunk
             .iter()
             .map(|&i| (work[i].0.clone(), work[i].1))
             .collect();
-        let sink = limits
-            .keep
-            .map(|k| crate::blob::LogSink::existing(k.kept, k.tracked));
         let hashed = match hash_all(
             &store.inner.fs,
             ws,
             limits.cap,
-            sink.as_ref(),
+            &sink,
             &items,
             limits.threads,
         ) {
@@ -526,13 +521,12 @@ pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// Makes the index the scanning session's (`keep.me`) before it is used. An entry whose
-/// content that session's own log no longer keeps becomes [`Coverage::Hashed`] when a blob
-/// file holds it, else it is read again. Otherwise the content of
-/// the entries another session's log keeps ([`Coverage::Kept`]) is written to blob files
-/// (taken from that log, checked against its name), so the before-states this scan and
-/// any later one record from them can be restored by every session. An entry whose
-/// content that log no longer has is read again from the workspace ([`Coverage::Pending`]):
+/// Makes the index the scanning session's (`keep.me`) before it is used. Its entries kept in
+/// a log ([`Coverage::Kept`]) stay so only when they are this session's and its log still
+/// keeps their content. Any other such entry is named by its blob file: one that holds the
+/// content already, or one written from the keeping session's log (checked against its
+/// name), so the before-states this scan and any later one record from it can be restored by
+/// every session; failing both, it is read again from the workspace ([`Coverage::Pending`]):
 /// if the file changed meanwhile, its before-state is uncovered. `true` when an entry
 /// changed (the index is saved).
 fn take_over(
@@ -540,70 +534,49 @@ fn take_over(
     fs: &crate::fsio::StoreFs,
     keep: &Keep<'_>,
 ) -> Result<bool, crate::error::FsFailure> {
-    let Some(keeper) = ix.keeper.clone() else {
-        ix.keeper = Some(keep.me.to_string());
+    let keeper = ix.keeper.replace(keep.me.to_string());
+    let Some(keeper) = keeper else {
         return Ok(false);
     };
-    if keeper == keep.me {
-        // Content this session's log no longer keeps (its snapshots cleared, say): in a blob
-        // file, or read again.
-        let mut changed = false;
-        if keep.checked {
-            return Ok(false);
-        }
-        for e in ix.entries.values_mut() {
-            if let Coverage::Kept(sha) = e.cov {
-                let name = hex::encode(sha);
-                if !keep.kept.contains_key(&name) {
-                    e.cov = if fs.blob_size(&name)? == Some(e.stat.size) {
-                        Coverage::Hashed(sha)
-                    } else {
-                        Coverage::Pending
-                    };
-                    changed = true;
-                }
-            }
-        }
-        return Ok(changed);
+    let mine = keeper == keep.me;
+    if mine && keep.checked {
+        return Ok(false);
     }
-    let mut names: Vec<(Box<[u8]>, [u8; 32], u64)> = ix
-        .entries
-        .iter()
-        .filter_map(|(k, e)| match e.cov {
-            Coverage::Kept(sha) => Some((k.clone(), sha, e.stat.size)),
-            _ => None,
-        })
-        .collect();
-    let changed = !names.is_empty();
-    if changed {
-        names.sort_unstable_by_key(|n| n.1);
-        let held = (keep.fetch)(&keeper);
-        for (path, sha, size) in names {
-            let name = hex::encode(sha);
-            let stored = if fs.blob_size(&name)? == Some(size) {
-                true
-            } else {
-                match held.get(&name) {
-                    Some(bytes)
-                        if bytes.len() as u64 == size
-                            && <sha2::Sha256 as sha2::Digest>::digest(&**bytes)[..] == sha[..] =>
-                    {
-                        crate::blob::put_bytes(fs, name, bytes)?;
-                        true
-                    }
-                    _ => false,
-                }
-            };
-            if let Some(e) = ix.entries.get_mut(&path) {
-                e.cov = if stored {
-                    Coverage::Hashed(sha)
+    // Another session's log is read once, and only when an entry needs it.
+    let mut held: Option<std::collections::HashMap<String, crate::codec::Shared>> = None;
+    let mut changed = false;
+    for e in ix.entries.values_mut() {
+        let Coverage::Kept(sha) = e.cov else {
+            continue;
+        };
+        let name = hex::encode(sha);
+        if mine && keep.kept.contains_key(&name) {
+            continue;
+        }
+        let size = e.stat.size;
+        e.cov = if fs.blob_size(&name)? == Some(size) {
+            Coverage::Hashed(sha)
+        } else {
+            let held = held.get_or_insert_with(|| {
+                if mine {
+                    Default::default()
                 } else {
-                    Coverage::Pending
-                };
+                    (keep.fetch)(&keeper)
+                }
+            });
+            match held.get(&name) {
+                Some(bytes)
+                    if bytes.len() as u64 == size
+                        && <sha2::Sha256 as sha2::Digest>::digest(&**bytes)[..] == sha[..] =>
+                {
+                    crate::blob::put_bytes(fs, name, bytes)?;
+                    Coverage::Hashed(sha)
+                }
+                _ => Coverage::Pending,
             }
-        }
+        };
+        changed = true;
     }
-    ix.keeper = Some(keep.me.to_string());
     Ok(changed)
 }
 

@@ -54,7 +54,7 @@ fn one(
     rel: &RelPath,
     walked: Stat,
     cap: u64,
-    sink: Option<&LogSink<'_>>,
+    sink: &LogSink<'_>,
 ) -> Result<Hashed, FsFailure> {
     let (_, name) = rel.split_last();
     for attempt in 0..2 {
@@ -86,7 +86,7 @@ fn one(
         if cap != 0 && meta.size > cap {
             return Ok(not(stat, Uncovered::OverFileCap));
         }
-        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap, sink) {
+        let stored = match store_file(store, ws, &mut f, rel, meta.size, cap, Some(sink)) {
             Ok(s) => s,
             Err(e) if e.area == Area::Workspace => {
                 return Ok(not(stat, Uncovered::Unreadable(errno_of(&e))));
@@ -127,7 +127,7 @@ pub(crate) fn hash_all(
     store: &StoreFs,
     ws: &WsFs,
     cap: u64,
-    sink: Option<&LogSink<'_>>,
+    sink: &LogSink<'_>,
     items: &[(Box<[u8]>, Stat)],
     threads: usize,
 ) -> Result<Vec<Hashed>, FsFailure> {
@@ -165,7 +165,7 @@ fn hash_run(
     store: &StoreFs,
     ws: &WsFs,
     cap: u64,
-    sink: Option<&LogSink<'_>>,
+    sink: &LogSink<'_>,
     run: &[(Box<[u8]>, Stat)],
 ) -> Result<Vec<Hashed>, FsFailure> {
     let mut local = Vec::with_capacity(run.len());
