@@ -21,4 +21,16 @@ cd "$ROOT/tests/host"
 shopt -s nullglob
 files=(*.test.mjs)
 [ ${#files[@]} -gt 0 ] || { echo "test-host: no tests/host/*.test.mjs" >&2; exit 1; }
-exec "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
+# Every temp dir the tests make (DSH homes, workspaces, stores) goes under one private TMPDIR,
+# removed when the run passes (kept, and named, when it fails; REWIND_KEEP_TMP=1 keeps it always).
+TEST_TMP=$(mktemp -d -t rewind-host-tests-XXXXXX)
+set +e
+TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
+rc=$?
+set -e
+if [ "$rc" = 0 ] && [ "${REWIND_KEEP_TMP:-0}" != 1 ]; then
+  rm -rf "$TEST_TMP"
+else
+  echo "test-host: the tests' temp dirs are kept in $TEST_TMP" >&2
+fi
+exit "$rc"

@@ -8,8 +8,8 @@
 #   DSH_WEB_TGZ     use this packed plugin tarball instead of running `npm pack` at the repo root
 #   DSH_WEB_REUSE_BUILD=1  rebuild only lib/client.js and pack the lib/index.js + native/ addon already
 #                   built (npm pack --ignore-scripts); the default `npm pack` runs the full package build
-#   DSH_WEB_RUN     run directory (default: a fresh temp dir); keeps DSH_HOME, workspace, logs
-#                   (its home/ and ws/ are emptied at the start of a run)
+#   DSH_WEB_RUN     run directory (default: a fresh temp dir, removed when every scenario passed);
+#                   keeps DSH_HOME, workspace, logs (its home/ and ws/ are emptied at the start of a run)
 #   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
 #   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
 #   DSH_WEB_SCENARIOS  which scenarios to run (default: "full degraded crash")
@@ -17,6 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEB="$ROOT/tests/web"
 RUN=${DSH_WEB_RUN:-$(mktemp -d -t dsh-rewind-web-XXXXXX)}
+OWN_RUN=0; [ -n "${DSH_WEB_RUN:-}" ] || OWN_RUN=1
 SHOTS=${DSH_WEB_SHOTS:-$ROOT/artifacts/web}
 say() { printf '[test-web] %s\n' "$*"; }
 mkdir -p "$RUN" "$SHOTS"
@@ -191,6 +192,11 @@ crash_scenario
 CRASH_RC=$RC;; esac
 trap - EXIT
 say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, crash rc=$CRASH_RC (scenarios: $SCENARIOS), ${SECONDS} s total; screenshots in $SHOTS"
+if [ "$FULL_RC" = 0 ] && [ "$DEGRADED_RC" = 0 ] && [ "$CRASH_RC" = 0 ] && [ "$OWN_RUN" = 1 ]; then
+  rm -rf "$RUN"
+else
+  say "run directory kept: $RUN"
+fi
 [ "$FULL_RC" != 0 ] && exit "$FULL_RC"
 [ "$DEGRADED_RC" != 0 ] && exit "$DEGRADED_RC"
 exit "$CRASH_RC"

@@ -7,8 +7,9 @@ use super::*;
 impl Store {
     /// Checks the whole store: every record of every session is parsed (markers,
     /// pending captures, groups, the tracked cache, boundaries, journal intents and
-    /// progress logs), every blob is re-hashed against its name, and every blob a
-    /// record names must exist. `progress` is called as blobs are hashed.
+    /// progress logs), every workspace index is read, every blob is re-hashed against
+    /// its name, and every blob a record or an index names must exist (content an
+    /// index names as kept in a session's log must be in that log, or in a blob file). `progress` is called as blobs are hashed.
     ///
     /// Never changes anything. Problems are named in the report; the call itself fails
     /// only when the store root cannot be listed.
@@ -21,11 +22,35 @@ impl Store {
         };
         let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut kept: BTreeSet<String> = BTreeSet::new();
+        let mut kept_by: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut unkept: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for w in walks {
-            kept.extend(w.kept);
+            kept.extend(w.kept.iter().cloned());
             for (sha, by) in w.refs {
                 let names = by.iter().map(|i| w.sources[*i as usize].clone());
                 refs.entry(sha).or_default().extend(names);
+            }
+            kept_by.insert(w.usage.session_id, w.kept);
+        }
+        // Workspace indexes: the baseline a shell call's before-states are taken from. Each
+        // content an index names must be in a blob file, or (an entry kept in a log) in the
+        // log of the session the index names as its keeper.
+        for ix in crate::scan::index_contents(self)? {
+            match ix {
+                Err(f) => problems.push(fault_problem(f)),
+                Ok(ix) => {
+                    for sha in ix.hashed {
+                        refs.entry(sha).or_default().push(ix.path.clone());
+                    }
+                    let keeps = ix.keeper.as_ref().and_then(|k| kept_by.get(k));
+                    for sha in ix.kept {
+                        if !keeps.is_some_and(|k| k.contains(&sha)) {
+                            // Missing unless a blob file holds it (checked below): only
+                            // the keeper's log is read for it, never another session's.
+                            unkept.entry(sha).or_default().push(ix.path.clone());
+                        }
+                    }
+                }
             }
         }
         let names = fs.list(Path::new("blobs"))?;
@@ -64,16 +89,25 @@ impl Store {
             }
             progress(i as u64 + 1, total);
         }
-        for (sha, mut by) in refs {
+        let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (sha, by) in refs {
             if !present.contains(&sha) && !kept.contains(&sha) {
-                by.sort();
-                by.dedup();
-                by.truncate(10);
-                blob_problems.push(Problem::MissingBlob {
-                    sha256: sha,
-                    referenced_by: by,
-                });
+                missing.entry(sha).or_default().extend(by);
             }
+        }
+        for (sha, by) in unkept {
+            if !present.contains(&sha) {
+                missing.entry(sha).or_default().extend(by);
+            }
+        }
+        for (sha, mut by) in missing {
+            by.sort();
+            by.dedup();
+            by.truncate(10);
+            blob_problems.push(Problem::MissingBlob {
+                sha256: sha,
+                referenced_by: by,
+            });
         }
         problems.sort_by_key(|p| p.subject());
         blob_problems.sort_by_key(|p| p.subject());
@@ -182,6 +216,16 @@ impl Store {
         let comps: Vec<_> = rel.components().collect();
         if comps.len() < 3 {
             return false;
+        }
+        if comps[0].as_os_str() == crate::scan::workspace::WORKSPACES {
+            // A workspace index: the next scan rebuilds one that is moved aside.
+            return match self.inner.fs.read_opt(rel) {
+                Ok(Some(bytes)) => matches!(
+                    crate::scan::index::decode(rel, &bytes),
+                    Err(Fault::Corrupt(_))
+                ),
+                _ => false,
+            };
         }
         let sdir: PathBuf = comps[..2].iter().collect();
         let sid = comps[1]

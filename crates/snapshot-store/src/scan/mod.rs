@@ -26,6 +26,7 @@ use std::path::Path;
 use crate::error::Fault;
 use crate::path::{RelPath, is_hidden};
 use crate::store::Store;
+use index::Coverage;
 
 use diff::referenced;
 use workspace::{WORKSPACES, read_for_gc};
@@ -174,6 +175,56 @@ pub(crate) fn mark_live(store: &Store, live: &mut HashSet<String>) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The content one workspace index names, for [`Store::verify`]: its store-relative path,
+/// the blob files its [`Coverage::Hashed`] entries name, and the session whose log keeps
+/// the content of its [`Coverage::Kept`] entries, with that content.
+pub(crate) struct IndexContent {
+    pub path: String,
+    pub hashed: Vec<String>,
+    pub keeper: Option<String>,
+    pub kept: Vec<String>,
+}
+
+/// Every workspace index of the store, read for [`Store::verify`]: its content, or why it
+/// cannot be read (corrupt, newer than this build, an I/O error). A workspace
+/// directory with no index yet is left out. `Err` only when the store's `workspaces`
+/// directory cannot be listed.
+pub(crate) fn index_contents(store: &Store) -> Result<Vec<Result<IndexContent, Fault>>, Fault> {
+    let mut out = Vec::new();
+    for name in store.inner.fs.list(Path::new(WORKSPACES))? {
+        if is_hidden(&name) {
+            continue;
+        }
+        let path = Path::new(WORKSPACES).join(&name).join("index.bin");
+        let bytes = match store.inner.fs.read_opt(&path) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(e) => {
+                out.push(Err(e.into()));
+                continue;
+            }
+        };
+        out.push(index::decode(&path, &bytes).map(|ix| {
+            let mut hashed = Vec::new();
+            let mut kept = Vec::new();
+            for e in ix.entries.values() {
+                match &e.cov {
+                    Coverage::Hashed(sha) => hashed.push(hex::encode(sha)),
+                    Coverage::Kept(sha) => kept.push(hex::encode(sha)),
+                    Coverage::Pending | Coverage::Not(_) => {}
+                }
+            }
+            IndexContent {
+                path: path.to_string_lossy().into_owned(),
+                hashed,
+                keeper: ix.keeper,
+                kept,
+            }
+        }));
+    }
+    Ok(out)
 }
 
 /// Every workspace directory of the store: its key, the bytes of its own files

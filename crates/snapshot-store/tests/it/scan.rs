@@ -1155,3 +1155,136 @@ fn a_scan_that_fails_before_saving_its_index_leaves_the_check_of_kept_content_to
     scan(&s, ScanPhase::Boundary, 3, None);
     shell_change_comes_back(&env, &s, 3);
 }
+
+/// The store-relative path of the store's one workspace index, and its bytes.
+fn the_index(env: &Env) -> (String, PathBuf) {
+    let files = index_files(env);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rel = files[0]
+        .strip_prefix(&env.root)
+        .expect("in the store")
+        .to_string_lossy()
+        .into_owned();
+    (rel, files[0].clone())
+}
+
+/// The blobs `verify` reports missing, each with the records naming it.
+fn missing_blobs(store: &Store) -> Vec<(String, Vec<String>)> {
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    report
+        .problems
+        .iter()
+        .map(|p| match p {
+            snapshot_store::Problem::MissingBlob {
+                sha256,
+                referenced_by,
+            } => (sha256.clone(), referenced_by.clone()),
+            other => panic!("unexpected problem: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn verify_checks_the_content_a_workspace_index_names() {
+    // The index is where a shell call's before-states come from: content it names in a
+    // blob file, or as kept in its keeper session's log, must be there.
+    let env = Env::new();
+    let store = env.store();
+    let s1 = kept_by_s1(&env, &store);
+    call(&s1, 2, "bash-1", || {
+        env.write("made-by-shell.txt", b"shell content")
+    });
+    assert_eq!(env.blob_count(), 1, "the shell's file went to a blob file");
+    assert!(missing_blobs(&store).is_empty(), "a whole store is clean");
+    drop(s1);
+    let (index, _) = the_index(&env);
+    let sha = |b: &[u8]| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(b))
+    };
+
+    // The blob file a `hashed` entry names is gone: the index is named as its user.
+    for b in std::fs::read_dir(env.root.join("blobs"))
+        .expect("blobs")
+        .flatten()
+    {
+        std::fs::remove_file(b.path()).expect("remove blob");
+    }
+    assert_eq!(
+        missing_blobs(&store),
+        [(sha(b"shell content"), vec![index.clone()])]
+    );
+
+    // The keeper's log is gone too: the content the index names as kept there is missing.
+    std::fs::remove_dir_all(env.root.join("sessions/s1")).expect("remove s1");
+    let mut missing = missing_blobs(&store);
+    missing.sort();
+    let mut want = vec![
+        (sha(b"shell content"), vec![index.clone()]),
+        (sha(b"written by the tool"), vec![index.clone()]),
+    ];
+    want.sort();
+    assert_eq!(missing, want);
+}
+
+#[test]
+fn verify_reports_a_corrupt_workspace_index_and_quarantine_moves_it_aside() {
+    let env = Env::new();
+    let store = env.store();
+    let s1 = kept_by_s1(&env, &store);
+    drop(s1);
+    let (index, file) = the_index(&env);
+    let mut bytes = std::fs::read(&file).expect("read index");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, &bytes).expect("damage index");
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    assert!(
+        matches!(
+            report.problems.as_slice(),
+            [snapshot_store::Problem::CorruptRecord { path, .. }] if *path == index
+        ),
+        "{:?}",
+        report.problems
+    );
+    let q = store.quarantine(&report).expect("quarantine");
+    assert_eq!(q.moved, std::slice::from_ref(&index));
+    assert!(!file.exists(), "moved aside");
+    let dir = env.root.join(q.dir.expect("quarantine dir"));
+    assert_eq!(std::fs::read(dir.join(&index)).expect("kept"), bytes);
+    assert!(
+        store
+            .verify(&mut |_, _| {})
+            .expect("verify")
+            .problems
+            .is_empty()
+    );
+    // The next scan builds the index again, and a shell change comes back from it.
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 3, None);
+    assert!(file.exists(), "rebuilt");
+    shell_change_comes_back(&env, &s, 3);
+}
+
+#[test]
+fn verify_reports_a_workspace_index_from_a_newer_build_and_leaves_it() {
+    let env = Env::new();
+    let store = env.store();
+    drop(kept_by_s1(&env, &store));
+    let (index, file) = the_index(&env);
+    let mut bytes = std::fs::read(&file).expect("read index");
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&file, &bytes).expect("newer index");
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    assert!(
+        matches!(
+            report.problems.as_slice(),
+            [snapshot_store::Problem::NewerRecord { path, found: 99, .. }] if *path == index
+        ),
+        "{:?}",
+        report.problems
+    );
+    let q = store.quarantine(&report).expect("quarantine");
+    assert!(q.moved.is_empty(), "a newer index is never moved");
+    assert_eq!(std::fs::read(&file).expect("still there"), bytes);
+}
