@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
 use history::{Entry, HistoryStore, Outcome, Partition, Paths, WorkspaceKey};
 use indicatif::{ProgressBar, ProgressStyle};
-use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use rewind_engine::{
     Choices, Engine, EngineError, EngineOptions, ErrorCode, Resolution, is_interrupted,
 };
+use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use serde_json::{Value, json};
 use snapshot_store::{
     Action, DiffLimits, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, SideState,
@@ -85,7 +85,12 @@ pub fn run(cli: Cli) -> Result<u8, Fail> {
             keep,
             workspace,
         } => restore(&ctx, &session, &target, &only, &keep, workspace),
-        Command::Undo { op, workspace, keep, take } => undo(&ctx, &op, workspace, Choices { take, keep }),
+        Command::Undo {
+            op,
+            workspace,
+            keep,
+            take,
+        } => undo(&ctx, &op, workspace, Choices { take, keep }),
         Command::History { workspace } => history(&ctx, workspace),
         Command::Restores => restores(&ctx),
         Command::Continue { op, workspace } => finish(&ctx, &op, workspace, false),
@@ -755,7 +760,10 @@ fn engine_fail(e: EngineError) -> Fail {
         ErrorCode::Failed | ErrorCode::RestoreFailed | ErrorCode::UndoFailed => Code::Failed,
         _ => Code::Refused,
     };
-    Fail::new(kind, format!("{} ({}); nothing was changed", e.message, e.code))
+    Fail::new(
+        kind,
+        format!("{} ({}); nothing was changed", e.message, e.code),
+    )
 }
 
 fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8, Fail> {
@@ -791,19 +799,31 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8
         format!(
             "Kept as they are ({}): {}\n",
             done.files.kept.len(),
-            done.files.kept.iter().map(|p| safe(p)).collect::<Vec<_>>().join(", ")
+            done.files
+                .kept
+                .iter()
+                .map(|p| safe(p))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     let (v, body) = match &done.outcome {
         Some(o) => outcome_text(o),
-        None => (json!(null), "No file to put back: the rewind changed none.\n".to_owned()),
+        None => (
+            json!(null),
+            "No file to put back: the rewind changed none.\n".to_owned(),
+        ),
     };
     let text = format!(
         "Undid {} in session {} (files only).\n{body}{kept}{note}",
         safe(op),
         safe(&id)
     );
-    emit(ctx, json!({"ok": ok, "session": id, "outcome": v, "kept": done.files.kept}), text);
+    emit(
+        ctx,
+        json!({"ok": ok, "session": id, "outcome": v, "kept": done.files.kept}),
+        text,
+    );
     Ok(if ok { 0 } else { Code::Failed.exit() })
 }
 
@@ -940,7 +960,11 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     // left open by a rewind that is over is finished or rolled back and its entry updated.
     let engine = Engine::open(&ctx.home, EngineOptions::default());
     let es = engine.session(&id, Some(&cwd), key);
-    let how = if rollback { Resolution::Rollback } else { Resolution::Continue };
+    let how = if rollback {
+        Resolution::Rollback
+    } else {
+        Resolution::Continue
+    };
     let interrupted = entry.as_ref().is_some_and(|(_, _, e)| is_interrupted(e));
     let r = if interrupted {
         es.resolve(op, how, &[])
@@ -1282,4 +1306,3 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
         Code::Corrupt.exit()
     })
 }
-

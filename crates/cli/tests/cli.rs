@@ -258,7 +258,11 @@ fn undo_is_refused_when_a_restored_file_changed_since() {
     // Decided per file: kept as it is, the rest undone.
     let r = h.run(&["undo", &op, "--keep", "a.txt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("Kept as they are (1): a.txt"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("Kept as they are (1): a.txt"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(h.read("a.txt").as_deref(), Some("my own edit\n"));
     let r = h.run(&["undo", &op, "--take", "a.txt"]);
     assert_eq!(r.code, 7, "undone once: {}", r.stderr);
@@ -276,7 +280,11 @@ fn undo_takes_the_pre_restore_version_when_asked() {
     let r = h.run(&["undo", &op, "--take", "a.txt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_ne!(h.read("a.txt").as_deref(), Some("my own edit\n"));
-    assert_ne!(h.read("a.txt"), before, "the pre-restore version, not the restored one");
+    assert_ne!(
+        h.read("a.txt"),
+        before,
+        "the pre-restore version, not the restored one"
+    );
 }
 
 #[test]
@@ -527,6 +535,45 @@ fn verify_names_corrupt_and_missing_data_and_repair_quarantines_it() {
         "{}",
         r.stdout
     );
+}
+
+#[test]
+fn verify_and_repair_cover_the_workspace_index() {
+    let h = home();
+    {
+        // The session's workspace scan writes the index a shell call's before-states come from.
+        let store = h.store();
+        let s = store.session("s1", &h.ws).unwrap();
+        s.scan(&snapshot_store::ScanRequest::new(
+            snapshot_store::ScanPhase::Boundary,
+            2,
+        ))
+        .unwrap();
+    }
+    assert_eq!(h.run(&["verify"]).code, 0);
+    let dir = std::fs::read_dir(h.store_root().join("workspaces"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let index = dir.join("index.bin");
+    let rel = format!(
+        "workspaces/{}/index.bin",
+        dir.file_name().unwrap().to_string_lossy()
+    );
+    let mut bytes = std::fs::read(&index).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&index, &bytes).unwrap();
+    let r = h.run(&["verify"]);
+    assert_eq!(r.code, 5, "{}", r.stdout);
+    assert!(r.stdout.contains(&rel), "{}", r.stdout);
+    let r = h.run(&["repair"]);
+    assert!(r.stdout.contains(&rel), "{}", r.stdout);
+    assert!(!index.exists(), "moved into the quarantine");
+    let r = h.run(&["verify"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
 }
 
 #[test]
