@@ -15,13 +15,32 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
-// 16 pairs: a round's own overhead varies by ±15 % (DSH's fsyncs on a virtual disk), so the
+// 24 pairs: a round's own overhead varies by ±20 % (DSH's fsyncs on a virtual disk), so the
 // median of fewer pairs moves by several points from run to run.
-const ROUNDS = Number(process.env.BIG_TURN_ROUNDS ?? 16)
+const ROUNDS = Number(process.env.BIG_TURN_ROUNDS ?? 24)
 const FILES = Number(process.env.BIG_TURN_FILES ?? 5_000)
 
 const quartile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * q))] }
 const median = (xs) => quartile(xs, 0.5)
+const mean = (xs) => xs.reduce((t, x) => t + x, 0) / xs.length
+
+/**
+ * A 95 % confidence interval of `stat` over `xs`: the 2.5th and 97.5th percentiles of `stat`
+ * over 10,000 resamples of `xs` (drawn with replacement; a fixed seed, so a run's figures can be
+ * computed again from its rounds).
+ */
+function bootstrap(xs, stat) {
+  let seed = 0x9e3779b9
+  const rand = () => {
+    seed ^= seed << 13; seed >>>= 0
+    seed ^= seed >>> 17
+    seed ^= seed << 5; seed >>>= 0
+    return seed / 0x100000000
+  }
+  const stats = []
+  for (let k = 0; k < 10_000; k++) stats.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])))
+  return [quartile(stats, 0.025), quartile(stats, 0.975)]
+}
 const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`)
 
 /**
@@ -93,6 +112,8 @@ const mB = median(b)
 // The headline is the median of the rounds' own overheads (each a with/without pair run back to
 // back): DSH's own time for the same turn drifts by seconds over a run, which a pair cancels.
 const overhead = median(pairs)
+const [lo, hi] = bootstrap(pairs, median)
+const [mlo, mhi] = bootstrap(pairs, mean)
 const cA = median(withPlugin.cpu)
 const cB = median(without.cpu)
 const pct = (v) => `${(v * 100).toFixed(1)} %`
@@ -106,6 +127,8 @@ const lines = [
   `| turn without the plugin | ${fmt(mB)} | — | — |`,
   `| same turn with the plugin | ${fmt(mA)} | — | — |`,
   `| plugin overhead (median of the rounds' pairs) | ${(overhead * 100).toFixed(1)} % (${fmt((overhead * mB) / FILES)} per write) | ≤ 10 % | ${overhead <= 0.1 ? 'yes' : '**no**'} |`,
+  `| its 95 % confidence interval (bootstrap over the pairs) | ${pct(lo)} to ${pct(hi)} | upper end ≤ 10 % | ${hi <= 0.1 ? 'yes' : '**no**'} |`,
+  `| mean of the rounds' pairs, its 95 % interval | ${pct(mean(pairs))} (${pct(mlo)} to ${pct(mhi)}) | — | — |`,
   `| the same from the two medians above | ${pct((mA - mB) / mB)} | — | — |`,
   `| the plugin's work still queued when the turn ended | ${fmt(median(withPlugin.after))} | — | — |`,
   `| CPU time of the turn and that work (process, all threads) | ${fmt(cA)} with, ${fmt(cB)} without: ${pct((cA - cB) / cB)} (${fmt((cA - cB) / FILES)} per write) | — | — |`,
