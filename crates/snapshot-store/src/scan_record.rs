@@ -100,7 +100,7 @@ impl WorkspaceScan<'_> {
         &self,
         old: Option<&IdxEntry>,
         kept: &crate::records::Kept,
-        carry: &mut Vec<crate::codec::Record>,
+        carry: &mut Vec<Record>,
     ) -> BeforeState {
         let Some(e) = old else {
             return BeforeState::Absent;
@@ -124,7 +124,7 @@ impl WorkspaceScan<'_> {
                     },
                     Some(sha) if kept.contains_key(&sha) => {
                         if let Some((bytes, _)) = kept.get(&sha) {
-                            carry.push(crate::codec::Record::Blob {
+                            carry.push(Record::Blob {
                                 sha256: sha.clone(),
                                 bytes: bytes.clone(),
                             });
@@ -337,27 +337,17 @@ impl WorkspaceScan<'_> {
         report.recorded = entries.len();
         // One write: the content the group names that the log keeps (ahead of it), the
         // group, and what the store now knows of its paths.
-        let group = |carry: Vec<Record>, anchor_seq, source, entries, also: Vec<Record>| {
-            let mut recs = carry;
-            recs.push(Record::Group {
-                anchor_seq,
-                source,
-                entries,
-            });
-            recs.extend(also);
-            recs
-        };
         match mode {
             Mode::Restorable { .. } if entries.is_empty() => {}
             Mode::Restorable { source, .. } => {
-                let recs = group(
+                self.s.append_group_after(
+                    st,
                     carry,
                     req.anchor_seq,
                     source,
                     entries,
                     tracked_records(updates),
-                );
-                self.s.append(st, recs)?;
+                )?;
             }
             Mode::Outside if entries.is_empty() => {}
             Mode::Outside => {
@@ -368,8 +358,14 @@ impl WorkspaceScan<'_> {
                     .map(|s| s.anchor_seq)
                     .filter(|a| *a < req.anchor_seq)
                     .unwrap_or(req.anchor_seq);
-                let recs = group(carry, at, EntrySource::Outside, entries, Vec::new());
-                self.s.append(st, recs)?;
+                self.s.append_group_after(
+                    st,
+                    carry,
+                    at,
+                    EntrySource::Outside,
+                    entries,
+                    Vec::new(),
+                )?;
             }
         }
         // The index moves on only once the changes are recorded: a failure before this

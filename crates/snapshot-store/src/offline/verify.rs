@@ -21,11 +21,10 @@ impl Store {
             ..VerifyReport::default()
         };
         let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut kept: BTreeSet<String> = BTreeSet::new();
+        // Session id → the content its log keeps.
         let mut kept_by: HashMap<String, HashSet<String>> = HashMap::new();
         let mut unkept: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for w in walks {
-            kept.extend(w.kept.iter().cloned());
             for (sha, by) in w.refs {
                 let names = by.iter().map(|i| w.sources[*i as usize].clone());
                 refs.entry(sha).or_default().extend(names);
@@ -91,7 +90,7 @@ impl Store {
         }
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (sha, by) in refs {
-            if !present.contains(&sha) && !kept.contains(&sha) {
+            if !present.contains(&sha) && !kept_by.values().any(|k| k.contains(&sha)) {
                 missing.entry(sha).or_default().extend(by);
             }
         }
@@ -219,13 +218,10 @@ impl Store {
         }
         if comps[0].as_os_str() == crate::scan::workspace::WORKSPACES {
             // A workspace index: the next scan rebuilds one that is moved aside.
-            return match self.inner.fs.read_opt(rel) {
-                Ok(Some(bytes)) => matches!(
-                    crate::scan::index::decode(rel, &bytes),
-                    Err(Fault::Corrupt(_))
-                ),
-                _ => false,
-            };
+            return matches!(
+                crate::scan::workspace::read_index(self, comps[1].as_os_str()),
+                Err(Fault::Corrupt(_))
+            );
         }
         let sdir: PathBuf = comps[..2].iter().collect();
         let sid = comps[1]

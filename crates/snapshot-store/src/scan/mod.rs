@@ -29,7 +29,7 @@ use crate::store::Store;
 use index::Coverage;
 
 use diff::referenced;
-use workspace::{WORKSPACES, read_for_gc};
+use workspace::{WORKSPACES, index_path_of, read_for_gc, read_index};
 
 pub use workspace::workspace_key;
 
@@ -197,31 +197,28 @@ pub(crate) fn index_contents(store: &Store) -> Result<Vec<Result<IndexContent, F
         if is_hidden(&name) {
             continue;
         }
-        let path = Path::new(WORKSPACES).join(&name).join("index.bin");
-        let bytes = match store.inner.fs.read_opt(&path) {
-            Ok(Some(b)) => b,
+        let ix = match read_index(store, &name) {
+            Ok(Some(ix)) => ix,
             Ok(None) => continue,
             Err(e) => {
-                out.push(Err(e.into()));
+                out.push(Err(e));
                 continue;
             }
         };
-        out.push(index::decode(&path, &bytes).map(|ix| {
-            let mut hashed = Vec::new();
-            let mut kept = Vec::new();
-            for e in ix.entries.values() {
-                match &e.cov {
-                    Coverage::Hashed(sha) => hashed.push(hex::encode(sha)),
-                    Coverage::Kept(sha) => kept.push(hex::encode(sha)),
-                    Coverage::Pending | Coverage::Not(_) => {}
-                }
+        let mut hashed = Vec::new();
+        let mut kept = Vec::new();
+        for e in ix.entries.values() {
+            match &e.cov {
+                Coverage::Hashed(sha) => hashed.push(hex::encode(sha)),
+                Coverage::Kept(sha) => kept.push(hex::encode(sha)),
+                Coverage::Pending | Coverage::Not(_) => {}
             }
-            IndexContent {
-                path: path.to_string_lossy().into_owned(),
-                hashed,
-                keeper: ix.keeper,
-                kept,
-            }
+        }
+        out.push(Ok(IndexContent {
+            path: index_path_of(&name).to_string_lossy().into_owned(),
+            hashed,
+            keeper: ix.keeper,
+            kept,
         }));
     }
     Ok(out)

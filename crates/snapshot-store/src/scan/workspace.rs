@@ -167,14 +167,24 @@ impl Locked<'_> {
 /// missing or corrupt (a corrupt index is rebuilt, and re-stores what it needs),
 /// `Err` when newer than this build (the sweep then removes nothing).
 pub(crate) fn read_for_gc(store: &Store, name: &std::ffi::OsStr) -> Result<Option<Index>, Fault> {
-    let path = Path::new(WORKSPACES).join(name).join("index.bin");
-    let Some(bytes) = store.inner.fs.read_opt(&path)? else {
-        return Ok(None);
-    };
-    match decode(&path, &bytes) {
-        Ok(ix) => Ok(Some(ix)),
+    match read_index(store, name) {
         Err(Fault::Corrupt(_)) => Ok(None),
-        Err(e) => Err(e),
+        r => r,
+    }
+}
+
+/// The store-relative path of workspace directory `name`'s index.
+pub(crate) fn index_path_of(name: &std::ffi::OsStr) -> PathBuf {
+    Path::new(WORKSPACES).join(name).join("index.bin")
+}
+
+/// Reads and parses the index of workspace directory `name`: `Ok(None)` when it has
+/// none; `Err(Corrupt)`, `Err(Newer)` or an I/O error as they are.
+pub(crate) fn read_index(store: &Store, name: &std::ffi::OsStr) -> Result<Option<Index>, Fault> {
+    let path = index_path_of(name);
+    match store.inner.fs.read_opt(&path)? {
+        Some(bytes) => decode(&path, &bytes).map(Some),
+        None => Ok(None),
     }
 }
 

@@ -247,7 +247,22 @@ impl Session {
         entries: Vec<Entry>,
         also: Vec<Record>,
     ) -> Result<(), Fault> {
-        let mut recs = Vec::with_capacity(1 + also.len());
+        self.append_group_after(st, Vec::new(), anchor_seq, source, entries, also)
+    }
+
+    /// [`Session::append_group`] with records `ahead` of the group in the same write (the
+    /// `blob` records of content the group names).
+    pub(crate) fn append_group_after(
+        &self,
+        st: &mut State,
+        ahead: Vec<Record>,
+        anchor_seq: u64,
+        source: EntrySource,
+        entries: Vec<Entry>,
+        also: Vec<Record>,
+    ) -> Result<(), Fault> {
+        let mut recs = ahead;
+        recs.reserve(1 + also.len());
         recs.push(Record::Group {
             anchor_seq,
             source,
