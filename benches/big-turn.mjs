@@ -4,20 +4,31 @@
  * tool, scripted model): the same turn in a host with the plugin (every write captured before and
  * committed after, the message-boundary re-check and scan) and in a host without it, alternated,
  * each on a workspace of its own. The goal: the plugin's overhead ≤ 10 % of the turn without it.
+ * Then one host with the plugin, its backups turned on and off from turn to turn: the plugin's
+ * cost with the host process's own speed taken out.
  *
- * Run with Node 24: `node benches/big-turn.mjs` (after `node scripts/build-package.mjs`).
- * Writes target/bench-results/big-turn.md. Invariant checkers are off (they cost far more than
- * the plugin and would hide it).
+ * Run with Node 24: `node benches/big-turn.mjs` (after `node scripts/build-package.mjs`); about
+ * 17 minutes. `BIG_TURN_PAIRS`, `BIG_TURN_ROUNDS_PER_PAIR`, `BIG_TURN_TOGGLE_ROUNDS` and
+ * `BIG_TURN_FILES` change its size. Writes target/bench-results/big-turn.md (and every round's
+ * figures to big-turn.json). Invariant checkers are off (they cost far more than the plugin and
+ * would hide it).
  */
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
-// 24 pairs: a round's own overhead varies by ±20 % (DSH's fsyncs on a virtual disk), so the
-// median of fewer pairs moves by several points from run to run.
-const ROUNDS = Number(process.env.BIG_TURN_ROUNDS ?? 24)
+// The host processes: a new pair (one host with the plugin, one without) every
+// `BIG_TURN_ROUNDS_PER_PAIR` rounds. A process keeps its own speed over its life (its heap's and
+// code's placement, what the machine ran beside it): with one pair for the whole run, every round
+// shared that pair's luck, and runs of the same build differed by more than their intervals said.
+const PAIRS = Number(process.env.BIG_TURN_PAIRS ?? 8)
+const PER_PAIR = Number(process.env.BIG_TURN_ROUNDS_PER_PAIR ?? 3)
+const ROUNDS = PAIRS * PER_PAIR
+// Rounds of one host with the plugin whose backups are turned on and off (on, off, off, on, ...):
+// the same process both ways, so its own speed cancels out.
+const TOGGLE = Number(process.env.BIG_TURN_TOGGLE_ROUNDS ?? 12)
 const FILES = Number(process.env.BIG_TURN_FILES ?? 5_000)
 
 const quartile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * q))] }
@@ -25,11 +36,12 @@ const median = (xs) => quartile(xs, 0.5)
 const mean = (xs) => xs.reduce((t, x) => t + x, 0) / xs.length
 
 /**
- * A 95 % confidence interval of `stat` over `xs`: the 2.5th and 97.5th percentiles of `stat`
- * over 10,000 resamples of `xs` (drawn with replacement; a fixed seed, so a run's figures can be
- * computed again from its rounds).
+ * A 95 % confidence interval of `stat` over the values of `groups` (an array of arrays): the
+ * 2.5th and 97.5th percentiles of `stat` over 10,000 resamples that draw whole groups with
+ * replacement (the rounds of one host pair share that pair's speed, so they are drawn together).
+ * A fixed seed, so a run's figures can be computed again from its rounds.
  */
-function bootstrap(xs, stat) {
+function bootstrap(groups, stat) {
   let seed = 0x9e3779b9
   const rand = () => {
     seed ^= seed << 13; seed >>>= 0
@@ -38,7 +50,7 @@ function bootstrap(xs, stat) {
     return seed / 0x100000000
   }
   const stats = []
-  for (let k = 0; k < 10_000; k++) stats.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])))
+  for (let k = 0; k < 10_000; k++) stats.push(stat(groups.flatMap(() => groups[Math.floor(rand() * groups.length)])))
   return [quartile(stats, 0.025), quartile(stats, 0.975)]
 }
 const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`)
@@ -67,75 +79,106 @@ async function bootHost(withPlugin) {
     return r
   }
   await ask()
-  return { ask, cpu: [], after: [], withPlugin }
+  return { ask, withPlugin }
 }
 
-/** One round of the host: its turn's time; its CPU time and queued plugin work are kept apart. */
-async function bigTurn(h, round) {
-  const r = await h.ask({ cmd: 'round', round })
-  h.cpu.push(r.cpu)
-  if (h.withPlugin) h.after.push(r.after)
-  return r.ms
+/** One round of a host: its turn's time, CPU time and queued plugin work. */
+async function bigTurn(h, round, options) {
+  const r = await h.ask({ cmd: 'round', round, options })
+  return { ms: r.ms, cpu: r.cpu, after: r.after }
 }
 
-const withPlugin = await bootHost(true)
-const without = await bootHost(false)
-const a = []
-const b = []
-const pairs = []
-for (let r = 0; r < ROUNDS; r++) {
-  // A new session every eight rounds: a DSH session keeps every event in memory.
-  if (r > 0 && r % 8 === 0) {
-    await withPlugin.ask({ cmd: 'session' })
-    await without.ask({ cmd: 'session' })
+/** The rounds of one pair of fresh hosts, the order alternating from round to round. */
+async function pairRounds(first) {
+  const withPlugin = await bootHost(true)
+  const without = await bootHost(false)
+  const out = []
+  for (let k = 0; k < PER_PAIR; k++) {
+    const r = first + k
+    let x, y
+    if (r % 2 === 0) {
+      y = await bigTurn(without, r)
+      x = await bigTurn(withPlugin, r)
+    } else {
+      x = await bigTurn(withPlugin, r)
+      y = await bigTurn(without, r)
+    }
+    out.push({ x, y, pair: (x.ms - y.ms) / y.ms })
   }
-  // The order alternates (without first, then with first), so that neither host always runs
-  // right after the other.
-  let x, y
-  if (r % 2 === 0) {
-    y = await bigTurn(without, r)
-    x = await bigTurn(withPlugin, r)
-  } else {
-    x = await bigTurn(withPlugin, r)
-    y = await bigTurn(without, r)
-  }
-  a.push(x)
-  b.push(y)
-  pairs.push((x - y) / y)
+  // The plugin really recorded the writes: its session's record log holds an entry per file.
+  const { logBytes, dirs } = await withPlugin.ask({ cmd: 'finish' })
+  leftovers.push(...dirs, ...(await without.ask({ cmd: 'finish' })).dirs)
+  if (logBytes < FILES * PER_PAIR * 16) throw new Error(`the plugin's record log is too small (${logBytes} bytes) for ${FILES * PER_PAIR} captured writes`)
+  return out
 }
-// The plugin really recorded the writes: its sessions' record logs hold an entry per file.
-const { logBytes } = await withPlugin.ask({ cmd: 'finish' })
-await without.ask({ cmd: 'finish' })
-if (logBytes < FILES * ROUNDS * 16) throw new Error(`the plugin's record log is too small (${logBytes} bytes) for ${FILES * ROUNDS} captured writes`)
-const mA = median(a)
-const mB = median(b)
+
+// The hosts' workspaces and homes, removed at the end (removing them between rounds would leave
+// the disk busy with it in the rounds after).
+const leftovers = []
+const groups = []
+for (let p = 0; p < PAIRS; p++) groups.push(await pairRounds(p * PER_PAIR))
+const rounds = groups.flat()
+const pairs = rounds.map((o) => o.pair)
+const pairGroups = groups.map((g) => g.map((o) => o.pair))
+const mA = median(rounds.map((o) => o.x.ms))
+const mB = median(rounds.map((o) => o.y.ms))
 // The headline is the median of the rounds' own overheads (each a with/without pair run back to
 // back): DSH's own time for the same turn drifts by seconds over a run, which a pair cancels.
 const overhead = median(pairs)
-const [lo, hi] = bootstrap(pairs, median)
-const [mlo, mhi] = bootstrap(pairs, mean)
-const cA = median(withPlugin.cpu)
-const cB = median(without.cpu)
+const [lo, hi] = bootstrap(pairGroups, median)
+const [mlo, mhi] = bootstrap(pairGroups, mean)
+const cA = median(rounds.map((o) => o.x.cpu))
+const cB = median(rounds.map((o) => o.y.cpu))
+
+// The same host process with backups on and off, in blocks of four rounds (on, off, off, on):
+// each block's overhead is its two turns with backups against its two without, so a drift of the
+// process's speed over the block cancels out.
+const toggled = []
+if (TOGGLE >= 4) {
+  const h = await bootHost(true)
+  const block = []
+  for (let r = 0; r < TOGGLE; r++) {
+    const on = r % 4 === 0 || r % 4 === 3
+    block.push({ on, ...(await bigTurn(h, ROUNDS + r, { backups: on })) })
+    if (block.length === 4) {
+      const sum = (on) => block.filter((b) => b.on === on).reduce((t, b) => t + b.ms, 0)
+      toggled.push({ overhead: (sum(true) - sum(false)) / sum(false), on: block.filter((b) => b.on).map((b) => b.ms), off: block.filter((b) => !b.on).map((b) => b.ms) })
+      block.length = 0
+    }
+  }
+  leftovers.push(...(await h.ask({ cmd: 'finish' })).dirs)
+}
+for (const d of leftovers) await rm(d, { recursive: true, force: true })
 const pct = (v) => `${(v * 100).toFixed(1)} %`
+const groupLine = groups.map((g, i) => `${i + 1}: ${g.map((o) => pct(o.pair)).join(', ')}`).join('; ')
 const lines = [
   '## One turn writing 5,000 files (real host, `write` tool)',
   '',
-  `${FILES} new 1 KiB files (each with content of its own) written by DSH's real \`write\` tool in one model step, ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each host in a process of its own on a fresh workspace${process.env.BIG_TURN_WORKSPACE_DIR ? ` under \`${process.env.BIG_TURN_WORKSPACE_DIR}\` (the DSH home, with the plugin's store, in the temp directory)` : ''}.`,
+  `${FILES} new 1 KiB files (each with content of its own) written by DSH's real \`write\` tool in one model step, in ${ROUNDS} rounds alternated between a host with the plugin (each write captured before and committed after; the re-check and the workspace scan at the message) and one without it (the order alternating from round to round, \`sync\` before each turn), each host in a process of its own on a fresh workspace, a new pair of host processes every ${PER_PAIR} rounds (${PAIRS} pairs)${process.env.BIG_TURN_WORKSPACE_DIR ? `, the workspaces under \`${process.env.BIG_TURN_WORKSPACE_DIR}\` (the DSH home, with the plugin's store, in the temp directory)` : ''}.`,
   '',
   '| figure | median | goal | met |',
   '|---|---|---|---|',
   `| turn without the plugin | ${fmt(mB)} | — | — |`,
   `| same turn with the plugin | ${fmt(mA)} | — | — |`,
-  `| plugin overhead (median of the rounds' pairs) | ${(overhead * 100).toFixed(1)} % (${fmt((overhead * mB) / FILES)} per write) | ≤ 10 % | ${overhead <= 0.1 ? 'yes' : '**no**'} |`,
-  `| its 95 % confidence interval (bootstrap over the pairs) | ${pct(lo)} to ${pct(hi)} | upper end ≤ 10 % | ${hi <= 0.1 ? 'yes' : '**no**'} |`,
+  `| plugin overhead (median of the rounds' pairs) | ${pct(overhead)} (${fmt((overhead * mB) / FILES)} per write) | ≤ 10 % | ${overhead <= 0.1 ? 'yes' : '**no**'} |`,
+  `| its 95 % confidence interval (bootstrap over the host pairs) | ${pct(lo)} to ${pct(hi)} | upper end ≤ 10 % | ${hi <= 0.1 ? 'yes' : '**no**'} |`,
   `| mean of the rounds' pairs, its 95 % interval | ${pct(mean(pairs))} (${pct(mlo)} to ${pct(mhi)}) | — | — |`,
   `| the same from the two medians above | ${pct((mA - mB) / mB)} | — | — |`,
-  `| the plugin's work still queued when the turn ended | ${fmt(median(withPlugin.after))} | — | — |`,
+  `| the plugin's work still queued when the turn ended | ${fmt(median(rounds.map((o) => o.x.after)))} | — | — |`,
   `| CPU time of the turn and that work (process, all threads) | ${fmt(cA)} with, ${fmt(cB)} without: ${pct((cA - cB) / cB)} (${fmt((cA - cB) / FILES)} per write) | — | — |`,
+  ...(toggled.length === 0 ? [] : [
+    `| backups on against off in one host process (median of ${toggled.length} blocks of on, off, off, on; 95 % interval) | ${pct(median(toggled.map((t) => t.overhead)))} (${bootstrap(toggled.map((t) => [t.overhead]), median).map(pct).join(' to ')}) | — | — |`,
+  ]),
   '',
-  `Overhead of each round (with / without, run back to back): ${pairs.map(pct).join(', ')}; middle half of the rounds: ${pct(quartile(pairs, 0.25))} to ${pct(quartile(pairs, 0.75))}.`,
+  `Overhead of each round (with / without, run back to back), by host pair: ${groupLine}; middle half of the rounds: ${pct(quartile(pairs, 0.25))} to ${pct(quartile(pairs, 0.75))}.`,
+  ...(toggled.length === 0 ? [] : [
+    '',
+    `One host process with the plugin, its backups turned on and off (the turns with backups off write into a directory the workspace scan ignores, so the next turn's scan finds nothing of them): blocks ${toggled.map((t) => `${pct(t.overhead)} (on ${t.on.map(fmt).join(', ')}; off ${t.off.map(fmt).join(', ')})`).join('; ')}. With backups off the plugin is loaded and its listeners run, but it captures, scans and re-checks nothing.`,
+  ]),
   '',
 ]
 console.log(lines.join('\n'))
 await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
 await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.md'), lines.join('\n'))
+// Every round's figures, for a second look.
+await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.json'), JSON.stringify({ files: FILES, pairs: groups, toggled }, null, 1))

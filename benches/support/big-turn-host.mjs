@@ -4,7 +4,7 @@
  * the other's turn (both hosts keep every event of their session in memory). The parent sends
  * `round`, `session` and `finish` messages and gets one reply to each.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { readdirSync, statSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { startHost, turn, text, write } from '../../tests/host/lib/harness.mjs'
-import { pluginSettled } from '../../tests/host/plugin-support.mjs'
+import { pluginSettled, rpc } from '../../tests/host/plugin-support.mjs'
 
 const ROOT = dirname(dirname(dirname(fileURLToPath(import.meta.url))))
 const withPlugin = process.argv[2] === 'with'
@@ -22,10 +22,18 @@ const FILES = Number(process.argv[3])
 // own fsyncs out of the figure; the DSH home, with the plugin's store, stays in the temp dir).
 const ws = await mkdtemp(join(process.env.BIG_TURN_WORKSPACE_DIR ?? tmpdir(), 'bench-big-ws-'))
 const home = await mkdtemp(join(tmpdir(), 'bench-big-home-'))
+// Turns with the plugin's backups off write under `off/`, which the workspace scan ignores: the
+// next turn's scan finds nothing of them, with nothing deleted (deleting thousands of files
+// makes the disk busy for the turns after it).
+await writeFile(join(ws, '.ignore'), 'off/\n')
 const plugins = withPlugin ? [[await import(join(ROOT, 'lib', 'index.js')), { dshHome: home }]] : []
-const host = await startHost({ workspace: ws, dshHome: home, plugins, invariants: false, script: [], webServer: true })
+// The settings service is mounted in both hosts (the `toggle` rounds turn the plugin's backups
+// on and off through it).
+const host = await startHost({ workspace: ws, dshHome: home, plugins, invariants: false, script: [], webServer: true, settings: true })
 let sessions = 0
 let agent = null
+/** The plugin's `backups` setting as last set (on when the host starts). */
+let backupsOn = true
 
 /** A new session, warmed up by one small turn (the plugin's first scan builds its baseline). */
 async function newSession() {
@@ -40,13 +48,23 @@ async function newSession() {
  * One turn: FILES `write` calls in one model step, each a new 1 KiB file in its own round's
  * directory, with content of its own (no two files, of this round or any other, are the same:
  * the store keeps each of them, as it would a real turn's files).
+ *
+ * `backups` (the host with the plugin): the plugin's setting for this turn, set through its
+ * `settings.update` endpoint before the turn (off: the plugin is loaded but captures, scans and
+ * re-checks nothing; the turn writes under `off/`, see above).
  */
-async function round(r) {
+async function round(r, { backups = withPlugin } = {}) {
+  const dir = `${withPlugin && !backups ? 'off/' : ''}r${r}`
   const calls = []
   for (let i = 0; i < FILES; i++) {
-    calls.push({ name: 'write', id: `big-${r}-${i}`, args: { file_path: `r${r}/d${i % 50}/f${i}.txt`, content: `file ${r} ${i}\n${'z'.repeat(1000)}\n` } })
+    calls.push({ name: 'write', id: `big-${r}-${i}`, args: { file_path: `${dir}/d${i % 50}/f${i}.txt`, content: `file ${r} ${i}\n${'z'.repeat(1000)}\n` } })
   }
   host.addTurns(turn({ kind: 'tools', calls }, text('wrote them')))
+  if (withPlugin && backups !== backupsOn) {
+    const r = await rpc(host, 'settings.update', { sessionId: agent.session.header.id, patch: { backups } })
+    if (r.json?.ok !== true || r.json.value.backups !== backups) throw new Error(`settings.update: ${JSON.stringify(r.json)}`)
+    backupsOn = backups
+  }
   // Each turn starts with nothing of an earlier turn left to write back (DSH's own writes are
   // fsynced; dirty pages of the turn before would otherwise weigh on whichever host runs next).
   execFileSync('sync')
@@ -65,7 +83,7 @@ async function round(r) {
   const used = process.cpuUsage(cpu)
   // Every file written, or the figure means nothing.
   let n = 0
-  for (const d of readdirSync(join(ws, `r${r}`))) n += readdirSync(join(ws, `r${r}`, d)).length
+  for (const d of readdirSync(join(ws, dir))) n += readdirSync(join(ws, dir, d)).length
   if (n !== FILES) throw new Error(`round ${r}: ${n} of ${FILES} files written`)
   return { ms, after, cpu: (used.user + used.system) / 1000 }
 }
@@ -85,14 +103,13 @@ function logBytes() {
 await newSession()
 process.on('message', async (m) => {
   try {
-    if (m.cmd === 'round') process.send({ ok: true, ...(await round(m.round)) })
+    if (m.cmd === 'round') process.send({ ok: true, ...(await round(m.round, m.options)) })
     else if (m.cmd === 'session') process.send({ ok: true, ...(await newSession()) })
     else if (m.cmd === 'finish') {
       const bytes = withPlugin ? logBytes() : 0
       await host.dispose()
-      await rm(ws, { recursive: true, force: true })
-      await rm(home, { recursive: true, force: true })
-      process.send({ ok: true, logBytes: bytes }, () => process.exit(0))
+      // The parent removes them once every round ran (see `dir` in `round`).
+      process.send({ ok: true, logBytes: bytes, dirs: [ws, home] }, () => process.exit(0))
     }
   } catch (error) {
     process.send({ ok: false, error: String(error?.stack ?? error) }, () => process.exit(1))
