@@ -4,7 +4,7 @@
  * the other's turn (both hosts keep every event of their session in memory). The parent sends
  * `round`, `session` and `finish` messages and gets one reply to each.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, writeFile } from 'node:fs/promises'
 import { readdirSync, statSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
@@ -61,8 +61,8 @@ async function round(r, { backups = withPlugin } = {}) {
   }
   host.addTurns(turn({ kind: 'tools', calls }, text('wrote them')))
   if (withPlugin && backups !== backupsOn) {
-    const r = await rpc(host, 'settings.update', { sessionId: agent.session.header.id, patch: { backups } })
-    if (r.json?.ok !== true || r.json.value.backups !== backups) throw new Error(`settings.update: ${JSON.stringify(r.json)}`)
+    const set = await rpc(host, 'settings.update', { sessionId: agent.session.header.id, patch: { backups } })
+    if (set.json?.ok !== true || set.json.value.backups !== backups) throw new Error(`settings.update: ${JSON.stringify(set.json)}`)
     backupsOn = backups
   }
   // Each turn starts with nothing of an earlier turn left to write back (DSH's own writes are

@@ -89,8 +89,10 @@ impl Store {
             progress(i as u64 + 1, total);
         }
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // The content any log keeps, gathered once (not looked up per session for each ref).
+        let kept_any: HashSet<&String> = kept_by.values().flatten().collect();
         for (sha, by) in refs {
-            if !present.contains(&sha) && !kept_by.values().any(|k| k.contains(&sha)) {
+            if !present.contains(&sha) && !kept_any.contains(&sha) {
                 missing.entry(sha).or_default().extend(by);
             }
         }
