@@ -1,5 +1,6 @@
 //! Integration tests of `snapshot-store` (one test binary).
 
+mod after;
 mod basic;
 mod common;
 mod crash;

@@ -105,17 +105,26 @@ proptest! {
 
     #[test]
     fn store_matches_model(ops in proptest::collection::vec(op(), 1..40)) {
-        run(ops);
+        run(ops, false);
+    }
+
+    /// The same with the host's way of calling: captures name their anchor, so commits
+    /// join the next write, and their after-states are observed on the store's
+    /// background thread.
+    #[test]
+    fn store_matches_model_with_commits_settled_later(ops in proptest::collection::vec(op(), 1..40)) {
+        run(ops, true);
     }
 }
 
-fn run(ops: Vec<Op>) {
+fn run(ops: Vec<Op>, later: bool) {
     let env = Env::new();
     let mut store: Store = env.store_with(snapshot_store::StoreOptions {
         compact_min_bytes: 2048,
         ..snapshot_store::StoreOptions::default()
     });
     let mut s: Session = env.session(&store);
+    s.observe_after_states_later(later);
     let mut m = Model {
         disk: Disk::new(),
         seq: 0,
@@ -147,8 +156,12 @@ fn run(ops: Vec<Op>) {
             } => {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
-                s.capture_before(&call, Path::new(f))
-                    .unwrap_or_else(|e| panic!("{step}: {e}"));
+                if later {
+                    s.capture_before_at(&call, Path::new(f), m.anchor)
+                } else {
+                    s.capture_before(&call, Path::new(f))
+                }
+                .unwrap_or_else(|e| panic!("{step}: {e}"));
                 if ok {
                     let new = c.map(content);
                     apply_disk(&env, f, new.as_ref());
@@ -244,6 +257,7 @@ fn run(ops: Vec<Op>) {
                     ..snapshot_store::StoreOptions::default()
                 });
                 s = env.session(&store);
+                s.observe_after_states_later(later);
             }
         }
         assert_eq!(actual(&env), m.disk, "{step}: model and disk agree");
