@@ -270,8 +270,6 @@ impl Engine {
         {
             // A burst of tool calls takes the store's and the log's locks once.
             session.keep_locks_between_calls(true);
-            // Its commits leave the `lstat` of their after-states to a background thread.
-            session.observe_after_states_later(true);
             self.keeping
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

@@ -14,9 +14,7 @@ use crate::fsio::{DiskMeta, Walk, WsDir};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::seam::CrashPoint;
 
-use crate::session::{
-    Quick, Session, SharedLock, State, differs, map_read, not_capturable, observe_meta,
-};
+use crate::session::{Quick, Session, SharedLock, State, differs, map_read, not_capturable};
 
 /// What [`Session::capture_before`] recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -342,7 +340,22 @@ impl<'s> Staging<'s> {
 
     /// `lstat`-level observation (no content read).
     pub(crate) fn observe_meta(&self, rel: &RelPath) -> Result<Known, FsFailure> {
-        observe_meta(&self.s.ws, rel)
+        let mut created = Vec::new();
+        match self.s.ws.walk_parent(rel, false, &mut created)? {
+            Walk::Missing(_) => Ok(Known::Absent),
+            Walk::Blocked(..) => Ok(Known::Unknown),
+            Walk::Parent(dir) => {
+                let (_, name) = rel.split_last();
+                Ok(match self.s.ws.lstat(&dir, name, rel)? {
+                    None => Known::Absent,
+                    Some(meta) => Known::Present {
+                        meta,
+                        sha256: None,
+                        recorded: false,
+                    },
+                })
+            }
+        }
     }
 
     pub(crate) fn capture_before(
@@ -418,7 +431,6 @@ impl<'s> Staging<'s> {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        self.s.complete_after_states(&mut st);
         if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
             return None;
         }

@@ -10,9 +10,7 @@ use crate::path::encode_id;
 use crate::records::tracked_records;
 use crate::seam::CrashPoint;
 
-use std::sync::Arc;
-
-use crate::session::{AfterStates, DeferredCommit, Session, State, post_after_states};
+use crate::session::{DeferredCommit, Session, State};
 
 /// What [`Session::commit`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -172,23 +170,7 @@ impl<'s> Staging<'s> {
             return None;
         }
         let n = entries.len();
-        // The after-states now, or left to the observer thread (see
-        // [`Session::observe_after_states_later`]).
-        let after = (self
-            .s
-            .after_later
-            .load(std::sync::atomic::Ordering::Relaxed)
-            && !fs.io.seam.wants_calls_in_order())
-        .then(|| {
-            AfterStates::new(
-                Arc::clone(&self.s.ws),
-                entries.iter().map(|e| e.path.clone()).collect(),
-            )
-        });
-        let updates = match after {
-            Some(_) => Vec::new(),
-            None => self.after_states(&entries),
-        };
+        let updates = self.after_states(&entries);
         let mut recs = vec![Record::Group {
             anchor_seq,
             source: EntrySource::Tool {
@@ -214,11 +196,7 @@ impl<'s> Staging<'s> {
             anchor: anchor_seq,
             bytes,
             recs,
-            after: after.clone(),
         });
-        if let Some(job) = &after {
-            post_after_states(job);
-        }
         // The call is settled (in the index; in the log once flushed, or as an orphan).
         fs.io.crash(CrashPoint::CommitEntryWritten);
         fs.io.crash(CrashPoint::CommitPendingRemoved);

@@ -199,13 +199,6 @@ pub trait FaultSeam: Send + Sync {
     fn wants_partial_writes(&self) -> bool {
         true
     }
-    /// Whether every filesystem call must be made on the thread of the store call that
-    /// causes it, so that the calls reach this seam in the order of the store's calls
-    /// (a commit's after-states are then observed at the commit, even with
-    /// `Session::observe_after_states_later` on). `true` unless overridden.
-    fn wants_calls_in_order(&self) -> bool {
-        true
-    }
 }
 
 /// The production seam: no faults, no crash points.
@@ -214,9 +207,6 @@ pub struct NoFaults;
 
 impl FaultSeam for NoFaults {
     fn wants_partial_writes(&self) -> bool {
-        false
-    }
-    fn wants_calls_in_order(&self) -> bool {
         false
     }
 }

@@ -360,14 +360,6 @@ impl Index {
         })
     }
 
-    /// Forgets what is known of `path` (in memory only): it stays tracked, its state
-    /// unknown until a re-check sees it.
-    pub(crate) fn forget_known(&mut self, path: &crate::path::RelPath) {
-        if let Some(t) = self.tracked.get_mut(path) {
-            t.known = Known::Unknown;
-        }
-    }
-
     /// Every path named by a group is tracked (state unknown until a re-check sees it).
     fn track_unknown(&mut self, entries: &[Entry]) {
         for e in entries {

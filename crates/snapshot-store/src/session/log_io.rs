@@ -295,7 +295,6 @@ impl Session {
     /// Writes the deferred commits still standing (their group is in the index: not
     /// pruned or settled otherwise since) and `recs` in one write, holding the log's lock.
     pub(crate) fn write_locked(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
-        self.complete_after_states(st);
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         let mut buf = Vec::with_capacity(256 * recs.len() + 64);
@@ -360,7 +359,6 @@ impl Session {
     /// Rewrites the log as a snapshot of the index: written to a temporary name and
     /// renamed over the log (a crash leaves either log whole). Holds the log lock.
     pub(crate) fn compact_locked(&self, st: &mut State) -> Result<(), Fault> {
-        self.complete_after_states(st);
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;

@@ -2,14 +2,11 @@
 //! concern: `log_io` (the record log and the index), `capture`, `commit`, `recheck`,
 //! `prune` (and `crate::journal` for restores, `crate::plan` / `crate::chain` for plans).
 
-mod after;
 mod log_io;
-
-pub(crate) use after::{AfterStates, observe_meta, post as post_after_states};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
@@ -49,9 +46,6 @@ pub(crate) struct DeferredCommit {
     pub(crate) bytes: Vec<u8>,
     /// The same records with their frame lengths (folded again after a reload).
     pub(crate) recs: Vec<(Record, u64)>,
-    /// The paths' after-states, left to the observer thread: not yet in `bytes`,
-    /// `recs` or the index (see [`Session::complete_after_states`]).
-    pub(crate) after: Option<Arc<AfterStates>>,
 }
 
 pub(crate) struct State {
@@ -98,7 +92,7 @@ pub struct Session {
     pub(crate) store: Store,
     pub(crate) id: String,
     pub(crate) dir: PathBuf,
-    pub(crate) ws: Arc<WsFs>,
+    pub(crate) ws: WsFs,
     pub(crate) roots: Vec<PathBuf>,
     pub(crate) state: Mutex<State>,
     /// The store's lock file, opened once per handle.
@@ -106,9 +100,6 @@ pub struct Session {
     /// Calls that must not wait keep their locks for the next such call (see
     /// [`Session::keep_locks_between_calls`]).
     pub(crate) keep_locks: AtomicBool,
-    /// Deferred commits leave their after-states to the observer thread (see
-    /// [`Session::observe_after_states_later`]).
-    pub(crate) after_later: AtomicBool,
 }
 
 /// A handle's state locked by a call that must not wait, holding the log's lock
@@ -221,7 +212,7 @@ impl Session {
             store,
             id,
             dir,
-            ws: Arc::new(WsFs { root, io }),
+            ws: WsFs { root, io },
             roots,
             state: Mutex::new(State {
                 idx: Index::default(),
@@ -236,7 +227,6 @@ impl Session {
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),
-            after_later: AtomicBool::new(false),
         }
     }
 
@@ -255,7 +245,6 @@ impl Session {
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.end_lease(&mut st);
-        self.complete_after_states(&mut st);
         st
     }
 
@@ -297,18 +286,6 @@ impl Session {
         if !keep {
             drop(self.lock_state());
         }
-    }
-
-    /// Lets a commit that joins the handle's next write (see [`Session::flush`]) leave the
-    /// `lstat` of its paths' after-states to a background thread and return at once: a
-    /// host's event loop then pays only for the bookkeeping. The handle's next call that
-    /// reads or writes its state first completes such commits, in order, making any
-    /// observation the thread has not made yet. The after-state is then what the path
-    /// shows a moment after the commit instead of at it: an outside change in between
-    /// counts as the tool's (the tool's call still restores the path's before-state).
-    /// Off by default.
-    pub fn observe_after_states_later(&self, later: bool) {
-        self.after_later.store(later, Ordering::Relaxed);
     }
 
     /// Releases the locks kept since the last call that must not wait (see

@@ -1,6 +1,5 @@
 //! Integration tests of `snapshot-store` (one test binary).
 
-mod after;
 mod basic;
 mod common;
 mod crash;

@@ -108,23 +108,21 @@ proptest! {
         run(ops, false);
     }
 
-    /// The same with the host's way of calling: captures name their anchor, so commits
-    /// join the next write, and their after-states are observed on the store's
-    /// background thread.
+    /// The same with the host's way of calling: captures name their anchor, so their
+    /// commits join the handle's next write.
     #[test]
-    fn store_matches_model_with_commits_settled_later(ops in proptest::collection::vec(op(), 1..40)) {
+    fn store_matches_model_with_commits_joining_the_next_write(ops in proptest::collection::vec(op(), 1..40)) {
         run(ops, true);
     }
 }
 
-fn run(ops: Vec<Op>, later: bool) {
+fn run(ops: Vec<Op>, anchored: bool) {
     let env = Env::new();
     let mut store: Store = env.store_with(snapshot_store::StoreOptions {
         compact_min_bytes: 2048,
         ..snapshot_store::StoreOptions::default()
     });
     let mut s: Session = env.session(&store);
-    s.observe_after_states_later(later);
     let mut m = Model {
         disk: Disk::new(),
         seq: 0,
@@ -156,7 +154,7 @@ fn run(ops: Vec<Op>, later: bool) {
             } => {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
-                if later {
+                if anchored {
                     s.capture_before_at(&call, Path::new(f), m.anchor)
                 } else {
                     s.capture_before(&call, Path::new(f))
@@ -257,7 +255,6 @@ fn run(ops: Vec<Op>, later: bool) {
                     ..snapshot_store::StoreOptions::default()
                 });
                 s = env.session(&store);
-                s.observe_after_states_later(later);
             }
         }
         assert_eq!(actual(&env), m.disk, "{step}: model and disk agree");
