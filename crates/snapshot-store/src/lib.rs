@@ -66,6 +66,7 @@ mod outcome;
 mod path;
 mod plan;
 mod prune;
+mod read_ahead;
 mod recheck;
 mod records;
 mod scan;

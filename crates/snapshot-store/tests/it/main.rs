@@ -8,6 +8,7 @@ mod faults;
 mod hostile;
 mod migrate;
 mod model;
+mod read_ahead;
 mod scan;
 mod scan_model;
 mod undo;
