@@ -20,9 +20,10 @@ export const FLUSH_AFTER_MS = 50
 /**
  * With the waiting commits, the content of up to this many files the session's tools wrote is
  * read into the store (`readAhead`), so the re-check at the next message need not read them; the
- * rest is read at the next such moment.
+ * rest is read at the next such moment (50 ms later). Few enough to be read on one thread, in a
+ * few milliseconds, while the session's calls wait for the store.
  */
-export const READ_AHEAD_FILES = 64
+export const READ_AHEAD_FILES = 48
 
 /** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
 export function openFiles(engine: () => Addon.BindingEngine, root: string, logger: HostLogger): FilesPort {
