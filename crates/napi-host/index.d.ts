@@ -196,13 +196,6 @@ export declare class BindingStore {
    * resolves with whether there were any.
    */
   flush(sessionId: string, cwd: string): Promise<boolean>
-  /**
-   * Reads into the store the content of up to `max` files tools wrote since the last
-   * message and left untouched since, so that the next message's re-check need not read
-   * them (see `Session::read_ahead`); resolves with how many such files are left. Only
-   * a session handle already open is used.
-   */
-  readAhead(sessionId: string, cwd: string, max: number): Promise<number>
   /** Discards a capture still staged for `call_id` (the host's safety net). */
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
   /**

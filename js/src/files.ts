@@ -17,14 +17,6 @@ import { unavailableFiles } from './ports.ts'
  */
 export const FLUSH_AFTER_MS = 50
 
-/**
- * With the waiting commits, the content of up to this many files the session's tools wrote is
- * read into the store (`readAhead`), so the re-check at the next message need not read them; the
- * rest is read at the next such moment (50 ms later). Few enough to be read on one thread, in a
- * few milliseconds, while the session's calls wait for the store.
- */
-export const READ_AHEAD_FILES = 48
-
 /** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
 export function openFiles(engine: () => Addon.BindingEngine, root: string, logger: HostLogger): FilesPort {
   let store: Addon.BindingStore
@@ -45,17 +37,8 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
     if (flushes.has(key)) return
     const timer = setTimeout(() => {
       flushes.delete(key)
-      awaitNative(() => store.flush(sessionId, cwd)).then(
-        async () => {
-          const left = await awaitNative(() => store.readAhead(sessionId, cwd, READ_AHEAD_FILES))
-          if (left > 0) flushSoon(sessionId, cwd)
-        },
-        (error: unknown) => {
-          logger.warn('writing the commits of session %s failed: %s', sessionId, (error as Error).message)
-        },
-      ).catch((error: unknown) => {
-        // Only a saving: the re-check at the next message reads what is not read here.
-        logger.debug('reading ahead the files of session %s failed: %s', sessionId, (error as Error).message)
+      awaitNative(() => store.flush(sessionId, cwd)).catch((error: unknown) => {
+        logger.warn('writing the commits of session %s failed: %s', sessionId, (error as Error).message)
       })
     }, FLUSH_AFTER_MS)
     timer.unref?.()

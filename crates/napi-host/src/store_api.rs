@@ -654,22 +654,6 @@ impl BindingStore {
         }))
     }
 
-    /// Reads into the store the content of up to `max` files tools wrote since the last
-    /// message and left untouched since, so that the next message's re-check need not read
-    /// them (see `Session::read_ahead`); resolves with how many such files are left. Only
-    /// a session handle already open is used.
-    #[napi(ts_return_type = "Promise<number>")]
-    pub fn read_ahead(&self, session_id: String, cwd: String, max: u32) -> AsyncTask<Job<u32>> {
-        let h = self.handle();
-        AsyncTask::new(Job::new(move || match h.cached(&session_id, &cwd, None) {
-            Some(session) => {
-                let left = session.read_ahead(max as usize)?;
-                Ok(u32::try_from(left).unwrap_or(u32::MAX))
-            }
-            None => Ok(0),
-        }))
-    }
-
     /// Discards a capture still staged for `call_id` (the host's safety net).
     #[napi(ts_return_type = "Promise<void>")]
     pub fn discard(&self, session_id: String, cwd: String, call_id: String) -> AsyncTask<Job<()>> {

@@ -66,7 +66,6 @@ mod outcome;
 mod path;
 mod plan;
 mod prune;
-mod read_ahead;
 mod recheck;
 mod records;
 mod scan;

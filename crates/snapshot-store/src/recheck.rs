@@ -12,7 +12,7 @@ use crate::path::RelPath;
 use crate::records::tracked_records;
 use crate::seam::Area;
 
-use crate::session::{Session, State};
+use crate::session::Session;
 
 /// One change recorded by [`Session::recheck_tracked`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,14 +38,14 @@ pub struct RecheckOutcome {
 const PARALLEL_RECHECK: usize = 64;
 
 /// A tracked path a re-check found changed, to be read into the store.
-pub(crate) struct Changed {
-    pub(crate) rel: RelPath,
-    pub(crate) known: Known,
-    pub(crate) since: Option<u64>,
-    pub(crate) order: u64,
-    pub(crate) tool_content: bool,
+struct Changed {
+    rel: RelPath,
+    known: Known,
+    since: Option<u64>,
+    order: u64,
+    tool_content: bool,
     /// Its `lstat` showed a regular file.
-    pub(crate) regular: bool,
+    regular: bool,
 }
 
 /// The session's re-check of tracked files at a message boundary: every change made
@@ -311,34 +311,9 @@ impl Recheck<'_> {
         //    several threads when there are many (after a long turn, every file a tool wrote).
         //    Small files are kept in the log, written ahead of the records naming them.
         //    The log keeps them up to its size limit: what does not fit goes to blob files.
-        //    A file a tool wrote whose content was read ahead at the metadata it still
-        //    shows (see [`Session::read_ahead`]) is not read again.
-        let ahead: Vec<Option<(BeforeState, Known)>> =
-            changed.iter().map(|c| self.read_before(&st, c)).collect();
-        st.ahead.clear();
-        let to_read: Vec<&Changed> = changed
-            .iter()
-            .zip(&ahead)
-            .filter(|(_, a)| a.is_none())
-            .map(|(c, _)| c)
-            .collect();
         let log_len = st.log.as_ref().map_or(0, |h| h.len);
         let sink = crate::blob::LogSink::new(&st.idx.inline, log_len);
-        let mut read = self.capture_changed(&to_read, Some(&sink)).into_iter();
-        let captured: Vec<Result<(BeforeState, Known), FsFailure>> = ahead
-            .into_iter()
-            .map(|a| match a {
-                Some(known) => Ok(known),
-                None => read.next().unwrap_or_else(|| {
-                    Err(FsFailure {
-                        op: crate::seam::FsOp::Read,
-                        area: Area::Store,
-                        path: String::new(),
-                        source: std::io::Error::other("a re-check lost a path it read"),
-                    })
-                }),
-            })
-            .collect();
+        let captured = self.capture_changed(&changed, Some(&sink));
         let blobs = sink.records();
         // 3. Recorded in path order.
         for (c, r) in changed.into_iter().zip(captured) {
@@ -452,41 +427,9 @@ impl Recheck<'_> {
     /// Reads the current state of each changed path into the store (as a capture does),
     /// in the order given. The paths of one directory are read together, with the
     /// directory opened once; with many paths, directories are shared out among threads.
-    /// The state of a file a tool wrote, from what [`Session::read_ahead`] read of it:
-    /// `None` unless the path still shows the metadata it had then (the re-check found it
-    /// untouched since the tool wrote it) and the store still holds that content.
-    fn read_before(&self, st: &State, c: &Changed) -> Option<(BeforeState, Known)> {
-        if !c.tool_content {
-            return None;
-        }
-        let Known::Present { meta, .. } = &c.known else {
-            return None;
-        };
-        let (seen, sha) = st.ahead.get(&c.rel)?;
-        let sha = sha.as_ref()?;
-        if seen != meta || meta.kind != FileKind::File {
-            return None;
-        }
-        if !(st.idx.inline.contains_key(sha) || self.s.store.has_blob(sha)) {
-            return None;
-        }
-        Some((
-            BeforeState::File {
-                sha256: sha.clone(),
-                size: meta.size,
-                mode: meta.mode,
-            },
-            Known::Present {
-                meta: *meta,
-                sha256: Some(sha.clone()),
-                recorded: true,
-            },
-        ))
-    }
-
-    pub(crate) fn capture_changed(
+    fn capture_changed(
         &self,
-        changed: &[&Changed],
+        changed: &[Changed],
         sink: Option<&crate::blob::LogSink<'_>>,
     ) -> Vec<Result<(BeforeState, Known), FsFailure>> {
         let threads = if changed.len() < PARALLEL_RECHECK {
@@ -496,7 +439,7 @@ impl Recheck<'_> {
                 .map_or(1, usize::from)
                 .min(4)
         };
-        let run = |run: &[&Changed]| {
+        let run = |run: &[Changed]| {
             let mut out = Vec::with_capacity(run.len());
             let mut dir: Option<Option<WsDir<'_>>> = None;
             let staging = match sink {

@@ -69,13 +69,6 @@ pub(crate) struct State {
     pub(crate) inflight: std::collections::HashSet<String>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
-    /// Files tools wrote that [`Session::read_ahead`] looked at: the metadata the tool
-    /// left, and the name of the content read into the store (`None`: not read, as the
-    /// file was changed since or could not be read; not tried again at that metadata).
-    /// The next re-check takes a path's content from here while the path still shows
-    /// that metadata and the store still holds the content (in memory only: after a
-    /// restart the re-check reads them).
-    pub(crate) ahead: std::collections::BTreeMap<RelPath, (DiskMeta, Option<String>)>,
 }
 
 /// Locks kept by a handle between its calls that must not wait: the log's exclusive lock,
@@ -231,7 +224,6 @@ impl Session {
                 lease: None,
                 inflight: Default::default(),
                 deferred: Vec::new(),
-                ahead: Default::default(),
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),

@@ -8,7 +8,6 @@ mod faults;
 mod hostile;
 mod migrate;
 mod model;
-mod read_ahead;
 mod scan;
 mod scan_model;
 mod undo;

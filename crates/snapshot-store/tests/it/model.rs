@@ -46,10 +46,6 @@ enum Op {
         keep: usize,
     },
     Reopen,
-    /// The host's read-ahead of the files tools wrote, between bursts of calls.
-    ReadAhead {
-        max: usize,
-    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -62,7 +58,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Undo),
         1 => (1..4usize).prop_map(|keep| Op::Prune { keep }),
         1 => Just(Op::Reopen),
-        2 => (0..4usize).prop_map(|max| Op::ReadAhead { max }),
     ]
 }
 
@@ -251,9 +246,6 @@ fn run(ops: Vec<Op>, anchored: bool) {
                         .copied();
                     m.min_anchor = m.min_anchor.max(first.unwrap_or(u64::MAX));
                 }
-            }
-            Op::ReadAhead { max } => {
-                s.read_ahead(max).unwrap_or_else(|e| panic!("{step}: {e}"));
             }
             Op::Reopen => {
                 drop(s);
