@@ -108,7 +108,8 @@ process.on('message', async (m) => {
     else if (m.cmd === 'finish') {
       const bytes = withPlugin ? logBytes() : 0
       await host.dispose()
-      // The parent removes them once every round ran (see `dir` in `round`).
+      // The parent removes them once every round ran (removing thousands of files leaves the
+      // disk busy in the rounds after).
       process.send({ ok: true, logBytes: bytes, dirs: [ws, home] }, () => process.exit(0))
     }
   } catch (error) {
