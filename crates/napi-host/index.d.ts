@@ -267,7 +267,10 @@ export interface BindingCandidate {
 
 /** The outcome of a before-state capture. */
 export interface BindingCaptureOutcome {
-  /** `captured`, `absent`, `uncovered`, `skipped` or `already-staged`. */
+  /**
+   * `captured`, `absent`, `uncovered`, `skipped`, `already-staged` or
+   * `already-recorded`.
+   */
   kind: string
   /** The path (workspace-relative when resolved). */
   path: string

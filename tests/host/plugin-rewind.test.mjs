@@ -6,8 +6,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { writeFile } from 'node:fs/promises'
-import { turn, text, write, sre, tools, parseJsonl } from './lib/harness.mjs'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { turn, text, write, read, edit, sre, tools, parseJsonl } from './lib/harness.mjs'
 import { threeTurnSession, bootWithPlugin, snapshot, humanSeq, humanIndex, textOf, bytes, rpc, pluginSettled, BINARY, FILES } from './plugin-support.mjs'
 
 test('rewind to a middle message restores the model context and every tracked file', async (t) => {
@@ -174,3 +174,45 @@ test('with backups off, changes are not captured and a rewind leaves them', asyn
   assert.equal(await bytes(join(host.workspace, 'before.txt')), null, 'the change made while backups were on is undone')
   assert.equal((await bytes(join(host.workspace, 'while-off.txt'))).toString(), 'off\n', 'the change made while they were off stays')
 })
+
+test('a file written several times in one turn comes back from before the turn; the states in between are never stored', async (t) => {
+  const host = await bootWithPlugin({
+    script: [
+      turn(
+        read('a.txt'), write('a.txt', 'intermediate one\n'),
+        read('a.txt'), edit('a.txt', 'intermediate one', 'intermediate two'),
+        sre.strReplace('a.txt', 'intermediate two', 'final state'),
+        text('three writes'),
+      ),
+      turn(text('next')),
+    ],
+  })
+  t.after(() => host.dispose())
+  await writeFile(join(host.workspace, 'a.txt'), 'original\n')
+  const agent = await host.createAgent('rewrites-session')
+  await host.sendUser(agent, 'first')
+  await host.sendUser(agent, 'second')
+  await pluginSettled(host, agent)
+  assert.equal((await bytes(join(host.workspace, 'a.txt'))).toString(), 'final state\n')
+
+  // Nothing in the store holds the states between the turn's writes: the second and third
+  // writes found the file's state at the turn's message recorded already and read nothing.
+  const stored = await storedBytes(join(host.dshHome, 'rewind-snapshots'))
+  assert.ok(stored.includes('original'), 'the state before the turn is stored')
+  for (const between of ['intermediate one', 'intermediate two']) {
+    assert.ok(!stored.includes(between), `"${between}" is not stored`)
+  }
+
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'first')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal((await bytes(join(host.workspace, 'a.txt'))).toString(), 'original\n')
+})
+
+/** Every file under `dir`, concatenated (latin1, so any byte sequence can be searched). */
+async function storedBytes(dir) {
+  const parts = []
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) parts.push(await readFile(join(entry.parentPath, entry.name)))
+  }
+  return Buffer.concat(parts).toString('latin1')
+}

@@ -283,6 +283,11 @@ fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
             path: path.display(),
             reason: None,
         },
+        CaptureOutcome::AlreadyRecorded { path } => BindingCaptureOutcome {
+            kind: "already-recorded".into(),
+            path: path.display(),
+            reason: None,
+        },
     }
 }
 

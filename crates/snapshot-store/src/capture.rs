@@ -56,6 +56,15 @@ pub enum CaptureOutcome {
         /// Workspace-relative path.
         path: RelPath,
     },
+    /// The path's state at the call's anchor is already recorded (a group at that
+    /// anchor has an entry for it: an earlier call of the same turn, the message's
+    /// re-check, a scan), so nothing was read or staged: a rewind to that anchor or
+    /// earlier restores that state or an earlier one, never one recorded there later.
+    /// The path's after-state is recorded when the call commits.
+    AlreadyRecorded {
+        /// Workspace-relative path.
+        path: RelPath,
+    },
 }
 
 /// The session's write-tool calls: the before-state captured ahead of a call, staged
@@ -391,28 +400,35 @@ impl<'s> Staging<'s> {
                 reason,
             }));
         }
+        let rel = self.resolve(path).ok();
+        let (mut q, held) = self.quick_state(true)?;
         // What this `stat` showed: a regular file (of at most `max_bytes`), which the capture
         // then opens without an `lstat` first, or nothing there (see [`Staging::capture_in`]).
+        // A path whose state at the call's anchor is recorded already is not looked at.
         let mut seen = Seen::Unknown;
-        if let Ok(rel) = self.resolve(path) {
-            // Relative to the workspace handle: no walk of the cwd's own path.
-            let m = rustix::fs::statat(
-                &self.s.ws.root,
-                std::ffi::OsStr::from_bytes(rel.as_bytes()),
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            );
-            match m {
-                Ok(m) if m.st_mode & 0o170000 == 0o100000 => {
-                    if u64::try_from(m.st_size).unwrap_or(0) > max_bytes {
-                        return None;
+        if let Some(rel) = rel {
+            if !matches!(
+                self.recorded_anchor(&mut q.st, call_id, &rel, anchor),
+                Ok(Some(_))
+            ) {
+                // Relative to the workspace handle: no walk of the cwd's own path.
+                let m = rustix::fs::statat(
+                    &self.s.ws.root,
+                    std::ffi::OsStr::from_bytes(rel.as_bytes()),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                );
+                match m {
+                    Ok(m) if m.st_mode & 0o170000 == 0o100000 => {
+                        if u64::try_from(m.st_size).unwrap_or(0) > max_bytes {
+                            return None;
+                        }
+                        seen = Seen::Regular;
                     }
-                    seen = Seen::Regular;
+                    Err(rustix::io::Errno::NOENT) => seen = Seen::Absent,
+                    _ => {}
                 }
-                Err(rustix::io::Errno::NOENT) => seen = Seen::Absent,
-                _ => {}
             }
         }
-        let (mut q, held) = self.quick_state(true)?;
         Some(self.capture_with(&mut q.st, call_id, path, anchor, held, seen))
     }
 
@@ -538,6 +554,25 @@ impl<'s> Staging<'s> {
         if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
+        // A call keeps the anchor its first capture named: every staged record of the
+        // call names the same one.
+        let call_anchor = self.call_anchor(st, call_id, anchor);
+        if let Some(at) = self
+            .recorded_anchor(st, call_id, &rel, anchor)
+            .map_err(|d| self.s.damaged(d))?
+        {
+            // Nothing to read: a later state at that anchor is never restored. The
+            // commit records the path's after-state.
+            let paths = &mut st
+                .recorded
+                .entry(call_id.to_string())
+                .or_insert_with(|| (at, Vec::new()))
+                .1;
+            if !paths.contains(&rel) {
+                paths.push(rel.clone());
+            }
+            return Ok(CaptureOutcome::AlreadyRecorded { path: rel });
+        }
         let back_order = self.s.store.next_order();
         let order = self.s.store.next_order();
         let (before, now, dedup) = self
@@ -578,12 +613,7 @@ impl<'s> Staging<'s> {
             order,
             before: before.clone(),
         };
-        // A call keeps the anchor its first capture named: every staged record of
-        // the call names the same one.
-        let anchor = match st.idx.pending.contains_key(call_id) {
-            true => st.idx.pending_at.get(call_id).copied(),
-            false => anchor,
-        };
+        let anchor = call_anchor;
         self.s.append(
             st,
             vec![Record::Staged {
@@ -610,6 +640,44 @@ impl<'s> Staging<'s> {
                 reason,
             },
         })
+    }
+}
+
+impl Staging<'_> {
+    /// The anchor a capture of `call_id` names: the one the call's first capture named
+    /// (its staged records name it), else `anchor`.
+    fn call_anchor(&self, st: &State, call_id: &str, anchor: Option<u64>) -> Option<u64> {
+        if st.idx.pending.contains_key(call_id) {
+            st.idx.pending_at.get(call_id).copied()
+        } else if let Some((at, _)) = st.recorded.get(call_id) {
+            Some(*at)
+        } else {
+            anchor
+        }
+    }
+
+    /// The anchor of a capture of `rel` by `call_id` when the path's state there is
+    /// recorded already (see [`CaptureOutcome::AlreadyRecorded`]): the capture then
+    /// reads nothing. Only for a capture that names its anchor (the call's commit is
+    /// expected there).
+    pub(crate) fn recorded_anchor(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        rel: &RelPath,
+        anchor: Option<u64>,
+    ) -> Result<Option<u64>, String> {
+        let Some(at) = self.call_anchor(st, call_id, anchor) else {
+            return Ok(None);
+        };
+        if st
+            .recorded
+            .get(call_id)
+            .is_some_and(|(_, p)| p.contains(rel))
+        {
+            return Ok(Some(at));
+        }
+        Ok(st.idx.recorded_at(at, rel)?.then_some(at))
     }
 }
 

@@ -32,6 +32,13 @@ pub enum CommitOutcome {
     NothingStaged,
 }
 
+/// The paths of a call whose state at its anchor was recorded already (nothing staged
+/// for them: see [`crate::CaptureOutcome::AlreadyRecorded`]), taken for its commit.
+struct Recorded {
+    anchor: u64,
+    paths: Vec<crate::path::RelPath>,
+}
+
 impl Session {
     /// Settles tool call `call_id`: a failed call (`ok == false`) drops its staged
     /// captures; a successful one joins anchor group `anchor_seq` (the seq of the
@@ -158,26 +165,40 @@ impl<'s> Staging<'s> {
         max_paths: usize,
     ) -> Option<Result<CommitOutcome, CommitError>> {
         let fs = &self.s.store.inner.fs;
+        let staged = st.idx.pending.contains_key(call_id);
+        let settles = staged
+            && st.inflight.contains(call_id)
+            && st.idx.pending_at.get(call_id) == Some(&anchor_seq);
+        let recorded = st.recorded.get(call_id).map(|(a, p)| (*a, p.len()));
         if fs.io.durable
             || st.log.is_none()
-            || !st.inflight.contains(call_id)
-            || st.idx.pending_at.get(call_id) != Some(&anchor_seq)
+            || (staged && !settles)
+            || recorded.is_some_and(|(a, _)| a != anchor_seq)
+            || !(settles || recorded.is_some())
         {
             return None;
         }
-        let entries = st.idx.pending.get(call_id)?.0.clone();
-        if entries.len() > max_paths {
+        let entries = match settles {
+            true => st.idx.pending.get(call_id)?.0.clone(),
+            false => Vec::new(),
+        };
+        if entries.len() + recorded.map_or(0, |(_, n)| n) > max_paths {
             return None;
         }
         let n = entries.len();
-        let updates = self.after_states(&entries);
-        let mut recs = vec![Record::Group {
-            anchor_seq,
-            source: EntrySource::Tool {
-                call_id: call_id.to_string(),
-            },
-            entries,
-        }];
+        let mut updates = self.after_states(&entries);
+        let also = self.take_recorded(st, call_id);
+        updates.extend(self.recorded_after_states(&mut st.idx, also, anchor_seq));
+        let mut recs = Vec::with_capacity(2);
+        if settles {
+            recs.push(Record::Group {
+                anchor_seq,
+                source: EntrySource::Tool {
+                    call_id: call_id.to_string(),
+                },
+                entries,
+            });
+        }
         recs.extend(tracked_records(updates));
         let mut bytes = Vec::with_capacity(128 * recs.len());
         let sizes = match self.s.encode_frames(&recs, &mut bytes) {
@@ -194,6 +215,7 @@ impl<'s> Staging<'s> {
         st.deferred.push(DeferredCommit {
             call_id: call_id.to_string(),
             anchor: anchor_seq,
+            settles,
             bytes,
             recs,
         });
@@ -208,12 +230,50 @@ impl<'s> Staging<'s> {
 
     /// The tool has written: the after-state metadata of its paths (content unknown).
     fn after_states(&self, entries: &[crate::format::Entry]) -> Vec<TrackedUpdate> {
-        entries
+        entries.iter().map(|e| self.after_state(&e.path)).collect()
+    }
+
+    fn after_state(&self, path: &crate::path::RelPath) -> TrackedUpdate {
+        TrackedUpdate {
+            path: path.clone(),
+            known: self.observe_meta(path).unwrap_or(Known::Unknown),
+            since: None,
+        }
+    }
+
+    /// Takes the paths `call_id` captured without staging (see [`State::recorded`]).
+    fn take_recorded(&self, st: &mut State, call_id: &str) -> Option<Recorded> {
+        st.recorded
+            .remove(call_id)
+            .map(|(anchor, paths)| Recorded { anchor, paths })
+    }
+
+    /// The after-states of paths a call captured without staging, committed at
+    /// `anchor_seq`. Committed at another anchor than its captures named (a message came
+    /// while the tool ran), a path whose state there is not recorded is left unknown
+    /// (the next re-check records it), not taken for the state the tool left.
+    fn recorded_after_states(
+        &self,
+        idx: &mut crate::records::Index,
+        recorded: Option<Recorded>,
+        anchor_seq: u64,
+    ) -> Vec<TrackedUpdate> {
+        let Some(r) = recorded else {
+            return Vec::new();
+        };
+        r.paths
             .iter()
-            .map(|e| TrackedUpdate {
-                path: e.path.clone(),
-                known: self.observe_meta(&e.path).unwrap_or(Known::Unknown),
-                since: None,
+            .map(|p| {
+                let there =
+                    r.anchor == anchor_seq || idx.recorded_at(anchor_seq, p).unwrap_or(false);
+                match there {
+                    true => self.after_state(p),
+                    false => TrackedUpdate {
+                        path: p.clone(),
+                        known: Known::Unknown,
+                        since: None,
+                    },
+                }
             })
             .collect()
     }
@@ -227,7 +287,16 @@ impl<'s> Staging<'s> {
     ) -> Result<CommitOutcome, CommitError> {
         self.s.prepare(st)?;
         let staged = st.idx.pending.get(call_id).map(|(e, _)| e.clone());
+        let recorded = self.take_recorded(st, call_id);
         let Some(entries) = staged else {
+            if let Some(r) = recorded.filter(|_| ok) {
+                let updates = self.recorded_after_states(&mut st.idx, Some(r), anchor_seq);
+                self.s.append(st, tracked_records(updates))?;
+                return Ok(CommitOutcome::Committed {
+                    anchor_seq,
+                    entries: 0,
+                });
+            }
             if ok {
                 let done = st.idx.groups.get(&anchor_seq).and_then(|gs| {
                     gs.iter().find(
@@ -254,7 +323,8 @@ impl<'s> Staging<'s> {
             )?;
             return Ok(CommitOutcome::Dropped { entries: n });
         }
-        let updates = self.after_states(&entries);
+        let mut updates = self.after_states(&entries);
+        updates.extend(self.recorded_after_states(&mut st.idx, recorded, anchor_seq));
         self.s.append_group(
             st,
             anchor_seq,
@@ -301,8 +371,9 @@ impl<'s> Staging<'s> {
         })?;
         let mut st = self.s.lock_state();
         self.s.prepare(&mut st)?;
+        let recorded = st.recorded.remove(call_id).is_some();
         if !st.idx.pending.contains_key(call_id) {
-            return Ok(false);
+            return Ok(recorded);
         }
         st.inflight.remove(call_id);
         self.s.append(

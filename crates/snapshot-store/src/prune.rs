@@ -151,6 +151,7 @@ impl Pruner<'_> {
         st.log = None;
         st.deferred.clear();
         st.inflight.clear();
+        st.recorded.clear();
         st.prepared = false;
         st.legacy_checked = true;
         Ok(self.s.store.collect_garbage_locked()?)

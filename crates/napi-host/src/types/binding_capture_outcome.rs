@@ -6,7 +6,8 @@ use napi_derive::napi;
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingCaptureOutcome {
-    /// `captured`, `absent`, `uncovered`, `skipped` or `already-staged`.
+    /// `captured`, `absent`, `uncovered`, `skipped`, `already-staged` or
+    /// `already-recorded`.
     pub kind: String,
     /// The path (workspace-relative when resolved).
     pub path: String,

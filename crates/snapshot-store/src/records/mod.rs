@@ -124,6 +124,9 @@ pub(crate) struct Index {
     /// (not written anywhere: content leaves `inline` only with the whole index, which a
     /// new one replaces with this `false`).
     pub scan_checked: bool,
+    /// The paths with a before-state at one anchor (the one last asked about: see
+    /// [`Index::recorded_at`]), kept current as groups come and go.
+    at_anchor: Option<(u64, std::collections::HashSet<RelPathKey>)>,
 }
 
 pub(crate) type RelPathKey = crate::path::RelPath;
@@ -174,6 +177,7 @@ impl Index {
                 if self.merged && source != EntrySource::Outside {
                     self.track_unknown(&entries);
                 }
+                self.note_recorded(anchor_seq, &source, &entries);
                 self.groups.entry(anchor_seq).or_default().push(Group {
                     source,
                     body: GroupBody::Built(entries),
@@ -191,9 +195,16 @@ impl Index {
                     body: GroupBody::Encoded(raw),
                     bytes,
                 };
-                if self.merged && g.source != EntrySource::Outside {
+                let noted = self
+                    .at_anchor
+                    .as_ref()
+                    .is_some_and(|(a, _)| *a == anchor_seq);
+                if (self.merged || noted) && g.source != EntrySource::Outside {
                     let entries = g.entries()?.into_owned();
-                    self.track_unknown(&entries);
+                    if self.merged {
+                        self.track_unknown(&entries);
+                    }
+                    self.note_recorded(anchor_seq, &g.source, &entries);
                 }
                 self.groups.entry(anchor_seq).or_default().push(g);
             }
@@ -221,6 +232,13 @@ impl Index {
                 self.boundary_bytes = bytes;
             }
             Record::Pruned { anchors } => {
+                if self
+                    .at_anchor
+                    .as_ref()
+                    .is_some_and(|(a, _)| anchors.contains(a))
+                {
+                    self.at_anchor = None;
+                }
                 for a in anchors {
                     if let Some(gs) = self.groups.remove(&a) {
                         self.dead += gs.iter().map(|g| g.bytes).sum::<u64>();
@@ -341,11 +359,42 @@ impl Index {
                     self.dead += o.share;
                 }
             }
+            let source = EntrySource::Tool { call_id };
+            self.note_recorded(anchor, &source, &entries);
             self.groups.entry(anchor).or_default().push(Group {
-                source: EntrySource::Tool { call_id },
+                source,
                 body: GroupBody::Built(entries),
                 bytes,
             });
+        }
+    }
+
+    /// Whether `path` has a before-state at `anchor` (in a group other than outside
+    /// notes): a rewind to that anchor or earlier restores that one or an earlier one,
+    /// never a state recorded there later. The first question about an anchor reads its
+    /// groups; the answer is then kept current as groups are added or pruned.
+    pub(crate) fn recorded_at(&mut self, anchor: u64, path: &RelPathKey) -> Result<bool, String> {
+        if self.at_anchor.as_ref().is_none_or(|(a, _)| *a != anchor) {
+            let mut paths = std::collections::HashSet::new();
+            for g in self.groups.get(&anchor).into_iter().flatten() {
+                if g.source != EntrySource::Outside {
+                    paths.extend(g.entries()?.iter().map(|e| e.path.clone()));
+                }
+            }
+            self.at_anchor = Some((anchor, paths));
+        }
+        Ok(self
+            .at_anchor
+            .as_ref()
+            .is_some_and(|(_, paths)| paths.contains(path)))
+    }
+
+    /// A group of `entries` from `source` joins `anchor` (see [`Index::recorded_at`]).
+    fn note_recorded(&mut self, anchor: u64, source: &EntrySource, entries: &[Entry]) {
+        if let Some((a, paths)) = self.at_anchor.as_mut() {
+            if *a == anchor && *source != EntrySource::Outside {
+                paths.extend(entries.iter().map(|e| e.path.clone()));
+            }
         }
     }
 

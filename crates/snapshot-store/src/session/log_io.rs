@@ -74,12 +74,13 @@ impl Session {
     /// calls whose settlement is lost count as committed at their anchor (unless this
     /// handle owns them), and this handle's deferred commits are folded in again while
     /// their call is still staged in the log (otherwise another handle settled or
-    /// removed it since, and the deferred commit is dropped).
+    /// removed it since, and the deferred commit is dropped); a deferred commit that
+    /// carries only after-states (see [`State::recorded`]) is always folded in again.
     pub(crate) fn adopt(&self, st: &mut State, mut idx: Index) -> Result<(), Fault> {
         idx.settle_orphans(|c| st.owns(c));
         let mut kept = Vec::with_capacity(st.deferred.len());
         for d in std::mem::take(&mut st.deferred) {
-            if !idx.pending.contains_key(&d.call_id) {
+            if d.settles && !idx.pending.contains_key(&d.call_id) {
                 continue;
             }
             for (r, n) in &d.recs {
@@ -308,7 +309,7 @@ impl Session {
             });
         }
         let mut flushing = std::mem::take(&mut st.deferred);
-        flushing.retain(|d| st.idx.has_tool_group(d.anchor, &d.call_id));
+        flushing.retain(|d| !d.settles || st.idx.has_tool_group(d.anchor, &d.call_id));
         for d in &flushing {
             buf.extend_from_slice(&d.bytes);
         }

@@ -42,6 +42,9 @@ pub(crate) struct LogHandle {
 pub(crate) struct DeferredCommit {
     pub(crate) call_id: String,
     pub(crate) anchor: u64,
+    /// The call staged captures, which the commit's group settles (otherwise the commit
+    /// carries only after-states: see [`State::recorded`]).
+    pub(crate) settles: bool,
     /// The encoded frames (the call's group, its paths' after-states).
     pub(crate) bytes: Vec<u8>,
     /// The same records with their frame lengths (folded again after a reload).
@@ -67,6 +70,10 @@ pub(crate) struct State {
     pub(crate) lease: Option<Lease>,
     /// Calls this handle staged with an anchor and has not settled yet.
     pub(crate) inflight: std::collections::HashSet<String>,
+    /// Calls this handle captured without staging anything for some of their paths, whose
+    /// state at the call's anchor an earlier change there already recorded: that anchor
+    /// and those paths (their after-states are recorded when the call commits).
+    pub(crate) recorded: std::collections::HashMap<String, (u64, Vec<RelPath>)>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
 }
@@ -83,7 +90,11 @@ impl State {
     /// Whether this handle owns the settlement of `call_id` (staged by it and not yet
     /// settled, or committed and not yet written): not an orphan for it.
     pub(crate) fn owns(&self, call_id: &str) -> bool {
-        self.inflight.contains(call_id) || self.deferred.iter().any(|d| d.call_id == call_id)
+        self.inflight.contains(call_id)
+            || self
+                .deferred
+                .iter()
+                .any(|d| d.settles && d.call_id == call_id)
     }
 }
 
@@ -223,6 +234,7 @@ impl Session {
                 log_held: false,
                 lease: None,
                 inflight: Default::default(),
+                recorded: Default::default(),
                 deferred: Vec::new(),
             }),
             lock_file: OnceLock::new(),

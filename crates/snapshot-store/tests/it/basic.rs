@@ -1090,6 +1090,7 @@ fn a_commit_at_the_captured_anchor_joins_the_next_write() {
 fn a_commit_at_another_anchor_or_a_failed_call_is_written_at_once() {
     let env = Env::new();
     env.write("a", b"a0");
+    env.write("b", b"b0");
     let store = env.store();
     let s = env.session(&store);
     s.capture_before_at("c1", Path::new("a"), 4)
@@ -1099,7 +1100,8 @@ fn a_commit_at_another_anchor_or_a_failed_call_is_written_at_once() {
     s.commit("c1", 6, true).expect("commit");
     assert_eq!(frames_naming(&env, GROUP, "c1"), 1);
     assert_eq!(s.anchors().expect("anchors"), vec![6]);
-    s.capture_before_at("c2", Path::new("a"), 6)
+    // (`b`: the state of `a` at 6 is recorded, so a capture of it there stages nothing.)
+    s.capture_before_at("c2", Path::new("b"), 6)
         .expect("capture");
     s.commit("c2", 6, false).expect("drop");
     assert_eq!(frames_naming(&env, DROPPED, "c2"), 1);
@@ -1107,6 +1109,124 @@ fn a_commit_at_another_anchor_or_a_failed_call_is_written_at_once() {
     s.capture_before("c3", Path::new("a")).expect("capture");
     s.commit("c3", 6, true).expect("commit");
     assert_eq!(frames_naming(&env, GROUP, "c3"), 1);
+}
+
+#[test]
+fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_first_state() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    env.write("b", b"b0");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(2).expect("boundary");
+    let first = s
+        .capture_before_at("c1", Path::new("a"), 2)
+        .expect("capture");
+    assert!(
+        matches!(first, CaptureOutcome::Captured { .. }),
+        "{first:?}"
+    );
+    env.write("a", b"a1, the first call's");
+    s.commit("c1", 2, true).expect("commit");
+    let blobs = env.blob_count();
+    // The state the first call left is never a rewind target: the second call's capture of
+    // the path stages nothing and reads nothing (on either way of calling).
+    let again = s
+        .capture_before_at("c2", Path::new("a"), 2)
+        .expect("capture");
+    assert!(
+        matches!(again, CaptureOutcome::AlreadyRecorded { .. }),
+        "{again:?}"
+    );
+    // Another path of the same call is captured as usual.
+    let other = s
+        .try_capture_before_at("c2", Path::new("b"), 2, 1 << 20)
+        .expect("on this thread")
+        .expect("capture");
+    assert!(
+        matches!(other, CaptureOutcome::Captured { .. }),
+        "{other:?}"
+    );
+    env.write("a", b"a2, the second call's");
+    env.write("b", b"b1");
+    assert_eq!(
+        s.commit("c2", 2, true).expect("commit"),
+        CommitOutcome::Committed {
+            anchor_seq: 2,
+            entries: 1
+        }
+    );
+    let third = s
+        .try_capture_before_at("c3", Path::new("a"), 2, 1 << 20)
+        .expect("on this thread")
+        .expect("capture");
+    assert!(
+        matches!(third, CaptureOutcome::AlreadyRecorded { .. }),
+        "{third:?}"
+    );
+    env.write("a", b"a3, the third call's");
+    assert_eq!(
+        s.try_commit("c3", 2, true, 16)
+            .expect("on this thread")
+            .expect("commit"),
+        CommitOutcome::Committed {
+            anchor_seq: 2,
+            entries: 0
+        }
+    );
+    assert_eq!(
+        env.blob_count(),
+        blobs + 1,
+        "only `b`'s before-state was stored after the first call"
+    );
+    // The commits recorded the after-states in the log: the next message (in a new
+    // handle) finds `a` as the agent left it, a change of the agent's, not one made outside.
+    drop(s);
+    let s = env.session(&store);
+    s.recheck_tracked(5).expect("boundary");
+    let rel = s.resolve(Path::new("a")).expect("path");
+    let origins = s
+        .change_origins(2, std::slice::from_ref(&rel))
+        .expect("origins");
+    assert_eq!(
+        origins.get(&rel),
+        Some(&snapshot_store::ChangeOrigin::Agent)
+    );
+    let plan = s.plan_restore(2).expect("plan");
+    let out = s.restore(&plan, "op-1").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
+    assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
+}
+
+#[test]
+fn a_write_found_recorded_whose_call_fails_or_commits_elsewhere_stays_exact() {
+    let env = Env::new();
+    env.write("a", b"a0");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(2).expect("boundary");
+    tool_edit(&env, &s, "c1", 2, "a", Some(b"a1"));
+    // A failed call: nothing staged, nothing to drop.
+    s.capture_before_at("c2", Path::new("a"), 2)
+        .expect("capture");
+    assert_eq!(
+        s.commit("c2", 2, false).expect("drop"),
+        CommitOutcome::NothingStaged
+    );
+    assert_eq!(frames_naming(&env, DROPPED, "c2"), 0);
+    // A message came while the tool ran: the commit names a later anchor, where the
+    // path's state before the call was not read. Its state there is left to the next
+    // re-check, and the rewind to the turn's message is still exact.
+    s.capture_before_at("c3", Path::new("a"), 2)
+        .expect("capture");
+    env.write("a", b"a3");
+    s.commit("c3", 4, true).expect("commit");
+    s.recheck_tracked(4).expect("boundary");
+    let plan = s.plan_restore(2).expect("plan");
+    let out = s.restore(&plan, "op-1").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
 }
 
 #[test]
