@@ -34,8 +34,9 @@ test('/snapshot-auto-cleanup: show, on/off, max-age, dry run and --apply', async
   })
   t.after(() => host.dispose())
   // old.txt exists before the old session overwrites it: its before-state is a backup blob
-  // that only the old session references.
-  const staleBytes = 'contents only the old session backed up\n'
+  // that only the old session references (over 16 KiB: a blob file of its own; a smaller
+  // backup is kept in the session's record log and goes with the session's directory).
+  const staleBytes = 'contents only the old session backed up\n'.repeat(500)
   await writeFile(join(host.workspace, 'old.txt'), staleBytes)
   const hex = createHash('sha256').update(staleBytes).digest('hex')
   const blob = join(host.dshHome, 'rewind-snapshots', 'blobs', hex) // flat layout: blobs/<sha256>

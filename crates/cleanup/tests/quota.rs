@@ -28,11 +28,16 @@ fn age(p: &Path, days: u64) {
 }
 
 /// Sessions `old` (10 days idle), `mid` (5 days) and `new` (now), each with one
-/// captured 4 KiB file of its own; `mid` and `new` also share one 8 KiB content.
+/// captured 4 KiB file of its own; `mid` and `new` also share one 8 KiB content (in
+/// blob files: none kept in a session's log).
 fn fixture() -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    let store = Store::open(&home.join("rewind-snapshots"), StoreOptions::default()).unwrap();
+    let options = StoreOptions {
+        keep_in_log_bytes: 0,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&home.join("rewind-snapshots"), options).unwrap();
     for (id, days, shared) in [("old", 10, false), ("mid", 5, true), ("new", 0, true)] {
         let ws = tmp.path().join(format!("ws-{id}"));
         std::fs::create_dir_all(&ws).unwrap();

@@ -38,7 +38,12 @@ fn sweeps_real_store_sessions_and_respects_open_journals() {
     let root = home.join(SNAPSHOT_DIR);
     let ws = tmp.path().join("ws");
     fs::create_dir_all(&ws).unwrap();
-    let store = Store::open(&root, StoreOptions::default()).unwrap();
+    // Every content in a blob file of its own (one is damaged below).
+    let options = StoreOptions {
+        keep_in_log_bytes: 0,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&root, options).unwrap();
 
     // Session "done/1": one edit, a completed restore.
     fs::write(ws.join("a"), b"a0").unwrap();

@@ -73,6 +73,18 @@ impl Home {
 /// A home with session `s1`: message @0 changed `a.txt` (one → two) and created
 /// `new.txt`; message @1 changed `a.txt` (two → three). `b.txt` was never touched.
 fn home() -> Home {
+    fixture_home(StoreOptions::default())
+}
+
+/// [`home`] with every captured content in a blob file of its own (none kept in the log).
+fn home_with_blob_files() -> Home {
+    fixture_home(StoreOptions {
+        keep_in_log_bytes: 0,
+        ..StoreOptions::default()
+    })
+}
+
+fn fixture_home(options: StoreOptions) -> Home {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let ws = tmp.path().join("ws");
@@ -84,7 +96,7 @@ fn home() -> Home {
     };
     h.write("a.txt", "one\nshared line\n");
     h.write("b.txt", "keep\n");
-    let store = h.store();
+    let store = Store::open(&h.store_root(), options).unwrap();
     let s = store.session("s1", &h.ws).unwrap();
     s.recheck_tracked(0).unwrap();
     s.capture_before("c1", "a.txt".as_ref()).unwrap();
@@ -485,7 +497,7 @@ fn damage_log(h: &Home) -> std::path::PathBuf {
 #[test]
 fn verify_names_corrupt_and_missing_data_and_repair_quarantines_it() {
     let _g = filters().bind_to_scope();
-    let h = home();
+    let h = home_with_blob_files();
     let r = h.run(&["verify"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
     insta::assert_snapshot!("verify_clean", snap(&h, &r));

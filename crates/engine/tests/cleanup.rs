@@ -15,7 +15,16 @@ fn a_swept_session_frees_its_backups_and_is_forgotten() {
         "one, a backup only this session holds",
     )
     .expect("write");
-    let engine = Engine::open(home.path(), EngineOptions::default());
+    // The backup in a blob file of its own (not kept in the session's log), for the sweep
+    // to free.
+    let options = EngineOptions {
+        store: snapshot_store::StoreOptions {
+            keep_in_log_bytes: 0,
+            ..snapshot_store::StoreOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(home.path(), options);
     let es = engine.session(
         "s1",
         Some(ws.path()),

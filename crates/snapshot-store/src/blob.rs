@@ -18,10 +18,11 @@ use crate::seam::CrashPoint;
 /// Files up to this size are read into one buffer before anything is written.
 pub(crate) const SMALL: usize = 64 * 1024;
 
-/// Files up to this size read at a message boundary are kept in the session's record
-/// log (`blob` records) instead of a blob file each: a long turn's files then cost one
-/// write at the next message, not one new file each (see `docs/format.md`, "Blobs kept
-/// in the log").
+/// Files up to this size read by a capture or at a message boundary are kept in the
+/// session's record log (`blob` records) instead of a blob file each: a long turn's
+/// files then cost one write at the next message, and a capture one append, not one new
+/// file each (see `docs/format.md`, "Blobs kept in the log"). The default of
+/// [`crate::StoreOptions::keep_in_log_bytes`]; never more than [`SMALL`] is kept.
 pub(crate) const KEEP_IN_LOG: usize = 16 * 1024;
 
 /// A log this large keeps no more content: what a boundary reads goes to blob files
@@ -37,6 +38,8 @@ pub(crate) struct LogSink<'a> {
     /// Bytes of new content the sink may still take (the log stops keeping content once
     /// it reaches [`KEEP_LOG_MAX`]).
     room: std::sync::atomic::AtomicU64,
+    /// The largest file it keeps ([`crate::StoreOptions::keep_in_log_bytes`]).
+    max: u64,
     /// `Some`: the sink takes nothing new (the workspace scan's reads, which the shared
     /// workspace index names): content the log keeps is left out of the blob files only
     /// for a path this session tracks with that very content (its tracked state keeps
@@ -45,12 +48,14 @@ pub(crate) struct LogSink<'a> {
 }
 
 impl<'a> LogSink<'a> {
-    /// A sink over the blobs a log of `log_len` bytes already keeps.
-    pub(crate) fn new(kept: &'a crate::records::Kept, log_len: u64) -> Self {
+    /// A sink over the blobs a log of `log_len` bytes already keeps, taking files of at
+    /// most `max` bytes.
+    pub(crate) fn new(kept: &'a crate::records::Kept, log_len: u64, max: u64) -> Self {
         Self {
             kept,
             taken: std::sync::Mutex::new(Vec::new()),
             room: KEEP_LOG_MAX.saturating_sub(log_len).into(),
+            max,
             tracked: None,
         }
     }
@@ -64,7 +69,8 @@ impl<'a> LogSink<'a> {
     ) -> Self {
         Self {
             tracked: Some(tracked),
-            ..Self::new(kept, KEEP_LOG_MAX)
+            // Whatever the log keeps, at whatever size it was kept.
+            ..Self::new(kept, KEEP_LOG_MAX, u64::MAX)
         }
     }
 
@@ -136,7 +142,7 @@ pub(crate) enum Stored {
 }
 
 /// Streams an open workspace file into the blob store. `cap == 0` means no cap. With
-/// `sink`, a file of at most [`KEEP_IN_LOG`] bytes that no blob file holds yet is kept
+/// `sink`, a file of at most the sink's limit that no blob file holds yet is kept
 /// in the log instead ([`LogSink`]).
 pub(crate) fn store_file(
     store: &StoreFs,
@@ -224,7 +230,7 @@ impl Small<'_> {
             return Ok(Stored::OverCap { size: len as u64 });
         }
         let sha = hex::encode(Sha256::digest(data));
-        match sink.filter(|_| len <= KEEP_IN_LOG) {
+        match sink.filter(|s| len as u64 <= s.max) {
             // The scan's reads: left to the log only for a path tracked with this content.
             Some(sink) if sink.tracked.is_some() && sink.keeps_for(rel, &sha) => {
                 return Ok(Stored::Kept {

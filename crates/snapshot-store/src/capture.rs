@@ -575,9 +575,18 @@ impl<'s> Staging<'s> {
         }
         let back_order = self.s.store.next_order();
         let order = self.s.store.next_order();
-        let (before, now, dedup) = self
-            .capture_path(&rel, seen)
-            .map_err(|e| map_read(e, &rel))?;
+        // A small file's content is kept in the log, in the write that stages it, rather
+        // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
+        let log_len = st.log.as_ref().map_or(0, |h| h.len);
+        let keep = self.s.store.inner.keep_in_log_bytes;
+        let sink = crate::blob::LogSink::new(&st.idx.inline, log_len, keep);
+        let read = Staging {
+            s: self.s,
+            sink: Some(&sink),
+        }
+        .capture_path(&rel, seen);
+        let mut recs = sink.records();
+        let (before, now, dedup) = read.map_err(|e| map_read(e, &rel))?;
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
         if let Some(prev) = st.idx.boundary {
@@ -614,14 +623,12 @@ impl<'s> Staging<'s> {
             before: before.clone(),
         };
         let anchor = call_anchor;
-        self.s.append(
-            st,
-            vec![Record::Staged {
-                call_id: call_id.to_string(),
-                entry,
-                anchor,
-            }],
-        )?;
+        recs.push(Record::Staged {
+            call_id: call_id.to_string(),
+            entry,
+            anchor,
+        });
+        self.s.append(st, recs)?;
         if st.idx.pending_at.contains_key(call_id) {
             st.inflight.insert(call_id.to_string());
         }

@@ -107,5 +107,6 @@ pub use scan::{
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
 pub use session::Session;
 pub use store::{
-    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_MAX_FILE_BYTES, Durability, Store, StoreOptions,
+    DEFAULT_COMPACT_MIN_BYTES, DEFAULT_KEEP_IN_LOG_BYTES, DEFAULT_MAX_FILE_BYTES, Durability,
+    Store, StoreOptions,
 };

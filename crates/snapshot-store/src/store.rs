@@ -48,7 +48,16 @@ pub struct StoreOptions {
     /// once it is larger than this and more than half of it is dead; default
     /// [`DEFAULT_COMPACT_MIN_BYTES`].
     pub compact_min_bytes: u64,
+    /// A file of at most this many bytes that a capture or a message's re-check reads,
+    /// and that no blob file holds yet, is kept in the session's record log (in the
+    /// write that names it) instead of a blob file of its own; `0`: always a blob file.
+    /// Default [`DEFAULT_KEEP_IN_LOG_BYTES`] (see `docs/format.md`, "Blobs kept in the
+    /// log").
+    pub keep_in_log_bytes: u64,
 }
+
+/// Default of [`StoreOptions::keep_in_log_bytes`].
+pub const DEFAULT_KEEP_IN_LOG_BYTES: u64 = crate::blob::KEEP_IN_LOG as u64;
 
 /// Default of [`StoreOptions::compact_min_bytes`].
 pub const DEFAULT_COMPACT_MIN_BYTES: u64 = 256 * 1024;
@@ -60,6 +69,7 @@ impl Default for StoreOptions {
             durability: Durability::default(),
             seam: Arc::new(NoFaults),
             compact_min_bytes: DEFAULT_COMPACT_MIN_BYTES,
+            keep_in_log_bytes: DEFAULT_KEEP_IN_LOG_BYTES,
         }
     }
 }
@@ -70,6 +80,7 @@ impl std::fmt::Debug for StoreOptions {
             .field("max_file_bytes", &self.max_file_bytes)
             .field("durability", &self.durability)
             .field("compact_min_bytes", &self.compact_min_bytes)
+            .field("keep_in_log_bytes", &self.keep_in_log_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +89,7 @@ pub(crate) struct Inner {
     pub fs: StoreFs,
     pub max_file_bytes: u64,
     pub compact_min_bytes: u64,
+    pub keep_in_log_bytes: u64,
     /// What `store.json` said when last read, and its identity then.
     pub marker: Mutex<MarkerSeen>,
     pub order: AtomicU64,
@@ -188,6 +200,7 @@ impl Store {
                 fs,
                 max_file_bytes: options.max_file_bytes,
                 compact_min_bytes: options.compact_min_bytes,
+                keep_in_log_bytes: options.keep_in_log_bytes,
                 marker: Mutex::new(MarkerSeen { id, newer }),
                 order: AtomicU64::new(0),
             }),

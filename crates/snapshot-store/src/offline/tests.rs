@@ -6,7 +6,12 @@ fn store_with_session() -> (tempfile::TempDir, Store) {
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("a.txt"), b"before").unwrap();
-    let store = Store::open(&tmp.path().join("store"), StoreOptions::default()).unwrap();
+    // The before-state in a blob file of its own (not kept in the session's log).
+    let options = StoreOptions {
+        keep_in_log_bytes: 0,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&tmp.path().join("store"), options).unwrap();
     let s = store.session("s1", &ws).unwrap();
     s.recheck_tracked(1).unwrap();
     s.capture_before("c1", "a.txt".as_ref()).unwrap();

@@ -145,7 +145,7 @@ fn identical_before_states_are_stored_once() {
     for i in 0..5 {
         env.write(format!("f{i}"), b"same content");
     }
-    let store = env.store();
+    let store = env.store_with_blob_files();
     let s = env.session(&store);
     let mut dedups = 0;
     for i in 0..5 {
@@ -277,7 +277,7 @@ fn corrupt_blob_is_reported_never_restored_and_pass_continues() {
     let env = Env::new();
     env.write("a", b"AAAA-original");
     env.write("b", b"BBBB-original");
-    let store = env.store();
+    let store = env.store_with_blob_files();
     let s = env.session(&store);
     let sha = match s.capture_before("c", Path::new("a")).expect("capture") {
         CaptureOutcome::Captured { sha256, .. } => sha256,
@@ -325,7 +325,7 @@ fn corrupt_blob_is_reported_never_restored_and_pass_continues() {
 #[test]
 fn prune_keeps_newest_groups_and_sweeps_unreferenced_blobs() {
     let env = Env::new();
-    let store = env.store();
+    let store = env.store_with_blob_files();
     let s = env.session(&store);
     for i in 0..6u64 {
         env.write("f", format!("content {i}").as_bytes());
@@ -370,7 +370,7 @@ fn open_journal_pins_its_blobs_and_continue_finishes_it() {
     let env = Env::new();
     env.write("a", b"a0");
     env.write("b", b"b0");
-    let store = env.store();
+    let store = env.store_with_blob_files();
     let s = env.session(&store);
     tool_edit(&env, &s, "c1", 1, "a", Some(b"a1"));
     let sha_b = match s.capture_before("c2", Path::new("b")).expect("capture") {
@@ -439,7 +439,7 @@ fn newer_store_fails_closed_but_queries_work() {
 fn newer_or_corrupt_records_fail_closed() {
     let env = Env::new();
     env.write("a", b"x");
-    let store = env.store();
+    let store = env.store_with_blob_files();
     let s = env.session(&store);
     tool_edit(&env, &s, "c", 1, "a", Some(b"y"));
     drop(s);
@@ -1114,8 +1114,8 @@ fn a_commit_at_another_anchor_or_a_failed_call_is_written_at_once() {
 #[test]
 fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_first_state() {
     let env = Env::new();
-    env.write("a", b"a0");
-    env.write("b", b"b0");
+    env.write("a", b"a, before the turn");
+    env.write("b", b"b, before the turn");
     let store = env.store();
     let s = env.session(&store);
     s.recheck_tracked(2).expect("boundary");
@@ -1128,7 +1128,6 @@ fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_fir
     );
     env.write("a", b"a1, the first call's");
     s.commit("c1", 2, true).expect("commit");
-    let blobs = env.blob_count();
     // The state the first call left is never a rewind target: the second call's capture of
     // the path stages nothing and reads nothing (on either way of calling).
     let again = s
@@ -1174,11 +1173,23 @@ fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_fir
             entries: 0
         }
     );
-    assert_eq!(
-        env.blob_count(),
-        blobs + 1,
-        "only `b`'s before-state was stored after the first call"
-    );
+    s.flush().expect("flush");
+    // Small files: their content is kept in the session's log, no blob file of its own.
+    assert_eq!(env.blob_count(), 0);
+    let stored = stored_bytes(&env.root);
+    for (what, kept) in [
+        (&b"a, before the turn"[..], true),
+        (b"b, before the turn", true),
+        (b"a1, the first call's", false),
+        (b"a2, the second call's", false),
+    ] {
+        assert_eq!(
+            contains(&stored, what),
+            kept,
+            "{} stored",
+            String::from_utf8_lossy(what)
+        );
+    }
     // The commits recorded the after-states in the log: the next message (in a new
     // handle) finds `a` as the agent left it, a change of the agent's, not one made outside.
     drop(s);
@@ -1195,8 +1206,25 @@ fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_fir
     let plan = s.plan_restore(2).expect("plan");
     let out = s.restore(&plan, "op-1").expect("restore");
     assert!(out.failed.is_empty(), "{out:?}");
-    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
-    assert_eq!(env.read("b").as_deref(), Some(&b"b0"[..]));
+    assert_eq!(env.read("a").as_deref(), Some(&b"a, before the turn"[..]));
+    assert_eq!(env.read("b").as_deref(), Some(&b"b, before the turn"[..]));
+}
+
+/// Every file under `dir`, concatenated.
+fn stored_bytes(dir: &Path) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                all.extend(std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    all
 }
 
 #[test]

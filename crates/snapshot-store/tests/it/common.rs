@@ -32,6 +32,15 @@ impl Env {
         Store::open(&self.root, opts).expect("open store")
     }
 
+    /// A store that puts every content it stores in a blob file of its own (none kept in
+    /// a session's log): for tests of the blob files themselves.
+    pub fn store_with_blob_files(&self) -> Store {
+        self.store_with(StoreOptions {
+            keep_in_log_bytes: 0,
+            ..StoreOptions::default()
+        })
+    }
+
     pub fn session(&self, store: &Store) -> Session {
         store.session("s1", &self.cwd).expect("session")
     }

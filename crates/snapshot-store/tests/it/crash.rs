@@ -19,6 +19,8 @@ use crate::faults::{setup_kept, setup_overwrite, setup_restore};
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
 const DURABLE: &str = "SNAPSHOT_STORE_CRASH_DURABLE";
+/// Set: the child's store puts every content in a blob file (none kept in the log).
+const BLOB_FILES: &str = "SNAPSHOT_STORE_CRASH_BLOB_FILES";
 /// Compaction threshold of the crash and compaction tests (small logs compact).
 pub const SMALL_LOG: u64 = 16 * 1024;
 
@@ -52,6 +54,10 @@ fn crash_child() {
             seam,
             durability,
             compact_min_bytes: SMALL_LOG,
+            keep_in_log_bytes: match std::env::var_os(BLOB_FILES) {
+                Some(_) => 0,
+                None => snapshot_store::DEFAULT_KEEP_IN_LOG_BYTES,
+            },
             ..StoreOptions::default()
         },
     )
@@ -118,12 +124,28 @@ fn run_child(dir: &Path, scenario: &str, point: &str, hit: usize) -> bool {
 }
 
 fn run_child_with(dir: &Path, scenario: &str, point: &str, hit: usize, durable: bool) -> bool {
+    run_child_as(dir, scenario, point, hit, durable, false)
+}
+
+/// [`run_child_with`]; with `blob_files`, the child's store puts every content in a blob
+/// file of its own.
+fn run_child_as(
+    dir: &Path,
+    scenario: &str,
+    point: &str,
+    hit: usize,
+    durable: bool,
+    blob_files: bool,
+) -> bool {
     let mut child = CrashChild::new("crash::crash_child")
         .ignored()
         .env(SCENARIO, scenario)
         .env(DIR, dir);
     if durable {
         child = child.env(DURABLE, "1");
+    }
+    if blob_files {
+        child = child.env(BLOB_FILES, "1");
     }
     child.run(point, hit).killed()
 }
@@ -440,6 +462,21 @@ fn kill_during_capture_and_commit_loses_nothing() {
             "commit-pending-removed",
         ],
         |point| {
+            // The before-state in a blob file of its own, and kept in the log (a small
+            // file's, by default: no blob file is written then).
+            for blob_files in [true, false] {
+                if !blob_files && point == "capture-blob-stored" {
+                    continue;
+                }
+                kill_during_capture_and_commit(point, blob_files);
+            }
+        },
+    );
+}
+
+fn kill_during_capture_and_commit(point: &str, blob_files: bool) {
+    {
+        {
             let env = Env::new();
             env.write("a", b"a-before");
             env.write("other", b"o");
@@ -449,8 +486,8 @@ fn kill_during_capture_and_commit_loses_nothing() {
                 tool_edit(&env, &s, "c1", 1, "other", Some(b"o2"));
             }
             assert!(
-                run_child(env.tmp.path(), "commit", point, 0),
-                "{point} reached"
+                run_child_as(env.tmp.path(), "commit", point, 0, false, blob_files),
+                "{point} reached (blob files: {blob_files})"
             );
             let tool_ran = env.read("a").as_deref() == Some(&b"a-after"[..]);
             let store = env.store();
@@ -491,8 +528,8 @@ fn kill_during_capture_and_commit_loses_nothing() {
             }
             assert_eq!(torn, 0, "{point}");
             rewinds_call_c9(&env, &s, point);
-        },
-    );
+        }
+    }
 }
 
 /// A rewind to anchor 3 brings `a` back to its state before call `c9`; `other`, written
@@ -601,7 +638,8 @@ fn kill_during_prune_keeps_the_store_consistent() {
             each_hit(point, |hit| {
                 let env = Env::new();
                 {
-                    let store = env.store();
+                    // Blob files for the prune to sweep (none kept in the log).
+                    let store = env.store_with_blob_files();
                     let s = env.session(&store);
                     for i in 0..5u64 {
                         env.write("f", format!("f at {i}").as_bytes());

@@ -250,9 +250,21 @@ fn plan_and_restore_faults(durability: Durability, setup: fn(&Env) -> (Snap, Sna
 
 #[test]
 fn every_fs_call_of_capture_commit_recheck_can_fail() {
+    capture_commit_recheck_faults(snapshot_store::DEFAULT_KEEP_IN_LOG_BYTES);
+}
+
+#[test]
+fn every_fs_call_of_capture_commit_recheck_can_fail_with_blob_files_only() {
+    capture_commit_recheck_faults(0);
+}
+
+/// Every fs call of a capture, commit, re-check and prune failing in turn, with small
+/// files kept in the log up to `keep` bytes (`0`: every content in a blob file).
+fn capture_commit_recheck_faults(keep: u64) {
     let run = |seam: &Arc<FailNth>, env: &Env, n: usize, errno: i32| -> Vec<Result<(), String>> {
         let store = env.store_with(StoreOptions {
             seam: seam.clone(),
+            keep_in_log_bytes: keep,
             ..StoreOptions::default()
         });
         let s = env.session(&store);
