@@ -32,13 +32,6 @@ pub enum CommitOutcome {
     NothingStaged,
 }
 
-/// The paths of a call whose state at its anchor was recorded already (nothing staged
-/// for them: see [`crate::CaptureOutcome::AlreadyRecorded`]), taken for its commit.
-struct Recorded {
-    anchor: u64,
-    paths: Vec<crate::path::RelPath>,
-}
-
 impl Session {
     /// Settles tool call `call_id`: a failed call (`ok == false`) drops its staged
     /// captures; a successful one joins anchor group `anchor_seq` (the seq of the
@@ -187,7 +180,7 @@ impl<'s> Staging<'s> {
         }
         let n = entries.len();
         let mut updates = self.after_states(&entries);
-        let also = self.take_recorded(st, call_id);
+        let also = st.recorded.remove(call_id);
         updates.extend(self.recorded_after_states(&mut st.idx, also, anchor_seq));
         let mut recs = Vec::with_capacity(2);
         if settles {
@@ -241,31 +234,23 @@ impl<'s> Staging<'s> {
         }
     }
 
-    /// Takes the paths `call_id` captured without staging (see [`State::recorded`]).
-    fn take_recorded(&self, st: &mut State, call_id: &str) -> Option<Recorded> {
-        st.recorded
-            .remove(call_id)
-            .map(|(anchor, paths)| Recorded { anchor, paths })
-    }
-
-    /// The after-states of paths a call captured without staging, committed at
-    /// `anchor_seq`. Committed at another anchor than its captures named (a message came
+    /// The after-states of the paths a call captured without staging (its entry of
+    /// [`State::recorded`]: their anchor and the paths), committed at `anchor_seq`. Committed at another anchor than its captures named (a message came
     /// while the tool ran), a path whose state there is not recorded is left unknown
     /// (the next re-check records it), not taken for the state the tool left.
     fn recorded_after_states(
         &self,
         idx: &mut crate::records::Index,
-        recorded: Option<Recorded>,
+        recorded: Option<(u64, Vec<crate::path::RelPath>)>,
         anchor_seq: u64,
     ) -> Vec<TrackedUpdate> {
-        let Some(r) = recorded else {
+        let Some((anchor, paths)) = recorded else {
             return Vec::new();
         };
-        r.paths
+        paths
             .iter()
             .map(|p| {
-                let there =
-                    r.anchor == anchor_seq || idx.recorded_at(anchor_seq, p).unwrap_or(false);
+                let there = anchor == anchor_seq || idx.recorded_at(anchor_seq, p).unwrap_or(false);
                 match there {
                     true => self.after_state(p),
                     false => TrackedUpdate {
@@ -287,7 +272,7 @@ impl<'s> Staging<'s> {
     ) -> Result<CommitOutcome, CommitError> {
         self.s.prepare(st)?;
         let staged = st.idx.pending.get(call_id).map(|(e, _)| e.clone());
-        let recorded = self.take_recorded(st, call_id);
+        let recorded = st.recorded.remove(call_id);
         let Some(entries) = staged else {
             if let Some(r) = recorded.filter(|_| ok) {
                 let updates = self.recorded_after_states(&mut st.idx, Some(r), anchor_seq);
