@@ -54,6 +54,7 @@ mod capture;
 mod chain;
 mod codec;
 mod commit;
+mod crc32;
 mod diff_view;
 mod error;
 mod format;

@@ -246,59 +246,7 @@ pub(crate) fn frames<'a>(
     Ok((valid_len, (n as u64).saturating_sub(valid_len)))
 }
 
-/// Slicing-by-8 tables of CRC-32 (IEEE, reflected polynomial 0xEDB88320).
-const CRC_TABLES: [[u32; 256]; 8] = {
-    let mut t = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xEDB8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[0][i] = c;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 256 {
-        let mut j = 1;
-        while j < 8 {
-            let prev = t[j - 1][i];
-            t[j][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
-            j += 1;
-        }
-        i += 1;
-    }
-    t
-};
-
-/// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`), eight bytes per step.
-pub(crate) fn crc32(bytes: &[u8]) -> u32 {
-    let t = &CRC_TABLES;
-    let mut c = !0u32;
-    let mut chunks = bytes.chunks_exact(8);
-    for ch in &mut chunks {
-        let lo = c ^ u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
-        let hi = u32::from_le_bytes([ch[4], ch[5], ch[6], ch[7]]);
-        c = t[7][(lo & 0xFF) as usize]
-            ^ t[6][((lo >> 8) & 0xFF) as usize]
-            ^ t[5][((lo >> 16) & 0xFF) as usize]
-            ^ t[4][(lo >> 24) as usize]
-            ^ t[3][(hi & 0xFF) as usize]
-            ^ t[2][((hi >> 8) & 0xFF) as usize]
-            ^ t[1][((hi >> 16) & 0xFF) as usize]
-            ^ t[0][(hi >> 24) as usize];
-    }
-    for b in chunks.remainder() {
-        c = t[0][((c ^ u32::from(*b)) & 0xFF) as usize] ^ (c >> 8);
-    }
-    !c
-}
+pub(crate) use crate::crc32::crc32;
 
 #[cfg(test)]
 mod tests {
@@ -329,28 +277,6 @@ mod tests {
     fn decode(b: &[u8]) -> Result<Decoded, DecodeError> {
         assert!(check_header(b)?);
         decode_frames(b, HEADER_LEN)
-    }
-
-    #[test]
-    fn crc32_matches_the_standard_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b""), 0);
-        // Against the bytewise definition, across every alignment of the 8-byte steps.
-        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
-        for n in 0..data.len() {
-            let mut c = !0u32;
-            for b in &data[..n] {
-                c ^= u32::from(*b);
-                for _ in 0..8 {
-                    c = if c & 1 != 0 {
-                        0xEDB8_8320 ^ (c >> 1)
-                    } else {
-                        c >> 1
-                    };
-                }
-            }
-            assert_eq!(crc32(&data[..n]), !c, "length {n}");
-        }
     }
 
     #[test]
