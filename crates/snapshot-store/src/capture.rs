@@ -10,7 +10,7 @@ use crate::blob::{Stored, store_file};
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{CaptureError, FsFailure};
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
-use crate::fsio::{DiskMeta, Walk, WsDir};
+use crate::fsio::{Beneath, DiskMeta, Walk, WsDir};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::seam::CrashPoint;
 
@@ -211,8 +211,24 @@ impl<'s> Staging<'s> {
     pub(crate) fn capture_path(
         &self,
         rel: &RelPath,
-        seen: Seen,
+        mut seen: Seen,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
+        // A path in a directory, looked at just before: one open of it beneath the
+        // workspace stands for the walk of its parents and its own open.
+        if seen != Seen::Unknown && !rel.split_last().0.is_empty() {
+            match self.s.ws.open_beneath(rel, seen == Seen::Absent)? {
+                Beneath::Missing => return Ok((BeforeState::Absent, Known::Absent, false)),
+                Beneath::Opened(file, fmeta) => {
+                    if let Some(before) = self.unreadable(&fmeta) {
+                        return Ok(not_read(before, fmeta));
+                    }
+                    return self.capture_opened(file, fmeta, rel);
+                }
+                // Something there now where nothing was: looked at afresh.
+                Beneath::Other if seen == Seen::Absent => seen = Seen::Unknown,
+                Beneath::Other => {}
+            }
+        }
         let mut created = Vec::new();
         match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),

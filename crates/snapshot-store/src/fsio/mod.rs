@@ -11,7 +11,7 @@ mod store;
 mod workspace;
 
 pub(crate) use store::StoreFs;
-pub(crate) use workspace::{Walk, WsDir, WsFs, by_directory};
+pub(crate) use workspace::{Beneath, Walk, WsDir, WsFs, by_directory};
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};

@@ -20,6 +20,17 @@ impl AsFd for WsDir<'_> {
     }
 }
 
+/// What [`WsFs::open_beneath`] found.
+pub(crate) enum Beneath {
+    /// The file, opened for reading, and its `fstat`.
+    Opened(File, DiskMeta),
+    /// Not there (nor, maybe, a parent directory).
+    Missing,
+    /// Anything else: something there when only looked for, a symlink on the way, a
+    /// component not a directory, no `openat2`. The walk one component at a time tells.
+    Other,
+}
+
 /// Result of walking to a path's parent directory.
 pub(crate) enum Walk<'a> {
     /// The parent directory, opened without following symlinks.
@@ -128,6 +139,56 @@ impl WsFs {
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     fn open_parent_beneath(&self, _rel: &RelPath) -> Result<Option<Dir>, FsFailure> {
         Ok(None)
+    }
+
+    /// Opens `rel` itself for reading in one call that the kernel refuses when any
+    /// component (the last one too) is a symlink or leads out of the workspace: what
+    /// [`WsFs::walk_parent`] and [`WsFs::open_read`] find, with one system call instead
+    /// of one per component. With `path_only`, the file is not opened for reading
+    /// (`O_PATH`: never a device's or a FIFO's open), only found there or not.
+    /// [`Beneath::Other`] when the call fails any other way (a symlink, not a
+    /// directory, a kernel without `openat2`): the walk then gives that its meaning.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn open_beneath(&self, rel: &RelPath, path_only: bool) -> Result<Beneath, FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        let flags = match path_only {
+            true => OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            false => {
+                OFlags::RDONLY
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC
+                    | OFlags::NOCTTY
+                    | OFlags::NONBLOCK
+            }
+        };
+        let fd = match rustix::fs::openat2(
+            &self.root,
+            OsStr::from_bytes(rel.as_bytes()),
+            flags,
+            Mode::empty(),
+            rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::BENEATH,
+        ) {
+            Ok(fd) => fd,
+            // Every component met on the way was a directory and no symlink (one would
+            // have failed the call first), and one is not there: the path is absent.
+            Err(rustix::io::Errno::NOENT) => return Ok(Beneath::Missing),
+            Err(_) => return Ok(Beneath::Other),
+        };
+        if path_only {
+            return Ok(Beneath::Other);
+        }
+        self.check(FsOp::Stat, rel)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| rfail(FsOp::Stat, rel, e.into()))?;
+        Ok(Beneath::Opened(
+            File::from_std(std::fs::File::from(fd)),
+            DiskMeta::from_stat(&st),
+        ))
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub fn open_beneath(&self, rel: &RelPath, _path_only: bool) -> Result<Beneath, FsFailure> {
+        self.check(FsOp::Open, rel)?;
+        Ok(Beneath::Other)
     }
 
     /// `lstat` of one component in `dir`; `None` when absent.

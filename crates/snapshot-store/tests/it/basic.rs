@@ -1661,6 +1661,120 @@ fn a_quick_capture_of_a_path_not_there_records_what_the_blocking_capture_records
     assert!(!absent("a/new"), "under a file: skipped");
 }
 
+#[test]
+fn a_quick_capture_of_a_file_in_a_directory_records_what_the_blocking_capture_records() {
+    // The quick capture opens a file in a directory, which its `stat` showed regular, in
+    // one call refusing any symlink on the way: the outcome is still the blocking
+    // capture's, behind a symlink (to a regular file outside) or a file, at any depth,
+    // and the file is opened once, its parents not at all.
+    let env = Env::new();
+    let opens = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Open, Default::default()));
+    let store = env.store_with(StoreOptions {
+        seam: opens.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    env.write("a", b"a0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let outside = env.tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).expect("mkdir");
+    std::fs::write(outside.join("f"), b"outside").expect("write");
+    std::fs::write(outside.join("sub/f"), b"outside").expect("write");
+    for p in ["d/f", "d/e/f", "d/e/g/f", "d/e/g/h/f"] {
+        env.write(p, p.as_bytes());
+    }
+    std::os::unix::fs::symlink(&outside, env.p("link")).expect("symlink");
+    std::os::unix::fs::symlink(&outside, env.p("d/link")).expect("symlink");
+    std::os::unix::fs::symlink("..", env.p("d/e/up")).expect("symlink");
+    std::os::unix::fs::symlink(outside.join("f"), env.p("d/e/to-file")).expect("symlink");
+    let at = |p: &str| -> usize { p.matches('/').count() };
+    for (i, path) in [
+        "d/f",
+        "d/e/f",
+        "d/e/g/h/f",
+        "link/f",
+        "link/sub/f",
+        "d/link/sub/f",
+        "d/e/up/e/f",
+        "d/e/to-file",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let before = opens.count();
+        let quick = s
+            .try_capture_before(&format!("q{i}"), Path::new(path), 4096)
+            .expect("runs")
+            .expect("captured");
+        let quick_opens = opens.count() - before;
+        let blocking = s
+            .capture_before(&format!("b{i}"), Path::new(path))
+            .expect("captured");
+        // The blocking capture finds the content stored: only that may differ.
+        let same = |o: &CaptureOutcome| match o.clone() {
+            CaptureOutcome::Captured {
+                path, sha256, size, ..
+            } => CaptureOutcome::Captured {
+                path,
+                sha256,
+                size,
+                deduplicated: false,
+            },
+            o => o,
+        };
+        assert_eq!(same(&quick), same(&blocking), "{path}");
+        if matches!(quick, CaptureOutcome::Captured { .. }) {
+            assert_eq!(
+                quick_opens,
+                1,
+                "{path}: one open, no walk ({} parents)",
+                at(path)
+            );
+        }
+    }
+    // What was captured comes back.
+    for p in ["d/f", "d/e/f", "d/e/g/h/f"] {
+        env.write(p, b"changed by the tool");
+    }
+    for i in 0..8 {
+        s.commit(&format!("q{i}"), 2, true).expect("commit");
+        s.commit(&format!("b{i}"), 2, true).expect("commit");
+    }
+    let plan = s.plan_restore(2).expect("plan");
+    let done = s.restore(&plan, "op").expect("restore");
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    for p in ["d/f", "d/e/f", "d/e/g/h/f"] {
+        assert_eq!(env.read(p), Some(p.as_bytes().to_vec()), "{p}");
+    }
+    assert_eq!(
+        std::fs::read(outside.join("sub/f")).expect("read"),
+        b"outside"
+    );
+}
+
+/// Counts the calls of one kind a store makes.
+struct CountOps(snapshot_store::FsOp, std::sync::atomic::AtomicUsize);
+
+impl CountOps {
+    fn count(&self) -> usize {
+        self.1.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl snapshot_store::FaultSeam for CountOps {
+    fn before(
+        &self,
+        op: snapshot_store::FsOp,
+        _area: snapshot_store::Area,
+        _path: &Path,
+    ) -> std::io::Result<()> {
+        if op == self.0 {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
 /// Counts the lock calls (`flock` other than an unlock) a store makes.
 #[derive(Default)]
 struct CountLocks(std::sync::atomic::AtomicUsize);
