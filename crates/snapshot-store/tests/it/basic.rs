@@ -1775,28 +1775,11 @@ impl snapshot_store::FaultSeam for CountOps {
     }
 }
 
-/// Counts the lock calls (`flock` other than an unlock) a store makes.
-#[derive(Default)]
-struct CountLocks(std::sync::atomic::AtomicUsize);
-
-impl snapshot_store::FaultSeam for CountLocks {
-    fn before(
-        &self,
-        op: snapshot_store::FsOp,
-        _area: snapshot_store::Area,
-        _path: &Path,
-    ) -> std::io::Result<()> {
-        if op == snapshot_store::FsOp::Lock {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        Ok(())
-    }
-}
-
 #[test]
 fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_their_release() {
     let env = Env::new();
-    let locks = std::sync::Arc::new(CountLocks::default());
+    // The lock calls (`flock` other than an unlock) the store makes.
+    let locks = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Lock, Default::default()));
     let store = env.store_with(StoreOptions {
         seam: locks.clone(),
         ..StoreOptions::default()
@@ -1805,7 +1788,7 @@ fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_thei
     s.keep_locks_between_calls(true);
     env.write("a", b"a0");
     tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
-    let count = || locks.0.load(std::sync::atomic::Ordering::SeqCst);
+    let count = || locks.count();
 
     // A burst: the first call that must not wait takes the locks, the next ones none.
     let quick = |call: &str, path: &str| {
