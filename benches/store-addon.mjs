@@ -2,7 +2,8 @@
 /**
  * The cost a user pays per write-tool call: the plugin's `capture` before the write and `commit`
  * after it, called through the packed napi addon from Node, for a 16 KiB file, next to Node's own
- * read + write of the same file (fs/promises) measured in the same run, alternated. Four sessions,
+ * read + write of the same file (fs/promises) measured in the same run, alternated. The file is
+ * two directories down, as most of a project's files are. Four sessions,
  * with 100, 1,000, 10,000 and 100,000 files already tracked, take the calls in turn, to record the
  * curve. Every call writes content of its own (as an edit does), and a turn's calls write the same
  * file: the first call of a turn stores the file's content as it was before the turn; the later
@@ -28,6 +29,8 @@ const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
 const CAP = 8 * 1024 * 1024
 const SIZE = 16 * 1024
+/** The file the calls write: two directories down, as most of a project's files are. */
+const FILE = 'src/app/w.ts'
 
 /** Calls per turn (per anchor): the first stores the file's state before the turn. */
 const PER_TURN = Number(process.env.STORE_ADDON_PER_TURN ?? 4)
@@ -64,8 +67,10 @@ async function setUp(tracked) {
   }
   await store.commit(sid, cwd, 'bulk', 1, true)
   await store.recheck(sid, cwd, 2, CAP)
-  writeFileSync(join(cwd, 'w'), content(-1))
-  writeFileSync(join(raw, 'w'), content(-1))
+  for (const d of [cwd, raw]) {
+    mkdirSync(join(d, dirname(FILE)), { recursive: true })
+    writeFileSync(join(d, FILE), content(-1))
+  }
   return { tracked, base, cwd, raw, store, sid, first: [], later: [], bas: [] }
 }
 
@@ -83,15 +88,15 @@ async function round(p, i) {
   const call = `w${i}`
   const anchor = 3 + Math.floor(i / PER_TURN)
   let t = performance.now()
-  await captureNow(p.store, p.sid, p.cwd, call, 'w', CAP, anchor)
+  await captureNow(p.store, p.sid, p.cwd, call, FILE, CAP, anchor)
   const capture = performance.now() - t
-  writeFileSync(join(p.cwd, 'w'), next) // the tool's own write, not the plugin's cost
+  writeFileSync(join(p.cwd, FILE), next) // the tool's own write, not the plugin's cost
   t = performance.now()
   await commitNow(p.store, p.sid, p.cwd, call, anchor, true)
   const commit = performance.now() - t
   t = performance.now()
-  const bytes = await readFile(join(p.raw, 'w'))
-  await writeFile(join(p.raw, 'w'), next)
+  const bytes = await readFile(join(p.raw, FILE))
+  await writeFile(join(p.raw, FILE), next)
   const baseline = performance.now() - t
   if (bytes.length !== SIZE) throw new Error('baseline read')
   if (i >= 20) {
@@ -126,7 +131,7 @@ const mark = (x, base) => `${(x / base).toFixed(2)}× ${x / base <= 1.5 ? '' : '
 const lines = [
   '## snapshot-store through the addon (Node)',
   '',
-  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file, content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run; the calls go round the four sessions in turn. Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files.`,
+  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run; the calls go round the four sessions in turn. Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files.`,
   '',
   '| tracked files | first call of a turn | later call of the turn | all calls | Node read + write | first: ratio, goals | all: ratio, goals |',
   '|---:|---:|---:|---:|---:|:-:|:-:|',
