@@ -214,8 +214,9 @@ impl<'s> Staging<'s> {
         mut seen: Seen,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         // A path in a directory, looked at just before: one open of it beneath the
-        // workspace stands for the walk of its parents and its own open.
-        if seen != Seen::Unknown && !rel.split_last().0.is_empty() {
+        // workspace stands for the walk of its parents and its own open (Linux).
+        let beneath = cfg!(any(target_os = "linux", target_os = "android"));
+        if beneath && seen != Seen::Unknown && !rel.split_last().0.is_empty() {
             match self.s.ws.open_beneath(rel, seen == Seen::Absent)? {
                 Beneath::Missing => return Ok((BeforeState::Absent, Known::Absent, false)),
                 Beneath::Opened(file, fmeta) => {

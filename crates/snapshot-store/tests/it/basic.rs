@@ -1723,7 +1723,8 @@ fn a_quick_capture_of_a_file_in_a_directory_records_what_the_blocking_capture_re
             o => o,
         };
         assert_eq!(same(&quick), same(&blocking), "{path}");
-        if matches!(quick, CaptureOutcome::Captured { .. }) {
+        // (Elsewhere than Linux, without `openat2`, the parents are walked.)
+        if cfg!(target_os = "linux") && matches!(quick, CaptureOutcome::Captured { .. }) {
             assert_eq!(
                 quick_opens,
                 1,
