@@ -219,12 +219,7 @@ impl<'s> Staging<'s> {
         if beneath && seen != Seen::Unknown && !rel.split_last().0.is_empty() {
             match self.s.ws.open_beneath(rel, seen == Seen::Absent)? {
                 Beneath::Missing => return Ok((BeforeState::Absent, Known::Absent, false)),
-                Beneath::Opened(file, fmeta) => {
-                    if let Some(before) = self.unreadable(&fmeta) {
-                        return Ok(not_read(before, fmeta));
-                    }
-                    return self.capture_opened(file, fmeta, rel);
-                }
+                Beneath::Opened(file, fmeta) => return self.capture_unlooked(file, fmeta, rel),
                 // Something there now where nothing was: looked at afresh.
                 Beneath::Other if seen == Seen::Absent => seen = Seen::Unknown,
                 Beneath::Other => {}
@@ -275,12 +270,7 @@ impl<'s> Staging<'s> {
         if seen == Seen::Regular {
             match self.s.ws.open_read(dir, name, rel) {
                 Ok(None) => return Ok((BeforeState::Absent, Known::Absent, false)),
-                Ok(Some((file, fmeta))) => {
-                    if let Some(before) = self.unreadable(&fmeta) {
-                        return Ok(not_read(before, fmeta));
-                    }
-                    return self.capture_opened(file, fmeta, rel);
-                }
+                Ok(Some((file, fmeta))) => return self.capture_unlooked(file, fmeta, rel),
                 Err(_) => {}
             }
         }
@@ -317,6 +307,20 @@ impl<'s> Staging<'s> {
         }
         let cap = self.cap();
         (cap != 0 && meta.size > cap).then_some(BeforeState::Uncovered { size: meta.size })
+    }
+
+    /// A file opened without an `lstat` first: its `fstat` (`fmeta`) decides whether it
+    /// is read (see [`Staging::capture_in`]).
+    fn capture_unlooked(
+        &self,
+        file: cap_std::fs::File,
+        fmeta: DiskMeta,
+        rel: &RelPath,
+    ) -> Result<(BeforeState, Known, bool), FsFailure> {
+        if let Some(before) = self.unreadable(&fmeta) {
+            return Ok(not_read(before, fmeta));
+        }
+        self.capture_opened(file, fmeta, rel)
     }
 
     /// The end of [`Staging::capture_in`]: the file is open, `fmeta` its `fstat`.
@@ -594,9 +598,7 @@ impl<'s> Staging<'s> {
         let order = self.s.store.next_order();
         // A small file's content is kept in the log, in the write that stages it, rather
         // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
-        let log_len = st.log.as_ref().map_or(0, |h| h.len);
-        let keep = self.s.store.inner.keep_in_log_bytes;
-        let sink = crate::blob::LogSink::new(&st.idx.inline, log_len, keep);
+        let sink = self.s.log_sink(st);
         let read = Staging {
             s: self.s,
             sink: Some(&sink),

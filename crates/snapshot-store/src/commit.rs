@@ -235,9 +235,10 @@ impl<'s> Staging<'s> {
     }
 
     /// The after-states of the paths a call captured without staging (its entry of
-    /// [`State::recorded`]: their anchor and the paths), committed at `anchor_seq`. Committed at another anchor than its captures named (a message came
-    /// while the tool ran), a path whose state there is not recorded is left unknown
-    /// (the next re-check records it), not taken for the state the tool left.
+    /// [`State::recorded`]: their anchor and the paths), committed at `anchor_seq`.
+    /// Committed at another anchor than its captures named (a message came while the
+    /// tool ran), a path whose state there is not recorded is left unknown (the next
+    /// re-check records it), not taken for the state the tool left.
     fn recorded_after_states(
         &self,
         idx: &mut crate::records::Index,

@@ -311,9 +311,7 @@ impl Recheck<'_> {
         //    several threads when there are many (after a long turn, every file a tool wrote).
         //    Small files are kept in the log, written ahead of the records naming them.
         //    The log keeps them up to its size limit: what does not fit goes to blob files.
-        let log_len = st.log.as_ref().map_or(0, |h| h.len);
-        let keep = self.s.store.inner.keep_in_log_bytes;
-        let sink = crate::blob::LogSink::new(&st.idx.inline, log_len, keep);
+        let sink = self.s.log_sink(&st);
         let captured = self.capture_changed(&changed, Some(&sink));
         let blobs = sink.records();
         // 3. Recorded in path order.

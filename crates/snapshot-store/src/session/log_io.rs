@@ -237,6 +237,14 @@ impl Session {
         })
     }
 
+    /// Where the small files a call reads are kept: this session's log, as far as its
+    /// size and the store's limit allow (see [`crate::blob::LogSink`]).
+    pub(crate) fn log_sink<'a>(&self, st: &'a State) -> crate::blob::LogSink<'a> {
+        let log_len = st.log.as_ref().map_or(0, |h| h.len);
+        let keep = self.store.inner.keep_in_log_bytes;
+        crate::blob::LogSink::new(&st.idx.inline, log_len, keep)
+    }
+
     /// Every group of before-states (a committed tool call, a re-check, …) is recorded
     /// here: one `group` record at `anchor_seq` with its source, followed in the same
     /// write by `also` (tracked-cache updates, a boundary).

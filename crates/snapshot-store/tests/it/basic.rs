@@ -8,7 +8,9 @@ use snapshot_store::{
     PlanError, PruneOptions, RestoreError, StoreOptions,
 };
 
-use crate::common::{BLOB, DROPPED, Env, GROUP, contains, count_files, log_records, tool_edit};
+use crate::common::{
+    BLOB, DROPPED, Env, GROUP, contains, count_files, log_records, snapshot_dir, tool_edit,
+};
 
 #[test]
 fn rewind_restores_earliest_before_state_per_path_and_is_idempotent() {
@@ -1176,7 +1178,7 @@ fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_fir
     s.flush().expect("flush");
     // Small files: their content is kept in the session's log, no blob file of its own.
     assert_eq!(env.blob_count(), 0);
-    let stored = stored_bytes(&env.root);
+    let stored: Vec<u8> = snapshot_dir(&env.root).into_values().flatten().collect();
     for (what, kept) in [
         (&b"a, before the turn"[..], true),
         (b"b, before the turn", true),
@@ -1208,23 +1210,6 @@ fn a_later_write_of_a_path_in_the_same_turn_reads_nothing_and_rewinds_to_the_fir
     assert!(out.failed.is_empty(), "{out:?}");
     assert_eq!(env.read("a").as_deref(), Some(&b"a, before the turn"[..]));
     assert_eq!(env.read("b").as_deref(), Some(&b"b, before the turn"[..]));
-}
-
-/// Every file under `dir`, concatenated.
-fn stored_bytes(dir: &Path) -> Vec<u8> {
-    let mut all = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                all.extend(std::fs::read(&p).expect("read"));
-            }
-        }
-    }
-    all
 }
 
 #[test]
