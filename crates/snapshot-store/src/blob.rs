@@ -575,66 +575,86 @@ fn fill(
     Ok(got)
 }
 
-/// Whether the current bytes of the open file `file` (`len` bytes) are the first
-/// *k* bytes of blob `new` followed by the bytes of blob `old` from offset *k* on,
-/// for some *k* ≤ the size of `new`, with `len` the size of `old`: what writing
-/// `new` over a file holding `old` (from the start, without cutting it first)
-/// leaves when it is interrupted before the file is cut to its new length. `false`
-/// when a blob cannot be read. Blobs are `(sha256, size)`.
-pub(crate) fn is_overwrite_of_blob(
+/// Whether the current bytes of the open file `file` (`len` bytes) can be what writing
+/// blob `new` from the start over a file holding one of the blobs `olds` (or a mix of
+/// them) leaves when it is interrupted before its end: every byte is the byte of `new`
+/// or of one of `olds` at that offset, or zero in an extension (past the shortest of
+/// `olds`, before the end of `new`); `len` is the size of `new` or of one of `olds`, or
+/// between an old size and a larger `new` size (an extension under way). That covers a
+/// process killed mid-write (the first bytes of `new` followed by the old ones) and a
+/// power loss, after which the disk may hold some of the new blocks and not others, and
+/// an extension's size before its bytes. `false` when a blob cannot be read whole or
+/// its bytes do not hash to its name. Blobs are `(sha256, size)`.
+pub(crate) fn is_write_over(
     store: &StoreFs,
     ws: &WsFs,
     file: &mut File,
     rel: &RelPath,
     len: u64,
     new: (&str, u64),
-    old: (&str, u64),
+    olds: &[(&str, u64)],
 ) -> Result<bool, FsFailure> {
-    if len != old.1 {
+    let len_ok = len == new.1
+        || olds
+            .iter()
+            .any(|o| o.1 == len || (o.1 < len && len < new.1));
+    if !len_ok {
         return Ok(false);
     }
-    let (npath, opath) = (blob_path(new.0), blob_path(old.0));
-    let Some(mut nsrc) = store.blob_open(new.0)? else {
-        return Ok(false);
-    };
-    let Some(mut osrc) = store.blob_open(old.0)? else {
-        return Ok(false);
-    };
+    let zero_from = olds.iter().map(|o| o.1).min().unwrap_or(new.1);
+    let mut srcs = Vec::with_capacity(olds.len() + 1);
+    for (sha, size) in std::iter::once(&new).chain(olds) {
+        let Some(src) = store.blob_open(sha)? else {
+            return Ok(false);
+        };
+        let buf = vec![0u8; CHUNK];
+        srcs.push((src, blob_path(sha), *size, buf, 0usize, Sha256::new(), *sha));
+    }
     let mut f = vec![0u8; CHUNK];
-    let mut n = vec![0u8; CHUNK];
-    let mut o = vec![0u8; CHUNK];
-    // `prefix`: length of the common prefix of the file and `new` (final once
-    // `prefix_open` is false); `suffix`: the file equals `old` from here on (so far).
-    let (mut prefix, mut prefix_open, mut suffix) = (0u64, true, 0u64);
     let mut off = 0u64;
     while off < len {
         let want = (len - off).min(CHUNK as u64) as usize;
         if fill(&mut f[..want], |b| ws.read_chunk(file, rel, b))? < want {
             return Ok(false); // the file shrank meanwhile
         }
-        if fill(&mut o[..want], |b| store.read_chunk(&mut osrc, &opath, b))? < want {
-            return Ok(false);
+        // The bytes of each blob at this offset (`got` of them: a blob may end here).
+        for (src, path, size, buf, got, hasher, _) in &mut srcs {
+            let n = (size.saturating_sub(off)).min(want as u64) as usize;
+            *got = fill(&mut buf[..n], |b| store.read_chunk(src, path, b))?;
+            if *got < n {
+                return Ok(false); // a blob shorter than its size: damaged
+            }
+            hasher.update(&buf[..n]);
         }
-        if let Some(i) = f[..want].iter().zip(&o[..want]).rposition(|(a, b)| a != b) {
-            suffix = off + i as u64 + 1;
-        }
-        if prefix_open {
-            let nwant = (new.1.saturating_sub(off)).min(want as u64) as usize;
-            let got = fill(&mut n[..nwant], |b| store.read_chunk(&mut nsrc, &npath, b))?;
-            match f[..got].iter().zip(&n[..got]).position(|(a, b)| a != b) {
-                Some(i) => {
-                    prefix += i as u64;
-                    prefix_open = false;
-                }
-                None => {
-                    prefix += got as u64;
-                    prefix_open = got == want;
-                }
+        for (i, byte) in f[..want].iter().enumerate() {
+            let at = off + i as u64;
+            let of_a_blob = srcs
+                .iter()
+                .any(|(_, _, _, buf, got, ..)| i < *got && buf[i] == *byte);
+            let extension = *byte == 0 && at >= zero_from && at < new.1;
+            if !(of_a_blob || extension) {
+                return Ok(false);
             }
         }
         off += want as u64;
     }
-    Ok(suffix <= prefix)
+    // Only bytes both blobs hold whole can be written over the file again: a blob
+    // damaged (by a power loss in process-crash mode) makes the file a change.
+    for (mut src, path, size, mut buf, _, mut hasher, sha) in srcs {
+        let mut left = size.saturating_sub(len);
+        while left > 0 {
+            let n = left.min(CHUNK as u64) as usize;
+            if fill(&mut buf[..n], |b| store.read_chunk(&mut src, &path, b))? < n {
+                return Ok(false);
+            }
+            hasher.update(&buf[..n]);
+            left -= n as u64;
+        }
+        if hex::encode(hasher.finalize()) != sha {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Hashes an open workspace file (streaming); returns `(sha256, size)`.

@@ -3,9 +3,7 @@
 
 use super::*;
 
-use crate::blob::{
-    CopyFail, copy_blob_to, is_overwrite_of_blob, is_prefix_of_blob, read_blob_verified,
-};
+use crate::blob::{CopyFail, copy_blob_to, is_prefix_of_blob, is_write_over, read_blob_verified};
 use crate::error::FsFailure;
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
@@ -28,13 +26,14 @@ pub(super) enum Guard<'a> {
 
 impl Journal<'_> {
     /// Applies `desired` at `rel`, checking `guard` first. Never follows a symlink.
-    /// In `ProcessCrash` mode a small file that exists is rewritten in place (the
-    /// blob read and verified first; `partial` is the crash point between the two
-    /// halves of the write): under a [`Guard::Meta`] (the first pass, the file holds
-    /// the action's rescue state) written over its old bytes and then cut to its new
-    /// length, otherwise cut to zero first. Any other file gets its bytes through a
-    /// temporary file (verified against the blob's SHA-256 while written) renamed over
-    /// the path.
+    /// A small file that exists is rewritten in place (the blob read and verified
+    /// first; `partial` is the crash point between the two halves of the write): under
+    /// a [`Guard::Meta`] (the first pass, the file holds the action's rescue state) and
+    /// in `PowerLoss` mode written over its old bytes and then cut to its new length,
+    /// otherwise cut to zero first; in `PowerLoss` mode then `fsync`ed (on Linux only:
+    /// elsewhere that mode replaces every file, see [`IN_PLACE_DURABLE`]). Any other
+    /// file gets its bytes through a temporary file (verified against the blob's
+    /// SHA-256 while written) renamed over the path.
     pub(super) fn apply_state(
         &self,
         rel: &RelPath,
@@ -86,7 +85,10 @@ impl Journal<'_> {
                     Some(_) => {
                         // An in-place write of one of these states, interrupted.
                         let states = allowed.iter().copied().chain(std::iter::once(desired));
-                        if !self.torn_write(rel, states).map_err(|e| e.to_string())? {
+                        if !self
+                            .torn_write(rel, states, &[])
+                            .map_err(|e| e.to_string())?
+                        {
                             return Err("changed since the restore began; left as it is".into());
                         }
                     }
@@ -110,7 +112,10 @@ impl Journal<'_> {
                     if m.kind != FileKind::File {
                         return Err("is not a regular file; not replaced".into());
                     }
-                    if !self.s.ws.io.durable && *size <= IN_PLACE_MAX && m.nlink == 1 {
+                    if (!self.s.ws.io.durable || IN_PLACE_DURABLE)
+                        && *size <= IN_PLACE_MAX
+                        && m.nlink == 1
+                    {
                         let wrote = self
                             .write_in_place(
                                 &dir,
@@ -170,9 +175,12 @@ impl Journal<'_> {
     /// interruption leaves the first bytes of the new blob followed by the old bytes
     /// from there on. Without `over` (the file's content was read and is a state of
     /// the action, or an interrupted write of one) the file is cut to zero first and an
-    /// interruption leaves a prefix of the new bytes. Continue and rollback recognise
-    /// both ([`Journal::torn_write`]) because the intent journal names both blobs
-    /// before the first write. `Ok(false)`, having changed nothing, when the file
+    /// interruption leaves a prefix of the new bytes; in `PowerLoss` mode it is written
+    /// over its old bytes all the same, and `fsync`ed at the end: a power loss before
+    /// that can leave any mix of old and new blocks. Continue and rollback recognise
+    /// all of these ([`Journal::torn_write`]) because the intent journal names every
+    /// blob before the first write, and the rescue blobs are on disk by then
+    /// ([`crate::fsio::StoreFs::sync_filesystem`]). `Ok(false)`, having changed nothing, when the file
     /// cannot be opened for writing (no write permission, a running executable): the
     /// caller replaces it instead.
     fn write_in_place(
@@ -203,7 +211,11 @@ impl Journal<'_> {
         {
             return Err(CopyFail::Changed);
         }
-        if !over {
+        // Durable mode writes over the old bytes whatever they are: a power loss may keep
+        // any of the blocks written, and a file cut to zero first could come back as
+        // neither state nor a mix of them.
+        let over_old = over || self.s.ws.io.durable;
+        if !over_old {
             self.s.ws.truncate(&f, rel, 0)?;
         }
         let partial = partial.filter(|_| self.s.ws.io.seam.wants_partial_writes());
@@ -217,35 +229,45 @@ impl Journal<'_> {
             self.s.store.inner.fs.io.crash(p);
         }
         self.s.ws.write_all(&mut f, rel, &bytes[half..])?;
-        if over && now.size > size {
+        if over_old && now.size > size {
             self.s.ws.truncate(&f, rel, size)?;
         }
         if now.mode & 0o7777 != mode & 0o7777 {
             self.s.ws.set_mode(&f, rel, mode)?;
         }
+        self.s.ws.sync_file(&f, rel)?;
         Ok(true)
     }
 
     /// Whether `rel` holds what an interrupted in-place write of one of `states`
     /// leaves (its mode not yet set): a regular file with one link whose bytes are the
     /// first bytes of that state's blob (a write after cutting the file to zero), or
-    /// the first bytes of that state's blob followed by another of `states` from there
-    /// on, as long as that other one ([`Journal::write_in_place`] over the old bytes).
+    /// what writing that state over a file holding another of `states` or of `onto`
+    /// (or a mix of them) leaves after a kill or a power loss ([`is_write_over`]).
     pub(super) fn torn_write<'s>(
         &self,
         rel: &RelPath,
         states: impl Iterator<Item = &'s Desired>,
+        onto: &[&'s Desired],
     ) -> Result<bool, FsFailure> {
+        let blobs = |d: &'s Desired| match d {
+            Desired::File { sha256, size, .. } => Some((sha256.as_str(), *size)),
+            Desired::Absent => None,
+        };
         let mut files: Vec<(&str, u64)> = Vec::new();
-        for state in states {
-            if let Desired::File { sha256, size, .. } = state {
-                if !files.iter().any(|(s, _)| *s == sha256.as_str()) {
-                    files.push((sha256.as_str(), *size));
-                }
+        for b in states.filter_map(blobs) {
+            if !files.contains(&b) {
+                files.push(b);
             }
         }
         if files.is_empty() {
             return Ok(false);
+        }
+        let mut olds = files.clone();
+        for b in onto.iter().filter_map(|d| blobs(d)) {
+            if !olds.contains(&b) {
+                olds.push(b);
+            }
         }
         let mut created = Vec::new();
         let Walk::Parent(dir) = self.s.ws.walk_parent(rel, false, &mut created)? else {
@@ -253,37 +275,30 @@ impl Journal<'_> {
         };
         let (_, name) = rel.split_last();
         let fs = &self.s.store.inner.fs;
-        let checks = files.iter().flat_map(|new| {
-            std::iter::once((*new, None)).chain(
-                files
-                    .iter()
-                    .filter(move |old| old.0 != new.0)
-                    .map(move |old| (*new, Some(*old))),
-            )
-        });
-        for (new, old) in checks {
-            let opened = match self.s.ws.open_read(&dir, name, rel) {
-                Ok(o) => o,
-                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+        for new in &files {
+            for over in [false, true] {
+                let opened = match self.s.ws.open_read(&dir, name, rel) {
+                    Ok(o) => o,
+                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e),
+                };
+                let Some((mut f, meta)) = opened else {
+                    return Ok(false);
+                };
+                if meta.kind != FileKind::File || meta.nlink != 1 {
                     return Ok(false);
                 }
-                Err(e) => return Err(e),
-            };
-            let Some((mut f, meta)) = opened else {
-                return Ok(false);
-            };
-            if meta.kind != FileKind::File || meta.nlink != 1 {
-                return Ok(false);
-            }
-            let torn = match old {
-                None => is_prefix_of_blob(fs, &self.s.ws, &mut f, rel, meta.size, new.0, new.1)?,
-                Some(old) if old.1 == meta.size => {
-                    is_overwrite_of_blob(fs, &self.s.ws, &mut f, rel, meta.size, new, old)?
+                let ws = &self.s.ws;
+                let torn = if over {
+                    is_write_over(fs, ws, &mut f, rel, meta.size, *new, &olds)?
+                } else {
+                    is_prefix_of_blob(fs, ws, &mut f, rel, meta.size, new.0, new.1)?
+                };
+                if torn {
+                    return Ok(true);
                 }
-                Some(_) => false,
-            };
-            if torn {
-                return Ok(true);
             }
         }
         Ok(false)

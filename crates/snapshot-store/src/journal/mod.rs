@@ -23,9 +23,15 @@ use crate::path::RelPath;
 use crate::plan::{SkippedPath, UncoveredPath};
 use crate::session::Session;
 
-/// Files up to this size that exist are restored in place in `ProcessCrash` mode
-/// (their blob is held in memory while written).
+/// Files up to this size that exist are restored in place (their blob is held in
+/// memory while written).
 const IN_PLACE_MAX: u64 = 1 << 20;
+
+/// Whether `PowerLoss` mode restores files in place too. It relies on the rescue
+/// blobs being on disk before the first write, which one `syncfs` of the store's
+/// filesystem ensures, and that call is Linux's: elsewhere that mode writes every
+/// file through a temporary name, `fsync` and a rename.
+const IN_PLACE_DURABLE: bool = cfg!(target_os = "linux");
 
 /// Errors of opening a file for writing in place after which it is replaced through
 /// a temporary file instead (no write permission, a read-only bind, a running

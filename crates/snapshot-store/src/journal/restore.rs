@@ -261,6 +261,10 @@ impl Journal<'_> {
             });
         }
         fs.io.crash(CrashPoint::RestoreRescued);
+        if IN_PLACE_DURABLE {
+            // The in-place writes that follow destroy the bytes the rescues keep.
+            fs.sync_filesystem()?;
+        }
         let intent = JournalIntent {
             v: RECORD_VERSION,
             op_id: op_id.to_string(),

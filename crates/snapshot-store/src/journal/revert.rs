@@ -110,7 +110,7 @@ impl Journal<'_> {
             let torn = !same
                 && now.is_some()
                 && self
-                    .torn_write(&a.path, a.rescue.iter())
+                    .torn_write(&a.path, a.rescue.iter(), &[&a.target])
                     .map_err(JournalError::Fs)?;
             if !same && !torn {
                 changed.push((i, now));

@@ -1847,3 +1847,98 @@ fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_thei
         "released by that call"
     );
 }
+
+/// Records the calls a store makes: kind, area, path.
+#[derive(Default)]
+struct RecordOps(
+    std::sync::Mutex<
+        Vec<(
+            snapshot_store::FsOp,
+            snapshot_store::Area,
+            std::path::PathBuf,
+        )>,
+    >,
+);
+
+impl snapshot_store::FaultSeam for RecordOps {
+    fn before(
+        &self,
+        op: snapshot_store::FsOp,
+        area: snapshot_store::Area,
+        path: &Path,
+    ) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .expect("lock")
+            .push((op, area, path.to_path_buf()));
+        Ok(())
+    }
+}
+
+/// Power-loss mode rewrites a small file that exists in place, as the default mode
+/// does (no new inode, no temporary name): the filesystem is synced first (the rescue
+/// blobs on disk before any bytes they keep are written over), and each file is
+/// `fsync`ed after its last write.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_power_loss_mode_restore_writes_small_files_in_place_after_a_sync_and_syncs_each() {
+    use snapshot_store::{Area, FsOp};
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let ops = std::sync::Arc::new(RecordOps::default());
+    let store = env.store_with(StoreOptions {
+        seam: ops.clone(),
+        durability: snapshot_store::Durability::PowerLoss,
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    env.write("a", b"a0");
+    env.write("d/b", &[b'b'; 5000]);
+    s.recheck_tracked(1).expect("recheck");
+    tool_edit(&env, &s, "c1", 1, "a", Some(b"a1, longer"));
+    tool_edit(&env, &s, "c2", 1, "d/b", Some(&[b'c'; 300]));
+    let ino = |p: &str| std::fs::metadata(env.p(p)).expect("stat").ino();
+    let inodes = (ino("a"), ino("d/b"));
+    let plan = s.plan_restore(1).expect("plan");
+    ops.0.lock().expect("lock").clear();
+    let out = s.restore(&plan, "op").expect("restore");
+    assert_eq!(out.state, JournalState::Completed);
+    assert_eq!(out.written.len(), 2, "{out:?}");
+    assert_eq!(env.read("a").as_deref(), Some(&b"a0"[..]));
+    assert_eq!(env.read("d/b").as_deref(), Some(&[b'b'; 5000][..]));
+    assert_eq!((ino("a"), ino("d/b")), inodes, "written in place");
+    let ops = ops.0.lock().expect("lock").clone();
+    let at = |want: &dyn Fn(&(FsOp, Area, std::path::PathBuf)) -> bool| ops.iter().rposition(want);
+    let fs_sync = ops
+        .iter()
+        .position(|(op, area, p)| {
+            *op == FsOp::Sync && *area == Area::Store && p.as_os_str().is_empty()
+        })
+        .expect("the store's filesystem synced");
+    let first_write = ops
+        .iter()
+        .position(|(op, area, _)| *op == FsOp::Write && *area == Area::Workspace)
+        .expect("a workspace write");
+    assert!(
+        fs_sync < first_write,
+        "synced before the first write: {ops:?}"
+    );
+    for p in ["a", "d/b"] {
+        let mine = |op: FsOp| {
+            move |o: &(FsOp, Area, std::path::PathBuf)| {
+                o.0 == op && o.1 == Area::Workspace && o.2 == Path::new(p)
+            }
+        };
+        let last_write = at(&mine(FsOp::Write)).expect("written");
+        let sync = at(&mine(FsOp::Sync)).expect("synced");
+        assert!(
+            last_write < sync,
+            "{p}: synced after its last write: {ops:?}"
+        );
+        assert!(
+            !ops.iter()
+                .any(|o| o.0 == FsOp::Rename && o.1 == Area::Workspace),
+            "no file replaced: {ops:?}"
+        );
+    }
+}
