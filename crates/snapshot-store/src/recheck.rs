@@ -37,6 +37,10 @@ pub struct RecheckOutcome {
 /// A boundary re-check reads the changed paths on several threads from this many.
 const PARALLEL_RECHECK: usize = 64;
 
+/// A boundary re-check looks at its tracked paths (`lstat`) on several threads from
+/// this many.
+const PARALLEL_LOOK: usize = 4096;
+
 /// A tracked path a re-check found changed, to be read into the store.
 struct Changed {
     rel: RelPath,
@@ -230,60 +234,77 @@ impl Recheck<'_> {
         let mut tool_written = Vec::new();
         let mut updates = Vec::new();
         // 1. Which paths changed (one `lstat` each, the parent directory opened once per
-        //    directory): in path order.
-        let mut changed: Vec<Changed> = Vec::new();
-        let mut cached: Option<(Vec<u8>, Option<WsDir<'_>>)> = None;
-        for (rel, (known, since)) in paths {
-            let (parents, name) = rel.split_last();
-            let key = parents.join(&b'/');
-            let r = (|| -> Result<Option<(bool, bool)>, FsFailure> {
-                if cached.as_ref().map(|(k, _)| k != &key).unwrap_or(true) {
-                    let mut created = Vec::new();
-                    cached = None;
-                    let d = match self.s.ws.walk_parent(&rel, false, &mut created)? {
-                        Walk::Parent(d) => Some(d),
-                        _ => None,
+        //    directory; with many paths, directories shared out among threads): in path
+        //    order.
+        let threads = if paths.len() < PARALLEL_LOOK {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .min(4)
+        };
+        let look = |run: &[(RelPath, (Known, Option<u64>))]| {
+            // One run: the paths of one directory.
+            let mut cached: Option<Option<WsDir<'_>>> = None;
+            let mut out = Vec::with_capacity(run.len());
+            for (rel, (known, _)) in run {
+                let (_, name) = rel.split_last();
+                let r = (|| -> Result<Option<(bool, bool)>, FsFailure> {
+                    if cached.is_none() {
+                        let mut created = Vec::new();
+                        cached = Some(match self.s.ws.walk_parent(rel, false, &mut created)? {
+                            Walk::Parent(d) => Some(d),
+                            _ => None,
+                        });
+                    }
+                    let dir = cached.as_ref().and_then(|d| d.as_ref());
+                    let now = match dir {
+                        Some(d) => match self.s.ws.lstat(d, name, rel)? {
+                            None => Known::Absent,
+                            Some(meta) => Known::Present {
+                                meta,
+                                sha256: None,
+                                recorded: false,
+                            },
+                        },
+                        // Parent missing or blocked: find out which through the full path.
+                        None => self.s.staging().observe_meta(rel)?,
                     };
-                    cached = Some((key.clone(), d));
+                    // Unchanged = same metadata and content already known. A file a tool wrote
+                    // since (content unknown) is recorded once, so every boundary's state is exact.
+                    let same = match (known, &now) {
+                        (Known::Absent, Known::Absent) => true,
+                        (
+                            Known::Present {
+                                meta: a, recorded, ..
+                            },
+                            Known::Present { meta: b, .. },
+                        ) => a == b && *recorded,
+                        _ => false,
+                    };
+                    if same {
+                        return Ok(None);
+                    }
+                    // The content a tool wrote, untouched since (same metadata), recorded once:
+                    // not a change made outside the agent.
+                    let tool_content = matches!(
+                        (known, &now),
+                        (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
+                    );
+                    let regular =
+                        matches!(&now, Known::Present { meta, .. } if meta.kind == FileKind::File);
+                    Ok(Some((tool_content, regular)))
+                })();
+                if r.is_err() {
+                    cached = None;
                 }
-                let dir = cached.as_ref().and_then(|(_, d)| d.as_ref());
-                let now = match dir {
-                    Some(d) => match self.s.ws.lstat(d, name, &rel)? {
-                        None => Known::Absent,
-                        Some(meta) => Known::Present {
-                            meta,
-                            sha256: None,
-                            recorded: false,
-                        },
-                    },
-                    // Parent missing or blocked: find out which through the full path.
-                    None => self.s.staging().observe_meta(&rel)?,
-                };
-                // Unchanged = same metadata and content already known. A file a tool wrote
-                // since (content unknown) is recorded once, so every boundary's state is exact.
-                let same = match (&known, &now) {
-                    (Known::Absent, Known::Absent) => true,
-                    (
-                        Known::Present {
-                            meta: a, recorded, ..
-                        },
-                        Known::Present { meta: b, .. },
-                    ) => a == b && *recorded,
-                    _ => false,
-                };
-                if same {
-                    return Ok(None);
-                }
-                // The content a tool wrote, untouched since (same metadata), recorded once:
-                // not a change made outside the agent.
-                let tool_content = matches!(
-                    (&known, &now),
-                    (Known::Present { meta: a, recorded: false, .. }, Known::Present { meta: b, .. }) if a == b
-                );
-                let regular =
-                    matches!(&now, Known::Present { meta, .. } if meta.kind == FileKind::File);
-                Ok(Some((tool_content, regular)))
-            })();
+                out.push(r);
+            }
+            out
+        };
+        let looked = by_directory(&paths, |(rel, _)| rel.as_bytes(), threads, look);
+        let mut changed: Vec<Changed> = Vec::new();
+        for ((rel, (known, since)), r) in paths.into_iter().zip(looked.into_iter().flatten()) {
             match r {
                 Ok(None) => {}
                 Ok(Some((tool_content, regular))) => changed.push(Changed {
@@ -296,7 +317,6 @@ impl Recheck<'_> {
                 }),
                 Err(e) if e.area == Area::Workspace => {
                     // Per-path failure: reported; the path stays as last known and is retried next time.
-                    cached = None;
                     outcome.failed.push(PathFailure {
                         path: rel.clone(),
                         display: rel.display(),
@@ -306,7 +326,6 @@ impl Recheck<'_> {
                 Err(e) => return Err(e.into()),
             }
         }
-        drop(cached);
         // 2. Their current states read into the store, a directory's files together, on
         //    several threads when there are many (after a long turn, every file a tool wrote).
         //    Small files are kept in the log, written ahead of the records naming them.
