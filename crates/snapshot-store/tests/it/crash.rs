@@ -360,18 +360,7 @@ fn a_power_loss_mix_of_old_and_new_blocks_is_taken_as_the_restores_own_write() {
 
     let env = Env::new();
     let (pre, at1, _) = forge(&env, false);
-    let copy = Env::new();
-    copy_tree(env.tmp.path(), copy.tmp.path());
-    let store = env.store();
-    let s = env.session(&store);
-    let c = s.continue_restore("op").expect("continue");
-    assert_eq!(c.state, JournalState::Completed, "{c:?}");
-    assert_snap(&env.snapshot(), &at1, "continue reaches the post-state");
-    let cstore = copy.store();
-    let cs = copy.session(&cstore);
-    let rb = cs.rollback_restore("op").expect("rollback");
-    assert_eq!(rb.state, JournalState::RolledBack, "{rb:?}");
-    assert_snap(&copy.snapshot(), &pre, "rollback reaches the pre-state");
+    check_recovery(&env, &pre, &at1, "power-loss mix");
 
     let env = Env::new();
     let (_, _, grow) = forge(&env, true);
