@@ -242,8 +242,9 @@ impl Small<'_> {
             Some(sink) if sink.tracked.is_some() => {}
             Some(sink) => {
                 // Kept in the log: already there, or not in a blob file either.
-                if let Some((kept, _)) = sink.kept.get(&sha) {
-                    sink.take(&sha, kept.clone());
+                if sink.kept.contains_key(&sha) {
+                    // Written again only if a compaction dropped it meanwhile.
+                    sink.take(&sha, crate::log::blob_frame(&sha, data));
                     return Ok(Stored::Kept {
                         sha256: sha,
                         size: len as u64,
@@ -251,7 +252,7 @@ impl Small<'_> {
                     });
                 }
                 if store.blob_size(&sha)? != Some(len as u64) && sink.reserve(len) {
-                    sink.take(&sha, crate::codec::Shared::copy_of(data));
+                    sink.take(&sha, crate::log::blob_frame(&sha, data));
                     return Ok(Stored::Kept {
                         sha256: sha,
                         size: len as u64,

@@ -164,7 +164,7 @@ impl Planner<'_> {
             }
             let anc = self.ancestor(&link.session_id)?;
             anc.load().map_err(PlanError::from)?;
-            for (sha, bytes) in anc.kept_blobs() {
+            for (sha, bytes) in anc.kept_blobs().map_err(PlanError::from)? {
                 elsewhere.entry(sha).or_insert(bytes);
             }
             let rank = depth - 1 - i;

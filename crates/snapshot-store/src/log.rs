@@ -43,12 +43,31 @@ pub(crate) fn encode_into(rec: &Record, out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0u8; FRAME_HEAD]);
     crate::codec::encode(rec, out);
+    seal(out, start)
+}
+
+/// Fills in the head of the frame that starts at `start` and runs to the end of `out`
+/// (its payload written after a zeroed head); returns the frame's length.
+fn seal(out: &mut [u8], start: usize) -> usize {
     let len = (out.len() - start - FRAME_HEAD) as u32;
     let crc = crc32(&out[start + FRAME_HEAD..]);
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&(!len).to_le_bytes());
     out[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
     out.len() - start
+}
+
+/// `data`, named `sha256`, in a buffer that is the whole frame of the `blob` record carrying
+/// it: the same bytes [`encode_into`] writes for that record, made with one copy of the
+/// content. The log's writer writes the frame as it is ([`crate::codec::Shared::frame`]).
+pub(crate) fn blob_frame(sha256: &str, data: &[u8]) -> crate::codec::Shared {
+    let mut out = Vec::with_capacity(FRAME_HEAD + 48 + data.len());
+    out.extend_from_slice(&[0u8; FRAME_HEAD]);
+    crate::codec::put_blob_head(&mut out, sha256, data.len());
+    let at = out.len();
+    out.extend_from_slice(data);
+    seal(&mut out, 0);
+    crate::codec::Shared::in_frame(out, at)
 }
 
 /// Why a log could not be read.
@@ -277,6 +296,27 @@ mod tests {
     fn decode(b: &[u8]) -> Result<Decoded, DecodeError> {
         assert!(check_header(b)?);
         decode_frames(b, HEADER_LEN)
+    }
+
+    #[test]
+    fn a_blob_framed_as_it_is_read_is_the_frame_encode_writes_for_it() {
+        for data in [&b""[..], b"x", &[7u8; 300], &[1u8; 20_000]] {
+            let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(data));
+            let framed = blob_frame(&sha, data);
+            assert_eq!(&*framed, data, "the content");
+            let rec = Record::Blob {
+                sha256: sha,
+                bytes: crate::codec::Shared::copy_of(data),
+            };
+            let mut encoded = Vec::new();
+            encode_into(&rec, &mut encoded);
+            assert_eq!(framed.frame(), Some(&encoded[..]), "{} bytes", data.len());
+            let mut b = header().to_vec();
+            b.extend_from_slice(&encoded);
+            assert_eq!(decode(&b).expect("decode").records[0].0, rec);
+        }
+        // Content in a buffer of its own, or read with a log, is not a frame.
+        assert_eq!(crate::codec::Shared::copy_of(b"x").frame(), None);
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl Recheck<'_> {
             for (path, known) in anc.recheck().tracked_known()? {
                 taken.entry(path).or_insert(known);
             }
-            for (sha, bytes) in anc.kept_blobs() {
+            for (sha, bytes) in anc.kept_blobs()? {
                 elsewhere.entry(sha).or_insert(bytes);
             }
         }

@@ -93,19 +93,19 @@ impl WorkspaceScan<'_> {
     }
 
     /// The before-state an index entry stands for: its content in a blob file, or kept in
-    /// this session's log (`kept`). Content the log keeps is also added to `carry`: it is
+    /// this session's log (`st`'s). Content the log keeps is also added to `carry`: it is
     /// written again with the group naming it, unless the log still has it then (another
     /// handle's compaction may drop content no record names any more meanwhile).
     fn before_of(
         &self,
         old: Option<&IdxEntry>,
-        kept: &crate::records::Kept,
+        st: &crate::session::State,
         carry: &mut Vec<Record>,
-    ) -> BeforeState {
+    ) -> Result<BeforeState, Fault> {
         let Some(e) = old else {
-            return BeforeState::Absent;
+            return Ok(BeforeState::Absent);
         };
-        match e.stat.kind() {
+        Ok(match e.stat.kind() {
             FileKind::Symlink => BeforeState::Skipped {
                 reason: SkipReason::Symlink,
             },
@@ -122,11 +122,11 @@ impl WorkspaceScan<'_> {
                         size: e.stat.size,
                         mode: e.stat.perm(),
                     },
-                    Some(sha) if kept.contains_key(&sha) => {
-                        if let Some((bytes, _)) = kept.get(&sha) {
+                    Some(sha) if st.idx.inline.contains_key(&sha) => {
+                        if let Some(bytes) = self.s.kept_content_unchecked(st, &sha)? {
                             carry.push(Record::Blob {
                                 sha256: sha.clone(),
-                                bytes: bytes.clone(),
+                                bytes,
                             });
                         }
                         BeforeState::File {
@@ -144,7 +144,7 @@ impl WorkspaceScan<'_> {
                 },
                 _ => BeforeState::Uncovered { size: e.stat.size },
             },
-        }
+        })
     }
 
     /// What the store knows of a path's state after a recorded change.
@@ -211,7 +211,10 @@ impl WorkspaceScan<'_> {
                 Err(_) => return Default::default(),
             };
             match crate::records::has_legacy(&self.s.store.inner.fs, &view.dir) {
-                Ok(false) if view.load().is_ok() => view.kept_blobs().into_iter().collect(),
+                Ok(false) if view.load().is_ok() => match view.kept_blobs() {
+                    Ok(kept) => kept.into_iter().collect(),
+                    Err(_) => Default::default(),
+                },
                 _ => Default::default(),
             }
         };
@@ -331,7 +334,7 @@ impl WorkspaceScan<'_> {
             entries.push(Entry {
                 path,
                 order: self.s.store.next_order(),
-                before: self.before_of(c.old.as_ref(), &st.idx.inline, &mut carry),
+                before: self.before_of(c.old.as_ref(), st, &mut carry)?,
             });
         }
         report.recorded = entries.len();

@@ -67,6 +67,9 @@ pub(crate) struct Shared {
     buf: std::sync::Arc<Vec<u8>>,
     start: usize,
     end: usize,
+    /// `buf` is, whole, the log frame of a `blob` record whose content these bytes are
+    /// (see [`Shared::frame`]).
+    framed: bool,
 }
 
 impl Shared {
@@ -76,7 +79,26 @@ impl Shared {
             buf: std::sync::Arc::new(bytes.to_vec()),
             start: 0,
             end: bytes.len(),
+            framed: false,
         }
+    }
+
+    /// The content `start..` of `frame`, the whole log frame of a `blob` record that
+    /// carries it (built by [`crate::log::blob_frame`]).
+    pub(crate) fn in_frame(frame: Vec<u8>, start: usize) -> Shared {
+        Shared {
+            end: frame.len(),
+            buf: std::sync::Arc::new(frame),
+            start,
+            framed: true,
+        }
+    }
+
+    /// The log frame of the `blob` record that carries these bytes, when they were put in
+    /// one as they were read: the log's writer then writes that frame as it is, with no
+    /// copy into the write's buffer.
+    pub(crate) fn frame(&self) -> Option<&[u8]> {
+        self.framed.then_some(&self.buf[..])
     }
 
     /// `part`, a slice of `buf`, sharing `buf` (a copy if it is not a slice of it).
@@ -88,6 +110,7 @@ impl Shared {
                 buf: std::sync::Arc::clone(buf),
                 start: at,
                 end,
+                framed: false,
             },
             _ => Shared::copy_of(part),
         }
@@ -226,11 +249,18 @@ pub(crate) fn encode(rec: &Record, out: &mut Vec<u8>) {
             }
         }
         Record::Blob { sha256, bytes } => {
-            out.push(BLOB);
-            put_sha(out, sha256);
-            put_bytes(out, bytes);
+            put_blob_head(out, sha256, bytes.len());
+            out.extend_from_slice(bytes);
         }
     }
+}
+
+/// A `blob` record's payload up to its content (which follows it): the kind, the name and
+/// the content's length.
+pub(crate) fn put_blob_head(out: &mut Vec<u8>, sha256: &str, len: usize) {
+    out.push(BLOB);
+    put_sha(out, sha256);
+    put_u(out, len as u64);
 }
 
 fn put_u(out: &mut Vec<u8>, mut v: u64) {

@@ -289,6 +289,33 @@ impl StoreFs {
         Ok(out)
     }
 
+    /// Reads `len` bytes of an open store file at `offset` (positional: the descriptor's
+    /// offset does not move). A file that ends before is an `UnexpectedEof` failure.
+    pub fn read_at(
+        &self,
+        f: &File,
+        path: &Path,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, FsFailure> {
+        self.check(FsOp::Read, path)?;
+        let eof = || {
+            let e = io::Error::from(io::ErrorKind::UnexpectedEof);
+            fail(FsOp::Read, Area::Store, path, e)
+        };
+        let mut out = vec![0u8; usize::try_from(len).map_err(|_| eof())?];
+        let mut got = 0;
+        while got < out.len() {
+            match rustix::io::pread(f, &mut out[got..], offset + got as u64) {
+                Ok(0) => return Err(eof()),
+                Ok(n) => got += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(fail(FsOp::Read, Area::Store, path, e.into())),
+            }
+        }
+        Ok(out)
+    }
+
     /// `flock` on an open store file (`Ok(false)`: a non-blocking request would block).
     pub fn flock(
         &self,
@@ -307,6 +334,40 @@ impl StoreFs {
                 Err(e) => return Err(fail(FsOp::Lock, Area::Store, path, e.into())),
             }
         }
+    }
+
+    /// [`StoreFs::append_bytes`] of `parts` one after the other, in one `writev` (more
+    /// than one only when the first writes part of them).
+    pub fn append_parts(
+        &self,
+        f: &mut File,
+        path: &Path,
+        parts: &[&[u8]],
+    ) -> Result<(), FsFailure> {
+        if let [one] = parts {
+            return self.append_bytes(f, path, one);
+        }
+        self.check(FsOp::Write, path)?;
+        let mut slices: Vec<std::io::IoSlice<'_>> =
+            parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
+        let mut left = &mut slices[..];
+        while !left.is_empty() {
+            match f.write_vectored(left) {
+                Ok(0) => {
+                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                    return Err(fail(FsOp::Write, Area::Store, path, e));
+                }
+                Ok(n) => std::io::IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(fail(FsOp::Write, Area::Store, path, e)),
+            }
+        }
+        if self.io.durable {
+            self.check(FsOp::Sync, path)?;
+            f.sync_data()
+                .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
+        }
+        Ok(())
     }
 
     /// Writes all bytes at the end of an append-mode file; `fdatasync` in durable mode.

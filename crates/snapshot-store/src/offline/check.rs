@@ -155,7 +155,11 @@ impl Store {
                         }
                         // Content kept in the log: checked against its name (the frame's
                         // checksum guards the bytes, not what they were named).
-                        for (sha, (bytes, _)) in &idx.inline {
+                        for (sha, (kept, _)) in &idx.inline {
+                            // A log folded from its bytes keeps every content in memory.
+                            let crate::records::KeptBytes::Mem(bytes) = kept else {
+                                continue;
+                            };
                             let actual =
                                 hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes));
                             if actual != *sha {

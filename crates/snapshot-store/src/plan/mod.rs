@@ -305,25 +305,28 @@ impl Planner<'_> {
         if wanted.is_empty() {
             return Ok(());
         }
-        let own: HashMap<&str, Shared> = {
-            let st = self.s.lock_state();
-            wanted
+        let st = self.s.lock_state();
+        if elsewhere.is_empty()
+            && !wanted
                 .iter()
-                .filter_map(|(sha, _)| st.idx.inline.get(*sha).map(|(b, _)| (*sha, b.clone())))
-                .collect()
-        };
-        if own.is_empty() && elsewhere.is_empty() {
+                .any(|(sha, _)| st.idx.inline.contains_key(*sha))
+        {
             return Ok(());
         }
         let fs = &self.s.store.inner.fs;
         let _g = self.s.lock_shared()?;
         for (sha, size) in wanted {
-            let Some(bytes) = own.get(sha).or_else(|| elsewhere.get(sha)) else {
+            if !st.idx.inline.contains_key(sha) && !elsewhere.contains_key(sha) {
                 continue;
-            };
+            }
             if fs.blob_size(sha)? == Some(size) {
                 continue;
             }
+            // This session's log first (read back from the file when it is only there).
+            let own = self.s.kept_content(&st, sha)?;
+            let Some(bytes) = own.as_ref().or_else(|| elsewhere.get(sha)) else {
+                continue;
+            };
             let actual = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes));
             if actual != sha || bytes.len() as u64 != size {
                 return Err(PlanError::Corrupt(CorruptFile {

@@ -27,7 +27,20 @@ use crate::path::is_hidden;
 use crate::seam::CrashPoint;
 
 /// The blobs a log keeps (`blob` records): name → bytes, and the record's size.
-pub(crate) type Kept = BTreeMap<String, (crate::codec::Shared, u64)>;
+pub(crate) type Kept = BTreeMap<String, (KeptBytes, u64)>;
+
+/// Where the content of a `blob` record is: in memory (read with the log), or only in the
+/// log file (appended by this handle: read back when it is needed, so what a turn keeps
+/// in the log does not also stay in memory; see [`crate::Session`]'s `kept_content`).
+#[derive(Clone, Debug)]
+pub(crate) enum KeptBytes {
+    Mem(crate::codec::Shared),
+    /// `len` bytes at offset `at` of the log file the index was folded from.
+    File {
+        at: u64,
+        len: u64,
+    },
+}
 
 /// File name of a session's record log.
 pub(crate) const LOG_NAME: &str = "records.log";
@@ -250,14 +263,27 @@ impl Index {
             Record::Blob {
                 sha256,
                 bytes: data,
-            } => match self.inline.entry(sha256) {
-                std::collections::btree_map::Entry::Occupied(_) => self.dead += bytes,
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert((data, bytes));
-                }
-            },
+            } => self.keep(sha256, KeptBytes::Mem(data), bytes),
         }
         Ok(())
+    }
+
+    /// A `blob` record of `bytes` bytes keeps `sha256`'s content (`at`): the first one
+    /// counts, a later one is dead.
+    fn keep(&mut self, sha256: String, at: KeptBytes, bytes: u64) {
+        match self.inline.entry(sha256) {
+            std::collections::btree_map::Entry::Occupied(_) => self.dead += bytes,
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert((at, bytes));
+            }
+        }
+    }
+
+    /// [`Index::apply`] of a `blob` record this handle appended, its frame of `frame`
+    /// bytes ending with the `len` bytes of content at offset `at` of the log: the index
+    /// keeps where they are, not a copy of them.
+    pub(crate) fn apply_kept_in_file(&mut self, sha256: String, at: u64, len: u64, frame: u64) {
+        self.keep(sha256, KeptBytes::File { at, len }, frame);
     }
 
     /// Every blob name the index keeps alive: named by a group, a staged call, or the
@@ -449,7 +475,8 @@ impl Index {
     }
 
     /// The records of a compacted log carrying exactly this index's live content
-    /// (call [`Index::merge_group_paths`] first).
+    /// (call [`Index::merge_group_paths`] first, and read back the content the index
+    /// keeps in the log file only: see the session's `load_kept`).
     pub(crate) fn snapshot(&self, session_id: &str) -> Result<Vec<Record>, String> {
         let mut out = vec![Record::Session {
             session_id: session_id.to_string(),
@@ -466,12 +493,16 @@ impl Index {
         // them; the others go with the compaction.
         if !self.inline.is_empty() {
             let named = self.named_blobs()?;
-            let mut kept: Vec<(&String, &crate::codec::Shared)> = self
-                .inline
-                .iter()
-                .filter(|(sha, _)| named.contains(*sha))
-                .map(|(sha, (b, _))| (sha, b))
-                .collect();
+            let mut kept: Vec<(&String, &crate::codec::Shared)> = Vec::new();
+            for (sha, (b, _)) in &self.inline {
+                match b {
+                    _ if !named.contains(sha) => {}
+                    KeptBytes::Mem(b) => kept.push((sha, b)),
+                    KeptBytes::File { .. } => {
+                        return Err(format!("the content of blob {sha} was not read back"));
+                    }
+                }
+            }
             kept.sort_by(|a, b| a.0.cmp(b.0));
             for (sha, b) in kept {
                 out.push(Record::Blob {

@@ -306,11 +306,15 @@ impl Session {
     pub(crate) fn write_locked(&self, st: &mut State, recs: Vec<Record>) -> Result<(), Fault> {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
-        let mut buf = Vec::with_capacity(256 * recs.len() + 64);
         let mut all = Vec::with_capacity(recs.len() + 1);
-        if st.log.as_ref().is_some_and(|h| h.len == 0) {
+        let new_log = st.log.as_ref().is_some_and(|h| h.len == 0);
+        if new_log {
             // A new (or cleared) log: no commit deferred for the old one still holds.
             st.deferred.clear();
+        }
+        let waiting: usize = st.deferred.iter().map(|d| d.bytes.len()).sum();
+        let mut buf = Vec::with_capacity(256 * recs.len() + 64 + waiting);
+        if new_log {
             buf.extend_from_slice(&crate::log::header());
             all.push(Record::Session {
                 session_id: self.id.clone(),
@@ -321,26 +325,73 @@ impl Session {
         for d in &flushing {
             buf.extend_from_slice(&d.bytes);
         }
-        // A blob the log keeps already is not written again.
+        // A blob the log keeps already is not written again. Content not framed as it was
+        // read (carried from what the log kept, read back unchecked) is checked first.
         all.extend(recs.into_iter().filter(
             |r| !matches!(r, Record::Blob { sha256, .. } if st.idx.inline.contains_key(sha256)),
         ));
-        let sizes = match self.encode_frames(&all, &mut buf) {
-            Ok(s) => s,
-            Err(e) => {
+        for r in &all {
+            if let Record::Blob { sha256, bytes } = r
+                && bytes.frame().is_none()
+                && let Err(e) = self.check_kept(sha256, bytes, " to be written again")
+            {
                 st.deferred = flushing;
                 return Err(e);
             }
-        };
+        }
+        // Each record's frame: where it starts in this write, and its length. A kept file's
+        // content, framed as it was read, is written from its own buffer (`writev`): the
+        // frames of the other records go around it in `buf`.
+        let mut sizes = Vec::with_capacity(all.len());
+        let mut framed: Vec<(usize, &[u8])> = Vec::new();
+        let mut framed_len = 0;
+        for r in &all {
+            let start = (buf.len() + framed_len) as u64;
+            if let Record::Blob { bytes, .. } = r
+                && let Some(frame) = bytes.frame()
+            {
+                framed.push((buf.len(), frame));
+                framed_len += frame.len();
+                sizes.push((start, frame.len() as u64));
+                continue;
+            }
+            match self.encode_frames(std::slice::from_ref(r), &mut buf) {
+                Ok(s) => sizes.extend(s.into_iter().map(|n| (start, n))),
+                Err(e) => {
+                    st.deferred = flushing;
+                    return Err(e);
+                }
+            }
+        }
+        let mut parts = Vec::with_capacity(2 * framed.len() + 1);
+        let mut at = 0;
+        for (end, frame) in &framed {
+            parts.push(&buf[at..*end]);
+            parts.push(*frame);
+            at = *end;
+        }
+        parts.push(&buf[at..]);
+        parts.retain(|p| !p.is_empty());
+        let total: usize = parts.iter().map(|p| p.len()).sum();
         let h = st.log.as_mut().ok_or_else(|| lost_log(&path))?;
-        if let Err(e) = fs.append_bytes(&mut h.file, &path, &buf) {
+        if let Err(e) = fs.append_parts(&mut h.file, &path, &parts) {
             // A short write leaves part of a frame: cut it (we hold the lock).
             let _ = h.file.set_len(h.len);
             st.deferred = flushing;
             return Err(e.into());
         }
-        h.len += buf.len() as u64;
-        for (r, n) in all.into_iter().zip(sizes) {
+        let base = h.len;
+        h.len += total as u64;
+        drop(parts);
+        drop(framed);
+        for (r, (start, n)) in all.into_iter().zip(sizes) {
+            if let Record::Blob { sha256, bytes } = r {
+                // The content ends the frame: the index keeps where it is in the file.
+                let len = bytes.len() as u64;
+                st.idx
+                    .apply_kept_in_file(sha256, base + start + n - len, len, n);
+                continue;
+            }
             st.idx.apply(r, n).map_err(|detail| CorruptFile {
                 path: path.to_string_lossy().into_owned(),
                 detail,
@@ -371,6 +422,7 @@ impl Session {
         let fs = &self.store.inner.fs;
         let path = self.log_path();
         st.idx.merge_group_paths().map_err(|d| self.damaged(d))?;
+        self.load_kept(st)?;
         let bytes = encode_log(&st.idx.snapshot(&self.id).map_err(|d| self.damaged(d))?);
         let (tmp, mut f) = fs.create_tmp_beside(&path)?;
         let r = (|| {
@@ -437,13 +489,95 @@ impl Session {
     }
 
     /// The content this session's log keeps (`blob` records), by name.
-    pub(crate) fn kept_blobs(&self) -> Vec<(String, crate::codec::Shared)> {
+    pub(crate) fn kept_blobs(&self) -> Result<Vec<(String, crate::codec::Shared)>, Fault> {
         let st = self.lock_state();
-        st.idx
+        let mut out = Vec::with_capacity(st.idx.inline.len());
+        for sha in st.idx.inline.keys() {
+            if let Some(b) = self.kept_content(&st, sha)? {
+                out.push((sha.clone(), b));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The content the log keeps under `sha`: from memory, or read back from the log
+    /// file (where this handle appended it) and checked against its name.
+    pub(crate) fn kept_content(
+        &self,
+        st: &State,
+        sha: &str,
+    ) -> Result<Option<crate::codec::Shared>, Fault> {
+        self.read_kept(st, sha, true)
+    }
+
+    /// [`Session::kept_content`], read back from the file without the check against its
+    /// name: for content to be written again only if the log no longer keeps it then
+    /// (which [`Session::write_locked`] checks before it writes any).
+    pub(crate) fn kept_content_unchecked(
+        &self,
+        st: &State,
+        sha: &str,
+    ) -> Result<Option<crate::codec::Shared>, Fault> {
+        self.read_kept(st, sha, false)
+    }
+
+    fn read_kept(
+        &self,
+        st: &State,
+        sha: &str,
+        check: bool,
+    ) -> Result<Option<crate::codec::Shared>, Fault> {
+        let (at, len) = match st.idx.inline.get(sha) {
+            None => return Ok(None),
+            Some((crate::records::KeptBytes::Mem(b), _)) => return Ok(Some(b.clone())),
+            Some((crate::records::KeptBytes::File { at, len }, _)) => (*at, *len),
+        };
+        let path = self.log_path();
+        let h = st.log.as_ref().ok_or_else(|| lost_log(&path))?;
+        let bytes = self.store.inner.fs.read_at(&h.file, &path, at, len)?;
+        if check {
+            self.check_kept(
+                sha,
+                &bytes,
+                &format!(" at offset {at} ({len} bytes) reads back"),
+            )?;
+        }
+        Ok(Some(crate::codec::Shared::copy_of(&bytes)))
+    }
+
+    /// `bytes`, content the log keeps, hash to their name `sha`; else damage (`how`: where
+    /// they were found).
+    fn check_kept(&self, sha: &str, bytes: &[u8], how: &str) -> Result<(), Fault> {
+        let actual = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        if actual != sha {
+            return Err(self.damaged(format!(
+                "content kept for blob {sha}{how} hashing to {actual}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads back into memory the content the log file keeps that a group or a staged
+    /// call still names (what a compaction carries).
+    fn load_kept(&self, st: &mut State) -> Result<(), Fault> {
+        let named = st.idx.named_blobs().map_err(|d| self.damaged(d))?;
+        let in_file: Vec<String> = st
+            .idx
             .inline
             .iter()
-            .map(|(sha, (b, _))| (sha.clone(), b.clone()))
-            .collect()
+            .filter(|(sha, (b, _))| {
+                named.contains(*sha) && matches!(b, crate::records::KeptBytes::File { .. })
+            })
+            .map(|(sha, _)| sha.clone())
+            .collect();
+        for sha in in_file {
+            if let Some(b) = self.kept_content(st, &sha)? {
+                if let Some(e) = st.idx.inline.get_mut(&sha) {
+                    e.0 = crate::records::KeptBytes::Mem(b);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every group record with anchor ≥ `min_anchor`, in (anchor, append) order.

@@ -1595,6 +1595,68 @@ fn compaction_keeps_the_content_still_named_and_drops_the_rest() {
 }
 
 #[test]
+fn content_a_handle_kept_is_read_back_from_the_log_file_and_checked_against_its_name() {
+    // What a capture keeps in the log is not also held in memory by the handle that wrote
+    // it: a restore by that handle reads it back from the log file and checks it against
+    // its name. Bytes changed there since are damage: named, and nothing is written.
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    let old = |k: u32| format!("old-{k}-marker\n{}", "z".repeat(4000));
+    for k in 0..3 {
+        env.write(format!("f{k}.txt"), old(k).as_bytes());
+    }
+    for k in 0..3 {
+        let call = format!("c{k}");
+        s.capture_before_at(&call, Path::new(&format!("f{k}.txt")), 1)
+            .expect("capture");
+        env.write(format!("f{k}.txt"), b"new");
+        s.commit(&call, 1, true).expect("commit");
+    }
+    assert_eq!(env.blob_count(), 0, "kept in the log");
+    let plan = s.plan_restore(1).expect("plan");
+    let done = s.restore(&plan, "op1").expect("restore");
+    assert!(done.failed.is_empty(), "{:?}", done.failed);
+    for k in 0..3 {
+        assert_eq!(env.read(format!("f{k}.txt")), Some(old(k).into_bytes()));
+    }
+    // A second turn keeps g.txt's content; then a byte of it is changed in the log file.
+    let g = format!("second-marker\n{}", "q".repeat(3000));
+    env.write("g.txt", g.as_bytes());
+    s.capture_before_at("c9", Path::new("g.txt"), 2)
+        .expect("capture");
+    env.write("g.txt", b"after");
+    s.commit("c9", 2, true).expect("commit");
+    s.flush().expect("flush");
+    let log = env.root.join("sessions/s1/records.log");
+    let bytes = std::fs::read(&log).expect("log");
+    let at = bytes
+        .windows(13)
+        .position(|w| w == b"second-marker")
+        .expect("kept in the log");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)
+            .expect("open log");
+        f.write_all_at(b"S", at as u64).expect("damage");
+    }
+    let blobs = env.blob_count();
+    let e = s.plan_restore(2).expect_err("damaged content");
+    assert!(
+        matches!(&e, PlanError::Corrupt(c) if c.detail.contains("reads back hashing to")),
+        "{e}"
+    );
+    assert_eq!(
+        env.read("g.txt"),
+        Some(b"after".to_vec()),
+        "nothing written"
+    );
+    assert_eq!(env.blob_count(), blobs, "no blob file written");
+}
+
+#[test]
 fn a_quick_capture_of_a_path_not_there_records_what_the_blocking_capture_records() {
     // The quick capture takes a `stat` that finds nothing as the path's absence once the
     // walk to its parent found every parent a directory: behind a symlink, or where a
