@@ -274,6 +274,9 @@ impl Recheck<'_> {
                     // since (content unknown) is recorded once, so every boundary's state is exact.
                     let same = match (known, &now) {
                         (Known::Absent, Known::Absent) => true,
+                        // Still behind a parent that is not a directory (or a symlink): the
+                        // skip recorded when it got there stands.
+                        (Known::Unknown, Known::Unknown) => true,
                         (
                             Known::Present {
                                 meta: a, recorded, ..
