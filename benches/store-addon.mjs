@@ -16,7 +16,10 @@
  * has no message between its turns, the worst case of a first call (content new to the store,
  * as after a shell command changed the file within the turn).
  *
- * Run with Node 24 after `scripts/build.sh`: `node benches/store-addon.mjs`.
+ * Run with Node 24 after `scripts/build.sh`: `node benches/store-addon.mjs`. `STORE_ADDON_TRACKED`
+ * (sizes), `STORE_ADDON_FORMS` (`worst`, `host` or both, the default) and `STORE_ADDON_NATIVE`
+ * (another build of the addon) narrow a run down, e.g. to one session in a process of its own for
+ * an A/B of two builds run one after the other.
  * Writes target/bench-results/store-addon.md.
  */
 import { mkdtemp, mkdir, readFile, writeFile, rm } from 'node:fs/promises'
@@ -34,6 +37,7 @@ const require = createRequire(import.meta.url)
 const { BindingStore } = require(process.env.STORE_ADDON_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
+const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host').split(',')
 const CAP = 8 * 1024 * 1024
 const SIZE = 16 * 1024
 /** The file the calls write: two directories down, as most of a project's files are. */
@@ -121,8 +125,8 @@ async function round(p, i) {
 // Every point is set up first, then the calls go round the points in turn, so a change in
 // the machine's speed during the run weighs on every point alike (the curve compares them).
 const points = []
-for (const n of SIZES) points.push(await setUp(n, false))
-for (const n of SIZES) points.push(await setUp(n, true))
+if (FORMS.includes('worst')) for (const n of SIZES) points.push(await setUp(n, false))
+if (FORMS.includes('host')) for (const n of SIZES) points.push(await setUp(n, true))
 execFileSync('sync') // write back the setup's dirty data before measuring
 for (let i = 0; i < ROUNDS + 20; i++) {
   for (const p of points) await round(p, i)
@@ -148,19 +152,21 @@ const mark = (x, base) => `${(x / base).toFixed(2)}× ${x / base <= 1.5 ? '' : '
 const lines = [
   '## snapshot-store through the addon (Node)',
   '',
+]
+const curve = (xs) => Math.max(...xs) / Math.min(...xs)
+if (rows.length) lines.push(
   `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run; the calls go round the sessions in turn. Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files. These sessions have no message between their turns: a turn's first call meets content new to the store (the worst case, as when a shell command changed the file within the turn).`,
   '',
   '| tracked files | first call of a turn | later call of the turn | all calls | Node read + write | first: ratio, goals | all: ratio, goals |',
   '|---:|---:|---:|---:|---:|:-:|:-:|',
-]
+)
 for (const r of rows) {
   lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`)
 }
-const curve = (xs) => Math.max(...xs) / Math.min(...xs)
 const cf = curve(rows.map((r) => r.first))
 const ca = curve(rows.map((r) => r.subject))
-lines.push('', `Curve max / min: first calls ${cf.toFixed(2)}, all calls ${ca.toFixed(2)} (goal ≤ 1.2: ${cf <= 1.2 && ca <= 1.2 ? 'met' : '**not met**'}).`, '')
-lines.push(
+if (rows.length) lines.push('', `Curve max / min: first calls ${cf.toFixed(2)}, all calls ${ca.toFixed(2)} (goal ≤ 1.2: ${cf <= 1.2 && ca <= 1.2 ? 'met' : '**not met**'}).`, '')
+if (hostRows.length) lines.push(
   `As the plugin runs on the host: a second session per size, in the same run, whose turns each begin with the message's re-check of the tracked files (\`recheck\` at the new anchor, timed apart: paid once per message, before the turn's first call). The re-check reads the file the turn before wrote and records its state at the message, so the turn's first call finds it recorded and reads nothing.`,
   '',
   '| tracked files | first call of a turn | later call of the turn | all calls | Node read + write | the message\'s re-check | first: ratio, goals | all: ratio, goals |',
@@ -171,7 +177,7 @@ for (const r of hostRows) {
 }
 const hf = curve(hostRows.map((r) => r.first))
 const ha = curve(hostRows.map((r) => r.subject))
-lines.push('', `Curve max / min: first calls ${hf.toFixed(2)}, all calls ${ha.toFixed(2)} (goal ≤ 1.2: ${hf <= 1.2 && ha <= 1.2 ? 'met' : '**not met**'}).`, '')
+if (hostRows.length) lines.push('', `Curve max / min: first calls ${hf.toFixed(2)}, all calls ${ha.toFixed(2)} (goal ≤ 1.2: ${hf <= 1.2 && ha <= 1.2 ? 'met' : '**not met**'}).`, '')
 const out = join(ROOT, 'target', 'bench-results')
 await mkdir(out, { recursive: true })
 await writeFile(join(out, 'store-addon.md'), lines.join('\n'))
