@@ -336,17 +336,15 @@ impl StoreFs {
         }
     }
 
-    /// [`StoreFs::append_bytes`] of `parts` one after the other, in one `writev` (more
-    /// than one only when the first writes part of them).
+    /// Writes `parts`, one after the other, at the end of an append-mode file in one
+    /// `writev` (more than one only when the first writes part of them); `fdatasync` in
+    /// durable mode.
     pub fn append_parts(
         &self,
         f: &mut File,
         path: &Path,
         parts: &[&[u8]],
     ) -> Result<(), FsFailure> {
-        if let [one] = parts {
-            return self.append_bytes(f, path, one);
-        }
         self.check(FsOp::Write, path)?;
         let mut slices: Vec<std::io::IoSlice<'_>> =
             parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
@@ -362,19 +360,6 @@ impl StoreFs {
                 Err(e) => return Err(fail(FsOp::Write, Area::Store, path, e)),
             }
         }
-        if self.io.durable {
-            self.check(FsOp::Sync, path)?;
-            f.sync_data()
-                .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
-        }
-        Ok(())
-    }
-
-    /// Writes all bytes at the end of an append-mode file; `fdatasync` in durable mode.
-    pub fn append_bytes(&self, f: &mut File, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
-        self.check(FsOp::Write, path)?;
-        f.write_all(bytes)
-            .map_err(|e| fail(FsOp::Write, Area::Store, path, e))?;
         if self.io.durable {
             self.check(FsOp::Sync, path)?;
             f.sync_data()

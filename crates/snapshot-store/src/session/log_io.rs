@@ -288,17 +288,18 @@ impl Session {
         recs: &[Record],
         buf: &mut Vec<u8>,
     ) -> Result<Vec<u64>, Fault> {
-        let mut sizes = Vec::with_capacity(recs.len());
-        for r in recs {
-            let n = encode_into(r, buf);
-            if n - FRAME_HEAD > MAX_PAYLOAD as usize {
-                return Err(self.damaged(format!(
-                    "a record of {n} bytes is over the frame limit; not written"
-                )));
-            }
-            sizes.push(n as u64);
+        recs.iter().map(|r| self.encode_frame(r, buf)).collect()
+    }
+
+    /// [`Session::encode_frames`] of one record.
+    fn encode_frame(&self, r: &Record, buf: &mut Vec<u8>) -> Result<u64, Fault> {
+        let n = encode_into(r, buf);
+        if n - FRAME_HEAD > MAX_PAYLOAD as usize {
+            return Err(self.damaged(format!(
+                "a record of {n} bytes is over the frame limit; not written"
+            )));
         }
-        Ok(sizes)
+        Ok(n as u64)
     }
 
     /// Writes the deferred commits still standing (their group is in the index: not
@@ -325,38 +326,38 @@ impl Session {
         for d in &flushing {
             buf.extend_from_slice(&d.bytes);
         }
-        // A blob the log keeps already is not written again. Content not framed as it was
-        // read (carried from what the log kept, read back unchecked) is checked first.
+        // A blob the log keeps already is not written again.
         all.extend(recs.into_iter().filter(
             |r| !matches!(r, Record::Blob { sha256, .. } if st.idx.inline.contains_key(sha256)),
         ));
-        for r in &all {
-            if let Record::Blob { sha256, bytes } = r
-                && bytes.frame().is_none()
-                && let Err(e) = self.check_kept(sha256, bytes, " to be written again")
-            {
-                st.deferred = flushing;
-                return Err(e);
-            }
-        }
         // Each record's frame: where it starts in this write, and its length. A kept file's
         // content, framed as it was read, is written from its own buffer (`writev`): the
-        // frames of the other records go around it in `buf`.
+        // frames of the other records go around it in `buf`. Content not framed as it was
+        // read (carried from what the log kept, read back unchecked) is checked first.
         let mut sizes = Vec::with_capacity(all.len());
         let mut framed: Vec<(usize, &[u8])> = Vec::new();
         let mut framed_len = 0;
         for r in &all {
             let start = (buf.len() + framed_len) as u64;
-            if let Record::Blob { bytes, .. } = r
-                && let Some(frame) = bytes.frame()
-            {
+            let frame = match r {
+                Record::Blob { bytes, .. } => bytes.frame(),
+                _ => None,
+            };
+            if let Some(frame) = frame {
                 framed.push((buf.len(), frame));
                 framed_len += frame.len();
                 sizes.push((start, frame.len() as u64));
                 continue;
             }
-            match self.encode_frames(std::slice::from_ref(r), &mut buf) {
-                Ok(s) => sizes.extend(s.into_iter().map(|n| (start, n))),
+            let encoded = match r {
+                Record::Blob { sha256, bytes } => {
+                    self.check_kept(sha256, bytes, " to be written again")
+                }
+                _ => Ok(()),
+            }
+            .and_then(|()| self.encode_frame(r, &mut buf));
+            match encoded {
+                Ok(n) => sizes.push((start, n)),
                 Err(e) => {
                     st.deferred = flushing;
                     return Err(e);
