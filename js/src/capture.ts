@@ -143,17 +143,16 @@ export function registerCapture(deps: CaptureDeps): void {
     const session = exec.agent!.session
     const anchor = state.anchor(session)
     const ok = result.isError !== true && anchor !== undefined
-    const failed = (error: unknown): Promise<unknown> => {
-      logger.warn('commit of capture %s failed: %s', exec.callId, (error as Error).message)
-      return next()
-    }
-    let queued: Promise<void> | undefined
-    try {
-      queued = state.runNow(sessionId, () => deps.files().commit(sessionId, pending.cwd, exec.callId, anchor ?? 0, ok))
-    } catch (error) {
-      return failed(error)
-    }
-    return queued === undefined ? next() : queued.then(next, failed)
+    // The commit does not hold the call's result back: it is queued in the session's order (so
+    // the session's next capture, scan or rewind comes after it) and runs once the host has gone
+    // on, while it waits on its own I/O. It only records the after-state: the before-state was
+    // in the log before the tool ran, and a commit lost to a crash leaves the call committed at
+    // its anchor all the same (`docs/format.md`, "Commits that wait for the next write").
+    const callId = exec.callId
+    void state.later(sessionId, () => deps.files().commit(sessionId, pending.cwd, callId, anchor ?? 0, ok)).catch((error: unknown) => {
+      logger.warn('commit of capture %s failed: %s', callId, (error as Error).message)
+    })
+    return next()
   })
 
   ctx.on('tools/result', (exec: HostToolExecution) => {

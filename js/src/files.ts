@@ -17,6 +17,13 @@ import { unavailableFiles } from './ports.ts'
  */
 export const FLUSH_AFTER_MS = 50
 
+/**
+ * However busy the session stays, the commits waiting for its next write are written on their
+ * own at the latest this long after the first of them (a burst of calls that write nothing of
+ * their own, e.g. later writes of paths the turn already changed, keeps them waiting otherwise).
+ */
+export const FLUSH_WITHIN_MS = 1000
+
 /** Open the engine's store (`root`: `<dsh home>/rewind-snapshots`, for the log). */
 export function openFiles(engine: () => Addon.BindingEngine, root: string, logger: HostLogger): FilesPort {
   let store: Addon.BindingStore
@@ -31,10 +38,17 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
     const why = store.newerVersion()
     return why === null || why === undefined ? undefined : { code: Codes.storeNewer, message: why }
   }
-  const flushes = new Map<string, ReturnType<typeof setTimeout>>()
+  // Per session: the timer of its flush and when its first waiting commit came. Each commit
+  // moves the flush back to FLUSH_AFTER_MS after it (`refresh`, no new timer), so a burst of
+  // calls is written by its own appends and the flush comes once the burst is quiet.
+  const flushes = new Map<string, { timer: ReturnType<typeof setTimeout>; since: number }>()
   const flushSoon = (sessionId: string, cwd: string): void => {
     const key = `${sessionId}\0${cwd}`
-    if (flushes.has(key)) return
+    const armed = flushes.get(key)
+    if (armed !== undefined) {
+      if (performance.now() - armed.since < FLUSH_WITHIN_MS - FLUSH_AFTER_MS) armed.timer.refresh()
+      return
+    }
     const timer = setTimeout(() => {
       flushes.delete(key)
       awaitNative(() => store.flush(sessionId, cwd)).catch((error: unknown) => {
@@ -42,7 +56,7 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
       })
     }, FLUSH_AFTER_MS)
     timer.unref?.()
-    flushes.set(key, timer)
+    flushes.set(key, { timer, since: performance.now() })
   }
   return {
     unavailable: newer,

@@ -76,6 +76,26 @@ export class SessionState {
     return started
   }
 
+  /**
+   * {@link SessionState.run} for work the caller does not wait for (a call's commit): queued in
+   * the session's order at once, started in a later turn of the event loop. The host's thread
+   * goes on first, so the work runs while the host waits on its own I/O rather than ahead of it,
+   * and whatever the session queues next (the next capture, a scan, a rewind) still comes after it.
+   */
+  later(sessionId: string, task: () => Promise<void> | undefined): Promise<void> {
+    return this.run(sessionId, () => new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        try {
+          const started = task()
+          if (started === undefined) resolve()
+          else started.then(resolve, reject)
+        } catch (error) {
+          reject(error)
+        }
+      })
+    }))
+  }
+
   /** Note a newly appended event (keeps the anchor cache current). */
   observe(session: HostSession, event: HostEvent): void {
     if (event.type === 'user/message') this.anchors.set(session.header.id, event.seq)
