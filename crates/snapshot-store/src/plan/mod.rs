@@ -322,12 +322,20 @@ impl Planner<'_> {
             if fs.blob_size(sha)? == Some(size) {
                 continue;
             }
-            // This session's log first (read back from the file when it is only there).
-            let own = self.s.kept_content(&st, sha)?;
-            let Some(bytes) = own.as_ref().or_else(|| elsewhere.get(sha)) else {
-                continue;
+            // This session's log first (read back from the file when it is only there, and
+            // checked against its name then: not hashed a second time here).
+            let own = self.s.kept_content_checked(&st, sha)?;
+            let (bytes, checked) = match &own {
+                Some((b, checked)) => (b, *checked),
+                None => match elsewhere.get(sha) {
+                    Some(b) => (b, false),
+                    None => continue,
+                },
             };
-            let actual = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes));
+            let actual = match checked {
+                true => sha.to_string(),
+                false => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&**bytes)),
+            };
             if actual != sha || bytes.len() as u64 != size {
                 return Err(PlanError::Corrupt(CorruptFile {
                     path: self.s.log_path().to_string_lossy().into_owned(),

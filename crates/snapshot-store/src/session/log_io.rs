@@ -508,6 +508,17 @@ impl Session {
         st: &State,
         sha: &str,
     ) -> Result<Option<crate::codec::Shared>, Fault> {
+        Ok(self.read_kept(st, sha, true)?.map(|(b, _)| b))
+    }
+
+    /// [`Session::kept_content`] with whether it was checked against its name here: content
+    /// read back from the log file is, content read with the log at open is not (its frame's
+    /// CRC-32 was checked then, not its SHA-256).
+    pub(crate) fn kept_content_checked(
+        &self,
+        st: &State,
+        sha: &str,
+    ) -> Result<Option<(crate::codec::Shared, bool)>, Fault> {
         self.read_kept(st, sha, true)
     }
 
@@ -519,18 +530,20 @@ impl Session {
         st: &State,
         sha: &str,
     ) -> Result<Option<crate::codec::Shared>, Fault> {
-        self.read_kept(st, sha, false)
+        Ok(self.read_kept(st, sha, false)?.map(|(b, _)| b))
     }
 
+    /// The content the log keeps under `sha`, and whether it was checked against its name
+    /// here (`check` and read back from the file).
     fn read_kept(
         &self,
         st: &State,
         sha: &str,
         check: bool,
-    ) -> Result<Option<crate::codec::Shared>, Fault> {
+    ) -> Result<Option<(crate::codec::Shared, bool)>, Fault> {
         let (at, len) = match st.idx.inline.get(sha) {
             None => return Ok(None),
-            Some((crate::records::KeptBytes::Mem(b), _)) => return Ok(Some(b.clone())),
+            Some((crate::records::KeptBytes::Mem(b), _)) => return Ok(Some((b.clone(), false))),
             Some((crate::records::KeptBytes::File { at, len }, _)) => (*at, *len),
         };
         let path = self.log_path();
@@ -543,7 +556,7 @@ impl Session {
                 &format!(" at offset {at} ({len} bytes) reads back"),
             )?;
         }
-        Ok(Some(crate::codec::Shared::copy_of(&bytes)))
+        Ok(Some((crate::codec::Shared::copy_of(&bytes), check)))
     }
 
     /// `bytes`, content the log keeps, hash to their name `sha`; else damage (`how`: where
