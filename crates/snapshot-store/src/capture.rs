@@ -169,6 +169,22 @@ pub(crate) enum Seen {
     Absent,
 }
 
+/// A capture's path as the caller gave it and as resolved against the workspace (once per
+/// capture).
+pub(crate) struct Target<'p> {
+    input: &'p Path,
+    rel: Result<RelPath, SkipReason>,
+}
+
+impl<'p> Target<'p> {
+    fn of(staging: &Staging<'_>, input: &'p Path) -> Self {
+        Target {
+            input,
+            rel: staging.resolve(input),
+        }
+    }
+}
+
 impl<'s> Staging<'s> {
     pub(crate) fn resolve(&self, input: &Path) -> Result<RelPath, SkipReason> {
         let bytes = input.as_os_str().as_bytes();
@@ -401,7 +417,7 @@ impl<'s> Staging<'s> {
         self.capture_with(
             &mut self.s.lock_state(),
             call_id,
-            path,
+            Target::of(self, path),
             anchor,
             None,
             Seen::Unknown,
@@ -421,15 +437,15 @@ impl<'s> Staging<'s> {
                 reason,
             }));
         }
-        let rel = self.resolve(path).ok();
+        let target = Target::of(self, path);
         let (mut q, held) = self.quick_state(true)?;
         // What this `stat` showed: a regular file (of at most `max_bytes`), which the capture
         // then opens without an `lstat` first, or nothing there (see [`Staging::capture_in`]).
         // A path whose state at the call's anchor is recorded already is not looked at.
         let mut seen = Seen::Unknown;
-        if let Some(rel) = rel {
+        if let Ok(rel) = &target.rel {
             if !matches!(
-                self.recorded_anchor(&mut q.st, call_id, &rel, anchor),
+                self.recorded_anchor(&mut q.st, call_id, rel, anchor),
                 Ok(Some(_))
             ) {
                 // Relative to the workspace handle: no walk of the cwd's own path.
@@ -450,7 +466,7 @@ impl<'s> Staging<'s> {
                 }
             }
         }
-        Some(self.capture_with(&mut q.st, call_id, path, anchor, held, seen))
+        Some(self.capture_with(&mut q.st, call_id, target, anchor, held, seen))
     }
 
     /// The state of this handle, the shared store lock (with `store_lock`) and the
@@ -548,17 +564,17 @@ impl<'s> Staging<'s> {
         &self,
         st: &mut State,
         call_id: &str,
-        path: &Path,
+        target: Target<'_>,
         anchor: Option<u64>,
         held: Option<SharedLock<'_>>,
         seen: Seen,
     ) -> Result<CaptureOutcome, CaptureError> {
         self.s.prepare(st)?;
-        let rel = match self.resolve(path) {
+        let rel = match target.rel {
             Ok(r) => r,
             Err(reason) => {
                 return Ok(CaptureOutcome::Skipped {
-                    path: path.to_string_lossy().into_owned(),
+                    path: target.input.to_string_lossy().into_owned(),
                     reason,
                 });
             }
