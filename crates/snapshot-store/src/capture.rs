@@ -583,11 +583,7 @@ impl<'s> Staging<'s> {
             Some(g) => g,
             None => self.s.lock_shared()?,
         };
-        let staged = st
-            .idx
-            .pending
-            .get(call_id)
-            .is_some_and(|(v, _)| v.iter().any(|e| e.path == rel));
+        let staged = st.idx.pending.get(call_id).is_some_and(|p| p.stages(&rel));
         if staged {
             return Ok(CaptureOutcome::AlreadyStaged { path: rel });
         }
@@ -600,14 +596,11 @@ impl<'s> Staging<'s> {
         {
             // Nothing to read: a later state at that anchor is never restored. The
             // commit records the path's after-state.
-            let paths = &mut st
-                .recorded
+            st.recorded
                 .entry(call_id.to_string())
-                .or_insert_with(|| (at, Vec::new()))
-                .1;
-            if !paths.contains(&rel) {
-                paths.push(rel.clone());
-            }
+                .or_insert_with(|| (at, Default::default()))
+                .1
+                .insert(rel.clone());
             return Ok(CaptureOutcome::AlreadyRecorded { path: rel });
         }
         let back_order = self.s.store.next_order();

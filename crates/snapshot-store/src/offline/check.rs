@@ -200,8 +200,8 @@ impl Store {
                             }
                         }
                         // Calls not yet settled (settled ones live on in their groups).
-                        for (entries, _) in idx.pending.values() {
-                            for e in entries {
+                        for p in idx.pending.values() {
+                            for e in &p.entries {
                                 if let BeforeState::File { sha256, .. } = &e.before {
                                     add_ref(w, sha256);
                                 }

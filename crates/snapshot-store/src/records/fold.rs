@@ -105,11 +105,11 @@ impl<'a> Deferred<'a> {
                 None => idx.pending_at.remove(call),
             };
             let slot = idx.pending.entry(call.to_string()).or_default();
-            slot.0.push(crate::codec::decode_entry(staged.first)?);
+            slot.push(crate::codec::decode_entry(staged.first)?);
             for e in staged.more {
-                slot.0.push(crate::codec::decode_entry(e)?);
+                slot.push(crate::codec::decode_entry(e)?);
             }
-            slot.1 += b;
+            slot.bytes += b;
         }
         for (path, (known, since, share)) in self.tracked {
             let t = Tracked {

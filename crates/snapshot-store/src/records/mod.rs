@@ -107,14 +107,36 @@ impl Group {
     }
 }
 
+/// The staged captures of one call not yet settled: its entries in the order staged,
+/// the bytes of their records, and the set of their paths (whether a path is staged
+/// already is one lookup in `log n`, however many paths the call names).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pending {
+    pub entries: Vec<Entry>,
+    pub bytes: u64,
+    paths: std::collections::BTreeSet<RelPathKey>,
+}
+
+impl Pending {
+    pub(crate) fn push(&mut self, e: Entry) {
+        self.paths.insert(e.path.clone());
+        self.entries.push(e);
+    }
+
+    /// Whether the call staged a capture of `path`.
+    pub(crate) fn stages(&self, path: &RelPathKey) -> bool {
+        self.paths.contains(path)
+    }
+}
+
 /// The in-memory index of one session, folded from its records.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Index {
     pub session_id: Option<String>,
     pub format: Option<String>,
     pub groups: BTreeMap<u64, Vec<Group>>,
-    /// Staged captures of calls not yet settled, and the bytes of their records.
-    pub pending: BTreeMap<String, (Vec<Entry>, u64)>,
+    /// Staged captures of calls not yet settled.
+    pub pending: BTreeMap<String, Pending>,
     /// The anchor a staged call's commit will join, when its captures named one
     /// (`staged_at`): such a call counts as committed there if its settlement never
     /// reaches the log ([`Index::settle_orphans`]).
@@ -170,8 +192,8 @@ impl Index {
                     None => self.pending_at.remove(&call_id),
                 };
                 let slot = self.pending.entry(call_id).or_default();
-                slot.0.push(entry);
-                slot.1 += bytes;
+                slot.push(entry);
+                slot.bytes += bytes;
             }
             Record::Dropped { call_id } => {
                 if let Some(b) = self.unpend(&call_id) {
@@ -303,8 +325,8 @@ impl Index {
                 add(&g.entries()?);
             }
         }
-        for (entries, _) in self.pending.values() {
-            add(entries);
+        for p in self.pending.values() {
+            add(&p.entries);
         }
         // A later re-check records it at a boundary if the path changes, and the
         // workspace scan's index may name it.
@@ -350,7 +372,7 @@ impl Index {
         if !self.pending_at.is_empty() {
             self.pending_at.remove(call_id);
         }
-        self.pending.remove(call_id).map(|(_, b)| b)
+        self.pending.remove(call_id).map(|p| p.bytes)
     }
 
     /// Settles, as committed at the anchor their captures named, the staged calls whose
@@ -369,7 +391,7 @@ impl Index {
             .collect();
         for (call_id, anchor) in orphans {
             self.pending_at.remove(&call_id);
-            let Some((entries, bytes)) = self.pending.remove(&call_id) else {
+            let Some(Pending { entries, bytes, .. }) = self.pending.remove(&call_id) else {
                 continue;
             };
             for e in &entries {
@@ -516,8 +538,8 @@ impl Index {
                 out.push(g.record(*anchor));
             }
         }
-        for (call, (entries, _)) in &self.pending {
-            for e in entries {
+        for (call, p) in &self.pending {
+            for e in &p.entries {
                 out.push(Record::Staged {
                     call_id: call.clone(),
                     entry: e.clone(),

@@ -72,8 +72,10 @@ pub(crate) struct State {
     pub(crate) inflight: std::collections::HashSet<String>,
     /// Calls this handle captured without staging anything for some of their paths, whose
     /// state at the call's anchor an earlier change there already recorded: that anchor
-    /// and those paths (their after-states are recorded when the call commits).
-    pub(crate) recorded: std::collections::HashMap<String, (u64, Vec<RelPath>)>,
+    /// and those paths (their after-states are recorded when the call commits). A set:
+    /// a call naming many paths looks each up in `log n`, not by a scan of the others.
+    pub(crate) recorded:
+        std::collections::HashMap<String, (u64, std::collections::BTreeSet<RelPath>)>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
 }

@@ -76,6 +76,69 @@ fn failed_call_is_dropped_and_discard_removes_staging() {
 }
 
 #[test]
+fn a_call_naming_many_paths_stages_each_once_across_a_reopen() {
+    // Whether a path is staged already is a lookup in the call's set of paths: the set
+    // is kept as captures are staged, and rebuilt from the log when a handle opens it.
+    let env = Env::new();
+    let n = 300;
+    let name = |i: usize| format!("d/f{i}");
+    for i in 0..n {
+        env.write(name(i), format!("before {i}").as_bytes());
+    }
+    {
+        let store = env.store();
+        let s = env.session(&store);
+        for i in (0..n).step_by(2) {
+            let first = s
+                .capture_before("bulk", Path::new(&name(i)))
+                .expect("capture");
+            assert!(
+                matches!(first, CaptureOutcome::Captured { .. }),
+                "{first:?}"
+            );
+            env.write(name(i), b"changed by the call");
+        }
+    }
+    // Another handle folds the staged records from the log: the paths staged before are
+    // found staged, the others are staged now.
+    let store = env.store();
+    let s = env.session(&store);
+    for i in 0..n {
+        let again = s
+            .capture_before("bulk", Path::new(&name(i)))
+            .expect("capture");
+        if i % 2 == 0 {
+            assert!(
+                matches!(again, CaptureOutcome::AlreadyStaged { .. }),
+                "{i}: {again:?}"
+            );
+        } else {
+            assert!(
+                matches!(again, CaptureOutcome::Captured { .. }),
+                "{i}: {again:?}"
+            );
+            env.write(name(i), b"changed by the call");
+        }
+    }
+    assert_eq!(
+        s.commit("bulk", 1, true).expect("commit"),
+        CommitOutcome::Committed {
+            anchor_seq: 1,
+            entries: n
+        }
+    );
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
+    for i in 0..n {
+        assert_eq!(
+            env.read(name(i)).as_deref(),
+            Some(format!("before {i}").as_bytes()),
+            "{i}"
+        );
+    }
+}
+
+#[test]
 fn same_call_same_path_first_touch_wins() {
     let env = Env::new();
     env.write("a", b"one");
