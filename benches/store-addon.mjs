@@ -73,8 +73,12 @@ async function setUp(tracked, messages) {
   for (let d = 0; d * 1000 < tracked; d++) mkdirSync(join(cwd, `t${d}`))
   for (let i = 0; i < tracked; i++) writeFileSync(join(cwd, `t${Math.floor(i / 1000)}/f${i}`), `tracked ${i}`)
   // One call naming every one of them (timed: its cost per path must not grow with the call).
+  // The call's first capture opens the session (its directory, log and locks): timed apart.
   let t = performance.now()
-  for (let i = 0; i < tracked; i++) await store.capture(sid, cwd, 'bulk', `t${Math.floor(i / 1000)}/f${i}`, CAP)
+  await store.capture(sid, cwd, 'bulk', 't0/f0', CAP)
+  const bulkFirst = performance.now() - t
+  t = performance.now()
+  for (let i = 1; i < tracked; i++) await store.capture(sid, cwd, 'bulk', `t${Math.floor(i / 1000)}/f${i}`, CAP)
   const bulkCapture = performance.now() - t
   t = performance.now()
   await store.commit(sid, cwd, 'bulk', 1, true)
@@ -84,7 +88,7 @@ async function setUp(tracked, messages) {
     mkdirSync(join(d, dirname(FILE)), { recursive: true })
     writeFileSync(join(d, FILE), content(-1))
   }
-  return { tracked, messages, base, cwd, raw, store, sid, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [] }
+  return { tracked, messages, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
@@ -143,11 +147,12 @@ for (const p of points) {
     later: median(p.later) * 1000,
     subject: median([...p.first, ...p.later]) * 1000,
     baseline: median(p.bas) * 1000,
-    bulkCapture: (p.bulkCapture / p.tracked) * 1000,
+    bulkFirst: p.bulkFirst,
+    bulkCapture: (p.bulkCapture / (p.tracked - 1)) * 1000,
     bulkCommit: p.bulkCommit,
   }
   const how = p.messages ? ', message re-check first' : ''
-  console.log(`one call naming ${r.tracked} paths: capture ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
+  console.log(`one call naming ${r.tracked} paths: first capture ${r.bulkFirst.toFixed(2)} ms, then ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
   console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs, later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; re-check ${r.recheck.toFixed(1)} µs` : ''}`)
   ;(p.messages ? hostRows : rows).push(r)
   await rm(p.base, { recursive: true, force: true })
@@ -187,12 +192,12 @@ if (hostRows.length) lines.push('', `Curve max / min: first calls ${hf.toFixed(2
 const bulk = [...rows, ...hostRows]
 if (bulk.length) {
   lines.push(
-    'One call naming many paths: the setup of each session above captures all its tracked files (small files, 10–16 bytes) in one call through `capture` (the promise form, run on the thread pool), one path after another, then commits the call. Its cost per path must not grow with the number of paths the call names.',
+    "One call naming many paths: the setup of each session above captures all its tracked files (small files, 10–16 bytes) in one call through `capture` (the promise form, run on the thread pool), one path after another, then commits the call. The call's first capture opens the session (its directory, log and locks) and is timed apart. The cost per path must not grow with the number of paths the call names.",
     '',
-    '| paths in the call | capture, per path | commit of the call |',
-    '|---:|---:|---:|',
+    '| paths in the call | first capture (opens the session) | capture, per later path | commit of the call |',
+    '|---:|---:|---:|---:|',
   )
-  for (const r of bulk) lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.bulkCapture)} | ${r.bulkCommit.toFixed(1)} ms |`)
+  for (const r of bulk) lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${r.bulkFirst.toFixed(2)} ms | ${us(r.bulkCapture)} | ${r.bulkCommit.toFixed(1)} ms |`)
   lines.push('', `Curve max / min of the capture per path: ${curve(bulk.map((r) => r.bulkCapture)).toFixed(2)}.`, '')
 }
 const out = join(ROOT, 'target', 'bench-results')
