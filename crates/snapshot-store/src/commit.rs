@@ -138,7 +138,7 @@ impl<'s> Staging<'s> {
             q.st.idx
                 .pending
                 .get(call_id)
-                .is_some_and(|p| p.entries.len() > max_paths);
+                .is_some_and(|p| p.entries().len() > max_paths);
         (!many).then(|| self.commit_with(&mut q.st, call_id, anchor_seq, ok))
     }
 
@@ -172,7 +172,7 @@ impl<'s> Staging<'s> {
             return None;
         }
         let entries = match settles {
-            true => st.idx.pending.get(call_id)?.entries.clone(),
+            true => st.idx.pending.get(call_id)?.entries().to_vec(),
             false => Vec::new(),
         };
         if entries.len() + recorded.map_or(0, |(_, n)| n) > max_paths {
@@ -272,7 +272,7 @@ impl<'s> Staging<'s> {
         ok: bool,
     ) -> Result<CommitOutcome, CommitError> {
         self.s.prepare(st)?;
-        let staged = st.idx.pending.get(call_id).map(|p| p.entries.clone());
+        let staged = st.idx.pending.get(call_id).map(|p| p.entries().to_vec());
         let recorded = st.recorded.remove(call_id);
         let Some(entries) = staged else {
             if let Some(r) = recorded.filter(|_| ok) {

@@ -201,7 +201,7 @@ impl Store {
                         }
                         // Calls not yet settled (settled ones live on in their groups).
                         for p in idx.pending.values() {
-                            for e in &p.entries {
+                            for e in p.entries() {
                                 if let BeforeState::File { sha256, .. } = &e.before {
                                     add_ref(w, sha256);
                                 }

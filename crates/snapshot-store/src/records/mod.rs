@@ -112,7 +112,8 @@ impl Group {
 /// already is one lookup in `log n`, however many paths the call names).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Pending {
-    pub entries: Vec<Entry>,
+    /// Only through [`Pending::push`], which keeps `paths` in step.
+    entries: Vec<Entry>,
     pub bytes: u64,
     paths: std::collections::BTreeSet<RelPathKey>,
 }
@@ -121,6 +122,11 @@ impl Pending {
     pub(crate) fn push(&mut self, e: Entry) {
         self.paths.insert(e.path.clone());
         self.entries.push(e);
+    }
+
+    /// The call's staged entries, in the order staged.
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
     }
 
     /// Whether the call staged a capture of `path`.
@@ -326,7 +332,7 @@ impl Index {
             }
         }
         for p in self.pending.values() {
-            add(&p.entries);
+            add(p.entries());
         }
         // A later re-check records it at a boundary if the path changes, and the
         // workspace scan's index may name it.
@@ -539,7 +545,7 @@ impl Index {
             }
         }
         for (call, p) in &self.pending {
-            for e in &p.entries {
+            for e in p.entries() {
                 out.push(Record::Staged {
                     call_id: call.clone(),
                     entry: e.clone(),
