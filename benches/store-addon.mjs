@@ -16,14 +16,30 @@
  * has no message between its turns, the worst case of a first call (content new to the store,
  * as after a shell command changed the file within the turn).
  *
+ * The tool's write, as Node's `writeFile` makes it, truncates the file first. On an ext4 mounted
+ * with `discard` (this machine's disk) the truncate frees the old blocks and discards them, and the
+ * close of a file truncated and written again starts its write-back (`auto_da_alloc`); the
+ * block layer's completions of that I/O are handled on the CPU that started it, in the next
+ * calls of the plugin. A third session per size (`inplace`) runs the calls of the first with the
+ * tool's write (and the baseline's) made over the file's old bytes, with no truncate: what the
+ * plugin's calls cost without the kernel's work for the tool's truncate. (DSH's own write tool
+ * writes a temporary file, `fsync`s it and renames it over the file; `big-turn.mjs` measures the
+ * plugin beside it on the real host.)
+ *
  * Run with Node 24 after `scripts/build.sh`: `node benches/store-addon.mjs`. `STORE_ADDON_TRACKED`
- * (sizes), `STORE_ADDON_FORMS` (`worst`, `host` or both, the default) and `STORE_ADDON_NATIVE`
+ * (sizes), `STORE_ADDON_FORMS` (`worst`, `host`, `inplace`; all three by default) and `STORE_ADDON_NATIVE`
  * (another build of the addon) narrow a run down, e.g. to one session in a process of its own for
  * an A/B of two builds run one after the other.
+ * `STORE_ADDON_WAIT` sets what the event loop does between two calls: `pool` (the default: the
+ * baseline's read + write through fs/promises, so the loop waits on the thread pool), `none` (the
+ * baseline through the synchronous calls: the calls run back to back, the loop never waits) or
+ * `timer` (as `pool`, then a 1 ms timer before each call, as a host waits on the model). A CPU that
+ * waited comes back with colder caches; the first call of a turn, which reads, hashes and appends
+ * 16 KiB, pays most for it.
  * Writes target/bench-results/store-addon.md.
  */
 import { mkdtemp, mkdir, readFile, writeFile, rm } from 'node:fs/promises'
-import { writeFileSync, mkdirSync } from 'node:fs'
+import { writeFileSync, mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
@@ -37,7 +53,9 @@ const require = createRequire(import.meta.url)
 const { BindingStore } = require(process.env.STORE_ADDON_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
-const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host').split(',')
+const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host,inplace').split(',')
+const WAIT = process.env.STORE_ADDON_WAIT ?? 'pool'
+if (!['pool', 'none', 'timer'].includes(WAIT)) throw new Error(`STORE_ADDON_WAIT: pool, none or timer, not ${WAIT}`)
 const CAP = 8 * 1024 * 1024
 const SIZE = 16 * 1024
 /** The file the calls write: two directories down, as most of a project's files are. */
@@ -61,18 +79,20 @@ function median(xs) {
 }
 
 /** A session with `tracked` files already tracked, ready for the measured calls. */
-async function setUp(tracked, messages) {
+async function setUp(tracked, messages, inPlace = false) {
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), 'store-addon-'))
   const cwd = join(base, 'ws')
   const raw = join(base, 'raw')
   await mkdir(cwd)
   await mkdir(raw)
   const store = BindingStore.open(join(base, 'store'))
-  const sid = `bench-${tracked}${messages ? '-m' : ''}`
+  const sid = `bench-${tracked}${messages ? '-m' : ''}${inPlace ? '-p' : ''}`
   // Setup: `tracked` small files, tracked through one bulk call.
   for (let d = 0; d * 1000 < tracked; d++) mkdirSync(join(cwd, `t${d}`))
   for (let i = 0; i < tracked; i++) writeFileSync(join(cwd, `t${Math.floor(i / 1000)}/f${i}`), `tracked ${i}`)
-  // One call naming every one of them (timed: its cost per path must not grow with the call).
+  // One call naming every one of them (timed: its cost per path must not grow with the call),
+  // once the write-back of the files just written (and of the sessions set up before) is done.
+  execFileSync('sync')
   // The call's first capture opens the session (its directory, log and locks): timed apart.
   let t = performance.now()
   await store.capture(sid, cwd, 'bulk', 't0/f0', CAP)
@@ -88,7 +108,7 @@ async function setUp(tracked, messages) {
     mkdirSync(join(d, dirname(FILE)), { recursive: true })
     writeFileSync(join(d, FILE), content(-1))
   }
-  return { tracked, messages, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [] }
+  return { tracked, messages, inPlace, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
@@ -105,6 +125,7 @@ async function round(p, i) {
   const call = `w${i}`
   const anchor = 3 + Math.floor(i / PER_TURN)
   let t
+  if (WAIT === 'timer') await new Promise((resolve) => setTimeout(resolve, 1))
   if (p.messages && i % PER_TURN === 0) {
     t = performance.now()
     await p.store.recheck(p.sid, p.cwd, anchor, CAP)
@@ -113,17 +134,29 @@ async function round(p, i) {
   t = performance.now()
   await captureNow(p.store, p.sid, p.cwd, call, FILE, CAP, anchor)
   const capture = performance.now() - t
-  writeFileSync(join(p.cwd, FILE), next) // the tool's own write, not the plugin's cost
+  // The tool's own write, not the plugin's cost: truncate and write, or over the old bytes.
+  const how = p.inPlace ? { flag: 'r+' } : undefined
+  writeFileSync(join(p.cwd, FILE), next, how)
   t = performance.now()
   await commitNow(p.store, p.sid, p.cwd, call, anchor, true)
   const commit = performance.now() - t
   t = performance.now()
-  const bytes = await readFile(join(p.raw, FILE))
-  await writeFile(join(p.raw, FILE), next)
+  let bytes
+  if (WAIT === 'none') {
+    bytes = readFileSync(join(p.raw, FILE))
+    writeFileSync(join(p.raw, FILE), next, how)
+  } else {
+    bytes = await readFile(join(p.raw, FILE))
+    await writeFile(join(p.raw, FILE), next, how)
+  }
   const baseline = performance.now() - t
   if (bytes.length !== SIZE) throw new Error('baseline read')
   if (i >= 20) {
     ;(i % PER_TURN === 0 ? p.first : p.later).push(capture + commit)
+    if (i % PER_TURN === 0) {
+      p.firstCapture.push(capture)
+      p.firstCommit.push(commit)
+    }
     p.bas.push(baseline)
   }
 }
@@ -133,28 +166,43 @@ async function round(p, i) {
 const points = []
 if (FORMS.includes('worst')) for (const n of SIZES) points.push(await setUp(n, false))
 if (FORMS.includes('host')) for (const n of SIZES) points.push(await setUp(n, true))
-execFileSync('sync') // write back the setup's dirty data before measuring
-for (let i = 0; i < ROUNDS + 20; i++) {
-  for (const p of points) await round(p, i)
+if (FORMS.includes('inplace')) for (const n of SIZES) points.push(await setUp(n, false, true))
+// The sessions whose tool truncates and the in-place sessions take turns by blocks of rounds,
+// so that the machine's drift weighs on both alike; each block begins once the write-back of the
+// one before is done (\`sync\`): the in-place calls must not meet the completions of I/O the
+// truncating sessions started.
+const phases = [points.filter((p) => !p.inPlace), points.filter((p) => p.inPlace)].filter((ps) => ps.length)
+const BLOCK = 50
+for (let from = 0; from < ROUNDS + 20; from += BLOCK) {
+  for (const phase of phases) {
+    execFileSync('sync') // write back the setup's (and the block before's) dirty data
+    for (let i = from; i < Math.min(from + BLOCK, ROUNDS + 20); i++) {
+      for (const p of phase) await round(p, i)
+    }
+  }
 }
 const rows = []
 const hostRows = []
+const inPlaceRows = []
 for (const p of points) {
   const r = {
     tracked: p.tracked,
     recheck: p.messages ? median(p.rechecks) * 1000 : 0,
     first: median(p.first) * 1000,
     later: median(p.later) * 1000,
+    form: p.messages ? 'message re-check' : p.inPlace ? 'tool writes in place' : 'worst case',
+    firstCapture: median(p.firstCapture) * 1000,
+    firstCommit: median(p.firstCommit) * 1000,
     subject: median([...p.first, ...p.later]) * 1000,
     baseline: median(p.bas) * 1000,
     bulkFirst: p.bulkFirst,
     bulkCapture: (p.bulkCapture / (p.tracked - 1)) * 1000,
     bulkCommit: p.bulkCommit,
   }
-  const how = p.messages ? ', message re-check first' : ''
+  const how = p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''
   console.log(`one call naming ${r.tracked} paths: first capture ${r.bulkFirst.toFixed(2)} ms, then ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
-  console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs, later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; re-check ${r.recheck.toFixed(1)} µs` : ''}`)
-  ;(p.messages ? hostRows : rows).push(r)
+  console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; re-check ${r.recheck.toFixed(1)} µs` : ''}`)
+  ;(p.messages ? hostRows : p.inPlace ? inPlaceRows : rows).push(r)
   await rm(p.base, { recursive: true, force: true })
 }
 const us = (x) => `${x.toFixed(1)} µs`
@@ -163,16 +211,28 @@ const lines = [
   '## snapshot-store through the addon (Node)',
   '',
 ]
-const curve = (xs) => Math.max(...xs) / Math.min(...xs)
-if (rows.length) lines.push(
-  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (fs/promises), alternated in the same run; the calls go round the sessions in turn. Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files. These sessions have no message between their turns: a turn's first call meets content new to the store (the worst case, as when a shell command changed the file within the turn).`,
-  '',
-  '| tracked files | first call of a turn | later call of the turn | all calls | Node read + write | first: ratio, goals | all: ratio, goals |',
-  '|---:|---:|---:|---:|---:|:-:|:-:|',
-)
-for (const r of rows) {
-  lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`)
+const WAIT_TEXT = {
+  pool: 'Between two calls the event loop waits on the thread pool (the baseline).',
+  none: 'The calls run back to back (`STORE_ADDON_WAIT=none`): the event loop never waits, the CPU stays warm.',
+  timer: 'Before each call the event loop waits on a 1 ms timer (`STORE_ADDON_WAIT=timer`), as a host waits on the model.',
 }
+const curve = (xs) => Math.max(...xs) / Math.min(...xs)
+/** The table of a form without the message's re-check. */
+function plainTable(rs) {
+  const t = [
+    '| tracked files | first call of a turn | its capture + commit | later call of the turn | all calls | Node read + write | first: ratio, goals | all: ratio, goals |',
+    '|---:|---:|---:|---:|---:|---:|:-:|:-:|',
+  ]
+  for (const r of rs) {
+    t.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.firstCapture)} + ${us(r.firstCommit)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`)
+  }
+  return t
+}
+if (rows.length) lines.push(
+  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (${WAIT === 'none' ? 'the synchronous calls' : 'fs/promises'}), alternated in the same run; the calls go round the sessions in turn. ${WAIT_TEXT[WAIT]} Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files. These sessions have no message between their turns: a turn's first call meets content new to the store (the worst case, as when a shell command changed the file within the turn).`,
+  '',
+  ...plainTable(rows),
+)
 const cf = curve(rows.map((r) => r.first))
 const ca = curve(rows.map((r) => r.subject))
 if (rows.length) lines.push('', `Curve max / min: first calls ${cf.toFixed(2)}, all calls ${ca.toFixed(2)} (goal ≤ 1.2: ${cf <= 1.2 && ca <= 1.2 ? 'met' : '**not met**'}).`, '')
@@ -188,17 +248,32 @@ for (const r of hostRows) {
 const hf = curve(hostRows.map((r) => r.first))
 const ha = curve(hostRows.map((r) => r.subject))
 if (hostRows.length) lines.push('', `Curve max / min: first calls ${hf.toFixed(2)}, all calls ${ha.toFixed(2)} (goal ≤ 1.2: ${hf <= 1.2 && ha <= 1.2 ? 'met' : '**not met**'}).`, '')
+if (inPlaceRows.length) {
+  const pf = curve(inPlaceRows.map((r) => r.first))
+  const pa = curve(inPlaceRows.map((r) => r.subject))
+  lines.push(
+    "The calls of the first table with the tool's write made over the file's old bytes (`writeFile` with the flag `r+`: no truncate), the baseline's write too, a third session per size in the same run, taking turns with the sessions above by blocks of 50 rounds, each block after a `sync` (within a block the calls go round these sessions on their own). Node's `writeFile` truncates the file first; on this machine's ext4, mounted with `discard`, the truncate discards the file's old blocks and the close starts the write-back of the new ones (`auto_da_alloc`), and the block layer's completions of that I/O are handled on the CPU that started it, in the plugin's next calls. Here no I/O is started by the tool's write: the plugin's own cost.",
+    '',
+    ...plainTable(inPlaceRows),
+    '',
+    `Curve max / min: first calls ${pf.toFixed(2)}, all calls ${pa.toFixed(2)} (goal ≤ 1.2: ${pf <= 1.2 && pa <= 1.2 ? 'met' : '**not met**'}).`,
+    '',
+  )
+}
 // The setup's one call naming every tracked file, per session of the run.
-const bulk = [...rows, ...hostRows]
+const bulk = [...rows, ...hostRows, ...inPlaceRows]
 if (bulk.length) {
   lines.push(
     "One call naming many paths: the setup of each session above captures all its tracked files (small files, 10–16 bytes) in one call through `capture` (the promise form, run on the thread pool), one path after another, then commits the call. The call's first capture opens the session (its directory, log and locks) and is timed apart. The cost per path must not grow with the number of paths the call names.",
     '',
-    '| paths in the call | first capture (opens the session) | capture, per later path | commit of the call |',
-    '|---:|---:|---:|---:|',
+    '| paths in the call | session | first capture (opens the session) | capture, per later path | commit of the call |',
+    '|---:|:--|---:|---:|---:|',
   )
-  for (const r of bulk) lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${r.bulkFirst.toFixed(2)} ms | ${us(r.bulkCapture)} | ${r.bulkCommit.toFixed(1)} ms |`)
-  lines.push('', `Curve max / min of the capture per path: ${curve(bulk.map((r) => r.bulkCapture)).toFixed(2)}.`, '')
+  for (const r of bulk) lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${r.form} | ${r.bulkFirst.toFixed(2)} ms | ${us(r.bulkCapture)} | ${r.bulkCommit.toFixed(1)} ms |`)
+  // A session of 100 paths set up right after one of 100,000 meets the caches that setup left
+  // (its 100 captures are too few to amortise it): the curve is taken from 1,000 paths up.
+  const big = bulk.filter((r) => r.tracked >= 1000)
+  if (big.length) lines.push('', `Curve max / min of the capture per path, from 1,000 paths up: ${curve(big.map((r) => r.bulkCapture)).toFixed(2)}.`, '')
 }
 const out = join(ROOT, 'target', 'bench-results')
 await mkdir(out, { recursive: true })
