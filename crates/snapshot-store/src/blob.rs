@@ -241,7 +241,10 @@ impl Small<'_> {
             }
             Some(sink) if sink.tracked.is_some() => {}
             Some(sink) => {
-                // Kept in the log: already there, or not in a blob file either.
+                // Kept in the log: already there, or new to it while it has room. A blob file
+                // holding the same content is not looked for: that look (a `stat` of a name
+                // the store seldom has) cost the capture more than the rare copy it saves,
+                // and the two copies are both valid (see `docs/format.md`).
                 if sink.kept.contains_key(&sha) {
                     // Written again only if a compaction dropped it meanwhile.
                     sink.take(&sha, crate::log::blob_frame(&sha, data));
@@ -251,7 +254,7 @@ impl Small<'_> {
                         dedup: true,
                     });
                 }
-                if store.blob_size(&sha)? != Some(len as u64) && sink.reserve(len) {
+                if sink.reserve(len) {
                     sink.take(&sha, crate::log::blob_frame(&sha, data));
                     return Ok(Stored::Kept {
                         sha256: sha,

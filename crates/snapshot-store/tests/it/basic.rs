@@ -2123,3 +2123,73 @@ fn a_re_check_of_many_tracked_paths_finds_each_change_in_path_order() {
     assert!(restored.failed.is_empty(), "{restored:?}");
     assert_eq!(env.snapshot(), pre);
 }
+
+/// Every `stat` of a blob file's name in the store, as the store makes it.
+#[derive(Default)]
+struct BlobStats(std::sync::Mutex<Vec<std::path::PathBuf>>);
+
+impl snapshot_store::FaultSeam for BlobStats {
+    fn before(
+        &self,
+        op: snapshot_store::FsOp,
+        area: snapshot_store::Area,
+        path: &Path,
+    ) -> std::io::Result<()> {
+        if op == snapshot_store::FsOp::Stat
+            && area == snapshot_store::Area::Store
+            && path.starts_with("blobs")
+        {
+            self.0.lock().expect("lock").push(path.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_small_file_is_kept_in_the_log_without_looking_for_a_blob_file_of_it() {
+    let env = Env::new();
+    env.write("src/a.ts", b"the same content");
+    // A blob file with that content, from another session of a store that keeps nothing in
+    // its logs.
+    {
+        let store = env.store_with_blob_files();
+        let other = store.session("other", &env.cwd).expect("session");
+        tool_edit(&env, &other, "o1", 1, "src/a.ts", Some(b"the same content"));
+        assert_eq!(env.blob_count(), 1);
+    }
+    let stats = std::sync::Arc::new(BlobStats::default());
+    let store = env.store_with(StoreOptions {
+        seam: stats.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    match s
+        .capture_before("c1", Path::new("src/a.ts"))
+        .expect("capture")
+    {
+        CaptureOutcome::Captured { deduplicated, .. } => assert!(!deduplicated),
+        o => panic!("{o:?}"),
+    }
+    env.write("src/a.ts", b"the tool's content");
+    s.commit("c1", 1, true).expect("commit");
+    assert_eq!(
+        *stats.0.lock().expect("lock"),
+        Vec::<std::path::PathBuf>::new(),
+        "the capture looked for a blob file"
+    );
+    // Kept in the log: no new blob file, and the rewind brings the content back from there.
+    assert_eq!(env.blob_count(), 1);
+    let log = env.root.join("sessions/s1/records.log");
+    let kept = log_records(&log)
+        .0
+        .iter()
+        .filter(|(k, _)| *k == BLOB)
+        .count();
+    assert_eq!(kept, 1, "the content is kept in the log");
+    s.restore(&s.plan_restore(1).expect("plan"), "op")
+        .expect("restore");
+    assert_eq!(
+        env.read("src/a.ts").as_deref(),
+        Some(&b"the same content"[..])
+    );
+}
