@@ -36,6 +36,10 @@
  * `timer` (as `pool`, then a 1 ms timer before each call, as a host waits on the model). A CPU that
  * waited comes back with colder caches; the first call of a turn, which reads, hashes and appends
  * 16 KiB, pays most for it.
+ * `STORE_ADDON_AB` names another build of the addon to run beside this one in the same process:
+ * every session is set up once per build and the calls go round all of them, in the opposite
+ * order every other round, so the machine's drift, the I/O one session starts and the order of
+ * the sessions weigh on both builds alike; a table of the two builds side by side is added.
  * Writes target/bench-results/store-addon.md.
  */
 import { mkdtemp, mkdir, readFile, writeFile, rm } from 'node:fs/promises'
@@ -50,7 +54,10 @@ import { performance } from 'node:perf_hooks'
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
 // `STORE_ADDON_NATIVE`: another build of the addon (an A/B of two builds on one machine and day).
-const { BindingStore } = require(process.env.STORE_ADDON_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+const NATIVE = process.env.STORE_ADDON_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
+const { BindingStore } = require(NATIVE)
+const AB = process.env.STORE_ADDON_AB
+const OTHER = AB ? require(AB).BindingStore : null
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
 const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host,inplace').split(',')
@@ -79,13 +86,13 @@ function median(xs) {
 }
 
 /** A session with `tracked` files already tracked, ready for the measured calls. */
-async function setUp(tracked, messages, inPlace = false) {
+async function setUp(tracked, messages, inPlace = false, Store = BindingStore) {
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), 'store-addon-'))
   const cwd = join(base, 'ws')
   const raw = join(base, 'raw')
   await mkdir(cwd)
   await mkdir(raw)
-  const store = BindingStore.open(join(base, 'store'))
+  const store = Store.open(join(base, 'store'))
   const sid = `bench-${tracked}${messages ? '-m' : ''}${inPlace ? '-p' : ''}`
   // Setup: `tracked` small files, tracked through one bulk call.
   for (let d = 0; d * 1000 < tracked; d++) mkdirSync(join(cwd, `t${d}`))
@@ -108,16 +115,15 @@ async function setUp(tracked, messages, inPlace = false) {
     mkdirSync(join(d, dirname(FILE)), { recursive: true })
     writeFileSync(join(d, FILE), content(-1))
   }
-  return { tracked, messages, inPlace, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
+  return { tracked, messages, inPlace, other: Store !== BindingStore, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
 // thread, else a promise). The bench awaits what they return: `await undefined` costs a microtask
 // that the plugin, which goes on without it, does not pay.
 // A build from before those calls (an A/B) is called as the plugin of its day called it.
-const NOW = typeof BindingStore.prototype.captureNow === 'function'
-const captureNow = NOW ? (s, ...a) => s.captureNow(...a) : (s, ...a) => s.capture(...a)
-const commitNow = NOW ? (s, ...a) => s.commitNow(...a) : (s, ...a) => s.commit(...a)
+const captureNow = (s, ...a) => (typeof s.captureNow === 'function' ? s.captureNow(...a) : s.capture(...a))
+const commitNow = (s, ...a) => (typeof s.commitNow === 'function' ? s.commitNow(...a) : s.commit(...a))
 
 /** One write-tool call on `p` (capture, the tool's write, commit) and one baseline read + write. */
 async function round(p, i) {
@@ -164,9 +170,11 @@ async function round(p, i) {
 // Every point is set up first, then the calls go round the points in turn, so a change in
 // the machine's speed during the run weighs on every point alike (the curve compares them).
 const points = []
-if (FORMS.includes('worst')) for (const n of SIZES) points.push(await setUp(n, false))
-if (FORMS.includes('host')) for (const n of SIZES) points.push(await setUp(n, true))
-if (FORMS.includes('inplace')) for (const n of SIZES) points.push(await setUp(n, false, true))
+const stores = OTHER ? [BindingStore, OTHER] : [BindingStore]
+for (const [form, messages, inPlace] of [['worst', false, false], ['host', true, false], ['inplace', false, true]]) {
+  if (!FORMS.includes(form)) continue
+  for (const n of SIZES) for (const Store of stores) points.push(await setUp(n, messages, inPlace, Store))
+}
 // The sessions whose tool truncates and the in-place sessions take turns by blocks of rounds,
 // so that the machine's drift weighs on both alike; each block begins once the write-back of the
 // one before is done (\`sync\`): the in-place calls must not meet the completions of I/O the
@@ -177,13 +185,14 @@ for (let from = 0; from < ROUNDS + 20; from += BLOCK) {
   for (const phase of phases) {
     execFileSync('sync') // write back the setup's (and the block before's) dirty data
     for (let i = from; i < Math.min(from + BLOCK, ROUNDS + 20); i++) {
-      for (const p of phase) await round(p, i)
+      for (const p of OTHER && i % 2 ? [...phase].reverse() : phase) await round(p, i)
     }
   }
 }
 const rows = []
 const hostRows = []
 const inPlaceRows = []
+const abRows = []
 for (const p of points) {
   const r = {
     tracked: p.tracked,
@@ -199,7 +208,13 @@ for (const p of points) {
     bulkCapture: (p.bulkCapture / (p.tracked - 1)) * 1000,
     bulkCommit: p.bulkCommit,
   }
-  const how = p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''
+  if (OTHER) abRows.push({ ...r, other: p.other })
+  const how = `${p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''}${p.other ? `, ${AB}` : ''}`
+  if (p.other) {
+    console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`)
+    await rm(p.base, { recursive: true, force: true })
+    continue
+  }
   console.log(`one call naming ${r.tracked} paths: first capture ${r.bulkFirst.toFixed(2)} ms, then ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
   console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; re-check ${r.recheck.toFixed(1)} µs` : ''}`)
   ;(p.messages ? hostRows : p.inPlace ? inPlaceRows : rows).push(r)
@@ -274,6 +289,20 @@ if (bulk.length) {
   // (its 100 captures are too few to amortise it): the curve is taken from 1,000 paths up.
   const big = bulk.filter((r) => r.tracked >= 1000)
   if (big.length) lines.push('', `Curve max / min of the capture per path, from 1,000 paths up: ${curve(big.map((r) => r.bulkCapture)).toFixed(2)}.`, '')
+}
+if (abRows.length) {
+  lines.push(
+    `The same calls of this build (\`${NATIVE}\`) and of another (\`${AB}\`) in one process: each session above set up once per build, the calls going round all of them, in the opposite order every other round.`,
+    '',
+    '| session | tracked files | first call of a turn: this / other | its capture: this / other | later call: this / other | all calls: this / other |',
+    '|:--|---:|---:|---:|---:|---:|',
+  )
+  const pair = (x, y) => `${us(x)} / ${us(y)}`
+  for (const r of abRows.filter((x) => !x.other)) {
+    const o = abRows.find((x) => x.other && x.form === r.form && x.tracked === r.tracked)
+    lines.push(`| ${r.form} | ${r.tracked.toLocaleString('en-US')} | ${pair(r.first, o.first)} | ${pair(r.firstCapture, o.firstCapture)} | ${pair(r.later, o.later)} | ${pair(r.subject, o.subject)} |`)
+  }
+  lines.push('')
 }
 const out = join(ROOT, 'target', 'bench-results')
 await mkdir(out, { recursive: true })
