@@ -2124,27 +2124,6 @@ fn a_re_check_of_many_tracked_paths_finds_each_change_in_path_order() {
     assert_eq!(env.snapshot(), pre);
 }
 
-/// Every `stat` of a blob file's name in the store, as the store makes it.
-#[derive(Default)]
-struct BlobStats(std::sync::Mutex<Vec<std::path::PathBuf>>);
-
-impl snapshot_store::FaultSeam for BlobStats {
-    fn before(
-        &self,
-        op: snapshot_store::FsOp,
-        area: snapshot_store::Area,
-        path: &Path,
-    ) -> std::io::Result<()> {
-        if op == snapshot_store::FsOp::Stat
-            && area == snapshot_store::Area::Store
-            && path.starts_with("blobs")
-        {
-            self.0.lock().expect("lock").push(path.to_path_buf());
-        }
-        Ok(())
-    }
-}
-
 #[test]
 fn a_small_file_is_kept_in_the_log_without_looking_for_a_blob_file_of_it() {
     let env = Env::new();
@@ -2157,9 +2136,18 @@ fn a_small_file_is_kept_in_the_log_without_looking_for_a_blob_file_of_it() {
         tool_edit(&env, &other, "o1", 1, "src/a.ts", Some(b"the same content"));
         assert_eq!(env.blob_count(), 1);
     }
-    let stats = std::sync::Arc::new(BlobStats::default());
+    // Every `stat` of a blob file's name in the store, as the store makes it.
+    let stats = std::sync::Arc::new(std::sync::Mutex::new(Vec::<std::path::PathBuf>::new()));
+    let seen = stats.clone();
     let store = env.store_with(StoreOptions {
-        seam: stats.clone(),
+        seam: std::sync::Arc::new(crate::common::Watch(move |op, area, path: &Path| {
+            if op == snapshot_store::FsOp::Stat
+                && area == snapshot_store::Area::Store
+                && path.starts_with("blobs")
+            {
+                seen.lock().expect("lock").push(path.to_path_buf());
+            }
+        })),
         ..StoreOptions::default()
     });
     let s = env.session(&store);
@@ -2173,7 +2161,7 @@ fn a_small_file_is_kept_in_the_log_without_looking_for_a_blob_file_of_it() {
     env.write("src/a.ts", b"the tool's content");
     s.commit("c1", 1, true).expect("commit");
     assert_eq!(
-        *stats.0.lock().expect("lock"),
+        *stats.lock().expect("lock"),
         Vec::<std::path::PathBuf>::new(),
         "the capture looked for a blob file"
     );

@@ -4,10 +4,20 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use snapshot_store::{Session, Store, StoreOptions};
+use snapshot_store::{Area, FaultSeam, FsOp, Session, Store, StoreOptions};
 
 /// Path bytes → content of every regular file.
 pub type Snap = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A seam that shows every filesystem call the store makes to `F` and fails none.
+pub struct Watch<F>(pub F);
+
+impl<F: Fn(FsOp, Area, &Path) + Send + Sync> FaultSeam for Watch<F> {
+    fn before(&self, op: FsOp, area: Area, path: &Path) -> std::io::Result<()> {
+        (self.0)(op, area, path);
+        Ok(())
+    }
+}
 
 pub struct Env {
     pub tmp: tempfile::TempDir,
