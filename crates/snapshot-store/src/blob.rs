@@ -244,22 +244,15 @@ impl Small<'_> {
                 // Kept in the log: already there, or new to it while it has room. A blob file
                 // holding the same content is not looked for: that look (a `stat` of a name
                 // the store seldom has) cost the capture more than the rare copy it saves,
-                // and the two copies are both valid (see `docs/format.md`).
-                if sink.kept.contains_key(&sha) {
-                    // Written again only if a compaction dropped it meanwhile.
+                // and the two copies are both valid (see `docs/format.md`). Content the log
+                // has is taken again, written only if a compaction dropped it meanwhile.
+                let dedup = sink.kept.contains_key(&sha);
+                if dedup || sink.reserve(len) {
                     sink.take(&sha, crate::log::blob_frame(&sha, data));
                     return Ok(Stored::Kept {
                         sha256: sha,
                         size: len as u64,
-                        dedup: true,
-                    });
-                }
-                if sink.reserve(len) {
-                    sink.take(&sha, crate::log::blob_frame(&sha, data));
-                    return Ok(Stored::Kept {
-                        sha256: sha,
-                        size: len as u64,
-                        dedup: false,
+                        dedup,
                     });
                 }
             }
