@@ -115,15 +115,21 @@ async function setUp(tracked, messages, inPlace = false, Store = BindingStore) {
     mkdirSync(join(d, dirname(FILE)), { recursive: true })
     writeFileSync(join(d, FILE), content(-1))
   }
-  return { tracked, messages, inPlace, other: Store !== BindingStore, base, cwd, raw, store, sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
+  return { tracked, messages, inPlace, other: Store !== BindingStore, base, cwd, raw, store, ...callsOf(store), sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
 // thread, else a promise). The bench awaits what they return: `await undefined` costs a microtask
 // that the plugin, which goes on without it, does not pay.
-// A build from before those calls (an A/B) is called as the plugin of its day called it.
-const captureNow = (s, ...a) => (typeof s.captureNow === 'function' ? s.captureNow(...a) : s.capture(...a))
-const commitNow = (s, ...a) => (typeof s.commitNow === 'function' ? s.commitNow(...a) : s.commit(...a))
+// A build from before those calls (an A/B) is called as the plugin of its day called it; which
+// form a session's build has is looked at once, when it is set up (\`setUp\`).
+function callsOf(store) {
+  const now = typeof store.captureNow === 'function'
+  return {
+    captureNow: now ? (...a) => store.captureNow(...a) : (...a) => store.capture(...a),
+    commitNow: now ? (...a) => store.commitNow(...a) : (...a) => store.commit(...a),
+  }
+}
 
 /** One write-tool call on `p` (capture, the tool's write, commit) and one baseline read + write. */
 async function round(p, i) {
@@ -138,13 +144,13 @@ async function round(p, i) {
     if (i >= 20) p.rechecks.push(performance.now() - t)
   }
   t = performance.now()
-  await captureNow(p.store, p.sid, p.cwd, call, FILE, CAP, anchor)
+  await p.captureNow(p.sid, p.cwd, call, FILE, CAP, anchor)
   const capture = performance.now() - t
   // The tool's own write, not the plugin's cost: truncate and write, or over the old bytes.
   const how = p.inPlace ? { flag: 'r+' } : undefined
   writeFileSync(join(p.cwd, FILE), next, how)
   t = performance.now()
-  await commitNow(p.store, p.sid, p.cwd, call, anchor, true)
+  await p.commitNow(p.sid, p.cwd, call, anchor, true)
   const commit = performance.now() - t
   t = performance.now()
   let bytes
@@ -232,6 +238,12 @@ const WAIT_TEXT = {
   timer: 'Before each call the event loop waits on a 1 ms timer (`STORE_ADDON_WAIT=timer`), as a host waits on the model.',
 }
 const curve = (xs) => Math.max(...xs) / Math.min(...xs)
+/** The curve of a form's first calls and of all its calls, against the goal. */
+function curveLine(rs) {
+  const f = curve(rs.map((r) => r.first))
+  const a = curve(rs.map((r) => r.subject))
+  return `Curve max / min: first calls ${f.toFixed(2)}, all calls ${a.toFixed(2)} (goal ≤ 1.2: ${f <= 1.2 && a <= 1.2 ? 'met' : '**not met**'}).`
+}
 /** The table of a form without the message's re-check. */
 function plainTable(rs) {
   const t = [
@@ -248,9 +260,7 @@ if (rows.length) lines.push(
   '',
   ...plainTable(rows),
 )
-const cf = curve(rows.map((r) => r.first))
-const ca = curve(rows.map((r) => r.subject))
-if (rows.length) lines.push('', `Curve max / min: first calls ${cf.toFixed(2)}, all calls ${ca.toFixed(2)} (goal ≤ 1.2: ${cf <= 1.2 && ca <= 1.2 ? 'met' : '**not met**'}).`, '')
+if (rows.length) lines.push('', curveLine(rows), '')
 if (hostRows.length) lines.push(
   `As the plugin runs on the host: a second session per size, in the same run, whose turns each begin with the message's re-check of the tracked files (\`recheck\` at the new anchor, timed apart: paid once per message, before the turn's first call). The re-check reads the file the turn before wrote and records its state at the message, so the turn's first call finds it recorded and reads nothing.`,
   '',
@@ -260,18 +270,14 @@ if (hostRows.length) lines.push(
 for (const r of hostRows) {
   lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${us(r.recheck)} | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`)
 }
-const hf = curve(hostRows.map((r) => r.first))
-const ha = curve(hostRows.map((r) => r.subject))
-if (hostRows.length) lines.push('', `Curve max / min: first calls ${hf.toFixed(2)}, all calls ${ha.toFixed(2)} (goal ≤ 1.2: ${hf <= 1.2 && ha <= 1.2 ? 'met' : '**not met**'}).`, '')
+if (hostRows.length) lines.push('', curveLine(hostRows), '')
 if (inPlaceRows.length) {
-  const pf = curve(inPlaceRows.map((r) => r.first))
-  const pa = curve(inPlaceRows.map((r) => r.subject))
   lines.push(
-    "The calls of the first table with the tool's write made over the file's old bytes (`writeFile` with the flag `r+`: no truncate), the baseline's write too, a third session per size in the same run, taking turns with the sessions above by blocks of 50 rounds, each block after a `sync` (within a block the calls go round these sessions on their own). Node's `writeFile` truncates the file first; on this machine's ext4, mounted with `discard`, the truncate discards the file's old blocks and the close starts the write-back of the new ones (`auto_da_alloc`), and the block layer's completions of that I/O are handled on the CPU that started it, in the plugin's next calls. Here no I/O is started by the tool's write: the plugin's own cost.",
+    "The calls of the first table with the tool's write made over the file's old bytes (`writeFile` with the flag `r+`: no truncate), the baseline's write too, a third session per size in the same run, taking turns with the sessions above by blocks of " + BLOCK + " rounds, each block after a `sync` (within a block the calls go round these sessions on their own). Node's `writeFile` truncates the file first; on this machine's ext4, mounted with `discard`, the truncate discards the file's old blocks and the close starts the write-back of the new ones (`auto_da_alloc`), and the block layer's completions of that I/O are handled on the CPU that started it, in the plugin's next calls. Here no I/O is started by the tool's write: the plugin's own cost.",
     '',
     ...plainTable(inPlaceRows),
     '',
-    `Curve max / min: first calls ${pf.toFixed(2)}, all calls ${pa.toFixed(2)} (goal ≤ 1.2: ${pf <= 1.2 && pa <= 1.2 ? 'met' : '**not met**'}).`,
+    curveLine(inPlaceRows),
     '',
   )
 }
