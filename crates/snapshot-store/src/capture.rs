@@ -74,6 +74,58 @@ pub(crate) struct Staging<'s> {
     pub(crate) s: &'s Session,
     /// Small files read are kept in the log instead of blob files (a boundary's reads).
     sink: Option<&'s crate::blob::LogSink<'s>>,
+    /// Where a write-tool capture may find the file's content without reading it.
+    prior: Option<&'s Prior<'s>>,
+}
+
+/// What a write-tool capture may know of a file's content without reading it: the workspace
+/// scan's index (the baseline and every scan since hashed the workspace's files into the
+/// store) and the content this session's log keeps.
+///
+/// An index entry stands for the file when the file's `fstat` equals the entry's metadata in
+/// every field (type, permission bits, link count, size, inode, device, mtime and ctime to the
+/// nanosecond) and the entry changed well before the scan that wrote the index started (its
+/// ctime over [`RACY_NS`] before): the rule by which a scan itself leaves such a file unread.
+/// A write after the scan read the file gives it a later ctime, so the same metadata means the
+/// same content. The content must still be in the store: a blob file of the file's size (the
+/// store's shared lock, held by the capture until its record is written, keeps a sweep from
+/// removing it), or content this session's log keeps, looked at only while the capture holds
+/// the log's lock (no compaction can drop it before the capture's record names it). Anything
+/// else — no index, an index being written by a scan, another entry, content elsewhere — and
+/// the file is read as before.
+///
+/// [`RACY_NS`]: crate::scan::diff::RACY_NS
+pub(crate) struct Prior<'a> {
+    index: Option<&'a std::sync::Mutex<crate::scan::workspace::Cached>>,
+    kept: Option<&'a crate::records::Kept>,
+}
+
+impl Prior<'_> {
+    /// The SHA-256 (hex) of the content of `rel`, whose `fstat` is `meta`, when the store
+    /// holds it already (see [`Prior`]).
+    fn content_of(&self, s: &Session, rel: &RelPath, meta: &DiskMeta, cap: u64) -> Option<String> {
+        if meta.kind != crate::fsio::FileKind::File || (cap != 0 && meta.size > cap) {
+            return None;
+        }
+        let sha = {
+            // A scan writing the index holds it: the file is read then.
+            let cached = self.index?.try_lock().ok()?;
+            let ix = cached.index.as_ref()?;
+            let e = ix.entries.get(rel.as_bytes())?;
+            let settled = ix.scanned_at.saturating_sub(crate::scan::diff::RACY_NS);
+            if e.stat != crate::scan::index::Stat::from_disk(meta)
+                || e.stat.ctime_total() >= settled
+            {
+                return None;
+            }
+            e.sha_hex()?
+        };
+        if self.kept.is_some_and(|k| k.contains_key(&sha)) {
+            return Some(sha);
+        }
+        let stored = s.store.inner.fs.blob_size(&sha).ok()??;
+        (stored == meta.size).then_some(sha)
+    }
 }
 
 impl Session {
@@ -82,6 +134,7 @@ impl Session {
         Staging {
             s: self,
             sink: None,
+            prior: None,
         }
     }
 
@@ -90,6 +143,7 @@ impl Session {
         Staging {
             s: self,
             sink: Some(sink),
+            prior: None,
         }
     }
 
@@ -348,6 +402,24 @@ impl<'s> Staging<'s> {
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
         if let Some(reason) = not_capturable(&fmeta) {
             return Ok(not_read(BeforeState::Skipped { reason }, fmeta));
+        }
+        if let Some(sha) = self
+            .prior
+            .and_then(|p| p.content_of(self.s, rel, &fmeta, self.cap()))
+        {
+            return Ok((
+                BeforeState::File {
+                    sha256: sha.clone(),
+                    size: fmeta.size,
+                    mode: fmeta.mode,
+                },
+                Known::Present {
+                    meta: fmeta,
+                    sha256: Some(sha),
+                    recorded: true,
+                },
+                true,
+            ));
         }
         match store_file(
             &self.s.store.inner.fs,
@@ -608,9 +680,14 @@ impl<'s> Staging<'s> {
         // A small file's content is kept in the log, in the write that stages it, rather
         // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
         let sink = self.s.log_sink(st);
+        let prior = Prior {
+            index: self.s.workspace_index(),
+            kept: st.log_held.then_some(&st.idx.inline),
+        };
         let read = Staging {
             s: self.s,
             sink: Some(&sink),
+            prior: Some(&prior),
         }
         .capture_path(&rel, seen);
         let mut recs = sink.records();

@@ -113,6 +113,9 @@ pub struct Session {
     /// Calls that must not wait keep their locks for the next such call (see
     /// [`Session::keep_locks_between_calls`]).
     pub(crate) keep_locks: AtomicBool,
+    /// The in-memory copy of the workspace scan's index, shared with the scans of this
+    /// process (looked up once per handle; `None` without a workspace).
+    ws_index: OnceLock<Option<std::sync::Arc<Mutex<crate::scan::workspace::Cached>>>>,
 }
 
 /// A handle's state locked by a call that must not wait, holding the log's lock
@@ -241,6 +244,7 @@ impl Session {
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),
+            ws_index: OnceLock::new(),
         }
     }
 
@@ -252,6 +256,18 @@ impl Session {
     /// The workspace directory as given to [`Store::session`] (`None` for an ancestor view).
     pub(crate) fn workspace_root(&self) -> Option<&Path> {
         self.roots.first().map(PathBuf::as_path)
+    }
+
+    /// The slot of the workspace's index in this process (the one [`Session::scan`] keeps
+    /// current), looked up on the first call that asks.
+    pub(crate) fn workspace_index(&self) -> Option<&Mutex<crate::scan::workspace::Cached>> {
+        self.ws_index
+            .get_or_init(|| {
+                let canonical = std::fs::canonicalize(self.workspace_root()?).ok()?;
+                let key = crate::scan::workspace_key(&canonical);
+                Some(crate::scan::workspace::slot(&self.store, &key))
+            })
+            .as_deref()
     }
 
     /// The handle's state, for a call that may wait: the locks a lease kept are released

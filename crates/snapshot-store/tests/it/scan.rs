@@ -1288,3 +1288,183 @@ fn verify_reports_a_workspace_index_from_a_newer_build_and_leaves_it() {
     assert!(q.moved.is_empty(), "a newer index is never moved");
     assert_eq!(std::fs::read(&file).expect("still there"), bytes);
 }
+
+/// A store whose reads of workspace file `watched` are counted in the returned counter.
+fn store_counting_reads(env: &Env, watched: &'static str) -> (Store, Arc<AtomicUsize>) {
+    let reads = Arc::new(AtomicUsize::new(0));
+    let seen = reads.clone();
+    let store = env.store_with(StoreOptions {
+        seam: Arc::new(crate::common::Watch(move |op, area, path: &Path| {
+            if op == FsOp::Read && area == Area::Workspace && path == Path::new(watched) {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        })),
+        ..StoreOptions::default()
+    });
+    (store, reads)
+}
+
+/// The SHA-256 a capture staged (panics on any other outcome).
+fn staged_sha(o: snapshot_store::CaptureOutcome) -> (String, bool) {
+    match o {
+        snapshot_store::CaptureOutcome::Captured {
+            sha256,
+            deduplicated,
+            ..
+        } => (sha256, deduplicated),
+        o => panic!("{o:?}"),
+    }
+}
+
+/// A session whose workspace holds `src/a.ts` (`before`), scanned once the file has settled
+/// (past the scan's 50 ms racy window), at message 1.
+fn scanned_once(env: &Env, store: &Store, before: &[u8]) -> Session {
+    env.write("src/a.ts", before);
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    let s = env.session(store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    s.recheck_tracked(1).expect("boundary 1");
+    s
+}
+
+#[test]
+fn a_write_tools_first_edit_of_a_file_the_scan_stored_reads_nothing() {
+    // The baseline holds the file's content; the write tool's first edit of it finds the
+    // index's entry matching the file and stages that content without reading the file, in
+    // both forms of the call. A rewind brings the content back from the store.
+    for quick in [false, true] {
+        let env = Env::new();
+        let (store, reads) = store_counting_reads(&env, "src/a.ts");
+        let s = scanned_once(&env, &store, b"as the project had it");
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "the baseline read it");
+        let o = if quick {
+            s.try_capture_before_at("w1", Path::new("src/a.ts"), 1, 1 << 20)
+                .expect("runs without waiting")
+        } else {
+            s.capture_before_at("w1", Path::new("src/a.ts"), 1)
+        };
+        let (sha, dedup) = staged_sha(o.expect("capture"));
+        assert!(dedup, "the store had the content");
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "the capture read the file");
+        assert!(env.root.join("blobs").join(&sha).exists());
+        env.write("src/a.ts", b"the tool's edit");
+        s.commit("w1", 1, true).expect("commit");
+        restore_to(&s, 1, "op");
+        assert_eq!(
+            env.read("src/a.ts").as_deref(),
+            Some(&b"as the project had it"[..])
+        );
+    }
+}
+
+#[test]
+fn a_file_changed_since_the_scan_is_read_even_with_its_size_and_mtime_put_back() {
+    // Same size, the old mtime set back: the ctime tells, and the capture reads the file.
+    let env = Env::new();
+    let (store, reads) = store_counting_reads(&env, "src/a.ts");
+    let s = scanned_once(&env, &store, b"version one");
+    let path = env.cwd.join("src/a.ts");
+    let mtime = std::fs::metadata(&path)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    env.write("src/a.ts", b"version two");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("set mtime");
+    assert_eq!(
+        std::fs::metadata(&path)
+            .expect("meta")
+            .modified()
+            .expect("mtime"),
+        mtime
+    );
+    s.capture_before_at("w1", Path::new("src/a.ts"), 1)
+        .expect("capture");
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
+    env.write("src/a.ts", b"the tool's edit");
+    s.commit("w1", 1, true).expect("commit");
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("src/a.ts").as_deref(), Some(&b"version two"[..]));
+}
+
+#[test]
+fn a_file_the_scan_saw_just_after_it_changed_is_read_by_the_capture() {
+    // Changed within the racy window before the scan started: a same-size rewrite in the
+    // same clock tick would keep its metadata, so the index's content is not trusted.
+    let env = Env::new();
+    let (store, reads) = store_counting_reads(&env, "src/a.ts");
+    env.write("src/a.ts", b"version one");
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    s.recheck_tracked(1).expect("boundary 1");
+    assert_eq!(reads.load(Ordering::SeqCst), 1);
+    s.capture_before_at("w1", Path::new("src/a.ts"), 1)
+        .expect("capture");
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
+}
+
+#[test]
+fn a_scanned_files_blob_file_gone_from_the_store_is_read_again() {
+    // The index names content whose blob file is no longer there (removed by hand): the
+    // capture reads the file and stores it, and the rewind brings it back.
+    let env = Env::new();
+    let (store, reads) = store_counting_reads(&env, "src/a.ts");
+    let s = scanned_once(&env, &store, b"as the project had it");
+    let blobs: Vec<_> = std::fs::read_dir(env.root.join("blobs"))
+        .expect("blobs")
+        .flatten()
+        .collect();
+    assert_eq!(blobs.len(), 1);
+    std::fs::remove_file(blobs[0].path()).expect("remove blob");
+    let (_, dedup) = staged_sha(
+        s.capture_before_at("w1", Path::new("src/a.ts"), 1)
+            .expect("capture"),
+    );
+    assert!(!dedup, "stored anew");
+    assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
+    env.write("src/a.ts", b"the tool's edit");
+    s.commit("w1", 1, true).expect("commit");
+    restore_to(&s, 1, "op");
+    assert_eq!(
+        env.read("src/a.ts").as_deref(),
+        Some(&b"as the project had it"[..])
+    );
+}
+
+#[test]
+fn content_the_sessions_log_keeps_for_a_scanned_file_is_not_read_again() {
+    // A file the tool wrote in the first turn: its content is kept in the session's log and
+    // the index names it there. A later turn's first edit of it, made without waiting (the
+    // log's lock held), stages that content; made in the form that may wait, it reads the
+    // file (the log may be compacted by another handle before the capture's record names
+    // the content). Either way the rewind brings the tool's first content back.
+    for quick in [true, false] {
+        let env = Env::new();
+        let (store, reads) = store_counting_reads(&env, "src/new.txt");
+        let s = kept_by_s1(&env, &store);
+        let before = reads.load(Ordering::SeqCst);
+        s.recheck_tracked(3).expect("boundary 3");
+        let o = if quick {
+            s.try_capture_before_at("w3", Path::new("src/new.txt"), 3, 1 << 20)
+                .expect("runs without waiting")
+        } else {
+            s.capture_before_at("w3", Path::new("src/new.txt"), 3)
+        };
+        let (_, dedup) = staged_sha(o.expect("capture"));
+        assert!(dedup);
+        let read = reads.load(Ordering::SeqCst) - before;
+        assert_eq!(read, usize::from(!quick), "quick: {quick}");
+        assert_eq!(env.blob_count(), 0, "still kept in the log only");
+        env.write("src/new.txt", b"the tool again");
+        s.commit("w3", 3, true).expect("commit");
+        restore_to(&s, 3, "op");
+        assert_eq!(
+            env.read("src/new.txt").as_deref(),
+            Some(&b"written by the tool"[..])
+        );
+    }
+}
