@@ -26,8 +26,15 @@
  * writes a temporary file, `fsync`s it and renames it over the file; `big-turn.mjs` measures the
  * plugin beside it on the real host.)
  *
+ * With "Track every change" on (the plugin's default), the host also scans the workspace at every
+ * message, and its first scan stores every file of the workspace (the baseline). A fourth session
+ * per size (`scanned`) runs its turns that way: the workspace holds a file of its own for each
+ * turn, stored by the baseline and touched by no tool before its turn, and each turn begins with
+ * the message's re-check and scan (timed apart, together). A turn's first call is then the first
+ * edit of a project file the store holds already, the most common first call of a session.
+ *
  * Run with Node 24 after `scripts/build.sh`: `node benches/store-addon.mjs`. `STORE_ADDON_TRACKED`
- * (sizes), `STORE_ADDON_FORMS` (`worst`, `host`, `inplace`; all three by default) and `STORE_ADDON_NATIVE`
+ * (sizes), `STORE_ADDON_FORMS` (`worst`, `host`, `inplace`, `scanned`; all four by default) and `STORE_ADDON_NATIVE`
  * (another build of the addon) narrow a run down, e.g. to one session in a process of its own for
  * an A/B of two builds run one after the other.
  * `STORE_ADDON_WAIT` sets what the event loop does between two calls: `pool` (the default: the
@@ -60,7 +67,7 @@ const AB = process.env.STORE_ADDON_AB
 const OTHER = AB ? require(AB).BindingStore : null
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
-const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host,inplace').split(',')
+const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host,inplace,scanned').split(',')
 const WAIT = process.env.STORE_ADDON_WAIT ?? 'pool'
 if (!['pool', 'none', 'timer'].includes(WAIT)) throw new Error(`STORE_ADDON_WAIT: pool, none or timer, not ${WAIT}`)
 const CAP = 8 * 1024 * 1024
@@ -70,6 +77,12 @@ const FILE = 'src/app/w.ts'
 
 /** Calls per turn (per anchor): the first stores the file's state before the turn. */
 const PER_TURN = Number(process.env.STORE_ADDON_PER_TURN ?? 4)
+/** Turns of a session (the first 20 rounds are not measured). */
+const TURNS = Math.ceil((ROUNDS + 20) / PER_TURN)
+/** The file turn `j` of a `scanned` session edits: one the baseline stored, no tool touched before. */
+const projectFile = (j) => `src/app/e${j}.ts`
+/** A workspace scan at a message, as the plugin asks for it with its default settings. */
+const boundary = (anchorSeq) => ({ phase: 'boundary', anchorSeq, maxFileBytes: CAP, maxBaselineBytes: 1024 ** 3, maxFiles: 1_000_000 })
 const BASE = Buffer.alloc(SIZE)
 for (let k = 0; k < SIZE; k++) BASE[k] = (k * 31) ^ (k >> 7)
 
@@ -86,14 +99,14 @@ function median(xs) {
 }
 
 /** A session with `tracked` files already tracked, ready for the measured calls. */
-async function setUp(tracked, messages, inPlace = false, Store = BindingStore) {
+async function setUp(tracked, messages, inPlace = false, Store = BindingStore, scanned = false) {
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), 'store-addon-'))
   const cwd = join(base, 'ws')
   const raw = join(base, 'raw')
   await mkdir(cwd)
   await mkdir(raw)
   const store = Store.open(join(base, 'store'))
-  const sid = `bench-${tracked}${messages ? '-m' : ''}${inPlace ? '-p' : ''}`
+  const sid = `bench-${tracked}${messages ? '-m' : ''}${inPlace ? '-p' : ''}${scanned ? '-s' : ''}`
   // Setup: `tracked` small files, tracked through one bulk call.
   for (let d = 0; d * 1000 < tracked; d++) mkdirSync(join(cwd, `t${d}`))
   for (let i = 0; i < tracked; i++) writeFileSync(join(cwd, `t${Math.floor(i / 1000)}/f${i}`), `tracked ${i}`)
@@ -115,7 +128,20 @@ async function setUp(tracked, messages, inPlace = false, Store = BindingStore) {
     mkdirSync(join(d, dirname(FILE)), { recursive: true })
     writeFileSync(join(d, FILE), content(-1))
   }
-  return { tracked, messages, inPlace, other: Store !== BindingStore, base, cwd, raw, store, ...callsOf(store), sid, bulkFirst, bulkCapture, bulkCommit, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
+  let baselineScan = 0
+  if (scanned) {
+    // The project's files, then the first scan of the workspace (the baseline) once they are
+    // older than the scan's racy window (a file changed within 50 ms before a scan is read
+    // again, not trusted).
+    for (let j = 0; j < TURNS; j++) writeFileSync(join(cwd, projectFile(j)), content(-2 - j))
+    execFileSync('sync')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    t = performance.now()
+    const r = await store.scan(sid, cwd, boundary(2))
+    baselineScan = performance.now() - t
+    if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
+  }
+  return { tracked, messages, inPlace, scanned, other: Store !== BindingStore, base, cwd, raw, store, ...callsOf(store), sid, bulkFirst, bulkCapture, bulkCommit, baselineScan, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
@@ -141,14 +167,16 @@ async function round(p, i) {
   if (p.messages && i % PER_TURN === 0) {
     t = performance.now()
     await p.store.recheck(p.sid, p.cwd, anchor, CAP)
+    if (p.scanned) await p.store.scan(p.sid, p.cwd, boundary(anchor))
     if (i >= 20) p.rechecks.push(performance.now() - t)
   }
+  const file = p.scanned ? projectFile(Math.floor(i / PER_TURN)) : FILE
   t = performance.now()
-  await p.captureNow(p.sid, p.cwd, call, FILE, CAP, anchor)
+  await p.captureNow(p.sid, p.cwd, call, file, CAP, anchor)
   const capture = performance.now() - t
   // The tool's own write, not the plugin's cost: truncate and write, or over the old bytes.
   const how = p.inPlace ? { flag: 'r+' } : undefined
-  writeFileSync(join(p.cwd, FILE), next, how)
+  writeFileSync(join(p.cwd, file), next, how)
   t = performance.now()
   await p.commitNow(p.sid, p.cwd, call, anchor, true)
   const commit = performance.now() - t
@@ -177,9 +205,9 @@ async function round(p, i) {
 // the machine's speed during the run weighs on every point alike (the curve compares them).
 const points = []
 const stores = OTHER ? [BindingStore, OTHER] : [BindingStore]
-for (const [form, messages, inPlace] of [['worst', false, false], ['host', true, false], ['inplace', false, true]]) {
+for (const [form, messages, inPlace, scanned] of [['worst', false, false, false], ['host', true, false, false], ['inplace', false, true, false], ['scanned', true, false, true]]) {
   if (!FORMS.includes(form)) continue
-  for (const n of SIZES) for (const Store of stores) points.push(await setUp(n, messages, inPlace, Store))
+  for (const n of SIZES) for (const Store of stores) points.push(await setUp(n, messages, inPlace, Store, scanned))
 }
 // The sessions whose tool truncates and the in-place sessions take turns by blocks of rounds,
 // so that the machine's drift weighs on both alike; each block begins once the write-back of the
@@ -197,6 +225,7 @@ for (let from = 0; from < ROUNDS + 20; from += BLOCK) {
 }
 const rows = []
 const hostRows = []
+const scannedRows = []
 const inPlaceRows = []
 const abRows = []
 for (const p of points) {
@@ -205,7 +234,8 @@ for (const p of points) {
     recheck: p.messages ? median(p.rechecks) * 1000 : 0,
     first: median(p.first) * 1000,
     later: median(p.later) * 1000,
-    form: p.messages ? 'message re-check' : p.inPlace ? 'tool writes in place' : 'worst case',
+    form: p.scanned ? 'workspace scanned' : p.messages ? 'message re-check' : p.inPlace ? 'tool writes in place' : 'worst case',
+    baselineScan: p.baselineScan,
     firstCapture: median(p.firstCapture) * 1000,
     firstCommit: median(p.firstCommit) * 1000,
     subject: median([...p.first, ...p.later]) * 1000,
@@ -215,15 +245,15 @@ for (const p of points) {
     bulkCommit: p.bulkCommit,
   }
   if (OTHER) abRows.push({ ...r, other: p.other })
-  const how = `${p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''}${p.other ? `, ${AB}` : ''}`
+  const how = `${p.scanned ? ', first edit of a scanned file, message re-check and scan first' : p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''}${p.other ? `, ${AB}` : ''}`
   if (p.other) {
     console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`)
     await rm(p.base, { recursive: true, force: true })
     continue
   }
   console.log(`one call naming ${r.tracked} paths: first capture ${r.bulkFirst.toFixed(2)} ms, then ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
-  console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; re-check ${r.recheck.toFixed(1)} µs` : ''}`)
-  ;(p.messages ? hostRows : p.inPlace ? inPlaceRows : rows).push(r)
+  console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; ${p.scanned ? 're-check + scan' : 're-check'} ${r.recheck.toFixed(1)} µs` : ''}${p.scanned ? `; baseline scan ${r.baselineScan.toFixed(1)} ms` : ''}`)
+  ;(p.scanned ? scannedRows : p.messages ? hostRows : p.inPlace ? inPlaceRows : rows).push(r)
   await rm(p.base, { recursive: true, force: true })
 }
 const us = (x) => `${x.toFixed(1)} µs`
@@ -271,6 +301,16 @@ for (const r of hostRows) {
   lines.push(`| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${us(r.recheck)} | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`)
 }
 if (hostRows.length) lines.push('', curveLine(hostRows), '')
+if (scannedRows.length) lines.push(
+  `As the plugin runs on the host with "Track every change" on (its default): a fourth session per size, in the same run, whose workspace the plugin scans. Its first scan (the baseline, at set-up) stored every file of the workspace, among them a 16 KiB file of its own for each turn (\`src/app/e<turn>.ts\`), which no tool touches before its turn. Each turn begins with the message's re-check and workspace scan (timed apart, together), then its ${PER_TURN} calls edit that turn's file: the turn's first call is the first edit of a project file the store holds already (the capture finds the scan's entry matching the file and reads nothing), the later ones find the file's state at the message recorded.`,
+  '',
+  "| tracked files | first call of a turn | its capture + commit | later call of the turn | all calls | Node read + write | the message's re-check + scan | baseline scan | first: ratio, goals | all: ratio, goals |",
+  '|---:|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|',
+  ...scannedRows.map((r) => `| ${r.tracked.toLocaleString('en-US')} | ${us(r.first)} | ${us(r.firstCapture)} + ${us(r.firstCommit)} | ${us(r.later)} | ${us(r.subject)} | ${us(r.baseline)} | ${us(r.recheck)} | ${r.baselineScan.toFixed(1)} ms | ${mark(r.first, r.baseline)} | ${mark(r.subject, r.baseline)} |`),
+  '',
+  curveLine(scannedRows),
+  '',
+)
 if (inPlaceRows.length) {
   lines.push(
     "The calls of the first table with the tool's write made over the file's old bytes (`writeFile` with the flag `r+`: no truncate), the baseline's write too, a third session per size in the same run, taking turns with the sessions above by blocks of " + BLOCK + " rounds, each block after a `sync` (within a block the calls go round these sessions on their own). Node's `writeFile` truncates the file first; on this machine's ext4, mounted with `discard`, the truncate discards the file's old blocks and the close starts the write-back of the new ones (`auto_da_alloc`), and the block layer's completions of that I/O are handled on the CPU that started it, in the plugin's next calls. Here no I/O is started by the tool's write: the plugin's own cost.",
@@ -282,7 +322,7 @@ if (inPlaceRows.length) {
   )
 }
 // The setup's one call naming every tracked file, per session of the run.
-const bulk = [...rows, ...hostRows, ...inPlaceRows]
+const bulk = [...rows, ...hostRows, ...inPlaceRows, ...scannedRows]
 if (bulk.length) {
   lines.push(
     "One call naming many paths: the setup of each session above captures all its tracked files (small files, 10–16 bytes) in one call through `capture` (the promise form, run on the thread pool), one path after another, then commits the call. The call's first capture opens the session (its directory, log and locks) and is timed apart. The cost per path must not grow with the number of paths the call names.",
