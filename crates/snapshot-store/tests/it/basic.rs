@@ -936,42 +936,26 @@ fn calls_that_must_not_wait_run_only_when_nothing_is_in_the_way() {
     assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1"[..]));
 }
 
-/// Runs `swap` once, just before the first open of workspace path `name`: the file
-/// replaced between a capture's look at it and its open.
-struct SwapAtOpen {
-    name: &'static str,
-    swap: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl snapshot_store::FaultSeam for SwapAtOpen {
-    fn before(
-        &self,
-        op: snapshot_store::FsOp,
-        area: snapshot_store::Area,
-        path: &Path,
-    ) -> std::io::Result<()> {
-        if op == snapshot_store::FsOp::Open
-            && area == snapshot_store::Area::Workspace
-            && path == Path::new(self.name)
-        {
-            if let Some(swap) = self.swap.lock().expect("lock").take() {
-                swap();
-            }
-        }
-        Ok(())
-    }
-}
-
 #[test]
 fn a_quick_capture_records_what_the_blocking_capture_records() {
     use sha2::Digest;
     let env = Env::new();
-    let seam = std::sync::Arc::new(SwapAtOpen {
-        name: "x",
-        swap: std::sync::Mutex::new(None),
-    });
+    // Run once, just before the next open of workspace path `x`: the file replaced between a
+    // capture's look at it and its open.
+    type Swap = Option<Box<dyn FnOnce() + Send>>;
+    let swap = std::sync::Arc::new(std::sync::Mutex::new(Swap::None));
+    let armed = swap.clone();
     let store = env.store_with(StoreOptions {
-        seam: seam.clone(),
+        seam: std::sync::Arc::new(crate::common::Watch(move |op, area, path: &Path| {
+            if op == snapshot_store::FsOp::Open
+                && area == snapshot_store::Area::Workspace
+                && path == Path::new("x")
+            {
+                if let Some(f) = armed.lock().expect("lock").take() {
+                    f();
+                }
+            }
+        })),
         ..StoreOptions::default()
     });
     let s = env.session(&store);
@@ -1051,22 +1035,22 @@ fn a_quick_capture_records_what_the_blocking_capture_records() {
         ("hard-link", to_hard_link),
         ("absent", to_absent),
     ];
-    for (what, swap) in swaps {
-        let swap = std::sync::Arc::new(swap);
+    for (what, change) in swaps {
+        let change = std::sync::Arc::new(change);
         env.write("x", b"regular");
-        let once = std::sync::Arc::clone(&swap);
-        *seam.swap.lock().expect("lock") = Some(Box::new(move || once()));
+        let once = std::sync::Arc::clone(&change);
+        *swap.lock().expect("lock") = Some(Box::new(move || once()));
         let quick = s
             .try_capture_before(&format!("q-{what}"), Path::new("x"), 4096)
             .expect("runs")
             .expect("captured");
-        assert!(seam.swap.lock().expect("lock").is_none(), "{what}: swapped");
+        assert!(swap.lock().expect("lock").is_none(), "{what}: swapped");
         // The same end state, captured by the blocking call.
         let _ = std::fs::remove_dir(&p);
         let _ = std::fs::remove_file(&p);
         let _ = std::fs::remove_file(env.p("x-link"));
         env.write("x", b"regular");
-        swap();
+        change();
         let blocking = s
             .capture_before(&format!("b-{what}"), Path::new("x"))
             .expect("captured");
