@@ -1289,6 +1289,15 @@ fn verify_reports_a_workspace_index_from_a_newer_build_and_leaves_it() {
     assert_eq!(std::fs::read(&file).expect("still there"), bytes);
 }
 
+/// The tool writes `rel` after call `call`'s capture and the call commits at `anchor`; a
+/// rewind to `anchor` brings back `before`.
+fn tool_edit_undone(env: &Env, s: &Session, call: &str, anchor: u64, rel: &str, before: &[u8]) {
+    env.write(rel, b"the tool's edit");
+    s.commit(call, anchor, true).expect("commit");
+    restore_to(s, anchor, "op");
+    assert_eq!(env.read(rel).as_deref(), Some(before));
+}
+
 /// A store whose reads of workspace file `watched` are counted in the returned counter.
 fn store_counting_reads(env: &Env, watched: &'static str) -> (Store, Arc<AtomicUsize>) {
     let reads = Arc::new(AtomicUsize::new(0));
@@ -1302,6 +1311,24 @@ fn store_counting_reads(env: &Env, watched: &'static str) -> (Store, Arc<AtomicU
         ..StoreOptions::default()
     });
     (store, reads)
+}
+
+/// Call `call`'s capture of `rel` at `anchor`: in the form that never waits (`quick`, which
+/// must run) or in the one that may.
+fn capture_in_form(
+    s: &Session,
+    quick: bool,
+    call: &str,
+    rel: &str,
+    anchor: u64,
+) -> snapshot_store::CaptureOutcome {
+    let o = if quick {
+        s.try_capture_before_at(call, Path::new(rel), anchor, 1 << 20)
+            .expect("runs without waiting")
+    } else {
+        s.capture_before_at(call, Path::new(rel), anchor)
+    };
+    o.expect("capture")
 }
 
 /// The SHA-256 a capture staged (panics on any other outcome).
@@ -1337,23 +1364,11 @@ fn a_write_tools_first_edit_of_a_file_the_scan_stored_reads_nothing() {
         let (store, reads) = store_counting_reads(&env, "src/a.ts");
         let s = scanned_once(&env, &store, b"as the project had it");
         assert_eq!(reads.load(Ordering::SeqCst), 1, "the baseline read it");
-        let o = if quick {
-            s.try_capture_before_at("w1", Path::new("src/a.ts"), 1, 1 << 20)
-                .expect("runs without waiting")
-        } else {
-            s.capture_before_at("w1", Path::new("src/a.ts"), 1)
-        };
-        let (sha, dedup) = staged_sha(o.expect("capture"));
+        let (sha, dedup) = staged_sha(capture_in_form(&s, quick, "w1", "src/a.ts", 1));
         assert!(dedup, "the store had the content");
         assert_eq!(reads.load(Ordering::SeqCst), 1, "the capture read the file");
         assert!(env.root.join("blobs").join(&sha).exists());
-        env.write("src/a.ts", b"the tool's edit");
-        s.commit("w1", 1, true).expect("commit");
-        restore_to(&s, 1, "op");
-        assert_eq!(
-            env.read("src/a.ts").as_deref(),
-            Some(&b"as the project had it"[..])
-        );
+        tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"as the project had it");
     }
 }
 
@@ -1385,10 +1400,7 @@ fn a_file_changed_since_the_scan_is_read_even_with_its_size_and_mtime_put_back()
     s.capture_before_at("w1", Path::new("src/a.ts"), 1)
         .expect("capture");
     assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
-    env.write("src/a.ts", b"the tool's edit");
-    s.commit("w1", 1, true).expect("commit");
-    restore_to(&s, 1, "op");
-    assert_eq!(env.read("src/a.ts").as_deref(), Some(&b"version two"[..]));
+    tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"version two");
 }
 
 #[test]
@@ -1426,13 +1438,7 @@ fn a_scanned_files_blob_file_gone_from_the_store_is_read_again() {
     );
     assert!(!dedup, "stored anew");
     assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
-    env.write("src/a.ts", b"the tool's edit");
-    s.commit("w1", 1, true).expect("commit");
-    restore_to(&s, 1, "op");
-    assert_eq!(
-        env.read("src/a.ts").as_deref(),
-        Some(&b"as the project had it"[..])
-    );
+    tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"as the project had it");
 }
 
 #[test]
@@ -1448,23 +1454,11 @@ fn content_the_sessions_log_keeps_for_a_scanned_file_is_not_read_again() {
         let s = kept_by_s1(&env, &store);
         let before = reads.load(Ordering::SeqCst);
         s.recheck_tracked(3).expect("boundary 3");
-        let o = if quick {
-            s.try_capture_before_at("w3", Path::new("src/new.txt"), 3, 1 << 20)
-                .expect("runs without waiting")
-        } else {
-            s.capture_before_at("w3", Path::new("src/new.txt"), 3)
-        };
-        let (_, dedup) = staged_sha(o.expect("capture"));
+        let (_, dedup) = staged_sha(capture_in_form(&s, quick, "w3", "src/new.txt", 3));
         assert!(dedup);
         let read = reads.load(Ordering::SeqCst) - before;
         assert_eq!(read, usize::from(!quick), "quick: {quick}");
         assert_eq!(env.blob_count(), 0, "still kept in the log only");
-        env.write("src/new.txt", b"the tool again");
-        s.commit("w3", 3, true).expect("commit");
-        restore_to(&s, 3, "op");
-        assert_eq!(
-            env.read("src/new.txt").as_deref(),
-            Some(&b"written by the tool"[..])
-        );
+        tool_edit_undone(&env, &s, "w3", 3, "src/new.txt", b"written by the tool");
     }
 }
