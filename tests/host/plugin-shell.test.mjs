@@ -3,14 +3,15 @@
  * dsh-bash-local and dsh-subprocess-local), by a background command, by a subagent run inside a
  * tool this plugin does not know, and by the write tools followed by the shell, are restored by a
  * rewind — bytes and the executable bit; a file changed only outside the agent is left as it is
- * and listed; budgets are reported, never silent.
+ * and listed; budgets are reported, never silent. The write tools' first edit of a project file
+ * names the copy the workspace's baseline stored, and comes back from it.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
-import { readFile, writeFile, chmod } from 'node:fs/promises'
-import { turn, text, write, bash, tools, PROVIDER, MODEL } from './lib/harness.mjs'
+import { readFile, readdir, writeFile, chmod } from 'node:fs/promises'
+import { turn, text, write, edit, bash, tools, PROVIDER, MODEL } from './lib/harness.mjs'
 import { bootWithPlugin, humanSeq, pluginSettled, put, BINARY } from './plugin-support.mjs'
 
 /** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
@@ -208,6 +209,37 @@ test('a change made only outside the agent between turns is left as is and liste
   assert.equal(existsSync(join(ws, 'agent.txt')), false, 'the agent\'s shell change is undone')
   assert.equal(await readFile(join(ws, 'notes.md'), 'utf8'), 'my notes, edited by me\n', 'the user\'s own edit stays')
   assert.match(result.text, /Changed outside the agent, left as is \(1\):\n- notes\.md/)
+})
+
+test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {
+  // Content only the workspace's first scan (the baseline) copied into the store.
+  const project = 'a project line the baseline copied\n'.repeat(200)
+  const host = await bootWithPlugin({
+    script: [
+      turn(write('src/big.ts', 'rewritten by write\n'), edit('src/small.ts', 'const a = 1', 'const a = 2'), text('edited')),
+      turn(write('src/big.ts', 'and again\n'), text('again')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'src/big.ts'), project)
+  await put(join(ws, 'src/small.ts'), 'const a = 1\n')
+  // Older than the scan's racy window (50 ms) when the session's baseline stores them.
+  await new Promise((resolve) => setTimeout(resolve, 150))
+  const agent = await host.createAgent('first-edits')
+  await host.sendUser(agent, 'edit them')
+  await host.sendUser(agent, 'again')
+  await pluginSettled(host, agent)
+  // The write tools' captures named the baseline's copy: no session's log holds those bytes.
+  const sessions = join(host.dshHome, 'rewind-snapshots', 'sessions')
+  for (const dir of await readdir(sessions)) {
+    const log = await readFile(join(sessions, dir, 'records.log')).catch(() => Buffer.alloc(0))
+    assert.equal(log.includes(Buffer.from(project)), false, `${dir}'s log holds a copy of src/big.ts`)
+  }
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'edit them')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(await readFile(join(ws, 'src/big.ts'), 'utf8'), project)
+  assert.equal(await readFile(join(ws, 'src/small.ts'), 'utf8'), 'const a = 1\n')
 })
 
 test('"Track every change" off: shell changes are not restored (only the write tools are)', async (t) => {
