@@ -1,7 +1,8 @@
 //! Property: after random shell-like mutations over several turns (writes, binary
 //! overwrites, chmod, deletes, `rm -rf`, renames, generated trees, changes between
 //! calls), a plan + restore to any earlier message brings the tree back exactly:
-//! bytes and executable bits, and directories created since are gone.
+//! bytes and executable bits, and directories created since are gone. The same with the
+//! write tools' calls among the shell's, over files the message's scan has settled.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -193,21 +194,114 @@ proptest! {
                 scan(&s, ScanPhase::After, anchor, Some(id));
             }
         }
-        let (target, (want_files, want_dirs)) = &at[pick.index(at.len())];
-        let plan = s.plan_restore(*target).expect("plan");
-        prop_assert!(plan.outside.is_empty(), "{:?}", plan.outside);
-        let (pre_files, _) = files(&env.cwd);
-        let out = s.restore(&plan, "op").expect("restore");
-        prop_assert!(out.failed.is_empty(), "{:?}", out.failed);
-        let (got_files, got_dirs) = files(&env.cwd);
-        prop_assert_eq!(&got_files, want_files);
-        // Directories holding files at the target are there; none created since remains.
-        let needed = holding(want_files);
-        prop_assert!(needed.is_subset(&got_dirs), "missing dirs: {:?}", needed.difference(&got_dirs).collect::<Vec<_>>());
-        // An extra directory may only be one the agent itself left empty (directories
-        // are not recorded, see docs/tracking-boundary.md); none the restore emptied.
-        let held = holding(&pre_files);
-        let emptied: Vec<_> = got_dirs.difference(want_dirs).filter(|d| held.contains(*d)).collect();
-        prop_assert!(emptied.is_empty(), "directories the restore emptied remain: {:?}", emptied);
+        restore_checked(&s, &env.cwd, &at[pick.index(at.len())])?;
     }
+
+    #[test]
+    fn write_tools_and_shell_calls_over_settled_files_restore_exactly(
+        init in prop::collection::vec(op(), 1..8),
+        turns in prop::collection::vec(prop::collection::vec(step(), 1..4), 1..4),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        // The write tools' first edits of files the message's scan stored name the index's
+        // content instead of reading the file (docs/format.md, "A file the workspace scan
+        // stored"): every change is made older than the scan's racy window before each
+        // message, so those captures find the index's entries trusted.
+        let env = Env::new();
+        for o in &init {
+            apply(&env.cwd, o);
+        }
+        let store = env.store();
+        let s = env.session(&store);
+        let mut at: Vec<(u64, (Files, BTreeSet<PathBuf>))> = Vec::new();
+        let mut n = 0;
+        for (t, steps) in turns.iter().enumerate() {
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            let anchor = 10 * (t as u64 + 1);
+            s.recheck_tracked(anchor).expect("recheck");
+            scan(&s, ScanPhase::Boundary, anchor, None);
+            at.push((anchor, files(&env.cwd)));
+            for step in steps {
+                n += 1;
+                let id = format!("call-{n}");
+                match step {
+                    Step::Shell(ops) => {
+                        scan(&s, ScanPhase::Before, anchor, Some(id.clone()));
+                        for o in ops {
+                            apply(&env.cwd, o);
+                        }
+                        scan(&s, ScanPhase::After, anchor, Some(id));
+                    }
+                    Step::Tool(i, bytes, quick) => {
+                        if !creatable(&env.cwd, PATHS[*i]) {
+                            continue;
+                        }
+                        let rel = Path::new(PATHS[*i]);
+                        let now = match quick {
+                            true => s.try_capture_before_at(&id, rel, anchor, 1 << 20),
+                            false => None,
+                        };
+                        now.unwrap_or_else(|| s.capture_before_at(&id, rel, anchor))
+                            .expect("capture");
+                        apply(&env.cwd, &Op::Write(*i, bytes.clone()));
+                        s.commit(&id, anchor, true).expect("commit");
+                    }
+                }
+            }
+        }
+        restore_checked(&s, &env.cwd, &at[pick.index(at.len())])?;
+    }
+}
+
+/// A write tool's call (path, content, made in the form that never waits) or a shell call.
+#[derive(Debug, Clone)]
+enum Step {
+    Shell(Vec<Op>),
+    Tool(usize, Vec<u8>, bool),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        1 => prop::collection::vec(op(), 1..4).prop_map(Step::Shell),
+        2 => (0..PATHS.len(), prop::collection::vec(any::<u8>(), 0..40), any::<bool>())
+            .prop_map(|(p, b, q)| Step::Tool(p, b, q)),
+    ]
+}
+
+/// Plans and restores `s` to the message of `target`, then checks the tree is the one seen
+/// there: the same files, bytes and executable bits, the directories that hold them, and
+/// none that the restore emptied.
+fn restore_checked(
+    s: &Session,
+    root: &Path,
+    target: &(u64, (Files, BTreeSet<PathBuf>)),
+) -> Result<(), TestCaseError> {
+    let (anchor, (want_files, want_dirs)) = target;
+    let plan = s.plan_restore(*anchor).expect("plan");
+    prop_assert!(plan.outside.is_empty(), "{:?}", plan.outside);
+    let (pre_files, _) = files(root);
+    let out = s.restore(&plan, "op").expect("restore");
+    prop_assert!(out.failed.is_empty(), "{:?}", out.failed);
+    let (got_files, got_dirs) = files(root);
+    prop_assert_eq!(&got_files, want_files);
+    // Directories holding files at the target are there; none created since remains.
+    let needed = holding(want_files);
+    prop_assert!(
+        needed.is_subset(&got_dirs),
+        "missing dirs: {:?}",
+        needed.difference(&got_dirs).collect::<Vec<_>>()
+    );
+    // An extra directory may only be one the agent itself left empty (directories
+    // are not recorded, see docs/tracking-boundary.md); none the restore emptied.
+    let held = holding(&pre_files);
+    let emptied: Vec<_> = got_dirs
+        .difference(want_dirs)
+        .filter(|d| held.contains(*d))
+        .collect();
+    prop_assert!(
+        emptied.is_empty(),
+        "directories the restore emptied remain: {:?}",
+        emptied
+    );
+    Ok(())
 }
