@@ -681,7 +681,7 @@ impl<'s> Staging<'s> {
         // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
         let sink = self.s.log_sink(st);
         let prior = Prior {
-            index: self.s.workspace_index(),
+            index: self.s.workspace_index().map(|(_, slot)| slot),
             kept: st.log_held.then_some(&st.idx.inline),
         };
         let read = Staging {
@@ -692,6 +692,20 @@ impl<'s> Staging<'s> {
         .capture_path(&rel, seen);
         let mut recs = sink.records();
         let (before, now, dedup) = read.map_err(|e| map_read(e, &rel))?;
+        // Changed since this turn's workspace scan saw it, and no scan saw the change (an
+        // editor, a job, between this turn's calls): the state that scan saw is recorded
+        // ahead of this capture, as a scan before the call would have.
+        if let Some(at) = call_anchor {
+            if let Some(e) = self.unseen_change(st, &rel, &now, at, back_order) {
+                self.s.append_group(
+                    st,
+                    at,
+                    EntrySource::Scan { call_id: None },
+                    vec![e],
+                    Vec::new(),
+                )?;
+            }
+        }
         // Changed since the last boundary without the store seeing it (an external edit
         // in this turn): record the state that boundary saw, ahead of this capture.
         if let Some(prev) = st.idx.boundary {
@@ -756,6 +770,55 @@ impl<'s> Staging<'s> {
 }
 
 impl Staging<'_> {
+    /// The entry recording the state of `rel` that this turn's workspace scan saw, when the
+    /// path has changed since without a scan seeing it (`now`: what the capture found) and a
+    /// capture at anchor `at` is about to record its current state. Only for a path this
+    /// session does not track (the boundary's re-check and the capture above cover those),
+    /// a regular file in the index held in memory, when this session's last scan of the
+    /// workspace was at `at` (the turn's own: a change before it would be the scan's to
+    /// note as made outside the agent) and the content that scan saw is still in the store.
+    fn unseen_change(
+        &self,
+        st: &mut State,
+        rel: &RelPath,
+        now: &Known,
+        at: u64,
+        order: u64,
+    ) -> Option<Entry> {
+        let (key, slot) = self.s.workspace_index()?;
+        let seen = {
+            let cached = slot.try_lock().ok()?;
+            cached.index.as_ref()?.entries.get(rel.as_bytes())?.clone()
+        };
+        let changed = match now {
+            Known::Absent => true,
+            Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != seen.stat,
+            Known::Unknown => false,
+        };
+        if !changed || seen.stat.kind() != crate::fsio::FileKind::File {
+            return None;
+        }
+        let sha = seen.sha_hex()?;
+        st.idx.merge_group_paths().ok()?;
+        if st.idx.tracked.contains_key(rel) {
+            return None;
+        }
+        let kept = st.log_held && st.idx.inline.contains_key(&sha);
+        if !kept && self.s.store.inner.fs.blob_size(&sha).ok()? != Some(seen.stat.size) {
+            return None;
+        }
+        let last = self.s.workspace_scan().scan_state().ok()??;
+        (last.workspace == key && last.anchor_seq == at).then(|| Entry {
+            path: rel.clone(),
+            order,
+            before: BeforeState::File {
+                sha256: sha,
+                size: seen.stat.size,
+                mode: seen.stat.perm(),
+            },
+        })
+    }
+
     /// The anchor a capture of `call_id` names: the one the call's first capture named
     /// (its staged records name it), else `anchor`.
     fn call_anchor(&self, st: &State, call_id: &str, anchor: Option<u64>) -> Option<u64> {

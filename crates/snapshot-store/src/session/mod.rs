@@ -115,7 +115,12 @@ pub struct Session {
     pub(crate) keep_locks: AtomicBool,
     /// The in-memory copy of the workspace scan's index, shared with the scans of this
     /// process (looked up once per handle; `None` without a workspace).
-    ws_index: OnceLock<Option<std::sync::Arc<Mutex<crate::scan::workspace::Cached>>>>,
+    ws_index: OnceLock<
+        Option<(
+            String,
+            std::sync::Arc<Mutex<crate::scan::workspace::Cached>>,
+        )>,
+    >,
 }
 
 /// A handle's state locked by a call that must not wait, holding the log's lock
@@ -258,16 +263,18 @@ impl Session {
         self.roots.first().map(PathBuf::as_path)
     }
 
-    /// The slot of the workspace's index in this process (the one [`Session::scan`] keeps
-    /// current), looked up on the first call that asks.
-    pub(crate) fn workspace_index(&self) -> Option<&Mutex<crate::scan::workspace::Cached>> {
+    /// The workspace's key and the slot of its index in this process (the one
+    /// [`Session::scan`] keeps current), looked up on the first call that asks.
+    pub(crate) fn workspace_index(&self) -> Option<(&str, &Mutex<crate::scan::workspace::Cached>)> {
         self.ws_index
             .get_or_init(|| {
                 let canonical = std::fs::canonicalize(self.workspace_root()?).ok()?;
                 let key = crate::scan::workspace_key(&canonical);
-                Some(crate::scan::workspace::slot(&self.store, &key))
+                let slot = crate::scan::workspace::slot(&self.store, &key);
+                Some((key, slot))
             })
-            .as_deref()
+            .as_ref()
+            .map(|(key, slot)| (key.as_str(), &**slot))
     }
 
     /// The handle's state, for a call that may wait: the locks a lease kept are released

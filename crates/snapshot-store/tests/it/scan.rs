@@ -1374,7 +1374,9 @@ fn a_write_tools_first_edit_of_a_file_the_scan_stored_reads_nothing() {
 
 #[test]
 fn a_file_changed_since_the_scan_is_read_even_with_its_size_and_mtime_put_back() {
-    // Same size, the old mtime set back: the ctime tells, and the capture reads the file.
+    // Same size, the old mtime set back: the ctime tells, and the capture reads the file. (The
+    // change was made during the turn, after its scan: a rewind to the message brings back
+    // what the scan saw.)
     let env = Env::new();
     let (store, reads) = store_counting_reads(&env, "src/a.ts");
     let s = scanned_once(&env, &store, b"version one");
@@ -1397,10 +1399,22 @@ fn a_file_changed_since_the_scan_is_read_even_with_its_size_and_mtime_put_back()
             .expect("mtime"),
         mtime
     );
-    s.capture_before_at("w1", Path::new("src/a.ts"), 1)
-        .expect("capture");
+    let (sha, _) = staged_sha(
+        s.capture_before_at("w1", Path::new("src/a.ts"), 1)
+            .expect("capture"),
+    );
     assert_eq!(reads.load(Ordering::SeqCst), 2, "read by the capture");
-    tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"version two");
+    use sha2::Digest;
+    assert_eq!(
+        sha,
+        hex_of(&sha2::Sha256::digest(b"version two")),
+        "staged as read"
+    );
+    tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"version one");
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -1461,4 +1475,55 @@ fn content_the_sessions_log_keeps_for_a_scanned_file_is_not_read_again() {
         assert_eq!(env.blob_count(), 0, "still kept in the log only");
         tool_edit_undone(&env, &s, "w3", 3, "src/new.txt", b"written by the tool");
     }
+}
+
+#[test]
+fn a_change_between_calls_that_a_write_tool_then_edits_comes_back() {
+    // A job or an editor changes a project file during the turn, and the agent's next call
+    // is a write tool's edit of it: no scan ran in between. The capture finds the file
+    // changed since the turn's scan saw it and records that state ahead of its own, so a
+    // rewind to the message brings back the file as it was there — in both call forms, and
+    // when the job deleted the file and the tool wrote it anew.
+    for (quick, job) in [
+        (false, Some(&b"a background job"[..])),
+        (true, Some(&b"a background job"[..])),
+        (false, None),
+    ] {
+        let env = Env::new();
+        let store = env.store();
+        let s = scanned_once(&env, &store, b"at the message");
+        match job {
+            Some(b) => env.write("src/a.ts", b),
+            None => env.remove("src/a.ts"),
+        }
+        capture_in_form(&s, quick, "w1", "src/a.ts", 1);
+        env.write("src/a.ts", b"the tool");
+        s.commit("w1", 1, true).expect("commit");
+        s.recheck_tracked(2).expect("boundary 2");
+        scan(&s, ScanPhase::Boundary, 2, None);
+        restore_to(&s, 1, "op");
+        assert_eq!(
+            env.read("src/a.ts").as_deref(),
+            Some(&b"at the message"[..]),
+            "quick: {quick}, job: {job:?}"
+        );
+    }
+}
+
+#[test]
+fn a_change_no_scan_of_this_turn_saw_is_not_backdated_by_the_capture() {
+    // The session's last scan was at an earlier message (none at this one): whether the file
+    // changed before this message (outside the agent) or during the turn is not known, so the
+    // capture records only what it finds, and a rewind to this message leaves that.
+    let env = Env::new();
+    let store = env.store();
+    let s = scanned_once(&env, &store, b"at message 1");
+    s.recheck_tracked(2).expect("boundary 2, not scanned");
+    env.write("src/a.ts", b"changed later");
+    s.capture_before_at("w2", Path::new("src/a.ts"), 2)
+        .expect("capture");
+    env.write("src/a.ts", b"the tool");
+    s.commit("w2", 2, true).expect("commit");
+    restore_to(&s, 2, "op");
+    assert_eq!(env.read("src/a.ts").as_deref(), Some(&b"changed later"[..]));
 }

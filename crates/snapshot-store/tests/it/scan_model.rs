@@ -2,7 +2,8 @@
 //! overwrites, chmod, deletes, `rm -rf`, renames, generated trees, changes between
 //! calls), a plan + restore to any earlier message brings the tree back exactly:
 //! bytes and executable bits, and directories created since are gone. The same with the
-//! write tools' calls among the shell's, over files the message's scan has settled.
+//! write tools' calls among the shell's, over files the message's scan has settled, and
+//! changes no scan sees made to a file just before a write tool edits it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -232,7 +233,15 @@ proptest! {
                         }
                         scan(&s, ScanPhase::After, anchor, Some(id));
                     }
-                    Step::Tool(i, bytes, quick) => {
+                    Step::Tool(i, bytes, quick, between) => {
+                        // An editor or a job changes the file the tool is about to edit, with
+                        // no scan in between (only a file that exists: one no scan or tool saw
+                        // created is not known to have been absent).
+                        if let Some(o) = between {
+                            if env.cwd.join(PATHS[*i]).is_file() {
+                                apply(&env.cwd, &o.on(*i));
+                            }
+                        }
                         if !creatable(&env.cwd, PATHS[*i]) {
                             continue;
                         }
@@ -253,18 +262,47 @@ proptest! {
     }
 }
 
-/// A write tool's call (path, content, made in the form that never waits) or a shell call.
+/// A write tool's call (path, content, made in the form that never waits, a change made to
+/// the file just before it without a scan) or a shell call.
 #[derive(Debug, Clone)]
 enum Step {
     Shell(Vec<Op>),
-    Tool(usize, Vec<u8>, bool),
+    Tool(usize, Vec<u8>, bool, Option<Unseen>),
+}
+
+/// A change to one file that no scan sees.
+#[derive(Debug, Clone)]
+enum Unseen {
+    Write(Vec<u8>),
+    Chmod(bool),
+    Delete,
+}
+
+impl Unseen {
+    fn on(&self, i: usize) -> Op {
+        match self {
+            Unseen::Write(b) => Op::Write(i, b.clone()),
+            Unseen::Chmod(x) => Op::Chmod(i, *x),
+            Unseen::Delete => Op::Delete(i),
+        }
+    }
 }
 
 fn step() -> impl Strategy<Value = Step> {
+    let unseen = prop_oneof![
+        2 => prop::collection::vec(any::<u8>(), 0..40).prop_map(Unseen::Write),
+        1 => any::<bool>().prop_map(Unseen::Chmod),
+        1 => Just(Unseen::Delete),
+    ];
     prop_oneof![
         1 => prop::collection::vec(op(), 1..4).prop_map(Step::Shell),
-        2 => (0..PATHS.len(), prop::collection::vec(any::<u8>(), 0..40), any::<bool>())
-            .prop_map(|(p, b, q)| Step::Tool(p, b, q)),
+        2 => (
+            0..PATHS.len(),
+            prop::collection::vec(any::<u8>(), 0..40),
+            any::<bool>(),
+            prop::option::of(unseen),
+        )
+            .prop_map(|(p, b, q, u)| Step::Tool(p, b, q, u)),
     ]
 }
 
