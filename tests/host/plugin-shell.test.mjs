@@ -4,14 +4,15 @@
  * tool this plugin does not know, and by the write tools followed by the shell, are restored by a
  * rewind — bytes and the executable bit; a file changed only outside the agent is left as it is
  * and listed; budgets are reported, never silent. The write tools' first edit of a project file
- * names the copy the workspace's baseline stored, and comes back from it.
+ * names the copy the workspace's baseline stored, and comes back from it; a file an editor
+ * changed during the turn before the agent rewrote it comes back as it was at the message.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { readFile, readdir, writeFile, chmod } from 'node:fs/promises'
-import { turn, text, write, edit, bash, tools, PROVIDER, MODEL } from './lib/harness.mjs'
+import { turn, text, read, write, edit, bash, tools, gate, gated, PROVIDER, MODEL } from './lib/harness.mjs'
 import { bootWithPlugin, humanSeq, pluginSettled, put, BINARY } from './plugin-support.mjs'
 
 /** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
@@ -216,7 +217,8 @@ test('the first edits of project files the baseline stored name its copy, and a 
   const project = 'a project line the baseline copied\n'.repeat(200)
   const host = await bootWithPlugin({
     script: [
-      turn(write('src/big.ts', 'rewritten by write\n'), edit('src/small.ts', 'const a = 1', 'const a = 2'), text('edited')),
+      // DSH's write tools refuse an existing file the agent has not read (fs-observation-policy).
+      turn(read('src/big.ts'), read('src/small.ts'), write('src/big.ts', 'rewritten by write\n'), edit('src/small.ts', 'const a = 1', 'const a = 2'), text('edited')),
       turn(write('src/big.ts', 'and again\n'), text('again')),
     ],
   })
@@ -228,7 +230,9 @@ test('the first edits of project files the baseline stored name its copy, and a 
   await new Promise((resolve) => setTimeout(resolve, 150))
   const agent = await host.createAgent('first-edits')
   await host.sendUser(agent, 'edit them')
+  assert.equal(await readFile(join(ws, 'src/small.ts'), 'utf8'), 'const a = 2\n', 'the edit was made')
   await host.sendUser(agent, 'again')
+  assert.equal(await readFile(join(ws, 'src/big.ts'), 'utf8'), 'and again\n', 'the writes were made')
   await pluginSettled(host, agent)
   // The write tools' captures named the baseline's copy: no session's log holds those bytes.
   const sessions = join(host.dshHome, 'rewind-snapshots', 'sessions')
@@ -240,6 +244,30 @@ test('the first edits of project files the baseline stored name its copy, and a 
   assert.equal(result.kind, 'success', result.text)
   assert.equal(await readFile(join(ws, 'src/big.ts'), 'utf8'), project)
   assert.equal(await readFile(join(ws, 'src/small.ts'), 'utf8'), 'const a = 1\n')
+})
+
+test('a file an editor changes during the turn and the agent then rewrites comes back as it was at the message', async (t) => {
+  // No scan runs between the editor's change and the `write` (only reads in between, which DSH
+  // needs before it writes a file that changed): the write tool's capture finds the file
+  // changed since the turn's scan saw it.
+  const g = gate()
+  const host = await bootWithPlugin({
+    script: [turn(read('src/a.ts'), gated(g, read('src/a.ts')), write('src/a.ts', 'written by the agent\n'), text('done'))],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'src/a.ts'), 'as it was at the message\n')
+  const agent = await host.createAgent('editor-during-turn')
+  host.followup(agent, 'rewrite it')
+  await g.reached
+  await pluginSettled(host, agent) // the message's scan has seen the file
+  await writeFile(join(ws, 'src/a.ts'), 'saved from an editor mid-turn\n')
+  g.release()
+  await host.waitIdle(agent)
+  assert.equal(await readFile(join(ws, 'src/a.ts'), 'utf8'), 'written by the agent\n')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'rewrite it')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(await readFile(join(ws, 'src/a.ts'), 'utf8'), 'as it was at the message\n')
 })
 
 test('"Track every change" off: shell changes are not restored (only the write tools are)', async (t) => {
