@@ -169,30 +169,17 @@ proptest! {
         turns in turns(),
         pick in any::<prop::sample::Index>(),
     ) {
-        let env = Env::new();
-        for o in &init {
-            apply(&env.cwd, o);
-        }
-        let store = env.store();
-        let s = env.session(&store);
-        let mut at: Vec<(u64, (Files, BTreeSet<PathBuf>))> = Vec::new();
+        let (env, s) = session_over(&init);
+        let mut at = Vec::new();
         let mut n = 0;
         for (t, calls) in turns.iter().enumerate() {
-            let anchor = 10 * (t as u64 + 1);
-            s.recheck_tracked(anchor).expect("recheck");
-            scan(&s, ScanPhase::Boundary, anchor, None);
-            at.push((anchor, files(&env.cwd)));
+            let anchor = message(&s, &env.cwd, t, &mut at);
             for (between, ops) in calls {
                 for o in between {
                     apply(&env.cwd, o);
                 }
                 n += 1;
-                let id = format!("call-{n}");
-                scan(&s, ScanPhase::Before, anchor, Some(id.clone()));
-                for o in ops {
-                    apply(&env.cwd, o);
-                }
-                scan(&s, ScanPhase::After, anchor, Some(id));
+                shell_call(&s, &env.cwd, anchor, format!("call-{n}"), ops);
             }
         }
         restore_checked(&s, &env.cwd, &at[pick.index(at.len())])?;
@@ -208,31 +195,17 @@ proptest! {
         // content instead of reading the file (docs/format.md, "A file the workspace scan
         // stored"): every change is made older than the scan's racy window before each
         // message, so those captures find the index's entries trusted.
-        let env = Env::new();
-        for o in &init {
-            apply(&env.cwd, o);
-        }
-        let store = env.store();
-        let s = env.session(&store);
-        let mut at: Vec<(u64, (Files, BTreeSet<PathBuf>))> = Vec::new();
+        let (env, s) = session_over(&init);
+        let mut at = Vec::new();
         let mut n = 0;
         for (t, steps) in turns.iter().enumerate() {
             std::thread::sleep(std::time::Duration::from_millis(60));
-            let anchor = 10 * (t as u64 + 1);
-            s.recheck_tracked(anchor).expect("recheck");
-            scan(&s, ScanPhase::Boundary, anchor, None);
-            at.push((anchor, files(&env.cwd)));
+            let anchor = message(&s, &env.cwd, t, &mut at);
             for step in steps {
                 n += 1;
                 let id = format!("call-{n}");
                 match step {
-                    Step::Shell(ops) => {
-                        scan(&s, ScanPhase::Before, anchor, Some(id.clone()));
-                        for o in ops {
-                            apply(&env.cwd, o);
-                        }
-                        scan(&s, ScanPhase::After, anchor, Some(id));
-                    }
+                    Step::Shell(ops) => shell_call(&s, &env.cwd, anchor, id, ops),
                     Step::Tool(i, bytes, quick, between) => {
                         // An editor or a job changes the file the tool is about to edit, with
                         // no scan in between (only a file that exists: one no scan or tool saw
@@ -260,6 +233,37 @@ proptest! {
         }
         restore_checked(&s, &env.cwd, &at[pick.index(at.len())])?;
     }
+}
+
+/// The tree at each message: the message's anchor and the files and directories there.
+type AtMessages = Vec<(u64, (Files, BTreeSet<PathBuf>))>;
+
+/// A workspace made by `init`, and a session over it.
+fn session_over(init: &[Op]) -> (Env, Session) {
+    let env = Env::new();
+    for o in init {
+        apply(&env.cwd, o);
+    }
+    let s = env.session(&env.store());
+    (env, s)
+}
+
+/// The message of turn `t` (its re-check and scan); the tree there is added to `at`.
+fn message(s: &Session, root: &Path, t: usize, at: &mut AtMessages) -> u64 {
+    let anchor = 10 * (t as u64 + 1);
+    s.recheck_tracked(anchor).expect("recheck");
+    scan(s, ScanPhase::Boundary, anchor, None);
+    at.push((anchor, files(root)));
+    anchor
+}
+
+/// A shell call `id`: the workspace scanned before and after its changes `ops`.
+fn shell_call(s: &Session, root: &Path, anchor: u64, id: String, ops: &[Op]) {
+    scan(s, ScanPhase::Before, anchor, Some(id.clone()));
+    for o in ops {
+        apply(root, o);
+    }
+    scan(s, ScanPhase::After, anchor, Some(id));
 }
 
 /// A write tool's call (path, content, made in the form that never waits, a change made to
