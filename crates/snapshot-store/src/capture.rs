@@ -78,53 +78,87 @@ pub(crate) struct Staging<'s> {
     prior: Option<&'s Prior<'s>>,
 }
 
-/// What a write-tool capture may know of a file's content without reading it: the workspace
-/// scan's index (the baseline and every scan since hashed the workspace's files into the
-/// store) and the content this session's log keeps.
+/// What a write-tool capture knows of a path from the workspace scan's index (the baseline and
+/// every scan since hashed the workspace's files into the store), looked up once per capture,
+/// and the content this session's log keeps.
 ///
-/// An index entry stands for the file when the file's `fstat` equals the entry's metadata in
-/// every field (type, permission bits, link count, size, inode, device, mtime and ctime to the
-/// nanosecond) and the entry changed well before the scan that wrote the index started (its
-/// ctime over [`RACY_NS`] before): the rule by which a scan itself leaves such a file unread.
-/// A write after the scan read the file gives it a later ctime, so the same metadata means the
-/// same content. The content must still be in the store: a blob file of the file's size (the
-/// store's shared lock, held by the capture until its record is written, keeps a sweep from
-/// removing it), or content this session's log keeps, looked at only while the capture holds
-/// the log's lock (no compaction can drop it before the capture's record names it). Anything
-/// else — no index, an index being written by a scan, another entry, content elsewhere — and
-/// the file is read as before.
+/// The entry stands for the file, which is then not read, when the file's `fstat` equals the
+/// entry's metadata in every field (type, permission bits, link count, size, inode, device,
+/// mtime and ctime to the nanosecond) and the entry changed well before the scan that wrote the
+/// index started (its ctime over [`RACY_NS`] before): the rule by which a scan itself leaves
+/// such a file unread. A write after the scan read the file gives it a later ctime, so the same
+/// metadata means the same content. When the file no longer matches the entry, the entry is the
+/// state the scan saw before a change no scan saw ([`Prior::unseen`]). Either way the content
+/// must still be in the store ([`Prior::holds`]). No index, an index being written by a scan
+/// (it holds the index's lock), no entry: the file is read as before.
 ///
 /// [`RACY_NS`]: crate::scan::diff::RACY_NS
 pub(crate) struct Prior<'a> {
-    index: Option<&'a std::sync::Mutex<crate::scan::workspace::Cached>>,
+    /// The index's entry for the path, and the ctime before which the entry is settled.
+    scanned: Option<(crate::scan::index::IdxEntry, u64)>,
+    /// The content this session's log keeps, when the capture holds the log's lock.
     kept: Option<&'a crate::records::Kept>,
 }
 
-impl Prior<'_> {
-    /// The SHA-256 (hex) of the content of `rel`, whose `fstat` is `meta`, when the store
-    /// holds it already (see [`Prior`]).
-    fn content_of(&self, s: &Session, rel: &RelPath, meta: &DiskMeta, cap: u64) -> Option<String> {
+impl<'a> Prior<'a> {
+    /// The index's view of `rel` for a capture by `s`; `kept`: see [`Prior::kept`].
+    fn of(s: &Session, rel: &RelPath, kept: Option<&'a crate::records::Kept>) -> Self {
+        let scanned = s.workspace_index().and_then(|(_, slot)| {
+            let cached = slot.try_lock().ok()?;
+            let ix = cached.index.as_ref()?;
+            let entry = ix.entries.get(rel.as_bytes())?.clone();
+            Some((
+                entry,
+                ix.scanned_at.saturating_sub(crate::scan::diff::RACY_NS),
+            ))
+        });
+        Prior { scanned, kept }
+    }
+
+    /// Whether the store holds content `sha` of `size` bytes: kept in this session's log (looked
+    /// at only under the log's lock: no compaction can drop it before the capture's record
+    /// names it), or in a blob file of that size (the store's shared lock, held by the capture
+    /// until its record is written, keeps a sweep from removing it).
+    fn holds(&self, s: &Session, sha: &str, size: u64) -> bool {
+        self.kept.is_some_and(|k| k.contains_key(sha))
+            || matches!(s.store.inner.fs.blob_size(sha), Ok(Some(n)) if n == size)
+    }
+
+    /// The SHA-256 (hex) of the content of the file whose `fstat` is `meta`, when the index's
+    /// entry stands for it and the store holds that content (see [`Prior`]).
+    fn content_of(&self, s: &Session, meta: &DiskMeta, cap: u64) -> Option<String> {
         if meta.kind != crate::fsio::FileKind::File || (cap != 0 && meta.size > cap) {
             return None;
         }
-        let sha = {
-            // A scan writing the index holds it: the file is read then.
-            let cached = self.index?.try_lock().ok()?;
-            let ix = cached.index.as_ref()?;
-            let e = ix.entries.get(rel.as_bytes())?;
-            let settled = ix.scanned_at.saturating_sub(crate::scan::diff::RACY_NS);
-            if e.stat != crate::scan::index::Stat::from_disk(meta)
-                || e.stat.ctime_total() >= settled
-            {
-                return None;
-            }
-            e.sha_hex()?
-        };
-        if self.kept.is_some_and(|k| k.contains_key(&sha)) {
-            return Some(sha);
+        let (entry, settled) = self.scanned.as_ref()?;
+        if entry.stat != crate::scan::index::Stat::from_disk(meta)
+            || entry.stat.ctime_total() >= *settled
+        {
+            return None;
         }
-        let stored = s.store.inner.fs.blob_size(&sha).ok()??;
-        (stored == meta.size).then_some(sha)
+        let sha = entry.sha_hex()?;
+        self.holds(s, &sha, meta.size).then_some(sha)
+    }
+
+    /// The state the scan saw of a regular file that no longer matches it (`now`: what the
+    /// capture found), when the store holds its content: its before-state.
+    fn unseen(&self, s: &Session, now: &Known) -> Option<BeforeState> {
+        let (entry, _) = self.scanned.as_ref()?;
+        let changed = match now {
+            Known::Absent => true,
+            Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != entry.stat,
+            Known::Unknown => false,
+        };
+        if !changed || entry.stat.kind() != crate::fsio::FileKind::File {
+            return None;
+        }
+        let sha = entry.sha_hex()?;
+        self.holds(s, &sha, entry.stat.size)
+            .then(|| BeforeState::File {
+                sha256: sha,
+                size: entry.stat.size,
+                mode: entry.stat.perm(),
+            })
     }
 }
 
@@ -405,7 +439,7 @@ impl<'s> Staging<'s> {
         }
         if let Some(sha) = self
             .prior
-            .and_then(|p| p.content_of(self.s, rel, &fmeta, self.cap()))
+            .and_then(|p| p.content_of(self.s, &fmeta, self.cap()))
         {
             return Ok((
                 BeforeState::File {
@@ -680,10 +714,7 @@ impl<'s> Staging<'s> {
         // A small file's content is kept in the log, in the write that stages it, rather
         // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
         let sink = self.s.log_sink(st);
-        let prior = Prior {
-            index: self.s.workspace_index().map(|(_, slot)| slot),
-            kept: st.log_held.then_some(&st.idx.inline),
-        };
+        let prior = Prior::of(self.s, &rel, st.log_held.then_some(&st.idx.inline));
         let read = Staging {
             s: self.s,
             sink: Some(&sink),
@@ -695,8 +726,9 @@ impl<'s> Staging<'s> {
         // Changed since this turn's workspace scan saw it, and no scan saw the change (an
         // editor, a job, between this turn's calls): the state that scan saw is recorded
         // ahead of this capture, as a scan before the call would have.
-        if let Some(at) = call_anchor {
-            if let Some(e) = self.unseen_change(st, &rel, &now, at, back_order) {
+        let unseen = call_anchor.zip(prior.unseen(self.s, &now));
+        if let Some((at, seen_before)) = unseen {
+            if let Some(e) = self.unseen_change(st, &rel, seen_before, at, back_order) {
                 self.s.append_group(
                     st,
                     at,
@@ -770,52 +802,29 @@ impl<'s> Staging<'s> {
 }
 
 impl Staging<'_> {
-    /// The entry recording the state of `rel` that this turn's workspace scan saw, when the
-    /// path has changed since without a scan seeing it (`now`: what the capture found) and a
-    /// capture at anchor `at` is about to record its current state. Only for a path this
-    /// session does not track (the boundary's re-check and the capture above cover those),
-    /// a regular file in the index held in memory, when this session's last scan of the
-    /// workspace was at `at` (the turn's own: a change before it would be the scan's to
-    /// note as made outside the agent) and the content that scan saw is still in the store.
+    /// The entry recording `before`, the state of `rel` this turn's workspace scan saw before
+    /// a change no scan saw ([`Prior::unseen`]), ahead of a capture at anchor `at`: only for a
+    /// path this session does not track (the boundary's re-check and the capture below cover
+    /// those), when this session's last scan of the workspace was at `at` (the turn's own: a
+    /// change before it would be the scan's to note as made outside the agent).
     fn unseen_change(
         &self,
         st: &mut State,
         rel: &RelPath,
-        now: &Known,
+        before: BeforeState,
         at: u64,
         order: u64,
     ) -> Option<Entry> {
-        let (key, slot) = self.s.workspace_index()?;
-        let seen = {
-            let cached = slot.try_lock().ok()?;
-            cached.index.as_ref()?.entries.get(rel.as_bytes())?.clone()
-        };
-        let changed = match now {
-            Known::Absent => true,
-            Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != seen.stat,
-            Known::Unknown => false,
-        };
-        if !changed || seen.stat.kind() != crate::fsio::FileKind::File {
-            return None;
-        }
-        let sha = seen.sha_hex()?;
         st.idx.merge_group_paths().ok()?;
         if st.idx.tracked.contains_key(rel) {
             return None;
         }
-        let kept = st.log_held && st.idx.inline.contains_key(&sha);
-        if !kept && self.s.store.inner.fs.blob_size(&sha).ok()? != Some(seen.stat.size) {
-            return None;
-        }
+        let (key, _) = self.s.workspace_index()?;
         let last = self.s.workspace_scan().scan_state().ok()??;
         (last.workspace == key && last.anchor_seq == at).then(|| Entry {
             path: rel.clone(),
             order,
-            before: BeforeState::File {
-                sha256: sha,
-                size: seen.stat.size,
-                mode: seen.stat.perm(),
-            },
+            before,
         })
     }
 
