@@ -67,7 +67,15 @@ const AB = process.env.STORE_ADDON_AB
 const OTHER = AB ? require(AB).BindingStore : null
 const ROUNDS = Number(process.env.STORE_ADDON_ROUNDS ?? 400)
 const SIZES = (process.env.STORE_ADDON_TRACKED ?? '100,1000,10000,100000').split(',').map(Number)
-const FORMS = (process.env.STORE_ADDON_FORMS ?? 'worst,host,inplace,scanned').split(',')
+/** The bench's forms: what their sessions do, and their names in the tables and in the log. */
+const FORM = {
+  worst: { messages: false, inPlace: false, scanned: false, name: 'worst case', how: '' },
+  host: { messages: true, inPlace: false, scanned: false, name: 'message re-check', how: ', message re-check first' },
+  inplace: { messages: false, inPlace: true, scanned: false, name: 'tool writes in place', how: ', the tool writing in place' },
+  scanned: { messages: true, inPlace: false, scanned: true, name: 'workspace scanned', how: ', first edit of a scanned file, message re-check and scan first' },
+}
+const FORMS = (process.env.STORE_ADDON_FORMS ?? Object.keys(FORM).join(',')).split(',')
+for (const f of FORMS) if (!(f in FORM)) throw new Error(`STORE_ADDON_FORMS: ${Object.keys(FORM).join(', ')}, not ${f}`)
 const WAIT = process.env.STORE_ADDON_WAIT ?? 'pool'
 if (!['pool', 'none', 'timer'].includes(WAIT)) throw new Error(`STORE_ADDON_WAIT: pool, none or timer, not ${WAIT}`)
 const CAP = 8 * 1024 * 1024
@@ -99,14 +107,15 @@ function median(xs) {
 }
 
 /** A session with `tracked` files already tracked, ready for the measured calls. */
-async function setUp(tracked, messages, inPlace = false, Store = BindingStore, scanned = false) {
+async function setUp(tracked, form, Store = BindingStore) {
+  const { messages, inPlace, scanned } = FORM[form]
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), 'store-addon-'))
   const cwd = join(base, 'ws')
   const raw = join(base, 'raw')
   await mkdir(cwd)
   await mkdir(raw)
   const store = Store.open(join(base, 'store'))
-  const sid = `bench-${tracked}${messages ? '-m' : ''}${inPlace ? '-p' : ''}${scanned ? '-s' : ''}`
+  const sid = `bench-${tracked}-${form}`
   // Setup: `tracked` small files, tracked through one bulk call.
   for (let d = 0; d * 1000 < tracked; d++) mkdirSync(join(cwd, `t${d}`))
   for (let i = 0; i < tracked; i++) writeFileSync(join(cwd, `t${Math.floor(i / 1000)}/f${i}`), `tracked ${i}`)
@@ -141,7 +150,7 @@ async function setUp(tracked, messages, inPlace = false, Store = BindingStore, s
     baselineScan = performance.now() - t
     if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
   }
-  return { tracked, messages, inPlace, scanned, other: Store !== BindingStore, base, cwd, raw, store, ...callsOf(store), sid, bulkFirst, bulkCapture, bulkCommit, baselineScan, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
+  return { tracked, form, messages, inPlace, scanned, other: Store !== BindingStore, base, cwd, raw, store, ...callsOf(store), sid, bulkFirst, bulkCapture, bulkCommit, baselineScan, first: [], later: [], bas: [], rechecks: [], firstCapture: [], firstCommit: [] }
 }
 
 // The calls as the plugin makes them: `captureNow` / `commitNow` (`undefined` when done on this
@@ -205,9 +214,8 @@ async function round(p, i) {
 // the machine's speed during the run weighs on every point alike (the curve compares them).
 const points = []
 const stores = OTHER ? [BindingStore, OTHER] : [BindingStore]
-for (const [form, messages, inPlace, scanned] of [['worst', false, false, false], ['host', true, false, false], ['inplace', false, true, false], ['scanned', true, false, true]]) {
-  if (!FORMS.includes(form)) continue
-  for (const n of SIZES) for (const Store of stores) points.push(await setUp(n, messages, inPlace, Store, scanned))
+for (const form of Object.keys(FORM).filter((f) => FORMS.includes(f))) {
+  for (const n of SIZES) for (const Store of stores) points.push(await setUp(n, form, Store))
 }
 // The sessions whose tool truncates and the in-place sessions take turns by blocks of rounds,
 // so that the machine's drift weighs on both alike; each block begins once the write-back of the
@@ -223,10 +231,8 @@ for (let from = 0; from < ROUNDS + 20; from += BLOCK) {
     }
   }
 }
-const rows = []
-const hostRows = []
-const scannedRows = []
-const inPlaceRows = []
+const byForm = Object.fromEntries(Object.keys(FORM).map((f) => [f, []]))
+const { worst: rows, host: hostRows, scanned: scannedRows, inplace: inPlaceRows } = byForm
 const abRows = []
 for (const p of points) {
   const r = {
@@ -234,7 +240,7 @@ for (const p of points) {
     recheck: p.messages ? median(p.rechecks) * 1000 : 0,
     first: median(p.first) * 1000,
     later: median(p.later) * 1000,
-    form: p.scanned ? 'workspace scanned' : p.messages ? 'message re-check' : p.inPlace ? 'tool writes in place' : 'worst case',
+    form: FORM[p.form].name,
     baselineScan: p.baselineScan,
     firstCapture: median(p.firstCapture) * 1000,
     firstCommit: median(p.firstCommit) * 1000,
@@ -245,15 +251,16 @@ for (const p of points) {
     bulkCommit: p.bulkCommit,
   }
   if (OTHER) abRows.push({ ...r, other: p.other })
-  const how = `${p.scanned ? ', first edit of a scanned file, message re-check and scan first' : p.messages ? ', message re-check first' : p.inPlace ? ', the tool writing in place' : ''}${p.other ? `, ${AB}` : ''}`
+  const how = `${FORM[p.form].how}${p.other ? `, ${AB}` : ''}`
+  const calls = `tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`
   if (p.other) {
-    console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`)
+    console.log(calls)
     await rm(p.base, { recursive: true, force: true })
     continue
   }
   console.log(`one call naming ${r.tracked} paths: first capture ${r.bulkFirst.toFixed(2)} ms, then ${r.bulkCapture.toFixed(1)} µs a path, commit ${r.bulkCommit.toFixed(1)} ms`)
-  console.log(`tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; ${p.scanned ? 're-check + scan' : 're-check'} ${r.recheck.toFixed(1)} µs` : ''}${p.scanned ? `; baseline scan ${r.baselineScan.toFixed(1)} ms` : ''}`)
-  ;(p.scanned ? scannedRows : p.messages ? hostRows : p.inPlace ? inPlaceRows : rows).push(r)
+  console.log(`${calls} vs read + write ${r.baseline.toFixed(1)} µs${p.messages ? `; ${p.scanned ? 're-check + scan' : 're-check'} ${r.recheck.toFixed(1)} µs` : ''}${p.scanned ? `; baseline scan ${r.baselineScan.toFixed(1)} ms` : ''}`)
+  byForm[p.form].push(r)
   await rm(p.base, { recursive: true, force: true })
 }
 const us = (x) => `${x.toFixed(1)} µs`
