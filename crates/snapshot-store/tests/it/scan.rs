@@ -1407,14 +1407,10 @@ fn a_file_changed_since_the_scan_is_read_even_with_its_size_and_mtime_put_back()
     use sha2::Digest;
     assert_eq!(
         sha,
-        hex_of(&sha2::Sha256::digest(b"version two")),
+        hex::encode(sha2::Sha256::digest(b"version two")),
         "staged as read"
     );
     tool_edit_undone(&env, &s, "w1", 1, "src/a.ts", b"version one");
-}
-
-fn hex_of(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
