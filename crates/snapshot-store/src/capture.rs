@@ -94,7 +94,8 @@ pub(crate) struct Staging<'s> {
 ///
 /// [`RACY_NS`]: crate::scan::diff::RACY_NS
 pub(crate) struct Prior<'a> {
-    /// The index's entry for the path, and the ctime before which the entry is settled.
+    /// The index's entry for the path, and the `scanned_at` of that index (the start of the
+    /// scan that wrote it).
     scanned: Option<(crate::scan::index::IdxEntry, u64)>,
     /// The content this session's log keeps, when the capture holds the log's lock.
     kept: Option<&'a crate::records::Kept>,
@@ -107,10 +108,7 @@ impl<'a> Prior<'a> {
             let cached = slot.try_lock().ok()?;
             let ix = cached.index.as_ref()?;
             let entry = ix.entries.get(rel.as_bytes())?.clone();
-            Some((
-                entry,
-                ix.scanned_at.saturating_sub(crate::scan::diff::RACY_NS),
-            ))
+            Some((entry, ix.scanned_at))
         });
         Prior { scanned, kept }
     }
@@ -130,9 +128,9 @@ impl<'a> Prior<'a> {
         if meta.kind != crate::fsio::FileKind::File || (cap != 0 && meta.size > cap) {
             return None;
         }
-        let (entry, settled) = self.scanned.as_ref()?;
+        let (entry, scanned_at) = self.scanned.as_ref()?;
         if entry.stat != crate::scan::index::Stat::from_disk(meta)
-            || entry.stat.ctime_total() >= *settled
+            || entry.stat.ctime_total() >= scanned_at.saturating_sub(crate::scan::diff::RACY_NS)
         {
             return None;
         }
@@ -141,9 +139,10 @@ impl<'a> Prior<'a> {
     }
 
     /// The state the scan saw of a regular file that no longer matches it (`now`: what the
-    /// capture found), when the store holds its content: its before-state.
-    fn unseen(&self, s: &Session, now: &Known) -> Option<BeforeState> {
-        let (entry, _) = self.scanned.as_ref()?;
+    /// capture found), when the store holds its content: its before-state, and the
+    /// `scanned_at` of the index that holds that state.
+    fn unseen(&self, s: &Session, now: &Known) -> Option<(BeforeState, u64)> {
+        let (entry, scanned_at) = self.scanned.as_ref()?;
         let changed = match now {
             Known::Absent => true,
             Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != entry.stat,
@@ -153,12 +152,14 @@ impl<'a> Prior<'a> {
             return None;
         }
         let sha = entry.sha_hex()?;
-        self.holds(s, &sha, entry.stat.size)
-            .then(|| BeforeState::File {
+        self.holds(s, &sha, entry.stat.size).then(|| {
+            let before = BeforeState::File {
                 sha256: sha,
                 size: entry.stat.size,
                 mode: entry.stat.perm(),
-            })
+            };
+            (before, *scanned_at)
+        })
     }
 }
 
@@ -727,8 +728,8 @@ impl<'s> Staging<'s> {
         // editor, a job, between this turn's calls): the state that scan saw is recorded
         // ahead of this capture, as a scan before the call would have.
         let unseen = call_anchor.zip(prior.unseen(self.s, &now));
-        if let Some((at, seen_before)) = unseen {
-            if let Some(e) = self.unseen_change(st, &rel, seen_before, at, back_order) {
+        if let Some((at, (seen_before, index))) = unseen {
+            if let Some(e) = self.unseen_change(st, &rel, seen_before, (at, index), back_order) {
                 self.s.append_group(
                     st,
                     at,
@@ -806,15 +807,21 @@ impl Staging<'_> {
     /// a change no scan saw ([`Prior::unseen`]), ahead of a capture at anchor `at`: only for a
     /// path this session does not track (the boundary's re-check and the capture below cover
     /// those), when this session's last scan of the workspace was at `at` (the turn's own: a
-    /// change before it would be the scan's to note as made outside the agent).
+    /// change before it would be the scan's to note as made outside the agent), and when the
+    /// index holding `before` (its `scanned_at`: `index`) is the one this handle's last scan
+    /// left, not one another session's scan moved on since (that scan may have seen a change
+    /// made after `at`, and its state is not the one at `at`).
     fn unseen_change(
         &self,
         st: &mut State,
         rel: &RelPath,
         before: BeforeState,
-        at: u64,
+        (at, index): (u64, u64),
         order: u64,
     ) -> Option<Entry> {
+        if st.scan_seen != Some((at, index)) {
+            return None;
+        }
         st.idx.merge_group_paths().ok()?;
         if st.idx.tracked.contains_key(rel) {
             return None;

@@ -376,6 +376,11 @@ impl WorkspaceScan<'_> {
         if let Some(ix) = out.save.take() {
             locked.save(ix)?;
         }
+        st.scan_seen = locked
+            .cached
+            .index
+            .as_ref()
+            .map(|ix| (req.anchor_seq, ix.scanned_at));
         if !in_turn {
             let rec = ScanSessionState {
                 v: SCAN_STATE_VERSION,

@@ -78,6 +78,11 @@ pub(crate) struct State {
         std::collections::HashMap<String, (u64, std::collections::BTreeSet<RelPath>)>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
+    /// The anchor of this handle's last workspace scan and the `scanned_at` of the index it
+    /// left in memory: while that index is still the one in memory (no other session's scan
+    /// moved it on), its entries are the states at that anchor of the paths no change
+    /// recorded since.
+    pub(crate) scan_seen: Option<(u64, u64)>,
 }
 
 /// Locks kept by a handle between its calls that must not wait: the log's exclusive lock,
@@ -246,6 +251,7 @@ impl Session {
                 inflight: Default::default(),
                 recorded: Default::default(),
                 deferred: Vec::new(),
+                scan_seen: None,
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),

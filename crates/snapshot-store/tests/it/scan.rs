@@ -1523,3 +1523,37 @@ fn a_change_no_scan_of_this_turn_saw_is_not_backdated_by_the_capture() {
     restore_to(&s, 2, "op");
     assert_eq!(env.read("src/a.ts").as_deref(), Some(&b"changed later"[..]));
 }
+
+#[test]
+fn another_sessions_scan_since_this_turns_scan_is_not_taken_for_the_state_at_its_message() {
+    // Two sessions of one workspace in one process share its index. Session A scans at its
+    // message; an editor saves the file; session B's scan sees that save and moves the index
+    // on; the editor saves again; then A's write tool edits the file. The index's entry is
+    // B's view, not the state at A's message: A's capture records the file as it finds it,
+    // and a rewind of A to its message never brings back B's intermediate state.
+    let env = Env::new();
+    let store = env.store();
+    let a = scanned_once(&env, &store, b"at A's message");
+    env.write("src/a.ts", b"an editor's first save");
+    let b = store.session("s2", &env.cwd).expect("session s2");
+    scan(&b, ScanPhase::Boundary, 1, None);
+    assert!(
+        env.root
+            .join("blobs")
+            .join(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                b"an editor's first save"
+            )))
+            .exists(),
+        "B's scan stored the first save"
+    );
+    env.write("src/a.ts", b"the editor's second save, longer");
+    capture_in_form(&a, true, "w1", "src/a.ts", 1);
+    tool_edit_undone(
+        &env,
+        &a,
+        "w1",
+        1,
+        "src/a.ts",
+        b"the editor's second save, longer",
+    );
+}
