@@ -90,27 +90,50 @@ pub(crate) struct Staging<'s> {
 /// metadata means the same content. When the file no longer matches the entry, the entry is the
 /// state the scan saw before a change no scan saw ([`Prior::unseen`]). Either way the content
 /// must still be in the store ([`Prior::holds`]). No index, an index being written by a scan
-/// (it holds the index's lock), no entry: the file is read as before.
+/// (it holds the index's lock), no entry: the file is read as before. A path with no entry that
+/// this handle's last scan found absent and that is now there was created since
+/// ([`Prior::created`]).
 ///
 /// [`RACY_NS`]: crate::scan::diff::RACY_NS
 pub(crate) struct Prior<'a> {
     /// The index's entry for the path, and the `scanned_at` of that index (the start of the
     /// scan that wrote it).
     scanned: Option<(crate::scan::index::IdxEntry, u64)>,
+    /// The `scanned_at` of the index when it has no entry for the path.
+    missing: Option<u64>,
     /// The content this session's log keeps, when the capture holds the log's lock.
     kept: Option<&'a crate::records::Kept>,
+    /// This handle's last scan of the workspace.
+    seen: Option<&'a crate::session::ScanSeen>,
 }
 
 impl<'a> Prior<'a> {
-    /// The index's view of `rel` for a capture by `s`; `kept`: see [`Prior::kept`].
-    fn of(s: &Session, rel: &RelPath, kept: Option<&'a crate::records::Kept>) -> Self {
+    /// The index's view of `rel` for a capture by `s`; `kept`: see [`Prior::kept`]; `seen`:
+    /// the handle's last scan ([`State::scan_seen`]).
+    fn of(
+        s: &Session,
+        rel: &RelPath,
+        kept: Option<&'a crate::records::Kept>,
+        seen: Option<&'a crate::session::ScanSeen>,
+    ) -> Self {
+        let mut missing = None;
         let scanned = s.workspace_index().and_then(|(_, slot)| {
             let cached = slot.try_lock().ok()?;
             let ix = cached.index.as_ref()?;
-            let entry = ix.entries.get(rel.as_bytes())?.clone();
-            Some((entry, ix.scanned_at))
+            match ix.entries.get(rel.as_bytes()) {
+                Some(entry) => Some((entry.clone(), ix.scanned_at)),
+                None => {
+                    missing = Some(ix.scanned_at);
+                    None
+                }
+            }
         });
-        Prior { scanned, kept }
+        Prior {
+            scanned,
+            missing,
+            kept,
+            seen,
+        }
     }
 
     /// Whether the store holds content `sha` of `size` bytes: kept in this session's log (looked
@@ -138,11 +161,16 @@ impl<'a> Prior<'a> {
         self.holds(s, &sha, meta.size).then_some(sha)
     }
 
-    /// The state the scan saw of a regular file that no longer matches it (`now`: what the
-    /// capture found), when the store holds its content: its before-state, and the
-    /// `scanned_at` of the index that holds that state.
-    fn unseen(&self, s: &Session, now: &Known) -> Option<(BeforeState, u64)> {
-        let (entry, scanned_at) = self.scanned.as_ref()?;
+    /// The state the scan saw of `rel`, a regular file that no longer matches it (`now`: what
+    /// the capture found), when the store holds its content, or a path the scan's walk found
+    /// absent that is now a file or a symlink: its before-state, and the `scanned_at` of the
+    /// index that holds that state.
+    fn unseen(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<(BeforeState, u64)> {
+        let Some((entry, scanned_at)) = self.scanned.as_ref() else {
+            return self
+                .created(s, rel, now)
+                .map(|at| (BeforeState::Absent, at));
+        };
         let changed = match now {
             Known::Absent => true,
             Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != entry.stat,
@@ -160,6 +188,30 @@ impl<'a> Prior<'a> {
             };
             (before, *scanned_at)
         })
+    }
+
+    /// The `scanned_at` of the index that has no entry for `rel`, when `now` finds a regular
+    /// file or a symlink there and the walk of this handle's scan that left that index found
+    /// no entry of that name where it would be ([`crate::scan::Absence`]): the path was
+    /// created since.
+    fn created(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<u64> {
+        let at = self.missing?;
+        let Known::Present { meta, .. } = now else {
+            return None;
+        };
+        if !matches!(
+            meta.kind,
+            crate::fsio::FileKind::File | crate::fsio::FileKind::Symlink
+        ) {
+            return None;
+        }
+        let absence = self.seen.filter(|v| v.index_at == at)?.absence.as_ref()?;
+        let (_, slot) = s.workspace_index()?;
+        let cached = slot.try_lock().ok()?;
+        let ix = cached.index.as_ref().filter(|ix| ix.scanned_at == at)?;
+        absence
+            .absent(rel.as_bytes(), |q| ix.entries.contains_key(q))
+            .then_some(at)
     }
 }
 
@@ -715,7 +767,12 @@ impl<'s> Staging<'s> {
         // A small file's content is kept in the log, in the write that stages it, rather
         // than in a blob file of its own (see `docs/format.md`, "Blobs kept in the log").
         let sink = self.s.log_sink(st);
-        let prior = Prior::of(self.s, &rel, st.log_held.then_some(&st.idx.inline));
+        let prior = Prior::of(
+            self.s,
+            &rel,
+            st.log_held.then_some(&st.idx.inline),
+            st.scan_seen.as_ref(),
+        );
         let read = Staging {
             s: self.s,
             sink: Some(&sink),
@@ -727,7 +784,7 @@ impl<'s> Staging<'s> {
         // Changed since this turn's workspace scan saw it, and no scan saw the change (an
         // editor, a job, between this turn's calls): the state that scan saw is recorded
         // ahead of this capture, as a scan before the call would have.
-        let unseen = call_anchor.zip(prior.unseen(self.s, &now));
+        let unseen = call_anchor.zip(prior.unseen(self.s, &rel, &now));
         if let Some((at, (seen_before, index))) = unseen {
             if let Some(e) = self.unseen_change(st, &rel, seen_before, (at, index), back_order) {
                 self.s.append_group(
@@ -819,7 +876,7 @@ impl Staging<'_> {
         (at, index): (u64, u64),
         order: u64,
     ) -> Option<Entry> {
-        if st.scan_seen != Some((at, index)) {
+        if !st.scan_seen.as_ref().is_some_and(|v| v.is((at, index))) {
             return None;
         }
         st.idx.merge_group_paths().ok()?;

@@ -380,7 +380,11 @@ impl WorkspaceScan<'_> {
             .cached
             .index
             .as_ref()
-            .map(|ix| (req.anchor_seq, ix.scanned_at));
+            .map(|ix| crate::session::ScanSeen {
+                anchor: req.anchor_seq,
+                index_at: ix.scanned_at,
+                absence: out.absence.take(),
+            });
         if !in_turn {
             let rec = ScanSessionState {
                 v: SCAN_STATE_VERSION,

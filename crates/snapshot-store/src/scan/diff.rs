@@ -85,6 +85,8 @@ pub(crate) struct Outcome {
     pub rebuilt: Option<String>,
     /// The updated index, to be saved once the changes are recorded (`None`: unchanged).
     pub save: Option<Index>,
+    /// What the walk tells of the paths the index has no entry for.
+    pub absence: Option<super::Absence>,
 }
 
 fn now_ns() -> u64 {
@@ -230,7 +232,7 @@ pub(crate) fn run(
     });
     // Each walking thread compares what it sees with the index as it goes: only new
     // and changed entries are copied out.
-    let (walked, sinks) = walk(root, &wopts, || Compare {
+    let (mut walked, sinks) = walk(root, &wopts, || Compare {
         ix: &ix,
         had_index,
         racy_before,
@@ -252,6 +254,7 @@ pub(crate) fn run(
         ));
         return Ok(out);
     }
+    let mut absence = super::Absence::of(&mut walked);
     let found: usize = sinks.iter().map(|c| c.found).sum();
     out.files = sinks.iter().map(|c| c.ends.len() as u64).sum();
     let mut work: Vec<(Box<[u8]>, Stat, Option<IdxEntry>)> = Vec::new();
@@ -421,6 +424,9 @@ pub(crate) fn run(
             }
             Some(Hashed::Vanished) => {
                 ix.entries.remove(&work[i].0);
+                if let Some(a) = absence.as_mut() {
+                    a.vanished(&work[i].0);
+                }
             }
             None => {}
         }
@@ -490,6 +496,7 @@ pub(crate) fn run(
             .push((p.clone(), format!("unreadable: {err}")));
     }
     out.not_covered.sort();
+    out.absence = absence;
     let dirty = !had_index || !work.is_empty() || removed_any || taken_over;
     if dirty {
         ix.scanned_at = started;

@@ -14,6 +14,7 @@
 //! session records from a scan is in `crate::scan_record`; the planner's and the
 //! restore's share in `crate::plan::scanned`. This module knows no session.
 
+mod absence;
 pub(crate) mod diff;
 mod hash;
 pub(crate) mod index;
@@ -31,6 +32,7 @@ use index::Coverage;
 use diff::referenced;
 use workspace::{WORKSPACES, index_path_of, read_for_gc, read_index};
 
+pub(crate) use absence::Absence;
 pub use workspace::workspace_key;
 
 /// The stable code of a scan that stopped at the file-count limit.

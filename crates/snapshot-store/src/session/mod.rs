@@ -78,11 +78,27 @@ pub(crate) struct State {
         std::collections::HashMap<String, (u64, std::collections::BTreeSet<RelPath>)>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
-    /// The anchor of this handle's last workspace scan and the `scanned_at` of the index it
-    /// left in memory: while that index is still the one in memory (no other session's scan
-    /// moved it on), its entries are the states at that anchor of the paths no change
-    /// recorded since.
-    pub(crate) scan_seen: Option<(u64, u64)>,
+    /// This handle's last workspace scan (see [`ScanSeen`]).
+    pub(crate) scan_seen: Option<ScanSeen>,
+}
+
+/// A session handle's last workspace scan: while the index it left is still the one in
+/// memory (no other session's scan moved it on), the index's entries are the states at its
+/// anchor of the paths no change recorded since, and its walk tells which paths were absent.
+pub(crate) struct ScanSeen {
+    /// The scan's anchor.
+    pub(crate) anchor: u64,
+    /// The `scanned_at` of the index the scan left in memory.
+    pub(crate) index_at: u64,
+    /// The paths the walk found no entry for (`None`: the walk stopped early).
+    pub(crate) absence: Option<crate::scan::Absence>,
+}
+
+impl ScanSeen {
+    /// Whether this scan was at `anchor` and left the index whose `scanned_at` is `index_at`.
+    pub(crate) fn is(&self, (anchor, index_at): (u64, u64)) -> bool {
+        self.anchor == anchor && self.index_at == index_at
+    }
 }
 
 /// Locks kept by a handle between its calls that must not wait: the log's exclusive lock,

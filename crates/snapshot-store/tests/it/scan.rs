@@ -1557,3 +1557,89 @@ fn another_sessions_scan_since_this_turns_scan_is_not_taken_for_the_state_at_its
         b"the editor's second save, longer",
     );
 }
+
+#[test]
+fn a_file_created_between_calls_that_a_write_tool_then_edits_is_removed_by_the_rewind() {
+    // A job or an editor creates a file during the turn (beside the project's files, or in a
+    // directory it creates too), and the agent's next call is a write tool's edit of it: no
+    // scan ran in between. The turn's scan listed the directory that would have held it and
+    // found no such name, so the capture records it as absent at the message first; a rewind
+    // to the message removes it (and the directory made for it), in both call forms.
+    for (quick, rel) in [
+        (false, "src/generated.ts"),
+        (true, "src/generated.ts"),
+        (true, "src/gen/deep/out.ts"),
+    ] {
+        let env = Env::new();
+        let store = env.store();
+        let s = scanned_once(&env, &store, b"at the message");
+        env.write(rel, b"written by a job");
+        capture_in_form(&s, quick, "w1", rel, 1);
+        env.write(rel, b"the tool");
+        s.commit("w1", 1, true).expect("commit");
+        s.recheck_tracked(2).expect("boundary 2");
+        scan(&s, ScanPhase::Boundary, 2, None);
+        restore_to(&s, 1, "op");
+        assert_eq!(env.read(rel), None, "quick: {quick}, {rel}");
+        assert!(!env.cwd.join("src/gen").exists(), "{rel}");
+        assert_eq!(
+            env.read("src/a.ts").as_deref(),
+            Some(&b"at the message"[..])
+        );
+    }
+}
+
+#[test]
+fn a_file_out_of_the_scans_scope_is_never_taken_for_created() {
+    // Ignored files the turn's scan did not walk on: one that was there at the message
+    // (edited by an editor, then by the write tool) and one created in an ignored directory.
+    // Neither is known to have been absent: a rewind leaves both with the content the
+    // capture found.
+    let env = Env::new();
+    let store = env.store();
+    env.write(".gitignore", b".env\nbuild/\n");
+    env.write(".env", b"TOKEN=at the message");
+    env.write("build/old.js", b"built before");
+    let s = scanned_once(&env, &store, b"at the message");
+    env.write(".env", b"TOKEN=an editor's save");
+    env.write("build/new.js", b"built by a job");
+    for (i, rel) in [".env", "build/new.js"].into_iter().enumerate() {
+        let call = format!("w{i}");
+        capture_in_form(&s, true, &call, rel, 1);
+        env.write(rel, b"the tool");
+        s.commit(&call, 1, true).expect("commit");
+    }
+    s.recheck_tracked(2).expect("boundary 2");
+    restore_to(&s, 1, "op");
+    assert_eq!(
+        env.read(".env").as_deref(),
+        Some(&b"TOKEN=an editor's save"[..])
+    );
+    assert_eq!(
+        env.read("build/new.js").as_deref(),
+        Some(&b"built by a job"[..])
+    );
+    assert_eq!(
+        env.read("build/old.js").as_deref(),
+        Some(&b"built before"[..])
+    );
+}
+
+#[test]
+fn an_ignored_file_another_sessions_scan_did_not_see_is_not_taken_for_created() {
+    // Session A's scan at its message walks past the ignored `.env`. It is deleted, session
+    // B's scan (which finds no change in scope: the shared index stays as it was) does not see
+    // it, and an editor writes it again before A's write tool edits it. What A's own walk saw
+    // decides: `.env` was there at A's message, so a rewind of A leaves it.
+    let env = Env::new();
+    let store = env.store();
+    env.write(".gitignore", b".env\n");
+    env.write(".env", b"TOKEN=at A's message");
+    let a = scanned_once(&env, &store, b"at A's message");
+    env.remove(".env");
+    let b = store.session("s2", &env.cwd).expect("session s2");
+    scan(&b, ScanPhase::Boundary, 1, None);
+    env.write(".env", b"TOKEN=the editor's");
+    capture_in_form(&a, true, "w1", ".env", 1);
+    tool_edit_undone(&env, &a, "w1", 1, ".env", b"TOKEN=the editor's");
+}

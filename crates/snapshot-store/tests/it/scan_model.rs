@@ -3,7 +3,7 @@
 //! calls), a plan + restore to any earlier message brings the tree back exactly:
 //! bytes and executable bits, and directories created since are gone. The same with the
 //! write tools' calls among the shell's, over files the message's scan has settled, and
-//! changes no scan sees made to a file just before a write tool edits it.
+//! changes no scan sees made to a file (or creating it) just before a write tool edits it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -207,13 +207,10 @@ proptest! {
                 match step {
                     Step::Shell(ops) => shell_call(&s, &env.cwd, anchor, id, ops),
                     Step::Tool(i, bytes, quick, between) => {
-                        // An editor or a job changes the file the tool is about to edit, with
-                        // no scan in between (only a file that exists: one no scan or tool saw
-                        // created is not known to have been absent).
+                        // An editor or a job changes (or creates) the file the tool is about
+                        // to edit, with no scan in between.
                         if let Some(o) = between {
-                            if env.cwd.join(PATHS[*i]).is_file() {
-                                apply(&env.cwd, &o.on(*i));
-                            }
+                            apply(&env.cwd, &o.on(*i));
                         }
                         if !creatable(&env.cwd, PATHS[*i]) {
                             continue;

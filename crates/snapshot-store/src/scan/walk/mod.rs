@@ -48,6 +48,13 @@ pub(crate) struct Walked {
     pub entry_errors: Vec<(Box<[u8]>, String)>,
     /// The file-count limit was passed: the walk stopped early.
     pub over_limit: bool,
+    /// Directories (relative; empty = the root) listed to their end.
+    pub listed: Vec<Box<[u8]>>,
+    /// Entries of listed directories that were not walked on: out of scope (ignored, `.git`,
+    /// the store's directory), a directory that could not be listed, an entry that could not
+    /// be examined or vanished before its `lstat`. With `listed` and the files the walk
+    /// passed on, every name the listings held (see [`super::Absence`]).
+    pub unlisted: Vec<Box<[u8]>>,
 }
 
 /// Options of [`walk`].
@@ -272,6 +279,7 @@ impl<S: Sink> Worker<S> {
             Err(e) => {
                 let text = io_text(&Self::full(ctx, &job.rel), e);
                 self.out.dir_errors.push((job.rel.clone(), text));
+                self.out.unlisted.push(job.rel.clone());
                 return;
             }
         };
@@ -285,6 +293,7 @@ impl<S: Sink> Worker<S> {
                 Err(e) => {
                     let text = io_text(&Self::full(ctx, &job.rel), e);
                     self.out.dir_errors.push((job.rel.clone(), text));
+                    self.out.unlisted.push(job.rel.clone());
                     return;
                 }
             };
@@ -332,9 +341,7 @@ impl<S: Sink> Worker<S> {
                 ino,
             } = self.listed[i];
             let name = &self.names[start..end];
-            if name == b".git" {
-                continue;
-            }
+            let git = name == b".git";
             self.rel.clear();
             self.rel.extend_from_slice(&job.rel);
             if !job.rel.is_empty() {
@@ -342,12 +349,17 @@ impl<S: Sink> Worker<S> {
             }
             let name_at = self.rel.len();
             self.rel.extend_from_slice(name);
+            if git {
+                self.out.unlisted.push(self.rel.as_slice().into());
+                continue;
+            }
             let name = OsStr::from_bytes(name);
             let mut stat = None;
             if kind == FileType::Unknown {
                 let Some(s) =
                     Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors)
                 else {
+                    self.out.unlisted.push(self.rel.as_slice().into());
                     continue;
                 };
                 kind = FileType::from_raw_mode(s.st_mode as _);
@@ -363,6 +375,7 @@ impl<S: Sink> Worker<S> {
                     &mut self.scratch,
                 )
             {
+                self.out.unlisted.push(self.rel.as_slice().into());
                 continue;
             }
             if is_dir {
@@ -371,6 +384,7 @@ impl<S: Sink> Worker<S> {
                         if let Ok(s) = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                             #[allow(clippy::unnecessary_cast)]
                             if s.st_dev as u64 == dev && s.st_ino as u64 == skip_ino {
+                                self.out.unlisted.push(self.rel.as_slice().into());
                                 continue;
                             }
                         }
@@ -397,12 +411,16 @@ impl<S: Sink> Worker<S> {
                 None => {
                     match Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors) {
                         Some(s) => Stat::from_raw(&s),
-                        None => continue,
+                        None => {
+                            self.out.unlisted.push(self.rel.as_slice().into());
+                            continue;
+                        }
                     }
                 }
             };
             self.sink.file(&self.rel, st);
         }
+        self.out.listed.push(job.rel.clone());
     }
 
     fn run(&mut self, ctx: &Ctx<'_>) {
@@ -503,6 +521,8 @@ pub(crate) fn walk<S: Sink>(
     for w in workers {
         out.dir_errors.extend(w.out.dir_errors);
         out.entry_errors.extend(w.out.entry_errors);
+        out.listed.extend(w.out.listed);
+        out.unlisted.extend(w.out.unlisted);
         sinks.push(w.sink);
     }
     (out, sinks)

@@ -155,6 +155,38 @@ fn keeps_exactly_what_the_ignore_crate_walker_keeps() {
             "{threads} threads"
         );
         assert_eq!(got, want);
+        // Every entry of every directory listed to its end is accounted for once: a file
+        // passed on, a directory listed, or an entry not walked on (ignored, `.git`).
+        let listed: std::collections::BTreeSet<&[u8]> = w.listed.iter().map(|d| &d[..]).collect();
+        let unlisted: std::collections::BTreeSet<&[u8]> =
+            w.unlisted.iter().map(|d| &d[..]).collect();
+        assert!(listed.contains(&b""[..]) && listed.contains(&b"sub"[..]));
+        for gone in [".git", "scratch1", "sub/scratch2", "logs", "excluded.txt"] {
+            assert!(unlisted.contains(gone.as_bytes()), "{gone}");
+        }
+        for d in &listed {
+            for e in std::fs::read_dir(root.join(OsStr::from_bytes(d)))
+                .expect("list")
+                .flatten()
+            {
+                let mut rel = d.to_vec();
+                if !rel.is_empty() {
+                    rel.push(b'/');
+                }
+                rel.extend_from_slice(e.file_name().as_bytes());
+                let seen = [
+                    got.contains_key(&rel),
+                    listed.contains(&rel[..]),
+                    unlisted.contains(&rel[..]),
+                ];
+                assert_eq!(
+                    seen.iter().filter(|x| **x).count(),
+                    1,
+                    "{}: {seen:?}",
+                    String::from_utf8_lossy(&rel)
+                );
+            }
+        }
     }
 }
 
