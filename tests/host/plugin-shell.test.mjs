@@ -5,7 +5,8 @@
  * rewind — bytes and the executable bit; a file changed only outside the agent is left as it is
  * and listed; budgets are reported, never silent. The write tools' first edit of a project file
  * names the copy the workspace's baseline stored, and comes back from it; a file an editor
- * changed during the turn before the agent rewrote it comes back as it was at the message.
+ * changed during the turn before the agent rewrote it comes back as it was at the message, and
+ * one it created is removed.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -268,6 +269,49 @@ test('a file an editor changes during the turn and the agent then rewrites comes
   const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'rewrite it')}`)
   assert.equal(result.kind, 'success', result.text)
   assert.equal(await readFile(join(ws, 'src/a.ts'), 'utf8'), 'as it was at the message\n')
+})
+
+test('a file an editor creates during the turn and the agent then rewrites is removed by the rewind; an ignored one is left', async (t) => {
+  // The editor creates `src/notes.md` and `docs/new/plan.md` (a new directory) and saves the
+  // ignored `.env` after the message's scan; no scan runs before the agent's writes. The
+  // scan listed `src/` and the workspace's root to their end without those names, so they
+  // were absent at the message; `.env` is out of the scan's scope, whether it was there is
+  // not the scan's to say, and it keeps the content the capture found.
+  const g = gate()
+  const host = await bootWithPlugin({
+    script: [turn(
+      read('src/a.ts'),
+      gated(g, read('src/notes.md')),
+      write('src/notes.md', 'the agent\'s notes\n'),
+      read('docs/new/plan.md'),
+      write('docs/new/plan.md', 'the agent\'s plan\n'),
+      read('.env'),
+      write('.env', 'TOKEN=the agent\'s\n'),
+      text('done'),
+    )],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'src/a.ts'), 'const a = 1\n')
+  await put(join(ws, '.gitignore'), '.env\n')
+  await put(join(ws, '.env'), 'TOKEN=at the message\n')
+  const agent = await host.createAgent('editor-creates-during-turn')
+  host.followup(agent, 'write the notes')
+  await g.reached
+  await pluginSettled(host, agent) // the message's scan has run
+  await put(join(ws, 'src/notes.md'), 'created in an editor mid-turn\n')
+  await put(join(ws, 'docs/new/plan.md'), 'created by a job mid-turn\n')
+  await writeFile(join(ws, '.env'), 'TOKEN=saved from an editor\n')
+  g.release()
+  await host.waitIdle(agent)
+  assert.equal(await readFile(join(ws, 'src/notes.md'), 'utf8'), 'the agent\'s notes\n')
+  assert.equal(await readFile(join(ws, '.env'), 'utf8'), 'TOKEN=the agent\'s\n')
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'write the notes')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(existsSync(join(ws, 'src/notes.md')), false, 'created after the message: removed')
+  assert.equal(existsSync(join(ws, 'docs')), false, 'the directories made for it are gone too')
+  assert.equal(await readFile(join(ws, '.env'), 'utf8'), 'TOKEN=saved from an editor\n', 'ignored: as the capture found it')
+  assert.equal(await readFile(join(ws, 'src/a.ts'), 'utf8'), 'const a = 1\n')
 })
 
 test('"Track every change" off: shell changes are not restored (only the write tools are)', async (t) => {
