@@ -163,8 +163,8 @@ impl<'a> Prior<'a> {
 
     /// The state the scan saw of `rel`, a regular file that no longer matches it (`now`: what
     /// the capture found), when the store holds its content, or a path the scan's walk found
-    /// absent that is now a file or a symlink: its before-state, and the `scanned_at` of the
-    /// index that holds that state.
+    /// absent that is now a regular file: its before-state, and the `scanned_at` of the index
+    /// that holds that state.
     fn unseen(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<(BeforeState, u64)> {
         let Some((entry, scanned_at)) = self.scanned.as_ref() else {
             return self
@@ -191,7 +191,7 @@ impl<'a> Prior<'a> {
     }
 
     /// The `scanned_at` of the index that has no entry for `rel`, when `now` finds a regular
-    /// file or a symlink there and the walk of this handle's scan that left that index found
+    /// file there and the walk of this handle's scan that left that index found
     /// no entry of that name where it would be ([`crate::scan::Absence`]): the path was
     /// created since.
     fn created(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<u64> {
@@ -199,10 +199,7 @@ impl<'a> Prior<'a> {
         let Known::Present { meta, .. } = now else {
             return None;
         };
-        if !matches!(
-            meta.kind,
-            crate::fsio::FileKind::File | crate::fsio::FileKind::Symlink
-        ) {
+        if meta.kind != crate::fsio::FileKind::File {
             return None;
         }
         let absence = self.seen.filter(|v| v.index_at == at)?.absence.as_ref()?;
