@@ -191,9 +191,12 @@ impl<'a> Prior<'a> {
     }
 
     /// The `scanned_at` of the index that has no entry for `rel`, when `now` finds a regular
-    /// file there and the walk of this handle's scan that left that index found
-    /// no entry of that name where it would be ([`crate::scan::Absence`]): the path was
-    /// created since.
+    /// file there and the walk of this handle's scan that left that index found no entry of
+    /// that name where it would be ([`crate::scan::Absence`]): the path was created since.
+    /// Not when the file is one the index knows under another path (the same inode: moved or
+    /// linked there since, e.g. its directory renamed), nor when the name the walk did not
+    /// find is not spelled as the directory now lists it (a filesystem that folds case or
+    /// normalizes names finds a path under another spelling).
     fn created(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<u64> {
         let at = self.missing?;
         let Known::Present { meta, .. } = now else {
@@ -206,9 +209,24 @@ impl<'a> Prior<'a> {
         let (_, slot) = s.workspace_index()?;
         let cached = slot.try_lock().ok()?;
         let ix = cached.index.as_ref().filter(|ix| ix.scanned_at == at)?;
-        absence
-            .absent(rel.as_bytes(), |q| ix.entries.contains_key(q))
-            .then_some(at)
+        let bytes = rel.as_bytes();
+        let n = absence.absent(bytes, |q| ix.entries.contains_key(q))?;
+        if ix
+            .entries
+            .values()
+            .any(|e| e.stat.ino == meta.ino && e.stat.dev == meta.dev)
+        {
+            return None;
+        }
+        drop(cached);
+        let (dir, name) = match bytes[..n].iter().rposition(|&b| b == b'/') {
+            Some(i) => (&bytes[..i], &bytes[i + 1..n]),
+            None => (&b""[..], &bytes[..n]),
+        };
+        let root = s.workspace_root()?;
+        let listing = std::fs::read_dir(root.join(std::ffi::OsStr::from_bytes(dir))).ok()?;
+        let spelled = listing.flatten().any(|e| e.file_name().as_bytes() == name);
+        spelled.then_some(at)
     }
 }
 

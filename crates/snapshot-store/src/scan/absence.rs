@@ -35,12 +35,14 @@ impl Absence {
 
     /// Whether `rel` (a workspace path, `/`-separated) was absent when the walk listed the
     /// directory that would have held it: some directory on its way was listed to its end
-    /// and held no entry of that name, walked on or not. `walked(q)`: whether the walk passed
-    /// `q` on as a file (an entry of the index). `false` when not known: a directory on the
-    /// way was out of scope, unreadable or not a directory, or the path itself was there.
-    pub(crate) fn absent(&self, rel: &[u8], walked: impl Fn(&[u8]) -> bool) -> bool {
+    /// and held no entry of that name, walked on or not. Then the length of the path to that
+    /// name (`rel[..n]`, the first of its components no listing held). `walked(q)`: whether
+    /// the walk passed `q` on as a file (an entry of the index). `None` when not known: a
+    /// directory on the way was out of scope, unreadable or not a directory, or the path
+    /// itself was there.
+    pub(crate) fn absent(&self, rel: &[u8], walked: impl Fn(&[u8]) -> bool) -> Option<usize> {
         if rel.is_empty() || !self.listed.contains(&b""[..]) {
-            return false;
+            return None;
         }
         let mut end = 0;
         loop {
@@ -50,15 +52,15 @@ impl Absence {
                 .map_or(rel.len(), |i| end + i);
             let q = &rel[..next];
             if self.unlisted.contains(q) || walked(q) {
-                return false;
+                return None;
             }
             if !self.listed.contains(q) {
                 // Its directory was listed to its end without it.
-                return true;
+                return Some(next);
             }
             if next == rel.len() {
                 // The path itself was a directory the walk listed.
-                return false;
+                return None;
             }
             end = next + 1;
         }
@@ -80,10 +82,11 @@ mod tests {
     fn a_name_no_listing_held_is_absent_and_every_other_is_not_known() {
         let a = absence(&["", "src", "src/app"], &["dist", "src/.env", "locked"]);
         let files = |q: &[u8]| q == b"src/a.ts" || q == b"README.md";
-        // Not in a listing that was made to its end.
-        assert!(a.absent(b"src/new.ts", files));
-        assert!(a.absent(b"src/app/new.ts", files));
-        assert!(a.absent(b"new/deeper/file", files));
+        // Not in a listing that was made to its end: the first name no listing held.
+        assert_eq!(a.absent(b"src/new.ts", files), Some(10));
+        assert_eq!(a.absent(b"src/app/new.ts", files), Some(14));
+        assert_eq!(a.absent(b"new/deeper/file", files), Some(3));
+        assert_eq!(a.absent(b"src/gen/deep/out.ts", files), Some(7));
         // Out of scope, unreadable, walked on, or a directory on the way that was not one.
         for rel in [
             "dist/out.js",
@@ -96,10 +99,10 @@ mod tests {
             "src/app",
             "",
         ] {
-            assert!(!a.absent(rel.as_bytes(), files), "{rel}");
+            assert_eq!(a.absent(rel.as_bytes(), files), None, "{rel}");
         }
         // The root never listed: nothing is known.
         let none = absence(&[], &[]);
-        assert!(!none.absent(b"src/new.ts", |_| false));
+        assert_eq!(none.absent(b"src/new.ts", |_| false), None);
     }
 }

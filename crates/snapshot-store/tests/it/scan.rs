@@ -1643,3 +1643,18 @@ fn an_ignored_file_another_sessions_scan_did_not_see_is_not_taken_for_created() 
     capture_in_form(&a, true, "w1", ".env", 1);
     tool_edit_undone(&env, &a, "w1", 1, ".env", b"TOKEN=the editor's");
 }
+
+#[test]
+fn a_file_moved_mid_turn_is_not_taken_for_created_at_its_new_path() {
+    // A job renames the project's directory during the turn (`src` → `lib`), and the agent's
+    // write tool then edits the file at its new path. The turn's scan listed no `lib`, but the
+    // file is one the index knows (the same inode): it was there at the message under another
+    // path, so a rewind leaves it with the content the capture found instead of removing the
+    // only copy.
+    let env = Env::new();
+    let store = env.store();
+    let s = scanned_once(&env, &store, b"at the message");
+    std::fs::rename(env.cwd.join("src"), env.cwd.join("lib")).expect("mv src lib");
+    capture_in_form(&s, true, "w1", "lib/a.ts", 1);
+    tool_edit_undone(&env, &s, "w1", 1, "lib/a.ts", b"at the message");
+}
