@@ -1611,18 +1611,13 @@ fn a_file_out_of_the_scans_scope_is_never_taken_for_created() {
     }
     s.recheck_tracked(2).expect("boundary 2");
     restore_to(&s, 1, "op");
-    assert_eq!(
-        env.read(".env").as_deref(),
-        Some(&b"TOKEN=an editor's save"[..])
-    );
-    assert_eq!(
-        env.read("build/new.js").as_deref(),
-        Some(&b"built by a job"[..])
-    );
-    assert_eq!(
-        env.read("build/old.js").as_deref(),
-        Some(&b"built before"[..])
-    );
+    for (rel, want) in [
+        (".env", &b"TOKEN=an editor's save"[..]),
+        ("build/new.js", b"built by a job"),
+        ("build/old.js", b"built before"),
+    ] {
+        assert_eq!(env.read(rel).as_deref(), Some(want), "{rel}");
+    }
 }
 
 #[test]
