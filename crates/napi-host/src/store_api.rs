@@ -56,7 +56,9 @@ struct Handle {
 }
 
 /// A call whose file is at most this large is captured on the JavaScript thread when
-/// nothing is in the way (see [`BindingStore::capture`]).
+/// nothing is in the way (see [`BindingStore::capture`]); so is a larger file whose capture
+/// reads none of its bytes (over the store's per-file cap, or stored by the workspace scan and
+/// unchanged since).
 const INLINE_CAPTURE_BYTES: u64 = 64 * 1024;
 /// A commit of at most this many staged paths runs on the JavaScript thread when nothing
 /// is in the way.

@@ -286,7 +286,9 @@ impl Session {
     /// loop): `None`, having done nothing, when the call could wait or take long —
     /// another thread is using this handle, another handle or process holds the store
     /// or log lock, the handle has not written yet (its first write may compact the
-    /// log), or `path` is a regular file over `max_bytes`. The caller then makes the
+    /// log), or `path` is a regular file over `max_bytes` that the capture would read (not
+    /// one over the store's per-file cap, nor one the workspace scan's index stands for:
+    /// their captures read none of their bytes). The caller then makes the
     /// blocking call (on another thread). Takes both locks up front, and the log's
     /// only once for the whole call.
     pub fn try_capture_before(
@@ -630,7 +632,8 @@ impl<'s> Staging<'s> {
                 );
                 match m {
                     Ok(m) if m.st_mode & 0o170000 == 0o100000 => {
-                        if u64::try_from(m.st_size).unwrap_or(0) > max_bytes {
+                        let size = u64::try_from(m.st_size).unwrap_or(0);
+                        if size > max_bytes && !self.reads_nothing(&q.st, rel, &m) {
                             return None;
                         }
                         seen = Seen::Regular;
@@ -641,6 +644,19 @@ impl<'s> Staging<'s> {
             }
         }
         Some(self.capture_with(&mut q.st, call_id, target, anchor, held, seen))
+    }
+
+    /// Whether a capture of `rel`, a regular file whose `lstat` is `m`, would read none of its
+    /// bytes: a file over the per-file cap (recorded as not backed up), or one the workspace
+    /// scan's index stands for (see [`Prior`]). Such a file runs on the calling thread
+    /// whatever its size.
+    fn reads_nothing(&self, st: &State, rel: &RelPath, m: &rustix::fs::Stat) -> bool {
+        let meta = DiskMeta::from_stat(m);
+        let cap = self.s.store.max_file_bytes();
+        (cap != 0 && meta.size > cap)
+            || Prior::of(self.s, rel, st.log_held.then_some(&st.idx.inline), None)
+                .content_of(self.s, &meta, cap)
+                .is_some()
     }
 
     /// The state of this handle, the shared store lock (with `store_lock`) and the

@@ -1653,3 +1653,33 @@ fn a_file_moved_mid_turn_is_not_taken_for_created_at_its_new_path() {
     capture_in_form(&s, true, "w1", "lib/a.ts", 1);
     tool_edit_undone(&env, &s, "w1", 1, "lib/a.ts", b"at the message");
 }
+
+#[test]
+fn a_large_file_the_scan_stored_or_over_the_cap_is_captured_without_waiting() {
+    // The form of the call that never waits leaves a file over its `max_bytes` to the one that
+    // may (it would read it), except when the capture reads none of its bytes: a file the
+    // scan's index stands for, or one over the store's per-file cap. A file changed since the
+    // scan is read, so it is left to the other form.
+    let env = Env::new();
+    let store = env.store_with(StoreOptions {
+        max_file_bytes: 4096,
+        ..StoreOptions::default()
+    });
+    env.write("src/big.ts", &[b'x'; 2000]);
+    env.write("src/huge.bin", &[b'y'; 8000]);
+    let s = scanned_once(&env, &store, b"small");
+    let quick = |call: &str, rel: &str| s.try_capture_before_at(call, Path::new(rel), 1, 100);
+    let o = quick("w1", "src/big.ts").expect("runs without waiting");
+    assert!(
+        matches!(o, Ok(snapshot_store::CaptureOutcome::Captured { deduplicated: true, .. })),
+        "{o:?}"
+    );
+    let o = quick("w2", "src/huge.bin").expect("runs without waiting");
+    assert!(
+        matches!(o, Ok(snapshot_store::CaptureOutcome::Uncovered { size: 8000, .. })),
+        "{o:?}"
+    );
+    env.write("src/a.ts", &[b'z'; 1000]);
+    assert!(quick("w3", "src/a.ts").is_none(), "changed since the scan: it would be read");
+    tool_edit_undone(&env, &s, "w1", 1, "src/big.ts", &[b'x'; 2000]);
+}
