@@ -34,7 +34,7 @@
  * edit of a project file the store holds already, the most common first call of a session.
  *
  * Run with Node 24 after `scripts/build.sh`: `node benches/store-addon.mjs`. `STORE_ADDON_TRACKED`
- * (sizes), `STORE_ADDON_FORMS` (`worst`, `host`, `inplace`, `scanned`; all four by default) and `STORE_ADDON_NATIVE`
+ * (sizes), `STORE_ADDON_BYTES` (the file's size, 16 KiB by default), `STORE_ADDON_FORMS` (`worst`, `host`, `inplace`, `scanned`; all four by default) and `STORE_ADDON_NATIVE`
  * (another build of the addon) narrow a run down, e.g. to one session in a process of its own for
  * an A/B of two builds run one after the other.
  * `STORE_ADDON_WAIT` sets what the event loop does between two calls: `pool` (the default: the
@@ -79,7 +79,10 @@ for (const f of FORMS) if (!(f in FORM)) throw new Error(`STORE_ADDON_FORMS: ${O
 const WAIT = process.env.STORE_ADDON_WAIT ?? 'pool'
 if (!['pool', 'none', 'timer'].includes(WAIT)) throw new Error(`STORE_ADDON_WAIT: pool, none or timer, not ${WAIT}`)
 const CAP = 8 * 1024 * 1024
-const SIZE = 16 * 1024
+// `STORE_ADDON_BYTES`: the size of the file every call writes (16 KiB by default).
+const SIZE = Number(process.env.STORE_ADDON_BYTES ?? 16 * 1024)
+if (!(Number.isInteger(SIZE) && SIZE >= 8)) throw new Error(`STORE_ADDON_BYTES: a whole number of bytes (8 or more), not ${process.env.STORE_ADDON_BYTES}`)
+const SIZE_TEXT = SIZE % 1024 === 0 ? `${SIZE / 1024} KiB` : `${SIZE} bytes`
 /** The file the calls write: two directories down, as most of a project's files are. */
 const FILE = 'src/app/w.ts'
 
@@ -252,7 +255,7 @@ for (const p of points) {
   }
   if (OTHER) abRows.push({ ...r, other: p.other })
   const how = `${FORM[p.form].how}${p.other ? `, ${AB}` : ''}`
-  const calls = `tool call 16 KiB at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`
+  const calls = `tool call ${SIZE_TEXT} at ${r.tracked} tracked${how}: first of a turn ${r.first.toFixed(1)} µs (capture ${r.firstCapture.toFixed(1)} + commit ${r.firstCommit.toFixed(1)}), later ${r.later.toFixed(1)} µs, all ${r.subject.toFixed(1)} µs`
   if (p.other) {
     console.log(calls)
     await rm(p.base, { recursive: true, force: true })
@@ -293,7 +296,7 @@ function plainTable(rs) {
   return t
 }
 if (rows.length) lines.push(
-  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, 16 KiB file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (${WAIT === 'none' ? 'the synchronous calls' : 'fs/promises'}), alternated in the same run; the calls go round the sessions in turn. ${WAIT_TEXT[WAIT]} Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files. These sessions have no message between their turns: a turn's first call meets content new to the store (the worst case, as when a shell command changed the file within the turn).`,
+  `One write-tool call as the plugin makes it: \`captureNow\` before the write + \`commitNow\` after it (\`capture\` / \`commit\` that return no promise when they run on the calling thread), through the napi addon from Node ${process.version}, ${SIZE_TEXT} file two directories down (\`${FILE}\`), content of its own on every call; ${PER_TURN} calls per turn (anchor) on the same file: the first of a turn stores the file's content (new to the store), the later ones find the file's state at the turn's message recorded and read nothing. Baseline: Node's own \`readFile\` + \`writeFile\` of the same size (${WAIT === 'none' ? 'the synchronous calls' : 'fs/promises'}), alternated in the same run; the calls go round the sessions in turn. ${WAIT_TEXT[WAIT]} Medians of ${ROUNDS} calls per session (${ROUNDS / PER_TURN} first of a turn). Goals: ≤ 1.5× the baseline and ≤ 100 µs; the same figure within 1.2× from 100 to 100,000 tracked files. These sessions have no message between their turns: a turn's first call meets content new to the store (the worst case, as when a shell command changed the file within the turn).`,
   '',
   ...plainTable(rows),
 )
@@ -309,7 +312,7 @@ for (const r of hostRows) {
 }
 if (hostRows.length) lines.push('', curveLine(hostRows), '')
 if (scannedRows.length) lines.push(
-  `As the plugin runs on the host with "Track every change" on (its default): a fourth session per size, in the same run, whose workspace the plugin scans. Its first scan (the baseline, at set-up) stored every file of the workspace, among them a 16 KiB file of its own for each turn (\`src/app/e<turn>.ts\`), which no tool touches before its turn. Each turn begins with the message's re-check and workspace scan (timed apart, together), then its ${PER_TURN} calls edit that turn's file: the turn's first call is the first edit of a project file the store holds already (the capture finds the scan's entry matching the file and reads nothing), the later ones find the file's state at the message recorded.`,
+  `As the plugin runs on the host with "Track every change" on (its default): a fourth session per size, in the same run, whose workspace the plugin scans. Its first scan (the baseline, at set-up) stored every file of the workspace, among them a ${SIZE_TEXT} file of its own for each turn (\`src/app/e<turn>.ts\`), which no tool touches before its turn. Each turn begins with the message's re-check and workspace scan (timed apart, together), then its ${PER_TURN} calls edit that turn's file: the turn's first call is the first edit of a project file the store holds already (the capture finds the scan's entry matching the file and reads nothing), the later ones find the file's state at the message recorded.`,
   '',
   "| tracked files | first call of a turn | its capture + commit | later call of the turn | all calls | Node read + write | the message's re-check + scan | baseline scan | first: ratio, goals | all: ratio, goals |",
   '|---:|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|',
