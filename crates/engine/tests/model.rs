@@ -1,8 +1,10 @@
 //! Model-based property test of the engine: the sequences the host runs, in random order,
 //! checked against a model of the workspace after every step.
 //!
-//! Steps: messages (re-check + boundary scan), write-tool calls (capture + commit), shell
-//! calls (scan before + after), outside edits and deletes (during a turn and between turns),
+//! Steps: messages (re-check + boundary scan), write-tool calls (capture + commit; a capture
+//! naming its anchor records, for a file changed since the turn's scan with no scan seeing it,
+//! the state that scan saw), shell calls (scan before + after), outside edits and deletes
+//! (during a turn and between turns),
 //! rewinds (to any message still on the surface, the current one included), fork rewinds
 //! (work then continues in the child, whose rewinds go through the fork chain), undos and
 //! redos, rewinds interrupted by a fault injected into every filesystem call after a random
@@ -192,6 +194,17 @@ impl World {
         }
     }
 
+    fn inode(&self, f: &str) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(self.ws.path().join(f))
+            .ok()
+            .map(|m| m.ino())
+    }
+
+    fn inodes(&self) -> std::collections::HashSet<u64> {
+        FILES.iter().filter_map(|f| self.inode(f)).collect()
+    }
+
     fn disk(&self) -> Disk {
         FILES
             .iter()
@@ -220,8 +233,13 @@ struct Model {
     boundaries: Vec<(u64, Disk)>,
     /// Which files a rewind restores, and to what.
     restorable: Restorable,
-    /// The disk as of the last scan (what the next scan compares with).
+    /// The disk as of the last scan (what the next scan compares with), and the inodes of its
+    /// files.
     scanned: Disk,
+    scanned_inodes: std::collections::HashSet<u64>,
+    /// Whether the session's handle in use scanned since it was opened (it keeps what its
+    /// last scan saw in memory; a new engine's handle knows nothing until it scans).
+    handle_scanned: bool,
     /// The newest rewind while nothing changed since it (undoable), and the newest undo while
     /// nothing changed since it (redoable).
     undo: Option<Done>,
@@ -261,6 +279,7 @@ impl Model {
         }
         self.scanned = self.disk.clone();
         self.scanned_in_turn = true;
+        self.handle_scanned = true;
     }
 
     /// The disk a rewind to `target` must leave, from the disk `at` the target message.
@@ -290,6 +309,29 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    // A file created outside the agent during the turn (no scan between), then a write tool's
+    // failed call on it: the capture found it absent at the turn's scan and recorded that,
+    // as a scan before the call would have, so the rewind to the message removes it.
+    run(vec![
+        Outside {
+            file: 5,
+            content: Some(0),
+        },
+        Tool {
+            file: 0,
+            content: None,
+            ok: false,
+        },
+        Tool {
+            file: 5,
+            content: None,
+            ok: false,
+        },
+        Rewind {
+            pick: 2686227392862389007,
+            crash: None,
+        },
+    ]);
     // A file the agent deleted before a fork, recreated outside the agent in the child: the
     // child's rewind before the outside change deletes it again (the child re-checks what its
     // parent tracks).
@@ -397,8 +439,8 @@ fn boundary(w: &World, m: &mut Model, es: &EngineSession) {
         .recheck_tracked_chain(m.anchor, &m.ancestors)
         .unwrap_or_else(|e| panic!("recheck: {e}"));
     scan(es, ScanPhase::Boundary, m.anchor, None);
-    let _ = w;
     m.scan(false);
+    m.scanned_inodes = w.inodes();
 }
 
 fn run(ops: Vec<Op>) {
@@ -411,6 +453,8 @@ fn run(ops: Vec<Op>) {
         boundaries: Vec::new(),
         restorable: Restorable::default(),
         scanned: Disk::new(),
+        scanned_inodes: Default::default(),
+        handle_scanned: false,
         undo: None,
         redo: None,
         min_anchor: 0,
@@ -441,6 +485,22 @@ fn run(ops: Vec<Op>) {
                 let f = FILES[file];
                 let call = format!("call-{}", m.ops);
                 let files = es.files_of(es.id()).expect("files");
+                // A capture that names its anchor, of a file changed since the turn's last scan
+                // with no scan seeing it, records the state that scan saw first, as a scan
+                // before the call would have: a file it had (changed or deleted since), or none
+                // (created since, unless it is a file that scan saw under another path: the
+                // same inode). The file's first record wins, as for a scan's.
+                if m.ops % 2 == 0
+                    && m.handle_scanned
+                    && m.scanned_in_turn
+                    && m.scanned.get(f) != m.disk.get(f)
+                {
+                    let moved = m.scanned.get(f).is_none()
+                        && w.inode(f).is_some_and(|i| m.scanned_inodes.contains(&i));
+                    if !moved {
+                        m.track(f, m.scanned.get(f).cloned());
+                    }
+                }
                 // Half the calls name their commit's anchor at capture, as the plugin does
                 // (the commit then waits for the next write of the session's log).
                 if m.ops % 2 == 0 {
@@ -477,11 +537,13 @@ fn run(ops: Vec<Op>) {
                 scan(&es, ScanPhase::Before, m.anchor, Some(&call));
                 let in_turn = m.scanned_in_turn;
                 m.scan(in_turn);
+                m.scanned_inodes = w.inodes();
                 let new = c.map(content);
                 w.write(f, new.as_ref());
                 m.changed(f, new);
                 scan(&es, ScanPhase::After, m.anchor, Some(&call));
                 m.scan(true);
+                m.scanned_inodes = w.inodes();
             }
             Op::Outside { file, content: c } => {
                 let f = FILES[file];
@@ -523,6 +585,7 @@ fn run(ops: Vec<Op>) {
                     w.crash.disarm();
                     // The restart: a new engine over the same home.
                     w.reopen();
+                    m.handle_scanned = false;
                     let es = w.session(&m.session);
                     let entry = es.entry(&op_id).expect("entry");
                     let how = if roll {
@@ -590,6 +653,7 @@ fn run(ops: Vec<Op>) {
                     assert!(mine.undoable && !mine.redoable, "{step}: {mine:?}");
                 }
                 m.scanned.clone_from(&m.disk);
+                m.scanned_inodes = w.inodes();
             }
             Op::Fork { pick } => {
                 let Some((idx, target, at)) = pick_target(&m, pick) else {
@@ -635,6 +699,9 @@ fn run(ops: Vec<Op>) {
                 m.session = child;
                 m.disk = want;
                 m.scanned.clone_from(&m.disk);
+                m.scanned_inodes = w.inodes();
+                // The child's handle has not scanned yet.
+                m.handle_scanned = false;
                 m.boundaries.truncate(idx);
                 m.undo = None;
                 m.redo = None;
@@ -676,6 +743,7 @@ fn run(ops: Vec<Op>) {
                 );
                 m.disk = done.before.clone();
                 m.scanned.clone_from(&m.disk);
+                m.scanned_inodes = w.inodes();
                 // The undone rewind's future is back on the surface only in a new session;
                 // this model keeps working in the rewound one.
                 if redoable {
@@ -703,6 +771,7 @@ fn run(ops: Vec<Op>) {
                 );
                 m.disk = done.after.clone();
                 m.scanned.clone_from(&m.disk);
+                m.scanned_inodes = w.inodes();
                 m.undo = Some(Done { op: new_op, ..done });
             }
             Op::Prune { keep } => {
@@ -722,7 +791,10 @@ fn run(ops: Vec<Op>) {
                     m.min_anchor = m.min_anchor.max(first.unwrap_or(u64::MAX));
                 }
             }
-            Op::Reopen => w.reopen(),
+            Op::Reopen => {
+                w.reopen();
+                m.handle_scanned = false;
+            }
         }
         assert_eq!(w.disk(), m.disk, "{step}: model and disk agree");
     }
