@@ -267,8 +267,8 @@ impl Model {
         self.restorable.track(f, self.anchor, before);
     }
 
-    /// What a scan of the given phase records: changes since the last scan.
-    fn scan(&mut self, restorable: bool) {
+    /// What a scan of the given phase records: changes since the last scan (of the disk on `w`).
+    fn scan(&mut self, restorable: bool, w: &World) {
         if restorable {
             let before = self.scanned.clone();
             for f in FILES {
@@ -277,9 +277,15 @@ impl Model {
                 }
             }
         }
-        self.scanned = self.disk.clone();
+        self.settled(w);
         self.scanned_in_turn = true;
         self.handle_scanned = true;
+    }
+
+    /// What the next scan compares with is the disk as it is now (on `w`).
+    fn settled(&mut self, w: &World) {
+        self.scanned.clone_from(&self.disk);
+        self.scanned_inodes = w.inodes();
     }
 
     /// The disk a rewind to `target` must leave, from the disk `at` the target message.
@@ -439,8 +445,7 @@ fn boundary(w: &World, m: &mut Model, es: &EngineSession) {
         .recheck_tracked_chain(m.anchor, &m.ancestors)
         .unwrap_or_else(|e| panic!("recheck: {e}"));
     scan(es, ScanPhase::Boundary, m.anchor, None);
-    m.scan(false);
-    m.scanned_inodes = w.inodes();
+    m.scan(false, w);
 }
 
 fn run(ops: Vec<Op>) {
@@ -536,14 +541,12 @@ fn run(ops: Vec<Op>) {
                 // scan already ran in it; else they were made outside, between turns.
                 scan(&es, ScanPhase::Before, m.anchor, Some(&call));
                 let in_turn = m.scanned_in_turn;
-                m.scan(in_turn);
-                m.scanned_inodes = w.inodes();
+                m.scan(in_turn, &w);
                 let new = c.map(content);
                 w.write(f, new.as_ref());
                 m.changed(f, new);
                 scan(&es, ScanPhase::After, m.anchor, Some(&call));
-                m.scan(true);
-                m.scanned_inodes = w.inodes();
+                m.scan(true, &w);
             }
             Op::Outside { file, content: c } => {
                 let f = FILES[file];
@@ -652,8 +655,7 @@ fn run(ops: Vec<Op>) {
                     let mine = actions.iter().find(|a| a.op_id == op_id).expect("listed");
                     assert!(mine.undoable && !mine.redoable, "{step}: {mine:?}");
                 }
-                m.scanned.clone_from(&m.disk);
-                m.scanned_inodes = w.inodes();
+                m.settled(&w);
             }
             Op::Fork { pick } => {
                 let Some((idx, target, at)) = pick_target(&m, pick) else {
@@ -698,8 +700,7 @@ fn run(ops: Vec<Op>) {
                 m.ancestors = chain;
                 m.session = child;
                 m.disk = want;
-                m.scanned.clone_from(&m.disk);
-                m.scanned_inodes = w.inodes();
+                m.settled(&w);
                 // The child's handle has not scanned yet.
                 m.handle_scanned = false;
                 m.boundaries.truncate(idx);
@@ -742,8 +743,7 @@ fn run(ops: Vec<Op>) {
                     "{step}: {mine:?}"
                 );
                 m.disk = done.before.clone();
-                m.scanned.clone_from(&m.disk);
-                m.scanned_inodes = w.inodes();
+                m.settled(&w);
                 // The undone rewind's future is back on the surface only in a new session;
                 // this model keeps working in the rewound one.
                 if redoable {
@@ -770,8 +770,7 @@ fn run(ops: Vec<Op>) {
                     "{step}: a standing redo is not redone twice"
                 );
                 m.disk = done.after.clone();
-                m.scanned.clone_from(&m.disk);
-                m.scanned_inodes = w.inodes();
+                m.settled(&w);
                 m.undo = Some(Done { op: new_op, ..done });
             }
             Op::Prune { keep } => {
