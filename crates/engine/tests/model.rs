@@ -500,7 +500,7 @@ fn run(ops: Vec<Op>) {
                     && m.scanned_in_turn
                     && m.scanned.get(f) != m.disk.get(f)
                 {
-                    let moved = m.scanned.get(f).is_none()
+                    let moved = !m.scanned.contains_key(f)
                         && w.inode(f).is_some_and(|i| m.scanned_inodes.contains(&i));
                     if !moved {
                         m.track(f, m.scanned.get(f).cloned());
