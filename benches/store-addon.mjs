@@ -354,13 +354,14 @@ if (abRows.length) {
   lines.push(
     `The same calls of this build (\`${NATIVE}\`) and of another (\`${AB}\`) in one process: each session above set up once per build, the calls going round all of them, in the opposite order every other round.`,
     '',
-    '| session | tracked files | first call of a turn: this / other | its capture: this / other | later call: this / other | all calls: this / other |',
-    '|:--|---:|---:|---:|---:|---:|',
+    '| session | tracked files | first call of a turn: this / other | its capture: this / other | later call: this / other | all calls: this / other | the message\'s re-check (+ scan): this / other |',
+    '|:--|---:|---:|---:|---:|---:|---:|',
   )
   const pair = (x, y) => `${us(x)} / ${us(y)}`
   for (const r of abRows.filter((x) => !x.other)) {
     const o = abRows.find((x) => x.other && x.form === r.form && x.tracked === r.tracked)
-    lines.push(`| ${r.form} | ${r.tracked.toLocaleString('en-US')} | ${pair(r.first, o.first)} | ${pair(r.firstCapture, o.firstCapture)} | ${pair(r.later, o.later)} | ${pair(r.subject, o.subject)} |`)
+    const message = r.recheck ? pair(r.recheck, o.recheck) : '—'
+    lines.push(`| ${r.form} | ${r.tracked.toLocaleString('en-US')} | ${pair(r.first, o.first)} | ${pair(r.firstCapture, o.firstCapture)} | ${pair(r.later, o.later)} | ${pair(r.subject, o.subject)} | ${message} |`)
   }
   lines.push('')
 }

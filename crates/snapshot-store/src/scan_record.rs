@@ -395,7 +395,7 @@ impl WorkspaceScan<'_> {
                 .store
                 .inner
                 .fs
-                .write_atomic(&self.s.p("scan.json"), &to_json(&rec))?;
+                .write_replacing(&self.s.p("scan.json"), &to_json(&rec))?;
         }
         report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
         Ok(report)

@@ -26,8 +26,9 @@ pub fn workspace_key(canonical: &Path) -> String {
     hex::encode(&d[..16])
 }
 
-/// Identity of the index file the cached copy was read from / written to.
-type FileId = (u64, u64, i64, i64);
+/// Identity of the index file the cached copy was read from / written to: inode, size,
+/// mtime and the file's last 32 bytes (see `file_id`).
+type FileId = (u64, u64, i64, i64, [u8; 32]);
 
 #[derive(Default)]
 pub(crate) struct Cached {
@@ -105,14 +106,32 @@ pub(crate) fn lock<'a>(
 }
 
 fn file_id(store: &Store, path: &Path) -> Result<Option<FileId>, FsFailure> {
-    match store.inner.fs.dir.symlink_metadata(path) {
-        Ok(m) => {
-            use cap_std::fs::MetadataExt;
-            Ok(Some((m.ino(), m.size(), m.mtime(), m.mtime_nsec())))
+    use cap_std::fs::MetadataExt;
+    use std::os::unix::fs::FileExt;
+    let f = match store.inner.fs.dir.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(fail(FsOp::Stat, path, e)),
+    };
+    let m = f.metadata().map_err(|e| fail(FsOp::Stat, path, e))?;
+    // The file's last 32 bytes: the checksum of all the others in a whole index. The file is
+    // written over a spare and swapped (`StoreFs::write_replacing`), so the same inode comes
+    // back every other write, possibly with the same size and mtime (a coarse clock): what
+    // tells two contents apart is the content.
+    let mut tail = [0u8; 32];
+    if let Some(at) = m.size().checked_sub(32) {
+        let f = f.into_std();
+        let mut got = 0;
+        while got < tail.len() {
+            match f.read_at(&mut tail[got..], at + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(fail(FsOp::Read, path, e)),
+            }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(fail(FsOp::Stat, path, e)),
     }
+    Ok(Some((m.ino(), m.size(), m.mtime(), m.mtime_nsec(), tail)))
 }
 
 /// What loading found.
@@ -153,10 +172,12 @@ impl Locked<'_> {
         }
     }
 
-    /// Writes `ix` atomically and keeps it as the cached copy.
+    /// Writes `ix` atomically (over the spare kept beside the file, see
+    /// [`StoreFs::write_replacing`](crate::fsio::StoreFs::write_replacing)) and keeps it as
+    /// the cached copy.
     pub fn save(&mut self, ix: Index) -> Result<(), Fault> {
         let path = self.index_path();
-        self.store.inner.fs.write_atomic(&path, &encode(&ix))?;
+        self.store.inner.fs.write_replacing(&path, &encode(&ix))?;
         self.cached.file = file_id(self.store, &path)?;
         self.cached.index = Some(ix);
         Ok(())
@@ -199,21 +220,32 @@ pub(crate) fn peek<R>(
     let slot = slot(store, key);
     let mut cached = slot.lock().unwrap_or_else(|p| p.into_inner());
     let path = Path::new(WORKSPACES).join(key).join("index.bin");
-    let id = file_id(store, &path)?;
-    if id.is_none() {
-        return Ok(None);
-    }
-    if id != cached.file || cached.index.is_none() {
+    // A read that met a write (the file it opened was the spare of a later write, rewritten
+    // meanwhile) fails its checksum, and the file's identity has moved on: read again.
+    let mut attempts = 3;
+    loop {
+        attempts -= 1;
+        let id = file_id(store, &path)?;
+        if id.is_none() {
+            return Ok(None);
+        }
+        if id == cached.file && cached.index.is_some() {
+            break;
+        }
         let Some(bytes) = store.inner.fs.read_opt(&path)? else {
             return Ok(None);
         };
-        match decode(&path, &bytes) {
+        let decoded = decode(&path, &bytes);
+        let still = file_id(store, &path)? == id;
+        match decoded {
             // Cached only when the file did not change while it was read.
-            Ok(ix) if file_id(store, &path)? == id => {
+            Ok(ix) if still => {
                 cached.index = Some(ix);
                 cached.file = id;
+                break;
             }
             Ok(ix) => return Ok(Some(f(&ix))),
+            Err(Fault::Corrupt(_)) if !still && attempts > 0 => {}
             Err(Fault::Corrupt(_)) => return Ok(None),
             Err(e) => return Err(e),
         }

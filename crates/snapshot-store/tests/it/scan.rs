@@ -1671,15 +1671,154 @@ fn a_large_file_the_scan_stored_or_over_the_cap_is_captured_without_waiting() {
     let quick = |call: &str, rel: &str| s.try_capture_before_at(call, Path::new(rel), 1, 100);
     let o = quick("w1", "src/big.ts").expect("runs without waiting");
     assert!(
-        matches!(o, Ok(snapshot_store::CaptureOutcome::Captured { deduplicated: true, .. })),
+        matches!(
+            o,
+            Ok(snapshot_store::CaptureOutcome::Captured {
+                deduplicated: true,
+                ..
+            })
+        ),
         "{o:?}"
     );
     let o = quick("w2", "src/huge.bin").expect("runs without waiting");
     assert!(
-        matches!(o, Ok(snapshot_store::CaptureOutcome::Uncovered { size: 8000, .. })),
+        matches!(
+            o,
+            Ok(snapshot_store::CaptureOutcome::Uncovered { size: 8000, .. })
+        ),
         "{o:?}"
     );
     env.write("src/a.ts", &[b'z'; 1000]);
-    assert!(quick("w3", "src/a.ts").is_none(), "changed since the scan: it would be read");
+    assert!(
+        quick("w3", "src/a.ts").is_none(),
+        "changed since the scan: it would be read"
+    );
     tool_edit_undone(&env, &s, "w1", 1, "src/big.ts", &[b'x'; 2000]);
+}
+
+/// The inode of `p` (`lstat`).
+fn inode(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).expect("stat").ino()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_index_and_scan_state_are_rewritten_over_a_spare_without_a_new_file_each_time() {
+    // Each write goes over the spare kept beside the file and swaps the two: after the first
+    // writes, the index and `scan.json` take turns between the same two inodes, and the spare
+    // holds the content before.
+    let env = Env::new();
+    env.write("a", b"0");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    let idx = index_files(&env).remove(0);
+    let spare = idx.with_file_name(".index.bin.spare");
+    let state = env.root.join("sessions").join("s1").join("scan.json");
+    let state_spare = state.with_file_name(".scan.json.spare");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut state_seen = std::collections::BTreeSet::new();
+    for k in 0..6u64 {
+        env.write("a", format!("change {k}").as_bytes());
+        let before = std::fs::read(&idx).expect("index");
+        let r = scan(&s, ScanPhase::Boundary, 2 + k, None);
+        assert_eq!(names(&r.outside), ["a"], "{r:?}");
+        if k >= 1 {
+            // From the second write on, the spare holds the index as it was before the write.
+            assert_eq!(std::fs::read(&spare).expect("spare"), before);
+            seen.insert(inode(&idx));
+            state_seen.insert(inode(&state));
+        }
+        let rec = std::fs::read_to_string(&state).expect("scan.json");
+        assert!(rec.contains(&format!("\"anchor_seq\":{}", 2 + k)), "{rec}");
+    }
+    assert_eq!(seen.len(), 2, "the index's inodes: {seen:?}");
+    assert_eq!(state_seen.len(), 2, "scan.json's inodes: {state_seen:?}");
+    assert!(state_spare.exists());
+    // And the index is whole: a change is found against it, and comes back.
+    let r = call(&s, 8, "c", || env.write("a", b"by the shell"));
+    assert_eq!(names(&r.modified), ["a"]);
+    restore_to(&s, 8, "op");
+    assert_eq!(env.read("a").as_deref(), Some(&b"change 5"[..]));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_spare_that_is_a_symlink_or_has_another_link_is_left_alone() {
+    // Something else in the spare's place is never written through: the write goes the
+    // ordinary way (a new file renamed over the index), and the other file keeps its bytes.
+    let env = Env::new();
+    env.write("a", b"0");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    let idx = index_files(&env).remove(0);
+    let spare = idx.with_file_name(".index.bin.spare");
+    let other = env.root.join("precious");
+    std::fs::write(&other, b"not the index").expect("write");
+    let _ = std::fs::remove_file(&spare);
+    std::os::unix::fs::symlink(&other, &spare).expect("symlink");
+    env.write("a", b"1");
+    assert_eq!(
+        names(&scan(&s, ScanPhase::Boundary, 2, None).outside),
+        ["a"]
+    );
+    assert_eq!(std::fs::read(&other).expect("other"), b"not the index");
+    assert!(
+        std::fs::symlink_metadata(&spare)
+            .expect("spare")
+            .file_type()
+            .is_symlink()
+    );
+    // A hard link of the spare elsewhere: not written over either.
+    std::fs::remove_file(&spare).expect("rm");
+    std::fs::write(&spare, b"spare").expect("write");
+    std::fs::hard_link(&spare, other.with_file_name("linked")).expect("link");
+    env.write("a", b"2");
+    assert_eq!(
+        names(&scan(&s, ScanPhase::Boundary, 3, None).outside),
+        ["a"]
+    );
+    assert_eq!(
+        std::fs::read(other.with_file_name("linked")).expect("linked"),
+        b"spare"
+    );
+    // The index written each time is whole.
+    let r = call(&s, 4, "c", || env.write("a", b"3"));
+    assert_eq!(names(&r.modified), ["a"]);
+    restore_to(&s, 4, "op");
+    assert_eq!(env.read("a").as_deref(), Some(&b"2"[..]));
+}
+
+#[test]
+fn an_index_rewritten_in_place_with_the_same_size_and_mtime_is_read_again() {
+    // Another process's writes swap the index with its spare, so the inode the cached copy
+    // was read from comes back every other write, possibly with the same size and mtime
+    // (a coarse clock). Here its bytes change in place, size and mtime kept: the next scan
+    // must read the file again (it is torn, so the baseline is rebuilt), not trust its copy.
+    let env = Env::new();
+    env.write("a", b"1");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    let idx = index_files(&env).remove(0);
+    let mtime = std::fs::metadata(&idx)
+        .expect("stat")
+        .modified()
+        .expect("mtime");
+    let ino = inode(&idx);
+    let mut bytes = std::fs::read(&idx).expect("index");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&idx)
+        .expect("open");
+    std::os::unix::fs::FileExt::write_all_at(&f, &bytes, 0).expect("write");
+    f.set_modified(mtime).expect("mtime");
+    drop(f);
+    assert_eq!(inode(&idx), ino);
+    let r = scan(&s, ScanPhase::Boundary, 2, None);
+    assert!(r.index_rebuilt.is_some() && r.baseline, "{r:?}");
 }
