@@ -111,3 +111,11 @@ pub use store::{
     DEFAULT_COMPACT_MIN_BYTES, DEFAULT_KEEP_IN_LOG_BYTES, DEFAULT_MAX_FILE_BYTES, Durability,
     Store, StoreOptions,
 };
+
+/// The number of CPUs this process may use, looked up once: `available_parallelism`
+/// reads the cgroup's files (about a dozen calls) every time it is asked, and scans
+/// and re-checks ask at every message and around every shell call.
+pub(crate) fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}

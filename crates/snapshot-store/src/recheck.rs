@@ -239,9 +239,7 @@ impl Recheck<'_> {
         let threads = if paths.len() < PARALLEL_LOOK {
             1
         } else {
-            std::thread::available_parallelism()
-                .map_or(1, usize::from)
-                .min(4)
+            crate::cpus().min(4)
         };
         let look = |run: &[(RelPath, (Known, Option<u64>))]| {
             // One run: the paths of one directory.
@@ -456,9 +454,7 @@ impl Recheck<'_> {
         let threads = if changed.len() < PARALLEL_RECHECK {
             1
         } else {
-            std::thread::available_parallelism()
-                .map_or(1, usize::from)
-                .min(4)
+            crate::cpus().min(4)
         };
         let run = |run: &[Changed]| {
             let mut out = Vec::with_capacity(run.len());

@@ -131,11 +131,7 @@ pub(crate) fn hash_all(
     items: &[(Box<[u8]>, Stat)],
     threads: usize,
 ) -> Result<Vec<Hashed>, FsFailure> {
-    let threads = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        threads
-    };
+    let threads = if threads == 0 { crate::cpus() } else { threads };
     // Set by the first store-side failure: the runs not started yet are skipped.
     let failed = AtomicBool::new(false);
     let runs = by_directory(

@@ -481,9 +481,7 @@ pub(crate) fn walk<S: Sink>(
         over: AtomicBool::new(false),
     };
     let threads = match opts.threads {
-        0 => std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(12),
+        0 => crate::cpus().min(12),
         n => n,
     };
     let mut workers: Vec<Worker<S>> = Vec::with_capacity(threads);
@@ -496,7 +494,8 @@ pub(crate) fn walk<S: Sink>(
         std::thread::scope(|sc| {
             let ctx = &ctx;
             let sink = &sink;
-            let handles: Vec<_> = (0..threads)
+            // The calling thread is one of the workers: one thread fewer to start and join.
+            let handles: Vec<_> = (1..threads)
                 .map(|_| {
                     sc.spawn(move || {
                         let mut w = Worker::new(sink());
@@ -505,6 +504,9 @@ pub(crate) fn walk<S: Sink>(
                     })
                 })
                 .collect();
+            let mut here = Worker::new(sink());
+            here.run(ctx);
+            workers.push(here);
             for h in handles {
                 match h.join() {
                     Ok(w) => workers.push(w),
