@@ -99,6 +99,11 @@ impl Pruner<'_> {
     pub(crate) fn prune(&self, opts: PruneOptions) -> Result<PruneReport, PruneError> {
         let mut st = self.s.lock_state();
         self.s.prepare(&mut st)?;
+        // The plugin prunes at every message: most find nothing to do, and need not wait
+        // for the exclusive store lock (behind every other handle's calls) to find it out.
+        if !self.due(&mut st, &opts)? {
+            return Ok(PruneReport::default());
+        }
         let _g = self.s.store.lock_exclusive()?;
         let mut report = PruneReport::default();
         let anchors: Vec<u64> = st.idx.groups.keys().copied().collect();
@@ -127,17 +132,45 @@ impl Pruner<'_> {
         Ok(report)
     }
 
-    /// Removes temporary files (`.name.tmp-…`) left in the session by a crash in the
-    /// middle of an atomic write or a compaction. Called under the exclusive store
-    /// lock and the session's state lock.
-    pub(crate) fn sweep_temporaries(&self) -> Result<(), Fault> {
+    /// Whether a prune with `opts` may have anything to do: more groups than it keeps, a
+    /// log due for compaction, more journals than it keeps finished ones, or a temporary
+    /// file left in the session. Looked at under the session's state lock only; what
+    /// changes after the look waits for the next prune.
+    fn due(&self, st: &mut crate::session::State, opts: &PruneOptions) -> Result<bool, Fault> {
+        if st.idx.groups.len() > opts.keep_groups || self.s.wants_compaction(st) {
+            return Ok(true);
+        }
         let fs = &self.s.store.inner.fs;
+        let intents = fs
+            .list(&self.s.p("journals"))?
+            .iter()
+            .filter(|n| !is_hidden(n) && n.as_encoded_bytes().ends_with(b".json"))
+            .count();
+        Ok(intents > opts.keep_journals || !self.temporaries()?.is_empty())
+    }
+
+    /// The temporary files (`.name.tmp-…`) a crash in the middle of an atomic write or a
+    /// compaction left in the session: every hidden name but the spare of `scan.json`
+    /// (see `StoreFs::write_replacing`), which is kept on purpose.
+    fn temporaries(&self) -> Result<Vec<std::path::PathBuf>, Fault> {
+        let fs = &self.s.store.inner.fs;
+        let mut out = Vec::new();
         for d in [self.s.dir.clone(), self.s.p("journals")] {
             for name in fs.list(&d)? {
-                if is_hidden(&name) {
-                    fs.remove_file(&d.join(name))?;
+                if is_hidden(&name) && name.as_encoded_bytes() != b".scan.json.spare" {
+                    out.push(d.join(name));
                 }
             }
+        }
+        Ok(out)
+    }
+
+    /// Removes the temporary files left in the session (see `Pruner::temporaries`).
+    /// Called under the exclusive store lock and the session's state lock.
+    pub(crate) fn sweep_temporaries(&self) -> Result<(), Fault> {
+        let fs = &self.s.store.inner.fs;
+        for path in self.temporaries()? {
+            fs.remove_file(&path)?;
         }
         Ok(())
     }

@@ -2165,3 +2165,56 @@ fn a_small_file_is_kept_in_the_log_without_looking_for_a_blob_file_of_it() {
         Some(&b"the same content"[..])
     );
 }
+
+#[test]
+fn a_prune_with_nothing_to_do_does_not_wait_for_the_store_lock() {
+    // The plugin prunes at every message. One with nothing to prune takes no store lock, so it
+    // does not wait behind another process's calls (here: a shared lock held on the store's
+    // lock file); one that has something to do still takes the exclusive lock.
+    let env = Env::new();
+    env.write("f", b"0");
+    let store = env.store_with_blob_files();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c1", 1, "f", Some(b"1"));
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(env.root.join("lock"))
+        .expect("lock file");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockShared).expect("flock");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spare = env
+        .root
+        .join("sessions")
+        .join("s1")
+        .join(".scan.json.spare");
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let r = s.prune(PruneOptions::default()).expect("prune");
+            tx.send(r).expect("send");
+            // A temporary left by a crash: this prune has something to do, and waits.
+            std::fs::write(&spare, b"kept").expect("spare");
+            std::fs::write(spare.with_file_name(".scan.json.tmp-1-1"), b"left").expect("tmp");
+            let r = s.prune(PruneOptions::default()).expect("prune");
+            tx.send(r).expect("send");
+        });
+        let first = rx.recv_timeout(std::time::Duration::from_secs(10));
+        if first.is_err() {
+            // Let the waiting prune go, so that the test fails instead of hanging.
+            rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock).expect("unlock");
+        }
+        let first = first.expect("a prune with nothing to do returned while the lock was held");
+        assert_eq!((first.groups_removed, first.journals_removed), (0, 0));
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "a prune with something to do waits for the lock"
+        );
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::Unlock).expect("unlock");
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the second prune");
+    });
+    assert!(!spare.with_file_name(".scan.json.tmp-1-1").exists());
+    assert_eq!(std::fs::read(&spare).expect("the spare is kept"), b"kept");
+    assert_eq!(s.anchors().expect("anchors"), vec![1]);
+}
