@@ -4,7 +4,9 @@
  * figure next to the same work without the plugin, measured in the same run and alternated:
  *
  *   1. a turn of 20 `write` tool calls (4 KiB each) with the plugin (capture + commit per call,
- *      the message-boundary re-check) vs the same turn in a host without the plugin;
+ *      the message-boundary re-check) vs the same turn in a host without the plugin, each the
+ *      first turn of a new session (it also pays the session's first scan, the baseline); then
+ *      later turns of one session (20 calls, and 1 call: what a message costs on its own);
  *   2. a 10-call `edit` turn (read + edit of an existing file) likewise;
  *   3. `/rewind` of a 3-turn session that changed 30 files vs a no-op command round trip
  *      (DSH's own `command/run` + `command/done`), which is the floor any command pays.
@@ -59,6 +61,24 @@ async function writeTurn(host) {
   return performance.now() - t
 }
 
+/** One host's session for the later turns: warmed up by three turns first. */
+const steady = new Map()
+async function laterTurn(host, calls) {
+  let s = steady.get(host)
+  if (s === undefined) {
+    s = { ...(await freshSession(host)), turns: 0 }
+    steady.set(host, s)
+  }
+  // Every turn writes files of its own, each with content of its own.
+  const steps = []
+  const k = ++s.turns
+  for (let i = 0; i < calls; i++) steps.push(write(`t${k}/f${i}.txt`, `${k}\n${content}`))
+  host.addTurns(turn(...steps, text('done')))
+  const t = performance.now()
+  await host.sendUser(s.agent, 'write files')
+  return performance.now() - t
+}
+
 async function editTurn(host) {
   const { agent, cwd } = await freshSession(host)
   const steps = []
@@ -102,9 +122,16 @@ async function pair(name, fn) {
   try {
     await fn(subject, true)
     await fn(baseline, false)
+    // The order alternates from round to round: whichever runs second meets what the first
+    // left behind (its dirty pages' write-back, a warmer or colder CPU).
     for (let i = 0; i < ROUNDS; i++) {
-      a.push(await fn(subject, true))
-      b.push(await fn(baseline, false))
+      if (i % 2 === 0) {
+        a.push(await fn(subject, true))
+        b.push(await fn(baseline, false))
+      } else {
+        b.push(await fn(baseline, false))
+        a.push(await fn(subject, true))
+      }
     }
   } finally {
     await subject.dispose()
@@ -116,14 +143,18 @@ async function pair(name, fn) {
 }
 
 const rows = []
-rows.push({ ...(await pair(`turn of ${CALLS} write calls (4 KiB each)`, (h) => writeTurn(h))), perCall: CALLS })
+rows.push({ ...(await pair(`turn of ${CALLS} write calls (4 KiB each), a new session's first`, (h) => writeTurn(h))), perCall: CALLS })
+steady.clear()
+rows.push({ ...(await pair(`later turn of ${CALLS} write calls (4 KiB each) in one session`, async (h) => { if (!steady.has(h)) for (let k = 0; k < 3; k++) await laterTurn(h, CALLS); return laterTurn(h, CALLS) })), perCall: CALLS })
+steady.clear()
+rows.push({ ...(await pair('later turn of 1 write call in one session', async (h) => { if (!steady.has(h)) for (let k = 0; k < 3; k++) await laterTurn(h, 1); return laterTurn(h, 1) })), perCall: 1 })
 rows.push({ ...(await pair(`turn of ${CALLS / 2} read + ${CALLS / 2} edit calls`, (h) => editTurn(h))), perCall: CALLS / 2 })
 rows.push({ ...(await pair('/rewind of 30 files (3 turns) vs a no-op command', (h, p) => rewindOnce(h, p))), perCall: 1 })
 
 let md_extra = ''
 let md = '## Plugin latency inside the real DSH host\n\n'
 md += `Real DSH 0.1.0-rc.8 service spine in-process (scripted model, invariant checkers off), Node ${process.version}; `
-md += `median of ${ROUNDS} alternated rounds; the baseline is the same work in a host without the plugin `
+md += `median of ${ROUNDS} alternated rounds (the order of the two hosts swapped every round); the baseline is the same work in a host without the plugin `
 md += '(for the rewind: a no-op command, the floor of any command round trip). `benches/plugin-latency.mjs`.\n\n'
 md += '| case | with plugin (median) | without (median) | added | added per write-tool call / rewind |\n|---|---:|---:|---:|---:|\n'
 for (const r of rows) {
