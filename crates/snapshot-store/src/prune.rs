@@ -29,10 +29,19 @@ pub enum FormatOutcome {
 /// Options of [`Session::prune`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PruneOptions {
-    /// Anchor groups to keep (newest first); default 100.
+    /// Anchor groups to keep (newest first); default 100. The older ones are dropped once
+    /// there are more than a tenth more (110 by default): the store-wide blob sweep that
+    /// follows a drop then runs at most every tenth new group, not at every one.
     pub keep_groups: usize,
     /// Finished restore journals to keep (newest first); default 10. Open journals are always kept.
     pub keep_journals: usize,
+}
+
+impl PruneOptions {
+    /// The number of groups above which a prune drops the oldest down to `keep_groups`.
+    fn drop_above(&self) -> usize {
+        self.keep_groups.saturating_add(self.keep_groups / 10)
+    }
 }
 
 impl Default for PruneOptions {
@@ -68,7 +77,8 @@ impl Session {
         Pruner { s: self }
     }
 
-    /// Keeps the newest `keep_groups` anchor groups and `keep_journals` finished
+    /// Keeps the newest `keep_groups` anchor groups (dropping the older ones once there are
+    /// a tenth more, see [`PruneOptions::keep_groups`]) and `keep_journals` finished
     /// journals; open journals are always kept. Compacts the record log when it
     /// outgrew its live content. When that removed anything, it then removes every
     /// blob nothing references (store-wide).
@@ -107,7 +117,7 @@ impl Pruner<'_> {
         let _g = self.s.store.lock_exclusive()?;
         let mut report = PruneReport::default();
         let anchors: Vec<u64> = st.idx.groups.keys().copied().collect();
-        if anchors.len() > opts.keep_groups {
+        if anchors.len() > opts.drop_above() {
             let drop = anchors[..anchors.len() - opts.keep_groups].to_vec();
             report.groups_removed = drop.len();
             self.s
@@ -137,7 +147,7 @@ impl Pruner<'_> {
     /// file left in the session. Looked at under the session's state lock only; what
     /// changes after the look waits for the next prune.
     fn due(&self, st: &mut crate::session::State, opts: &PruneOptions) -> Result<bool, Fault> {
-        if st.idx.groups.len() > opts.keep_groups || self.s.wants_compaction(st) {
+        if st.idx.groups.len() > opts.drop_above() || self.s.wants_compaction(st) {
             return Ok(true);
         }
         let fs = &self.s.store.inner.fs;

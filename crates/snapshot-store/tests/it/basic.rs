@@ -2218,3 +2218,35 @@ fn a_prune_with_nothing_to_do_does_not_wait_for_the_store_lock() {
     assert_eq!(std::fs::read(&spare).expect("the spare is kept"), b"kept");
     assert_eq!(s.anchors().expect("anchors"), vec![1]);
 }
+
+#[test]
+fn groups_are_dropped_in_batches_so_the_blob_sweep_runs_once_per_batch() {
+    // With 20 groups kept, the oldest are dropped once there are more than 22 (a tenth
+    // more), all the way down to 20: the store-wide sweep that follows a drop runs every
+    // third new group, not at every one.
+    let env = Env::new();
+    let store = env.store_with_blob_files();
+    let s = env.session(&store);
+    let opts = PruneOptions {
+        keep_groups: 20,
+        keep_journals: 10,
+    };
+    let mut swept = Vec::new();
+    for i in 0..30u64 {
+        env.write("f", format!("content {i}").as_bytes());
+        tool_edit(&env, &s, &format!("c{i}"), 10 + i, "f", Some(b"tool"));
+        let rep = s.prune(opts).expect("prune");
+        if rep.groups_removed > 0 {
+            swept.push((i + 1, rep.groups_removed, rep.gc.blobs_removed));
+        }
+    }
+    // 23 groups after the 23rd call: 3 dropped, their 3 blobs swept; then at 26 and 29.
+    assert_eq!(swept, vec![(23, 3, 3), (26, 3, 3), (29, 3, 3)]);
+    let anchors = s.anchors().expect("anchors");
+    assert_eq!(anchors.len(), 21);
+    assert_eq!(anchors.first(), Some(&19));
+    // The oldest group kept still restores.
+    s.restore(&s.plan_restore(19).expect("plan"), "op")
+        .expect("restore");
+    assert_eq!(env.read("f").as_deref(), Some(&b"content 9"[..]));
+}
