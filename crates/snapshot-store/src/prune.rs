@@ -31,7 +31,7 @@ pub enum FormatOutcome {
 pub struct PruneOptions {
     /// Anchor groups to keep (newest first); default 100. The older ones are dropped once
     /// there are more than a tenth more (110 by default): the store-wide blob sweep that
-    /// follows a drop then runs at most every tenth new group, not at every one.
+    /// follows a drop then runs every eleventh new group (by default), not at every one.
     pub keep_groups: usize,
     /// Finished restore journals to keep (newest first); default 10. Open journals are always kept.
     pub keep_journals: usize,
@@ -142,9 +142,9 @@ impl Pruner<'_> {
         Ok(report)
     }
 
-    /// Whether a prune with `opts` may have anything to do: more groups than it keeps, a
-    /// log due for compaction, more journals than it keeps finished ones, or a temporary
-    /// file left in the session. Looked at under the session's state lock only; what
+    /// Whether a prune with `opts` may have anything to do: groups to drop (a tenth more
+    /// than it keeps), a log due for compaction, more journals than it keeps finished ones,
+    /// or a temporary file left in the session. Looked at under the session's state lock only; what
     /// changes after the look waits for the next prune.
     fn due(&self, st: &mut crate::session::State, opts: &PruneOptions) -> Result<bool, Fault> {
         if st.idx.groups.len() > opts.drop_above() || self.s.wants_compaction(st) {
