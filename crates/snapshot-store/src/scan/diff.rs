@@ -199,6 +199,9 @@ impl Sink for Compare<'_> {
 }
 
 /// Runs one scan of the workspace rooted at `root` (read through `ws`).
+/// Entries under which a workspace is walked on one thread (see [`run`]).
+const SMALL_WORKSPACE: usize = 512;
+
 pub(crate) fn run(
     locked: &mut Locked<'_>,
     ws: &WsFs,
@@ -225,7 +228,13 @@ pub(crate) fn run(
 
     let store = locked.store;
     let mut wopts = WalkOptions::new(limits.max_files);
-    wopts.threads = limits.threads;
+    // A workspace the last scan found small is walked on the calling thread alone: starting
+    // and joining another thread costs more there than it saves.
+    wopts.threads = if limits.threads == 0 && had_index && ix.entries.len() < SMALL_WORKSPACE {
+        1
+    } else {
+        limits.threads
+    };
     wopts.skip_dir = rustix::fs::fstat(&store.inner.fs.dir).ok().map(|s| {
         #[allow(clippy::unnecessary_cast)]
         (s.st_dev as u64, s.st_ino as u64)
