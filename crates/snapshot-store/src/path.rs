@@ -308,6 +308,21 @@ pub(crate) fn valid_sha(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The name of the spare kept beside store file `name` (`.<name>.spare`, see
+/// `StoreFs::write_replacing`).
+pub(crate) fn spare_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    let mut spare = std::ffi::OsString::from(".");
+    spare.push(name);
+    spare.push(".spare");
+    spare
+}
+
+/// Whether a directory entry is the spare of a store file (see [`spare_name`]): hidden, but
+/// kept on purpose, not a temporary file.
+pub(crate) fn is_spare(name: &std::ffi::OsStr) -> bool {
+    is_hidden(name) && name.as_encoded_bytes().ends_with(b".spare")
+}
+
 /// Whether a directory entry is hidden (a name starting with a dot: temp files, locks).
 pub(crate) fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.as_encoded_bytes().first() == Some(&b'.')

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::codec::Record;
 use crate::error::{ClearError, Fault, PruneError, RecheckError};
 use crate::gc::GcReport;
-use crate::path::is_hidden;
+use crate::path::{is_hidden, is_spare};
 use crate::records::Index;
 use crate::seam::CrashPoint;
 
@@ -160,14 +160,14 @@ impl Pruner<'_> {
     }
 
     /// The temporary files (`.name.tmp-…`) a crash in the middle of an atomic write or a
-    /// compaction left in the session: every hidden name but the spare of `scan.json`
-    /// (see `StoreFs::write_replacing`), which is kept on purpose.
+    /// compaction left in the session: every hidden name but a spare (the one of
+    /// `scan.json`, see `StoreFs::write_replacing`), which is kept on purpose.
     fn temporaries(&self) -> Result<Vec<std::path::PathBuf>, Fault> {
         let fs = &self.s.store.inner.fs;
         let mut out = Vec::new();
         for d in [self.s.dir.clone(), self.s.p("journals")] {
             for name in fs.list(&d)? {
-                if is_hidden(&name) && name.as_encoded_bytes() != b".scan.json.spare" {
+                if is_hidden(&name) && !is_spare(&name) {
                     out.push(d.join(name));
                 }
             }

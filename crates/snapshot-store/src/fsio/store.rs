@@ -444,9 +444,7 @@ impl StoreFs {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Ok(false);
         };
-        let mut spare_name = OsString::from(".");
-        spare_name.push(name);
-        spare_name.push(".spare");
+        let spare_name = crate::path::spare_name(name);
         let spare = path.with_file_name(&spare_name);
         self.check(FsOp::Open, parent)?;
         let dir_path: &Path = if parent.as_os_str().is_empty() {

@@ -198,10 +198,10 @@ impl Sink for Compare<'_> {
     }
 }
 
-/// Runs one scan of the workspace rooted at `root` (read through `ws`).
 /// Entries under which a workspace is walked on one thread (see [`run`]).
 const SMALL_WORKSPACE: usize = 512;
 
+/// Runs one scan of the workspace rooted at `root` (read through `ws`).
 pub(crate) fn run(
     locked: &mut Locked<'_>,
     ws: &WsFs,
