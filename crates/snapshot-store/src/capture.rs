@@ -219,14 +219,15 @@ impl<'a> Prior<'a> {
             return None;
         }
         drop(cached);
-        let (dir, name) = match bytes[..n].iter().rposition(|&b| b == b'/') {
-            Some(i) => (&bytes[..i], &bytes[i + 1..n]),
-            None => (&b""[..], &bytes[..n]),
+        // The directory is walked to as the capture walks (no symlink followed, nothing
+        // outside the workspace listed); any failure leaves the path not taken for created.
+        let first = RelPath::from_bytes(&bytes[..n]).ok()?;
+        let Ok(crate::fsio::Walk::Parent(dir)) = s.ws.walk_parent(&first, false, &mut Vec::new())
+        else {
+            return None;
         };
-        let root = s.workspace_root()?;
-        let listing = std::fs::read_dir(root.join(std::ffi::OsStr::from_bytes(dir))).ok()?;
-        let spelled = listing.flatten().any(|e| e.file_name().as_bytes() == name);
-        spelled.then_some(at)
+        let (_, name) = first.split_last();
+        s.ws.lists(&dir, name, &first).ok()?.then_some(at)
     }
 }
 

@@ -191,6 +191,25 @@ impl WsFs {
         Ok(Beneath::Other)
     }
 
+    /// Whether directory `dir` (walked to as `rel`'s parent) lists an entry spelled exactly
+    /// `name`, byte for byte (a filesystem that folds case or normalizes names may find a
+    /// path under another spelling).
+    pub fn lists(&self, dir: &WsDir<'_>, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+        self.check(FsOp::ReadDir, rel)?;
+        let d = match dir {
+            WsDir::Root(d) => *d,
+            WsDir::Owned(d) => d,
+        };
+        let entries = d.entries().map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
+        for e in entries {
+            let e = e.map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
+            if e.file_name().as_bytes() == name {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// `lstat` of one component in `dir`; `None` when absent.
     pub fn lstat(
         &self,

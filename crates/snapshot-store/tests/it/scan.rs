@@ -1589,6 +1589,50 @@ fn a_file_created_between_calls_that_a_write_tool_then_edits_is_removed_by_the_r
     }
 }
 
+/// Fails every listing of a workspace directory with `EIO` once armed, and counts them.
+struct FailWorkspaceListings {
+    armed: std::sync::atomic::AtomicBool,
+    failed: AtomicUsize,
+}
+
+impl FaultSeam for FailWorkspaceListings {
+    fn before(&self, op: FsOp, area: Area, _path: &Path) -> io::Result<()> {
+        if op == FsOp::ReadDir && area == Area::Workspace && self.armed.load(Ordering::SeqCst) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            return Err(io::Error::from_raw_os_error(5));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_created_file_whose_directory_cannot_be_listed_is_not_taken_for_created() {
+    // As above, but listing the directory that would hold the new file fails (through the
+    // store's fault seam, as every workspace call): whether the name is spelled as the scan
+    // looked for it is not known, so the capture records the file as it found it, and a
+    // rewind leaves it with that content instead of removing it.
+    let env = Env::new();
+    let seam = Arc::new(FailWorkspaceListings {
+        armed: false.into(),
+        failed: AtomicUsize::new(0),
+    });
+    let store = env.store_with(StoreOptions {
+        seam: seam.clone(),
+        ..StoreOptions::default()
+    });
+    let s = scanned_once(&env, &store, b"at the message");
+    env.write("src/generated.ts", b"written by a job");
+    seam.armed.store(true, Ordering::SeqCst);
+    staged_sha(capture_in_form(&s, true, "w1", "src/generated.ts", 1));
+    assert_eq!(
+        seam.failed.load(Ordering::SeqCst),
+        1,
+        "the listing went through the seam"
+    );
+    seam.armed.store(false, Ordering::SeqCst);
+    tool_edit_undone(&env, &s, "w1", 1, "src/generated.ts", b"written by a job");
+}
+
 #[test]
 fn a_file_out_of_the_scans_scope_is_never_taken_for_created() {
     // Ignored files the turn's scan did not walk on: one that was there at the message
