@@ -151,12 +151,17 @@ impl Pruner<'_> {
             return Ok(true);
         }
         let fs = &self.s.store.inner.fs;
-        let intents = fs
-            .list(&self.s.p("journals"))?
+        // One listing of `journals/` tells both the finished intents and its temporaries.
+        let journals = fs.list(&self.s.p("journals"))?;
+        let intents = journals
             .iter()
             .filter(|n| !is_hidden(n) && n.as_encoded_bytes().ends_with(b".json"))
             .count();
-        Ok(intents > opts.keep_journals || !self.temporaries()?.is_empty())
+        let temporary =
+            |names: &[std::ffi::OsString]| names.iter().any(|n| is_hidden(n) && !is_spare(n));
+        Ok(intents > opts.keep_journals
+            || temporary(&journals)
+            || temporary(&fs.list(&self.s.dir)?))
     }
 
     /// The temporary files (`.name.tmp-…`) a crash in the middle of an atomic write or a

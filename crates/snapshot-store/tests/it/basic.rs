@@ -2220,6 +2220,25 @@ fn a_prune_with_nothing_to_do_does_not_wait_for_the_store_lock() {
 }
 
 #[test]
+fn a_prune_sweeps_a_temporary_left_in_the_sessions_journals() {
+    // A crash in the middle of a journal's atomic write leaves its temporary in `journals/`:
+    // the next message's prune has that to do (the session has nothing else) and removes it.
+    let env = Env::new();
+    env.write("f", b"0");
+    let store = env.store();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c1", 1, "f", Some(b"1"));
+    let journals = env.root.join("sessions").join("s1").join("journals");
+    std::fs::create_dir_all(&journals).expect("journals");
+    let tmp = journals.join(".op-1.json.tmp-1-1");
+    std::fs::write(&tmp, b"torn").expect("temporary");
+    let r = s.prune(PruneOptions::default()).expect("prune");
+    assert_eq!((r.groups_removed, r.journals_removed), (0, 0));
+    assert!(!tmp.exists(), "the temporary is swept");
+    assert_eq!(s.anchors().expect("anchors"), vec![1]);
+}
+
+#[test]
 fn groups_are_dropped_in_batches_so_the_blob_sweep_runs_once_per_batch() {
     // With 20 groups kept, the oldest are dropped once there are more than 22 (a tenth
     // more), all the way down to 20: the store-wide sweep that follows a drop runs every
