@@ -37,6 +37,12 @@ pub struct PruneOptions {
     pub keep_journals: usize,
 }
 
+/// Whether a session's directory entry is a temporary file a crash left behind: every hidden
+/// name but a spare (see `StoreFs::write_replacing`), which is kept on purpose.
+fn is_temporary(name: &std::ffi::OsStr) -> bool {
+    is_hidden(name) && !is_spare(name)
+}
+
 impl PruneOptions {
     /// The number of groups above which a prune drops the oldest down to `keep_groups`.
     fn drop_above(&self) -> usize {
@@ -157,22 +163,18 @@ impl Pruner<'_> {
             .iter()
             .filter(|n| !is_hidden(n) && n.as_encoded_bytes().ends_with(b".json"))
             .count();
-        let temporary =
-            |names: &[std::ffi::OsString]| names.iter().any(|n| is_hidden(n) && !is_spare(n));
-        Ok(intents > opts.keep_journals
-            || temporary(&journals)
-            || temporary(&fs.list(&self.s.dir)?))
+        let any = |names: &[std::ffi::OsString]| names.iter().any(|n| is_temporary(n));
+        Ok(intents > opts.keep_journals || any(&journals) || any(&fs.list(&self.s.dir)?))
     }
 
     /// The temporary files (`.name.tmp-…`) a crash in the middle of an atomic write or a
-    /// compaction left in the session: every hidden name but a spare (the one of
-    /// `scan.json`, see `StoreFs::write_replacing`), which is kept on purpose.
+    /// compaction left in the session (see [`is_temporary`]).
     fn temporaries(&self) -> Result<Vec<std::path::PathBuf>, Fault> {
         let fs = &self.s.store.inner.fs;
         let mut out = Vec::new();
         for d in [self.s.dir.clone(), self.s.p("journals")] {
             for name in fs.list(&d)? {
-                if is_hidden(&name) && !is_spare(&name) {
+                if is_temporary(&name) {
                     out.push(d.join(name));
                 }
             }

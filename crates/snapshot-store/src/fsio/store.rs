@@ -11,6 +11,15 @@ pub(crate) struct StoreFs {
     pub blobs: Option<Dir>,
 }
 
+/// `path` relative to the store's directory, the directory itself (`.`) for an empty one.
+fn or_root(path: &Path) -> &Path {
+    if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    }
+}
+
 impl StoreFs {
     fn check(&self, op: FsOp, path: &Path) -> Result<(), FsFailure> {
         self.io.check(op, Area::Store, path)
@@ -153,14 +162,9 @@ impl StoreFs {
         }
         self.check(FsOp::Sync, path)?;
         // Directory handles may be O_PATH: `sync_dir` opens it for reading to fsync it.
-        let target: &Path = if path.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            path
-        };
         let d = self
             .dir
-            .open_dir(target)
+            .open_dir(or_root(path))
             .map_err(|e| fail(FsOp::Sync, Area::Store, path, e))?;
         rewind_durable::sync_dir(&d).map_err(|e| fail(FsOp::Sync, Area::Store, path, e))
     }
@@ -241,12 +245,7 @@ impl StoreFs {
     /// Identity and size of a store file (`lstat`); `None` when it does not exist.
     pub fn stat_id(&self, path: &Path) -> Result<Option<FileId>, FsFailure> {
         self.check(FsOp::Stat, path)?;
-        let target: &Path = if path.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            path
-        };
-        match rustix::fs::statat(&self.dir, target, AtFlags::SYMLINK_NOFOLLOW) {
+        match rustix::fs::statat(&self.dir, or_root(path), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(FileId::from_stat(&st))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(fail(FsOp::Stat, Area::Store, path, e.into())),
@@ -447,14 +446,9 @@ impl StoreFs {
         let spare_name = crate::path::spare_name(name);
         let spare = path.with_file_name(&spare_name);
         self.check(FsOp::Open, parent)?;
-        let dir_path: &Path = if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        };
         let dir = self
             .dir
-            .open_dir(dir_path)
+            .open_dir(or_root(parent))
             .map_err(|e| fail(FsOp::Open, Area::Store, parent, e))?;
         self.check(FsOp::Create, &spare)?;
         let flags =

@@ -1109,21 +1109,27 @@ fn a_scan_refused_after_taking_the_index_over_leaves_it_to_the_next_scan() {
     shell_change_comes_back(&env, &s2, 1);
 }
 
-/// A seam that, while `on`, fails every write to a store path that names `name` (its
-/// temporary file and its rename included); reads go through.
-struct FailStoreWrite {
-    on: std::sync::atomic::AtomicBool,
-    name: &'static str,
+/// A seam that, while armed, fails with `EIO` every call `when` picks, and counts them.
+struct FailWhileArmed<F> {
+    armed: std::sync::atomic::AtomicBool,
+    failed: AtomicUsize,
+    when: F,
 }
 
-impl FaultSeam for FailStoreWrite {
+impl<F: Fn(FsOp, Area, &Path) -> bool + Send + Sync> FailWhileArmed<F> {
+    fn new(when: F) -> Arc<Self> {
+        Arc::new(FailWhileArmed {
+            armed: false.into(),
+            failed: AtomicUsize::new(0),
+            when,
+        })
+    }
+}
+
+impl<F: Fn(FsOp, Area, &Path) -> bool + Send + Sync> FaultSeam for FailWhileArmed<F> {
     fn before(&self, op: FsOp, area: Area, path: &Path) -> io::Result<()> {
-        let write = matches!(op, FsOp::Create | FsOp::Write | FsOp::Rename);
-        if self.on.load(Ordering::SeqCst)
-            && write
-            && area == Area::Store
-            && path.to_string_lossy().contains(self.name)
-        {
+        if self.armed.load(Ordering::SeqCst) && (self.when)(op, area, path) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
             return Err(io::Error::from_raw_os_error(5));
         }
         Ok(())
@@ -1136,9 +1142,11 @@ fn a_scan_that_fails_before_saving_its_index_leaves_the_check_of_kept_content_to
     // (EIO) leaves it naming content the log no longer keeps; once a blob sweep has run, the
     // next scan still finds that out and reads the file again.
     let env = Env::new();
-    let seam = Arc::new(FailStoreWrite {
-        on: false.into(),
-        name: "index.bin",
+    // Every write to the index (its temporary file and its rename included); reads go through.
+    let seam = FailWhileArmed::new(|op, area, path: &Path| {
+        matches!(op, FsOp::Create | FsOp::Write | FsOp::Rename)
+            && area == Area::Store
+            && path.to_string_lossy().contains("index.bin")
     });
     let store = env.store_with(StoreOptions {
         seam: seam.clone(),
@@ -1148,9 +1156,9 @@ fn a_scan_that_fails_before_saving_its_index_leaves_the_check_of_kept_content_to
     s.clear_session().expect("clear");
     // The session goes on: its next message starts a new log.
     s.recheck_tracked(3).expect("boundary 3");
-    seam.on.store(true, Ordering::SeqCst);
+    seam.armed.store(true, Ordering::SeqCst);
     assert!(s.scan(&req(ScanPhase::Boundary, 3, None)).is_err());
-    seam.on.store(false, Ordering::SeqCst);
+    seam.armed.store(false, Ordering::SeqCst);
     store.collect_garbage().expect("sweep");
     scan(&s, ScanPhase::Boundary, 3, None);
     shell_change_comes_back(&env, &s, 3);
@@ -1589,22 +1597,6 @@ fn a_file_created_between_calls_that_a_write_tool_then_edits_is_removed_by_the_r
     }
 }
 
-/// Fails every listing of a workspace directory with `EIO` once armed, and counts them.
-struct FailWorkspaceListings {
-    armed: std::sync::atomic::AtomicBool,
-    failed: AtomicUsize,
-}
-
-impl FaultSeam for FailWorkspaceListings {
-    fn before(&self, op: FsOp, area: Area, _path: &Path) -> io::Result<()> {
-        if op == FsOp::ReadDir && area == Area::Workspace && self.armed.load(Ordering::SeqCst) {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(io::Error::from_raw_os_error(5));
-        }
-        Ok(())
-    }
-}
-
 #[test]
 fn a_created_file_whose_directory_cannot_be_listed_is_not_taken_for_created() {
     // As above, but listing the directory that would hold the new file fails (through the
@@ -1612,10 +1604,8 @@ fn a_created_file_whose_directory_cannot_be_listed_is_not_taken_for_created() {
     // looked for it is not known, so the capture records the file as it found it, and a
     // rewind leaves it with that content instead of removing it.
     let env = Env::new();
-    let seam = Arc::new(FailWorkspaceListings {
-        armed: false.into(),
-        failed: AtomicUsize::new(0),
-    });
+    let seam =
+        FailWhileArmed::new(|op, area, _: &Path| op == FsOp::ReadDir && area == Area::Workspace);
     let store = env.store_with(StoreOptions {
         seam: seam.clone(),
         ..StoreOptions::default()
