@@ -369,71 +369,72 @@ fn main() {
         report.row(&label, subject, baseline, Some(1.5));
     }
 
+    // Capture of new content, per size (`STORE_BENCH_ONLY=capture`, with the dedup hits).
+    if want("capture") {
+        for (label, size, rounds) in [
+            ("4 KiB", 4 << 10, 200),
+            ("64 KiB", 64 << 10, 100),
+            ("1 MiB", 1 << 20, 30),
+            ("8 MiB", 8 << 20, 8),
+        ] {
+            let b = Bench::new();
+            let store = b.store(Durability::ProcessCrash);
+            let s = b.session(&store);
+            for i in 0..=rounds {
+                std::fs::write(b.cwd.join(format!("s{i}")), content(size, i)).unwrap();
+                std::fs::write(b.cwd.join(format!("r{i}")), content(size, 1_000_000 + i)).unwrap();
+            }
+            let (mut si, mut ri) = (0, 0);
+            let (subject, baseline) = timing::pair(
+                rounds,
+                || {
+                    s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
+                        .unwrap();
+                    si += 1;
+                },
+                || {
+                    raw_capture(&b.cwd.join(format!("r{ri}")), &b.raw, ri, false);
+                    ri += 1;
+                },
+            );
+            report.row(
+                &format!("capture {label} (new content)"),
+                subject,
+                baseline,
+                Some(1.3),
+            );
+        }
+
+        // Dedup hit: content already in the store.
+        for (label, size, rounds) in [("64 KiB", 64 << 10, 200), ("1 MiB", 1 << 20, 40)] {
+            let b = Bench::new();
+            let store = b.store(Durability::ProcessCrash);
+            let s = b.session(&store);
+            std::fs::write(b.cwd.join("f"), content(size, 7)).unwrap();
+            s.capture_before("warm", Path::new("f")).unwrap();
+            let mut i = 0;
+            let (subject, baseline) = timing::pair(
+                rounds,
+                || {
+                    s.capture_before(&format!("d{i}"), Path::new("f")).unwrap();
+                    i += 1;
+                },
+                || {
+                    let bytes = std::fs::read(b.cwd.join("f")).unwrap();
+                    std::hint::black_box(Sha256::digest(&bytes));
+                },
+            );
+            report.row(
+                &format!("capture {label} dedup hit"),
+                subject,
+                baseline,
+                Some(2.0),
+            );
+        }
+    }
     if only.is_some() {
         report.write();
         return;
-    }
-
-    // Capture of new content, per size.
-    for (label, size, rounds) in [
-        ("4 KiB", 4 << 10, 200),
-        ("64 KiB", 64 << 10, 100),
-        ("1 MiB", 1 << 20, 30),
-        ("8 MiB", 8 << 20, 8),
-    ] {
-        let b = Bench::new();
-        let store = b.store(Durability::ProcessCrash);
-        let s = b.session(&store);
-        for i in 0..=rounds {
-            std::fs::write(b.cwd.join(format!("s{i}")), content(size, i)).unwrap();
-            std::fs::write(b.cwd.join(format!("r{i}")), content(size, 1_000_000 + i)).unwrap();
-        }
-        let (mut si, mut ri) = (0, 0);
-        let (subject, baseline) = timing::pair(
-            rounds,
-            || {
-                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
-                    .unwrap();
-                si += 1;
-            },
-            || {
-                raw_capture(&b.cwd.join(format!("r{ri}")), &b.raw, ri, false);
-                ri += 1;
-            },
-        );
-        report.row(
-            &format!("capture {label} (new content)"),
-            subject,
-            baseline,
-            Some(1.3),
-        );
-    }
-
-    // Dedup hit: content already in the store.
-    for (label, size, rounds) in [("64 KiB", 64 << 10, 200), ("1 MiB", 1 << 20, 40)] {
-        let b = Bench::new();
-        let store = b.store(Durability::ProcessCrash);
-        let s = b.session(&store);
-        std::fs::write(b.cwd.join("f"), content(size, 7)).unwrap();
-        s.capture_before("warm", Path::new("f")).unwrap();
-        let mut i = 0;
-        let (subject, baseline) = timing::pair(
-            rounds,
-            || {
-                s.capture_before(&format!("d{i}"), Path::new("f")).unwrap();
-                i += 1;
-            },
-            || {
-                let bytes = std::fs::read(b.cwd.join("f")).unwrap();
-                std::hint::black_box(Sha256::digest(&bytes));
-            },
-        );
-        report.row(
-            &format!("capture {label} dedup hit"),
-            subject,
-            baseline,
-            Some(2.0),
-        );
     }
 
     // Recheck of 10,000 unchanged tracked paths.

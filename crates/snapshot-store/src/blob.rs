@@ -1,8 +1,9 @@
 //! Content-addressed blobs: `blobs/<64 hex>`, raw bytes, named by SHA-256.
 //!
-//! Files are streamed in [`CHUNK`]-sized pieces, hashed while copied, so a file
-//! is never held in memory twice; small files (≤ [`SMALL`]) are read in one
-//! buffer first so a dedup hit writes nothing.
+//! Files up to [`WHOLE`] are read into one buffer and hashed before anything is
+//! written, so a dedup hit writes nothing; larger files are streamed in
+//! [`CHUNK`]-sized pieces, hashed while copied, so a file is never held in memory
+//! twice.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -15,8 +16,16 @@ use crate::fsio::{CHUNK, StoreFs, WsFs, unique_suffix};
 use crate::path::RelPath;
 use crate::seam::CrashPoint;
 
-/// Files up to this size are read into one buffer before anything is written.
+/// Files up to this size are read into this thread's buffer (kept from file to file)
+/// before anything is written.
 pub(crate) const SMALL: usize = 64 * 1024;
+
+/// Files up to this size are read whole before anything is written: a file over
+/// [`SMALL`] into a buffer of its own, freed when it is stored. Its content is hashed
+/// first, so content the store has already costs one read and no write (streamed, it
+/// would be copied to a temporary file and removed). Larger files are streamed: the
+/// most held in memory while capturing one file stays under 2 MiB.
+pub(crate) const WHOLE: usize = 1024 * 1024;
 
 /// Files up to this size read by a capture or at a message boundary are kept in the
 /// session's record log (`blob` records) instead of a blob file each: a long turn's
@@ -153,24 +162,33 @@ pub(crate) fn store_file(
     cap: u64,
     sink: Option<&LogSink<'_>>,
 ) -> Result<Stored, FsFailure> {
-    if size_hint as usize <= SMALL {
-        // One buffer: read it all (a file that grew past SMALL continues on the streaming path).
-        // The buffer is this thread's, allocated and zeroed once (not per file): only the bytes
-        // read into it for this file (`..len`) are looked at.
-        let small = Small {
-            store,
-            ws,
-            rel,
-            cap,
-            size_hint,
-            sink,
-        };
-        return SMALL_BUF.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut buf) => small.store(file, &mut buf),
-            Err(_) => small.store(file, &mut Vec::new()),
-        });
+    if size_hint > WHOLE as u64 {
+        return stream(store, ws, file, rel, cap, None);
     }
-    stream(store, ws, file, rel, cap, None)
+    // One buffer: read it all (a file that grew past the buffer continues on the streaming
+    // path).
+    let whole = Whole {
+        store,
+        ws,
+        rel,
+        cap,
+        size_hint,
+        sink,
+    };
+    if size_hint as usize > SMALL {
+        // Zeroed by the allocator (fresh pages), not written here.
+        return whole.store(
+            file,
+            &mut vec![0; size_hint as usize + 1],
+            size_hint as usize,
+        );
+    }
+    // A small file's buffer is this thread's, allocated and zeroed once (not per file): only
+    // the bytes read into it for this file (`..len`) are looked at.
+    SMALL_BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => whole.store(file, &mut buf, SMALL),
+        Err(_) => whole.store(file, &mut Vec::new(), SMALL),
+    })
 }
 
 thread_local! {
@@ -178,8 +196,8 @@ thread_local! {
     static SMALL_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// [`store_file`] of a file expected to be at most [`SMALL`] bytes.
-struct Small<'a> {
+/// [`store_file`] of a file expected to be at most [`WHOLE`] bytes.
+struct Whole<'a> {
     store: &'a StoreFs,
     ws: &'a WsFs,
     rel: &'a RelPath,
@@ -188,15 +206,16 @@ struct Small<'a> {
     sink: Option<&'a LogSink<'a>>,
 }
 
-impl Small<'_> {
-    /// Reads the file into `buf` (grown to `SMALL + 1` bytes when shorter; its earlier
+impl Whole<'_> {
+    /// Reads the file into `buf` (grown to `limit + 1` bytes when shorter; its earlier
     /// contents are never read). `size_hint` is the file's size by its `fstat`: a read that
     /// returns less than asked for and brings the total to exactly that size has met the end
     /// of the file (a regular file's read stops short only there), so no further read is made
     /// to see end-of-file. A file that grew since its `fstat` fills the read or ends past that
-    /// size and is read on as before.
-    fn store(&self, file: &mut File, buf: &mut Vec<u8>) -> Result<Stored, FsFailure> {
-        let Small {
+    /// size and is read on as before; one that grew past `limit` is streamed, the bytes read
+    /// so far first.
+    fn store(&self, file: &mut File, buf: &mut Vec<u8>, limit: usize) -> Result<Stored, FsFailure> {
+        let Whole {
             store,
             ws,
             rel,
@@ -205,10 +224,10 @@ impl Small<'_> {
             sink,
         } = *self;
         let over = |n: u64| cap != 0 && n > cap;
-        if buf.len() < SMALL + 1 {
-            buf.resize(SMALL + 1, 0);
+        if buf.len() < limit + 1 {
+            buf.resize(limit + 1, 0);
         }
-        let buf = &mut buf[..=SMALL];
+        let buf = &mut buf[..=limit];
         let mut len = 0usize;
         loop {
             let asked = buf.len() - len;
@@ -221,9 +240,9 @@ impl Small<'_> {
                 break;
             }
         }
-        if len > SMALL {
+        if len > limit {
             // Grew while reading: continue streaming with what we have as the first chunk.
-            return stream(store, ws, file, rel, cap, Some(buf[..len].to_vec()));
+            return stream(store, ws, file, rel, cap, Some(&buf[..len]));
         }
         let data = &buf[..len];
         if over(len as u64) {
@@ -320,7 +339,7 @@ fn stream(
     file: &mut File,
     rel: &RelPath,
     cap: u64,
-    first: Option<Vec<u8>>,
+    first: Option<&[u8]>,
 ) -> Result<Stored, FsFailure> {
     let tmp = tmp_path();
     let mut out = store.create_new(&tmp)?;
@@ -332,8 +351,8 @@ fn stream(
             if cap != 0 && total > cap {
                 return Ok(None);
             }
-            hasher.update(&first);
-            store.write_all(&mut out, &tmp, &first)?;
+            hasher.update(first);
+            store.write_all(&mut out, &tmp, first)?;
         }
         let mut buf = vec![0u8; CHUNK];
         loop {

@@ -6,7 +6,8 @@
 //! exactly as it was when anything goes wrong.
 //!
 //! * **Content-addressed blobs** (SHA-256): identical before-states are stored once,
-//!   streamed (never held in memory twice), verified on every restore.
+//!   read whole up to 1 MiB (content the store has writes nothing) and streamed above
+//!   (never held in memory twice), verified on every restore.
 //! * **Capability handles**: the store root and each session cwd are opened once
 //!   ([`Store::open`], [`Store::session`]); every other access is relative to those
 //!   handles, one path component at a time without following symlinks.

@@ -2269,3 +2269,137 @@ fn groups_are_dropped_in_batches_so_the_blob_sweep_runs_once_per_batch() {
         .expect("restore");
     assert_eq!(env.read("f").as_deref(), Some(&b"content 9"[..]));
 }
+
+/// The store's writes of content (blob files and temporary files), as the seam sees them.
+fn content_writes(
+    seen: &std::sync::Mutex<Vec<String>>,
+) -> impl Fn(snapshot_store::FsOp, snapshot_store::Area, &Path) + Send + Sync + '_ {
+    move |op, area, path| {
+        use snapshot_store::{Area, FsOp};
+        let content = path.starts_with("blobs") || path.starts_with("tmp");
+        if area == Area::Store && content && matches!(op, FsOp::Create | FsOp::Write | FsOp::Rename)
+        {
+            seen.lock()
+                .expect("lock")
+                .push(format!("{op} {}", path.display()));
+        }
+    }
+}
+
+#[test]
+fn a_capture_of_content_the_store_has_writes_nothing_for_files_up_to_one_mib() {
+    use sha2::Digest;
+    let env = Env::new();
+    let seen: &'static std::sync::Mutex<Vec<String>> = Box::leak(Box::default());
+    let store = env.store_with(StoreOptions {
+        seam: std::sync::Arc::new(crate::common::Watch(content_writes(seen))),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    for (i, size) in [65_537usize, 300_000, 1 << 20, (1 << 20) + 1]
+        .into_iter()
+        .enumerate()
+    {
+        let bytes: Vec<u8> = (0..size).map(|k| (k * 31 + i) as u8).collect();
+        let (first, copy) = (format!("f{i}"), format!("copy{i}"));
+        env.write(&first, &bytes);
+        env.write(&copy, &bytes);
+        seen.lock().expect("lock").clear();
+        tool_edit(&env, &s, &format!("a{i}"), 1, &first, Some(b"x"));
+        assert!(
+            !seen.lock().expect("lock").is_empty(),
+            "{size}: new content is written"
+        );
+        seen.lock().expect("lock").clear();
+        let out = s
+            .capture_before(&format!("b{i}"), Path::new(&copy))
+            .expect("capture");
+        let CaptureOutcome::Captured {
+            sha256,
+            size: got,
+            deduplicated,
+            ..
+        } = out
+        else {
+            panic!("{size}: {out:?}");
+        };
+        assert_eq!(got, size as u64);
+        assert_eq!(sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+        assert!(deduplicated, "{size}: the store has it");
+        let writes = seen.lock().expect("lock").clone();
+        if size <= 1 << 20 {
+            assert!(
+                writes.is_empty(),
+                "{size}: read whole, nothing written: {writes:?}"
+            );
+        } else {
+            // Streamed: copied to a temporary file, removed when the store has it.
+            assert!(!writes.is_empty(), "{size}: streamed");
+        }
+        env.write(&copy, b"y");
+        s.commit(&format!("b{i}"), 1, true).expect("commit");
+        // Both come back whole.
+        let plan = s.plan_restore(1).expect("plan");
+        s.restore(&plan, &format!("op{i}")).expect("restore");
+        assert_eq!(env.read(&first).as_deref(), Some(&bytes[..]), "{size}");
+        assert_eq!(env.read(&copy).as_deref(), Some(&bytes[..]), "{size}");
+    }
+    assert_eq!(
+        std::fs::read_dir(env.root.join("tmp"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn a_file_that_grows_past_its_size_while_read_whole_is_captured_with_what_it_grew_to() {
+    use sha2::Digest;
+    let env = Env::new();
+    for size in [1000usize, 200_000, 1 << 20] {
+        let name = format!("g{size}");
+        let start: Vec<u8> = (0..size).map(|k| (k % 251) as u8).collect();
+        env.write(&name, &start);
+        // Its first read by the store finds it longer by 100 KiB than its `fstat` said.
+        let armed = std::sync::atomic::AtomicBool::new(true);
+        let path = env.p(&name);
+        let target = name.clone();
+        let store = env.store_with(StoreOptions {
+            seam: std::sync::Arc::new(crate::common::Watch(move |op, area, p: &Path| {
+                use std::io::Write;
+                if op == snapshot_store::FsOp::Read
+                    && area == snapshot_store::Area::Workspace
+                    && p == Path::new(&target)
+                    && armed.swap(false, std::sync::atomic::Ordering::SeqCst)
+                {
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&path)
+                        .expect("open");
+                    f.write_all(&vec![b'+'; 100 << 10]).expect("grow");
+                }
+            })),
+            ..StoreOptions::default()
+        });
+        let s = store
+            .session(&format!("s{size}"), &env.cwd)
+            .expect("session");
+        let mut grown = start.clone();
+        grown.extend(std::iter::repeat_n(b'+', 100 << 10));
+        let out = s.capture_before("c", Path::new(&name)).expect("capture");
+        let CaptureOutcome::Captured {
+            sha256, size: got, ..
+        } = out
+        else {
+            panic!("{size}: {out:?}");
+        };
+        assert_eq!(got, grown.len() as u64, "{size}");
+        assert_eq!(sha256, hex::encode(sha2::Sha256::digest(&grown)), "{size}");
+        env.write(&name, b"after");
+        s.commit("c", 1, true).expect("commit");
+        let plan = s.plan_restore(1).expect("plan");
+        s.restore(&plan, "op").expect("restore");
+        assert_eq!(env.read(&name).as_deref(), Some(&grown[..]), "{size}");
+    }
+}
