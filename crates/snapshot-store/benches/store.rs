@@ -116,6 +116,36 @@ fn content(size: usize, i: usize) -> Vec<u8> {
     v
 }
 
+/// Captures of `rounds` files of `size` bytes, each of content new to the store, against
+/// [`raw_capture`]s of other files of the same size (fsyncing in `PowerLoss` mode).
+fn capture_pair(
+    durability: Durability,
+    size: usize,
+    rounds: usize,
+) -> (std::time::Duration, std::time::Duration) {
+    let b = Bench::new();
+    let store = b.store(durability);
+    let s = b.session(&store);
+    for i in 0..=rounds {
+        std::fs::write(b.cwd.join(format!("s{i}")), content(size, i)).unwrap();
+        std::fs::write(b.cwd.join(format!("r{i}")), content(size, 1_000_000 + i)).unwrap();
+    }
+    let sync = durability == Durability::PowerLoss;
+    let (mut si, mut ri) = (0, 0);
+    timing::pair(
+        rounds,
+        || {
+            s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
+                .unwrap();
+            si += 1;
+        },
+        || {
+            raw_capture(&b.cwd.join(format!("r{ri}")), &b.raw, ri, sync);
+            ri += 1;
+        },
+    )
+}
+
 /// Raw baseline of a capture: stat + read + sha256 + write + rename.
 fn raw_capture(src: &Path, dst_dir: &Path, i: usize, sync: bool) {
     let _ = std::fs::symlink_metadata(src).unwrap();
@@ -377,26 +407,7 @@ fn main() {
             ("1 MiB", 1 << 20, 30),
             ("8 MiB", 8 << 20, 8),
         ] {
-            let b = Bench::new();
-            let store = b.store(Durability::ProcessCrash);
-            let s = b.session(&store);
-            for i in 0..=rounds {
-                std::fs::write(b.cwd.join(format!("s{i}")), content(size, i)).unwrap();
-                std::fs::write(b.cwd.join(format!("r{i}")), content(size, 1_000_000 + i)).unwrap();
-            }
-            let (mut si, mut ri) = (0, 0);
-            let (subject, baseline) = timing::pair(
-                rounds,
-                || {
-                    s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
-                        .unwrap();
-                    si += 1;
-                },
-                || {
-                    raw_capture(&b.cwd.join(format!("r{ri}")), &b.raw, ri, false);
-                    ri += 1;
-                },
-            );
+            let (subject, baseline) = capture_pair(Durability::ProcessCrash, size, rounds);
             report.row(
                 &format!("capture {label} (new content)"),
                 subject,
@@ -482,31 +493,7 @@ fn main() {
 
     // Durable capture.
     {
-        let b = Bench::new();
-        let store = b.store(Durability::PowerLoss);
-        let s = b.session(&store);
-        let rounds = 30;
-        for i in 0..=rounds {
-            std::fs::write(b.cwd.join(format!("s{i}")), content(64 << 10, i)).unwrap();
-            std::fs::write(
-                b.cwd.join(format!("r{i}")),
-                content(64 << 10, 1_000_000 + i),
-            )
-            .unwrap();
-        }
-        let (mut si, mut ri) = (0, 0);
-        let (subject, baseline) = timing::pair(
-            rounds,
-            || {
-                s.capture_before(&format!("c{si}"), Path::new(&format!("s{si}")))
-                    .unwrap();
-                si += 1;
-            },
-            || {
-                raw_capture(&b.cwd.join(format!("r{ri}")), &b.raw, ri, true);
-                ri += 1;
-            },
-        );
+        let (subject, baseline) = capture_pair(Durability::PowerLoss, 64 << 10, 30);
         report.row(
             "capture 64 KiB, PowerLoss (fsync) vs fsyncing raw capture",
             subject,

@@ -215,15 +215,8 @@ impl Whole<'_> {
     /// size and is read on as before; one that grew past `limit` is streamed, the bytes read
     /// so far first.
     fn store(&self, file: &mut File, buf: &mut Vec<u8>, limit: usize) -> Result<Stored, FsFailure> {
-        let Whole {
-            store,
-            ws,
-            rel,
-            cap,
-            size_hint,
-            sink,
-        } = *self;
-        let over = |n: u64| cap != 0 && n > cap;
+        let (store, rel) = (self.store, self.rel);
+        let over = |n: u64| self.cap != 0 && n > self.cap;
         if buf.len() < limit + 1 {
             buf.resize(limit + 1, 0);
         }
@@ -231,25 +224,25 @@ impl Whole<'_> {
         let mut len = 0usize;
         loop {
             let asked = buf.len() - len;
-            let n = ws.read_chunk(file, rel, &mut buf[len..])?;
+            let n = self.ws.read_chunk(file, rel, &mut buf[len..])?;
             if n == 0 {
                 break;
             }
             len += n;
-            if len == buf.len() || (n < asked && len as u64 == size_hint) {
+            if len == buf.len() || (n < asked && len as u64 == self.size_hint) {
                 break;
             }
         }
         if len > limit {
             // Grew while reading: continue streaming with what we have as the first chunk.
-            return stream(store, ws, file, rel, cap, Some(&buf[..len]));
+            return stream(store, self.ws, file, rel, self.cap, Some(&buf[..len]));
         }
         let data = &buf[..len];
         if over(len as u64) {
             return Ok(Stored::OverCap { size: len as u64 });
         }
         let sha = hex::encode(Sha256::digest(data));
-        match sink.filter(|s| len as u64 <= s.max) {
+        match self.sink.filter(|s| len as u64 <= s.max) {
             // The scan's reads: left to the log only for a path tracked with this content.
             Some(sink) if sink.tracked.is_some() && sink.keeps_for(rel, &sha) => {
                 return Ok(Stored::Kept {
