@@ -11,12 +11,19 @@ pub(crate) enum WsDir<'a> {
     Owned(Dir),
 }
 
+impl WsDir<'_> {
+    /// The directory's handle, borrowed or owned.
+    fn dir(&self) -> &Dir {
+        match self {
+            WsDir::Root(d) => d,
+            WsDir::Owned(d) => d,
+        }
+    }
+}
+
 impl AsFd for WsDir<'_> {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            WsDir::Root(d) => d.as_fd(),
-            WsDir::Owned(d) => d.as_fd(),
-        }
+        self.dir().as_fd()
     }
 }
 
@@ -196,11 +203,10 @@ impl WsFs {
     /// path under another spelling).
     pub fn lists(&self, dir: &WsDir<'_>, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
         self.check(FsOp::ReadDir, rel)?;
-        let d = match dir {
-            WsDir::Root(d) => *d,
-            WsDir::Owned(d) => d,
-        };
-        let entries = d.entries().map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
+        let entries = dir
+            .dir()
+            .entries()
+            .map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
         for e in entries {
             let e = e.map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
             if e.file_name().as_bytes() == name {

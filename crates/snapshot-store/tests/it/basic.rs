@@ -2272,8 +2272,8 @@ fn groups_are_dropped_in_batches_so_the_blob_sweep_runs_once_per_batch() {
 
 /// The store's writes of content (blob files and temporary files), as the seam sees them.
 fn content_writes(
-    seen: &std::sync::Mutex<Vec<String>>,
-) -> impl Fn(snapshot_store::FsOp, snapshot_store::Area, &Path) + Send + Sync + '_ {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> impl Fn(snapshot_store::FsOp, snapshot_store::Area, &Path) + Send + Sync {
     move |op, area, path| {
         use snapshot_store::{Area, FsOp};
         let content = path.starts_with("blobs") || path.starts_with("tmp");
@@ -2290,9 +2290,9 @@ fn content_writes(
 fn a_capture_of_content_the_store_has_writes_nothing_for_files_up_to_one_mib() {
     use sha2::Digest;
     let env = Env::new();
-    let seen: &'static std::sync::Mutex<Vec<String>> = Box::leak(Box::default());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let store = env.store_with(StoreOptions {
-        seam: std::sync::Arc::new(crate::common::Watch(content_writes(seen))),
+        seam: std::sync::Arc::new(crate::common::Watch(content_writes(seen.clone()))),
         ..StoreOptions::default()
     });
     let s = env.session(&store);
