@@ -47,6 +47,9 @@ pub struct QuotaReport {
     pub failed: Vec<Failed>,
     /// Unreferenced blobs removed by garbage collection (applied runs).
     pub blobs_removed: usize,
+    /// Workspace scan states no session uses any more, removed by garbage collection
+    /// (applied runs).
+    pub workspaces_removed: usize,
 }
 
 impl QuotaReport {
@@ -66,9 +69,17 @@ fn store_fault(op: &'static str, e: impl std::fmt::Display) -> SweepError {
 
 /// Drops a session's references; returns its record bytes plus the bytes of the
 /// blobs no other remaining session references.
-fn release<'a>(users: &mut HashMap<&'a str, usize>, s: &'a snapshot_store::SessionUsage) -> u64 {
-    let mut freed = s.record_bytes;
-    for (sha, size) in &s.referenced {
+fn release(users: &mut HashMap<&str, usize>, s: &snapshot_store::SessionUsage) -> u64 {
+    s.record_bytes + drop_refs(users, &s.referenced)
+}
+
+/// Drops one user of each blob of `referenced`; returns the bytes of those left with none.
+fn drop_refs(
+    users: &mut HashMap<&str, usize>,
+    referenced: &std::collections::BTreeMap<String, u64>,
+) -> u64 {
+    let mut freed = 0;
+    for (sha, size) in referenced {
         if let Some(n) = users.get_mut(sha.as_str()) {
             *n -= 1;
             if *n == 0 {
@@ -77,6 +88,79 @@ fn release<'a>(users: &mut HashMap<&'a str, usize>, s: &'a snapshot_store::Sessi
         }
     }
     freed
+}
+
+/// The workspace scan states of an inventory, as sessions leave: which sessions still
+/// name each, and whether the blob sweep may remove it once none does.
+struct Spaces<'a> {
+    /// By key: the workspace, and how many remaining sessions name it.
+    by_key: HashMap<&'a str, (&'a snapshot_store::WorkspaceUsage, usize)>,
+    /// Some session's scan state could not be read: no workspace is counted as going.
+    unknown: bool,
+    /// Written after this (ms since the Unix epoch): within the grace period, kept.
+    cutoff_ms: u64,
+}
+
+impl<'a> Spaces<'a> {
+    fn new(inv: &'a snapshot_store::Inventory) -> Self {
+        let mut by_key: HashMap<&str, _> = inv
+            .workspaces
+            .iter()
+            .map(|w| (w.key.as_str(), (w, 0)))
+            .collect();
+        for s in &inv.sessions {
+            if let Some((_, n)) = s.workspace.as_deref().and_then(|k| by_key.get_mut(k)) {
+                *n += 1;
+            }
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let grace = u64::try_from(snapshot_store::WORKSPACE_UNUSED_GRACE.as_millis()).unwrap_or(0);
+        Spaces {
+            by_key,
+            unknown: inv.sessions.iter().any(|s| s.workspace_unknown),
+            cutoff_ms: now.saturating_sub(grace),
+        }
+    }
+
+    /// The bytes freed when workspace `w` goes: its own files and the blobs nothing else
+    /// references any more (dropping its references from `users`); 0 when it stays.
+    fn release(
+        &self,
+        users: &mut HashMap<&'a str, usize>,
+        w: &'a snapshot_store::WorkspaceUsage,
+    ) -> u64 {
+        if self.unknown || w.last_write_ms > self.cutoff_ms {
+            return 0;
+        }
+        w.index_bytes + drop_refs(users, &w.referenced)
+    }
+
+    /// The workspaces no session names: they go with the next blob sweep.
+    fn release_unnamed(&mut self, users: &mut HashMap<&'a str, usize>) -> u64 {
+        let unnamed: Vec<_> = self
+            .by_key
+            .values()
+            .filter(|(_, n)| *n == 0)
+            .map(|(w, _)| *w)
+            .collect();
+        unnamed.into_iter().map(|w| self.release(users, w)).sum()
+    }
+
+    /// Session `s` goes: the workspace it named goes too when it was the last to name it.
+    fn leave(
+        &mut self,
+        users: &mut HashMap<&'a str, usize>,
+        s: &snapshot_store::SessionUsage,
+    ) -> u64 {
+        let Some((w, n)) = s.workspace.as_deref().and_then(|k| self.by_key.get_mut(k)) else {
+            return 0;
+        };
+        *n -= 1;
+        let (w, last) = (*w, *n == 0);
+        if last { self.release(users, w) } else { 0 }
+    }
 }
 
 impl Cleaner {
@@ -114,6 +198,7 @@ impl Cleaner {
             kept: Vec::new(),
             failed: Vec::new(),
             blobs_removed: 0,
+            workspaces_removed: 0,
         };
         // Garbage collection frees the unreferenced blobs whatever is removed.
         let mut estimate = before - inv.unreferenced_bytes;
@@ -129,9 +214,15 @@ impl Cleaner {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
         }
+        // A workspace's scan state goes (with the blob sweep) once no session names it and
+        // it has gone unwritten for the grace period; not at all when a session's scan
+        // state cannot be read.
+        let mut spaces = Spaces::new(&inv);
+        estimate = estimate.saturating_sub(spaces.release_unnamed(&mut users));
         let gone = |id: &str| already.iter().any(|a| a == id);
         for s in inv.sessions.iter().filter(|s| gone(&s.session_id)) {
-            estimate = estimate.saturating_sub(release(&mut users, s));
+            let freed = release(&mut users, s) + spaces.leave(&mut users, s);
+            estimate = estimate.saturating_sub(freed);
         }
         let mut order: Vec<_> = inv
             .sessions
@@ -161,7 +252,7 @@ impl Cleaner {
                 });
                 continue;
             }
-            let freed = release(&mut users, s);
+            let freed = release(&mut users, s) + spaces.leave(&mut users, s);
             estimate = estimate.saturating_sub(freed);
             report.items.push(QuotaItem {
                 session_id: s.session_id.clone(),
@@ -191,6 +282,7 @@ impl Cleaner {
             .collect_garbage()
             .map_err(|e| store_fault("collect garbage", e))?;
         report.blobs_removed = gc.blobs_removed;
+        report.workspaces_removed = gc.workspaces_removed;
         let after = store.inventory().map_err(|e| store_fault("inventory", e))?;
         report.bytes_after = after.total_bytes();
         Ok(report)

@@ -216,7 +216,7 @@ fn an_unreadable_record_stops_the_quota_before_anything_goes() {
 }
 
 #[test]
-fn a_blob_a_workspace_scan_keeps_is_never_counted_as_freed() {
+fn a_blob_a_workspace_scan_written_within_the_hour_keeps_is_not_counted_as_freed() {
     use snapshot_store::{ScanPhase, ScanRequest, workspace_key};
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
@@ -266,7 +266,8 @@ fn a_blob_a_workspace_scan_keeps_is_never_counted_as_freed() {
         session.record_bytes + index_bytes + inv.blob_bytes
     );
 
-    // Removing the session frees its records only: the baseline still needs the blob.
+    // Removing the session frees its records only: the baseline, written within the hour
+    // (a scan may be on its way to naming it), still needs the blob.
     let cleaner = Cleaner::open(&home).unwrap();
     let r = cleaner
         .quota_sweep(
@@ -286,4 +287,80 @@ fn a_blob_a_workspace_scan_keeps_is_never_counted_as_freed() {
     );
     assert_eq!(r.blobs_removed, 0);
     assert!(std::fs::metadata(home.join("rewind-snapshots/workspaces").join(&key)).is_ok());
+}
+
+#[test]
+fn a_workspace_goes_with_the_last_session_that_scanned_it_once_idle_an_hour() {
+    use snapshot_store::{ScanPhase, ScanRequest, workspace_key};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let store = Store::open(&home.join("rewind-snapshots"), StoreOptions::default()).unwrap();
+    let (ws, other) = (tmp.path().join("ws"), tmp.path().join("other"));
+    for (dir, byte) in [(&ws, b'w'), (&other, b'o')] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("big.txt"), vec![byte; 20_000]).unwrap();
+    }
+    // Two sessions scanned the first workspace, one the second.
+    for (id, dir) in [("a1", &ws), ("a2", &ws), ("b", &other)] {
+        let s = store.session(id, dir).unwrap();
+        s.scan(&ScanRequest::new(ScanPhase::Boundary, 1)).unwrap();
+    }
+    age(&home.join("rewind-snapshots/sessions/a1"), 3);
+    age(&home.join("rewind-snapshots/sessions/a2"), 2);
+    age(&home.join("rewind-snapshots/sessions/b"), 1);
+    let wdir = |d: &Path| {
+        let key = workspace_key(&std::fs::canonicalize(d).unwrap());
+        home.join("rewind-snapshots/workspaces").join(key)
+    };
+    age(&wdir(&ws), 1);
+    age(&wdir(&other), 1);
+    let inv = store.inventory().unwrap();
+    let named: Vec<_> = inv
+        .sessions
+        .iter()
+        .map(|s| s.workspace.clone().unwrap())
+        .collect();
+    assert_eq!(named[0], named[1]);
+    assert_ne!(named[0], named[2]);
+    let w = inv
+        .workspaces
+        .iter()
+        .find(|w| Some(&w.key) == inv.sessions[0].workspace.as_ref())
+        .unwrap();
+    let (a1, a2) = (&inv.sessions[0], &inv.sessions[1]);
+
+    // A budget the second workspace and its session fit in: the first one's sessions go,
+    // and with the last of them its scan state and its baseline's content.
+    let keep = inv.total_bytes() - a1.record_bytes - a2.record_bytes - w.index_bytes - 20_000;
+    let cleaner = Cleaner::open(&home).unwrap();
+    let dry = cleaner
+        .quota_sweep(
+            &policy(),
+            &store,
+            keep,
+            &SweepRequest::dry_run(Scope::Idle),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&dry), ["a1", "a2"]);
+    assert_eq!(
+        dry.items[0].freed, a1.record_bytes,
+        "a2 still names the workspace"
+    );
+    assert_eq!(dry.items[1].freed, a2.record_bytes + w.index_bytes + 20_000);
+    assert_eq!(dry.bytes_after, keep);
+    let r = cleaner
+        .quota_sweep(
+            &policy(),
+            &store,
+            keep,
+            &SweepRequest::dry_run(Scope::Idle).applied(),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ids(&r), ["a1", "a2"]);
+    assert_eq!(r.bytes_after, keep, "the estimate and the measure agree");
+    assert!(!r.over_quota());
+    assert!(!wdir(&ws).exists(), "no session uses it any more");
+    assert!(wdir(&other).is_dir(), "session b still uses it");
 }

@@ -1085,6 +1085,7 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
     let mut over_kept = Vec::new();
     let mut estimate = None;
     let mut blobs_removed = None;
+    let mut workspaces_removed = None;
     let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
     let age_freed: u64 = inv
         .sessions
@@ -1115,6 +1116,7 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
         estimate = Some(q.bytes_after);
         if apply {
             blobs_removed = Some(q.blobs_removed);
+            workspaces_removed = Some(q.workspaces_removed);
         }
     }
     if apply && blobs_removed.is_none() {
@@ -1124,6 +1126,7 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
             pb.finish_and_clear();
         }
         blobs_removed = Some(r.blobs_removed);
+        workspaces_removed = Some(r.workspaces_removed);
     }
     let mut text = format!(
         "{} (idle cutoff {max_age_days} day(s){}):\n",
@@ -1164,6 +1167,11 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
     for f in &failed {
         text.push_str(&format!("failed: {}\n", safe(f)));
     }
+    if let Some(n) = workspaces_removed.filter(|n| *n > 0) {
+        text.push_str(&format!(
+            "{n} workspace scan state(s) no session uses any more removed.\n"
+        ));
+    }
     match blobs_removed {
         Some(n) => text.push_str(&format!(
             "{n} unreferenced blob(s) removed; about {} freed.\n",
@@ -1180,7 +1188,7 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
             "ok": failed.is_empty(), "applied": apply, "maxAgeDays": max_age_days, "maxSize": max_size,
             "removed": removed.iter().map(|(id, b, why)| json!({"session": id, "bytes": b, "rule": why})).collect::<Vec<_>>(),
             "failed": failed, "freedBytesEstimate": freed_estimate, "blobsRemoved": blobs_removed,
-            "estimatedBytesAfter": estimate,
+            "workspacesRemoved": workspaces_removed, "estimatedBytesAfter": estimate,
         }),
         text,
     );

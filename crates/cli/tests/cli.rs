@@ -596,6 +596,12 @@ fn du_and_gc_by_age_and_by_size() {
     std::fs::write(other.path().join("x.txt"), "x1").unwrap();
     let store = h.store();
     let s2 = store.session("s2", other.path()).unwrap();
+    // Its workspace scan keeps x1 in the workspace's baseline too.
+    s2.scan(&snapshot_store::ScanRequest::new(
+        snapshot_store::ScanPhase::Boundary,
+        0,
+    ))
+    .unwrap();
     s2.recheck_tracked(0).unwrap();
     s2.capture_before("k1", "x.txt".as_ref()).unwrap();
     std::fs::write(other.path().join("x.txt"), "x2").unwrap();
@@ -612,6 +618,9 @@ fn du_and_gc_by_age_and_by_size() {
         std::fs::File::open(p).unwrap().set_modified(t).unwrap();
     }
     age(&h.store_root().join("sessions/s2"), old);
+    let key = snapshot_store::workspace_key(&other.path().canonicalize().unwrap());
+    let space = h.store_root().join("workspaces").join(key);
+    age(&space, old);
 
     let r = h.run(&["du"]);
     assert_eq!(r.code, 0);
@@ -636,9 +645,17 @@ fn du_and_gc_by_age_and_by_size() {
         .collect();
     assert_eq!(ids, ["s2", "s1"]);
     assert!(h.store_root().join("sessions/s1").is_dir());
-    // Applied by age: s2 goes, and its blobs with it.
+    // Applied by age: s2 goes, and with it its workspace's scan state (no session names it
+    // any more) and the blobs only they kept.
     let r = h.run(&["gc", "--apply"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("1 workspace scan state(s) no session uses any more removed"),
+        "{}",
+        r.stdout
+    );
+    assert!(!space.exists());
     assert!(!h.store_root().join("sessions/s2").exists());
     assert!(h.store_root().join("sessions/s1").is_dir());
     assert!(!blob_of(&h, "x1").exists());

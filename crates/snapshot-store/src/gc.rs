@@ -1,6 +1,7 @@
 //! The blob sweep: every blob no session, journal or workspace index references is
-//! removed. It fails closed: a record it cannot read, or one from a newer build,
-//! stops it before anything is removed.
+//! removed, and first the scan state of every workspace no session uses any more. It
+//! fails closed: a record it cannot read, or one from a newer build, stops it before
+//! anything is removed.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -11,6 +12,8 @@ use crate::journal::JournalIntent;
 use crate::path::{decode_id, is_hidden, valid_sha};
 use crate::records::{LOG_NAME, has_legacy, migrate_session, read_index};
 use crate::scan::mark_live;
+use crate::scan::workspace::drop_unused;
+use crate::scan_record::scanned_workspace;
 use crate::seam::CrashPoint;
 use crate::store::Store;
 
@@ -21,10 +24,15 @@ pub struct GcReport {
     pub blobs_kept: usize,
     /// Unreferenced blobs removed.
     pub blobs_removed: usize,
+    /// Workspace scan states (`workspaces/<key>/`) removed: no session used them any more.
+    pub workspaces_removed: usize,
 }
 
 impl Store {
-    /// Removes every blob no session references (groups, pending captures, journals).
+    /// Removes every blob no session references (groups, pending captures, journals) and
+    /// no workspace index keeps, after removing the scan state of each workspace no
+    /// session names any more once it has gone unwritten for
+    /// [`WORKSPACE_UNUSED_GRACE`](crate::WORKSPACE_UNUSED_GRACE) and no scan holds it.
     ///
     /// Fails closed: if any record cannot be read or is newer than this build,
     /// nothing is removed.
@@ -37,8 +45,19 @@ impl Store {
     pub(crate) fn collect_garbage_locked(&self) -> Result<GcReport, Fault> {
         let fs = &self.inner.fs;
         let mut live: HashSet<String> = HashSet::new();
+        // The workspaces the sessions' scans name (`None`: one could not be told).
+        let mut named: Option<HashSet<String>> = Some(HashSet::new());
         for s in fs.list(Path::new("sessions"))? {
             let sdir = Path::new("sessions").join(&s);
+            match scanned_workspace(fs, &sdir)? {
+                Some(Some(key)) => {
+                    if let Some(n) = named.as_mut() {
+                        n.insert(key);
+                    }
+                }
+                Some(None) => {}
+                None => named = None,
+            }
             if has_legacy(fs, &sdir)? {
                 // Layout 1 not yet migrated: migrate now (or refuse to sweep).
                 let id = s.to_str().and_then(decode_id).ok_or_else(|| CorruptFile {
@@ -70,9 +89,14 @@ impl Store {
                 }
             }
         }
+        // Workspaces no session uses any more go first, with what only their index kept.
+        let workspaces_removed = drop_unused(self, named.as_ref(), std::time::SystemTime::now())?;
         // Workspace indexes: the content of every scanned file (the next call's before-states).
         mark_live(self, &mut live)?;
-        let mut report = GcReport::default();
+        let mut report = GcReport {
+            workspaces_removed,
+            ..GcReport::default()
+        };
         let mut first = true;
         for name in fs.list(Path::new("blobs"))? {
             let sha = name.to_string_lossy();

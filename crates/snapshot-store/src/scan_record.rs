@@ -32,6 +32,24 @@ pub struct ScanSessionState {
 
 const SCAN_STATE_VERSION: u32 = 1;
 
+/// The workspace the scans of the session in store directory `sdir` name, for the blob
+/// sweep: `Some(None)` when the session never scanned, `None` when its `scan.json` is
+/// torn, corrupt or newer than this build (which workspace it uses is then not known).
+pub(crate) fn scanned_workspace(
+    fs: &crate::fsio::StoreFs,
+    sdir: &std::path::Path,
+) -> Result<Option<Option<String>>, crate::error::Fault> {
+    let path = sdir.join("scan.json");
+    let Some(bytes) = fs.read_opt(&path)? else {
+        return Ok(Some(None));
+    };
+    match crate::format::parse_record::<ScanSessionState>(&path, &bytes) {
+        Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(Some(Some(s.workspace))),
+        Ok(_) | Err(crate::error::Fault::Corrupt(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// How a phase treats the changes found.
 enum Mode {
     /// Restorable before-states at the anchor (`skip_explained`: a change a committed

@@ -68,6 +68,12 @@ pub struct SessionUsage {
     pub exclusive_blob_bytes: u64,
     /// Op ids of restore journals that are still open.
     pub open_journals: Vec<String>,
+    /// The workspace (its key) the session's scans name, if it scanned one.
+    pub workspace: Option<String>,
+    /// The session's scan state (`scan.json`) could not be read (torn, corrupt, newer):
+    /// which workspace it uses is not known (not serialized).
+    #[serde(skip)]
+    pub workspace_unknown: bool,
     /// The present blobs the session references, with their sizes (not serialized).
     #[serde(skip)]
     pub referenced: BTreeMap<String, u64>,
@@ -86,6 +92,10 @@ pub struct WorkspaceUsage {
     pub blob_bytes: u64,
     /// Bytes of the blobs nothing else references.
     pub exclusive_blob_bytes: u64,
+    /// Newest modification time of the directory's files, ms since the Unix epoch. The
+    /// blob sweep removes the directory of a workspace no session names once this is
+    /// [`WORKSPACE_UNUSED_GRACE`](crate::WORKSPACE_UNUSED_GRACE) old.
+    pub last_write_ms: u64,
     /// The present blobs the index references, with their sizes (not serialized).
     #[serde(skip)]
     pub referenced: BTreeMap<String, u64>,
@@ -439,9 +449,9 @@ impl Store {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
         }
-        for (_, _, refs) in &spaces {
+        for w in &spaces {
             let distinct: BTreeSet<&String> =
-                refs.iter().filter(|s| sizes.contains_key(*s)).collect();
+                w.refs.iter().filter(|s| sizes.contains_key(*s)).collect();
             for sha in distinct {
                 *users.entry(sha.as_str()).or_default() += 1;
             }
@@ -459,6 +469,12 @@ impl Store {
         }
         for w in &walks {
             let mut u = w.usage.clone();
+            let sdir = encode_id(&u.session_id).map(|e| Path::new("sessions").join(e));
+            match sdir.map(|d| crate::scan_record::scanned_workspace(fs, &d)) {
+                Ok(Ok(Some(key))) => u.workspace = key,
+                Ok(Ok(None)) | Err(_) => u.workspace_unknown = true,
+                Ok(Err(e)) => return Err(e.into()),
+            }
             for sha in w.live(&sizes) {
                 if let Some(size) = sizes.get(sha) {
                     u.referenced.insert(sha.clone(), *size);
@@ -471,13 +487,14 @@ impl Store {
             }
             inv.sessions.push(u);
         }
-        for (key, index_bytes, refs) in &spaces {
+        for w in &spaces {
             let mut u = WorkspaceUsage {
-                key: key.clone(),
-                index_bytes: *index_bytes,
+                key: w.key.clone(),
+                index_bytes: w.bytes,
+                last_write_ms: w.last_write_ms,
                 ..WorkspaceUsage::default()
             };
-            for sha in refs {
+            for sha in &w.refs {
                 if let Some(size) = sizes.get(sha) {
                     if u.referenced.insert(sha.clone(), *size).is_none() {
                         u.blobs += 1;

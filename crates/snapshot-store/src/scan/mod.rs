@@ -33,7 +33,7 @@ use diff::referenced;
 use workspace::{WORKSPACES, index_path_of, read_for_gc, read_index};
 
 pub(crate) use absence::Absence;
-pub use workspace::workspace_key;
+pub use workspace::{UNUSED_GRACE as WORKSPACE_UNUSED_GRACE, workspace_key};
 
 /// The stable code of a scan that stopped at the file-count limit.
 pub const SCAN_BUDGET_CODE: &str = "rewind/scan-budget";
@@ -226,10 +226,21 @@ pub(crate) fn index_contents(store: &Store) -> Result<Vec<Result<IndexContent, F
     Ok(out)
 }
 
+/// One workspace directory of the store, for [`Store::inventory`](crate::Store::inventory).
+pub(crate) struct WorkspaceRefs {
+    pub key: String,
+    /// Bytes of its own files.
+    pub bytes: u64,
+    /// The blobs its index references.
+    pub refs: Vec<String>,
+    /// Its files' newest modification time, ms since the Unix epoch.
+    pub last_write_ms: u64,
+}
+
 /// Every workspace directory of the store: its key, the bytes of its own files
 /// (the index, the lock) and the blobs its index references. A corrupt or missing
 /// index references nothing (the next scan rebuilds it).
-pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<(String, u64, Vec<String>)>, Fault> {
+pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<WorkspaceRefs>, Fault> {
     let mut out = Vec::new();
     for name in store.inner.fs.list(Path::new(WORKSPACES))? {
         if is_hidden(&name) {
@@ -255,7 +266,13 @@ pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<(String, u64, Vec<Stri
             Some(ix) => referenced(&ix).collect(),
             None => Vec::new(),
         };
-        out.push((key.to_string(), bytes, refs));
+        let last_write_ns = workspace::last_write_ns(store, &Path::new(WORKSPACES).join(&name))?;
+        out.push(WorkspaceRefs {
+            key: key.to_string(),
+            bytes,
+            refs,
+            last_write_ms: u64::try_from(last_write_ns / 1_000_000).unwrap_or(0),
+        });
     }
     Ok(out)
 }

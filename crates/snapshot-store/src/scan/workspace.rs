@@ -86,23 +86,146 @@ pub(crate) fn lock<'a>(
     let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
     let fs = &store.inner.fs;
     let dir = Path::new(WORKSPACES).join(key);
-    fs.create_dir_all(&dir)?;
     let lpath = dir.join("lock");
-    fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
-    let mut o = OpenOptions::new();
-    o.read(true).write(true).create(true);
-    let file = fs
-        .dir
-        .open_with(&lpath, &o)
-        .map_err(|e| fail(FsOp::Lock, &lpath, e))?;
-    rustix::fs::flock(&file, FlockOperation::LockExclusive)
-        .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
+    // The blob sweep removes the directory of a workspace no session uses any more (see
+    // [`drop_unused`]) under this lock: a lock taken on a file that is no longer the
+    // directory's is taken again, on the directory made anew.
+    let mut tries = 0;
+    let file = loop {
+        fs.create_dir_all(&dir)?;
+        fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
+        let file = open_lock(store, &lpath, true)?
+            .ok_or_else(|| fail(FsOp::Lock, &lpath, std::io::ErrorKind::NotFound.into()))?;
+        rustix::fs::flock(&file, FlockOperation::LockExclusive)
+            .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
+        if still_in_place(store, &file, &lpath)? {
+            break file;
+        }
+        tries += 1;
+        if tries == 3 {
+            let why = "the workspace's directory was removed three times while locking it";
+            return Err(fail(FsOp::Lock, &lpath, std::io::Error::other(why)).into());
+        }
+    };
     Ok(Locked {
         store,
         dir,
         cached,
         _flock: file,
     })
+}
+
+/// Opens (with `create`: creating) the lock file `lpath`; `None` when it (or its
+/// directory) does not exist and `create` is not set.
+fn open_lock(
+    store: &Store,
+    lpath: &Path,
+    create: bool,
+) -> Result<Option<cap_std::fs::File>, FsFailure> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).create(create);
+    match store.inner.fs.dir.open_with(lpath, &o) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(fail(FsOp::Lock, lpath, e)),
+    }
+}
+
+/// Whether `lpath` still names the open lock file `file`.
+fn still_in_place(
+    store: &Store,
+    file: &cap_std::fs::File,
+    lpath: &Path,
+) -> Result<bool, FsFailure> {
+    let fs = &store.inner.fs;
+    let held = fs.fstat_id(file, lpath)?;
+    Ok(fs.stat_id(lpath)?.is_some_and(|now| now.same_file(&held)))
+}
+
+/// How long a workspace's directory must have gone unwritten before the blob sweep may
+/// remove it, once no session names it (see `Store::collect_garbage`). A scan writes the
+/// index and its session's `scan.json` under the workspace's lock, which the sweep takes
+/// too; the hour is a margin on top of it, for a workspace just used.
+pub const UNUSED_GRACE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the directory of every workspace (`workspaces/<key>/`: its index, the
+/// baseline's references) that no session of the store names (`named`: the keys the
+/// sessions' `scan.json` name; `None` when one of them could not be read, and then
+/// nothing is removed), whose files were last written over [`UNUSED_GRACE`] ago, that
+/// no scan is using (its lock is free) and whose index this build can read (a newer
+/// one stays). Each goes in one rename to `trash/`, under its lock. Called by the blob
+/// sweep under the exclusive store lock, before it marks what indexes reference: the
+/// baseline's blobs no session references go with it. The next scan of that workspace
+/// stores a new baseline. Returns how many were removed.
+pub(crate) fn drop_unused(
+    store: &Store,
+    named: Option<&std::collections::HashSet<String>>,
+    now: std::time::SystemTime,
+) -> Result<usize, Fault> {
+    let Some(named) = named else {
+        return Ok(0);
+    };
+    let fs = &store.inner.fs;
+    let mut removed = 0;
+    for name in fs.list(Path::new(WORKSPACES))? {
+        let Some(key) = name.to_str() else { continue };
+        if crate::path::is_hidden(&name)
+            || key.len() != 32
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            || named.contains(key)
+        {
+            continue;
+        }
+        let dir = Path::new(WORKSPACES).join(key);
+        let lpath = dir.join("lock");
+        let lock = open_lock(store, &lpath, false)?;
+        if let Some(f) = &lock {
+            if !fs.flock(f, &lpath, FlockOperation::NonBlockingLockExclusive)? {
+                continue;
+            }
+        }
+        if !idle_since(store, &dir, now)? {
+            continue;
+        }
+        match read_index(store, &name) {
+            Err(Fault::Newer(_)) => continue,
+            Err(Fault::Corrupt(_)) | Ok(_) => {}
+            Err(e) => return Err(e),
+        }
+        // One rename out of `workspaces/` (a crash leaves it in `trash/`, emptied when the
+        // store opens), with the lock still held.
+        if store.remove_tree(&dir)? {
+            removed += 1;
+        }
+        drop(lock);
+    }
+    Ok(removed)
+}
+
+/// Whether every file of workspace directory `dir` was last written over [`UNUSED_GRACE`]
+/// before `now` (a scan writes its index over a spare and swaps the two; a new baseline
+/// creates them); a time in the future counts as recent.
+fn idle_since(store: &Store, dir: &Path, now: std::time::SystemTime) -> Result<bool, FsFailure> {
+    let cutoff = now
+        .checked_sub(UNUSED_GRACE)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    Ok(last_write_ns(store, dir)? <= cutoff)
+}
+
+/// The newest modification time of the files of workspace directory `dir`, in
+/// nanoseconds since the Unix epoch (0 when it has none).
+pub(crate) fn last_write_ns(store: &Store, dir: &Path) -> Result<i128, FsFailure> {
+    let fs = &store.inner.fs;
+    let mut newest = 0;
+    for name in fs.list(dir)? {
+        if let Some(id) = fs.stat_id(&dir.join(&name))? {
+            newest = newest.max(i128::from(id.mtime.0) * 1_000_000_000 + i128::from(id.mtime.1));
+        }
+    }
+    Ok(newest)
 }
 
 fn file_id(store: &Store, path: &Path) -> Result<Option<FileId>, FsFailure> {

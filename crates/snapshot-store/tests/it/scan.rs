@@ -1856,3 +1856,138 @@ fn an_index_rewritten_in_place_with_the_same_size_and_mtime_is_read_again() {
     let r = scan(&s, ScanPhase::Boundary, 2, None);
     assert!(r.index_rebuilt.is_some() && r.baseline, "{r:?}");
 }
+
+/// The directory of the workspace scan state of `ws`, in the store at `env.root`.
+fn workspace_dir(env: &Env, ws: &Path) -> PathBuf {
+    let key = snapshot_store::workspace_key(&ws.canonicalize().expect("canonical"));
+    env.root.join("workspaces").join(key)
+}
+
+/// Dates every file of `dir` `secs` seconds back (their last write).
+fn age(dir: &Path, secs: u64) {
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+    for e in std::fs::read_dir(dir).expect("list").flatten() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(e.path())
+            .expect("open");
+        f.set_times(std::fs::FileTimes::new().set_modified(then))
+            .expect("set mtime");
+    }
+}
+
+#[test]
+fn a_workspace_no_session_uses_goes_with_the_blob_sweep_and_its_next_scan_starts_anew() {
+    let env = Env::new();
+    env.write("a", b"only in the first workspace's baseline");
+    let other = env.tmp.path().join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("b"), b"only in the second workspace's baseline").expect("write");
+    let store = env.store_with_blob_files();
+    let a = store.session("a", &env.cwd).expect("a");
+    let b = store.session("b", &other).expect("b");
+    assert!(scan(&a, ScanPhase::Boundary, 1, None).baseline);
+    assert!(scan(&b, ScanPhase::Boundary, 1, None).baseline);
+    let (wa, wb) = (workspace_dir(&env, &env.cwd), workspace_dir(&env, &other));
+    assert!(wa.is_dir() && wb.is_dir());
+    assert_eq!(env.blob_count(), 2);
+    // The last session of the first workspace goes: its state was written just now, and
+    // stays until it has gone unwritten for an hour.
+    let gc = a.clear_session().expect("clear");
+    assert_eq!((gc.workspaces_removed, gc.blobs_removed), (0, 0));
+    assert!(wa.is_dir());
+    age(&wa, 2 * 3600);
+    age(&wb, 2 * 3600);
+    let gc = store.collect_garbage().expect("gc");
+    assert_eq!(
+        (gc.workspaces_removed, gc.blobs_removed, gc.blobs_kept),
+        (1, 1, 1)
+    );
+    assert!(!wa.exists(), "no session uses it");
+    assert!(wb.is_dir(), "session b uses it, however old");
+    // The second workspace still works: a shell change comes back.
+    call(&b, 1, "b1", || {
+        std::fs::write(other.join("b"), b"changed").expect("write")
+    });
+    let plan = b.plan_restore(1).expect("plan");
+    b.restore(&plan, "op-b").expect("restore");
+    assert_eq!(
+        std::fs::read(other.join("b")).expect("read"),
+        b"only in the second workspace's baseline"
+    );
+    // A new session in the first workspace builds a new baseline, and its changes come back.
+    drop(a);
+    let c = store.session("c", &env.cwd).expect("c");
+    assert!(scan(&c, ScanPhase::Boundary, 1, None).baseline);
+    call(&c, 1, "c1", || env.remove("a"));
+    restore_to(&c, 1, "op-c");
+    assert_eq!(
+        env.read("a").as_deref(),
+        Some(&b"only in the first workspace's baseline"[..])
+    );
+}
+
+#[test]
+fn a_workspace_is_kept_while_a_scan_holds_it_or_a_session_cannot_be_read() {
+    let env = Env::new();
+    env.write("a", b"baseline");
+    let store = env.store_with_blob_files();
+    let a = store.session("a", &env.cwd).expect("a");
+    scan(&a, ScanPhase::Boundary, 1, None);
+    let elsewhere = env.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let keeper = store.session("keeper", &elsewhere).expect("keeper");
+    scan(&keeper, ScanPhase::Boundary, 1, None);
+    let wa = workspace_dir(&env, &env.cwd);
+    a.clear_session().expect("clear");
+    age(&wa, 2 * 3600);
+    // A scan of the workspace in another process holds its lock.
+    let lock = std::fs::File::open(wa.join("lock")).expect("lock");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    assert_eq!(store.collect_garbage().expect("gc").workspaces_removed, 0);
+    drop(lock);
+    // A session whose `scan.json` is torn may be using it.
+    let sessions = env.root.join("sessions");
+    let kdir = std::fs::read_dir(&sessions)
+        .expect("sessions")
+        .flatten()
+        .map(|e| e.path())
+        .next()
+        .expect("the keeper's directory");
+    std::fs::write(kdir.join("scan.json"), b"{\"v\":1,\"workspa").expect("tear");
+    let gc = store.collect_garbage().expect("gc");
+    assert_eq!((gc.workspaces_removed, gc.blobs_kept), (0, 1));
+    assert!(wa.is_dir());
+    // Once it is known not to use it, the state goes.
+    std::fs::remove_file(kdir.join("scan.json")).expect("rm");
+    drop(keeper);
+    let gc = store.collect_garbage().expect("gc");
+    assert_eq!((gc.workspaces_removed, gc.blobs_removed), (1, 1));
+    assert!(!wa.exists());
+}
+
+#[test]
+fn a_scan_waiting_for_a_workspace_the_sweep_removes_locks_it_anew() {
+    let env = Env::new();
+    env.write("a", b"baseline");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    let wa = workspace_dir(&env, &env.cwd);
+    // Another process holds the lock, as the sweep does while it removes the directory.
+    let lock = std::fs::File::open(wa.join("lock")).expect("lock");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    let r = std::thread::scope(|sc| {
+        let waiting = sc.spawn(|| s.scan(&req(ScanPhase::Boundary, 2, None)));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::rename(&wa, env.tmp.path().join("removed")).expect("remove");
+        drop(lock);
+        waiting.join().expect("scan thread")
+    });
+    let r = r.expect("the scan goes on in a new directory");
+    assert!(r.baseline, "{r:?}");
+    assert!(wa.join("index.bin").is_file());
+    call(&s, 2, "c", || env.remove("a"));
+    restore_to(&s, 2, "op");
+    assert_eq!(env.read("a").as_deref(), Some(&b"baseline"[..]));
+}
