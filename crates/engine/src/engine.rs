@@ -62,7 +62,8 @@ struct Files {
     cap: u64,
     /// The store, or why it cannot open: the history half works without it.
     store: Result<Store, EngineError>,
-    sessions: HashMap<(String, PathBuf), Arc<Session>>,
+    /// Open handles by session id, then working directory (looked up without allocating).
+    sessions: HashMap<String, HashMap<PathBuf, Arc<Session>>>,
     /// Shared holds of the sessions this process opened: an offline tool refuses to change
     /// a held session. Kept until [`Engine::forget`] or the process ends.
     holds: HashMap<String, SessionHold>,
@@ -258,8 +259,7 @@ impl Engine {
                 files.sessions.clear();
             }
         }
-        let key = (session_id.to_owned(), cwd.to_path_buf());
-        if let Some(session) = files.sessions.get(&key) {
+        if let Some(session) = files.sessions.get(session_id).and_then(|m| m.get(cwd)) {
             return Ok(Arc::clone(session));
         }
         let store = files.store.as_ref().map_err(Clone::clone)?;
@@ -284,7 +284,11 @@ impl Engine {
         if let Some(hold) = hold {
             files.holds.insert(session_id.to_owned(), hold);
         }
-        files.sessions.insert(key, Arc::clone(&session));
+        files
+            .sessions
+            .entry(session_id.to_owned())
+            .or_default()
+            .insert(cwd.to_path_buf(), Arc::clone(&session));
         Ok(session)
     }
 
@@ -300,17 +304,19 @@ impl Engine {
         if cap.is_some_and(|c| c != files.cap) {
             return None;
         }
-        files
-            .sessions
-            .get(&(session_id.to_owned(), cwd.to_path_buf()))
-            .cloned()
+        files.sessions.get(session_id)?.get(cwd).cloned()
     }
 
     /// Writes the commits every open session handle keeps for its next write (see
     /// `Session::flush`), so that what is on disk is the whole record. A handle that
     /// fails to write keeps them (they count as committed on disk either way).
     pub fn flush_all(&self) {
-        let open: Vec<Arc<Session>> = self.lock().sessions.values().cloned().collect();
+        let open: Vec<Arc<Session>> = self
+            .lock()
+            .sessions
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
         for s in open {
             let _ = s.flush();
         }
@@ -320,7 +326,7 @@ impl Engine {
     /// swept away), so the next call starts from what is on disk.
     pub fn forget(&self, session_id: &str) {
         let mut files = self.lock();
-        files.sessions.retain(|(id, _), _| id != session_id);
+        files.sessions.remove(session_id);
         files.holds.remove(session_id);
     }
 

@@ -429,7 +429,15 @@ impl Index {
     /// groups; the answer is then kept current as groups are added or pruned.
     pub(crate) fn recorded_at(&mut self, anchor: u64, path: &RelPathKey) -> Result<bool, String> {
         if self.at_anchor.as_ref().is_none_or(|(a, _)| *a != anchor) {
-            let mut paths = std::collections::HashSet::new();
+            // The previous anchor's set, emptied: its table is reused (a turn's first call
+            // need not allocate one).
+            let mut paths = match self.at_anchor.take() {
+                Some((_, mut p)) if p.capacity() <= 4096 => {
+                    p.clear();
+                    p
+                }
+                _ => std::collections::HashSet::new(),
+            };
             for g in self.groups.get(&anchor).into_iter().flatten() {
                 if g.source != EntrySource::Outside {
                     paths.extend(g.entries()?.iter().map(|e| e.path.clone()));
