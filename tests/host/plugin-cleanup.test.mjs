@@ -5,7 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { readdir, utimes, stat, writeFile, access } from 'node:fs/promises'
+import { readdir, utimes, stat, writeFile, access, readFile } from 'node:fs/promises'
 import { createHash } from 'node:crypto'
 import { turn, text, write, read } from './lib/harness.mjs'
 import { bootWithPlugin } from './plugin-support.mjs'
@@ -147,4 +147,49 @@ test('a sweep keeps the snapshots of a live forked session’s ancestors', async
   const applied = await host.runCommand(child, '/snapshot-auto-cleanup run --apply')
   assert.equal(applied.result.kind, 'success', applied.result.text)
   assert.ok((await sessionDirs(host.dshHome)).includes('fork-source'), `the fork's ancestor is kept: ${applied.result.text}`)
+})
+
+test('the sweep removes the scan state of another workspace whose last session it removed; a session there builds a new baseline', async (t) => {
+  // The first host works in one workspace, then closes.
+  const first = await bootWithPlugin({ script: [turn(write('a.txt', 'by the old session\n'), text('a'))] })
+  // Over 16 KiB: the baseline keeps it in a blob file of its own.
+  const kept = 'a file only the workspace scan baseline keeps\n'.repeat(500)
+  await writeFile(join(first.workspace, 'kept.txt'), kept)
+  const blob = join(first.dshHome, 'rewind-snapshots', 'blobs', createHash('sha256').update(kept).digest('hex'))
+  const spaces = join(first.dshHome, 'rewind-snapshots', 'workspaces')
+  const old = await first.createAgent('old-session')
+  await first.sendUser(old, 'write a')
+  await access(blob)
+  const [key] = await readdir(spaces)
+  await first.dispose()
+  const [oldDir] = await sessionDirs(first.dshHome)
+  await ageTree(join(first.dshHome, 'rewind-snapshots', 'sessions', oldDir), 40)
+  // Unwritten for a day: past the hour a workspace no session names is kept for.
+  await ageTree(join(spaces, key), 1)
+
+  // A host in another workspace, on the same DSH home, sweeps.
+  const host = await bootWithPlugin({ dshHome: first.dshHome, script: [turn(write('b.txt', 'by the current one\n'), text('b'))] })
+  t.after(() => host.dispose())
+  const current = await host.createAgent('current-session')
+  const applied = await host.runCommand(current, '/snapshot-auto-cleanup run --apply')
+  assert.match(applied.result.text, /^Removed 1 session snapshot/, applied.result.text)
+  assert.deepEqual(await sessionDirs(host.dshHome), ['current-session'])
+  await assert.rejects(access(join(spaces, key)), 'no session names the first workspace any more: its scan state is gone')
+  await assert.rejects(access(blob), 'with the content only its baseline kept')
+  assert.equal((await readdir(spaces)).length, 1, 'the current workspace keeps its own')
+
+  // A session in the first workspace again: a new baseline, and its changes come back.
+  const again = await bootWithPlugin({ dshHome: first.dshHome, workspace: first.workspace, script: [turn(read('kept.txt'), write('kept.txt', 'overwritten\n'), text('c'))] })
+  t.after(() => again.dispose())
+  const back = await again.createAgent('back-session')
+  await again.sendUser(back, 'overwrite kept.txt')
+  await access(join(spaces, key, 'index.bin'))
+  await access(blob)
+  assert.equal(await readFile(join(first.workspace, 'kept.txt'), 'utf8'), 'overwritten\n')
+  const listed = await again.runCommand(back, '/rewind')
+  const seq = /@(\d+) overwrite kept\.txt/.exec(listed.result.text)?.[1]
+  assert.ok(seq, listed.result.text)
+  const rewound = await again.runCommand(back, `/prompt-rewind @${seq}`)
+  assert.equal(rewound.result.kind, 'success', rewound.result.text)
+  assert.equal(await readFile(join(first.workspace, 'kept.txt'), 'utf8'), kept, 'the new baseline brings it back')
 })
