@@ -138,14 +138,12 @@ impl<'a> Spaces<'a> {
     }
 
     /// The workspaces no session names: they go with the next blob sweep.
-    fn release_unnamed(&mut self, users: &mut HashMap<&'a str, usize>) -> u64 {
-        let unnamed: Vec<_> = self
-            .by_key
+    fn release_unnamed(&self, users: &mut HashMap<&'a str, usize>) -> u64 {
+        self.by_key
             .values()
             .filter(|(_, n)| *n == 0)
-            .map(|(w, _)| *w)
-            .collect();
-        unnamed.into_iter().map(|w| self.release(users, w)).sum()
+            .map(|(w, _)| self.release(users, w))
+            .sum()
     }
 
     /// Session `s` goes: the workspace it named goes too when it was the last to name it.

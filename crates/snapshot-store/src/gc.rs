@@ -13,7 +13,7 @@ use crate::path::{decode_id, is_hidden, valid_sha};
 use crate::records::{LOG_NAME, has_legacy, migrate_session, read_index};
 use crate::scan::mark_live;
 use crate::scan::workspace::drop_unused;
-use crate::scan_record::scanned_workspace;
+use crate::scan_record::ScanState;
 use crate::seam::CrashPoint;
 use crate::store::Store;
 
@@ -49,14 +49,14 @@ impl Store {
         let mut named: Option<HashSet<String>> = Some(HashSet::new());
         for s in fs.list(Path::new("sessions"))? {
             let sdir = Path::new("sessions").join(&s);
-            match scanned_workspace(fs, &sdir)? {
-                Some(Some(key)) => {
+            match ScanState::of(fs, &sdir)? {
+                ScanState::Read(s) => {
                     if let Some(n) = named.as_mut() {
-                        n.insert(key);
+                        n.insert(s.workspace);
                     }
                 }
-                Some(None) => {}
-                None => named = None,
+                ScanState::Never => {}
+                ScanState::Unknown => named = None,
             }
             if has_legacy(fs, &sdir)? {
                 // Layout 1 not yet migrated: migrate now (or refuse to sweep).

@@ -32,21 +32,31 @@ pub struct ScanSessionState {
 
 const SCAN_STATE_VERSION: u32 = 1;
 
-/// The workspace the scans of the session in store directory `sdir` name, for the blob
-/// sweep: `Some(None)` when the session never scanned, `None` when its `scan.json` is
-/// torn, corrupt or newer than this build (which workspace it uses is then not known).
-pub(crate) fn scanned_workspace(
-    fs: &crate::fsio::StoreFs,
-    sdir: &std::path::Path,
-) -> Result<Option<Option<String>>, crate::error::Fault> {
-    let path = sdir.join("scan.json");
-    let Some(bytes) = fs.read_opt(&path)? else {
-        return Ok(Some(None));
-    };
-    match crate::format::parse_record::<ScanSessionState>(&path, &bytes) {
-        Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(Some(Some(s.workspace))),
-        Ok(_) | Err(crate::error::Fault::Corrupt(_)) => Ok(None),
-        Err(e) => Err(e),
+/// What a session's `scan.json` says.
+pub(crate) enum ScanState {
+    /// None: the session never scanned.
+    Never,
+    /// Its last scan.
+    Read(ScanSessionState),
+    /// Torn, corrupt or newer than this build: not known.
+    Unknown,
+}
+
+impl ScanState {
+    /// The `scan.json` of the session in store directory `sdir`.
+    pub(crate) fn of(
+        fs: &crate::fsio::StoreFs,
+        sdir: &std::path::Path,
+    ) -> Result<ScanState, Fault> {
+        let path = sdir.join("scan.json");
+        let Some(bytes) = fs.read_opt(&path)? else {
+            return Ok(ScanState::Never);
+        };
+        match parse_record::<ScanSessionState>(&path, &bytes) {
+            Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(ScanState::Read(s)),
+            Ok(_) | Err(Fault::Corrupt(_)) => Ok(ScanState::Unknown),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -97,17 +107,11 @@ impl Session {
 
 impl WorkspaceScan<'_> {
     pub(crate) fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
-        let path = self.s.p("scan.json");
-        match self.s.store.inner.fs.read_opt(&path)? {
-            None => Ok(None),
-            Some(bytes) => match parse_record::<ScanSessionState>(&path, &bytes) {
-                Ok(s) if s.v <= SCAN_STATE_VERSION => Ok(Some(s)),
-                Ok(_) => Ok(None),
-                // Only tells whether the last scan was in this turn; a torn one means "unknown".
-                Err(Fault::Corrupt(_)) => Ok(None),
-                Err(e) => Err(e),
-            },
-        }
+        // Only tells whether the last scan was in this turn; a torn one means "unknown".
+        Ok(match ScanState::of(&self.s.store.inner.fs, &self.s.dir)? {
+            ScanState::Read(s) => Some(s),
+            ScanState::Never | ScanState::Unknown => None,
+        })
     }
 
     /// The before-state an index entry stands for: its content in a blob file, or kept in

@@ -469,10 +469,12 @@ impl Store {
         }
         for w in &walks {
             let mut u = w.usage.clone();
+            use crate::scan_record::ScanState;
             let sdir = encode_id(&u.session_id).map(|e| Path::new("sessions").join(e));
-            match sdir.map(|d| crate::scan_record::scanned_workspace(fs, &d)) {
-                Ok(Ok(Some(key))) => u.workspace = key,
-                Ok(Ok(None)) | Err(_) => u.workspace_unknown = true,
+            match sdir.map(|d| ScanState::of(fs, &d)) {
+                Ok(Ok(ScanState::Read(s))) => u.workspace = Some(s.workspace),
+                Ok(Ok(ScanState::Never)) => {}
+                Ok(Ok(ScanState::Unknown)) | Err(_) => u.workspace_unknown = true,
                 Ok(Err(e)) => return Err(e.into()),
             }
             for sha in w.live(&sizes) {

@@ -247,7 +247,8 @@ pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<WorkspaceRefs>, Fault>
             continue;
         }
         let Some(key) = name.to_str() else { continue };
-        let mut bytes = 0;
+        // One pass over its files: their bytes and their newest modification time.
+        let (mut bytes, mut last_write_ns) = (0, 0i128);
         if let Ok(d) = store
             .inner
             .fs
@@ -257,7 +258,11 @@ pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<WorkspaceRefs>, Fault>
             for e in d.entries().into_iter().flatten().flatten() {
                 if let Ok(md) = e.metadata() {
                     if md.is_file() {
+                        use cap_std::fs::MetadataExt;
                         bytes += md.len();
+                        let ns =
+                            i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec());
+                        last_write_ns = last_write_ns.max(ns);
                     }
                 }
             }
@@ -266,7 +271,6 @@ pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<WorkspaceRefs>, Fault>
             Some(ix) => referenced(&ix).collect(),
             None => Vec::new(),
         };
-        let last_write_ns = workspace::last_write_ns(store, &Path::new(WORKSPACES).join(&name))?;
         out.push(WorkspaceRefs {
             key: key.to_string(),
             bytes,

@@ -217,7 +217,7 @@ fn idle_since(store: &Store, dir: &Path, now: std::time::SystemTime) -> Result<b
 
 /// The newest modification time of the files of workspace directory `dir`, in
 /// nanoseconds since the Unix epoch (0 when it has none).
-pub(crate) fn last_write_ns(store: &Store, dir: &Path) -> Result<i128, FsFailure> {
+fn last_write_ns(store: &Store, dir: &Path) -> Result<i128, FsFailure> {
     let fs = &store.inner.fs;
     let mut newest = 0;
     for name in fs.list(dir)? {
