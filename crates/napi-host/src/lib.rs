@@ -15,12 +15,14 @@
 //! repository; `node scripts/build-package.mjs --check-typings` regenerates and diffs them.
 // napi-derive expands into `unsafe` FFI glue; this crate's own unsafe code is two small FFI
 // blocks, each with its SAFETY note: the crash seam's kill(2) (`engine_api.rs`) and the
-// natively resolved promise of the calls that settle on the JavaScript thread (`store_api.rs`).
+// natively resolved promise of the calls that settle on the JavaScript thread (`store_api.rs`);
+// and mimalloc's option setter (`allocator.rs`).
 #![allow(unsafe_code)]
 
 extern crate cleanup as rewind_cleanup;
 extern crate history as rewind_history;
 
+mod allocator;
 pub mod cleanup_api;
 pub mod engine_api;
 pub mod error;
@@ -31,14 +33,6 @@ pub mod task;
 pub mod types;
 
 use napi_derive::napi;
-
-/// The addon's Rust allocations (a capture's read and frame buffers, the index's maps, the
-/// strings taken from JavaScript) go to mimalloc rather than the C library's `malloc`: a
-/// write-tool call allocates and frees buffers of a file's size, which glibc's bins
-/// consolidate and split again on every call (see `docs/benchmarks.md`).
-/// Node's own allocations are not affected.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Version of this addon (the crate version).
 #[napi]
