@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
+import { callContent } from './support/content.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
@@ -45,13 +46,7 @@ const CAP = 8 * 1024 * 1024
 const SIZE = 16 * 1024
 const FILE = 'src/app/w.ts'
 
-const BASE = Buffer.alloc(SIZE)
-for (let k = 0; k < SIZE; k++) BASE[k] = (k * 31) ^ (k >> 7)
-function content(i) {
-  const b = Buffer.from(BASE)
-  b.writeInt32LE(i, 0)
-  return b
-}
+const content = callContent(SIZE)
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 

@@ -56,6 +56,7 @@ import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { callContent } from './support/content.mjs'
 import { performance } from 'node:perf_hooks'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
@@ -94,15 +95,8 @@ const TURNS = Math.ceil((ROUNDS + 20) / PER_TURN)
 const projectFile = (j) => `src/app/e${j}.ts`
 /** A workspace scan at a message, as the plugin asks for it with its default settings. */
 const boundary = (anchorSeq) => ({ phase: 'boundary', anchorSeq, maxFileBytes: CAP, maxBaselineBytes: 1024 ** 3, maxFiles: 1_000_000 })
-const BASE = Buffer.alloc(SIZE)
-for (let k = 0; k < SIZE; k++) BASE[k] = (k * 31) ^ (k >> 7)
-
 /** Content of its own for call `i` (and for the setup's first write, `i` = -1). */
-function content(i) {
-  const b = Buffer.from(BASE)
-  b.writeInt32LE(i, 0)
-  return b
-}
+const content = callContent(SIZE)
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b)
