@@ -28,6 +28,7 @@ use crate::fsio::unique_suffix;
 use crate::journal::JournalIntent;
 use crate::path::{decode_id, encode_id, is_hidden, valid_sha};
 use crate::records::parse_anchor;
+use crate::scan_record::ScanState;
 use crate::seam::{Area, FsOp};
 use crate::session::Session;
 use crate::store::Store;
@@ -469,7 +470,6 @@ impl Store {
         }
         for w in &walks {
             let mut u = w.usage.clone();
-            use crate::scan_record::ScanState;
             let sdir = encode_id(&u.session_id).map(|e| Path::new("sessions").join(e));
             match sdir.map(|d| ScanState::of(fs, &d)) {
                 Ok(Ok(ScanState::Read(s))) => u.workspace = Some(s.workspace),

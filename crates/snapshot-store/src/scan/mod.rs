@@ -30,7 +30,7 @@ use crate::store::Store;
 use index::Coverage;
 
 use diff::referenced;
-use workspace::{WORKSPACES, index_path_of, read_for_gc, read_index};
+use workspace::{WORKSPACES, dir_files, index_path_of, read_for_gc, read_index};
 
 pub(crate) use absence::Absence;
 pub use workspace::{UNUSED_GRACE as WORKSPACE_UNUSED_GRACE, workspace_key};
@@ -247,26 +247,9 @@ pub(crate) fn workspace_refs(store: &Store) -> Result<Vec<WorkspaceRefs>, Fault>
             continue;
         }
         let Some(key) = name.to_str() else { continue };
-        // One pass over its files: their bytes and their newest modification time.
-        let (mut bytes, mut last_write_ns) = (0, 0i128);
-        if let Ok(d) = store
-            .inner
-            .fs
-            .dir
-            .open_dir(Path::new(WORKSPACES).join(&name))
-        {
-            for e in d.entries().into_iter().flatten().flatten() {
-                if let Ok(md) = e.metadata() {
-                    if md.is_file() {
-                        use cap_std::fs::MetadataExt;
-                        bytes += md.len();
-                        let ns =
-                            i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec());
-                        last_write_ns = last_write_ns.max(ns);
-                    }
-                }
-            }
-        }
+        // Unreadable: counted as empty and unwritten (the inventory goes on).
+        let (bytes, last_write_ns) =
+            dir_files(store, &Path::new(WORKSPACES).join(&name)).unwrap_or((0, 0));
         let refs = match read_for_gc(store, &name)? {
             Some(ix) => referenced(&ix).collect(),
             None => Vec::new(),

@@ -212,20 +212,22 @@ fn idle_since(store: &Store, dir: &Path, now: std::time::SystemTime) -> Result<b
         .checked_sub(UNUSED_GRACE)
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
-    Ok(last_write_ns(store, dir)? <= cutoff)
+    Ok(dir_files(store, dir)?.1 <= cutoff)
 }
 
-/// The newest modification time of the files of workspace directory `dir`, in
-/// nanoseconds since the Unix epoch (0 when it has none).
-fn last_write_ns(store: &Store, dir: &Path) -> Result<i128, FsFailure> {
+/// The bytes of the files of workspace directory `dir` and their newest modification time,
+/// in nanoseconds since the Unix epoch (0 when it has none): what the inventory reports of
+/// the workspace, and what the blob sweep's grace is counted from.
+pub(crate) fn dir_files(store: &Store, dir: &Path) -> Result<(u64, i128), FsFailure> {
     let fs = &store.inner.fs;
-    let mut newest = 0;
+    let (mut bytes, mut newest) = (0, 0);
     for name in fs.list(dir)? {
         if let Some(id) = fs.stat_id(&dir.join(&name))? {
+            bytes += id.size;
             newest = newest.max(i128::from(id.mtime.0) * 1_000_000_000 + i128::from(id.mtime.1));
         }
     }
-    Ok(newest)
+    Ok((bytes, newest))
 }
 
 fn file_id(store: &Store, path: &Path) -> Result<Option<FileId>, FsFailure> {
