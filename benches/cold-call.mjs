@@ -18,6 +18,16 @@
  * and `worst case` (no message between the turns: the call reads, hashes and keeps content new
  * to the store). `store-addon.mjs` measures the same calls warm, back to back.
  *
+ * Right after a message's re-check of many files, a first call costs more in large sessions
+ * than in small ones. Two control rows tell whether that is the session's size or the footprint
+ * of the work just before the call: the smallest `message re-check first` session's first call
+ * right after the re-check of a session as large as the largest (a session of its own, which
+ * takes no calls: a second re-check of a timed session would leave its file's state at the
+ * next message unrecorded, and its call would then read the file), then its own re-check; and
+ * right after Node `statSync`s that session's tracked files, then its own re-check. If the
+ * session's size is what costs, these rows stay at the small session's own figure; if the
+ * caches the large re-check emptied are what costs, they rise to the large session's.
+ *
  * Run with Node 24 after `scripts/build.sh`: `node benches/cold-call.mjs`. `COLD_CALL_TRIALS`
  * (30), `COLD_CALL_NATIVE` (another build of the addon). Writes target/bench-results/cold-call.md.
  */
@@ -74,12 +84,27 @@ async function setUp(tracked, form) {
   return { tracked, form, cwd, store, sid, anchor: 1, call: 0, times: new Map() }
 }
 
-/** One turn's first call of `s` after `ms` of idle (the message's re-check first, when the form has it). */
-async function firstCall(s, ms) {
+/** The message's re-check of `s` at its next anchor. */
+async function recheck(s) {
   s.anchor += 1
+  await s.store.recheck(s.sid, s.cwd, s.anchor, CAP)
+}
+
+/** What a control row does before its session's own turn: touch the largest session's files. */
+const before = {
+  recheck: (large) => recheck(large),
+  stat: async (large) => {
+    for (let i = 0; i < large.tracked; i++) statSync(join(large.cwd, 't', String(Math.floor(i / 1000)), `f${i}`))
+  },
+}
+
+/** One turn's first call of `s` after `ms` of idle (the message's re-check first, when the form has it). */
+async function firstCall(s, ms, large = null, touch = null) {
+  if (touch) await before[touch](large)
   s.call += 1
   const id = `w${s.call}`
-  if (s.form === 'host') await s.store.recheck(s.sid, s.cwd, s.anchor, CAP)
+  if (s.form === 'host') await recheck(s)
+  else s.anchor += 1
   await pause(ms)
   let t = performance.now()
   await s.store.captureNow(s.sid, s.cwd, id, FILE, CAP, s.anchor)
@@ -124,6 +149,11 @@ const floors = {
 
 const sessions = []
 for (const form of ['host', 'worst']) for (const n of SIZES) sessions.push(await setUp(n, form))
+const hosts = sessions.filter((s) => s.form === 'host').sort((a, b) => a.tracked - b.tracked)
+const small = hosts[0]
+/** The control rows (only when the run has two sizes or more), and the session whose files they touch. */
+const large = hosts.length > 1 ? await setUp(hosts[hosts.length - 1].tracked, 'control') : null
+const controls = large ? Object.keys(before).map((touch) => ({ touch, times: new Map() })) : []
 const floorTimes = new Map()
 const record = (map, key, ms, v) => {
   const k = `${key}@${ms}`
@@ -133,10 +163,12 @@ const record = (map, key, ms, v) => {
 // Warm-up turns (not measured), then the trials: every pause, every session and every floor in
 // turn, the order reversed every other trial so that drift weighs on all alike.
 for (const s of sessions) for (let w = 0; w < 3; w++) await firstCall(s, 1)
+for (const c of controls) await firstCall(small, 1, large, c.touch)
 for (let trial = 0; trial < TRIALS; trial++) {
   const steps = []
   for (const ms of PAUSES) {
     for (const s of sessions) steps.push(async () => record(s.times, '', ms, await firstCall(s, ms)))
+    for (const c of controls) steps.push(async () => record(c.times, '', ms, await firstCall(small, ms, large, c.touch)))
     for (const [name, f] of Object.entries(floors)) {
       steps.push(async () => {
         await pause(ms)
@@ -170,6 +202,17 @@ for (const s of sessions) {
     return `${us(v)} (${(v / floorMedian('read + write (sync)', ms)).toFixed(2)}×)`
   })
   lines.push(`| first call, ${formName[s.form]}, ${s.tracked.toLocaleString('en-US')} tracked | ${cells.join(' | ')} |`)
+}
+const controlName = large && {
+  recheck: `right after the re-check of another session of ${large.tracked.toLocaleString('en-US')} files`,
+  stat: `right after Node stats that session's ${large.tracked.toLocaleString('en-US')} files`,
+}
+for (const c of controls) {
+  const cells = PAUSES.map((ms) => {
+    const v = median(c.times.get(`@${ms}`))
+    return `${us(v)} (${(v / floorMedian('read + write (sync)', ms)).toFixed(2)}×)`
+  })
+  lines.push(`| control: first call, message re-check first, ${small.tracked.toLocaleString('en-US')} tracked, ${controlName[c.touch]} | ${cells.join(' | ')} |`)
 }
 for (const name of Object.keys(floors)) {
   lines.push(`| Node: ${name} | ${PAUSES.map((ms) => us(floorMedian(name, ms))).join(' | ')} |`)
