@@ -266,10 +266,15 @@ impl Reader<'_> {
     }
 }
 
-/// Parses an index file. `Err(Newer)` for a newer version (fail closed),
-/// `Err(Corrupt)` for anything torn or malformed.
-pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+/// Bytes of an index file's head: its magic and its version.
+pub(crate) const HEAD: usize = 12;
+
+/// Checks an index file's head (its first [`HEAD`] bytes, or all of a shorter file) and
+/// returns its version: `Err(Newer)` for a newer version (fail closed), `Err(Corrupt)` for a bad magic, a
+/// version 0 or a file too short to hold them. The only part of a file that tells a
+/// newer build's index from a damaged one.
+pub(crate) fn check_head(path: &Path, bytes: &[u8]) -> Result<u32, Fault> {
+    if bytes.len() < HEAD || &bytes[..8] != MAGIC {
         return Err(corrupt(
             path,
             "not a workspace index (bad magic or too short)",
@@ -287,6 +292,13 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
     if version == 0 {
         return Err(corrupt(path, "version 0"));
     }
+    Ok(version)
+}
+
+/// Parses an index file. `Err(Newer)` for a newer version (fail closed),
+/// `Err(Corrupt)` for anything torn or malformed.
+pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
+    let version = check_head(path, bytes)?;
     if bytes.len() < HEADER + TRAILER {
         return Err(corrupt(path, "truncated header"));
     }

@@ -189,9 +189,11 @@ pub(crate) fn drop_unused(
         if !idle_since(store, &dir, now)? {
             continue;
         }
-        match read_index(store, &name) {
+        // A newer build's index is left alone; a damaged one goes with its directory. Only
+        // the file's head tells them apart: the rest is not read.
+        match read_head(store, &name) {
             Err(Fault::Newer(_)) => continue,
-            Err(Fault::Corrupt(_)) | Ok(_) => {}
+            Err(Fault::Corrupt(_)) | Ok(()) => {}
             Err(e) => return Err(e),
         }
         // One rename out of `workspaces/` (a crash leaves it in `trash/`, emptied when the
@@ -322,6 +324,25 @@ pub(crate) fn read_for_gc(store: &Store, name: &std::ffi::OsStr) -> Result<Optio
 /// The store-relative path of workspace directory `name`'s index.
 pub(crate) fn index_path_of(name: &std::ffi::OsStr) -> PathBuf {
     Path::new(WORKSPACES).join(name).join("index.bin")
+}
+
+/// Reads the head of the index of workspace directory `name` and checks it
+/// ([`super::index::check_head`]): `Ok(())` also when it has none.
+fn read_head(store: &Store, name: &std::ffi::OsStr) -> Result<(), Fault> {
+    let path = index_path_of(name);
+    let fs = &store.inner.fs;
+    let Some(mut f) = fs.open_read(&path)? else {
+        return Ok(());
+    };
+    let mut head = [0u8; super::index::HEAD];
+    let mut got = 0;
+    while got < head.len() {
+        match fs.read_chunk(&mut f, &path, &mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    super::index::check_head(&path, &head[..got]).map(|_| ())
 }
 
 /// Reads and parses the index of workspace directory `name`: `Ok(None)` when it has

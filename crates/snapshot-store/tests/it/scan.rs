@@ -1967,6 +1967,38 @@ fn a_workspace_is_kept_while_a_scan_holds_it_or_a_session_cannot_be_read() {
 }
 
 #[test]
+fn an_unused_workspace_with_a_newer_builds_index_is_kept_and_one_with_a_damaged_index_goes() {
+    let env = Env::new();
+    env.write("a", b"baseline");
+    let store = env.store_with_blob_files();
+    let a = store.session("a", &env.cwd).expect("a");
+    scan(&a, ScanPhase::Boundary, 1, None);
+    let wa = workspace_dir(&env, &env.cwd);
+    a.clear_session().expect("clear");
+    let index = wa.join("index.bin");
+    let whole = std::fs::read(&index).expect("index");
+    // The same index, its version raised: a newer build wrote it. Only its head says so.
+    let mut newer = whole.clone();
+    newer[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&index, &newer).expect("newer");
+    age(&wa, 2 * 3600);
+    let blobs = env.blob_count();
+    let err = store
+        .collect_garbage()
+        .expect_err("a newer index stops the sweep");
+    assert!(err.to_string().contains("newer"), "{err}");
+    assert!(index.is_file(), "left as the newer build wrote it");
+    assert_eq!(std::fs::read(&index).expect("index"), newer);
+    assert_eq!(env.blob_count(), blobs, "nothing removed");
+    // Its head torn off (a damaged file, not a newer build's): the workspace goes.
+    std::fs::write(&index, &whole[..10]).expect("tear");
+    age(&wa, 2 * 3600);
+    let gc = store.collect_garbage().expect("gc");
+    assert_eq!(gc.workspaces_removed, 1);
+    assert!(!wa.exists());
+}
+
+#[test]
 fn a_scan_waiting_for_a_workspace_the_sweep_removes_locks_it_anew() {
     let env = Env::new();
     env.write("a", b"baseline");
