@@ -90,17 +90,17 @@ async function recheck(s) {
   await s.store.recheck(s.sid, s.cwd, s.anchor, CAP)
 }
 
-/** What a control row does before its session's own turn: touch the largest session's files. */
+/** What a control row does before its session's own turn: touch the files of `large` (below). */
 const before = {
-  recheck: (large) => recheck(large),
-  stat: async (large) => {
+  recheck: () => recheck(large),
+  stat: async () => {
     for (let i = 0; i < large.tracked; i++) statSync(join(large.cwd, 't', String(Math.floor(i / 1000)), `f${i}`))
   },
 }
 
 /** One turn's first call of `s` after `ms` of idle (the message's re-check first, when the form has it). */
-async function firstCall(s, ms, large = null, touch = null) {
-  if (touch) await before[touch](large)
+async function firstCall(s, ms, touch = null) {
+  if (touch) await before[touch]()
   s.call += 1
   const id = `w${s.call}`
   if (s.form === 'host') await recheck(s)
@@ -163,12 +163,12 @@ const record = (map, key, ms, v) => {
 // Warm-up turns (not measured), then the trials: every pause, every session and every floor in
 // turn, the order reversed every other trial so that drift weighs on all alike.
 for (const s of sessions) for (let w = 0; w < 3; w++) await firstCall(s, 1)
-for (const c of controls) await firstCall(small, 1, large, c.touch)
+for (const c of controls) await firstCall(small, 1, c.touch)
 for (let trial = 0; trial < TRIALS; trial++) {
   const steps = []
   for (const ms of PAUSES) {
     for (const s of sessions) steps.push(async () => record(s.times, '', ms, await firstCall(s, ms)))
-    for (const c of controls) steps.push(async () => record(c.times, '', ms, await firstCall(small, ms, large, c.touch)))
+    for (const c of controls) steps.push(async () => record(c.times, '', ms, await firstCall(small, ms, c.touch)))
     for (const [name, f] of Object.entries(floors)) {
       steps.push(async () => {
         await pause(ms)

@@ -270,9 +270,9 @@ impl Reader<'_> {
 pub(crate) const HEAD: usize = 12;
 
 /// Checks an index file's head (its first [`HEAD`] bytes, or all of a shorter file) and
-/// returns its version: `Err(Newer)` for a newer version (fail closed), `Err(Corrupt)` for a bad magic, a
-/// version 0 or a file too short to hold them. The only part of a file that tells a
-/// newer build's index from a damaged one.
+/// returns its version: `Err(Newer)` for a newer version (fail closed), `Err(Corrupt)` for
+/// a bad magic, a version 0 or a file too short to hold them. The only part of a file that
+/// tells a newer build's index from a damaged one.
 pub(crate) fn check_head(path: &Path, bytes: &[u8]) -> Result<u32, Fault> {
     if bytes.len() < HEAD || &bytes[..8] != MAGIC {
         return Err(corrupt(
