@@ -120,7 +120,7 @@ impl<'a> Prior<'a> {
         let scanned = s.workspace_index().and_then(|(_, slot)| {
             let cached = slot.try_lock().ok()?;
             let ix = cached.index.as_ref()?;
-            match ix.entries.get(rel.as_bytes()) {
+            match ix.entries().get(rel.as_bytes()) {
                 Some(entry) => Some((entry.clone(), ix.scanned_at)),
                 None => {
                     missing = Some(ix.scanned_at);
@@ -207,15 +207,11 @@ impl<'a> Prior<'a> {
         }
         let absence = self.seen.filter(|v| v.index_at == at)?.absence.as_ref()?;
         let (_, slot) = s.workspace_index()?;
-        let cached = slot.try_lock().ok()?;
-        let ix = cached.index.as_ref().filter(|ix| ix.scanned_at == at)?;
+        let mut cached = slot.try_lock().ok()?;
+        let ix = cached.index.as_mut().filter(|ix| ix.scanned_at == at)?;
         let bytes = rel.as_bytes();
-        let n = absence.absent(bytes, |q| ix.entries.contains_key(q))?;
-        if ix
-            .entries
-            .values()
-            .any(|e| e.stat.ino == meta.ino && e.stat.dev == meta.dev)
-        {
+        let n = absence.absent(bytes, |q| ix.entries().contains_key(q))?;
+        if ix.knows_inode(meta.dev, meta.ino) {
             return None;
         }
         drop(cached);
@@ -227,7 +223,7 @@ impl<'a> Prior<'a> {
             return None;
         };
         let (_, name) = first.split_last();
-        s.ws.lists(&dir, name, &first).ok()?.then_some(at)
+        s.ws.lists(dir, name, &first).ok()?.then_some(at)
     }
 }
 

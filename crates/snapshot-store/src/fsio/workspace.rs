@@ -200,16 +200,25 @@ impl WsFs {
 
     /// Whether directory `dir` (walked to as `rel`'s parent) lists an entry spelled exactly
     /// `name`, byte for byte (a filesystem that folds case or normalizes names may find a
-    /// path under another spelling).
-    pub fn lists(&self, dir: &WsDir<'_>, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
+    /// path under another spelling). A directory the walk opened is read through its own
+    /// handle (no second open of it); the workspace root, which stays open (and may be
+    /// open for its path only), through a handle of its own.
+    pub fn lists(&self, dir: WsDir<'_>, name: &[u8], rel: &RelPath) -> Result<bool, FsFailure> {
         self.check(FsOp::ReadDir, rel)?;
-        let entries = dir
-            .dir()
-            .entries()
-            .map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
-        for e in entries {
-            let e = e.map_err(|e| rfail(FsOp::ReadDir, rel, e))?;
-            if e.file_name().as_bytes() == name {
+        let fail = |e: rustix::io::Errno| rfail(FsOp::ReadDir, rel, e.into());
+        let mut entries = match dir {
+            WsDir::Owned(d) => rustix::fs::Dir::new(std::os::fd::OwnedFd::from(d.into_std_file())),
+            WsDir::Root(d) => rustix::fs::openat(
+                d,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .and_then(rustix::fs::Dir::new),
+        }
+        .map_err(fail)?;
+        while let Some(e) = entries.read() {
+            if e.map_err(fail)?.file_name().to_bytes() == name {
                 return Ok(true);
             }
         }

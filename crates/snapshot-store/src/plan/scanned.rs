@@ -73,7 +73,7 @@ impl Planner<'_> {
         let cap = self.s.store.max_file_bytes();
         let list = peek(&self.s.store, &workspace_key(&canonical), |ix| {
             let mut v: Vec<NotCovered> = ix
-                .entries
+                .entries()
                 .iter()
                 .filter_map(|(k, e)| match &e.cov {
                     Coverage::Not(u) => RelPath::from_bytes(k).ok().map(|path| NotCovered {

@@ -186,7 +186,7 @@ impl Sink for Compare<'_> {
     fn file(&mut self, rel: &[u8], stat: Stat) {
         self.seen.extend_from_slice(rel);
         self.ends.push(self.seen.len());
-        match self.ix.entries.get(rel) {
+        match self.ix.entries().get(rel) {
             Some(e) => {
                 self.found += 1;
                 if needs_read(e, &stat, self.had_index, self.racy_before, self.cap) {
@@ -230,7 +230,7 @@ pub(crate) fn run(
     let mut wopts = WalkOptions::new(limits.max_files);
     // A workspace the last scan found small is walked on the calling thread alone: starting
     // and joining another thread costs more there than it saves.
-    wopts.threads = if limits.threads == 0 && had_index && ix.entries.len() < SMALL_WORKSPACE {
+    wopts.threads = if limits.threads == 0 && had_index && ix.entries().len() < SMALL_WORKSPACE {
         1
     } else {
         limits.threads
@@ -277,7 +277,7 @@ pub(crate) fn run(
     // they were) or still on disk but out of scope now (dropped without a change).
     let mut deleted: Vec<(Box<[u8]>, IdxEntry)> = Vec::new();
     let mut dropped: Vec<Box<[u8]>> = Vec::new();
-    if found != ix.entries.len() {
+    if found != ix.entries().len() {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(out.files as usize);
         for (bytes, ends) in &seen_paths {
             let mut at = 0;
@@ -286,7 +286,7 @@ pub(crate) fn run(
                 at = end;
             }
         }
-        for (k, e) in &ix.entries {
+        for (k, e) in ix.entries() {
             if seen.contains(&k[..]) {
                 continue;
             }
@@ -309,7 +309,7 @@ pub(crate) fn run(
 
     // The budget: bytes of content kept in the store for this workspace.
     let mut covered: u64 = ix
-        .entries
+        .entries()
         .values()
         .filter_map(|e| e.cov.sha().map(|_| e.stat.size))
         .sum();
@@ -368,7 +368,7 @@ pub(crate) fn run(
     };
     if resumable && to_hash.len() > limits.progress_batch {
         for &i in to_hash.iter().filter(|&&i| early(i)) {
-            ix.entries.insert(
+            ix.insert(
                 work[i].0.clone(),
                 IdxEntry {
                     stat: work[i].1,
@@ -410,17 +410,17 @@ pub(crate) fn run(
             if early(i) {
                 match &h {
                     Hashed::Entry(e) => {
-                        ix.entries.insert(work[i].0.clone(), e.clone());
+                        ix.insert(work[i].0.clone(), e.clone());
                     }
                     Hashed::Vanished => {
-                        ix.entries.remove(&work[i].0);
+                        ix.remove(&work[i].0);
                     }
                 }
             }
             results[i] = Some(h);
         }
         if resumable && chunk.len() == batch && to_hash.len() > batch {
-            ix.baseline_complete = !ix.entries.values().any(|e| e.cov == Coverage::Pending);
+            ix.baseline_complete = !ix.entries().values().any(|e| e.cov == Coverage::Pending);
             ix.scanned_at = started;
             locked.save(ix)?;
             ix = locked.cached.index.take().unwrap_or_default();
@@ -429,10 +429,10 @@ pub(crate) fn run(
     for (i, r) in results.iter().enumerate() {
         match r {
             Some(Hashed::Entry(e)) => {
-                ix.entries.insert(work[i].0.clone(), e.clone());
+                ix.insert(work[i].0.clone(), e.clone());
             }
             Some(Hashed::Vanished) => {
-                ix.entries.remove(&work[i].0);
+                ix.remove(&work[i].0);
                 if let Some(a) = absence.as_mut() {
                     a.vanished(&work[i].0);
                 }
@@ -441,10 +441,10 @@ pub(crate) fn run(
         }
     }
     for k in &dropped {
-        ix.entries.remove(k);
+        ix.remove(k);
     }
     for (k, _) in &deleted {
-        ix.entries.remove(k);
+        ix.remove(k);
     }
 
     // The changes (none for a baseline: there is nothing to compare with).
@@ -488,9 +488,9 @@ pub(crate) fn run(
         out.changes.sort_by(|a, b| a.path.cmp(&b.path));
     }
 
-    ix.baseline_complete = !ix.entries.values().any(|e| e.cov == Coverage::Pending);
+    ix.baseline_complete = !ix.entries().values().any(|e| e.cov == Coverage::Pending);
     out.baseline_complete = ix.baseline_complete;
-    for (k, e) in &ix.entries {
+    for (k, e) in ix.entries() {
         if let Coverage::Not(u) = &e.cov {
             out.not_covered
                 .push((k.clone(), reason_text(u, e.stat.size, limits.cap)));
@@ -531,7 +531,7 @@ impl FromBytesExt for std::ffi::OsStr {
 /// Every blob file an index references (for the sweep; a [`Coverage::Kept`] entry's
 /// content is in its keeper's log).
 pub(crate) fn referenced(ix: &Index) -> impl Iterator<Item = String> + '_ {
-    ix.entries.values().filter_map(|e| match &e.cov {
+    ix.entries().values().filter_map(|e| match &e.cov {
         Coverage::Hashed(sha) => Some(hex::encode(sha)),
         _ => None,
     })
@@ -561,16 +561,16 @@ fn take_over(
     // Another session's log is read once, and only when an entry needs it.
     let mut held: Option<std::collections::HashMap<String, crate::codec::Shared>> = None;
     let mut changed = false;
-    for e in ix.entries.values_mut() {
-        let Coverage::Kept(sha) = e.cov else {
+    for (stat, cov) in ix.coverages_mut() {
+        let Coverage::Kept(sha) = *cov else {
             continue;
         };
         let name = hex::encode(sha);
         if mine && keep.kept.contains_key(&name) {
             continue;
         }
-        let size = e.stat.size;
-        e.cov = if fs.blob_size(&name)? == Some(size) {
+        let size = stat.size;
+        *cov = if fs.blob_size(&name)? == Some(size) {
             Coverage::Hashed(sha)
         } else {
             let held = held.get_or_insert_with(|| {

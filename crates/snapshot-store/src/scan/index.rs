@@ -205,6 +205,9 @@ impl IdxEntry {
 /// Index entries by path.
 pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<BytesHasher>>;
 
+/// How many entries of an index stand for each file, by (device, inode).
+type InodeCounts = HashMap<(u64, u64), u32, BuildHasherDefault<BytesHasher>>;
+
 /// The index in memory.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Index {
@@ -214,10 +217,78 @@ pub(crate) struct Index {
     pub scanned_at: u64,
     /// The session whose record log keeps the content of the [`Coverage::Kept`] entries.
     pub keeper: Option<String>,
-    pub entries: Entries,
+    /// Changed only through [`Index::insert`], [`Index::remove`] and
+    /// [`Index::coverages_mut`], which keep `inodes` true to it.
+    entries: Entries,
+    /// Built by the first [`Index::knows_inode`], then kept up to date by every change of
+    /// `entries`: an index read from disk, or one never asked, carries none.
+    inodes: Option<InodeCounts>,
 }
 
 impl Index {
+    /// The entries by path.
+    pub fn entries(&self) -> &Entries {
+        &self.entries
+    }
+
+    /// Sets the entry of `path`, returning the one it replaces.
+    pub fn insert(&mut self, path: Box<[u8]>, entry: IdxEntry) -> Option<IdxEntry> {
+        if let Some(c) = self.inodes.as_mut() {
+            *c.entry((entry.stat.dev, entry.stat.ino)).or_default() += 1;
+        }
+        let old = self.entries.insert(path, entry);
+        if let Some(o) = &old {
+            self.forget_inode(o.stat);
+        }
+        old
+    }
+
+    /// Removes the entry of `path`.
+    pub fn remove(&mut self, path: &[u8]) -> Option<IdxEntry> {
+        let old = self.entries.remove(path);
+        if let Some(o) = &old {
+            self.forget_inode(o.stat);
+        }
+        old
+    }
+
+    fn forget_inode(&mut self, stat: Stat) {
+        let Some(c) = self.inodes.as_mut() else {
+            return;
+        };
+        let key = (stat.dev, stat.ino);
+        match c.get_mut(&key) {
+            Some(n) if *n > 1 => *n -= 1,
+            _ => {
+                c.remove(&key);
+            }
+        }
+    }
+
+    /// Every entry's metadata, with its coverage to change (the metadata stays as it is).
+    pub fn coverages_mut(&mut self) -> impl Iterator<Item = (&Stat, &mut Coverage)> {
+        self.entries.values_mut().map(|e| (&e.stat, &mut e.cov))
+    }
+
+    /// Whether an entry stands for the file `(dev, ino)`, under any path. The first
+    /// question goes through every entry once; later ones, and the changes between them,
+    /// cost a lookup each.
+    pub fn knows_inode(&mut self, dev: u64, ino: u64) -> bool {
+        let entries = &self.entries;
+        self.inodes
+            .get_or_insert_with(|| {
+                let mut c = InodeCounts::with_capacity_and_hasher(
+                    entries.len(),
+                    BuildHasherDefault::default(),
+                );
+                for e in entries.values() {
+                    *c.entry((e.stat.dev, e.stat.ino)).or_default() += 1;
+                }
+                c
+            })
+            .contains_key(&(dev, ino))
+    }
+
     /// Whether any entry is [`Coverage::Kept`].
     pub fn has_kept(&self) -> bool {
         self.entries
@@ -371,6 +442,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
         scanned_at,
         keeper,
         entries,
+        inodes: None,
     })
 }
 
@@ -447,6 +519,7 @@ mod tests {
             scanned_at: 123,
             keeper: None,
             entries: Entries::default(),
+            inodes: None,
         };
         let stat = Stat {
             mode: 0o100755,
@@ -459,21 +532,21 @@ mod tests {
             ino: 5,
             dev: 6,
         };
-        ix.entries.insert(
+        ix.insert(
             b"a/b".to_vec().into(),
             IdxEntry {
                 stat,
                 cov: Coverage::Hashed([7; 32]),
             },
         );
-        ix.entries.insert(
+        ix.insert(
             b"\xff\xfe".to_vec().into(),
             IdxEntry {
                 stat,
                 cov: Coverage::Not(Uncovered::Unreadable(13)),
             },
         );
-        ix.entries.insert(
+        ix.insert(
             b"p".to_vec().into(),
             IdxEntry {
                 stat,
@@ -481,6 +554,56 @@ mod tests {
             },
         );
         ix
+    }
+
+    #[test]
+    fn the_inode_counts_follow_every_change_of_the_entries() {
+        // Once asked, the index keeps its inode counts through inserts, replacements and
+        // removals (two paths may name one file: a hard link): every answer is the one an
+        // index built afresh from the same entries gives.
+        let mut ix = sample();
+        let base = ix.entries[&b"a/b"[..]].stat;
+        assert!(
+            ix.knows_inode(base.dev, base.ino),
+            "the sample's three entries"
+        );
+        assert!(!ix.knows_inode(base.dev, 99));
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for step in 0..3000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let path: Box<[u8]> = match seed % 18 {
+                16 => b"a/b".to_vec().into(),
+                17 => b"p".to_vec().into(),
+                n => format!("q{n}").into_bytes().into(),
+            };
+            let ino = (seed >> 8) % 8;
+            if (seed >> 16) % 3 == 2 {
+                ix.remove(&path);
+            } else {
+                let stat = Stat { ino, ..base };
+                ix.insert(
+                    path,
+                    IdxEntry {
+                        stat,
+                        cov: Coverage::Pending,
+                    },
+                );
+            }
+            let mut fresh = Index {
+                entries: ix.entries.clone(),
+                ..Index::default()
+            };
+            for q in 0..9 {
+                assert_eq!(
+                    ix.knows_inode(base.dev, q),
+                    fresh.knows_inode(base.dev, q),
+                    "step {step}, inode {q}"
+                );
+            }
+            assert!(!ix.knows_inode(base.dev + 1, base.ino), "another device");
+        }
     }
 
     #[test]
@@ -518,7 +641,7 @@ mod tests {
         let v1 = encode(&ix);
         assert_eq!(&v1[8..12], &1u32.to_le_bytes());
         assert_eq!(decode(Path::new("i"), &v1).expect("v1").keeper, None);
-        ix.entries.insert(
+        ix.insert(
             b"k".to_vec().into(),
             IdxEntry {
                 stat: ix.entries[&b"a/b"[..]].stat,

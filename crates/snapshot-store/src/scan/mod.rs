@@ -209,7 +209,7 @@ pub(crate) fn index_contents(store: &Store) -> Result<Vec<Result<IndexContent, F
         };
         let mut hashed = Vec::new();
         let mut kept = Vec::new();
-        for e in ix.entries.values() {
+        for e in ix.entries().values() {
             match &e.cov {
                 Coverage::Hashed(sha) => hashed.push(hex::encode(sha)),
                 Coverage::Kept(sha) => kept.push(hex::encode(sha)),

@@ -1689,6 +1689,33 @@ fn a_file_moved_mid_turn_is_not_taken_for_created_at_its_new_path() {
 }
 
 #[test]
+fn a_file_moved_after_a_later_scan_is_known_by_that_scans_index_not_an_earliers() {
+    // Whether the index knows a file under another path is asked of its inode counts, built
+    // on first use and kept up to date as scans change the index. Here a created file's
+    // capture at message 1 builds them; a new file joins the index at message 2's scan; a job
+    // moves it and the write tool edits it at its new path. Message 2's index knows its inode: a rewind to message 2 leaves the file
+    // with the content the capture found instead of removing the only copy.
+    let env = Env::new();
+    let store = env.store();
+    let s = scanned_once(&env, &store, b"at the message");
+    env.write("src/generated.ts", b"written by a job");
+    capture_in_form(&s, true, "w1", "src/generated.ts", 1);
+    env.write("src/generated.ts", b"the tool");
+    s.commit("w1", 1, true).expect("commit");
+    env.write("src/b.ts", b"there at message 2");
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    s.recheck_tracked(2).expect("boundary 2");
+    scan(&s, ScanPhase::Boundary, 2, None);
+    std::fs::rename(env.cwd.join("src/b.ts"), env.cwd.join("src/c.ts")).expect("mv");
+    capture_in_form(&s, true, "w2", "src/c.ts", 2);
+    tool_edit_undone(&env, &s, "w2", 2, "src/c.ts", b"there at message 2");
+    assert_eq!(
+        env.read("src/generated.ts").as_deref(),
+        Some(&b"the tool"[..])
+    );
+}
+
+#[test]
 fn a_large_file_the_scan_stored_or_over_the_cap_is_captured_without_waiting() {
     // The form of the call that never waits leaves a file over its `max_bytes` to the one that
     // may (it would read it), except when the capture reads none of its bytes: a file the
