@@ -208,6 +208,11 @@ pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<BytesH
 /// How many entries of an index stand for each file, by (device, inode).
 type InodeCounts = HashMap<(u64, u64), u32, BuildHasherDefault<BytesHasher>>;
 
+/// Counts one more entry standing for the file `stat` describes.
+fn count_in(counts: &mut InodeCounts, stat: &Stat) {
+    *counts.entry((stat.dev, stat.ino)).or_default() += 1;
+}
+
 /// The index in memory.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Index {
@@ -231,25 +236,21 @@ impl Index {
         &self.entries
     }
 
-    /// Sets the entry of `path`, returning the one it replaces.
-    pub fn insert(&mut self, path: Box<[u8]>, entry: IdxEntry) -> Option<IdxEntry> {
+    /// Sets the entry of `path`.
+    pub fn insert(&mut self, path: Box<[u8]>, entry: IdxEntry) {
         if let Some(c) = self.inodes.as_mut() {
-            *c.entry((entry.stat.dev, entry.stat.ino)).or_default() += 1;
+            count_in(c, &entry.stat);
         }
-        let old = self.entries.insert(path, entry);
-        if let Some(o) = &old {
-            self.forget_inode(o.stat);
+        if let Some(old) = self.entries.insert(path, entry) {
+            self.forget_inode(old.stat);
         }
-        old
     }
 
     /// Removes the entry of `path`.
-    pub fn remove(&mut self, path: &[u8]) -> Option<IdxEntry> {
-        let old = self.entries.remove(path);
-        if let Some(o) = &old {
-            self.forget_inode(o.stat);
+    pub fn remove(&mut self, path: &[u8]) {
+        if let Some(old) = self.entries.remove(path) {
+            self.forget_inode(old.stat);
         }
-        old
     }
 
     fn forget_inode(&mut self, stat: Stat) {
@@ -282,7 +283,7 @@ impl Index {
                     BuildHasherDefault::default(),
                 );
                 for e in entries.values() {
-                    *c.entry((e.stat.dev, e.stat.ino)).or_default() += 1;
+                    count_in(&mut c, &e.stat);
                 }
                 c
             })
