@@ -222,7 +222,8 @@ impl WorkspaceScan<'_> {
         self.s.prepare(&mut st)?;
         let _g = self.s.lock_shared()?;
         let slot = slot(&self.s.store, &key);
-        let mut locked = lock(&self.s.store, &key, &slot)?;
+        let kept = st.ws_lock.take().and_then(|(k, f)| (k == key).then_some(f));
+        let mut locked = lock(&self.s.store, &key, &slot, kept)?;
         // The content another session's log keeps, for the entries of the index it kept.
         // (Not a session directory still in layout 1: its migration takes the store's
         // exclusive lock, which this scan's shared lock would wait on. A log that keeps
@@ -258,10 +259,11 @@ impl WorkspaceScan<'_> {
         // The index's entries kept in this log were checked against it (`run`): so they
         // stay, unless the scan stops before its index is saved.
         st.idx.scan_checked = out.refused.is_none();
-        let recorded = self.record(&mut st, &mut locked, out, req, key, t0);
+        let recorded = self.record(&mut st, &mut locked, out, req, key.clone(), t0);
         if recorded.is_err() {
             st.idx.scan_checked = false;
         }
+        st.ws_lock = locked.into_kept().map(|f| (key, f));
         recorded
     }
 

@@ -399,18 +399,27 @@ impl StoreFs {
 
     /// Atomically replaces `path` with `bytes` (temp file, optional fsync, rename).
     pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
+        self.write_atomic_id(path, bytes).map(|_| ())
+    }
+
+    /// [`StoreFs::write_atomic`], returning the identity of the file written (see
+    /// [`StoreFs::write_replacing`]).
+    fn write_atomic_id(&self, path: &Path, bytes: &[u8]) -> Result<FileId, FsFailure> {
         let (tmp, mut f) = self.create_tmp_beside(path)?;
         let r = (|| {
             self.write_all(&mut f, &tmp, bytes)?;
+            let id = self.fstat_id(&f, &tmp)?;
             self.sync_file(&f, &tmp)?;
             drop(f);
-            self.rename(&tmp, path)
+            self.rename(&tmp, path)?;
+            Ok(id)
         })();
         if r.is_err() {
             let _ = self.dir.remove_file(&tmp);
         }
-        r?;
-        self.sync_dir(path.parent().unwrap_or(Path::new("")))
+        let id = r?;
+        self.sync_dir(path.parent().unwrap_or(Path::new("")))?;
+        Ok(id)
     }
 
     /// Replaces `path` with `bytes` as [`StoreFs::write_atomic`] does, for a file that is
@@ -426,22 +435,26 @@ impl StoreFs {
     /// new inode skips the recently freed ones); writing the spare and swapping, 13 µs.
     /// Anything odd in the spare's place (not a regular file, more than one link) is left
     /// alone, and the write goes the ordinary way; so does a filesystem without the swap.
-    pub fn write_replacing(&self, path: &Path, bytes: &[u8]) -> Result<(), FsFailure> {
+    ///
+    /// Returns the identity of the file now at `path` (its `fstat` once written: a rename
+    /// changes none of what it holds but the change time), so that a caller that remembers
+    /// which file it last wrote need not open it again to learn it.
+    pub fn write_replacing(&self, path: &Path, bytes: &[u8]) -> Result<FileId, FsFailure> {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if self.write_over_spare(path, bytes)? {
-            return Ok(());
+        if let Some(id) = self.write_over_spare(path, bytes)? {
+            return Ok(id);
         }
-        self.write_atomic(path, bytes)
+        self.write_atomic_id(path, bytes)
     }
 
-    /// [`StoreFs::write_replacing`] through the spare: `false` when it could not be used
+    /// [`StoreFs::write_replacing`] through the spare: `None` when it could not be used
     /// (nothing was changed then but, possibly, the spare's own bytes).
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn write_over_spare(&self, path: &Path, bytes: &[u8]) -> Result<bool, FsFailure> {
+    fn write_over_spare(&self, path: &Path, bytes: &[u8]) -> Result<Option<FileId>, FsFailure> {
         use rustix::fs::{FileType, RenameFlags};
         use rustix::io::Errno;
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return Ok(false);
+            return Ok(None);
         };
         let spare_name = crate::path::spare_name(name);
         let spare = path.with_file_name(&spare_name);
@@ -462,7 +475,7 @@ impl StoreFs {
             Ok(fd) => fd,
             // A symlink, a FIFO, a directory… in the spare's place: not ours to write.
             Err(Errno::LOOP | Errno::NXIO | Errno::ISDIR | Errno::ACCESS | Errno::PERM) => {
-                return Ok(false);
+                return Ok(None);
             }
             Err(e) => return Err(fail(FsOp::Create, Area::Store, &spare, e.into())),
         };
@@ -470,7 +483,7 @@ impl StoreFs {
         let st =
             rustix::fs::fstat(&fd).map_err(|e| fail(FsOp::Stat, Area::Store, &spare, e.into()))?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_nlink != 1 {
-            return Ok(false);
+            return Ok(None);
         }
         let f = std::fs::File::from(fd);
         self.check(FsOp::Write, &spare)?;
@@ -484,6 +497,7 @@ impl StoreFs {
             }
         }
         let f = File::from_std(f);
+        let id = self.fstat_id(&f, &spare)?;
         self.sync_file(&f, &spare)?;
         drop(f);
         self.check(FsOp::Rename, path)?;
@@ -502,14 +516,14 @@ impl StoreFs {
                 match rustix::fs::renameat(&dir, spare_name.as_os_str(), &dir, name) {
                     Ok(()) => {}
                     // The spare went away meanwhile (a sweep): the ordinary way.
-                    Err(Errno::NOENT) => return Ok(false),
+                    Err(Errno::NOENT) => return Ok(None),
                     Err(e) => return Err(fail(FsOp::Rename, Area::Store, path, e.into())),
                 }
             }
             Err(e) => return Err(fail(FsOp::Rename, Area::Store, path, e.into())),
         }
         self.sync_dir(parent)?;
-        Ok(true)
+        Ok(Some(id))
     }
 
     /// Renames within the store.

@@ -44,12 +44,26 @@ fn registry() -> &'static Registry {
 }
 
 /// A locked workspace: the in-process mutex and the cross-process `flock` are held
-/// until this is dropped.
+/// until this is dropped, or until [`Locked::into_kept`].
 pub(crate) struct Locked<'a> {
     pub store: &'a Store,
     pub dir: PathBuf,
     pub cached: MutexGuard<'a, Cached>,
-    _flock: cap_std::fs::File,
+    flock: cap_std::fs::File,
+}
+
+impl Locked<'_> {
+    /// Releases the locks and returns the lock file, still open, for the next [`lock`] of
+    /// the workspace by the same session handle: that one takes the lock with one `flock`
+    /// and checks the file is still the directory's with two `stat`s, instead of making
+    /// sure of the directory and opening the file again. `None` when the file could not
+    /// be unlocked (it is closed then, which releases it).
+    pub fn into_kept(self) -> Option<cap_std::fs::File> {
+        let Locked { flock, cached, .. } = self;
+        let unlocked = rustix::fs::flock(&flock, FlockOperation::Unlock).is_ok();
+        drop(cached);
+        unlocked.then_some(flock)
+    }
 }
 
 fn store_identity(store: &Store) -> (u64, u64) {
@@ -77,19 +91,35 @@ fn fail(op: FsOp, path: &Path, source: std::io::Error) -> FsFailure {
     }
 }
 
-/// Locks workspace `key` (blocking): in-process first, then across processes.
+/// Locks workspace `key` (blocking): in-process first, then across processes. `kept`:
+/// the lock file a [`Locked::into_kept`] of this workspace returned, tried first.
 pub(crate) fn lock<'a>(
     store: &'a Store,
     key: &str,
     slot: &'a Mutex<Cached>,
+    kept: Option<cap_std::fs::File>,
 ) -> Result<Locked<'a>, Fault> {
     let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
     let fs = &store.inner.fs;
     let dir = Path::new(WORKSPACES).join(key);
     let lpath = dir.join("lock");
     // The blob sweep removes the directory of a workspace no session uses any more (see
-    // [`drop_unused`]) under this lock: a lock taken on a file that is no longer the
-    // directory's is taken again, on the directory made anew.
+    // [`drop_unused`]) under this lock, taken on a descriptor of its own: a lock taken on a
+    // file that is no longer the directory's (a kept one, or one opened before the sweep
+    // removed it) is taken again, on the directory made anew.
+    if let Some(file) = kept {
+        fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
+        rustix::fs::flock(&file, FlockOperation::LockExclusive)
+            .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
+        if still_in_place(store, &file, &lpath)? {
+            return Ok(Locked {
+                store,
+                dir,
+                cached,
+                flock: file,
+            });
+        }
+    }
     let mut tries = 0;
     let file = loop {
         fs.create_dir_all(&dir)?;
@@ -111,7 +141,7 @@ pub(crate) fn lock<'a>(
         store,
         dir,
         cached,
-        _flock: file,
+        flock: file,
     })
 }
 
@@ -304,8 +334,16 @@ impl Locked<'_> {
     /// the cached copy.
     pub fn save(&mut self, ix: Index) -> Result<(), Fault> {
         let path = self.index_path();
-        self.store.inner.fs.write_replacing(&path, &encode(&ix))?;
-        self.cached.file = file_id(self.store, &path)?;
+        let bytes = encode(&ix);
+        let written = self.store.inner.fs.write_replacing(&path, &bytes)?;
+        // What `file_id` would read back from the file just written (no other writer can
+        // replace it while the workspace's lock is held).
+        let mut tail = [0u8; 32];
+        if let Some(at) = bytes.len().checked_sub(32) {
+            tail.copy_from_slice(&bytes[at..]);
+        }
+        let (secs, nanos) = written.mtime;
+        self.cached.file = Some((written.ino, written.size, secs, nanos, tail));
         self.cached.index = Some(ix);
         Ok(())
     }
@@ -397,4 +435,82 @@ pub(crate) fn peek<R>(
         }
     }
     Ok(cached.index.as_ref().map(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreOptions;
+
+    fn store(tmp: &tempfile::TempDir) -> Store {
+        Store::open(&tmp.path().join("store"), StoreOptions::default()).expect("store")
+    }
+
+    #[test]
+    fn a_saved_index_is_known_as_the_file_on_disk_without_reading_it_back() {
+        // The identity `save` keeps is the one `file_id` reads from the file: the next scan
+        // finds its cached copy current (an identity that differed would make every scan
+        // read and decode the whole index again).
+        let tmp = tempfile::tempdir().expect("tmp");
+        let store = store(&tmp);
+        let slot = slot(&store, "0123456789abcdef0123456789abcdef");
+        for round in 0..3u64 {
+            let mut locked =
+                lock(&store, "0123456789abcdef0123456789abcdef", &slot, None).expect("lock");
+            let mut ix = Index::default();
+            ix.scanned_at = round;
+            locked.save(ix).expect("save");
+            let path = locked.index_path();
+            assert_eq!(
+                locked.cached.file,
+                file_id(&store, &path).expect("file id"),
+                "round {round}: the first write creates the file, the later ones swap it with its spare"
+            );
+            assert!(matches!(locked.load().expect("load"), Loaded::Present));
+        }
+    }
+
+    #[test]
+    fn a_kept_lock_file_is_unlocked_between_scans_and_not_used_once_removed() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let store = store(&tmp);
+        let key = "fedcba9876543210fedcba9876543210";
+        let slot = slot(&store, key);
+        let lpath = tmp
+            .path()
+            .join("store")
+            .join(WORKSPACES)
+            .join(key)
+            .join("lock");
+        // Whether another process could take the lock now (a descriptor of its own).
+        let free = || {
+            let f = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open(&lpath)
+                .expect("another descriptor of the lock file");
+            rustix::fs::flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok()
+        };
+        let held = lock(&store, key, &slot, None).expect("lock");
+        assert!(!free(), "held while the scan runs");
+        let kept = held.into_kept().expect("the file kept");
+        assert!(
+            free(),
+            "released when the scan ends, though the file stays open"
+        );
+        let held = lock(&store, key, &slot, Some(kept)).expect("lock on the kept file");
+        assert!(!free(), "held again");
+        let kept = held.into_kept().expect("kept again");
+        let kept_id = rustix::fs::fstat(&kept).expect("fstat").st_ino;
+        // The sweep removes the directory: the next lock is taken on a file made anew, not
+        // on the removed one that was kept.
+        let dir = lpath.parent().expect("dir").to_path_buf();
+        std::fs::rename(&dir, tmp.path().join("removed")).expect("remove");
+        let held = lock(&store, key, &slot, Some(kept)).expect("lock after the removal");
+        assert!(lpath.is_file(), "the directory and its lock file made anew");
+        assert!(!free(), "the lock is held on the new file");
+        let kept = held.into_kept().expect("kept");
+        assert_ne!(rustix::fs::fstat(&kept).expect("fstat").st_ino, kept_id);
+        assert!(free());
+    }
 }

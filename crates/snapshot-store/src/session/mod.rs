@@ -80,6 +80,9 @@ pub(crate) struct State {
     pub(crate) deferred: Vec<DeferredCommit>,
     /// This handle's last workspace scan (see [`ScanSeen`]).
     pub(crate) scan_seen: Option<ScanSeen>,
+    /// The lock file of the workspace (by key) this handle last scanned, kept open and
+    /// unlocked for its next scan (see `scan::workspace::Locked::into_kept`).
+    pub(crate) ws_lock: Option<(String, cap_std::fs::File)>,
 }
 
 /// A session handle's last workspace scan: while the index it left is still the one in
@@ -268,6 +271,7 @@ impl Session {
                 recorded: Default::default(),
                 deferred: Vec::new(),
                 scan_seen: None,
+                ws_lock: None,
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),
