@@ -5,11 +5,14 @@
  * committed after, the message-boundary re-check and scan) and in a host without it, alternated,
  * each on a workspace of its own. The goal: the plugin's overhead ≤ 10 % of the turn without it.
  * Then one host with the plugin, its backups turned on and off from turn to turn: the plugin's
- * cost with the host process's own speed taken out.
+ * cost with the host process's own speed taken out. Then one more pair of hosts whose turns run with
+ * V8's sampling profiler on the host's thread: the plugin's own time there (its listeners and the
+ * addon's work they do on that thread), the garbage collector's and the host's own, with the
+ * plugin and without it — a figure of the plugin's cost that the disk's drift does not reach.
  *
  * Run with Node 24: `node benches/big-turn.mjs` (after `node scripts/build-package.mjs`); about
  * 17 minutes. `BIG_TURN_PAIRS`, `BIG_TURN_ROUNDS_PER_PAIR`, `BIG_TURN_TOGGLE_ROUNDS` and
- * `BIG_TURN_FILES` change its size. Writes target/bench-results/big-turn.md (and every round's
+ * `BIG_TURN_FILES` and `BIG_TURN_PROFILE_ROUNDS` change its size. Writes target/bench-results/big-turn.md (and every round's
  * figures to big-turn.json). Invariant checkers are off (they cost far more than the plugin and
  * would hide it).
  */
@@ -30,6 +33,11 @@ const ROUNDS = PAIRS * PER_PAIR
 // the same process both ways, so its own speed cancels out.
 const TOGGLE = Number(process.env.BIG_TURN_TOGGLE_ROUNDS ?? 12)
 const FILES = Number(process.env.BIG_TURN_FILES ?? 5_000)
+// Rounds of one more pair of hosts with V8's sampling profiler on the host's thread during the
+// turn: where the thread's time goes (the plugin's code, the garbage collector, waiting), a
+// figure of the plugin's own cost that the disk's and the machine's drift between two turns do
+// not reach.
+const PROFILED = Number(process.env.BIG_TURN_PROFILE_ROUNDS ?? 4)
 
 const quartile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * q))] }
 const median = (xs) => quartile(xs, 0.5)
@@ -151,8 +159,51 @@ if (TOGGLE >= 4) {
   }
   leftovers.push(...(await h.ask({ cmd: 'finish' })).dirs)
 }
+// The profiled rounds: one pair of fresh hosts, alternated, a new session for every round.
+const profiled = []
+if (PROFILED > 0) {
+  const withPlugin = await bootHost(true)
+  const without = await bootHost(false)
+  for (let r = 0; r < PROFILED; r++) {
+    const n = ROUNDS + TOGGLE + r
+    const turnOf = async (h) => {
+      if (r > 0) await h.ask({ cmd: 'session' })
+      return (await h.ask({ cmd: 'round', round: n, options: { profile: true } }))
+    }
+    let x, y
+    if (r % 2 === 0) {
+      x = await turnOf(withPlugin)
+      y = await turnOf(without)
+    } else {
+      y = await turnOf(without)
+      x = await turnOf(withPlugin)
+    }
+    profiled.push({ x, y })
+  }
+  leftovers.push(...(await withPlugin.ask({ cmd: 'finish' })).dirs, ...(await without.ask({ cmd: 'finish' })).dirs)
+}
 for (const d of leftovers) await rm(d, { recursive: true, force: true })
 const pct = (v) => `${(v * 100).toFixed(1)} %`
+
+/**
+ * The profiled rounds' rows: the plugin's time on the host's thread over the rest of the turn
+ * (what the turn would take without that time), and the garbage collector's and the host's own
+ * busy time with the plugin and without it (an effect of the plugin beyond its own code shows as
+ * a difference there).
+ */
+function profileRows() {
+  if (profiled.length === 0) return []
+  const m = (f) => median(profiled.map(f))
+  const busy = (o) => o.sampledMs - o.idleMs - o.gcMs - o.pluginMs
+  const share = m((o) => o.x.pluginMs / (o.x.ms - o.x.pluginMs))
+  return [
+    `| the plugin's code on the host's thread during the turn (${profiled.length} profiled rounds, median) | ${fmt(m((o) => o.x.pluginMs))} of ${fmt(m((o) => o.x.ms))}: ${pct(share)} of the rest of the turn (${fmt(m((o) => o.x.pluginMs) / FILES)} per write) | ≤ 10 % | ${share <= 0.1 ? 'yes' : '**no**'} |`,
+    `| garbage collection on that thread, with / without the plugin | ${fmt(m((o) => o.x.gcMs))} / ${fmt(m((o) => o.y.gcMs))} | — | — |`,
+    `| the host's own work on that thread (neither the plugin's, the collector's nor waiting), with / without | ${fmt(m((o) => busy(o.x)))} / ${fmt(m((o) => busy(o.y)))} | — | — |`,
+    `| the thread's busy time (all but waiting), with / without: the difference over the turn without | ${fmt(m((o) => o.x.sampledMs - o.x.idleMs))} / ${fmt(m((o) => o.y.sampledMs - o.y.idleMs))}: ${pct(m((o) => (o.x.sampledMs - o.x.idleMs - (o.y.sampledMs - o.y.idleMs)) / o.y.ms))} | — | — |`,
+    `| the thread waiting (the disk: DSH's own fsyncs), with / without; the profiled turns, with / without | ${fmt(m((o) => o.x.idleMs))} / ${fmt(m((o) => o.y.idleMs))}; ${fmt(m((o) => o.x.ms))} / ${fmt(m((o) => o.y.ms))} | — | — |`,
+  ]
+}
 const groupLine = groups.map((g, i) => `${i + 1}: ${g.map((o) => pct(o.pair)).join(', ')}`).join('; ')
 const lines = [
   '## One turn writing 5,000 files (real host, `write` tool)',
@@ -172,6 +223,7 @@ const lines = [
   ...(toggled.length === 0 ? [] : [
     `| backups on against off in one host process (median of ${toggled.length} blocks of on, off, off, on; 95 % interval) | ${pct(median(toggled.map((t) => t.overhead)))} (${bootstrap(toggled.map((t) => [t.overhead]), median).map(pct).join(' to ')}) | — | — |`,
   ]),
+  ...profileRows(),
   '',
   `Overhead of each round (with / without, run back to back), by host pair: ${groupLine}; middle half of the rounds: ${pct(quartile(pairs, 0.25))} to ${pct(quartile(pairs, 0.75))}.`,
   ...(toggled.length === 0 ? [] : [
@@ -184,4 +236,4 @@ console.log(lines.join('\n'))
 await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
 await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.md'), lines.join('\n'))
 // Every round's figures, for a second look.
-await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.json'), JSON.stringify({ files: FILES, pairs: groups, toggled }, null, 1))
+await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.json'), JSON.stringify({ files: FILES, pairs: groups, toggled, profiled }, null, 1))

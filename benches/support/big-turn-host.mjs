@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
+import { Session as Inspector } from 'node:inspector/promises'
 import { startHost, turn, text, write } from '../../tests/host/lib/harness.mjs'
 import { pluginSettled, rpc } from '../../tests/host/plugin-support.mjs'
 
@@ -53,7 +54,7 @@ async function newSession() {
  * `settings.update` endpoint before the turn (off: the plugin is loaded but captures, scans and
  * re-checks nothing; the turn writes under `off/`, see above).
  */
-async function round(r, { backups = withPlugin } = {}) {
+async function round(r, { backups = withPlugin, profile = false } = {}) {
   const dir = `${withPlugin && !backups ? 'off/' : ''}r${r}`
   const calls = []
   for (let i = 0; i < FILES; i++) {
@@ -68,10 +69,12 @@ async function round(r, { backups = withPlugin } = {}) {
   // Each turn starts with nothing of an earlier turn left to write back (DSH's own writes are
   // fsynced; dirty pages of the turn before would otherwise weigh on whichever host runs next).
   execFileSync('sync')
+  const inspector = profile ? await startProfile() : null
   const cpu = process.cpuUsage()
   const t = performance.now()
   await host.sendUser(agent, `write ${FILES} files, round ${r}`)
   const ms = performance.now() - t
+  const shares = inspector ? await stopProfile(inspector) : null
   let after = 0
   if (withPlugin) {
     // Whatever plugin work is still queued when the turn ends runs before the other host's turn
@@ -85,7 +88,51 @@ async function round(r, { backups = withPlugin } = {}) {
   let n = 0
   for (const d of readdirSync(join(ws, dir))) n += readdirSync(join(ws, dir, d)).length
   if (n !== FILES) throw new Error(`round ${r}: ${n} of ${FILES} files written`)
-  return { ms, after, cpu: (used.user + used.system) / 1000 }
+  return { ms, after, cpu: (used.user + used.system) / 1000, ...shares }
+}
+
+/** Starts V8's sampling profiler on this (the host's JavaScript) thread. */
+async function startProfile() {
+  const inspector = new Inspector()
+  inspector.connect()
+  await inspector.post('Profiler.enable')
+  await inspector.post('Profiler.setSamplingInterval', { interval: 500 })
+  await inspector.post('Profiler.start')
+  return inspector
+}
+
+/**
+ * Stops the profiler and splits the thread's sampled time: `pluginMs`, the samples whose stack
+ * holds a frame of the plugin's code (`lib/`: its listeners, and the addon's work done on this
+ * thread, which the profile puts under the JavaScript frame that called it); `gcMs`, the garbage
+ * collector's (whoever allocated); `idleMs`, the thread waiting (on the disk, DSH's own fsyncs);
+ * `sampledMs`, all of it.
+ */
+async function stopProfile(inspector) {
+  const { profile } = await inspector.post('Profiler.stop')
+  inspector.disconnect()
+  const lib = join(ROOT, 'lib') + '/'
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parent = new Map()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const plugin = new Map()
+  const inPlugin = (id) => {
+    if (plugin.has(id)) return plugin.get(id)
+    const url = nodes.get(id).callFrame.url
+    const p = url.startsWith(lib) || url.startsWith(`file://${lib}`) || (parent.has(id) && inPlugin(parent.get(id)))
+    plugin.set(id, p)
+    return p
+  }
+  let sampled = 0, mine = 0, gc = 0, idle = 0
+  for (let i = 0; i < profile.samples.length; i++) {
+    const us = profile.timeDeltas[i] ?? 0
+    const node = nodes.get(profile.samples[i])
+    sampled += us
+    if (node.callFrame.functionName === '(garbage collector)') gc += us
+    else if (node.callFrame.functionName === '(idle)') idle += us
+    else if (inPlugin(node.id)) mine += us
+  }
+  return { pluginMs: mine / 1000, gcMs: gc / 1000, idleMs: idle / 1000, sampledMs: sampled / 1000 }
 }
 
 /** The bytes of every session's record log (the plugin really recorded the writes). */
