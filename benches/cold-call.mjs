@@ -39,19 +39,15 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { callContent } from './support/content.mjs'
+import { numbers } from './support/options.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
 const NATIVE = process.env.COLD_CALL_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
 const addon = require(NATIVE)
-const numbers = (name, fallback) => {
-  const list = (process.env[name] ?? fallback).split(',').map(Number)
-  for (const n of list) if (!(Number.isInteger(n) && n >= 0)) throw new Error(`${name}: whole numbers separated by commas, not ${process.env[name]}`)
-  return list
-}
-const PAUSES = numbers('COLD_CALL_PAUSES', '1,300')
-const SIZES = numbers('COLD_CALL_TRACKED', '100,10000,100000')
-const [TRIALS] = numbers('COLD_CALL_TRIALS', '30')
+const PAUSES = numbers('COLD_CALL_PAUSES', '1,300', 0)
+const SIZES = numbers('COLD_CALL_TRACKED', '100,10000,100000', 0)
+const [TRIALS] = numbers('COLD_CALL_TRIALS', '30', 0)
 const CAP = 8 * 1024 * 1024
 const SIZE = 16 * 1024
 const FILE = 'src/app/w.ts'

@@ -22,24 +22,13 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { ROOT, addonBuilds, numbers } from './support/options.mjs'
 import { callContent } from './support/content.mjs'
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
-const require = createRequire(import.meta.url)
-const numbers = (name, fallback) => {
-  const list = (process.env[name] ?? fallback).split(',').map(Number)
-  for (const n of list) if (!(Number.isInteger(n) && n > 0)) throw new Error(`${name}: whole numbers over 0 separated by commas, not ${process.env[name]}`)
-  return list
-}
-const BUILDS = [
-  { name: 'this build', path: process.env.CREATED_FILE_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node') },
-  ...(process.env.CREATED_FILE_AB ? [{ name: 'other build', path: process.env.CREATED_FILE_AB }] : []),
-].map((b) => ({ ...b, BindingStore: require(b.path).BindingStore }))
+const BUILDS = addonBuilds('CREATED_FILE_NATIVE', 'CREATED_FILE_AB')
 const SIZES = numbers('CREATED_FILE_TRACKED', '100,1000,10000,100000')
 const [TURNS] = numbers('CREATED_FILE_TURNS', '40')
 const [PER_TURN] = numbers('CREATED_FILE_PER_TURN', '4')

@@ -16,23 +16,12 @@
  */
 import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { ROOT, addonBuilds, numbers } from './support/options.mjs'
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
-const require = createRequire(import.meta.url)
-const numbers = (name, fallback) => {
-  const list = (process.env[name] ?? fallback).split(',').map(Number)
-  for (const n of list) if (!(Number.isInteger(n) && n > 0)) throw new Error(`${name}: whole numbers over 0 separated by commas, not ${process.env[name]}`)
-  return list
-}
-const BUILDS = [
-  { name: 'this build', path: process.env.SMALL_SCAN_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node') },
-  ...(process.env.SMALL_SCAN_AB ? [{ name: 'other build', path: process.env.SMALL_SCAN_AB }] : []),
-].map((b) => ({ ...b, BindingStore: require(b.path).BindingStore }))
+const BUILDS = addonBuilds('SMALL_SCAN_NATIVE', 'SMALL_SCAN_AB')
 const SIZES = numbers('SMALL_SCAN_FILES', '30,300,3000')
 const [CALLS] = numbers('SMALL_SCAN_CALLS', '200')
 const WARM = 10
