@@ -12,7 +12,7 @@
  * `SMALL_SCAN_AB`: another build of the addon, alternated with this one call by call (each build
  * on a workspace and store of its own). Run with Node 24 after `scripts/build.sh`:
  * `node benches/small-scan.mjs`; about a minute. `SMALL_SCAN_FILES` (30,300,3000),
- * `SMALL_SCAN_CALLS` (200), `SMALL_SCAN_NATIVE`. Writes target/bench-results/small-scan.md.
+ * `SMALL_SCAN_CALLS` (200), `SMALL_SCAN_CHANGED` (files a changing call rewrites, 1), `SMALL_SCAN_NATIVE`. Writes target/bench-results/small-scan.md.
  */
 import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -24,6 +24,8 @@ import { ROOT, addonBuilds, numbers } from './support/options.mjs'
 const BUILDS = addonBuilds('SMALL_SCAN_NATIVE', 'SMALL_SCAN_AB')
 const SIZES = numbers('SMALL_SCAN_FILES', '30,300,3000')
 const [CALLS] = numbers('SMALL_SCAN_CALLS', '200')
+// Files each changing call rewrites (a generated tree's worth, when many).
+const [CHANGED] = numbers('SMALL_SCAN_CHANGED', '1')
 const WARM = 10
 const CAP = 8 * 1024 * 1024
 const request = (phase, anchorSeq, callId) => ({ phase, anchorSeq, callId, maxFileBytes: CAP, maxBaselineBytes: 1024 ** 3, maxFiles: 1_000_000 })
@@ -47,7 +49,7 @@ async function setUp(build, files) {
   if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
   await store.recheck(sid, cwd, 2, CAP)
   await store.scan(sid, cwd, request('boundary', 2))
-  return { build, files, base, cwd, store, sid, before: [], after: [], pair: [], node: [], changed: 0 }
+  return { build, files, base, cwd, store, sid, before: [], same: [], changed: [], node: [] }
 }
 
 /** Node's walk of `dir`: every directory listed, every file `lstat`ed. */
@@ -71,21 +73,22 @@ async function call(p, j) {
   await p.store.scan(p.sid, p.cwd, request('before', 2, id))
   const before = performance.now() - t
   if (j % 2 === 1) {
-    const i = (j * 7) % p.files
-    writeFileSync(join(p.cwd, `d${Math.floor(i / 300)}`, `e${Math.floor(i / 30) % 10}`, `f${i}.ts`), `export const v${i} = ${i} // call ${j}\n`)
+    for (let k = 0; k < Math.min(CHANGED, p.files); k++) {
+      const i = (j * 7 + k) % p.files
+      writeFileSync(join(p.cwd, `d${Math.floor(i / 300)}`, `e${Math.floor(i / 30) % 10}`, `f${i}.ts`), `export const v${i} = ${i} // call ${j}\n`)
+    }
   }
   t = performance.now()
   const r = await p.store.scan(p.sid, p.cwd, request('after', 2, id))
   const after = performance.now() - t
-  if (j % 2 === 1 && r.modified.length !== 1) throw new Error(`call ${j}: the scan after it found ${JSON.stringify(r.modified)}`)
+  if (j % 2 === 1 && r.modified.length !== Math.min(CHANGED, p.files)) throw new Error(`call ${j}: the scan after it found ${JSON.stringify(r.modified)}`)
   t = performance.now()
   const seen = nodeWalk(p.cwd)
   const node = performance.now() - t
   if (seen < p.files) throw new Error('Node walk')
   if (j >= WARM) {
     p.before.push(before)
-    p.after.push(after)
-    p.pair.push(before + after)
+    ;(j % 2 === 1 ? p.changed : p.same).push(after)
     p.node.push(node)
   }
 }
@@ -99,9 +102,9 @@ for (const files of SIZES) {
     for (const p of order) await call(p, j)
   }
   for (const p of ps) {
-    const row = { build: p.build.name, files, before: median(p.before), after: median(p.after), pair: median(p.pair), node: median(p.node) }
+    const row = { build: p.build.name, files, before: median(p.before), same: median(p.same), changed: median(p.changed), node: median(p.node) }
     rows.push(row)
-    process.stderr.write(`${files} files, ${row.build}: before ${us(row.before)}, after ${us(row.after)}, both ${us(row.pair)}, Node's walk ${us(row.node)}\n`)
+    process.stderr.write(`${files} files, ${row.build}: before ${us(row.before)}, after (nothing changed) ${us(row.same)}, after (one file changed) ${us(row.changed)}, Node's walk ${us(row.node)}\n`)
     await rm(p.base, { recursive: true, force: true })
   }
 }
@@ -109,11 +112,11 @@ for (const files of SIZES) {
 const lines = [
   '## The scans around a shell call on a small workspace',
   '',
-  `A \`before\` and an \`after\` scan through the packed addon around a call that changes one file (every other call) or nothing, ${CALLS} calls per workspace size (medians), alternated call by call with Node's own walk of the same tree (every directory listed, every file \`lstat\`ed).`,
+  `A \`before\` and an \`after\` scan through the packed addon around a call that changes ${CHANGED === 1 ? 'one file' : `${CHANGED} files`} (every other call) or nothing, ${CALLS} calls per workspace size (medians; the scan after a call, apart for the calls that changed nothing and those that changed a file), alternated call by call with Node's own walk of the same tree (every directory listed, every file \`lstat\`ed).`,
   '',
-  '| build | workspace files | scan before | scan after | both | Node\'s walk | both: ratio to Node\'s walk |',
+  `| build | workspace files | scan before | scan after, nothing changed | scan after, ${CHANGED === 1 ? 'one file' : `${CHANGED} files`} changed | Node's walk | scan before: ratio to Node's walk |`,
   '|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.build} | ${r.files.toLocaleString('en-US')} | ${us(r.before)} | ${us(r.after)} | ${us(r.pair)} | ${us(r.node)} | ${(r.pair / r.node).toFixed(2)}× |`),
+  ...rows.map((r) => `| ${r.build} | ${r.files.toLocaleString('en-US')} | ${us(r.before)} | ${us(r.same)} | ${us(r.changed)} | ${us(r.node)} | ${(r.before / r.node).toFixed(2)}× |`),
   '',
 ]
 const text = lines.join('\n')

@@ -248,6 +248,9 @@ impl WorkspaceScan<'_> {
                 checked: st.idx.scan_checked,
                 tracked: &st.idx.tracked,
                 fetch: &fetch,
+                take_changes: req.phase == ScanPhase::After,
+                log_len: st.log.as_ref().map_or(0, |h| h.len),
+                keep_max: self.s.store.inner.keep_in_log_bytes,
             },
             cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,
@@ -362,6 +365,9 @@ impl WorkspaceScan<'_> {
             });
         }
         report.recorded = entries.len();
+        // The new content of the changes, kept in the log by this scan (after a tool call:
+        // every change is recorded, and tracked with that content).
+        carry.append(&mut out.kept);
         // One write: the content the group names that the log keeps (ahead of it), the
         // group, and what the store now knows of its paths.
         match mode {

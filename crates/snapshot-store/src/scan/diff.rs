@@ -54,6 +54,15 @@ pub(crate) struct Keep<'a> {
     /// The content another session's log keeps, by name (empty when it cannot be read):
     /// the index's entries kept by that session are written to blob files first.
     pub fetch: &'a (dyn Fn(&str) -> std::collections::HashMap<String, crate::codec::Shared> + Sync),
+    /// The new content of the changes this scan finds goes to the log (as a capture's
+    /// does) instead of a blob file each, within `keep_max` bytes a file and the log's room
+    /// (see [`crate::blob::LogSink::new`]): set for a scan after a tool call, whose every
+    /// change the session then tracks with that content (see [`Outcome::kept`]).
+    pub take_changes: bool,
+    /// The log's length (its room for content).
+    pub log_len: u64,
+    /// The largest file whose content the log keeps.
+    pub keep_max: u64,
 }
 
 /// Limits of one scan.
@@ -87,6 +96,11 @@ pub(crate) struct Outcome {
     pub save: Option<Index>,
     /// What the walk tells of the paths the index has no entry for.
     pub absence: Option<super::Absence>,
+    /// The `blob` records of the changes' new content kept in the log (with
+    /// [`Keep::take_changes`]): to be written ahead of the records that name it, in the same
+    /// write. Only content a change's new entry names is kept so: any other file the scan
+    /// read goes to a blob file, as the index alone would name it.
+    pub kept: Vec<crate::codec::Record>,
 }
 
 fn now_ns() -> u64 {
@@ -147,6 +161,28 @@ fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
                 Some(ChangeKind::Modified)
             }
         }
+    }
+}
+
+/// The change from `old` to `new` of a path the scan read (`None`: no change to record).
+fn change_kind(
+    old: Option<&IdxEntry>,
+    new: Option<&IdxEntry>,
+    racy_before: u64,
+) -> Option<ChangeKind> {
+    match (old, new) {
+        (None, Some(n)) => {
+            // Out of scope before (e.g. un-ignored) rather than created: its status has not
+            // changed since before the previous scan.
+            if n.stat.ctime_total() < racy_before {
+                None
+            } else {
+                Some(ChangeKind::Created)
+            }
+        }
+        (Some(_), None) => Some(ChangeKind::Deleted),
+        (Some(o), Some(n)) => classify(o, n),
+        (None, None) => None,
     }
 }
 
@@ -387,26 +423,46 @@ pub(crate) fn run(
         usize::MAX
     };
     let sink = crate::blob::LogSink::existing(limits.keep.kept, limits.keep.tracked);
-    for chunk in to_hash.chunks(batch) {
-        let items: Vec<(Box<[u8]>, Stat)> = chunk
+    // The reads of what may be a change, when their content may go to the log (a baseline's
+    // reads, which the index alone names, go to blob files).
+    let changes_sink = (limits.keep.take_changes && had_index).then(|| {
+        crate::blob::LogSink::new(limits.keep.kept, limits.keep.log_len, limits.keep.keep_max)
+    });
+    let mut to_log: Vec<usize> = Vec::new();
+    let hash = |idx: &[usize], sink: &crate::blob::LogSink<'_>| {
+        let items: Vec<(Box<[u8]>, Stat)> = idx
             .iter()
             .map(|&i| (work[i].0.clone(), work[i].1))
             .collect();
-        let hashed = match hash_all(
+        hash_all(
             &store.inner.fs,
             ws,
             limits.cap,
-            &sink,
+            sink,
             &items,
             limits.threads,
-        ) {
+        )
+    };
+    for chunk in to_hash.chunks(batch) {
+        let (later, first): (Vec<usize>, Vec<usize>) = match &changes_sink {
+            Some(_) => chunk.iter().partition(|&&i| !early(i)),
+            None => (Vec::new(), chunk.to_vec()),
+        };
+        let hashed = hash(&first, &sink).and_then(|mut h| {
+            if let Some(cs) = &changes_sink {
+                h.extend(hash(&later, cs)?);
+            }
+            Ok(h)
+        });
+        let hashed = match hashed {
             Ok(h) => h,
             Err(e) => {
                 locked.cached.index = None;
                 return Err(e.into());
             }
         };
-        for (&i, h) in chunk.iter().zip(hashed) {
+        to_log.extend(&later);
+        for (&i, h) in first.iter().chain(&later).zip(hashed) {
             if early(i) {
                 match &h {
                     Hashed::Entry(e) => {
@@ -425,6 +481,46 @@ pub(crate) fn run(
             locked.save(ix)?;
             ix = locked.cached.index.take().unwrap_or_default();
         }
+    }
+    // Content the log took for a read that is no change to record (an entry read again
+    // whose content is the same, a file out of scope before): no record would name it, so
+    // the log may drop it; it is read again, into a blob file.
+    if let Some(cs) = changes_sink {
+        let fresh = |i: usize| match &results[i] {
+            Some(Hashed::Entry(
+                e @ IdxEntry {
+                    cov: Coverage::Kept(_),
+                    ..
+                },
+            )) => change_kind(work[i].2.as_ref(), Some(e), racy_before).is_none(),
+            _ => false,
+        };
+        let redo: Vec<usize> = to_log.iter().copied().filter(|&i| fresh(i)).collect();
+        if !redo.is_empty() {
+            match hash(&redo, &sink) {
+                Ok(h) => {
+                    for (&i, h) in redo.iter().zip(h) {
+                        results[i] = Some(h);
+                    }
+                }
+                Err(e) => {
+                    locked.cached.index = None;
+                    return Err(e.into());
+                }
+            }
+        }
+        let named: HashSet<String> = to_log
+            .iter()
+            .filter_map(|&i| match &results[i] {
+                Some(Hashed::Entry(e)) if matches!(e.cov, Coverage::Kept(_)) => e.sha_hex(),
+                _ => None,
+            })
+            .collect();
+        out.kept = cs
+            .records()
+            .into_iter()
+            .filter(|r| matches!(r, crate::codec::Record::Blob { sha256, .. } if named.contains(sha256)))
+            .collect();
     }
     for (i, r) in results.iter().enumerate() {
         match r {
@@ -454,21 +550,7 @@ pub(crate) fn run(
                 Some(Hashed::Entry(e)) => Some(e.clone()),
                 _ => None,
             };
-            let kind = match (old, &new) {
-                (None, Some(n)) => {
-                    // Out of scope before (e.g. un-ignored) rather than created: its status
-                    // has not changed since before the previous scan.
-                    if n.stat.ctime_total() < racy_before {
-                        None
-                    } else {
-                        Some(ChangeKind::Created)
-                    }
-                }
-                (Some(_), None) => Some(ChangeKind::Deleted),
-                (Some(o), Some(n)) => classify(o, n),
-                (None, None) => None,
-            };
-            if let Some(kind) = kind {
+            if let Some(kind) = change_kind(old.as_ref(), new.as_ref(), racy_before) {
                 out.changes.push(Change {
                     path: p.clone(),
                     kind,

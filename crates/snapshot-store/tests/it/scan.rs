@@ -1056,20 +1056,157 @@ fn content_the_keeping_session_no_longer_has_is_read_again_from_the_workspace() 
 }
 
 #[test]
-fn an_untracked_file_with_kept_content_gets_a_blob_file_of_its_own() {
-    // Only a path the session tracks with that very content leaves it to the log: a copy
-    // made by the shell is covered by a blob file, so it does not depend on the tracked
-    // file's later history.
+fn a_copy_a_shell_call_makes_is_kept_for_itself_and_outlives_the_original_s_history() {
+    // The shell copies a file whose content the session's log keeps: the copy is a change of
+    // the call, tracked with that content, so its content stays in the log for the copy's
+    // sake (no blob file), whatever happens to the original and to the groups that named it.
     let env = Env::new();
-    let store = env.store();
+    let store = env.store_with(StoreOptions {
+        compact_min_bytes: 1,
+        ..StoreOptions::default()
+    });
     let s = kept_by_s1(&env, &store);
-    call(&s, 2, "bash-1", || {
+    let r = call(&s, 2, "bash-1", || {
         env.write("copy.txt", b"written by the tool");
     });
+    assert_eq!(names(&r.created), ["copy.txt"], "{r:?}");
+    assert_eq!(env.blob_count(), 0, "the copy's content is the log's");
+    s.recheck_tracked(3).expect("boundary 3");
+    scan(&s, ScanPhase::Boundary, 3, None);
+    call(&s, 3, "bash-2", || {
+        env.write("src/new.txt", b"the original, changed")
+    });
+    s.recheck_tracked(4).expect("boundary 4");
+    scan(&s, ScanPhase::Boundary, 4, None);
+    // The groups that named the original's content go, and the log is compacted.
+    s.prune(snapshot_store::PruneOptions {
+        keep_groups: 1,
+        ..snapshot_store::PruneOptions::default()
+    })
+    .expect("prune");
+    call(&s, 4, "bash-3", || {
+        env.write("copy.txt", b"the copy, changed")
+    });
+    let plan = restore_to(&s, 4, "op");
+    assert!(plan.uncovered.is_empty(), "{:?}", plan.uncovered);
+    assert_eq!(
+        env.read("copy.txt").as_deref(),
+        Some(&b"written by the tool"[..])
+    );
+}
+
+#[test]
+fn the_content_a_shell_call_writes_goes_to_the_session_s_log_not_to_blob_files() {
+    // A shell call's new content costs an append to the log, not a new file each; a rewind
+    // brings it back from there, and another session of the workspace, whose scans read the
+    // shared index, takes it over into blob files of its own.
+    let env = Env::new();
+    env.write("a.txt", b"alpha at the baseline");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
     assert_eq!(
         env.blob_count(),
         1,
-        "the copy's content went to a blob file"
+        "the baseline is the workspace's: a blob file"
+    );
+    let r = call(&s, 1, "bash-1", || {
+        env.write("a.txt", b"alpha-changed-by-the-shell");
+        env.write("gen/b.txt", b"bravo-made-by-the-shell");
+    });
+    assert_eq!(names(&r.modified), ["a.txt"], "{r:?}");
+    assert_eq!(names(&r.created), ["gen/b.txt"], "{r:?}");
+    assert_eq!(env.blob_count(), 1, "no blob file for the call's content");
+    let log = std::fs::read(env.root.join("sessions/s1/records.log")).expect("log");
+    assert!(crate::common::contains(&log, b"alpha-changed-by-the-shell"));
+    assert!(crate::common::contains(&log, b"bravo-made-by-the-shell"));
+    s.recheck_tracked(2).expect("boundary 2");
+    scan(&s, ScanPhase::Boundary, 2, None);
+    call(&s, 2, "bash-2", || {
+        env.write("a.txt", b"changed again");
+        env.remove("gen/b.txt");
+    });
+    let plan = restore_to(&s, 2, "op");
+    assert!(plan.uncovered.is_empty(), "{:?}", plan.uncovered);
+    assert_eq!(
+        env.read("a.txt").as_deref(),
+        Some(&b"alpha-changed-by-the-shell"[..])
+    );
+    assert_eq!(
+        env.read("gen/b.txt").as_deref(),
+        Some(&b"bravo-made-by-the-shell"[..])
+    );
+    // Another session's scan takes the index over: what the first session's log keeps and
+    // the index names ("changed again", from the second call) is written to a blob file;
+    // the two files the rewind wrote, which this scan reads, go to blob files too (a
+    // boundary scan's reads are not kept in a log).
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    scan(&s2, ScanPhase::Boundary, 1, None);
+    assert_eq!(env.blob_count(), 4);
+    call(&s2, 1, "s2-bash", || env.write("a.txt", b"changed by s2"));
+    restore_to(&s2, 1, "op2");
+    assert_eq!(
+        env.read("a.txt").as_deref(),
+        Some(&b"alpha-changed-by-the-shell"[..])
+    );
+}
+
+#[test]
+fn a_file_a_shell_call_reads_with_no_change_to_record_is_not_kept_in_the_log() {
+    // Files the scan after a call reads that are no change of the call (one the call only
+    // touched; one that comes into scope as the call edits `.ignore`, there since before):
+    // no record would name their content in the log, so the index names blob files.
+    let env = Env::new();
+    env.write("a.txt", b"content-the-shell-only-touches");
+    env.write(".ignore", b"x.txt\n");
+    env.write("x.txt", b"content-ignored-until-the-call");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    assert_eq!(env.blob_count(), 2, ".ignore and a.txt");
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    let r = call(&s, 1, "bash-1", || {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(env.cwd.join("a.txt"))
+            .expect("open");
+        f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+            .expect("touch");
+        env.write(".ignore", b"# nothing ignored now\n");
+    });
+    assert_eq!(names(&r.modified), [".ignore"], "{r:?}");
+    assert!(r.created.is_empty(), "{r:?}");
+    let log = std::fs::read(env.root.join("sessions/s1/records.log")).expect("log");
+    assert!(
+        crate::common::contains(&log, b"# nothing ignored now"),
+        "the call's change is the log's"
+    );
+    assert!(!crate::common::contains(
+        &log,
+        b"content-the-shell-only-touches"
+    ));
+    assert!(!crate::common::contains(
+        &log,
+        b"content-ignored-until-the-call"
+    ));
+    assert_eq!(
+        env.blob_count(),
+        3,
+        "x.txt's content in a blob file of its own"
+    );
+    // Both changed by another call: their states before come back from the blob files.
+    call(&s, 1, "bash-2", || {
+        env.write("a.txt", b"changed");
+        env.write("x.txt", b"changed too");
+    });
+    restore_to(&s, 1, "op");
+    assert_eq!(
+        env.read("a.txt").as_deref(),
+        Some(&b"content-the-shell-only-touches"[..])
+    );
+    assert_eq!(
+        env.read("x.txt").as_deref(),
+        Some(&b"content-ignored-until-the-call"[..])
     );
 }
 
@@ -1199,10 +1336,11 @@ fn verify_checks_the_content_a_workspace_index_names() {
     let env = Env::new();
     let store = env.store();
     let s1 = kept_by_s1(&env, &store);
-    call(&s1, 2, "bash-1", || {
-        env.write("made-by-shell.txt", b"shell content")
-    });
-    assert_eq!(env.blob_count(), 1, "the shell's file went to a blob file");
+    // A file made outside any tool call, found by the next message's scan: its content is
+    // the index's alone, in a blob file.
+    env.write("made-by-hand.txt", b"shell content");
+    scan(&s1, ScanPhase::Boundary, 3, None);
+    assert_eq!(env.blob_count(), 1, "the file went to a blob file");
     assert!(missing_blobs(&store).is_empty(), "a whole store is clean");
     drop(s1);
     let (index, _) = the_index(&env);
