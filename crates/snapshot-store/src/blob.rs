@@ -107,8 +107,8 @@ impl<'a> LogSink<'a> {
     /// The `blob` records to write: every content taken (once per name), also those the
     /// log kept already (a compaction by another handle may drop one meanwhile; the
     /// writer leaves out what the log still has when it writes).
-    pub(crate) fn records(self) -> Vec<crate::codec::Record> {
-        let mut taken = self.taken.into_inner().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn records(&self) -> Vec<crate::codec::Record> {
+        let mut taken = std::mem::take(&mut *self.taken.lock().unwrap_or_else(|e| e.into_inner()));
         taken.sort_by(|a, b| a.0.cmp(&b.0));
         taken.dedup_by(|a, b| a.0 == b.0);
         taken

@@ -241,6 +241,7 @@ impl WorkspaceScan<'_> {
                 _ => Default::default(),
             }
         };
+        let changes = (req.phase == ScanPhase::After).then(|| self.s.log_sink(&st));
         let limits = Limits {
             keep: Keep {
                 me: &self.s.id,
@@ -248,9 +249,7 @@ impl WorkspaceScan<'_> {
                 checked: st.idx.scan_checked,
                 tracked: &st.idx.tracked,
                 fetch: &fetch,
-                take_changes: req.phase == ScanPhase::After,
-                log_len: st.log.as_ref().map_or(0, |h| h.len),
-                keep_max: self.s.store.inner.keep_in_log_bytes,
+                changes: changes.as_ref(),
             },
             cap: self.s.store.max_file_bytes(),
             max_baseline_bytes: req.max_baseline_bytes,

@@ -54,15 +54,11 @@ pub(crate) struct Keep<'a> {
     /// The content another session's log keeps, by name (empty when it cannot be read):
     /// the index's entries kept by that session are written to blob files first.
     pub fetch: &'a (dyn Fn(&str) -> std::collections::HashMap<String, crate::codec::Shared> + Sync),
-    /// The new content of the changes this scan finds goes to the log (as a capture's
-    /// does) instead of a blob file each, within `keep_max` bytes a file and the log's room
-    /// (see [`crate::blob::LogSink::new`]): set for a scan after a tool call, whose every
-    /// change the session then tracks with that content (see [`Outcome::kept`]).
-    pub take_changes: bool,
-    /// The log's length (its room for content).
-    pub log_len: u64,
-    /// The largest file whose content the log keeps.
-    pub keep_max: u64,
+    /// Where the new content of the changes this scan finds goes instead of a blob file
+    /// each: the session's log, as a capture's does (`Session::log_sink`). Set for a scan
+    /// after a tool call, whose every change the session then tracks with that content
+    /// (see [`Outcome::kept`]).
+    pub changes: Option<&'a crate::blob::LogSink<'a>>,
 }
 
 /// Limits of one scan.
@@ -97,7 +93,7 @@ pub(crate) struct Outcome {
     /// What the walk tells of the paths the index has no entry for.
     pub absence: Option<super::Absence>,
     /// The `blob` records of the changes' new content kept in the log (with
-    /// [`Keep::take_changes`]): to be written ahead of the records that name it, in the same
+    /// [`Keep::changes`]): to be written ahead of the records that name it, in the same
     /// write. Only content a change's new entry names is kept so: any other file the scan
     /// read goes to a blob file, as the index alone would name it.
     pub kept: Vec<crate::codec::Record>,
@@ -425,9 +421,7 @@ pub(crate) fn run(
     let sink = crate::blob::LogSink::existing(limits.keep.kept, limits.keep.tracked);
     // The reads of what may be a change, when their content may go to the log (a baseline's
     // reads, which the index alone names, go to blob files).
-    let changes_sink = (limits.keep.take_changes && had_index).then(|| {
-        crate::blob::LogSink::new(limits.keep.kept, limits.keep.log_len, limits.keep.keep_max)
-    });
+    let changes_sink = limits.keep.changes.filter(|_| had_index);
     let mut to_log: Vec<usize> = Vec::new();
     let hash = |idx: &[usize], sink: &crate::blob::LogSink<'_>| {
         let items: Vec<(Box<[u8]>, Stat)> = idx
@@ -444,12 +438,12 @@ pub(crate) fn run(
         )
     };
     for chunk in to_hash.chunks(batch) {
-        let (later, first): (Vec<usize>, Vec<usize>) = match &changes_sink {
+        let (later, first): (Vec<usize>, Vec<usize>) = match changes_sink {
             Some(_) => chunk.iter().partition(|&&i| !early(i)),
             None => (Vec::new(), chunk.to_vec()),
         };
         let hashed = hash(&first, &sink).and_then(|mut h| {
-            if let Some(cs) = &changes_sink {
+            if let Some(cs) = changes_sink {
                 h.extend(hash(&later, cs)?);
             }
             Ok(h)

@@ -107,35 +107,28 @@ pub(crate) fn lock<'a>(
     // [`drop_unused`]) under this lock, taken on a descriptor of its own: a lock taken on a
     // file that is no longer the directory's (a kept one, or one opened before the sweep
     // removed it) is taken again, on the directory made anew.
-    if let Some(file) = kept {
-        fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
-        rustix::fs::flock(&file, FlockOperation::LockExclusive)
-            .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
-        if still_in_place(store, &file, &lpath)? {
-            return Ok(Locked {
-                store,
-                dir,
-                cached,
-                flock: file,
-            });
+    let mut held = match kept {
+        Some(file) => {
+            fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
+            lock_in_place(store, file, &lpath)?
         }
-    }
+        None => None,
+    };
     let mut tries = 0;
     let file = loop {
-        fs.create_dir_all(&dir)?;
-        fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
-        let file = open_lock(store, &lpath, true)?
-            .ok_or_else(|| fail(FsOp::Lock, &lpath, std::io::ErrorKind::NotFound.into()))?;
-        rustix::fs::flock(&file, FlockOperation::LockExclusive)
-            .map_err(|e| fail(FsOp::Lock, &lpath, e.into()))?;
-        if still_in_place(store, &file, &lpath)? {
+        if let Some(file) = held.take() {
             break file;
         }
-        tries += 1;
         if tries == 3 {
             let why = "the workspace's directory was removed three times while locking it";
             return Err(fail(FsOp::Lock, &lpath, std::io::Error::other(why)).into());
         }
+        tries += 1;
+        fs.create_dir_all(&dir)?;
+        fs.io.check(FsOp::Lock, Area::Store, &lpath)?;
+        let file = open_lock(store, &lpath, true)?
+            .ok_or_else(|| fail(FsOp::Lock, &lpath, std::io::ErrorKind::NotFound.into()))?;
+        held = lock_in_place(store, file, &lpath)?;
     };
     Ok(Locked {
         store,
@@ -143,6 +136,18 @@ pub(crate) fn lock<'a>(
         cached,
         flock: file,
     })
+}
+
+/// Takes the lock on `file` (waiting for it): the file, locked, when it is still the one
+/// at `lpath`; `None` (the file closed, which releases it) when the sweep removed it.
+fn lock_in_place(
+    store: &Store,
+    file: cap_std::fs::File,
+    lpath: &Path,
+) -> Result<Option<cap_std::fs::File>, FsFailure> {
+    rustix::fs::flock(&file, FlockOperation::LockExclusive)
+        .map_err(|e| fail(FsOp::Lock, lpath, e.into()))?;
+    Ok(still_in_place(store, &file, lpath)?.then_some(file))
 }
 
 /// Opens (with `create`: creating) the lock file `lpath`; `None` when it (or its
