@@ -20,6 +20,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { bootstrap, mean, median, quartile } from './support/stats.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 // The host processes: a new pair (one host with the plugin, one without) every
@@ -39,28 +40,6 @@ const FILES = Number(process.env.BIG_TURN_FILES ?? 5_000)
 // not reach.
 const PROFILED = Number(process.env.BIG_TURN_PROFILE_ROUNDS ?? 4)
 
-const quartile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * q))] }
-const median = (xs) => quartile(xs, 0.5)
-const mean = (xs) => xs.reduce((t, x) => t + x, 0) / xs.length
-
-/**
- * A 95 % confidence interval of `stat` over the values of `groups` (an array of arrays): the
- * 2.5th and 97.5th percentiles of `stat` over 10,000 resamples that draw whole groups with
- * replacement (the rounds of one host pair share that pair's speed, so they are drawn together).
- * A fixed seed, so a run's figures can be computed again from its rounds.
- */
-function bootstrap(groups, stat) {
-  let seed = 0x9e3779b9
-  const rand = () => {
-    seed ^= seed << 13; seed >>>= 0
-    seed ^= seed >>> 17
-    seed ^= seed << 5; seed >>>= 0
-    return seed / 0x100000000
-  }
-  const stats = []
-  for (let k = 0; k < 10_000; k++) stats.push(stat(groups.flatMap(() => groups[Math.floor(rand() * groups.length)])))
-  return [quartile(stats, 0.025), quartile(stats, 0.975)]
-}
 const fmt = (ms) => (ms >= 100 ? `${ms.toFixed(0)} ms` : `${ms.toFixed(2)} ms`)
 
 /**

@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+/**
+ * A turn's first write-tool call on the real DSH host (0.1.0-rc.8 spine, scripted model), after
+ * the model's pause, as a user meets it. `cold-call.mjs` times the addon's calls alone after an
+ * idle pause, so the call is the first thing the process does when its CPU comes back, and pays
+ * all of the machine's waking-up. On a host the call comes after the host's own work for the
+ * same tool call (the model's stream, the `tool/call` event, the tool's checks and its look at
+ * the file), as it does here.
+ *
+ * Each round, two hosts in this process (one with the plugin, one without, the same mounts, each
+ * with a session of its own in a workspace of its own) run the same turn: a user message (with the
+ * plugin, its re-check of the tracked files and its workspace scan), then the scripted model waits
+ * `HOST_FIRST_CALL_PAUSE` ms (300) before it answers with one `write` of a 16 KiB file two
+ * directories down, content of its own every round. Timed:
+ *
+ *   - with the plugin, the addon's two calls of that write as the plugin makes them on the host
+ *     (`captureNow` before the write, `commitNow` after it; the goal's figure): every call of the
+ *     addon's `BindingStore` in this process is timed in place, and a call the addon hands to its
+ *     thread pool is counted apart (its time there is not the call's);
+ *   - in both hosts, the tool call from its `tool/call` event to its `tool/result` event: the
+ *     with-plugin host's span over the other's is what the plugin adds to the call's latency
+ *     (its commit runs after the result, so it is in the addon's figure but not in this one);
+ *   - after the same pause, alternated with the turns: one `fs.statSync` of a file and Node's own
+ *     synchronous read + write of a 16 KiB file (the goal's baseline).
+ *
+ * Each session tracks 100 files before the timed rounds (a first turn writes them). Run with
+ * Node 24 after `scripts/build.sh`: `node benches/host-first-call.mjs`. `HOST_FIRST_CALL_ROUNDS`
+ * (40), `HOST_FIRST_CALL_PAUSE` (ms, 300). Writes target/bench-results/host-first-call.md.
+ */
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { startHost, turn, text, tools, gate, gated } from '../tests/host/lib/harness.mjs'
+import { pluginSettled } from '../tests/host/plugin-support.mjs'
+import { callContent } from './support/content.mjs'
+import { numbers, ROOT } from './support/options.mjs'
+import { bootstrap, median } from './support/stats.mjs'
+
+const [ROUNDS] = numbers('HOST_FIRST_CALL_ROUNDS', '40')
+const [PAUSE] = numbers('HOST_FIRST_CALL_PAUSE', '300', 0)
+const TRACKED = 100
+const SIZE = 16 * 1024
+const FILE = 'src/app/w.ts'
+const content = callContent(SIZE)
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// The plugin loads its addon from `native/` next to `lib/`: the same module as this require, so
+// timing its class's methods here times the plugin's own calls.
+const { BindingStore } = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+/** The addon calls of the current round, by name: `{ us, queued }`. */
+let addonCalls = []
+for (const name of ['captureNow', 'commitNow']) {
+  const original = BindingStore.prototype[name]
+  BindingStore.prototype[name] = function (...args) {
+    const t = performance.now()
+    const out = original.apply(this, args)
+    addonCalls.push({ name, us: (performance.now() - t) * 1000, queued: out !== undefined })
+    return out
+  }
+}
+
+const tmp = await mkdtemp(join(tmpdir(), 'host-first-call-'))
+
+/** A host with or without the plugin, its session tracking `TRACKED` files. */
+async function boot(withPlugin) {
+  const dshHome = join(tmp, withPlugin ? 'home-with' : 'home-without')
+  const workspace = join(tmp, withPlugin ? 'ws-with' : 'ws-without')
+  const plugins = withPlugin ? [[await import(join(ROOT, 'lib', 'index.js')), { dshHome }]] : []
+  const host = await startHost({ workspace, dshHome, plugins, invariants: false, script: [], webServer: true, settings: true })
+  /** `tool/call` to `tool/result`, by call id (ms). */
+  const spans = new Map()
+  const started = new Map()
+  host.ctx.on('session/event', (session, event) => {
+    if (event.type === 'tool/call') started.set(event.data.callId, performance.now())
+    else if (event.type === 'tool/result') {
+      const result = event.data.message.content[0]
+      const t = started.get(result.toolCallId)
+      if (t !== undefined) spans.set(result.toolCallId, { ms: performance.now() - t, isError: result.isError })
+    }
+  })
+  const agent = await host.createAgent(`first-call-${withPlugin ? 'with' : 'without'}`)
+  const calls = [{ name: 'write', id: 'setup-w', args: { file_path: FILE, content: content(-1).toString('latin1') } }]
+  for (let i = 1; i < TRACKED; i++) calls.push({ name: 'write', id: `setup-${i}`, args: { file_path: `src/t/f${i}.txt`, content: `file ${i}\n` } })
+  host.addTurns(turn(tools(...calls), text('set up')))
+  await host.sendUser(agent, 'set up')
+  if (withPlugin) await pluginSettled(host, agent)
+  for (const c of calls) if (spans.get(c.id)?.isError !== false) throw new Error(`set-up call ${c.id} failed`)
+  return { host, agent, spans, withPlugin, workspace }
+}
+
+/** One turn of `h`: the message, the model's pause, one write of the file. */
+async function round(h, r) {
+  const g = gate()
+  void g.reached.then(() => setTimeout(g.release, PAUSE))
+  const id = `first-${r}`
+  h.host.addTurns(turn(gated(g, tools({ name: 'write', id, args: { file_path: FILE, content: content(r).toString('latin1') } })), text('done')))
+  addonCalls = []
+  await h.host.sendUser(h.agent, `round ${r}`)
+  if (h.withPlugin) await pluginSettled(h.host, h.agent)
+  const span = h.spans.get(id)
+  if (span === undefined || span.isError) throw new Error(`round ${r}: the write failed in the host ${h.withPlugin ? 'with' : 'without'} the plugin`)
+  const of = (name) => addonCalls.filter((c) => c.name === name)
+  const [capture, commit] = [of('captureNow'), of('commitNow')]
+  if (h.withPlugin && (capture.length !== 1 || commit.length !== 1)) {
+    throw new Error(`round ${r}: expected one capture and one commit, saw ${capture.length} and ${commit.length}`)
+  }
+  return { span: span.ms * 1000, capture: capture[0], commit: commit[0] }
+}
+
+const probeFile = join(tmp, 'probe.ts')
+writeFileSync(probeFile, content(-2))
+const probes = {
+  stat: () => statSync(probeFile),
+  readWrite: (r) => {
+    readFileSync(probeFile)
+    writeFileSync(probeFile, content(r))
+  },
+}
+async function probe(name, r) {
+  await sleep(PAUSE)
+  const t = performance.now()
+  probes[name](r)
+  return (performance.now() - t) * 1000
+}
+
+const withPlugin = await boot(true)
+const without = await boot(false)
+const rows = []
+for (let r = 0; r < ROUNDS; r++) {
+  const out = {}
+  const steps = [
+    async () => { out.with = await round(withPlugin, r) },
+    async () => { out.without = await round(without, r) },
+    async () => { out.stat = await probe('stat', r) },
+    async () => { out.readWrite = await probe('readWrite', r) },
+  ]
+  for (let k = 0; k < steps.length; k++) await steps[(k + r) % steps.length]()
+  rows.push(out)
+}
+await withPlugin.host.dispose()
+await without.host.dispose()
+await rm(tmp, { recursive: true, force: true })
+
+const us = (v) => `${v.toFixed(1)} µs`
+const ci = (xs) => bootstrap(xs.map((x) => [x]), median).map(us).join(' to ')
+const inline = rows.filter((r) => !r.with.capture.queued && !r.with.commit.queued)
+const capture = inline.map((r) => r.with.capture.us)
+const commit = inline.map((r) => r.with.commit.us)
+const both = inline.map((r) => r.with.capture.us + r.with.commit.us)
+const added = rows.map((r) => r.with.span - r.without.span)
+const readWrite = median(rows.map((r) => r.readWrite))
+const call = median(both)
+const lines = [
+  `## A turn's first call on the host (\`benches/host-first-call.mjs\`)`,
+  '',
+  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin and of one without (a session of its own each, ${TRACKED} files tracked, "Track every change" on): the user's message, the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; the plugin's calls made on the host's thread (${inline.length} of ${rows.length} rounds; the others went to the addon's thread pool).`,
+  '',
+  '| | median | 95 % interval | goal |',
+  '|---|---:|---|---|',
+  `| the plugin's capture + commit of the turn's first call | ${us(call)} | ${ci(both)} | ≤ 100 µs: ${call <= 100 ? 'met' : '**not met**'}; ≤ 1.5× Node's read + write: ${(call / readWrite).toFixed(2)}× |`,
+  `| its capture (before the write) | ${us(median(capture))} | ${ci(capture)} | — |`,
+  `| its commit (after the write) | ${us(median(commit))} | ${ci(commit)} | — |`,
+  `| the tool call, \`tool/call\` to \`tool/result\`, with the plugin | ${us(median(rows.map((r) => r.with.span)))} | ${ci(rows.map((r) => r.with.span))} | — |`,
+  `| the same without the plugin | ${us(median(rows.map((r) => r.without.span)))} | ${ci(rows.map((r) => r.without.span))} | — |`,
+  `| what the plugin adds to the call (median of the rounds' differences) | ${us(median(added))} | ${ci(added)} | — |`,
+  `| Node: \`statSync\` after the same pause | ${us(median(rows.map((r) => r.stat)))} | ${ci(rows.map((r) => r.stat))} | — |`,
+  `| Node: read + write of 16 KiB (sync) after the same pause | ${us(readWrite)} | ${ci(rows.map((r) => r.readWrite))} | — |`,
+  '',
+]
+mkdirSync(join(ROOT, 'target', 'bench-results'), { recursive: true })
+writeFileSync(join(ROOT, 'target', 'bench-results', 'host-first-call.md'), lines.join('\n'))
+console.log(lines.join('\n'))
