@@ -226,10 +226,28 @@ impl<'s> Staging<'s> {
         entries.iter().map(|e| self.after_state(&e.path)).collect()
     }
 
+    /// The metadata a tool left at `path`, in one `lstat` relative to the workspace's handle,
+    /// without the walk of a capture or a re-check: this call runs on the host's thread after
+    /// every write-tool call, and the walk's open and close of the parent directory cost it
+    /// two more system calls. A parent that became a symlink since the capture (which found
+    /// it a directory) is followed here, which the walk never does; the after-state is only
+    /// what the next re-check compares the path's state with, and the re-check's walk then
+    /// finds the path blocked, a state that differs, and records it (no content is read
+    /// through the symlink).
     fn after_state(&self, path: &crate::path::RelPath) -> TrackedUpdate {
+        let ws = &self.s.ws;
+        let known = match ws.lstat(&ws.root, path.as_bytes(), path) {
+            Ok(Some(meta)) => Known::Present {
+                meta,
+                sha256: None,
+                recorded: false,
+            },
+            Ok(None) => Known::Absent,
+            Err(_) => Known::Unknown,
+        };
         TrackedUpdate {
             path: path.clone(),
-            known: self.observe_meta(path).unwrap_or(Known::Unknown),
+            known,
             since: None,
         }
     }

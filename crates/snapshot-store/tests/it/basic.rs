@@ -1957,6 +1957,83 @@ fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_thei
     );
 }
 
+#[test]
+fn a_commit_looks_at_a_written_path_with_one_stat_and_no_walk() {
+    use snapshot_store::{Area, FsOp};
+    let env = Env::new();
+    let ops = std::sync::Arc::new(RecordOps::default());
+    let store = env.store_with(StoreOptions {
+        seam: ops.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    env.write("d/e/f", b"f0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let out = s
+        .try_capture_before_at("c1", Path::new("d/e/f"), 2, 4096)
+        .expect("runs")
+        .expect("captured");
+    assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
+    env.write("d/e/f", b"written by the tool");
+    ops.0.lock().expect("lock").clear();
+    s.try_commit("c1", 2, true, 64)
+        .expect("runs")
+        .expect("committed");
+    let seen = ops.0.lock().expect("lock").clone();
+    let workspace: Vec<_> = seen
+        .iter()
+        .filter(|(_, area, _)| *area == Area::Workspace)
+        .collect();
+    assert_eq!(
+        workspace,
+        [&(
+            FsOp::Stat,
+            Area::Workspace,
+            std::path::PathBuf::from("d/e/f")
+        )],
+        "{seen:?}"
+    );
+    // The next message's re-check reads the content the tool wrote.
+    s.flush().expect("flush");
+    let at = |recorded: &[snapshot_store::RecordedChange]| {
+        recorded
+            .iter()
+            .find(|c| c.path.display() == "d/e/f")
+            .map(|c| c.before.clone())
+    };
+    let recorded = s.recheck_tracked(3).expect("recheck").recorded;
+    assert!(
+        matches!(at(&recorded), Some(BeforeState::File { size: 19, .. })),
+        "{recorded:?}"
+    );
+
+    // A parent replaced by a symlink between the capture and the commit: the commit follows
+    // it, and the re-check, which does not, records the path as changed.
+    let elsewhere = env.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("e")).expect("mkdir");
+    std::fs::write(elsewhere.join("e").join("f"), b"outside").expect("write");
+    env.write("d/e/f", b"f3");
+    s.try_capture_before_at("c2", Path::new("d/e/f"), 4, 4096)
+        .expect("runs")
+        .expect("captured");
+    std::fs::rename(env.p("d"), env.tmp.path().join("moved")).expect("move");
+    std::os::unix::fs::symlink(&elsewhere, env.p("d")).expect("symlink");
+    s.try_commit("c2", 4, true, 64)
+        .expect("runs")
+        .expect("committed");
+    s.flush().expect("flush");
+    let recorded = s.recheck_tracked(5).expect("recheck").recorded;
+    assert!(
+        matches!(at(&recorded), Some(BeforeState::Skipped { .. })),
+        "recorded as not capturable, never as the file beyond the symlink: {recorded:?}"
+    );
+    assert_eq!(
+        std::fs::read(elsewhere.join("e").join("f")).expect("read"),
+        b"outside",
+        "nothing written through the symlink"
+    );
+}
+
 /// Records the calls a store makes: kind, area, path.
 #[derive(Default)]
 struct RecordOps(
