@@ -192,6 +192,14 @@ export declare class BindingStore {
    */
   commitNow(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void> | undefined
   /**
+   * Takes, on the thread pool, the locks the session's open handle keeps through a burst
+   * of write-tool calls, ahead of the burst (`Session::take_locks_ahead`): for a host
+   * whose model has just named such a call, so that the call's capture on the host's
+   * thread takes none. Resolves with whether they are held; `false` (nothing done) when
+   * no handle of the session is open or they cannot be taken without waiting.
+   */
+  takeLocksAhead(sessionId: string, cwd: string): Promise<boolean>
+  /**
    * Writes the commits of the session's open handle that wait for its next write;
    * resolves with whether there were any.
    */

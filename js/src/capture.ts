@@ -5,14 +5,15 @@
  *                                     listeners that always call `next()` exactly once)
  *   tools/post-execute                commit the capture (or drop it when the call failed)
  *   tools/result                      discard a capture still pending (safety net)
- *   session/event                     at each new human `user/message`, re-check tracked files
+ *   session/event                     at each new human `user/message`, re-check tracked files;
+ *                                     when the model names a write tool, take the locks ahead
  *   agent/created                     session-format guard
  */
 import type { HostAgent, HostContext, HostEvent, HostFsTarget, HostLogger, HostSession, HostToolExecution, HostToolResult } from './host.ts'
 import { forkAncestors } from './fork.ts'
 import type { FilesPort } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
-import { SessionState, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
+import { SessionState, WRITE_TOOLS, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
 
 /**
  * The session-format tag recorded per session: DSH's `SessionHeader.version`. Snapshots anchor
@@ -167,7 +168,29 @@ export function registerCapture(deps: CaptureDeps): void {
     })
   })
 
+  /** Per session, the model's step whose first write-tool call had the locks taken ahead. */
+  const aheadOf = new Map<string, string>()
+  /**
+   * The model has finished naming a tool call: when it is a write tool's, the store takes the
+   * locks the call's capture needs now, on the thread pool, while the host parses and checks the
+   * call. The capture on the host's thread then takes none (a turn's first call otherwise
+   * re-takes them, the message's re-check having released them). Once per model step: a step
+   * that names many calls keeps the locks through them anyway.
+   */
+  function aheadOfCall(session: HostSession, event: HostEvent): void {
+    const chunk = event.data?.chunk
+    if (chunk?.type !== 'block-end' || chunk.block?.type !== 'tool-call' || !WRITE_TOOLS.has(chunk.block.name)) return
+    const sessionId = session.header.id
+    const step = `${event.data.turn}:${event.data.step}`
+    if (aheadOf.get(sessionId) === step) return
+    aheadOf.set(sessionId, step)
+    if (state.rewinding(sessionId) || !deps.settings.get().backups) return
+    const cwd = trackedCwd(session)
+    if (cwd !== undefined) deps.files().takeLocksAhead(sessionId, cwd)
+  }
+
   ctx.on('session/event', (session: HostSession, event: HostEvent) => {
+    if (event.type === 'assistant/chunk') return aheadOfCall(session, event)
     state.observe(session, event)
     if (!isHumanMessage(event)) return
     const sessionId = session.header.id
@@ -219,6 +242,7 @@ export function registerCapture(deps: CaptureDeps): void {
     const id = agent?.session?.header?.id
     if (id === undefined) return
     state.forget(id)
+    aheadOf.delete(id)
     // Drop the addon's cached handles once queued work of the session settled.
     void state.run(id, async () => deps.files().forget(id)).catch(() => {})
   }, { global: true })

@@ -76,6 +76,10 @@ export function openFiles(engine: () => Addon.BindingEngine, root: string, logge
       })
     },
     discard: async (...a) => { await awaitNative(() => store.discard(...a)) },
+    takeLocksAhead: (sessionId, cwd) => {
+      // Only a head start: the capture takes the locks itself when this did not.
+      awaitNative(() => store.takeLocksAhead(sessionId, cwd)).catch(() => {})
+    },
     recheck: async (...a) => { await awaitNative(() => store.recheck(...a)) },
     scan: async (...a) => await awaitNative(() => store.scan(...a)),
     preview: async (...a) => await awaitNative(() => store.preview(...a)),

@@ -79,6 +79,13 @@ export interface FilesPort {
   /** `undefined` when the commit was made before returning (it throws then when it failed), else a promise of it. */
   commit(sessionId: string, cwd: string, callId: string, anchorSeq: number, ok: boolean): Promise<void> | undefined
   discard(sessionId: string, cwd: string, callId: string): Promise<void>
+  /**
+   * Take the locks a burst of write-tool calls keeps, on the thread pool, ahead of the burst (the
+   * model has just named a write tool): the call's capture then takes none on the host's thread.
+   * Never waits and never fails: nothing is done when the session's handle is not open or the
+   * locks are taken by another.
+   */
+  takeLocksAhead(sessionId: string, cwd: string): void
   /** `ancestors`: the fork chain; a fork's first re-check takes over the paths they track. */
   recheck(sessionId: string, cwd: string, anchorSeq: number, maxFileBytes: number, ancestors?: ChainLink[]): Promise<void>
   /** Scan the session's workspace (before / after a tool call, at a message boundary). */
@@ -164,6 +171,7 @@ export function unavailableFiles(code: string, message: string): FilesPort {
     capture: () => undefined,
     commit: () => undefined,
     discard: async () => {},
+    takeLocksAhead: () => {},
     recheck: async () => {},
     scan: refuse,
     preview: refuse,

@@ -16,6 +16,9 @@ export function isHumanMessage(event: HostEvent): boolean {
   return event.type === 'user/message' && event.data?.source?.kind === 'user'
 }
 
+/** The tools whose file writes are captured (`str_replace_editor` only for its writing commands). */
+export const WRITE_TOOLS: ReadonlySet<string> = new Set(['write', 'edit', 'str_replace_editor'])
+
 /** The tool calls whose file writes are captured; `view` and every other tool are not. */
 export function isCapturedTool(exec: { name?: unknown; arguments?: unknown }): boolean {
   if (exec.name === 'write' || exec.name === 'edit') return true

@@ -650,6 +650,20 @@ impl BindingStore {
         })
     }
 
+    /// Takes, on the thread pool, the locks the session's open handle keeps through a burst
+    /// of write-tool calls, ahead of the burst (`Session::take_locks_ahead`): for a host
+    /// whose model has just named such a call, so that the call's capture on the host's
+    /// thread takes none. Resolves with whether they are held; `false` (nothing done) when
+    /// no handle of the session is open or they cannot be taken without waiting.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn take_locks_ahead(&self, session_id: String, cwd: String) -> AsyncTask<Job<bool>> {
+        let h = self.handle();
+        AsyncTask::new(Job::new(move || {
+            Ok(h.cached(&session_id, &cwd, None)
+                .is_some_and(|s| s.take_locks_ahead()))
+        }))
+    }
+
     /// Writes the commits of the session's open handle that wait for its next write;
     /// resolves with whether there were any.
     #[napi(ts_return_type = "Promise<boolean>")]

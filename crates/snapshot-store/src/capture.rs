@@ -298,6 +298,23 @@ impl Session {
             .try_capture_before(call_id, path, None, max_bytes)
     }
 
+    /// Takes the locks a burst of calls that must not wait keeps (see
+    /// [`Session::keep_locks_between_calls`]) ahead of the burst, for a caller that knows a
+    /// write-tool call is coming (a host whose model has just named one): that call then
+    /// finds them held and takes none itself. They are kept as after such a call, released
+    /// by [`Session::release_idle_locks`] once idle or by any call that may wait. Never
+    /// waits: `false`, having done nothing, when the handle does not keep its locks, another
+    /// thread is using it, another handle or process holds a lock, the log was replaced, or
+    /// the handle has not written yet.
+    pub fn take_locks_ahead(&self) -> bool {
+        if !self.keep_locks.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        // Dropped at once: with the handle keeping its locks, the call's locks become the
+        // handle's lease, as at the end of a capture.
+        self.staging().quick_state(true).is_some()
+    }
+
     /// [`Session::try_capture_before`] naming the anchor of the call's commit, as
     /// [`Session::capture_before_at`].
     pub fn try_capture_before_at(

@@ -1958,6 +1958,65 @@ fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_thei
 }
 
 #[test]
+fn locks_taken_ahead_of_a_burst_leave_its_first_call_none_to_take() {
+    let env = Env::new();
+    let locks = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Lock, Default::default()));
+    let store = env.store_with(StoreOptions {
+        seam: locks.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    env.write("a", b"a0");
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    // Another handle on the same store (as another process), which has written too.
+    let other_store = env.store();
+    let other = env.session(&other_store);
+    other.keep_locks_between_calls(true);
+    tool_edit(&env, &other, "o0", 1, "o", Some(b"o1"));
+    // A handle that does not keep its locks takes none ahead.
+    let before = locks.count();
+    assert!(!s.take_locks_ahead());
+    assert_eq!(locks.count(), before, "no lock taken");
+
+    s.keep_locks_between_calls(true);
+    assert!(s.take_locks_ahead(), "taken ahead");
+    let ahead = locks.count();
+    assert!(ahead > before, "the locks were taken");
+    // The burst's first call finds them held.
+    env.write("b", b"b0");
+    let out = s
+        .try_capture_before_at("q1", Path::new("b"), 2, 4096)
+        .expect("runs")
+        .expect("captured");
+    assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
+    env.write("b", b"b1");
+    s.try_commit("q1", 2, true, 64)
+        .expect("runs")
+        .expect("committed");
+    assert_eq!(locks.count(), ahead, "the first call took no lock");
+
+    // The other handle finds them held until they are released once idle...
+    assert!(!other.take_locks_ahead(), "held by the first handle");
+    assert!(s.release_idle_locks(std::time::Duration::ZERO));
+    assert!(other.take_locks_ahead(), "free again");
+    assert!(other.release_idle_locks(std::time::Duration::ZERO));
+    // ...or by a call of the handle that may wait (the flush of the burst's commits).
+    assert!(s.take_locks_ahead());
+    assert!(
+        s.flush().expect("flush"),
+        "the burst's commit waited for it"
+    );
+    assert!(
+        !s.release_idle_locks(std::time::Duration::ZERO),
+        "released by the flush"
+    );
+    // What the burst wrote is there for the other handle.
+    let plan = other.plan_restore(2).expect("plan");
+    let paths: Vec<String> = plan.actions.iter().map(|a| a.path.display()).collect();
+    assert_eq!(paths, ["b"]);
+}
+
+#[test]
 fn a_commit_looks_at_a_written_path_with_one_stat_and_no_walk() {
     use snapshot_store::{Area, FsOp};
     let env = Env::new();
