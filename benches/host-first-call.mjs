@@ -7,8 +7,9 @@
  * same tool call (the model's stream, the `tool/call` event, the tool's checks and its look at
  * the file), as it does here.
  *
- * Each round, two hosts in this process (one with the plugin, one without, the same mounts, each
- * with a session of its own in a workspace of its own) run the same turn: a user message (with the
+ * Each round, three hosts in this process (one with the plugin, one with the plugin and its backups
+ * turned off for the session, one without it; the same mounts, each with a session of its own in a
+ * workspace of its own) run the same turn: a user message (with the
  * plugin, its re-check of the tracked files and its workspace scan), then the scripted model waits
  * `HOST_FIRST_CALL_PAUSE` ms (300) before it answers with one `write` of a 16 KiB file two
  * directories down, content of its own every round. Timed:
@@ -17,9 +18,11 @@
  *     (`captureNow` before the write, `commitNow` after it; the goal's figure): every call of the
  *     addon's `BindingStore` in this process is timed in place, and a call the addon hands to its
  *     thread pool is counted apart (its time there is not the call's);
- *   - in both hosts, the tool call from its `tool/call` event to its `tool/result` event: the
- *     with-plugin host's span over the other's is what the plugin adds to the call's latency
+ *   - in each host, the tool call from its `tool/call` event to its `tool/result` event: the
+ *     with-plugin host's span over the one without is what the plugin adds to the call's latency
  *     (its commit runs after the result, so it is in the addon's figure but not in this one);
+ *     against the host whose backups are off, what its work for the call adds, and that host's
+ *     against the one without, what the host's own dispatch costs with the plugin's listeners;
  *   - after the same pause, alternated with the turns: one `fs.statSync` of a file and Node's own
  *     synchronous read + write of a 16 KiB file (the goal's baseline).
  *
@@ -34,7 +37,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { startHost, turn, text, tools, gate, gated } from '../tests/host/lib/harness.mjs'
-import { pluginSettled } from '../tests/host/plugin-support.mjs'
+import { pluginSettled, rpc } from '../tests/host/plugin-support.mjs'
 import { callContent } from './support/content.mjs'
 import { numbers, ROOT } from './support/options.mjs'
 import { bootstrap, median } from './support/stats.mjs'
@@ -64,10 +67,15 @@ for (const name of ['captureNow', 'commitNow']) {
 
 const tmp = await mkdtemp(join(tmpdir(), 'host-first-call-'))
 
-/** A host with or without the plugin, its session tracking `TRACKED` files. */
-async function boot(withPlugin) {
-  const dshHome = join(tmp, withPlugin ? 'home-with' : 'home-without')
-  const workspace = join(tmp, withPlugin ? 'ws-with' : 'ws-without')
+/**
+ * A host with or without the plugin, its session tracking `TRACKED` files; `backups` off: the
+ * plugin loaded, its backups turned off for the session after the set-up (it then captures,
+ * scans and re-checks nothing, while its listeners still run).
+ */
+async function boot(withPlugin, backups = withPlugin) {
+  const name = withPlugin ? (backups ? 'with' : 'off') : 'without'
+  const dshHome = join(tmp, `home-${name}`)
+  const workspace = join(tmp, `ws-${name}`)
   const plugins = withPlugin ? [[await import(join(ROOT, 'lib', 'index.js')), { dshHome }]] : []
   const host = await startHost({ workspace, dshHome, plugins, invariants: false, script: [], webServer: true, settings: true })
   /** `tool/call` to `tool/result`, by call id (ms). */
@@ -81,14 +89,18 @@ async function boot(withPlugin) {
       if (t !== undefined) spans.set(result.toolCallId, { ms: performance.now() - t, isError: result.isError })
     }
   })
-  const agent = await host.createAgent(`first-call-${withPlugin ? 'with' : 'without'}`)
+  const agent = await host.createAgent(`first-call-${name}`)
   const calls = [{ name: 'write', id: 'setup-w', args: { file_path: FILE, content: content(-1).toString('latin1') } }]
   for (let i = 1; i < TRACKED; i++) calls.push({ name: 'write', id: `setup-${i}`, args: { file_path: `src/t/f${i}.txt`, content: `file ${i}\n` } })
   host.addTurns(turn(tools(...calls), text('set up')))
   await host.sendUser(agent, 'set up')
   if (withPlugin) await pluginSettled(host, agent)
   for (const c of calls) if (spans.get(c.id)?.isError !== false) throw new Error(`set-up call ${c.id} failed`)
-  return { host, agent, spans, withPlugin, workspace }
+  if (withPlugin && !backups) {
+    const set = await rpc(host, 'settings.update', { sessionId: agent.session.header.id, patch: { backups: false } })
+    if (set.json?.value?.backups !== false) throw new Error(`settings.update: ${JSON.stringify(set.json)}`)
+  }
+  return { host, agent, spans, withPlugin: withPlugin && backups, name, workspace }
 }
 
 /** One turn of `h`: the message, the model's pause, one write of the file. */
@@ -101,11 +113,12 @@ async function round(h, r) {
   await h.host.sendUser(h.agent, `round ${r}`)
   if (h.withPlugin) await pluginSettled(h.host, h.agent)
   const span = h.spans.get(id)
-  if (span === undefined || span.isError) throw new Error(`round ${r}: the write failed in the host ${h.withPlugin ? 'with' : 'without'} the plugin`)
+  if (span === undefined || span.isError) throw new Error(`round ${r}: the write failed in the host ${h.name}`)
   const of = (name) => addonCalls.filter((c) => c.name === name)
   const [capture, commit] = [of('captureNow'), of('commitNow')]
-  if (h.withPlugin && (capture.length !== 1 || commit.length !== 1)) {
-    throw new Error(`round ${r}: expected one capture and one commit, saw ${capture.length} and ${commit.length}`)
+  const expected = h.withPlugin ? 1 : 0
+  if (capture.length !== expected || commit.length !== expected) {
+    throw new Error(`round ${r}, host ${h.name}: expected ${expected} capture and commit, saw ${capture.length} and ${commit.length}`)
   }
   return { span: span.ms * 1000, capture: capture[0], commit: commit[0] }
 }
@@ -127,6 +140,7 @@ async function probe(name, r) {
 }
 
 const withPlugin = await boot(true)
+const off = await boot(true, false)
 const without = await boot(false)
 const rows = []
 for (let r = 0; r < ROUNDS; r++) {
@@ -134,14 +148,14 @@ for (let r = 0; r < ROUNDS; r++) {
   const steps = [
     async () => { out.with = await round(withPlugin, r) },
     async () => { out.without = await round(without, r) },
+    async () => { out.off = await round(off, r) },
     async () => { out.stat = await probe('stat', r) },
     async () => { out.readWrite = await probe('readWrite', r) },
   ]
   for (let k = 0; k < steps.length; k++) await steps[(k + r) % steps.length]()
   rows.push(out)
 }
-await withPlugin.host.dispose()
-await without.host.dispose()
+for (const h of [withPlugin, off, without]) await h.host.dispose()
 await rm(tmp, { recursive: true, force: true })
 
 const us = (v) => `${v.toFixed(1)} µs`
@@ -151,12 +165,14 @@ const capture = inline.map((r) => r.with.capture.us)
 const commit = inline.map((r) => r.with.commit.us)
 const both = inline.map((r) => r.with.capture.us + r.with.commit.us)
 const added = rows.map((r) => r.with.span - r.without.span)
+const work = rows.map((r) => r.with.span - r.off.span)
+const listening = rows.map((r) => r.off.span - r.without.span)
 const readWrite = median(rows.map((r) => r.readWrite))
 const call = median(both)
 const lines = [
   `## A turn's first call on the host (\`benches/host-first-call.mjs\`)`,
   '',
-  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin and of one without (a session of its own each, ${TRACKED} files tracked, "Track every change" on): the user's message, the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; the plugin's calls made on the host's thread (${inline.length} of ${rows.length} rounds; the others went to the addon's thread pool).`,
+  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin and of one without (a session of its own each, ${TRACKED} files tracked, "Track every change" on): the user's message, the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; a third host has the plugin loaded with its backups off for the session; the plugin's calls made on the host's thread (${inline.length} of ${rows.length} rounds; the others went to the addon's thread pool).`,
   '',
   '| | median | 95 % interval | goal |',
   '|---|---:|---|---|',
@@ -165,7 +181,10 @@ const lines = [
   `| its commit (after the write) | ${us(median(commit))} | ${ci(commit)} | — |`,
   `| the tool call, \`tool/call\` to \`tool/result\`, with the plugin | ${us(median(rows.map((r) => r.with.span)))} | ${ci(rows.map((r) => r.with.span))} | — |`,
   `| the same without the plugin | ${us(median(rows.map((r) => r.without.span)))} | ${ci(rows.map((r) => r.without.span))} | — |`,
-  `| what the plugin adds to the call (median of the rounds' differences) | ${us(median(added))} | ${ci(added)} | — |`,
+  `| the same with the plugin loaded, its backups off for the session | ${us(median(rows.map((r) => r.off.span)))} | ${ci(rows.map((r) => r.off.span))} | — |`,
+  `| what the plugin adds to the call (median of the rounds' differences, with against without) | ${us(median(added))} | ${ci(added)} | — |`,
+  `| of which its work for the call (with against backups off) | ${us(median(work))} | ${ci(work)} | — |`,
+  `| of which the host's with its listeners there (backups off against without) | ${us(median(listening))} | ${ci(listening)} | — |`,
   `| Node: \`statSync\` after the same pause | ${us(median(rows.map((r) => r.stat)))} | ${ci(rows.map((r) => r.stat))} | — |`,
   `| Node: read + write of 16 KiB (sync) after the same pause | ${us(readWrite)} | ${ci(rows.map((r) => r.readWrite))} | — |`,
   '',
