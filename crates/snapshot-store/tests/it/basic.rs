@@ -1762,14 +1762,7 @@ fn a_quick_capture_of_a_file_in_a_directory_records_what_the_blocking_capture_re
     // capture's, behind a symlink (to a regular file outside) or a file, at any depth,
     // and the file is opened once, its parents not at all.
     let env = Env::new();
-    let opens = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Open, Default::default()));
-    let store = env.store_with(StoreOptions {
-        seam: opens.clone(),
-        ..StoreOptions::default()
-    });
-    let s = env.session(&store);
-    env.write("a", b"a0");
-    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let (opens, _store, s) = CountOps::on_written_session(&env, snapshot_store::FsOp::Open);
     let outside = env.tmp.path().join("outside");
     std::fs::create_dir_all(outside.join("sub")).expect("mkdir");
     std::fs::write(outside.join("f"), b"outside").expect("write");
@@ -1854,6 +1847,27 @@ impl CountOps {
     fn count(&self) -> usize {
         self.1.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// A store counting its calls of kind `op`, and its session once a first tool call has
+    /// edited `a` at anchor 1 (the handle has written: its quick calls can run).
+    fn on_written_session(
+        env: &Env,
+        op: snapshot_store::FsOp,
+    ) -> (
+        std::sync::Arc<CountOps>,
+        snapshot_store::Store,
+        snapshot_store::Session,
+    ) {
+        let ops = std::sync::Arc::new(CountOps(op, Default::default()));
+        let store = env.store_with(StoreOptions {
+            seam: ops.clone(),
+            ..StoreOptions::default()
+        });
+        let s = env.session(&store);
+        env.write("a", b"a0");
+        tool_edit(env, &s, "c0", 1, "a", Some(b"a1"));
+        (ops, store, s)
+    }
 }
 
 impl snapshot_store::FaultSeam for CountOps {
@@ -1874,15 +1888,8 @@ impl snapshot_store::FaultSeam for CountOps {
 fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_their_release() {
     let env = Env::new();
     // The lock calls (`flock` other than an unlock) the store makes.
-    let locks = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Lock, Default::default()));
-    let store = env.store_with(StoreOptions {
-        seam: locks.clone(),
-        ..StoreOptions::default()
-    });
-    let s = env.session(&store);
+    let (locks, _store, s) = CountOps::on_written_session(&env, snapshot_store::FsOp::Lock);
     s.keep_locks_between_calls(true);
-    env.write("a", b"a0");
-    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
     let count = || locks.count();
 
     // A burst: the first call that must not wait takes the locks, the next ones none.
@@ -1960,14 +1967,7 @@ fn a_handle_keeping_its_locks_takes_them_once_per_burst_and_others_wait_for_thei
 #[test]
 fn locks_taken_ahead_of_a_burst_leave_its_first_call_none_to_take() {
     let env = Env::new();
-    let locks = std::sync::Arc::new(CountOps(snapshot_store::FsOp::Lock, Default::default()));
-    let store = env.store_with(StoreOptions {
-        seam: locks.clone(),
-        ..StoreOptions::default()
-    });
-    let s = env.session(&store);
-    env.write("a", b"a0");
-    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let (locks, _store, s) = CountOps::on_written_session(&env, snapshot_store::FsOp::Lock);
     // Another handle on the same store (as another process), which has written too.
     let other_store = env.store();
     let other = env.session(&other_store);
