@@ -21,12 +21,10 @@ export const WRITE_TOOLS: ReadonlySet<string> = new Set(['write', 'edit', 'str_r
 
 /** The tool calls whose file writes are captured; `view` and every other tool are not. */
 export function isCapturedTool(exec: { name?: unknown; arguments?: unknown }): boolean {
-  if (exec.name === 'write' || exec.name === 'edit') return true
-  if (exec.name === 'str_replace_editor') {
-    const command = (exec.arguments as { command?: unknown } | null | undefined)?.command
-    return command === 'create' || command === 'str_replace' || command === 'insert'
-  }
-  return false
+  if (typeof exec.name !== 'string' || !WRITE_TOOLS.has(exec.name)) return false
+  if (exec.name !== 'str_replace_editor') return true
+  const command = (exec.arguments as { command?: unknown } | null | undefined)?.command
+  return command === 'create' || command === 'str_replace' || command === 'insert'
 }
 
 /** The fs-intent actor, when it is a tool execution with an agent session. */
