@@ -194,15 +194,29 @@ impl World {
         }
     }
 
-    fn inode(&self, f: &str) -> Option<u64> {
+    /// The inode of `f`, its last status change and its birth (ns; `None` when the
+    /// filesystem keeps no birth time).
+    fn inode(&self, f: &str) -> Option<(u64, u64, Option<u64>)> {
         use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(self.ws.path().join(f))
+        let m = std::fs::symlink_metadata(self.ws.path().join(f)).ok()?;
+        let ns = |s: i64, n: i64| (s as u64) * 1_000_000_000 + n as u64;
+        let born = m
+            .created()
             .ok()
-            .map(|m| m.ino())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as u64);
+        Some((m.ino(), ns(m.ctime(), m.ctime_nsec()), born))
     }
 
-    fn inodes(&self) -> std::collections::HashSet<u64> {
-        FILES.iter().filter_map(|f| self.inode(f)).collect()
+    /// What the workspace index holds after a scan: each present file's inode, with the
+    /// latest status change among the files of that inode.
+    fn indexed(&self) -> std::collections::HashMap<u64, u64> {
+        let mut out = std::collections::HashMap::new();
+        for (ino, ctime, _) in FILES.iter().filter_map(|f| self.inode(f)) {
+            let c: &mut u64 = out.entry(ino).or_default();
+            *c = (*c).max(ctime);
+        }
+        out
     }
 
     fn disk(&self) -> Disk {
@@ -233,10 +247,11 @@ struct Model {
     boundaries: Vec<(u64, Disk)>,
     /// Which files a rewind restores, and to what.
     restorable: Restorable,
-    /// The disk as of the last scan (what the next scan compares with), and the inodes of its
-    /// files.
+    /// The disk as of the last scan (what the next scan compares with).
     scanned: Disk,
-    scanned_inodes: std::collections::HashSet<u64>,
+    /// The inodes of the files the last scan saw (the workspace index's entries, which a
+    /// restore after the scan leaves as they are), with their latest status change.
+    indexed: std::collections::HashMap<u64, u64>,
     /// Whether the session's handle in use scanned since it was opened (it keeps what its
     /// last scan saw in memory; a new engine's handle knows nothing until it scans).
     handle_scanned: bool,
@@ -277,15 +292,15 @@ impl Model {
                 }
             }
         }
-        self.settled(w);
+        self.settled();
+        self.indexed = w.indexed();
         self.scanned_in_turn = true;
         self.handle_scanned = true;
     }
 
-    /// What the next scan compares with is the disk as it is now (on `w`).
-    fn settled(&mut self, w: &World) {
+    /// What the next scan compares with is the disk as it is now.
+    fn settled(&mut self) {
         self.scanned.clone_from(&self.disk);
-        self.scanned_inodes = w.inodes();
     }
 
     /// The disk a rewind to `target` must leave, from the disk `at` the target message.
@@ -315,6 +330,58 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    // A rewind deletes files its boundary scan had seen; a file then created outside the agent
+    // is often given one of their freed inode numbers, which the workspace index still holds
+    // under the deleted path. A write tool's failed call on the new file in the same turn:
+    // the capture still takes it for created (born after that path's file last changed), so
+    // the rewind to the first message removes it.
+    run(vec![
+        Message,
+        Fork {
+            pick: 226815815869222357,
+        },
+        Message,
+        Shell {
+            file: 5,
+            content: Some(0),
+        },
+        Tool {
+            file: 1,
+            content: Some(0),
+            ok: true,
+        },
+        Tool {
+            file: 1,
+            content: Some(0),
+            ok: false,
+        },
+        Rewind {
+            pick: 473247899976145027,
+            crash: None,
+        },
+        Outside {
+            file: 0,
+            content: Some(0),
+        },
+        Outside {
+            file: 0,
+            content: Some(0),
+        },
+        Tool {
+            file: 0,
+            content: None,
+            ok: false,
+        },
+        Tool {
+            file: 0,
+            content: None,
+            ok: false,
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
+    ]);
     // A file created outside the agent during the turn (no scan between), then a write tool's
     // failed call on it: the capture found it absent at the turn's scan and recorded that,
     // as a scan before the call would have, so the rewind to the message removes it.
@@ -458,7 +525,7 @@ fn run(ops: Vec<Op>) {
         boundaries: Vec::new(),
         restorable: Restorable::default(),
         scanned: Disk::new(),
-        scanned_inodes: Default::default(),
+        indexed: Default::default(),
         handle_scanned: false,
         undo: None,
         redo: None,
@@ -493,15 +560,21 @@ fn run(ops: Vec<Op>) {
                 // A capture that names its anchor, of a file changed since the turn's last scan
                 // with no scan seeing it, records the state that scan saw first, as a scan
                 // before the call would have: a file it had (changed or deleted since), or none
-                // (created since, unless it is a file that scan saw under another path: the
-                // same inode). The file's first record wins, as for a scan's.
+                // (created since, unless it may be a file that scan saw under another path: the
+                // same inode, and not born after that file last changed; here only a new file
+                // given a freed inode number in the same clock tick). The file's first record
+                // wins, as for a scan's.
                 if m.ops % 2 == 0
                     && m.handle_scanned
                     && m.scanned_in_turn
                     && m.scanned.get(f) != m.disk.get(f)
                 {
                     let moved = !m.scanned.contains_key(f)
-                        && w.inode(f).is_some_and(|i| m.scanned_inodes.contains(&i));
+                        && w.inode(f).is_some_and(|(ino, _, born)| {
+                            m.indexed
+                                .get(&ino)
+                                .is_some_and(|changed| born.is_none_or(|b| b <= *changed))
+                        });
                     if !moved {
                         m.track(f, m.scanned.get(f).cloned());
                     }
@@ -655,7 +728,7 @@ fn run(ops: Vec<Op>) {
                     let mine = actions.iter().find(|a| a.op_id == op_id).expect("listed");
                     assert!(mine.undoable && !mine.redoable, "{step}: {mine:?}");
                 }
-                m.settled(&w);
+                m.settled();
             }
             Op::Fork { pick } => {
                 let Some((idx, target, at)) = pick_target(&m, pick) else {
@@ -700,7 +773,7 @@ fn run(ops: Vec<Op>) {
                 m.ancestors = chain;
                 m.session = child;
                 m.disk = want;
-                m.settled(&w);
+                m.settled();
                 // The child's handle has not scanned yet.
                 m.handle_scanned = false;
                 m.boundaries.truncate(idx);
@@ -743,7 +816,7 @@ fn run(ops: Vec<Op>) {
                     "{step}: {mine:?}"
                 );
                 m.disk = done.before.clone();
-                m.settled(&w);
+                m.settled();
                 // The undone rewind's future is back on the surface only in a new session;
                 // this model keeps working in the rewound one.
                 if redoable {
@@ -770,7 +843,7 @@ fn run(ops: Vec<Op>) {
                     "{step}: a standing redo is not redone twice"
                 );
                 m.disk = done.after.clone();
-                m.settled(&w);
+                m.settled();
                 m.undo = Some(Done { op: new_op, ..done });
             }
             Op::Prune { keep } => {

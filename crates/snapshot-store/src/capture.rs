@@ -196,7 +196,10 @@ impl<'a> Prior<'a> {
     /// Not when the file is one the index knows under another path (the same inode: moved or
     /// linked there since, e.g. its directory renamed), nor when the name the walk did not
     /// find is not spelled as the directory now lists it (a filesystem that folds case or
-    /// normalizes names finds a path under another spelling).
+    /// normalizes names finds a path under another spelling). A file whose inode number an
+    /// entry holds is still taken for created when the filesystem shows it born after that
+    /// entry's file last changed: a new file given the number of one deleted since the scan
+    /// (by a rewind's restore, by a tool, by hand), not that file (see [`Prior::reborn`]).
     fn created(&self, s: &Session, rel: &RelPath, now: &Known) -> Option<u64> {
         let at = self.missing?;
         let Known::Present { meta, .. } = now else {
@@ -211,10 +214,16 @@ impl<'a> Prior<'a> {
         let ix = cached.index.as_mut().filter(|ix| ix.scanned_at == at)?;
         let bytes = rel.as_bytes();
         let n = absence.absent(bytes, |q| ix.entries().contains_key(q))?;
-        if ix.knows_inode(meta.dev, meta.ino) {
-            return None;
-        }
+        let known = ix
+            .knows_inode(meta.dev, meta.ino)
+            .then(|| ix.inode_changed_last(meta.dev, meta.ino))
+            .flatten();
         drop(cached);
+        if let Some(changed) = known {
+            if !Self::reborn(s, rel, meta, changed) {
+                return None;
+            }
+        }
         // The directory is walked to as the capture walks (no symlink followed, nothing
         // outside the workspace listed); any failure leaves the path not taken for created.
         let first = RelPath::from_bytes(&bytes[..n]).ok()?;
@@ -224,6 +233,26 @@ impl<'a> Prior<'a> {
         };
         let (_, name) = first.split_last();
         s.ws.lists(dir, name, &first).ok()?.then_some(at)
+    }
+
+    /// Whether the file at `rel`, whose `fstat` was `meta`, was born after `changed` (ns), the
+    /// latest status change of the files the index saw with its inode: then it is not one of
+    /// them. A file keeps its birth time when it is renamed or linked, and is never born
+    /// after its own status changes, so only a file created once that inode was freed passes.
+    /// The birth time is read where the capture found the file (walked to as the capture
+    /// walks, no symlink followed), and only counts for the same inode. A filesystem that
+    /// keeps no birth time, a birth in the same clock tick, or any failure: not reborn (the
+    /// file is taken for one the index knows, as before).
+    fn reborn(s: &Session, rel: &RelPath, meta: &DiskMeta, changed: u64) -> bool {
+        let Ok(crate::fsio::Walk::Parent(dir)) = s.ws.walk_parent(rel, false, &mut Vec::new())
+        else {
+            return false;
+        };
+        let (_, name) = rel.split_last();
+        matches!(
+            s.ws.born(&dir, name, rel),
+            Ok(Some(b)) if b.dev == meta.dev && b.ino == meta.ino && b.ns > changed
+        )
     }
 }
 

@@ -240,6 +240,46 @@ impl WsFs {
         }
     }
 
+    /// When the filesystem gives it (`statx`, Linux): the birth time of one component in
+    /// `dir` (not followed when a symlink), in ns since the epoch, with its device and
+    /// inode; `None` when the path is absent, the filesystem keeps no birth time, or the
+    /// system has no `statx`.
+    pub fn born(
+        &self,
+        dir: &impl AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<Option<Born>, FsFailure> {
+        self.check(FsOp::Stat, rel)?;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            use rustix::fs::StatxFlags;
+            let want = StatxFlags::BTIME | StatxFlags::INO;
+            return match rustix::fs::statx(
+                dir,
+                OsStr::from_bytes(name),
+                AtFlags::SYMLINK_NOFOLLOW,
+                want,
+            ) {
+                Ok(x) if x.stx_mask & want.bits() == want.bits() => Ok(Some(Born {
+                    dev: rustix::fs::makedev(x.stx_dev_major, x.stx_dev_minor) as u64,
+                    ino: x.stx_ino,
+                    ns: u64::try_from(x.stx_btime.tv_sec)
+                        .unwrap_or(0)
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(u64::from(x.stx_btime.tv_nsec)),
+                })),
+                Ok(_) | Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOSYS) => Ok(None),
+                Err(e) => Err(rfail(FsOp::Stat, rel, e.into())),
+            };
+        }
+        #[allow(unreachable_code)]
+        {
+            let _ = dir;
+            Ok(None)
+        }
+    }
+
     /// Opens one component for reading without following a symlink and without
     /// blocking on FIFOs; `Ok(None)` when absent, `Err` with `ELOOP` for a symlink.
     pub fn open_read(
@@ -464,4 +504,13 @@ pub(crate) fn by_directory<T: Sync, O: Send>(
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// A file's birth, as [`WsFs::born`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Born {
+    pub dev: u64,
+    pub ino: u64,
+    /// Birth time, ns since the epoch.
+    pub ns: u64,
 }

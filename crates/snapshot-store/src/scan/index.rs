@@ -290,6 +290,19 @@ impl Index {
             .contains_key(&(dev, ino))
     }
 
+    /// The latest status-change time (ns) among the entries that stand for the file
+    /// `(dev, ino)`, under any path; `None` when none does. A file born after it is not
+    /// the one those entries saw, only one that was given its inode number after it was
+    /// freed (a file's birth never follows its own status changes). Goes through every
+    /// entry: for the rare question of a file whose inode [`Index::knows_inode`].
+    pub fn inode_changed_last(&self, dev: u64, ino: u64) -> Option<u64> {
+        self.entries
+            .values()
+            .filter(|e| e.stat.dev == dev && e.stat.ino == ino)
+            .map(|e| e.stat.ctime_total())
+            .max()
+    }
+
     /// Whether any entry is [`Coverage::Kept`].
     pub fn has_kept(&self) -> bool {
         self.entries

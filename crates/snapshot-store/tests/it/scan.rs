@@ -1827,6 +1827,54 @@ fn a_file_moved_mid_turn_is_not_taken_for_created_at_its_new_path() {
 }
 
 #[test]
+fn a_file_created_under_a_deleted_files_inode_number_is_still_taken_for_created() {
+    // A job deletes a file the turn's scan saw and creates a new one, which the filesystem
+    // gives the freed inode number (ext4 often does); the agent's write tool then edits the
+    // new file. The index knows that inode number under the deleted path, but the new file
+    // was born after that file last changed: it is not that file moved, so a rewind to the
+    // message removes it, as any file created during the turn.
+    let env = Env::new();
+    let store = env.store();
+    let olds: Vec<String> = (0..40).map(|i| format!("src/old{i}.ts")).collect();
+    for o in &olds {
+        env.write(o, b"there at the message");
+    }
+    let known: std::collections::HashMap<u64, &str> = olds
+        .iter()
+        .map(|o| (inode(&env.cwd.join(o)), o.as_str()))
+        .collect();
+    let s = scanned_once(&env, &store, b"at the message");
+    // Past the clock tick of the scan and of the files' last changes.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut reused = None;
+    for (i, o) in olds.iter().enumerate() {
+        env.remove(o);
+        let rel = format!("src/new{i}.ts");
+        env.write(&rel, b"written by a job");
+        if known.contains_key(&inode(&env.cwd.join(&rel))) {
+            reused = Some(rel);
+            break;
+        }
+        env.remove(&rel);
+    }
+    let rel = reused.expect(
+        "the filesystem under the temp dir gave no freed inode number to a new file in 40 \
+         tries: this test needs one that does (ext4, xfs)",
+    );
+    capture_in_form(&s, true, "w1", &rel, 1);
+    env.write(&rel, b"the tool");
+    s.commit("w1", 1, true).expect("commit");
+    s.recheck_tracked(2).expect("boundary 2");
+    scan(&s, ScanPhase::Boundary, 2, None);
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read(&rel), None, "{rel}: created during the turn");
+    assert_eq!(
+        env.read("src/a.ts").as_deref(),
+        Some(&b"at the message"[..])
+    );
+}
+
+#[test]
 fn a_file_moved_after_a_later_scan_is_known_by_that_scans_index_not_an_earliers() {
     // Whether the index knows a file under another path is asked of its inode counts, built
     // on first use and kept up to date as scans change the index. Here a created file's
