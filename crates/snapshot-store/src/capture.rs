@@ -717,6 +717,7 @@ impl<'s> Staging<'s> {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
+        self.look_after(&mut st);
         if !(st.legacy_checked && st.prepared && st.compact_checked) || st.log.is_none() {
             return None;
         }

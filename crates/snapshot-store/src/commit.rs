@@ -76,9 +76,10 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        let waiting = |st: &State| !st.deferred.is_empty() || !st.unlooked.is_empty();
         let deferred = match self.state.get_mut() {
-            Ok(st) => !st.deferred.is_empty(),
-            Err(p) => !p.into_inner().deferred.is_empty(),
+            Ok(st) => waiting(st),
+            Err(p) => waiting(p.into_inner()),
         };
         if deferred {
             // Best effort: what is not written counts as committed when the log is
@@ -101,7 +102,7 @@ impl<'s> Staging<'s> {
         })?;
         let mut st = self.s.lock_state();
         if ok {
-            if let Some(done) = self.defer(&mut st, call_id, anchor_seq, usize::MAX) {
+            if let Some(done) = self.defer(&mut st, call_id, anchor_seq, usize::MAX, false) {
                 return done;
             }
         }
@@ -123,9 +124,9 @@ impl<'s> Staging<'s> {
         }
         if ok {
             let deferred = match self.s.state.try_lock() {
-                Ok(mut st) => self.defer(&mut st, call_id, anchor_seq, max_paths),
+                Ok(mut st) => self.defer(&mut st, call_id, anchor_seq, max_paths, true),
                 Err(std::sync::TryLockError::Poisoned(p)) => {
-                    self.defer(&mut p.into_inner(), call_id, anchor_seq, max_paths)
+                    self.defer(&mut p.into_inner(), call_id, anchor_seq, max_paths, true)
                 }
                 Err(std::sync::TryLockError::WouldBlock) => return None,
             };
@@ -150,12 +151,22 @@ impl<'s> Staging<'s> {
     /// records those paths' states afresh. `None` (nothing done) when the call does not
     /// qualify: power-loss mode (a commit is durable when it returns), a call this
     /// handle did not stage with this anchor, more than `max_paths` paths, or no log.
+    ///
+    /// With `later` (a commit on the host's thread, of at most `max_paths` paths), the
+    /// after-states are not looked at here: the handle's next call looks at them first
+    /// ([`Staging::look_after`]), on whichever thread it runs; a quiet burst's flush, on the
+    /// thread pool, does it for the last call. Until then nothing reads the index, so every
+    /// reader finds it as if they had been looked at with the commit. The `lstat` of a file
+    /// the tool has just written, `fsync`ed and renamed is the commit's costliest part on
+    /// the host's thread after the model's pause. A change to such a path by another
+    /// process in between is taken into its after-state, as if the tool had made it.
     pub(crate) fn defer(
         &self,
         st: &mut State,
         call_id: &str,
         anchor_seq: u64,
         max_paths: usize,
+        later: bool,
     ) -> Option<Result<CommitOutcome, CommitError>> {
         let fs = &self.s.store.inner.fs;
         let staged = st.idx.pending.contains_key(call_id);
@@ -179,9 +190,10 @@ impl<'s> Staging<'s> {
             return None;
         }
         let n = entries.len();
-        let mut updates = self.after_states(&entries);
         let also = st.recorded.remove(call_id);
-        updates.extend(self.recorded_after_states(&mut st.idx, also, anchor_seq));
+        let mut look: Vec<(crate::path::RelPath, bool)> =
+            entries.iter().map(|e| (e.path.clone(), true)).collect();
+        look.extend(Self::recorded_looks(&mut st.idx, also, anchor_seq));
         let mut recs = Vec::with_capacity(2);
         if settles {
             recs.push(Record::Group {
@@ -192,26 +204,18 @@ impl<'s> Staging<'s> {
                 entries,
             });
         }
-        recs.extend(tracked_records(updates));
-        let mut bytes = Vec::with_capacity(128 * recs.len());
-        let sizes = match self.s.encode_frames(&recs, &mut bytes) {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e.into())),
-        };
-        let recs: Vec<(Record, u64)> = recs.into_iter().zip(sizes).collect();
-        for (r, n) in &recs {
-            if let Err(d) = st.idx.apply(r.clone(), *n) {
-                return Some(Err(self.s.damaged(d).into()));
+        if !later {
+            recs.extend(tracked_records(self.looked(look.drain(..))));
+        }
+        if !recs.is_empty() {
+            let rec = self.deferred_commit(st, call_id, anchor_seq, settles, recs);
+            match rec {
+                Ok(d) => st.deferred.push(d),
+                Err(e) => return Some(Err(e.into())),
             }
         }
         st.inflight.remove(call_id);
-        st.deferred.push(DeferredCommit {
-            call_id: call_id.to_string(),
-            anchor: anchor_seq,
-            settles,
-            bytes,
-            recs,
-        });
+        st.unlooked.append(&mut look);
         // The call is settled (in the index; in the log once flushed, or as an orphan).
         fs.io.crash(CrashPoint::CommitEntryWritten);
         fs.io.crash(CrashPoint::CommitPendingRemoved);
@@ -219,6 +223,63 @@ impl<'s> Staging<'s> {
             anchor_seq,
             entries: n,
         }))
+    }
+
+    /// `recs` encoded and applied to the index, as a commit whose frames wait for the
+    /// handle's next append.
+    fn deferred_commit(
+        &self,
+        st: &mut State,
+        call_id: &str,
+        anchor: u64,
+        settles: bool,
+        recs: Vec<Record>,
+    ) -> Result<DeferredCommit, crate::error::Fault> {
+        let mut bytes = Vec::with_capacity(128 * recs.len());
+        let sizes = self.s.encode_frames(&recs, &mut bytes)?;
+        let recs: Vec<(Record, u64)> = recs.into_iter().zip(sizes).collect();
+        for (r, n) in &recs {
+            st.idx.apply(r.clone(), *n).map_err(|d| self.s.damaged(d))?;
+        }
+        Ok(DeferredCommit {
+            call_id: call_id.to_string(),
+            anchor,
+            settles,
+            bytes,
+            recs,
+        })
+    }
+
+    /// Looks at the after-states the commits made on the host's thread left (see
+    /// [`Staging::defer`]) and settles them in the index as a commit of their own, whose
+    /// frames join the handle's next append. Should that fail (a frame over the limit, a
+    /// damaged index), they are left as they were before the tool wrote: the next re-check
+    /// finds those paths changed and records their states afresh.
+    pub(crate) fn look_after(&self, st: &mut State) {
+        if st.unlooked.is_empty() {
+            return;
+        }
+        let look = std::mem::take(&mut st.unlooked);
+        let recs = tracked_records(self.looked(look.into_iter()));
+        if let Ok(d) = self.deferred_commit(st, "", 0, false, recs) {
+            st.deferred.push(d);
+        }
+    }
+
+    /// The after-states of `look`'s paths: looked at, or unknown.
+    fn looked(
+        &self,
+        look: impl Iterator<Item = (crate::path::RelPath, bool)>,
+    ) -> Vec<TrackedUpdate> {
+        look.map(|(path, looks)| match looks {
+            true => self.after_state(&path),
+            false => TrackedUpdate {
+                path,
+                known: Known::Unknown,
+                since: None,
+            },
+        })
+        .collect()
     }
 
     /// The tool has written: the after-state metadata of its paths (content unknown).
@@ -263,21 +324,24 @@ impl<'s> Staging<'s> {
         recorded: Option<(u64, std::collections::BTreeSet<crate::path::RelPath>)>,
         anchor_seq: u64,
     ) -> Vec<TrackedUpdate> {
+        self.looked(Self::recorded_looks(idx, recorded, anchor_seq).into_iter())
+    }
+
+    /// [`Staging::recorded_after_states`]' paths, each with whether its state is looked at.
+    fn recorded_looks(
+        idx: &mut crate::records::Index,
+        recorded: Option<(u64, std::collections::BTreeSet<crate::path::RelPath>)>,
+        anchor_seq: u64,
+    ) -> Vec<(crate::path::RelPath, bool)> {
         let Some((anchor, paths)) = recorded else {
             return Vec::new();
         };
         paths
-            .iter()
+            .into_iter()
             .map(|p| {
-                let there = anchor == anchor_seq || idx.recorded_at(anchor_seq, p).unwrap_or(false);
-                match there {
-                    true => self.after_state(p),
-                    false => TrackedUpdate {
-                        path: p.clone(),
-                        known: Known::Unknown,
-                        since: None,
-                    },
-                }
+                let there =
+                    anchor == anchor_seq || idx.recorded_at(anchor_seq, &p).unwrap_or(false);
+                (p, there)
             })
             .collect()
     }

@@ -78,6 +78,11 @@ pub(crate) struct State {
         std::collections::HashMap<String, (u64, std::collections::BTreeSet<RelPath>)>,
     /// Commits not yet in the log, oldest first.
     pub(crate) deferred: Vec<DeferredCommit>,
+    /// The paths of commits settled on the host's thread whose after-states are not looked
+    /// at yet, oldest first, each with whether its state is to be looked at (`false`: left
+    /// unknown). The handle's next call of any kind, its flush included, looks at them and
+    /// makes their records before anything reads the index (see `Staging::look_after`).
+    pub(crate) unlooked: Vec<(RelPath, bool)>,
     /// This handle's last workspace scan (see [`ScanSeen`]).
     pub(crate) scan_seen: Option<ScanSeen>,
     /// The lock file of the workspace (by key) this handle last scanned, kept open and
@@ -270,6 +275,7 @@ impl Session {
                 inflight: Default::default(),
                 recorded: Default::default(),
                 deferred: Vec::new(),
+                unlooked: Vec::new(),
                 scan_seen: None,
                 ws_lock: None,
             }),
@@ -308,6 +314,7 @@ impl Session {
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, State> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.end_lease(&mut st);
+        self.staging().look_after(&mut st);
         st
     }
 

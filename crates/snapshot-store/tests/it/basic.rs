@@ -2034,26 +2034,30 @@ fn a_commit_looks_at_a_written_path_with_one_stat_and_no_walk() {
         .expect("captured");
     assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
     env.write("d/e/f", b"written by the tool");
-    ops.0.lock().expect("lock").clear();
+    let workspace_calls = || {
+        let seen = std::mem::take(&mut *ops.0.lock().expect("lock"));
+        seen.into_iter()
+            .filter(|(_, area, _)| *area == Area::Workspace)
+            .collect::<Vec<_>>()
+    };
+    workspace_calls();
     s.try_commit("c1", 2, true, 64)
         .expect("runs")
         .expect("committed");
-    let seen = ops.0.lock().expect("lock").clone();
-    let workspace: Vec<_> = seen
-        .iter()
-        .filter(|(_, area, _)| *area == Area::Workspace)
-        .collect();
+    // On the calling thread the commit looks at nothing: the handle's next call (here its
+    // flush) looks at the path, with one `lstat`.
+    assert_eq!(workspace_calls(), [], "the commit");
+    s.flush().expect("flush");
     assert_eq!(
-        workspace,
-        [&(
+        workspace_calls(),
+        [(
             FsOp::Stat,
             Area::Workspace,
             std::path::PathBuf::from("d/e/f")
         )],
-        "{seen:?}"
+        "the flush"
     );
     // The next message's re-check reads the content the tool wrote.
-    s.flush().expect("flush");
     let at = |recorded: &[snapshot_store::RecordedChange]| {
         recorded
             .iter()
