@@ -601,6 +601,13 @@ fn run(ops: Vec<Op>) {
                     m.track(f, before);
                     m.changed(f, new);
                 }
+                // Every other quick commit leaves its after-states to the handle's next call
+                // (as after the model's pause); the others look at them at once (as within a
+                // burst).
+                files.look_later_after(match m.ops % 8 {
+                    0 => std::time::Duration::ZERO,
+                    _ => std::time::Duration::from_secs(3600),
+                });
                 match quick {
                     true => files
                         .try_commit(&call, m.anchor, ok, 64)

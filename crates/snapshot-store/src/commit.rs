@@ -152,8 +152,9 @@ impl<'s> Staging<'s> {
     /// qualify: power-loss mode (a commit is durable when it returns), a call this
     /// handle did not stage with this anchor, more than `max_paths` paths, or no log.
     ///
-    /// With `later` (a commit on the host's thread, of at most `max_paths` paths), the
-    /// after-states are not looked at here: the handle's next call looks at them first
+    /// With `later` (a commit on the host's thread, of at most `max_paths` paths) after a
+    /// pause (see [`Session::look_later_after`]), the after-states are not looked at here:
+    /// the handle's next call looks at them first
     /// ([`Staging::look_after`]), on whichever thread it runs; a quiet burst's flush, on the
     /// thread pool, does it for the last call. Until then nothing reads the index, so every
     /// reader finds it as if they had been looked at with the commit. The `lstat` of a file
@@ -190,6 +191,7 @@ impl<'s> Staging<'s> {
             return None;
         }
         let n = entries.len();
+        let later = later && self.s.looks_later(st);
         let also = st.recorded.remove(call_id);
         let mut look: Vec<(crate::path::RelPath, bool)> =
             entries.iter().map(|e| (e.path.clone(), true)).collect();

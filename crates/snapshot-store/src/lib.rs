@@ -107,7 +107,7 @@ pub use scan::{
     ScanPhase, ScanRefusal, ScanReport, ScanRequest, WORKSPACE_UNUSED_GRACE, workspace_key,
 };
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
-pub use session::Session;
+pub use session::{LOOK_LATER_AFTER, Session};
 pub use store::{
     DEFAULT_COMPACT_MIN_BYTES, DEFAULT_KEEP_IN_LOG_BYTES, DEFAULT_MAX_FILE_BYTES, Durability,
     Store, StoreOptions,

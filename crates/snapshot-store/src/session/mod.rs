@@ -24,6 +24,11 @@ use crate::records::{
 use crate::seam::{Area, CrashPoint, FsOp};
 use crate::store::{Store, ambient};
 
+/// The pause after which a commit on the calling thread leaves its after-states to the
+/// handle's next call (see [`Session::look_later_after`]): as long as a quiet burst's
+/// flush waits (the plugin's `FLUSH_AFTER_MS`).
+pub const LOOK_LATER_AFTER: Duration = Duration::from_millis(50);
+
 /// The open record log of a session handle.
 pub(crate) struct LogHandle {
     pub(crate) file: cap_std::fs::File,
@@ -83,6 +88,9 @@ pub(crate) struct State {
     /// unknown). The handle's next call of any kind, its flush included, looks at them and
     /// makes their records before anything reads the index (see `Staging::look_after`).
     pub(crate) unlooked: Vec<(RelPath, bool)>,
+    /// When this handle's last commit on the calling thread settled (see
+    /// [`Session::look_later_after`]).
+    pub(crate) last_quick_commit: Option<Instant>,
     /// This handle's last workspace scan (see [`ScanSeen`]).
     pub(crate) scan_seen: Option<ScanSeen>,
     /// The lock file of the workspace (by key) this handle last scanned, kept open and
@@ -142,6 +150,8 @@ pub struct Session {
     /// Calls that must not wait keep their locks for the next such call (see
     /// [`Session::keep_locks_between_calls`]).
     pub(crate) keep_locks: AtomicBool,
+    /// See [`Session::look_later_after`] (ns).
+    pub(crate) look_later: std::sync::atomic::AtomicU64,
     /// The in-memory copy of the workspace scan's index, shared with the scans of this
     /// process (looked up once per handle; `None` without a workspace).
     ws_index: OnceLock<
@@ -276,11 +286,13 @@ impl Session {
                 recorded: Default::default(),
                 deferred: Vec::new(),
                 unlooked: Vec::new(),
+                last_quick_commit: None,
                 scan_seen: None,
                 ws_lock: None,
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),
+            look_later: std::sync::atomic::AtomicU64::new(LOOK_LATER_AFTER.as_nanos() as u64),
             ws_index: OnceLock::new(),
         }
     }
@@ -356,6 +368,32 @@ impl Session {
         if !keep {
             drop(self.lock_state());
         }
+    }
+
+    /// A commit on the calling thread (`try_commit`) that comes at least `quiet` after this
+    /// handle's previous one, such as a turn's first call after the model's reply, leaves the
+    /// `lstat` of its paths' after-states to the handle's next call (on the thread pool when
+    /// that is the flush of a quiet burst): after a pause, that `lstat` of a file just written
+    /// and `fsync`ed is the commit's costliest part. A commit within a burst looks at them at
+    /// once, while the file is cheapest to look at. Default [`LOOK_LATER_AFTER`];
+    /// `Duration::ZERO`: every such commit leaves them.
+    pub fn look_later_after(&self, quiet: Duration) {
+        self.look_later.store(
+            quiet.as_nanos().min(u64::MAX as u128) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Whether a commit on the calling thread now leaves its after-states to the handle's
+    /// next call (see [`Session::look_later_after`]); notes the commit.
+    pub(crate) fn looks_later(&self, st: &mut State) -> bool {
+        let quiet = Duration::from_nanos(self.look_later.load(Ordering::Relaxed));
+        let now = Instant::now();
+        let later = st
+            .last_quick_commit
+            .is_none_or(|t| now.saturating_duration_since(t) >= quiet);
+        st.last_quick_commit = Some(now);
+        later
     }
 
     /// Releases the locks kept since the last call that must not wait (see

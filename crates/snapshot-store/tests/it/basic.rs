@@ -2017,6 +2017,65 @@ fn locks_taken_ahead_of_a_burst_leave_its_first_call_none_to_take() {
 }
 
 #[test]
+fn a_commit_after_a_pause_leaves_its_lstat_to_the_next_call_and_one_within_a_burst_does_not() {
+    use snapshot_store::{Area, FsOp};
+    let env = Env::new();
+    let ops = std::sync::Arc::new(RecordOps::default());
+    let store = env.store_with(StoreOptions {
+        seam: ops.clone(),
+        ..StoreOptions::default()
+    });
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let stats = || {
+        std::mem::take(&mut *ops.0.lock().expect("lock"))
+            .into_iter()
+            .filter(|(op, area, _)| *area == Area::Workspace && *op == FsOp::Stat)
+            .map(|(_, _, p)| p.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    // A burst lasts an hour here: the handle's first commit on the calling thread comes after
+    // no other and leaves its look; the next ones, within the burst, look at once.
+    s.look_later_after(std::time::Duration::from_secs(3600));
+    let call = |id: &str, rel: &str, body: &[u8]| {
+        s.try_capture_before_at(id, Path::new(rel), 2, 4096)
+            .expect("runs")
+            .expect("captured");
+        env.write(rel, body);
+        stats();
+        s.try_commit(id, 2, true, 64)
+            .expect("runs")
+            .expect("committed");
+        stats()
+    };
+    assert_eq!(
+        call("c1", "b", b"b1"),
+        Vec::<String>::new(),
+        "after a pause"
+    );
+    let next = call("c2", "c", b"c1");
+    assert_eq!(next, ["c"], "within the burst: its own path only");
+    // The next call looked at `b` first: the burst's capture of `c` made that `lstat`.
+    s.flush().expect("flush");
+    assert_eq!(stats(), Vec::<String>::new(), "nothing left to look at");
+    // The states the burst left are the tools': the next message records each file's
+    // content once, as after any tool's write, and a rewind brings back the states before.
+    let recorded = s.recheck_tracked(3).expect("recheck").recorded;
+    let mut paths: Vec<String> = recorded.iter().map(|c| c.path.display()).collect();
+    paths.sort();
+    assert_eq!(paths, ["a", "b", "c"]);
+    let plan = s.plan_restore(2).expect("plan");
+    s.restore(&plan, "op").expect("restore");
+    assert_eq!(env.read("b"), None);
+    assert_eq!(env.read("c"), None);
+    assert_eq!(env.read("a").as_deref(), Some(&b"a1"[..]));
+    // With no pause required, every commit on the calling thread leaves its look.
+    s.look_later_after(std::time::Duration::ZERO);
+    assert_eq!(call("c3", "d", b"d1"), Vec::<String>::new());
+    assert_eq!(call("c4", "e", b"e1"), Vec::<String>::new());
+}
+
+#[test]
 fn a_commit_looks_at_a_written_path_with_one_stat_and_no_walk() {
     use snapshot_store::{Area, FsOp};
     let env = Env::new();
