@@ -2018,19 +2018,12 @@ fn locks_taken_ahead_of_a_burst_leave_its_first_call_none_to_take() {
 
 #[test]
 fn a_commit_after_a_pause_leaves_its_lstat_to_the_next_call_and_one_within_a_burst_does_not() {
-    use snapshot_store::{Area, FsOp};
     let env = Env::new();
-    let ops = std::sync::Arc::new(RecordOps::default());
-    let store = env.store_with(StoreOptions {
-        seam: ops.clone(),
-        ..StoreOptions::default()
-    });
-    let s = env.session(&store);
-    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let (ops, _store, s) = RecordOps::on_written_session(&env);
     let stats = || {
-        std::mem::take(&mut *ops.0.lock().expect("lock"))
+        ops.workspace_calls()
             .into_iter()
-            .filter(|(op, area, _)| *area == Area::Workspace && *op == FsOp::Stat)
+            .filter(|(op, _, _)| *op == snapshot_store::FsOp::Stat)
             .map(|(_, _, p)| p.display().to_string())
             .collect::<Vec<_>>()
     };
@@ -2079,26 +2072,15 @@ fn a_commit_after_a_pause_leaves_its_lstat_to_the_next_call_and_one_within_a_bur
 fn a_commit_looks_at_a_written_path_with_one_stat_and_no_walk() {
     use snapshot_store::{Area, FsOp};
     let env = Env::new();
-    let ops = std::sync::Arc::new(RecordOps::default());
-    let store = env.store_with(StoreOptions {
-        seam: ops.clone(),
-        ..StoreOptions::default()
-    });
-    let s = env.session(&store);
     env.write("d/e/f", b"f0");
-    tool_edit(&env, &s, "c0", 1, "a", Some(b"a1"));
+    let (ops, _store, s) = RecordOps::on_written_session(&env);
     let out = s
         .try_capture_before_at("c1", Path::new("d/e/f"), 2, 4096)
         .expect("runs")
         .expect("captured");
     assert!(matches!(out, CaptureOutcome::Captured { .. }), "{out:?}");
     env.write("d/e/f", b"written by the tool");
-    let workspace_calls = || {
-        let seen = std::mem::take(&mut *ops.0.lock().expect("lock"));
-        seen.into_iter()
-            .filter(|(_, area, _)| *area == Area::Workspace)
-            .collect::<Vec<_>>()
-    };
+    let workspace_calls = || ops.workspace_calls();
     workspace_calls();
     s.try_commit("c1", 2, true, 64)
         .expect("runs")
@@ -2167,6 +2149,41 @@ struct RecordOps(
         )>,
     >,
 );
+
+impl RecordOps {
+    /// A store recording its calls, and its session once a first tool call has edited `a` at
+    /// anchor 1 (the handle has written: its quick calls can run).
+    fn on_written_session(
+        env: &Env,
+    ) -> (
+        std::sync::Arc<RecordOps>,
+        snapshot_store::Store,
+        snapshot_store::Session,
+    ) {
+        let ops = std::sync::Arc::new(RecordOps::default());
+        let store = env.store_with(StoreOptions {
+            seam: ops.clone(),
+            ..StoreOptions::default()
+        });
+        let s = env.session(&store);
+        tool_edit(env, &s, "c0", 1, "a", Some(b"a1"));
+        (ops, store, s)
+    }
+
+    /// The workspace calls recorded since the last time this was asked.
+    fn workspace_calls(
+        &self,
+    ) -> Vec<(
+        snapshot_store::FsOp,
+        snapshot_store::Area,
+        std::path::PathBuf,
+    )> {
+        std::mem::take(&mut *self.0.lock().expect("lock"))
+            .into_iter()
+            .filter(|(_, area, _)| *area == snapshot_store::Area::Workspace)
+            .collect()
+    }
+}
 
 impl snapshot_store::FaultSeam for RecordOps {
     fn before(
