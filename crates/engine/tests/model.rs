@@ -330,6 +330,51 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    // A file written again outside the agent with the bytes it had (new metadata, same
+    // content), then a write tool's failed call on it in the same turn: its capture finds
+    // nothing changed since the turn's scan, records nothing, and the file stays one no tool
+    // touched, so its later deletion outside the agent is left as is by a rewind.
+    run(vec![
+        Outside {
+            file: 1,
+            content: Some(2),
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
+        Outside {
+            file: 1,
+            content: Some(2),
+        },
+        Tool {
+            file: 0,
+            content: None,
+            ok: false,
+        },
+        Outside {
+            file: 2,
+            content: None,
+        },
+        Outside {
+            file: 0,
+            content: None,
+        },
+        Tool {
+            file: 1,
+            content: None,
+            ok: false,
+        },
+        Message,
+        Outside {
+            file: 1,
+            content: None,
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
+    ]);
     // A rewind deletes files its boundary scan had seen; a file then created outside the agent
     // is often given one of their freed inode numbers, which the workspace index still holds
     // under the deleted path. A write tool's failed call on the new file in the same turn:

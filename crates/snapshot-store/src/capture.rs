@@ -173,7 +173,17 @@ impl<'a> Prior<'a> {
         };
         let changed = match now {
             Known::Absent => true,
-            Known::Present { meta, .. } => crate::scan::index::Stat::from_disk(meta) != entry.stat,
+            Known::Present { meta, sha256, .. } => {
+                let stat = crate::scan::index::Stat::from_disk(meta);
+                // Written again with the same bytes and permissions (an editor's save of an
+                // unchanged buffer, a formatter that changed nothing): nothing to record, as
+                // the scan itself finds when it reads such a file.
+                let same = sha256.is_some()
+                    && *sha256 == entry.sha_hex()
+                    && stat.kind() == entry.stat.kind()
+                    && stat.perm() == entry.stat.perm();
+                stat != entry.stat && !same
+            }
             Known::Unknown => false,
         };
         if !changed || entry.stat.kind() != crate::fsio::FileKind::File {

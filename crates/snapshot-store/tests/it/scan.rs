@@ -1875,6 +1875,36 @@ fn a_file_created_under_a_deleted_files_inode_number_is_still_taken_for_created(
 }
 
 #[test]
+fn a_file_saved_again_with_the_same_bytes_mid_turn_is_not_taken_for_changed() {
+    // An editor saves an unchanged buffer during the turn (new mtime, same bytes), then the
+    // agent's write tool fails on the file. The capture reads the file and finds the content
+    // the turn's scan stored: nothing changed, so nothing is recorded and the file stays one
+    // no tool touched. Deleted by the user between turns, it is then left as is by a rewind,
+    // as any file changed outside the agent, and listed as such.
+    for quick in [false, true] {
+        let env = Env::new();
+        let store = env.store();
+        let s = scanned_once(&env, &store, b"at the message");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        env.write("src/a.ts", b"at the message");
+        capture_in_form(&s, quick, "w1", "src/a.ts", 1);
+        s.commit("w1", 1, false).expect("commit");
+        s.recheck_tracked(2).expect("boundary 2");
+        scan(&s, ScanPhase::Boundary, 2, None);
+        env.remove("src/a.ts");
+        s.recheck_tracked(3).expect("boundary 3");
+        scan(&s, ScanPhase::Boundary, 3, None);
+        let plan = restore_to(&s, 2, "op");
+        assert_eq!(env.read("src/a.ts"), None, "quick: {quick}");
+        assert_eq!(
+            plan.outside.iter().map(|p| p.display()).collect::<Vec<_>>(),
+            ["src/a.ts"],
+            "quick: {quick}"
+        );
+    }
+}
+
+#[test]
 fn a_file_moved_after_a_later_scan_is_known_by_that_scans_index_not_an_earliers() {
     // Whether the index knows a file under another path is asked of its inode counts, built
     // on first use and kept up to date as scans change the index. Here a created file's
