@@ -177,12 +177,13 @@ impl<'a> Prior<'a> {
                 let stat = crate::scan::index::Stat::from_disk(meta);
                 // Written again with the same bytes and permissions (an editor's save of an
                 // unchanged buffer, a formatter that changed nothing): nothing to record, as
-                // the scan itself finds when it reads such a file.
-                let same = sha256.is_some()
-                    && *sha256 == entry.sha_hex()
-                    && stat.kind() == entry.stat.kind()
-                    && stat.perm() == entry.stat.perm();
-                stat != entry.stat && !same
+                // the scan itself finds when it reads such a file. (The content is compared
+                // only when the metadata differs: most captures stop at the first test.)
+                stat != entry.stat
+                    && !(sha256.is_some()
+                        && stat.kind() == entry.stat.kind()
+                        && stat.perm() == entry.stat.perm()
+                        && *sha256 == entry.sha_hex())
             }
             Known::Unknown => false,
         };

@@ -251,11 +251,16 @@ impl WsFs {
         rel: &RelPath,
     ) -> Result<Option<Born>, FsFailure> {
         self.check(FsOp::Stat, rel)?;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = (dir, name);
+            Ok(None)
+        }
         #[cfg(any(target_os = "linux", target_os = "android"))]
         {
             use rustix::fs::StatxFlags;
             let want = StatxFlags::BTIME | StatxFlags::INO;
-            return match rustix::fs::statx(
+            match rustix::fs::statx(
                 dir,
                 OsStr::from_bytes(name),
                 AtFlags::SYMLINK_NOFOLLOW,
@@ -271,12 +276,7 @@ impl WsFs {
                 })),
                 Ok(_) | Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOSYS) => Ok(None),
                 Err(e) => Err(rfail(FsOp::Stat, rel, e.into())),
-            };
-        }
-        #[allow(unreachable_code)]
-        {
-            let _ = dir;
-            Ok(None)
+            }
         }
     }
 

@@ -45,6 +45,8 @@ pub(crate) struct LogHandle {
 /// A commit settled in the index but not yet in the log: its frames join the next
 /// append of this handle (see [`Session::flush`]).
 pub(crate) struct DeferredCommit {
+    /// The call and its anchor, when `settles` (otherwise unused: after-states looked at
+    /// later, see `Staging::look_after`, carry none).
     pub(crate) call_id: String,
     pub(crate) anchor: u64,
     /// The call staged captures, which the commit's group settles (otherwise the commit
