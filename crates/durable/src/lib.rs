@@ -33,5 +33,5 @@ pub use atomic::{
     AtomicOp, AtomicWriteError, Step, remove_temps, rename_aside, sync_dir, unique_suffix,
     write_atomic,
 };
-pub use clock::{Clock, CrashSeam, ms_since_epoch, system_clock};
+pub use clock::{Clock, CrashSeam, ms_since_epoch, system_clock, utc_minute};
 pub use lock::{FileLock, LockError, lock_exclusive, process_lock};

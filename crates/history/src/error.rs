@@ -180,7 +180,7 @@ pub enum MarkUndoneError {
         op_id: String,
     },
     /// The entry is already marked undone.
-    #[error("history entry {op_id} was already undone at {undone_at}")]
+    #[error("history entry {op_id} was already undone at {}", rewind_durable::utc_minute(*undone_at))]
     AlreadyUndone {
         /// The op id.
         op_id: String,

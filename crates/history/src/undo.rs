@@ -88,7 +88,7 @@ pub enum UndoRefusal {
         active_session: String,
     },
     /// The entry was undone before; each entry is undone at most once.
-    #[error("history entry {op_id} was already undone at {undone_at}")]
+    #[error("history entry {op_id} was already undone at {}", rewind_durable::utc_minute(*undone_at))]
     AlreadyUndone {
         /// The requested op id.
         op_id: String,

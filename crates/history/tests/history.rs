@@ -261,6 +261,11 @@ fn mark_undone_once() {
         MarkUndoneError::AlreadyUndone { undone_at: 99, .. }
     ));
     assert_eq!(e.code(), "rewind/already-undone");
+    // The message a user reads names the time, not the clock's milliseconds.
+    assert_eq!(
+        e.to_string(),
+        "history entry op-1 was already undone at 1970-01-01 00:00 UTC"
+    );
     let e = store
         .mark_undone(&k, "nope", UndoOutcome::Ok, UndoMode::Files, 100)
         .unwrap_err();
