@@ -11,8 +11,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { existsSync } from 'node:fs'
-import { readFile, readdir, writeFile, chmod } from 'node:fs/promises'
+import { existsSync, readlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { readFile, readdir, writeFile, chmod, mkdtemp, rm } from 'node:fs/promises'
 import { turn, text, read, write, edit, bash, tools, gate, gated, PROVIDER, MODEL } from './lib/harness.mjs'
 import { bootWithPlugin, humanSeq, pluginSettled, put, BINARY } from './plugin-support.mjs'
 
@@ -211,6 +212,45 @@ test('a change made only outside the agent between turns is left as is and liste
   assert.equal(existsSync(join(ws, 'agent.txt')), false, 'the agent\'s shell change is undone')
   assert.equal(await readFile(join(ws, 'notes.md'), 'utf8'), 'my notes, edited by me\n', 'the user\'s own edit stays')
   assert.match(result.text, /Changed outside the agent, left as is \(1\):\n- notes\.md/)
+})
+
+test('a symlink the shell put in place of a file is never written through: the rewind lists it as skipped and restores the rest', async (t) => {
+  const outsideDir = await mkdtemp(join(tmpdir(), 'rewind-outside-'))
+  const outside = join(outsideDir, 'secret.txt')
+  await writeFile(outside, 'outside the workspace\n')
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('one')),
+      turn(
+        bash(`rm notes.txt && ln -s ${outside} notes.txt`),
+        bash('ln -s README.md link.md'),
+        bash('echo "changed by the agent" > README.md'),
+        text('two'),
+      ),
+    ],
+  })
+  t.after(async () => {
+    await host.dispose()
+    await rm(outsideDir, { recursive: true, force: true })
+  })
+  const ws = host.workspace
+  await put(join(ws, 'README.md'), '# project\n')
+  await put(join(ws, 'notes.txt'), 'my notes\n')
+  const agent = await host.createAgent('symlink-session')
+  await host.sendUser(agent, 'one')
+  await host.sendUser(agent, 'two')
+  assert.equal(readlinkSync(join(ws, 'notes.txt')), outside, 'the shell really put a symlink in place of the file')
+
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.equal(await readFile(join(ws, 'README.md'), 'utf8'), '# project\n', 'the rest of the turn comes back')
+  assert.match(result.text, /Skipped \(2\):\n- link\.md: is a symbolic link\n- notes\.txt: is a symbolic link/)
+  // Never written through: the file the link points to, outside the workspace, is untouched,
+  // and both links are left as the shell made them.
+  assert.equal(await readFile(outside, 'utf8'), 'outside the workspace\n')
+  assert.equal(readlinkSync(join(ws, 'notes.txt')), outside)
+  assert.equal(readlinkSync(join(ws, 'link.md')), 'README.md')
 })
 
 test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {
