@@ -253,6 +253,46 @@ test('a symlink the shell put in place of a file is never written through: the r
   assert.equal(readlinkSync(join(ws, 'link.md')), 'README.md')
 })
 
+test('a directory the shell replaced by a file of the same name comes back with its files, and /rewind undo puts the file back', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('one')),
+      turn(
+        bash('rm -rf config && echo "flat config" > config'),
+        bash('rm notes.txt && mkdir notes.txt && echo inner > notes.txt/x'),
+        text('two'),
+      ),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'config/app.toml'), 'name = "app"\n')
+  await put(join(ws, 'config/db/local.toml'), 'port = 5432\n')
+  await put(join(ws, 'notes.txt'), 'my notes\n')
+  const agent = await host.createAgent('dir-became-file-session')
+  await host.sendUser(agent, 'one')
+  const beforeTwo = await tree(ws)
+  await host.sendUser(agent, 'two')
+  assert.equal(await readFile(join(ws, 'config'), 'utf8'), 'flat config\n', 'the shell really made it a file')
+  const afterTwo = await tree(ws)
+
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, /Written \(2\):\n- config\/app\.toml\n- config\/db\/local\.toml/)
+  assert.match(result.text, /Deleted \(2\):\n- config\n- notes\.txt\/x/)
+  // A file the shell replaced by a directory is still not put back (listed, never guessed).
+  assert.match(result.text, /Skipped \(1\):\n- notes\.txt: is a directory/)
+  const after = await tree(ws)
+  const expected = { ...beforeTwo }
+  delete expected['notes.txt']
+  assert.deepEqual(after, expected, 'the directory and its files are back, the file in their place gone')
+
+  const undo = await host.runCommand(agent, '/rewind undo')
+  assert.equal(undo.result.kind, 'success', undo.result.text)
+  assert.deepEqual(await tree(ws), afterTwo, 'the undo puts the file back in the place of the directory')
+})
+
 test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {
   // Content only the workspace's first scan (the baseline) copied into the store.
   const project = 'a project line the baseline copied\n'.repeat(200)

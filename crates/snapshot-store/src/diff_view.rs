@@ -492,7 +492,9 @@ impl crate::plan::RestorePlan {
     /// Narrows the plan to a selection of its files: with `only`, the actions under one
     /// of its paths; minus those under a `keep` path. Returns the actions left out (the
     /// files the restore keeps as they are). A filter that matches no action is refused
-    /// with nothing changed: a typo never restores more than asked.
+    /// with nothing changed: a typo never restores more than asked. A file to be recreated
+    /// under a file the restore would delete (a directory replaced by a file since the
+    /// target) is left out with that file when it is left out.
     pub fn select(
         &mut self,
         only: &[String],
@@ -505,12 +507,24 @@ impl crate::plan::RestorePlan {
         {
             return Err(SelectionError { filter: f.clone() });
         }
-        let (taken, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.actions)
+        let (taken, mut left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.actions)
             .into_iter()
             .partition(|a| {
                 (only.is_empty() || only.iter().any(|f| path_matches(&a.display, f)))
                     && !keep.iter().any(|f| path_matches(&a.display, f))
             });
+        let kept_files: BTreeSet<RelPath> = left
+            .iter()
+            .filter(|a| matches!(a.action, Action::Delete))
+            .map(|a| a.path.clone())
+            .collect();
+        let (taken, blocked): (Vec<_>, Vec<_>) = taken.into_iter().partition(|a| match &a.action {
+            Action::Recreate { missing_dirs, .. } => {
+                !missing_dirs.first().is_some_and(|d| kept_files.contains(d))
+            }
+            _ => true,
+        });
+        left.extend(blocked);
         self.actions = taken;
         Ok(left)
     }

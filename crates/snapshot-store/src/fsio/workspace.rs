@@ -440,8 +440,12 @@ impl WsFs {
         self.check(FsOp::RemoveDir, rel)?;
         match rustix::fs::unlinkat(dir, OsStr::from_bytes(name), AtFlags::REMOVEDIR) {
             Ok(()) => Ok(true),
+            // Gone, not empty, or not a directory (a file put back in its place): left.
             Err(
-                rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST,
+                rustix::io::Errno::NOENT
+                | rustix::io::Errno::NOTEMPTY
+                | rustix::io::Errno::EXIST
+                | rustix::io::Errno::NOTDIR,
             ) => Ok(false),
             Err(e) => Err(rfail(FsOp::RemoveDir, rel, e.into())),
         }

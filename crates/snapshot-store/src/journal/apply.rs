@@ -51,7 +51,13 @@ impl Journal<'_> {
             .map_err(|e| e.to_string())?;
         let dir = match walk {
             Walk::Blocked(true) => return Err("a parent directory is a symbolic link".into()),
-            Walk::Blocked(false) => return Err("a parent component is not a directory".into()),
+            Walk::Blocked(false) => {
+                // A parent is a file: the path is absent (as when the parent is missing).
+                return match desired {
+                    Desired::Absent => Ok(Applied::Already),
+                    _ => Err("a parent component is not a directory".into()),
+                };
+            }
             Walk::Missing(_) => {
                 // Parent missing: the path is absent.
                 return match (desired, &guard) {
@@ -323,6 +329,23 @@ impl Journal<'_> {
                     mode: m.mode,
                 })),
         }
+    }
+
+    /// `rel` is a directory that the restore of `intent` made (an action's `create_dirs`):
+    /// where such a restore deleted a file to put files under that directory, the
+    /// directory stands for that file's absence.
+    pub(super) fn made_dir(
+        &self,
+        intent: &JournalIntent,
+        rel: &RelPath,
+    ) -> Result<bool, FsFailure> {
+        if !intent.actions.iter().any(|a| a.create_dirs.contains(rel)) {
+            return Ok(false);
+        }
+        Ok(matches!(
+            self.s.planner().observe(rel)?,
+            crate::plan::Observed::Blocked(crate::format::SkipReason::Directory)
+        ))
     }
 
     pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {

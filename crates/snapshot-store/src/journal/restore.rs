@@ -3,6 +3,7 @@
 
 use super::*;
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
@@ -87,15 +88,20 @@ impl Journal<'_> {
     }
 
     /// Saves the current bytes of `rel` as a rescue blob; checks them against the plan.
+    /// `under_deleted`: the path's parent is a file an earlier action of the restore deletes
+    /// (the plan's [`crate::plan`] recreation under a deleted file), so a parent that is not a
+    /// directory is the path's absence.
     fn rescue(
         &self,
         rel: &RelPath,
         current: &Current,
+        under_deleted: bool,
     ) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
         let mut created = Vec::new();
         let walk = self.s.ws.walk_parent(rel, false, &mut created)?;
         let (_, name) = rel.split_last();
         let (state, meta) = match walk {
+            Walk::Blocked(false) if under_deleted => (Desired::Absent, None),
             Walk::Blocked(..) => {
                 return Err(changed(
                     "a parent changed since the plan (now a symlink or not a directory)",
@@ -215,7 +221,24 @@ impl Journal<'_> {
         }
         fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         let mut actions = Vec::with_capacity(plan.actions.len());
+        let deleted: std::collections::HashSet<&RelPath> = plan
+            .actions
+            .iter()
+            .filter(|a| matches!(a.action, Action::Delete))
+            .map(|a| &a.path)
+            .collect();
+        // Per action, the file it is recreated under, which an earlier action deletes.
+        let mut under: Vec<Option<RelPath>> = Vec::with_capacity(plan.actions.len());
         for a in &plan.actions {
+            let blocker = match &a.action {
+                Action::Recreate { missing_dirs, .. } => missing_dirs
+                    .first()
+                    .filter(|d| deleted.contains(d))
+                    .cloned(),
+                _ => None,
+            };
+            let under_deleted = blocker.is_some();
+            under.push(blocker);
             let (target, create_dirs) = match &a.action {
                 Action::Write { sha256, size, mode } => (
                     Desired::File {
@@ -240,17 +263,18 @@ impl Journal<'_> {
                 ),
                 Action::Delete => (Desired::Absent, Vec::new()),
             };
-            let (rescue, rescue_meta, prefailed) = match self.rescue(&a.path, &a.current) {
-                Ok((r, m)) => (Some(r), m, None),
-                Err(RescueFail::Changed(e)) => (None, None, Some(e)),
-                // Nothing has been changed yet: give up cleanly.
-                Err(RescueFail::Io(source)) => {
-                    return Err(RestoreError::Rescue {
-                        path: a.path.display(),
-                        source,
-                    });
-                }
-            };
+            let (rescue, rescue_meta, prefailed) =
+                match self.rescue(&a.path, &a.current, under_deleted) {
+                    Ok((r, m)) => (Some(r), m, None),
+                    Err(RescueFail::Changed(e)) => (None, None, Some(e)),
+                    // Nothing has been changed yet: give up cleanly.
+                    Err(RescueFail::Io(source)) => {
+                        return Err(RestoreError::Rescue {
+                            path: a.path.display(),
+                            source,
+                        });
+                    }
+                };
             actions.push(JournalAction {
                 path: a.path.clone(),
                 target,
@@ -280,10 +304,18 @@ impl Journal<'_> {
         let mut hard_failures = 0usize;
         out.skipped = plan.skipped.clone();
         out.uncovered = plan.uncovered.clone();
+        let mut not_deleted: HashMap<&RelPath, String> = HashMap::new();
         for (i, a) in intent.actions.iter().enumerate() {
-            let result = match &a.prefailed {
-                Some(e) => Err(e.clone()),
-                None => self.apply_state(
+            let blocked = under[i]
+                .as_ref()
+                .and_then(|b| not_deleted.get(b).map(|e| (b, e)));
+            let result = match (&a.prefailed, blocked) {
+                (Some(e), _) => Err(e.clone()),
+                (None, Some((b, e))) => Err(format!(
+                    "not recreated: `{}` in the place of its directory was not deleted: {e}",
+                    b.display()
+                )),
+                (None, None) => self.apply_state(
                     &a.path,
                     &a.target,
                     true,
@@ -291,6 +323,9 @@ impl Journal<'_> {
                     Some(CrashPoint::RestoreActionPartial(i)),
                 ),
             };
+            if let (Desired::Absent, Err(e)) = (&a.target, &result) {
+                not_deleted.insert(&a.path, e.clone());
+            }
             if a.prefailed.is_none() {
                 fs.io.crash(CrashPoint::RestoreActionApplied(i));
             }
@@ -327,6 +362,15 @@ impl Journal<'_> {
             }
             let result = match &a.rescue {
                 None => Err("no rescue copy".into()),
+                // A file deleted to make the directory of files recreated under it: done.
+                Some(_)
+                    if a.target == Desired::Absent
+                        && self
+                            .made_dir(&l.intent, &a.path)
+                            .map_err(JournalError::Fs)? =>
+                {
+                    Ok(Applied::Already)
+                }
                 Some(rescue) => self.apply_state(
                     &a.path,
                     &a.target,

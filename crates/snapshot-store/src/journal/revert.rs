@@ -102,7 +102,16 @@ impl Journal<'_> {
             if !matches!(l.apply[i], Some(Ok(()))) {
                 continue;
             }
-            let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
+            let mut now = self.current_content(&a.path).map_err(JournalError::Fs)?;
+            if now.is_none()
+                && a.target == Desired::Absent
+                && self
+                    .made_dir(&l.intent, &a.path)
+                    .map_err(JournalError::Fs)?
+            {
+                // A file deleted to make the directory of files recreated under it.
+                now = Some(Desired::Absent);
+            }
             let same = now
                 .as_ref()
                 .is_some_and(|now| *now == a.target || Some(now) == a.rescue.as_ref());
@@ -259,6 +268,25 @@ impl Journal<'_> {
         let mut lpath = l.progress_log();
         let mut out = RestoreOutcome::new(op_id);
         let fs = &self.s.store.inner.fs;
+        // The directories action `i` created, innermost first, only when empty.
+        let remove_made = |i: usize, out: &mut RestoreOutcome| {
+            for d in l.intent.actions[i].create_dirs.iter().rev() {
+                if out.failed.iter().any(|f| f.path == *d) {
+                    continue;
+                }
+                let mut created = Vec::new();
+                if let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(d, false, &mut created) {
+                    let (_, name) = d.split_last();
+                    if let Err(e) = self.s.ws.rmdir_if_empty(&parent, name, d) {
+                        out.failed.push(PathFailure {
+                            path: d.clone(),
+                            display: d.display(),
+                            error: e.to_string(),
+                        });
+                    }
+                }
+            }
+        };
         for &i in which.iter().rev() {
             let a = &l.intent.actions[i];
             let Some(rescue) = &a.rescue else { continue };
@@ -275,23 +303,14 @@ impl Journal<'_> {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }
             self.record(&mut lpath, phase, i, &a.path, result, &mut out)?;
+            // Before the actions reverted after this one: one of them may put a file back
+            // in the place of such a directory (a restore that deleted a file to recreate
+            // files under a directory of that name).
+            remove_made(i, &mut out);
         }
-        // Directories the restore created, innermost first, only when empty.
+        // And once more for every action, as another's files may have kept one until now.
         for &i in which.iter().rev() {
-            let a = &l.intent.actions[i];
-            for d in a.create_dirs.iter().rev() {
-                let mut created = Vec::new();
-                if let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(d, false, &mut created) {
-                    let (_, name) = d.split_last();
-                    if let Err(e) = self.s.ws.rmdir_if_empty(&parent, name, d) {
-                        out.failed.push(PathFailure {
-                            path: d.clone(),
-                            display: d.display(),
-                            error: e.to_string(),
-                        });
-                    }
-                }
-            }
+            remove_made(i, &mut out);
         }
         self.sync_touched(&out)?;
         if out.failed.is_empty() {

@@ -381,6 +381,9 @@ impl Planner<'_> {
                 PlanError::Fs(e)
             }
         };
+        // Files whose parent is a file now (a directory the agent replaced with a file): they
+        // come back when the plan deletes that file (see below).
+        let mut under_a_file: Vec<(RelPath, u64, String, u64, u32)> = Vec::new();
         for (path, anchor_seq, before) in picks {
             let display = path.display();
             let skip = |reason: SkipReason| SkippedPath {
@@ -421,6 +424,9 @@ impl Planner<'_> {
                 }
                 BeforeState::File { sha256, size, mode } => {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                        Observed::Blocked(SkipReason::ParentNotDirectory) => {
+                            under_a_file.push((path.clone(), anchor_seq, sha256, size, mode));
+                        }
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
                         Observed::Absent(missing) => {
                             let (parents, _) = path.split_last();
@@ -471,8 +477,61 @@ impl Planner<'_> {
                 }
             }
         }
+        self.recreate_under_deleted_files(&mut plan, under_a_file);
         plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
+    }
+
+    /// A file whose parent directory was replaced by a file since the target (`rm -rf d &&
+    /// echo > d`) comes back when the plan deletes that file (it did not exist at the
+    /// target): it is recreated after the deletion, the directory made again. Its action
+    /// comes after every other, so the deletion runs first, and names the directory among
+    /// the ones it creates, so rollback and undo remove it before they put the file back.
+    /// Any other such file is skipped ("a parent component is not a directory").
+    fn recreate_under_deleted_files(
+        &self,
+        plan: &mut RestorePlan,
+        under_a_file: Vec<(RelPath, u64, String, u64, u32)>,
+    ) {
+        let deleted: std::collections::HashSet<&RelPath> = plan
+            .actions
+            .iter()
+            .filter(|a| matches!(a.action, Action::Delete))
+            .map(|a| &a.path)
+            .collect();
+        let mut recreated = Vec::new();
+        for (path, anchor_seq, sha256, size, mode) in under_a_file {
+            let (parents, _) = path.split_last();
+            // The file in the way is the first component that is not a directory; its
+            // ancestors are directories, since the plan found it a regular file.
+            let blocker =
+                (1..=parents.len()).find(|&n| path.prefix(n).is_some_and(|p| deleted.contains(&p)));
+            let display = path.display();
+            match blocker {
+                Some(n) => recreated.push(PlannedAction {
+                    action: Action::Recreate {
+                        sha256,
+                        size,
+                        mode,
+                        missing_dirs: (n..=parents.len()).filter_map(|i| path.prefix(i)).collect(),
+                    },
+                    current: Current::Absent,
+                    path,
+                    display,
+                    anchor_seq,
+                }),
+                None => {
+                    plan.skipped.push(SkippedPath {
+                        path,
+                        display,
+                        anchor_seq,
+                        reason: SkipReason::ParentNotDirectory,
+                    });
+                    plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+                }
+            }
+        }
+        plan.actions.extend(recreated);
     }
 }
 

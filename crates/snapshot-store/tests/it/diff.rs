@@ -191,3 +191,33 @@ fn a_selection_restores_only_the_chosen_files() {
     assert_eq!(env.read("dir/b.txt").as_deref(), Some(&b"b1\n"[..]));
     assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1\n"[..]));
 }
+
+#[test]
+fn a_file_kept_in_the_place_of_a_directory_keeps_the_directorys_files_out_of_the_selection() {
+    let env = Env::new();
+    let (_, at1) = crate::faults::setup_dir_became_file(&env);
+    let store = env.store();
+    let s = env.session(&store);
+    let plan = s.plan_restore(1).expect("plan");
+    let planned: Vec<_> = plan.actions.iter().map(|a| a.display.as_str()).collect();
+    // The file in the way is deleted first; the directory's files come after every other.
+    assert_eq!(planned, ["a", "d", "d/sub/y", "d/x"]);
+    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+
+    let mut keeping = plan.clone();
+    let kept = keeping.select(&[], &["d".into()]).expect("select");
+    let kept: Vec<_> = kept.iter().map(|a| a.display.as_str()).collect();
+    assert_eq!(kept, ["d", "d/sub/y", "d/x"]);
+    let mut only = plan.clone();
+    let left = only.select(&["d/x".into()], &[]).expect("select");
+    assert_eq!(
+        left.len(),
+        4,
+        "without the file's deletion, its directory's files stay out"
+    );
+    assert!(only.actions.is_empty());
+
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at1);
+}

@@ -124,6 +124,34 @@ fn every_fs_call_of_a_restore_from_content_kept_in_the_log_can_fail() {
     plan_and_restore_faults(Durability::ProcessCrash, setup_kept);
 }
 
+/// A directory of tracked files that a tool replaced by a file of the same name after
+/// message 1 (`rm -rf d && echo > d`): a restore to 1 deletes the file and recreates the
+/// directory's files. Returns (pre-state, state at anchor 1).
+pub fn setup_dir_became_file(env: &Env) -> (Snap, Snap) {
+    env.write("a", b"a0");
+    env.write("d/x", b"x0");
+    env.write("d/sub/y", b"y0");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    tool_edit(env, &s, "c0", 1, "a", Some(b"a1"));
+    tool_edit(env, &s, "c1", 1, "d/x", Some(b"x1"));
+    tool_edit(env, &s, "c2", 1, "d/sub/y", Some(b"y1"));
+    s.recheck_tracked(2).expect("recheck");
+    tool_edit(env, &s, "c3", 2, "d/x", None);
+    tool_edit(env, &s, "c4", 2, "d/sub/y", None);
+    std::fs::remove_dir(env.cwd.join("d/sub")).expect("rmdir");
+    std::fs::remove_dir(env.cwd.join("d")).expect("rmdir");
+    tool_edit(env, &s, "c5", 2, "d", Some(b"now a file"));
+    (env.snapshot(), at1)
+}
+
+#[test]
+fn every_fs_call_of_a_restore_under_a_file_that_was_a_directory_can_fail() {
+    plan_and_restore_faults(Durability::ProcessCrash, setup_dir_became_file);
+}
+
 #[test]
 fn every_fs_call_of_plan_and_restore_can_fail() {
     plan_and_restore_faults(Durability::ProcessCrash, setup_restore);
