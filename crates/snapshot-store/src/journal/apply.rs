@@ -3,11 +3,18 @@
 
 use super::*;
 
+use std::collections::HashSet;
+
 use crate::blob::{CopyFail, copy_blob_to, is_prefix_of_blob, is_write_over, read_blob_verified};
 use crate::error::FsFailure;
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
 use crate::seam::CrashPoint;
+
+/// Every directory the actions of `intent` may create.
+pub(super) fn made_dirs(intent: &JournalIntent) -> HashSet<&RelPath> {
+    intent.actions.iter().flat_map(|a| &a.create_dirs).collect()
+}
 
 /// What a single apply did.
 pub(super) enum Applied {
@@ -331,15 +338,15 @@ impl Journal<'_> {
         }
     }
 
-    /// `rel` is a directory that the restore of `intent` made (an action's `create_dirs`):
-    /// where such a restore deleted a file to put files under that directory, the
-    /// directory stands for that file's absence.
+    /// `rel` is a directory that the restore made (one of `made`, the journal's
+    /// [`made_dirs`]): where such a restore deleted a file to put files under that
+    /// directory, the directory stands for that file's absence.
     pub(super) fn made_dir(
         &self,
-        intent: &JournalIntent,
+        made: &HashSet<&RelPath>,
         rel: &RelPath,
     ) -> Result<bool, FsFailure> {
-        if !intent.actions.iter().any(|a| a.create_dirs.contains(rel)) {
+        if !made.contains(rel) {
             return Ok(false);
         }
         Ok(matches!(

@@ -98,6 +98,7 @@ impl Journal<'_> {
     /// (`None`: no longer a file or absence — a directory, a symlink).
     fn changed_since(&self, l: &Loaded) -> Result<Vec<(usize, Option<Desired>)>, JournalError> {
         let mut changed = Vec::new();
+        let made = super::apply::made_dirs(&l.intent);
         for (i, a) in l.intent.actions.iter().enumerate() {
             if !matches!(l.apply[i], Some(Ok(()))) {
                 continue;
@@ -105,9 +106,7 @@ impl Journal<'_> {
             let mut now = self.current_content(&a.path).map_err(JournalError::Fs)?;
             if now.is_none()
                 && a.target == Desired::Absent
-                && self
-                    .made_dir(&l.intent, &a.path)
-                    .map_err(JournalError::Fs)?
+                && self.made_dir(&made, &a.path).map_err(JournalError::Fs)?
             {
                 // A file deleted to make the directory of files recreated under it.
                 now = Some(Desired::Absent);

@@ -500,6 +500,7 @@ impl Planner<'_> {
             .map(|a| &a.path)
             .collect();
         let mut recreated = Vec::new();
+        let mut skipped = false;
         for (path, anchor_seq, sha256, size, mode) in under_a_file {
             let (parents, _) = path.split_last();
             // The file in the way is the first component that is not a directory; its
@@ -527,9 +528,12 @@ impl Planner<'_> {
                         anchor_seq,
                         reason: SkipReason::ParentNotDirectory,
                     });
-                    plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+                    skipped = true;
                 }
             }
+        }
+        if skipped {
+            plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         }
         plan.actions.extend(recreated);
     }
