@@ -253,7 +253,7 @@ test('a symlink the shell put in place of a file is never written through: the r
   assert.equal(readlinkSync(join(ws, 'link.md')), 'README.md')
 })
 
-test('a directory the shell replaced by a file of the same name comes back with its files, and /rewind undo puts the file back', async (t) => {
+test('a directory the shell replaced by a file of its name comes back with its files, and a file it replaced by a directory comes back; /rewind undo puts both back as the shell left them', async (t) => {
   const host = await bootWithPlugin({
     shell: true,
     script: [
@@ -279,14 +279,10 @@ test('a directory the shell replaced by a file of the same name comes back with 
 
   const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
   assert.equal(result.kind, 'success', result.text)
-  assert.match(result.text, /Written \(2\):\n- config\/app\.toml\n- config\/db\/local\.toml/)
-  assert.match(result.text, /Deleted \(2\):\n- config\n- notes\.txt\/x/)
-  // A file the shell replaced by a directory is still not put back (listed, never guessed).
-  assert.match(result.text, /Skipped \(1\):\n- notes\.txt: is a directory/)
-  const after = await tree(ws)
-  const expected = { ...beforeTwo }
-  delete expected['notes.txt']
-  assert.deepEqual(after, expected, 'the directory and its files are back, the file in their place gone')
+  assert.match(result.text, /Written \(3\):\n- config\/app\.toml\n- config\/db\/local\.toml\n- notes\.txt\n/)
+  assert.match(result.text, /Deleted \(2\):\n- config\n- notes\.txt\/x\n/)
+  assert.match(result.text, /Skipped \(0\):\n- none/)
+  assert.deepEqual(await tree(ws), beforeTwo, 'the directory and its files are back, and the file in the place of the other')
 
   const undo = await host.runCommand(agent, '/rewind undo')
   assert.equal(undo.result.kind, 'success', undo.result.text)

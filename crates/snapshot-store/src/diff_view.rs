@@ -15,7 +15,7 @@ use crate::format::EntrySource;
 use crate::fsio::{FileKind, Walk};
 use crate::offline::BlobRead;
 use crate::path::RelPath;
-use crate::plan::{Action, PlannedAction};
+use crate::plan::{Action, Current, PlannedAction};
 use crate::scan::workspace_key;
 use crate::seam::{Area, FsOp};
 use crate::session::Session;
@@ -494,7 +494,8 @@ impl crate::plan::RestorePlan {
     /// files the restore keeps as they are). A filter that matches no action is refused
     /// with nothing changed: a typo never restores more than asked. A file to be recreated
     /// under a file the restore would delete (a directory replaced by a file since the
-    /// target) is left out with that file when it is left out.
+    /// target) is left out with that file when it is left out; a file to be written in the
+    /// place of a directory the restore empties, when one of that directory's files is.
     pub fn select(
         &mut self,
         only: &[String],
@@ -519,6 +520,10 @@ impl crate::plan::RestorePlan {
             .map(|a| a.path.clone())
             .collect();
         let (taken, blocked): (Vec<_>, Vec<_>) = taken.into_iter().partition(|a| match &a.action {
+            Action::Recreate { missing_dirs, .. } if a.current == Current::Directory => {
+                // A file put back in the place of a directory: the directory must go whole.
+                !kept_files.iter().any(|k| a.path.is_ancestor_of(k))
+            }
             Action::Recreate { missing_dirs, .. } => {
                 !missing_dirs.first().is_some_and(|d| kept_files.contains(d))
             }

@@ -108,6 +108,13 @@ impl RelPath {
         (comps, last)
     }
 
+    /// `other` lies under this path (`a` is an ancestor of `a/b`, not of `ab` or `a`).
+    pub fn is_ancestor_of(&self, other: &RelPath) -> bool {
+        other.0.len() > self.0.len()
+            && other.0.starts_with(&self.0)
+            && other.0[self.0.len()] == b'/'
+    }
+
     /// The relative path of the first `n` components (`n` ≥ 1).
     pub fn prefix(&self, n: usize) -> Option<RelPath> {
         let comps: Vec<&[u8]> = self.components().take(n).collect();

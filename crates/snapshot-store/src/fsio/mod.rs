@@ -161,3 +161,11 @@ impl DiskMeta {
         }
     }
 }
+
+/// Opens subdirectory `name` of `dir` without following a symlink; `None` when that fails.
+pub(crate) fn open_sub(dir: &impl AsFd, name: &[u8]) -> Option<Dir> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
+        .ok()
+        .map(Dir::from)
+}

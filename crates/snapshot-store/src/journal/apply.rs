@@ -341,23 +341,29 @@ impl Journal<'_> {
     /// `rel` is a directory that the restore made (one of `made`, the journal's
     /// [`made_dirs`]): where such a restore deleted a file to put files under that
     /// directory, the directory stands for that file's absence.
-    pub(super) fn made_dir(
-        &self,
-        made: &HashSet<&RelPath>,
-        rel: &RelPath,
-    ) -> Result<bool, FsFailure> {
-        if !made.contains(rel) {
-            return Ok(false);
-        }
+    /// `rel` is a directory now (nothing followed).
+    pub(super) fn is_dir_now(&self, rel: &RelPath) -> Result<bool, FsFailure> {
         Ok(matches!(
             self.s.planner().observe(rel)?,
             crate::plan::Observed::Blocked(crate::format::SkipReason::Directory)
         ))
     }
 
+    pub(super) fn made_dir(
+        &self,
+        made: &HashSet<&RelPath>,
+        rel: &RelPath,
+    ) -> Result<bool, FsFailure> {
+        Ok(made.contains(rel) && self.is_dir_now(rel)?)
+    }
+
     pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {
         match self.s.planner().observe(rel)? {
             crate::plan::Observed::Absent(_) => Ok(Some(Desired::Absent)),
+            // Under a file (one a restore put back in the place of its directory): absent.
+            crate::plan::Observed::Blocked(crate::format::SkipReason::ParentNotDirectory) => {
+                Ok(Some(Desired::Absent))
+            }
             crate::plan::Observed::Blocked(_) => Ok(None),
             crate::plan::Observed::File { meta } => self.content_state(rel, Some(&meta)),
         }

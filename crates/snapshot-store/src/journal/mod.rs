@@ -73,6 +73,11 @@ pub(crate) struct JournalAction {
     pub create_dirs: Vec<RelPath>,
     /// Set when the action was refused before any mutation.
     pub prefailed: Option<String>,
+    /// The path is a directory that the restore's earlier actions empty: it is removed,
+    /// once it holds nothing but empty directories, before the target is written (its
+    /// rescue state is then the path's absence).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_dir: bool,
 }
 
 /// `sessions/<id>/journals/<op>.json`: written once, before the first mutation.

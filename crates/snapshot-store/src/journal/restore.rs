@@ -4,7 +4,6 @@
 use super::*;
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use cap_std::fs::Dir;
@@ -193,6 +192,49 @@ impl Journal<'_> {
         Ok((state, meta))
     }
 
+    /// The rescue state of a directory the restore empties before it writes a file in
+    /// its place ([`Current::Directory`]): the path's absence, once the directory still
+    /// holds nothing but paths the restore deletes (and directories).
+    fn rescue_emptied_dir(
+        &self,
+        rel: &RelPath,
+        deleted: &std::collections::HashSet<RelPath>,
+    ) -> Result<(Desired, Option<DiskMeta>), RescueFail> {
+        if !self.s.planner().holds_only(rel, deleted)? {
+            return Err(changed(
+                "changed since the plan (no longer a directory of deleted files only)",
+            ));
+        }
+        Ok((Desired::Absent, None))
+    }
+
+    /// For an action that replaces a directory (`replaces_dir`), removes that directory
+    /// once it holds nothing but empty directories (the restore's earlier actions
+    /// deleted its files); a directory still holding anything else is left and the
+    /// action fails. Nothing to do for any other action, or once the path is not a
+    /// directory.
+    fn clear_emptied_dir(&self, a: &JournalAction) -> Result<(), String> {
+        if !a.replaces_dir {
+            return Ok(());
+        }
+        let mut created = Vec::new();
+        let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(&a.path, false, &mut created) else {
+            return Ok(());
+        };
+        let (_, name) = a.path.split_last();
+        let Some(dir) = crate::fsio::open_sub(&parent, name) else {
+            return Ok(());
+        };
+        let r = self
+            .only_empty_dirs(&dir, &a.path, 0)
+            .and_then(|empty| Ok(empty && self.s.ws.rmdir_if_empty(&parent, name, &a.path)?));
+        match r {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("is a directory that still holds files; left as it is".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     pub(crate) fn restore(
         &self,
         plan: &RestorePlan,
@@ -221,19 +263,14 @@ impl Journal<'_> {
         }
         fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         let mut actions = Vec::with_capacity(plan.actions.len());
-        let deleted: std::collections::HashSet<&RelPath> = plan
-            .actions
-            .iter()
-            .filter(|a| matches!(a.action, Action::Delete))
-            .map(|a| &a.path)
-            .collect();
+        let deleted = crate::plan::deleted_paths(&plan.actions);
         // Per action, the file it is recreated under, which an earlier action deletes.
         let mut under: Vec<Option<RelPath>> = Vec::with_capacity(plan.actions.len());
         for a in &plan.actions {
             let blocker = match &a.action {
                 Action::Recreate { missing_dirs, .. } => missing_dirs
                     .first()
-                    .filter(|d| deleted.contains(d))
+                    .filter(|d| deleted.contains(*d))
                     .cloned(),
                 _ => None,
             };
@@ -263,18 +300,22 @@ impl Journal<'_> {
                 ),
                 Action::Delete => (Desired::Absent, Vec::new()),
             };
-            let (rescue, rescue_meta, prefailed) =
-                match self.rescue(&a.path, &a.current, under_deleted) {
-                    Ok((r, m)) => (Some(r), m, None),
-                    Err(RescueFail::Changed(e)) => (None, None, Some(e)),
-                    // Nothing has been changed yet: give up cleanly.
-                    Err(RescueFail::Io(source)) => {
-                        return Err(RestoreError::Rescue {
-                            path: a.path.display(),
-                            source,
-                        });
-                    }
-                };
+            let replaces_dir = a.current == Current::Directory;
+            let rescued = match replaces_dir {
+                true => self.rescue_emptied_dir(&a.path, &deleted),
+                false => self.rescue(&a.path, &a.current, under_deleted),
+            };
+            let (rescue, rescue_meta, prefailed) = match rescued {
+                Ok((r, m)) => (Some(r), m, None),
+                Err(RescueFail::Changed(e)) => (None, None, Some(e)),
+                // Nothing has been changed yet: give up cleanly.
+                Err(RescueFail::Io(source)) => {
+                    return Err(RestoreError::Rescue {
+                        path: a.path.display(),
+                        source,
+                    });
+                }
+            };
             actions.push(JournalAction {
                 path: a.path.clone(),
                 target,
@@ -282,6 +323,7 @@ impl Journal<'_> {
                 rescue_meta,
                 create_dirs,
                 prefailed,
+                replaces_dir,
             });
         }
         fs.io.crash(CrashPoint::RestoreRescued);
@@ -306,22 +348,38 @@ impl Journal<'_> {
         out.uncovered = plan.uncovered.clone();
         let mut not_deleted: HashMap<&RelPath, String> = HashMap::new();
         for (i, a) in intent.actions.iter().enumerate() {
-            let blocked = under[i]
-                .as_ref()
-                .and_then(|b| not_deleted.get(b).map(|e| (b, e)));
+            // A deletion this action needed first that failed: the action fails with it.
+            let blocked = match a.replaces_dir {
+                true => not_deleted
+                    .iter()
+                    .find(|(p, _)| a.path.is_ancestor_of(p))
+                    .map(|(p, e)| {
+                        format!(
+                            "not written: `{}` in the directory in its place was not deleted: {e}",
+                            p.display()
+                        )
+                    }),
+                false => under[i].as_ref().and_then(|b| {
+                    not_deleted.get(b).map(|e| {
+                        format!(
+                            "not recreated: `{}` in the place of its directory was not deleted: {e}",
+                            b.display()
+                        )
+                    })
+                }),
+            };
             let result = match (&a.prefailed, blocked) {
                 (Some(e), _) => Err(e.clone()),
-                (None, Some((b, e))) => Err(format!(
-                    "not recreated: `{}` in the place of its directory was not deleted: {e}",
-                    b.display()
-                )),
-                (None, None) => self.apply_state(
-                    &a.path,
-                    &a.target,
-                    true,
-                    Guard::Meta(a.rescue_meta.as_ref()),
-                    Some(CrashPoint::RestoreActionPartial(i)),
-                ),
+                (None, Some(e)) => Err(e),
+                (None, None) => self.clear_emptied_dir(a).and_then(|()| {
+                    self.apply_state(
+                        &a.path,
+                        &a.target,
+                        true,
+                        Guard::Meta(a.rescue_meta.as_ref()),
+                        Some(CrashPoint::RestoreActionPartial(i)),
+                    )
+                }),
             };
             if let (Desired::Absent, Err(e)) = (&a.target, &result) {
                 not_deleted.insert(&a.path, e.clone());
@@ -370,13 +428,15 @@ impl Journal<'_> {
                 {
                     Ok(Applied::Already)
                 }
-                Some(rescue) => self.apply_state(
-                    &a.path,
-                    &a.target,
-                    true,
-                    Guard::Content(vec![rescue]),
-                    Some(CrashPoint::RestoreActionPartial(i)),
-                ),
+                Some(rescue) => self.clear_emptied_dir(a).and_then(|()| {
+                    self.apply_state(
+                        &a.path,
+                        &a.target,
+                        true,
+                        Guard::Content(vec![rescue]),
+                        Some(CrashPoint::RestoreActionPartial(i)),
+                    )
+                }),
             };
             self.s
                 .store
@@ -413,7 +473,7 @@ impl Journal<'_> {
                     if gone {
                         return Ok(());
                     }
-                    let Some(dir) = open_sub(&parent, name) else {
+                    let Some(dir) = crate::fsio::open_sub(&parent, name) else {
                         return Ok(());
                     };
                     if self.only_empty_dirs(&dir, d, 0)? {
@@ -456,7 +516,7 @@ impl Journal<'_> {
             else {
                 return Ok(false);
             };
-            let Some(child) = open_sub(dir, name.as_bytes()) else {
+            let Some(child) = crate::fsio::open_sub(dir, name.as_bytes()) else {
                 return Ok(false);
             };
             if !self.only_empty_dirs(&child, &child_rel, depth + 1)? {
@@ -468,13 +528,4 @@ impl Journal<'_> {
         }
         Ok(true)
     }
-}
-
-/// Opens subdirectory `name` without following a symlink.
-fn open_sub(dir: &impl std::os::fd::AsFd, name: &[u8]) -> Option<Dir> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(dir, OsStr::from_bytes(name), flags, Mode::empty())
-        .ok()
-        .map(Dir::from)
 }

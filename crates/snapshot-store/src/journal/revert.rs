@@ -297,7 +297,12 @@ impl Journal<'_> {
                 None => Guard::Content(vec![&a.target, rescue]),
             };
             let partial = Some(CrashPoint::RollbackActionPartial(i));
-            let result = self.apply_state(&a.path, rescue, true, guard, partial);
+            let result = if a.replaces_dir && self.is_dir_now(&a.path).map_err(JournalError::Fs)? {
+                // The directory the restore had to empty is still there: as before it.
+                Ok(Applied::Already)
+            } else {
+                self.apply_state(&a.path, rescue, true, guard, partial)
+            };
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackActionApplied(i));
             }

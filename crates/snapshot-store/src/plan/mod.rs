@@ -119,6 +119,10 @@ pub enum Current {
         /// `lstat` metadata (the restore refuses the path if this changed).
         meta: DiskMeta,
     },
+    /// A directory holding nothing but files the restore deletes (a file replaced by a
+    /// directory since the target): the restore removes it, once emptied, before it
+    /// writes the file.
+    Directory,
 }
 
 /// A path whose recorded state is over the cap.
@@ -145,6 +149,15 @@ pub struct SkippedPath {
     pub anchor_seq: u64,
     /// Why.
     pub reason: SkipReason,
+}
+
+/// The paths `actions` delete.
+pub(crate) fn deleted_paths(actions: &[PlannedAction]) -> std::collections::HashSet<RelPath> {
+    actions
+        .iter()
+        .filter(|a| matches!(a.action, Action::Delete))
+        .map(|a| a.path.clone())
+        .collect()
 }
 
 /// A workspace path's state, observed for planning.
@@ -384,6 +397,8 @@ impl Planner<'_> {
         // Files whose parent is a file now (a directory the agent replaced with a file): they
         // come back when the plan deletes that file (see below).
         let mut under_a_file: Vec<(RelPath, u64, String, u64, u32)> = Vec::new();
+        // Files replaced by a directory: they come back when the plan empties it.
+        let mut over_a_dir: Vec<(RelPath, u64, String, u64, u32)> = Vec::new();
         for (path, anchor_seq, before) in picks {
             let display = path.display();
             let skip = |reason: SkipReason| SkippedPath {
@@ -426,6 +441,9 @@ impl Planner<'_> {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
                         Observed::Blocked(SkipReason::ParentNotDirectory) => {
                             under_a_file.push((path.clone(), anchor_seq, sha256, size, mode));
+                        }
+                        Observed::Blocked(SkipReason::Directory) => {
+                            over_a_dir.push((path.clone(), anchor_seq, sha256, size, mode));
                         }
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
                         Observed::Absent(missing) => {
@@ -478,8 +496,117 @@ impl Planner<'_> {
             }
         }
         self.recreate_under_deleted_files(&mut plan, under_a_file);
+        self.recreate_over_emptied_dirs(&mut plan, over_a_dir)
+            .map_err(PlanError::Fs)?;
         plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
+    }
+
+    /// A file replaced by a directory since the target (`rm f && mkdir f && …`) comes back
+    /// when that directory holds nothing but files the plan deletes (they did not exist at
+    /// the target) and directories: the restore deletes them, removes the emptied
+    /// directory and writes the file. Its action comes after every other, so the deletions
+    /// run first (and rollback and undo take it back first, before they put those files
+    /// back in the directory). A directory holding anything else is skipped, as before
+    /// ("is a directory").
+    fn recreate_over_emptied_dirs(
+        &self,
+        plan: &mut RestorePlan,
+        over_a_dir: Vec<(RelPath, u64, String, u64, u32)>,
+    ) -> Result<(), FsFailure> {
+        if over_a_dir.is_empty() {
+            return Ok(());
+        }
+        let deleted = deleted_paths(&plan.actions);
+        let mut recreated = Vec::new();
+        let mut skipped = Vec::new();
+        for (path, anchor_seq, sha256, size, mode) in over_a_dir {
+            let display = path.display();
+            if self.holds_only(&path, &deleted)? {
+                recreated.push(PlannedAction {
+                    action: Action::Recreate {
+                        sha256,
+                        size,
+                        mode,
+                        missing_dirs: Vec::new(),
+                    },
+                    current: Current::Directory,
+                    path,
+                    display,
+                    anchor_seq,
+                });
+            } else {
+                skipped.push(SkippedPath {
+                    path,
+                    display,
+                    anchor_seq,
+                    reason: SkipReason::Directory,
+                });
+            }
+        }
+        if !skipped.is_empty() {
+            plan.skipped.extend(skipped);
+            plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        plan.actions.extend(recreated);
+        Ok(())
+    }
+
+    /// The directory `rel` holds nothing but paths of `deleted` and directories (`false`
+    /// when it is not a directory, or cannot be listed). Nothing is followed.
+    pub(crate) fn holds_only(
+        &self,
+        rel: &RelPath,
+        deleted: &std::collections::HashSet<RelPath>,
+    ) -> Result<bool, FsFailure> {
+        let mut created = Vec::new();
+        let Walk::Parent(parent) = self.s.ws.walk_parent(rel, false, &mut created)? else {
+            return Ok(false);
+        };
+        let (_, name) = rel.split_last();
+        let Some(dir) = crate::fsio::open_sub(&parent, name) else {
+            return Ok(false);
+        };
+        self.tree_holds_only(&dir, rel, deleted, 0)
+    }
+
+    fn tree_holds_only(
+        &self,
+        dir: &cap_std::fs::Dir,
+        rel: &RelPath,
+        deleted: &std::collections::HashSet<RelPath>,
+        depth: usize,
+    ) -> Result<bool, FsFailure> {
+        use std::os::unix::ffi::OsStrExt;
+        if depth > 64 {
+            return Ok(false);
+        }
+        self.s
+            .ws
+            .io
+            .check(crate::seam::FsOp::ReadDir, Area::Workspace, rel.as_path())?;
+        let Ok(entries) = dir.entries() else {
+            return Ok(false);
+        };
+        for e in entries {
+            let Ok(e) = e else { return Ok(false) };
+            let name = e.file_name();
+            let Ok(child) = RelPath::from_bytes(&[rel.as_bytes(), b"/", name.as_bytes()].concat())
+            else {
+                return Ok(false);
+            };
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                let Some(sub) = crate::fsio::open_sub(dir, name.as_bytes()) else {
+                    return Ok(false);
+                };
+                if !self.tree_holds_only(&sub, &child, deleted, depth + 1)? {
+                    return Ok(false);
+                }
+            } else if !deleted.contains(&child) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A file whose parent directory was replaced by a file since the target (`rm -rf d &&
@@ -493,12 +620,7 @@ impl Planner<'_> {
         plan: &mut RestorePlan,
         under_a_file: Vec<(RelPath, u64, String, u64, u32)>,
     ) {
-        let deleted: std::collections::HashSet<&RelPath> = plan
-            .actions
-            .iter()
-            .filter(|a| matches!(a.action, Action::Delete))
-            .map(|a| &a.path)
-            .collect();
+        let deleted = deleted_paths(&plan.actions);
         let mut recreated = Vec::new();
         let mut skipped = false;
         for (path, anchor_seq, sha256, size, mode) in under_a_file {

@@ -14,7 +14,9 @@ use snapshot_store::{
 use crate::common::{
     Env, GROUP, SESSION, Snap, assert_snap, contains, copy_tree, log_records, tool_edit,
 };
-use crate::faults::{setup_dir_became_file, setup_kept, setup_overwrite, setup_restore};
+use crate::faults::{
+    setup_dir_became_file, setup_file_became_dir, setup_kept, setup_overwrite, setup_restore,
+};
 
 const SCENARIO: &str = "SNAPSHOT_STORE_CRASH_SCENARIO";
 const DIR: &str = "SNAPSHOT_STORE_CRASH_DIR";
@@ -271,6 +273,38 @@ fn kill_during_a_restore_under_a_file_that_was_a_directory_then_continue_or_roll
                     &pre,
                     &at1,
                     &format!("dir became a file, {point}#{hit}"),
+                );
+                true
+            });
+        },
+    );
+}
+
+/// A file a tool replaced by a directory: the restore deletes the directory's files,
+/// removes it and writes the file; killed at any point, continue reaches the state at the
+/// message, and undo and rollback the directory again.
+#[test]
+fn kill_during_a_restore_over_a_directory_that_was_a_file_then_continue_or_rollback_is_exact() {
+    each_point(
+        [
+            "restore-rescued",
+            "restore-journal-written",
+            "restore-action-applied",
+            "restore-action-logged",
+            "restore-before-complete",
+        ],
+        |point| {
+            each_hit(point, |hit| {
+                let env = Env::new();
+                let (pre, at1) = setup_file_became_dir(&env);
+                if !run_child(env.tmp.path(), "restore", point, hit) {
+                    return false;
+                }
+                check_recovery(
+                    &env,
+                    &pre,
+                    &at1,
+                    &format!("file became a dir, {point}#{hit}"),
                 );
                 true
             });

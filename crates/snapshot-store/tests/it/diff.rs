@@ -221,3 +221,39 @@ fn a_file_kept_in_the_place_of_a_directory_keeps_the_directorys_files_out_of_the
     assert!(out.failed.is_empty(), "{out:?}");
     assert_eq!(env.snapshot(), at1);
 }
+
+#[test]
+fn a_file_replaced_by_a_directory_comes_back_once_its_files_go_and_not_while_one_is_kept() {
+    let env = Env::new();
+    let (pre, at1) = crate::faults::setup_file_became_dir(&env);
+    let store = env.store();
+    let s = env.session(&store);
+    let plan = s.plan_restore(1).expect("plan");
+    let planned: Vec<_> = plan.actions.iter().map(|a| a.display.as_str()).collect();
+    // The directory's files go first; the file comes after every other action.
+    assert_eq!(planned, ["a", "f/sub/y", "f/x", "f"]);
+    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+
+    // Keeping one of the directory's files keeps the directory, so the file stays out.
+    let mut keeping = plan.clone();
+    let kept = keeping.select(&[], &["f/x".into()]).expect("select");
+    let kept: Vec<_> = kept.iter().map(|a| a.display.as_str()).collect();
+    assert_eq!(kept, ["f/x", "f"]);
+
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at1);
+    assert!(env.cwd.join("f").is_file());
+    s.undo_restore("op").expect("undo");
+    assert_eq!(env.snapshot(), pre);
+
+    // A file in the directory that the plan does not delete (made by hand): skipped.
+    env.write("f/mine", b"by hand");
+    let plan = s.plan_restore(1).expect("plan");
+    let skipped: Vec<_> = plan
+        .skipped
+        .iter()
+        .map(|p| (p.display.as_str(), p.reason.to_string()))
+        .collect();
+    assert_eq!(skipped, [("f", "is a directory".to_string())]);
+}

@@ -147,6 +147,29 @@ pub fn setup_dir_became_file(env: &Env) -> (Snap, Snap) {
     (env.snapshot(), at1)
 }
 
+/// A tracked file that a tool replaced by a directory of the same name after message 1
+/// (`rm f && mkdir f && echo > f/x`): a restore to 1 deletes the directory's new files,
+/// removes it and writes the file. Returns (pre-state, state at anchor 1).
+pub fn setup_file_became_dir(env: &Env) -> (Snap, Snap) {
+    env.write("a", b"a0");
+    env.write("f", b"the file");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    tool_edit(env, &s, "c0", 1, "a", Some(b"a1"));
+    tool_edit(env, &s, "c1", 1, "f", None);
+    tool_edit(env, &s, "c2", 1, "f/x", Some(b"inside"));
+    tool_edit(env, &s, "c3", 1, "f/sub/y", Some(b"deeper"));
+    s.recheck_tracked(2).expect("recheck");
+    (env.snapshot(), at1)
+}
+
+#[test]
+fn every_fs_call_of_a_restore_over_a_directory_that_was_a_file_can_fail() {
+    plan_and_restore_faults(Durability::ProcessCrash, setup_file_became_dir);
+}
+
 #[test]
 fn every_fs_call_of_a_restore_under_a_file_that_was_a_directory_can_fail() {
     plan_and_restore_faults(Durability::ProcessCrash, setup_dir_became_file);

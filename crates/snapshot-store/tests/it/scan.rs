@@ -741,7 +741,8 @@ fn the_store_inside_the_workspace_is_never_scanned() {
 }
 
 #[test]
-fn a_file_replaced_by_a_directory_is_reported_not_guessed() {
+fn a_file_a_shell_call_replaced_by_a_directory_comes_back_and_one_holding_other_files_is_reported()
+{
     let env = Env::new();
     env.write("x", b"a file");
     let store = env.store();
@@ -753,9 +754,17 @@ fn a_file_replaced_by_a_directory_is_reported_not_guessed() {
     });
     assert_eq!(names(&r.deleted), ["x"]);
     assert_eq!(names(&r.created), ["x/inside"]);
+    // A file nobody recorded in the directory: the file is not guessed over it.
+    env.write("x/by-hand", b"mine");
     let plan = s.plan_restore(1).expect("plan");
     assert_eq!(plan.skipped.len(), 1, "{plan:?}");
     assert_eq!(plan.skipped[0].display, "x");
+    // Without it, the directory's files go and the file comes back.
+    env.remove("x/by-hand");
+    let plan = s.plan_restore(1).expect("plan");
+    assert!(plan.skipped.is_empty(), "{plan:?}");
+    restore_to(&s, 1, "op");
+    assert_eq!(env.read("x").as_deref(), Some(&b"a file"[..]));
 }
 
 #[test]
