@@ -360,10 +360,6 @@ impl Journal<'_> {
     pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {
         match self.s.planner().observe(rel)? {
             crate::plan::Observed::Absent(_) => Ok(Some(Desired::Absent)),
-            // Under a file (one a restore put back in the place of its directory): absent.
-            crate::plan::Observed::Blocked(crate::format::SkipReason::ParentNotDirectory) => {
-                Ok(Some(Desired::Absent))
-            }
             crate::plan::Observed::Blocked(_) => Ok(None),
             crate::plan::Observed::File { meta } => self.content_state(rel, Some(&meta)),
         }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-use crate::error::JournalError;
+use crate::error::{FsFailure, JournalError};
 use crate::fsio::Walk;
 use crate::path::RelPath;
 use crate::seam::CrashPoint;
@@ -106,9 +106,13 @@ impl Journal<'_> {
             let mut now = self.current_content(&a.path).map_err(JournalError::Fs)?;
             if now.is_none()
                 && a.target == Desired::Absent
-                && self.made_dir(&made, &a.path).map_err(JournalError::Fs)?
+                && (self.made_dir(&made, &a.path).map_err(JournalError::Fs)?
+                    || self
+                        .under_written_file(l, &a.path)
+                        .map_err(JournalError::Fs)?)
             {
-                // A file deleted to make the directory of files recreated under it.
+                // A file deleted to make the directory of files recreated under it, or one
+                // deleted from a directory the restore replaced by a file.
                 now = Some(Desired::Absent);
             }
             let same = now
@@ -125,6 +129,20 @@ impl Journal<'_> {
             }
         }
         Ok(changed)
+    }
+
+    /// `rel` lies under the path of an action of `l` that wrote a file in the place of a
+    /// directory (`replaces_dir`), and that path is a file now.
+    fn under_written_file(&self, l: &Loaded, rel: &RelPath) -> Result<bool, FsFailure> {
+        for a in l.intent.actions.iter().filter(|a| a.replaces_dir) {
+            if a.path.is_ancestor_of(rel) {
+                return Ok(matches!(
+                    self.s.planner().observe(&a.path)?,
+                    crate::plan::Observed::File { .. }
+                ));
+            }
+        }
+        Ok(false)
     }
 
     pub(crate) fn plan_redo(
