@@ -265,8 +265,9 @@ impl DiffView<'_> {
         let mut created = Vec::new();
         let dir = match self.s.ws.walk_parent(rel, false, &mut created)? {
             Walk::Parent(dir) => dir,
-            Walk::Missing(_) => return Ok(Read1::Side(SideState::Absent)),
-            Walk::Blocked(_) => return Ok(Read1::Side(SideState::NotRegular)),
+            // A parent missing, or a file (nothing can be under it): absent.
+            Walk::Missing(_) | Walk::Blocked(false) => return Ok(Read1::Side(SideState::Absent)),
+            Walk::Blocked(true) => return Ok(Read1::Side(SideState::NotRegular)),
         };
         let (_, name) = rel.split_last();
         let (f, meta) = match self.s.ws.open_read(&dir, name, rel) {

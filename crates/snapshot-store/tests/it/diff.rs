@@ -204,6 +204,13 @@ fn a_file_kept_in_the_place_of_a_directory_keeps_the_directorys_files_out_of_the
     assert_eq!(planned, ["a", "d", "d/sub/y", "d/x"]);
     assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
 
+    // The file to recreate under the file in the way: its side now is absent.
+    let d = s
+        .diff_action(action(&plan.actions, "d/x"), &DiffLimits::default())
+        .expect("diff");
+    assert_eq!(d.now, SideState::Absent);
+    assert_eq!((d.added, d.removed), (Some(1), Some(0)));
+
     let mut keeping = plan.clone();
     let kept = keeping.select(&[], &["d".into()]).expect("select");
     let kept: Vec<_> = kept.iter().map(|a| a.display.as_str()).collect();
