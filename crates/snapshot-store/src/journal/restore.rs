@@ -263,7 +263,17 @@ impl Journal<'_> {
         }
         fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         let mut actions = Vec::with_capacity(plan.actions.len());
-        let deleted = crate::plan::deleted_paths(&plan.actions);
+        // The paths the plan deletes, when an action depends on one of them (only then).
+        let depends = plan.actions.iter().any(|a| match &a.action {
+            Action::Recreate { missing_dirs, .. } => {
+                !missing_dirs.is_empty() || a.current == Current::Directory
+            }
+            _ => false,
+        });
+        let deleted = match depends {
+            true => crate::plan::deleted_paths(&plan.actions),
+            false => std::collections::HashSet::new(),
+        };
         // Per action, the file it is recreated under, which an earlier action deletes.
         let mut under: Vec<Option<RelPath>> = Vec::with_capacity(plan.actions.len());
         for a in &plan.actions {

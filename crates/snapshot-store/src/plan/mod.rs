@@ -620,6 +620,9 @@ impl Planner<'_> {
         plan: &mut RestorePlan,
         under_a_file: Vec<(RelPath, u64, String, u64, u32)>,
     ) {
+        if under_a_file.is_empty() {
+            return;
+        }
         let deleted = deleted_paths(&plan.actions);
         let mut recreated = Vec::new();
         let mut skipped = false;
