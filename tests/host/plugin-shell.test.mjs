@@ -15,7 +15,7 @@ import { existsSync, readlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { readFile, readdir, writeFile, chmod, mkdtemp, rm } from 'node:fs/promises'
 import { turn, text, read, write, edit, bash, tools, gate, gated, PROVIDER, MODEL } from './lib/harness.mjs'
-import { bootWithPlugin, humanSeq, pluginSettled, put, BINARY } from './plugin-support.mjs'
+import { bootWithPlugin, humanSeq, pluginSettled, put, rpc, BINARY } from './plugin-support.mjs'
 
 /** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
 async function tree(dir) {
@@ -253,7 +253,7 @@ test('a symlink the shell put in place of a file is never written through: the r
   assert.equal(readlinkSync(join(ws, 'link.md')), 'README.md')
 })
 
-test('a directory the shell replaced by a file of its name comes back with its files, and a file it replaced by a directory comes back; /rewind undo puts both back as the shell left them', async (t) => {
+test('a directory the shell replaced by a file of its name comes back with its files, and a file it replaced by a directory comes back; /rewind undo puts both back as the shell left them, and a redo makes the rewind again', async (t) => {
   const host = await bootWithPlugin({
     shell: true,
     script: [
@@ -287,6 +287,13 @@ test('a directory the shell replaced by a file of its name comes back with its f
   const undo = await host.runCommand(agent, '/rewind undo')
   assert.equal(undo.result.kind, 'success', undo.result.text)
   assert.deepEqual(await tree(ws), afterTwo, 'the undo puts the file back in the place of the directory')
+
+  // And a redo makes the rewind's changes again.
+  const { json } = await rpc(host, 'history', { sessionId: agent.id })
+  const [entry] = json.value.entries
+  const redo = await rpc(host, 'redo', { sessionId: agent.id, opId: entry.opId })
+  assert.equal(redo.json.ok, true, JSON.stringify(redo.json))
+  assert.deepEqual(await tree(ws), beforeTwo, 'the redo brings the directory and the file back again')
 })
 
 test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {

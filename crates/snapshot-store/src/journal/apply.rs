@@ -11,9 +11,22 @@ use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
 use crate::seam::CrashPoint;
 
-/// Every directory the actions of `intent` may create.
-pub(super) fn made_dirs(intent: &JournalIntent) -> HashSet<&RelPath> {
-    intent.actions.iter().flat_map(|a| &a.create_dirs).collect()
+/// The paths of a journal's actions and the directories they may create: where a file
+/// and a directory of the same name took each other's place in a restore.
+pub(super) struct Shape<'a> {
+    /// Every directory the actions may create.
+    pub made: HashSet<&'a RelPath>,
+    /// Every action's path.
+    pub paths: HashSet<&'a RelPath>,
+}
+
+impl<'a> Shape<'a> {
+    pub(super) fn of(intent: &'a JournalIntent) -> Self {
+        Shape {
+            made: intent.actions.iter().flat_map(|a| &a.create_dirs).collect(),
+            paths: intent.actions.iter().map(|a| &a.path).collect(),
+        }
+    }
 }
 
 /// What a single apply did.
@@ -338,9 +351,6 @@ impl Journal<'_> {
         }
     }
 
-    /// `rel` is a directory that the restore made (one of `made`, the journal's
-    /// [`made_dirs`]): where such a restore deleted a file to put files under that
-    /// directory, the directory stands for that file's absence.
     /// `rel` is a directory now (nothing followed).
     pub(super) fn is_dir_now(&self, rel: &RelPath) -> Result<bool, FsFailure> {
         Ok(matches!(
@@ -349,12 +359,11 @@ impl Journal<'_> {
         ))
     }
 
-    pub(super) fn made_dir(
-        &self,
-        made: &HashSet<&RelPath>,
-        rel: &RelPath,
-    ) -> Result<bool, FsFailure> {
-        Ok(made.contains(rel) && self.is_dir_now(rel)?)
+    /// `rel` is a directory that the restore made ([`Shape::made`]): where such a restore
+    /// deleted a file to put files under that directory, the directory stands for that
+    /// file's absence.
+    pub(super) fn made_dir(&self, shape: &Shape<'_>, rel: &RelPath) -> Result<bool, FsFailure> {
+        Ok(shape.made.contains(rel) && self.is_dir_now(rel)?)
     }
 
     pub(super) fn current_content(&self, rel: &RelPath) -> Result<Option<Desired>, FsFailure> {

@@ -421,7 +421,7 @@ impl Journal<'_> {
     fn continue_pass(&self, op_id: &str, l: &Loaded) -> Result<RestoreOutcome, JournalError> {
         let mut lpath = l.progress_log();
         let mut out = RestoreOutcome::new(op_id);
-        let made = super::apply::made_dirs(&l.intent);
+        let shape = super::apply::Shape::of(&l.intent);
         for (i, a) in l.intent.actions.iter().enumerate() {
             // Refused before any mutation (changed since the plan): settled. Everything
             // else is re-applied (a no-op when already in the target state), since a
@@ -434,7 +434,7 @@ impl Journal<'_> {
                 // A file deleted to make the directory of files recreated under it: done.
                 Some(_)
                     if a.target == Desired::Absent
-                        && self.made_dir(&made, &a.path).map_err(JournalError::Fs)? =>
+                        && self.made_dir(&shape, &a.path).map_err(JournalError::Fs)? =>
                 {
                     Ok(Applied::Already)
                 }

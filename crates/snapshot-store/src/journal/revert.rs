@@ -98,23 +98,12 @@ impl Journal<'_> {
     /// (`None`: no longer a file or absence — a directory, a symlink).
     fn changed_since(&self, l: &Loaded) -> Result<Vec<(usize, Option<Desired>)>, JournalError> {
         let mut changed = Vec::new();
-        let made = super::apply::made_dirs(&l.intent);
+        let shape = super::apply::Shape::of(&l.intent);
         for (i, a) in l.intent.actions.iter().enumerate() {
             if !matches!(l.apply[i], Some(Ok(()))) {
                 continue;
             }
-            let mut now = self.current_content(&a.path).map_err(JournalError::Fs)?;
-            if now.is_none()
-                && a.target == Desired::Absent
-                && (self.made_dir(&made, &a.path).map_err(JournalError::Fs)?
-                    || self
-                        .under_written_file(l, &a.path)
-                        .map_err(JournalError::Fs)?)
-            {
-                // A file deleted to make the directory of files recreated under it, or one
-                // deleted from a directory the restore replaced by a file.
-                now = Some(Desired::Absent);
-            }
+            let now = self.now_of(&shape, a).map_err(JournalError::Fs)?;
             let same = now
                 .as_ref()
                 .is_some_and(|now| *now == a.target || Some(now) == a.rescue.as_ref());
@@ -131,18 +120,37 @@ impl Journal<'_> {
         Ok(changed)
     }
 
-    /// `rel` lies under the path of an action of `l` that wrote a file in the place of a
-    /// directory (`replaces_dir`), and that path is a file now.
-    fn under_written_file(&self, l: &Loaded, rel: &RelPath) -> Result<bool, FsFailure> {
-        for a in l.intent.actions.iter().filter(|a| a.replaces_dir) {
-            if a.path.is_ancestor_of(rel) {
-                return Ok(matches!(
-                    self.s.planner().observe(&a.path)?,
+    /// What the path of action `a` holds now, as [`Journal::current_content`]; where a file
+    /// and a directory of the same name took each other's place in the restore, the
+    /// path's absence: a directory in the place of a file the restore deleted or wrote
+    /// (one it made, [`super::apply::Shape::made`], or one it emptied, `replaces_dir`), or
+    /// a path under a file that is one of the restore's own paths (`shape`). Any other
+    /// directory, or path under a file, is `None` (neither a file nor an absence).
+    fn now_of(
+        &self,
+        shape: &super::apply::Shape<'_>,
+        a: &JournalAction,
+    ) -> Result<Option<Desired>, FsFailure> {
+        let now = self.current_content(&a.path)?;
+        if now.is_some() {
+            return Ok(now);
+        }
+        if (a.replaces_dir || shape.made.contains(&a.path)) && self.is_dir_now(&a.path)? {
+            return Ok(Some(Desired::Absent));
+        }
+        let n = a.path.components().count();
+        for i in 1..n {
+            let Some(up) = a.path.prefix(i) else { continue };
+            if shape.paths.contains(&up)
+                && matches!(
+                    self.s.planner().observe(&up)?,
                     crate::plan::Observed::File { .. }
-                ));
+                )
+            {
+                return Ok(Some(Desired::Absent));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     pub(crate) fn plan_redo(
@@ -152,6 +160,7 @@ impl Journal<'_> {
         keep: &[RelPath],
     ) -> Result<crate::plan::RestorePlan, JournalError> {
         let l = self.with_journal(op_id, "redo", JournalState::Undone, Ok)?;
+        let shape = super::apply::Shape::of(&l.intent);
         let mut stale = Vec::new();
         let mut picks = Vec::new();
         for (i, a) in l.intent.actions.iter().enumerate() {
@@ -159,7 +168,7 @@ impl Journal<'_> {
                 continue;
             }
             let Some(rescue) = &a.rescue else { continue };
-            let now = self.current_content(&a.path).map_err(JournalError::Fs)?;
+            let now = self.now_of(&shape, a).map_err(JournalError::Fs)?;
             let as_undone = now
                 .as_ref()
                 .is_some_and(|now| now == rescue || *now == a.target);

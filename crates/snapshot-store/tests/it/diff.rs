@@ -195,7 +195,7 @@ fn a_selection_restores_only_the_chosen_files() {
 #[test]
 fn a_file_kept_in_the_place_of_a_directory_keeps_the_directorys_files_out_of_the_selection() {
     let env = Env::new();
-    let (_, at1) = crate::faults::setup_dir_became_file(&env);
+    let (pre, at1) = crate::faults::setup_dir_became_file(&env);
     let store = env.store();
     let s = env.session(&store);
     let plan = s.plan_restore(1).expect("plan");
@@ -227,6 +227,14 @@ fn a_file_kept_in_the_place_of_a_directory_keeps_the_directorys_files_out_of_the
     let out = s.restore(&plan, "op").expect("restore");
     assert!(out.failed.is_empty(), "{out:?}");
     assert_eq!(env.snapshot(), at1);
+    // Undo puts the file back in the place of the directory; redo makes it again.
+    s.undo_restore("op").expect("undo");
+    assert_eq!(env.snapshot(), pre);
+    assert!(env.cwd.join("d").is_file());
+    let redo = s.plan_redo("op", &[], &[]).expect("redo plan");
+    let out = s.restore(&redo, "redo").expect("redo");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at1);
 }
 
 #[test]
@@ -252,6 +260,12 @@ fn a_file_replaced_by_a_directory_comes_back_once_its_files_go_and_not_while_one
     assert_eq!(env.snapshot(), at1);
     assert!(env.cwd.join("f").is_file());
     s.undo_restore("op").expect("undo");
+    assert_eq!(env.snapshot(), pre);
+    let redo = s.plan_redo("op", &[], &[]).expect("redo plan");
+    let out = s.restore(&redo, "redo").expect("redo");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at1);
+    s.undo_restore("redo").expect("undo of the redo");
     assert_eq!(env.snapshot(), pre);
 
     // A file in the directory that the plan does not delete (made by hand): skipped.
