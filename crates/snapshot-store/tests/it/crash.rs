@@ -253,31 +253,7 @@ fn restore_kills(durable: bool) {
 /// undo and rollback the file again.
 #[test]
 fn kill_during_a_restore_under_a_file_that_was_a_directory_then_continue_or_rollback_is_exact() {
-    each_point(
-        [
-            "restore-rescued",
-            "restore-journal-written",
-            "restore-action-applied",
-            "restore-action-logged",
-            "restore-before-complete",
-        ],
-        |point| {
-            each_hit(point, |hit| {
-                let env = Env::new();
-                let (pre, at1) = setup_dir_became_file(&env);
-                if !run_child(env.tmp.path(), "restore", point, hit) {
-                    return false;
-                }
-                check_recovery(
-                    &env,
-                    &pre,
-                    &at1,
-                    &format!("dir became a file, {point}#{hit}"),
-                );
-                true
-            });
-        },
-    );
+    kills_during_restore_of(&RESTORE_POINTS, setup_dir_became_file, "dir became a file");
 }
 
 /// A file a tool replaced by a directory: the restore deletes the directory's files,
@@ -285,58 +261,41 @@ fn kill_during_a_restore_under_a_file_that_was_a_directory_then_continue_or_roll
 /// message, and undo and rollback the directory again.
 #[test]
 fn kill_during_a_restore_over_a_directory_that_was_a_file_then_continue_or_rollback_is_exact() {
-    each_point(
-        [
-            "restore-rescued",
-            "restore-journal-written",
-            "restore-action-applied",
-            "restore-action-logged",
-            "restore-before-complete",
-        ],
-        |point| {
-            each_hit(point, |hit| {
-                let env = Env::new();
-                let (pre, at1) = setup_file_became_dir(&env);
-                if !run_child(env.tmp.path(), "restore", point, hit) {
-                    return false;
-                }
-                check_recovery(
-                    &env,
-                    &pre,
-                    &at1,
-                    &format!("file became a dir, {point}#{hit}"),
-                );
-                true
-            });
-        },
-    );
+    kills_during_restore_of(&RESTORE_POINTS, setup_file_became_dir, "file became a dir");
+}
+
+/// The points of a restore (without the in-place write's).
+const RESTORE_POINTS: [&str; 5] = [
+    "restore-rescued",
+    "restore-journal-written",
+    "restore-action-applied",
+    "restore-action-logged",
+    "restore-before-complete",
+];
+
+/// Kills the restore of `setup`'s workspace to message 1 at every hit of each of `points`,
+/// then checks the recovery ([`check_recovery`]).
+fn kills_during_restore_of(points: &[&str], setup: fn(&Env) -> (Snap, Snap), what: &str) {
+    each_point(points.iter().copied(), |point| {
+        each_hit(point, |hit| {
+            let env = Env::new();
+            let (pre, at1) = setup(&env);
+            if !run_child(env.tmp.path(), "restore", point, hit) {
+                return false;
+            }
+            check_recovery(&env, &pre, &at1, &format!("{what}, {point}#{hit}"));
+            true
+        });
+    });
 }
 
 /// Killed while the plan writes out the content the session's log keeps (a blob file
 /// created, the next not yet), or at any point of the restore after it: recovery is exact.
 #[test]
 fn kill_while_a_plan_writes_out_kept_content_or_during_its_restore_is_exact() {
-    each_point(
-        [
-            "capture-blob-stored",
-            "restore-rescued",
-            "restore-journal-written",
-            "restore-action-applied",
-            "restore-action-logged",
-            "restore-before-complete",
-        ],
-        |point| {
-            each_hit(point, |hit| {
-                let env = Env::new();
-                let (pre, at1) = setup_kept(&env);
-                if !run_child(env.tmp.path(), "restore", point, hit) {
-                    return false;
-                }
-                check_recovery(&env, &pre, &at1, &format!("kept content, {point}#{hit}"));
-                true
-            });
-        },
-    );
+    let mut points = vec!["capture-blob-stored"];
+    points.extend(RESTORE_POINTS);
+    kills_during_restore_of(&points, setup_kept, "kept content");
 }
 
 /// A restore killed half-way through writing a file over its old bytes (the file
