@@ -296,6 +296,43 @@ test('a directory the shell replaced by a file of its name comes back with its f
   assert.deepEqual(await tree(ws), beforeTwo, 'the redo brings the directory and the file back again')
 })
 
+test('a path that is a directory, then a file, then a directory again over four turns: a rewind to any message brings its state back', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(text('zero')),
+      turn(bash('rm -rf d && echo F > d'), text('one')),
+      turn(bash('echo G > d'), text('two')),
+      turn(bash('rm d && mkdir d && echo H > d/c'), text('three')),
+      turn(bash('echo I > d/c && echo J > d/k'), text('four')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'd/c'), 'c0\n')
+  await put(join(ws, 'd/e/f'), 'f0\n')
+  const agent = await host.createAgent('retype-session')
+  const order = ['zero', 'one', 'two', 'three', 'four']
+  const after = {}
+  for (const m of order) {
+    await host.sendUser(agent, m)
+    after[m] = await tree(ws)
+  }
+  const before = (m) => after[order[order.indexOf(m) - 1]]
+  const rewind = async (m) => {
+    const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, m)}`)
+    assert.equal(result.kind, 'success', result.text)
+    assert.deepEqual(await tree(ws), before(m), `rewound to "${m}"`)
+  }
+  // Straight back over two changes of kind (the file's state at "two" was recorded while
+  // its directory's old files were absent under it).
+  await rewind('two')
+  await rewind('one')
+  // The newest rewind undone: the files as the rewind to "two" left them.
+  assert.equal((await host.runCommand(agent, '/rewind undo')).result.kind, 'success')
+  assert.deepEqual(await tree(ws), before('two'), 'undone')
+})
+
 test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {
   // Content only the workspace's first scan (the baseline) copied into the store.
   const project = 'a project line the baseline copied\n'.repeat(200)

@@ -455,14 +455,13 @@ impl<'s> Staging<'s> {
         }
         let mut created = Vec::new();
         match self.s.ws.walk_parent(rel, false, &mut created)? {
-            Walk::Missing(_) => Ok((BeforeState::Absent, Known::Absent, false)),
-            Walk::Blocked(link) => Ok((
+            // A parent missing, or a file (a directory replaced by one): nothing can be there.
+            Walk::Missing(_) | Walk::Blocked(false) => {
+                Ok((BeforeState::Absent, Known::Absent, false))
+            }
+            Walk::Blocked(true) => Ok((
                 BeforeState::Skipped {
-                    reason: if link {
-                        SkipReason::SymlinkedParent
-                    } else {
-                        SkipReason::ParentNotDirectory
-                    },
+                    reason: SkipReason::SymlinkedParent,
                 },
                 Known::Unknown,
                 false,
@@ -618,8 +617,8 @@ impl<'s> Staging<'s> {
     pub(crate) fn observe_meta(&self, rel: &RelPath) -> Result<Known, FsFailure> {
         let mut created = Vec::new();
         match self.s.ws.walk_parent(rel, false, &mut created)? {
-            Walk::Missing(_) => Ok(Known::Absent),
-            Walk::Blocked(..) => Ok(Known::Unknown),
+            Walk::Missing(_) | Walk::Blocked(false) => Ok(Known::Absent),
+            Walk::Blocked(true) => Ok(Known::Unknown),
             Walk::Parent(dir) => {
                 let (_, name) = rel.split_last();
                 Ok(match self.s.ws.lstat(&dir, name, rel)? {

@@ -424,7 +424,10 @@ impl Planner<'_> {
                 BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
                 BeforeState::Absent => {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                        Observed::Absent(_) => plan.unchanged += 1,
+                        // Under a file, nothing can be there: absent too.
+                        Observed::Absent(_) | Observed::Blocked(SkipReason::ParentNotDirectory) => {
+                            plan.unchanged += 1
+                        }
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
                         Observed::File { meta } => plan.actions.push(action(
                             Action::Delete,

@@ -112,12 +112,20 @@ fn a_symlink_or_a_file_at_any_depth_of_a_long_path_is_seen() {
         ("a/link/sub/f", SkipReason::SymlinkedParent),
         ("a/b/link/f", SkipReason::SymlinkedParent),
         ("a/b/up/b/c/f", SkipReason::SymlinkedParent),
-        ("a/file/x/f", SkipReason::ParentNotDirectory),
-        ("a/b/c/f/g", SkipReason::ParentNotDirectory),
     ] {
         assert_eq!(
             skipped(s.capture_before("c", Path::new(path)).expect("capture")),
             reason,
+            "{path}"
+        );
+    }
+    // Under a file, at any depth: nothing can be there, so the path is absent.
+    for path in ["a/file/x/f", "a/b/c/f/g"] {
+        assert!(
+            matches!(
+                s.capture_before("c", Path::new(path)).expect("capture"),
+                CaptureOutcome::Absent { .. }
+            ),
             "{path}"
         );
     }
