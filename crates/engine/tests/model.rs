@@ -4,7 +4,8 @@
 //! Steps: messages (re-check + boundary scan), write-tool calls (capture + commit; a capture
 //! naming its anchor records, for a file changed since the turn's scan with no scan seeing it,
 //! the state that scan saw), shell calls (scan before + after), outside edits and deletes
-//! (during a turn and between turns),
+//! (during a turn and between turns), shell calls that change a path's kind (the directory `d`
+//! replaced by a file of its name, and back),
 //! rewinds (to any message still on the surface, the current one included), fork rewinds
 //! (work then continues in the child, whose rewinds go through the fork chain), undos and
 //! redos, rewinds interrupted by a fault injected into every filesystem call after a random
@@ -27,7 +28,12 @@ use rewind_engine::{
 };
 use snapshot_store::{Area, FaultSeam, FsOp, PruneOptions, ScanPhase, ScanRequest, StoreOptions};
 
-const FILES: [&str; 6] = ["a", "b", "d/c", "d/e/f", "z.bin", "n/m"];
+const FILES: [&str; 7] = ["a", "b", "d/c", "d/e/f", "z.bin", "n/m", "d"];
+/// The files the tool, shell and outside steps pick from (not `d`: only a change of kind
+/// makes it a file).
+const PICKED: usize = 6;
+/// The files under `d`, which a file `d` takes the place of.
+const UNDER_D: [&str; 2] = ["d/c", "d/e/f"];
 
 fn content(i: usize) -> Vec<u8> {
     match i {
@@ -56,6 +62,12 @@ enum Op {
         file: usize,
         content: Option<usize>,
     },
+    /// A shell call that changes `d`'s kind: `rm -rf d && printf … > d` (to a file), or
+    /// `rm d && mkdir d && printf … > d/c` (to a directory).
+    Retype {
+        to_file: bool,
+        content: usize,
+    },
     Rewind {
         pick: usize,
         crash: Option<(i64, bool)>,
@@ -72,7 +84,7 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let file = 0..FILES.len();
+    let file = 0..PICKED;
     let value = proptest::option::weighted(0.8, 0..6usize);
     prop_oneof![
         3 => Just(Op::Message),
@@ -80,6 +92,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(file, content, ok)| Op::Tool { file, content, ok }),
         3 => (file.clone(), value.clone()).prop_map(|(file, content)| Op::Shell { file, content }),
         2 => (file, value).prop_map(|(file, content)| Op::Outside { file, content }),
+        1 => (any::<bool>(), 0..6usize).prop_map(|(to_file, content)| Op::Retype { to_file, content }),
         3 => (any::<usize>(), proptest::option::weighted(0.35, (0..12i64, any::<bool>())))
             .prop_map(|(pick, crash)| Op::Rewind { pick, crash }),
         1 => any::<usize>().prop_map(|pick| Op::Fork { pick }),
@@ -194,11 +207,30 @@ impl World {
         }
     }
 
+    /// Makes `d` a file (`to_file`) or a directory holding `d/c`, as a shell would.
+    fn retype(&self, to_file: bool, c: &[u8]) {
+        let d = self.ws.path().join("d");
+        match (to_file, std::fs::symlink_metadata(&d).map(|m| m.is_dir())) {
+            (true, Ok(true)) => std::fs::remove_dir_all(&d).expect("rm -rf d"),
+            (false, Ok(false)) => std::fs::remove_file(&d).expect("rm d"),
+            _ => {}
+        }
+        match to_file {
+            true => std::fs::write(&d, c).expect("write d"),
+            false => {
+                std::fs::create_dir_all(&d).expect("mkdir d");
+                std::fs::write(d.join("c"), c).expect("write d/c");
+            }
+        }
+    }
+
     /// The inode of `f`, its last status change and its birth (ns; `None` when the
     /// filesystem keeps no birth time).
     fn inode(&self, f: &str) -> Option<(u64, u64, Option<u64>)> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::symlink_metadata(self.ws.path().join(f)).ok()?;
+        let m = std::fs::symlink_metadata(self.ws.path().join(f))
+            .ok()
+            .filter(|m| m.is_file())?;
         let ns = |s: i64, n: i64| (s as u64) * 1_000_000_000 + n as u64;
         let born = m
             .created()
@@ -305,7 +337,33 @@ impl Model {
 
     /// The disk a rewind to `target` must leave, from the disk `at` the target message.
     fn rewound(&self, target: u64, at: &Disk) -> Disk {
-        self.restorable.rewound(&self.disk, target, at)
+        let mut want = self.restorable.rewound(&self.disk, target, at);
+        let now = &self.disk;
+        // A file and a directory of the same name: the file `d` comes back in the place of
+        // the directory only when every file in it goes; the files under `d` come back in
+        // the place of the file only when it goes. Otherwise each is left as it is.
+        let dir_now = UNDER_D.iter().any(|f| now.contains_key(f));
+        let stays = |f: &&str| now.contains_key(f) && want.contains_key(f);
+        if want.contains_key("d") && dir_now && UNDER_D.iter().any(stays) {
+            match now.get("d") {
+                Some(v) => want.insert("d", v.clone()),
+                None => want.remove("d"),
+            };
+        }
+        if now.contains_key("d") && want.contains_key("d") {
+            for f in UNDER_D {
+                match now.get(f) {
+                    Some(v) => want.insert(f, v.clone()),
+                    None => want.remove(f),
+                };
+            }
+        }
+        want
+    }
+
+    /// `f` lies under `d` while `d` is a file: a step on it is not made.
+    fn under_file_d(&self, f: &str) -> bool {
+        UNDER_D.contains(&f) && self.disk.contains_key("d")
     }
 }
 
@@ -330,6 +388,33 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    // A tracked path that is a directory at a message, then replaced by a file: its state at
+    // the message is "no file" (it was recorded as a skipped directory, so the rewind to the
+    // message left the file in place and the directory's files out).
+    run(vec![
+        Retype {
+            to_file: true,
+            content: 0,
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
+        Tool {
+            file: 2,
+            content: Some(0),
+            ok: true,
+        },
+        Message,
+        Retype {
+            to_file: true,
+            content: 0,
+        },
+        Rewind {
+            pick: 0,
+            crash: None,
+        },
+    ]);
     // A file written again outside the agent with the bytes it had (new metadata, same
     // content), then a write tool's failed call on it in the same turn: its capture finds
     // nothing changed since the turn's scan, records nothing, and the file stays one no tool
@@ -600,6 +685,9 @@ fn run(ops: Vec<Op>) {
                 ok,
             } => {
                 let f = FILES[file];
+                if m.under_file_d(f) {
+                    continue;
+                }
                 let call = format!("call-{}", m.ops);
                 let files = es.files_of(es.id()).expect("files");
                 // A capture that names its anchor, of a file changed since the turn's last scan
@@ -672,6 +760,9 @@ fn run(ops: Vec<Op>) {
             }
             Op::Shell { file, content: c } => {
                 let f = FILES[file];
+                if m.under_file_d(f) {
+                    continue;
+                }
                 let call = format!("call-{}", m.ops);
                 // Before the call: changes since the last scan count toward this turn when a
                 // scan already ran in it; else they were made outside, between turns.
@@ -686,9 +777,38 @@ fn run(ops: Vec<Op>) {
             }
             Op::Outside { file, content: c } => {
                 let f = FILES[file];
+                if m.under_file_d(f) {
+                    continue;
+                }
                 let new = c.map(content);
                 w.write(f, new.as_ref());
                 m.changed(f, new);
+            }
+            Op::Retype {
+                to_file,
+                content: c,
+            } => {
+                let call = format!("call-{}", m.ops);
+                scan(&es, ScanPhase::Before, m.anchor, Some(&call));
+                let in_turn = m.scanned_in_turn;
+                m.scan(in_turn, &w);
+                let new = content(c);
+                w.retype(to_file, &new);
+                if to_file {
+                    for f in UNDER_D {
+                        if m.disk.contains_key(f) {
+                            m.changed(f, None);
+                        }
+                    }
+                    m.changed("d", Some(new));
+                } else {
+                    if m.disk.contains_key("d") {
+                        m.changed("d", None);
+                    }
+                    m.changed("d/c", Some(new));
+                }
+                scan(&es, ScanPhase::After, m.anchor, Some(&call));
+                m.scan(true, &w);
             }
             Op::Rewind { pick, crash } => {
                 let Some((idx, target, at)) = pick_target(&m, pick) else {

@@ -424,10 +424,12 @@ impl Planner<'_> {
                 BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
                 BeforeState::Absent => {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                        // Under a file, nothing can be there: absent too.
-                        Observed::Absent(_) | Observed::Blocked(SkipReason::ParentNotDirectory) => {
-                            plan.unchanged += 1
-                        }
+                        // Under a file, nothing can be there; a directory is no file: absent
+                        // too (the files in the directory have records of their own).
+                        Observed::Absent(_)
+                        | Observed::Blocked(
+                            SkipReason::ParentNotDirectory | SkipReason::Directory,
+                        ) => plan.unchanged += 1,
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
                         Observed::File { meta } => plan.actions.push(action(
                             Action::Delete,
