@@ -509,7 +509,8 @@ impl Planner<'_> {
 
     /// A file replaced by a directory since the target (`rm f && mkdir f && …`) comes back
     /// when that directory holds nothing but files the plan deletes (they did not exist at
-    /// the target) and directories: the restore deletes them, removes the emptied
+    /// the target) and directories, and the plan writes no file in it: the restore deletes
+    /// them, removes the emptied
     /// directory and writes the file. Its action comes after every other, so the deletions
     /// run first (and rollback and undo take it back first, before they put those files
     /// back in the directory). A directory holding anything else is skipped, as before
@@ -527,7 +528,12 @@ impl Planner<'_> {
         let mut skipped = Vec::new();
         for (path, anchor_seq, sha256, size, mode) in over_a_dir {
             let display = path.display();
-            if self.holds_only(&path, &deleted)? {
+            // A file the plan writes under the directory keeps it a directory.
+            let keeps_a_file = plan
+                .actions
+                .iter()
+                .any(|a| !matches!(a.action, Action::Delete) && path.is_ancestor_of(&a.path));
+            if !keeps_a_file && self.holds_only(&path, &deleted)? {
                 recreated.push(PlannedAction {
                     action: Action::Recreate {
                         sha256,
