@@ -10,7 +10,7 @@ use crate::blob::{Stored, store_file};
 use crate::codec::{Record, TrackedUpdate};
 use crate::error::{CaptureError, FsFailure};
 use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
-use crate::fsio::{Beneath, DiskMeta, FileKind, Walk, WsDir};
+use crate::fsio::{Beneath, DiskMeta, Walk, WsDir};
 use crate::path::{RelPath, RelPathError, encode_id};
 use crate::seam::CrashPoint;
 
@@ -529,24 +529,11 @@ impl<'s> Staging<'s> {
     /// What a file with metadata `meta` is recorded as without reading it: skipped when it
     /// is not capturable, uncovered when it is over the per-file cap.
     fn unreadable(&self, meta: &DiskMeta) -> Option<BeforeState> {
-        // A directory is no file: as a file, the path is absent (the files in the directory
-        // are paths of their own).
-        if meta.kind == FileKind::Dir {
-            return Some(BeforeState::Absent);
-        }
-        if let Some(reason) = not_capturable(meta) {
-            return Some(BeforeState::Skipped { reason });
+        if let Some(before) = not_capturable(meta) {
+            return Some(before);
         }
         let cap = self.cap();
         (cap != 0 && meta.size > cap).then_some(BeforeState::Uncovered { size: meta.size })
-    }
-
-    /// [`Staging::unreadable`] by the kind alone (no size cap).
-    fn unreadable_kind(&self, meta: &DiskMeta) -> Option<BeforeState> {
-        match meta.kind {
-            FileKind::Dir => Some(BeforeState::Absent),
-            _ => not_capturable(meta).map(|reason| BeforeState::Skipped { reason }),
-        }
     }
 
     /// A file opened without an `lstat` first: its `fstat` (`fmeta`) decides whether it
@@ -570,7 +557,7 @@ impl<'s> Staging<'s> {
         fmeta: DiskMeta,
         rel: &RelPath,
     ) -> Result<(BeforeState, Known, bool), FsFailure> {
-        if let Some(before) = self.unreadable_kind(&fmeta) {
+        if let Some(before) = not_capturable(&fmeta) {
             return Ok(not_read(before, fmeta));
         }
         if let Some(sha) = self

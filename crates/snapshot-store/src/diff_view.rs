@@ -521,7 +521,7 @@ impl crate::plan::RestorePlan {
             .map(|a| a.path.clone())
             .collect();
         let (taken, blocked): (Vec<_>, Vec<_>) = taken.into_iter().partition(|a| match &a.action {
-            Action::Recreate { missing_dirs, .. } if a.current == Current::Directory => {
+            Action::Recreate { .. } if a.current == Current::Directory => {
                 // A file put back in the place of a directory: the directory must go whole.
                 !kept_files.iter().any(|k| a.path.is_ancestor_of(k))
             }

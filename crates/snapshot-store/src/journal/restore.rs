@@ -222,15 +222,9 @@ impl Journal<'_> {
             return Ok(());
         };
         let (_, name) = a.path.split_last();
-        let Some(dir) = crate::fsio::open_sub(&parent, name) else {
-            return Ok(());
-        };
-        let r = self
-            .only_empty_dirs(&dir, &a.path, 0)
-            .and_then(|empty| Ok(empty && self.s.ws.rmdir_if_empty(&parent, name, &a.path)?));
-        match r {
-            Ok(true) => Ok(()),
-            Ok(false) => Err("is a directory that still holds files; left as it is".into()),
+        match self.remove_empty_tree(&parent, name, &a.path) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err("is a directory that still holds files; left as it is".into()),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -479,19 +473,7 @@ impl Journal<'_> {
             let mut created = Vec::new();
             if let Ok(Walk::Parent(parent)) = self.s.ws.walk_parent(d, false, &mut created) {
                 let (_, name) = d.split_last();
-                let r = self.s.ws.rmdir_if_empty(&parent, name, d).and_then(|gone| {
-                    if gone {
-                        return Ok(());
-                    }
-                    let Some(dir) = crate::fsio::open_sub(&parent, name) else {
-                        return Ok(());
-                    };
-                    if self.only_empty_dirs(&dir, d, 0)? {
-                        self.s.ws.rmdir_if_empty(&parent, name, d)?;
-                    }
-                    Ok(())
-                });
-                if let Err(e) = r {
+                if let Err(e) = self.remove_empty_tree(&parent, name, d) {
                     out.failed.push(PathFailure {
                         path: d.clone(),
                         display: d.display(),
@@ -500,6 +482,27 @@ impl Journal<'_> {
                 }
             }
         }
+    }
+
+    /// Removes the directory `name` in `parent` (`rel`) when it holds nothing but empty
+    /// directories, those included; `true` when a directory is still there (one holding
+    /// anything else), `false` when none is (removed, absent, or not a directory).
+    fn remove_empty_tree(
+        &self,
+        parent: &impl std::os::fd::AsFd,
+        name: &[u8],
+        rel: &RelPath,
+    ) -> Result<bool, FsFailure> {
+        if self.s.ws.rmdir_if_empty(parent, name, rel)? {
+            return Ok(false);
+        }
+        let Some(dir) = crate::fsio::open_sub(parent, name) else {
+            return Ok(false);
+        };
+        Ok(
+            !(self.only_empty_dirs(&dir, rel, 0)?
+                && self.s.ws.rmdir_if_empty(parent, name, rel)?),
+        )
     }
 
     /// Removes the empty-directory tree inside `dir`; `true` when `dir` is empty then.

@@ -336,11 +336,9 @@ impl Journal<'_> {
             self.record(&mut lpath, phase, i, &a.path, result, &mut out)?;
             // Before the actions reverted after this one: one of them may put a file back
             // in the place of such a directory (a restore that deleted a file to recreate
-            // files under a directory of that name).
-            remove_made(i, &mut out);
-        }
-        // And once more for every action, as another's files may have kept one until now.
-        for &i in which.iter().rev() {
+            // files under a directory of that name). Every action that wrote into such a
+            // directory names it (it was missing for each at the plan): the last of them
+            // taken back removes it.
             remove_made(i, &mut out);
         }
         self.sync_touched(&out)?;

@@ -151,6 +151,50 @@ pub struct SkippedPath {
     pub reason: SkipReason,
 }
 
+/// A file the plan wants back whose place holds something of another kind (a directory in
+/// its place or in place of a parent), decided once the other actions are planned.
+struct Wanted {
+    path: RelPath,
+    anchor_seq: u64,
+    sha256: String,
+    size: u64,
+    mode: u32,
+}
+
+impl Wanted {
+    fn recreate(self, missing_dirs: Vec<RelPath>, current: Current) -> PlannedAction {
+        PlannedAction {
+            display: self.path.display(),
+            path: self.path,
+            anchor_seq: self.anchor_seq,
+            action: Action::Recreate {
+                sha256: self.sha256,
+                size: self.size,
+                mode: self.mode,
+                missing_dirs,
+            },
+            current,
+        }
+    }
+
+    fn skipped(self, reason: SkipReason) -> SkippedPath {
+        SkippedPath {
+            display: self.path.display(),
+            path: self.path,
+            anchor_seq: self.anchor_seq,
+            reason,
+        }
+    }
+}
+
+impl RestorePlan {
+    /// Adds `s` to the skipped paths, then puts them in path order.
+    fn skip_sorted(&mut self, s: SkippedPath) {
+        self.skipped.push(s);
+        self.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+}
+
 /// The paths `actions` delete.
 pub(crate) fn deleted_paths(actions: &[PlannedAction]) -> std::collections::HashSet<RelPath> {
     actions
@@ -396,9 +440,9 @@ impl Planner<'_> {
         };
         // Files whose parent is a file now (a directory the agent replaced with a file): they
         // come back when the plan deletes that file (see below).
-        let mut under_a_file: Vec<(RelPath, u64, String, u64, u32)> = Vec::new();
+        let mut under_a_file: Vec<Wanted> = Vec::new();
         // Files replaced by a directory: they come back when the plan empties it.
-        let mut over_a_dir: Vec<(RelPath, u64, String, u64, u32)> = Vec::new();
+        let mut over_a_dir: Vec<Wanted> = Vec::new();
         for (path, anchor_seq, before) in picks {
             let display = path.display();
             let skip = |reason: SkipReason| SkippedPath {
@@ -444,11 +488,20 @@ impl Planner<'_> {
                 }
                 BeforeState::File { sha256, size, mode } => {
                     match self.observe(&path).map_err(|e| observe_err(e, &path))? {
-                        Observed::Blocked(SkipReason::ParentNotDirectory) => {
-                            under_a_file.push((path.clone(), anchor_seq, sha256, size, mode));
-                        }
-                        Observed::Blocked(SkipReason::Directory) => {
-                            over_a_dir.push((path.clone(), anchor_seq, sha256, size, mode));
+                        Observed::Blocked(
+                            kind @ (SkipReason::ParentNotDirectory | SkipReason::Directory),
+                        ) => {
+                            let wanted = Wanted {
+                                path: path.clone(),
+                                anchor_seq,
+                                sha256,
+                                size,
+                                mode,
+                            };
+                            match kind {
+                                SkipReason::Directory => over_a_dir.push(wanted),
+                                _ => under_a_file.push(wanted),
+                            }
                         }
                         Observed::Blocked(reason) => plan.skipped.push(skip(reason)),
                         Observed::Absent(missing) => {
@@ -510,54 +563,32 @@ impl Planner<'_> {
     /// A file replaced by a directory since the target (`rm f && mkdir f && …`) comes back
     /// when that directory holds nothing but files the plan deletes (they did not exist at
     /// the target) and directories, and the plan writes no file in it: the restore deletes
-    /// them, removes the emptied
-    /// directory and writes the file. Its action comes after every other, so the deletions
+    /// them, removes the emptied directory and writes the file. Its action comes after
+    /// every other, so the deletions
     /// run first (and rollback and undo take it back first, before they put those files
     /// back in the directory). A directory holding anything else is skipped, as before
     /// ("is a directory").
     fn recreate_over_emptied_dirs(
         &self,
         plan: &mut RestorePlan,
-        over_a_dir: Vec<(RelPath, u64, String, u64, u32)>,
+        over_a_dir: Vec<Wanted>,
     ) -> Result<(), FsFailure> {
         if over_a_dir.is_empty() {
             return Ok(());
         }
         let deleted = deleted_paths(&plan.actions);
         let mut recreated = Vec::new();
-        let mut skipped = Vec::new();
-        for (path, anchor_seq, sha256, size, mode) in over_a_dir {
-            let display = path.display();
+        for w in over_a_dir {
             // A file the plan writes under the directory keeps it a directory.
             let keeps_a_file = plan
                 .actions
                 .iter()
-                .any(|a| !matches!(a.action, Action::Delete) && path.is_ancestor_of(&a.path));
-            if !keeps_a_file && self.holds_only(&path, &deleted)? {
-                recreated.push(PlannedAction {
-                    action: Action::Recreate {
-                        sha256,
-                        size,
-                        mode,
-                        missing_dirs: Vec::new(),
-                    },
-                    current: Current::Directory,
-                    path,
-                    display,
-                    anchor_seq,
-                });
+                .any(|a| !matches!(a.action, Action::Delete) && w.path.is_ancestor_of(&a.path));
+            if !keeps_a_file && self.holds_only(&w.path, &deleted)? {
+                recreated.push(w.recreate(Vec::new(), Current::Directory));
             } else {
-                skipped.push(SkippedPath {
-                    path,
-                    display,
-                    anchor_seq,
-                    reason: SkipReason::Directory,
-                });
+                plan.skip_sorted(w.skipped(SkipReason::Directory));
             }
-        }
-        if !skipped.is_empty() {
-            plan.skipped.extend(skipped);
-            plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         }
         plan.actions.extend(recreated);
         Ok(())
@@ -626,50 +657,25 @@ impl Planner<'_> {
     /// comes after every other, so the deletion runs first, and names the directory among
     /// the ones it creates, so rollback and undo remove it before they put the file back.
     /// Any other such file is skipped ("a parent component is not a directory").
-    fn recreate_under_deleted_files(
-        &self,
-        plan: &mut RestorePlan,
-        under_a_file: Vec<(RelPath, u64, String, u64, u32)>,
-    ) {
+    fn recreate_under_deleted_files(&self, plan: &mut RestorePlan, under_a_file: Vec<Wanted>) {
         if under_a_file.is_empty() {
             return;
         }
         let deleted = deleted_paths(&plan.actions);
         let mut recreated = Vec::new();
-        let mut skipped = false;
-        for (path, anchor_seq, sha256, size, mode) in under_a_file {
-            let (parents, _) = path.split_last();
+        for w in under_a_file {
+            let parents = w.path.components().count() - 1;
             // The file in the way is the first component that is not a directory; its
             // ancestors are directories, since the plan found it a regular file.
             let blocker =
-                (1..=parents.len()).find(|&n| path.prefix(n).is_some_and(|p| deleted.contains(&p)));
-            let display = path.display();
+                (1..=parents).find(|&n| w.path.prefix(n).is_some_and(|p| deleted.contains(&p)));
             match blocker {
-                Some(n) => recreated.push(PlannedAction {
-                    action: Action::Recreate {
-                        sha256,
-                        size,
-                        mode,
-                        missing_dirs: (n..=parents.len()).filter_map(|i| path.prefix(i)).collect(),
-                    },
-                    current: Current::Absent,
-                    path,
-                    display,
-                    anchor_seq,
-                }),
-                None => {
-                    plan.skipped.push(SkippedPath {
-                        path,
-                        display,
-                        anchor_seq,
-                        reason: SkipReason::ParentNotDirectory,
-                    });
-                    skipped = true;
+                Some(n) => {
+                    let missing_dirs = (n..=parents).filter_map(|i| w.path.prefix(i)).collect();
+                    recreated.push(w.recreate(missing_dirs, Current::Absent));
                 }
+                None => plan.skip_sorted(w.skipped(SkipReason::ParentNotDirectory)),
             }
-        }
-        if skipped {
-            plan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         }
         plan.actions.extend(recreated);
     }

@@ -14,7 +14,7 @@ use rustix::fs::FlockOperation;
 
 use crate::codec::Record;
 use crate::error::{CaptureError, CorruptFile, Fault, FsFailure, SessionError};
-use crate::format::{Entry, EntrySource, Known, SkipReason};
+use crate::format::{BeforeState, Entry, EntrySource, Known, SkipReason};
 use crate::fsio::{DiskMeta, FileId, FileKind, Io, WsFs};
 use crate::log::{FRAME_HEAD, MAX_PAYLOAD, encode_into};
 use crate::path::{RelPath, encode_id};
@@ -478,14 +478,19 @@ pub(crate) fn differs(known: &Known, now: &Known) -> bool {
     }
 }
 
-pub(crate) fn not_capturable(meta: &DiskMeta) -> Option<SkipReason> {
-    match meta.kind {
-        FileKind::Symlink => Some(SkipReason::Symlink),
-        FileKind::Dir => Some(SkipReason::Directory),
-        FileKind::Other => Some(SkipReason::Special),
-        FileKind::File if meta.nlink > 1 => Some(SkipReason::HardLink { nlink: meta.nlink }),
-        FileKind::File => None,
-    }
+/// What a path with metadata `meta` is recorded as by its kind alone, when it is not a
+/// file to read: skipped (a symlink, a special file, a hard-linked file), or absent for a
+/// directory (as a file, the path is absent; the files in the directory are paths of
+/// their own).
+pub(crate) fn not_capturable(meta: &DiskMeta) -> Option<BeforeState> {
+    let reason = match meta.kind {
+        FileKind::Symlink => SkipReason::Symlink,
+        FileKind::Dir => return Some(BeforeState::Absent),
+        FileKind::Other => SkipReason::Special,
+        FileKind::File if meta.nlink > 1 => SkipReason::HardLink { nlink: meta.nlink },
+        FileKind::File => return None,
+    };
+    Some(BeforeState::Skipped { reason })
 }
 
 pub(crate) fn map_read(e: FsFailure, rel: &RelPath) -> CaptureError {
