@@ -26,9 +26,18 @@
  *   - after the same pause, alternated with the turns: one `fs.statSync` of a file and Node's own
  *     synchronous read + write of a 16 KiB file (the goal's baseline).
  *
- * Each session tracks 100 files before the timed rounds (a first turn writes them). Run with
- * Node 24 after `scripts/build.sh`: `node benches/host-first-call.mjs`. `HOST_FIRST_CALL_ROUNDS`
- * (40), `HOST_FIRST_CALL_PAUSE` (ms, 300). Writes target/bench-results/host-first-call.md.
+ * The host with the plugin is run once per session size (\`HOST_FIRST_CALL_TRACKED\`, tracked
+ * files: 100, 1,000, 10,000 and 100,000 by default), the two others at the first size. A set-up
+ * turn makes the files: one \`write\` of the file the rounds rewrite, then one \`bash\` call that
+ * creates the others, a thousand a directory, which the plugin's workspace scan after the
+ * call records as created (so every message re-checks them all, and its scan walks them); the
+ * plugin's file limit is raised above the size first. Its message work is timed too: the
+ * addon's \`recheck\` and \`scan\` of each message, on the thread pool, while the model pauses.
+ * Run with Node 24 after \`scripts/build.sh\`: \`node benches/host-first-call.mjs\`.
+ * \`HOST_FIRST_CALL_ROUNDS\` (30), \`HOST_FIRST_CALL_PAUSE\` (ms, 1000: long enough for the
+ * message's re-check and scan of 100,000 files to be done before the model answers, as a
+ * model's first tool call usually comes seconds after the message), \`HOST_FIRST_CALL_TRACKED\`.
+ * Writes target/bench-results/host-first-call.md.
  */
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -36,15 +45,15 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { startHost, turn, text, tools, gate, gated } from '../tests/host/lib/harness.mjs'
+import { startHost, turn, text, tools, bash, gate, gated } from '../tests/host/lib/harness.mjs'
 import { pluginSettled, rpc } from '../tests/host/plugin-support.mjs'
 import { callContent } from './support/content.mjs'
 import { numbers, ROOT } from './support/options.mjs'
 import { bootstrap, median } from './support/stats.mjs'
 
-const [ROUNDS] = numbers('HOST_FIRST_CALL_ROUNDS', '40')
-const [PAUSE] = numbers('HOST_FIRST_CALL_PAUSE', '300', 0)
-const TRACKED = 100
+const [ROUNDS] = numbers('HOST_FIRST_CALL_ROUNDS', '30')
+const [PAUSE] = numbers('HOST_FIRST_CALL_PAUSE', '1000', 0)
+const SIZES = numbers('HOST_FIRST_CALL_TRACKED', '100,1000,10000,100000', 2)
 const SIZE = 16 * 1024
 const FILE = 'src/app/w.ts'
 const content = callContent(SIZE)
@@ -53,7 +62,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // The plugin loads its addon from `native/` next to `lib/`: the same module as this require, so
 // timing its class's methods here times the plugin's own calls.
 const { BindingStore } = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
-/** The addon calls of the current round, by name: `{ us, queued }`. */
+/** The addon calls of the current round, by name: `{ us, queued }` (`queued`: a promise of the thread pool's work). */
 let addonCalls = []
 for (const name of ['captureNow', 'commitNow']) {
   const original = BindingStore.prototype[name]
@@ -64,20 +73,32 @@ for (const name of ['captureNow', 'commitNow']) {
     return out
   }
 }
+/** The message's work of the current round on the thread pool, by name: `{ ms }` from the call to its promise's settling. */
+let messageCalls = []
+for (const name of ['recheck', 'scan']) {
+  const original = BindingStore.prototype[name]
+  BindingStore.prototype[name] = function (...args) {
+    const t = performance.now()
+    const out = original.apply(this, args)
+    const done = () => messageCalls.push({ name, ms: performance.now() - t })
+    out.then(done, done)
+    return out
+  }
+}
 
 const tmp = await mkdtemp(join(tmpdir(), 'host-first-call-'))
 
 /**
- * A host with or without the plugin, its session tracking `TRACKED` files; `backups` off: the
+ * A host with or without the plugin, its session tracking `tracked` files; `backups` off: the
  * plugin loaded, its backups turned off for the session after the set-up (it then captures,
  * scans and re-checks nothing, while its listeners still run).
  */
-async function boot(withPlugin, backups = withPlugin) {
-  const name = withPlugin ? (backups ? 'with' : 'off') : 'without'
+async function boot(withPlugin, tracked, backups = withPlugin) {
+  const name = `${withPlugin ? (backups ? 'with' : 'off') : 'without'}-${tracked}`
   const dshHome = join(tmp, `home-${name}`)
   const workspace = join(tmp, `ws-${name}`)
   const plugins = withPlugin ? [[await import(join(ROOT, 'lib', 'index.js')), { dshHome }]] : []
-  const host = await startHost({ workspace, dshHome, plugins, invariants: false, script: [], webServer: true, settings: true })
+  const host = await startHost({ workspace, dshHome, plugins, invariants: false, script: [], webServer: true, settings: true, shell: true })
   /** `tool/call` to `tool/result`, by call id (ms). */
   const spans = new Map()
   const started = new Map()
@@ -90,17 +111,28 @@ async function boot(withPlugin, backups = withPlugin) {
     }
   })
   const agent = await host.createAgent(`first-call-${name}`)
-  const calls = [{ name: 'write', id: 'setup-w', args: { file_path: FILE, content: content(-1).toString('latin1') } }]
-  for (let i = 1; i < TRACKED; i++) calls.push({ name: 'write', id: `setup-${i}`, args: { file_path: `src/t/f${i}.txt`, content: `file ${i}\n` } })
-  host.addTurns(turn(tools(...calls), text('set up')))
+  const sessionId = agent.session.header.id
+  const settings = async (patch) => {
+    const set = await rpc(host, 'settings.update', { sessionId, patch })
+    for (const [k, v] of Object.entries(patch)) if (set.json?.value?.[k] !== v) throw new Error(`settings.update: ${JSON.stringify(set.json)}`)
+  }
+  // The scan covers the workspace whole (its default limit is 100,000 files).
+  if (withPlugin) await settings({ maxFiles: 4 * tracked + 1000 })
+  // The file the rounds rewrite, then the others, made by the shell (the scan after the call
+  // records them as created: tracked from then on).
+  // A thousand files a directory, as in a project's tree.
+  const dirs = Math.ceil(tracked / 1000)
+  const made = `for d in $(seq 0 ${dirs - 1}); do mkdir -p src/t/d$d; done && awk 'BEGIN { for (i = 1; i < ${tracked}; i++) { f = "src/t/d" int(i / 1000) "/f" i ".txt"; print "file " i > f; close(f) } }'`
+  host.addTurns(turn(
+    tools({ name: 'write', id: 'setup-w', args: { file_path: FILE, content: content(-1).toString('latin1') } }),
+    bash(made, { id: 'setup-files' }),
+    text('set up'),
+  ))
   await host.sendUser(agent, 'set up')
   if (withPlugin) await pluginSettled(host, agent)
-  for (const c of calls) if (spans.get(c.id)?.isError !== false) throw new Error(`set-up call ${c.id} failed`)
-  if (withPlugin && !backups) {
-    const set = await rpc(host, 'settings.update', { sessionId: agent.session.header.id, patch: { backups: false } })
-    if (set.json?.value?.backups !== false) throw new Error(`settings.update: ${JSON.stringify(set.json)}`)
-  }
-  return { host, agent, spans, withPlugin: withPlugin && backups, name, workspace }
+  for (const id of ['setup-w', 'setup-files']) if (spans.get(id)?.isError !== false) throw new Error(`set-up call ${id} failed in the host ${name}`)
+  if (withPlugin && !backups) await settings({ backups: false })
+  return { host, agent, spans, withPlugin: withPlugin && backups, name, tracked, workspace }
 }
 
 /** One turn of `h`: the message, the model's pause, one write of the file. */
@@ -110,6 +142,7 @@ async function round(h, r) {
   const id = `first-${r}`
   h.host.addTurns(turn(gated(g, tools({ name: 'write', id, args: { file_path: FILE, content: content(r).toString('latin1') } })), text('done')))
   addonCalls = []
+  messageCalls = []
   await h.host.sendUser(h.agent, `round ${r}`)
   if (h.withPlugin) await pluginSettled(h.host, h.agent)
   const span = h.spans.get(id)
@@ -120,7 +153,8 @@ async function round(h, r) {
   if (capture.length !== expected || commit.length !== expected) {
     throw new Error(`round ${r}, host ${h.name}: expected ${expected} capture and commit, saw ${capture.length} and ${commit.length}`)
   }
-  return { span: span.ms * 1000, capture: capture[0], commit: commit[0] }
+  const message = (name) => messageCalls.filter((c) => c.name === name).reduce((sum, c) => sum + c.ms, 0)
+  return { span: span.ms * 1000, capture: capture[0], commit: commit[0], recheck: message('recheck'), scan: message('scan') }
 }
 
 const probeFile = join(tmp, 'probe.ts')
@@ -139,44 +173,79 @@ async function probe(name, r) {
   return (performance.now() - t) * 1000
 }
 
-const withPlugin = await boot(true)
-const off = await boot(true, false)
-const without = await boot(false)
+/** The hosts with the plugin, one per size; the first is also the breakdown's. */
+const sized = []
+for (const n of SIZES) sized.push(await boot(true, n))
+const withPlugin = sized[0]
+const off = await boot(true, SIZES[0], false)
+const without = await boot(false, SIZES[0])
 const rows = []
 for (let r = 0; r < ROUNDS; r++) {
-  const out = {}
+  const out = { sized: [] }
   const steps = [
-    async () => { out.with = await round(withPlugin, r) },
+    ...sized.map((h, k) => async () => { out.sized[k] = await round(h, r) }),
     async () => { out.without = await round(without, r) },
     async () => { out.off = await round(off, r) },
     async () => { out.stat = await probe('stat', r) },
     async () => { out.readWrite = await probe('readWrite', r) },
   ]
   for (let k = 0; k < steps.length; k++) await steps[(k + r) % steps.length]()
+  out.with = out.sized[0]
   rows.push(out)
 }
-for (const h of [withPlugin, off, without]) await h.host.dispose()
+for (const h of [...sized, off, without]) await h.host.dispose()
 await rm(tmp, { recursive: true, force: true })
 
 const us = (v) => `${v.toFixed(1)} µs`
-const ci = (xs) => bootstrap(xs.map((x) => [x]), median).map(us).join(' to ')
-const inline = rows.filter((r) => !r.with.capture.queued && !r.with.commit.queued)
-const capture = inline.map((r) => r.with.capture.us)
-const commit = inline.map((r) => r.with.commit.us)
-const both = inline.map((r) => r.with.capture.us + r.with.commit.us)
+const ms = (v) => `${v.toFixed(1)} ms`
+const ci = (xs, unit = us) => bootstrap(xs.map((x) => [x]), median).map(unit).join(' to ')
+/** The rounds of host `k` whose two calls ran on the host's thread. */
+const inlineOf = (k) => rows.map((r) => r.sized[k]).filter((c) => !c.capture.queued && !c.commit.queued)
+const inline = inlineOf(0)
+const capture = inline.map((c) => c.capture.us)
+const commit = inline.map((c) => c.commit.us)
+const both = inline.map((c) => c.capture.us + c.commit.us)
 const added = rows.map((r) => r.with.span - r.without.span)
 const work = rows.map((r) => r.with.span - r.off.span)
 const listening = rows.map((r) => r.off.span - r.without.span)
 const readWrite = median(rows.map((r) => r.readWrite))
 const call = median(both)
+const goal = (v) => `≤ 100 µs: ${v <= 100 ? 'met' : '**not met**'}; ≤ 1.5× Node's read + write: ${(v / readWrite).toFixed(2)}×`
+const bySize = SIZES.map((n, k) => {
+  const calls = inlineOf(k)
+  const sum = calls.map((c) => c.capture.us + c.commit.us)
+  return {
+    n,
+    inline: calls.length,
+    call: median(sum),
+    interval: ci(sum),
+    capture: median(calls.map((c) => c.capture.us)),
+    commit: median(calls.map((c) => c.commit.us)),
+    span: median(rows.map((r) => r.sized[k].span)),
+    recheck: median(rows.map((r) => r.sized[k].recheck)),
+    scan: median(rows.map((r) => r.sized[k].scan)),
+  }
+})
+const calls = bySize.map((b) => b.call)
+const curve = Math.max(...calls) / Math.min(...calls)
 const lines = [
   `## A turn's first call on the host (\`benches/host-first-call.mjs\`)`,
   '',
-  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin and of one without (a session of its own each, ${TRACKED} files tracked, "Track every change" on): the user's message, the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; a third host has the plugin loaded with its backups off for the session; the plugin's calls made on the host's thread (${inline.length} of ${rows.length} rounds; the others went to the addon's thread pool).`,
+  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off, DSH's \`bash\` tool mounted), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin per session size (${SIZES.map((n) => n.toLocaleString('en-US')).join(', ')} tracked files, made by a \`bash\` call of the set-up turn; "Track every change" on) and of one without the plugin: the user's message (with the plugin, its re-check of the tracked files and its workspace scan, on the thread pool), the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; a third host has the plugin loaded with its backups off for the session (at ${SIZES[0].toLocaleString('en-US')} files, as the host without it).`,
+  '',
+  `By session size: the plugin's capture + commit of the turn's first call, timed in place on the host's thread (the rounds in which both ran there; a call handed to the addon's thread pool is counted apart), and the message's work before it.`,
+  '',
+  "| tracked files | capture + commit of the turn's first call | 95 % interval | its capture + commit | rounds on the host's thread | the tool call, `tool/call` to `tool/result` | the message's re-check | its workspace scan | goals |",
+  '|---:|---:|---|---:|---:|---:|---:|---:|---|',
+  ...bySize.map((b) => `| ${b.n.toLocaleString('en-US')} | ${us(b.call)} | ${b.interval} | ${us(b.capture)} + ${us(b.commit)} | ${b.inline} of ${rows.length} | ${us(b.span)} | ${ms(b.recheck)} | ${ms(b.scan)} | ${goal(b.call)} |`),
+  '',
+  `Curve max / min of the first call's capture + commit: ${curve.toFixed(2)} (goal ≤ 1.2: ${curve <= 1.2 ? 'met' : '**not met**'}).`,
+  '',
+  `At ${SIZES[0].toLocaleString('en-US')} tracked files, with the host without the plugin and the one with its backups off:`,
   '',
   '| | median | 95 % interval | goal |',
   '|---|---:|---|---|',
-  `| the plugin's capture + commit of the turn's first call | ${us(call)} | ${ci(both)} | ≤ 100 µs: ${call <= 100 ? 'met' : '**not met**'}; ≤ 1.5× Node's read + write: ${(call / readWrite).toFixed(2)}× |`,
+  `| the plugin's capture + commit of the turn's first call | ${us(call)} | ${ci(both)} | ${goal(call)} |`,
   `| its capture (before the write) | ${us(median(capture))} | ${ci(capture)} | — |`,
   `| its commit (after the write) | ${us(median(commit))} | ${ci(commit)} | — |`,
   `| the tool call, \`tool/call\` to \`tool/result\`, with the plugin | ${us(median(rows.map((r) => r.with.span)))} | ${ci(rows.map((r) => r.with.span))} | — |`,
