@@ -451,11 +451,70 @@ impl WsFs {
         }
     }
 
+    /// Walks the tree inside `dir` (the workspace's `rel`) depth-first, following nothing:
+    /// `file` is asked of every entry that is not a directory, `left` of every directory
+    /// once its own tree was walked (given the directory that holds it and its name).
+    /// `false` as soon as either answers `false`, or when an entry cannot be listed,
+    /// opened or named, or the tree is more than 64 levels deep.
+    pub(crate) fn walk_tree(
+        &self,
+        dir: &Dir,
+        rel: &RelPath,
+        file: &mut dyn FnMut(&RelPath) -> bool,
+        left: &mut LeftDir<'_>,
+    ) -> Result<bool, FsFailure> {
+        self.walk_tree_from(dir, rel, 0, file, left)
+    }
+
+    fn walk_tree_from(
+        &self,
+        dir: &Dir,
+        rel: &RelPath,
+        depth: usize,
+        file: &mut dyn FnMut(&RelPath) -> bool,
+        left: &mut LeftDir<'_>,
+    ) -> Result<bool, FsFailure> {
+        if depth > 64 {
+            return Ok(false);
+        }
+        self.check(FsOp::ReadDir, rel)?;
+        let Ok(entries) = dir.entries() else {
+            return Ok(false);
+        };
+        for e in entries {
+            let Ok(e) = e else { return Ok(false) };
+            let name = e.file_name();
+            let name = name.as_bytes();
+            let Ok(child) = RelPath::from_bytes(&[rel.as_bytes(), b"/", name].concat()) else {
+                return Ok(false);
+            };
+            if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                if !file(&child) {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let Some(sub) = super::open_sub(dir, name) else {
+                return Ok(false);
+            };
+            if !self.walk_tree_from(&sub, &child, depth + 1, file, left)?
+                || !left(dir, name, &child)?
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Removes a temp file after a failure (best effort, not seam-checked: cleanup only).
     pub fn discard_tmp(&self, dir: &impl AsFd, tmp: &[u8]) {
         let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(tmp), AtFlags::empty());
     }
 }
+
+/// What [`WsFs::walk_tree`] asks of a directory whose tree it walked: given the directory
+/// holding it, its name and its path, whether the walk goes on.
+pub(crate) type LeftDir<'a> = dyn FnMut(&Dir, &[u8], &RelPath) -> Result<bool, FsFailure> + 'a;
 
 /// Most paths one worker takes in a row from one directory (so that a large directory is
 /// still shared out among the threads).

@@ -4,7 +4,6 @@
 use super::*;
 
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt;
 
 use cap_std::fs::Dir;
 
@@ -14,7 +13,7 @@ use crate::format::{RECORD_VERSION, to_json};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::{RelPath, encode_id};
 use crate::plan::{Action, Current, RestorePlan};
-use crate::seam::{Area, CrashPoint, FsOp};
+use crate::seam::CrashPoint;
 use crate::session::Session;
 
 /// Why a rescue copy could not be made.
@@ -499,46 +498,14 @@ impl Journal<'_> {
         let Some(dir) = crate::fsio::open_sub(parent, name) else {
             return Ok(false);
         };
-        Ok(
-            !(self.only_empty_dirs(&dir, rel, 0)?
-                && self.s.ws.rmdir_if_empty(parent, name, rel)?),
-        )
+        Ok(!(self.only_empty_dirs(&dir, rel)? && self.s.ws.rmdir_if_empty(parent, name, rel)?))
     }
 
     /// Removes the empty-directory tree inside `dir`; `true` when `dir` is empty then.
-    fn only_empty_dirs(&self, dir: &Dir, rel: &RelPath, depth: usize) -> Result<bool, FsFailure> {
-        if depth > 64 {
-            return Ok(false);
-        }
-        self.s
-            .ws
-            .io
-            .check(FsOp::ReadDir, Area::Workspace, rel.as_path())?;
-        let Ok(entries) = dir.entries() else {
-            return Ok(false);
-        };
-        for e in entries {
-            let Ok(e) = e else { return Ok(false) };
-            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if !is_dir {
-                return Ok(false);
-            }
-            let name = e.file_name();
-            let Ok(child_rel) =
-                RelPath::from_bytes(&[rel.as_bytes(), b"/", name.as_bytes()].concat())
-            else {
-                return Ok(false);
-            };
-            let Some(child) = crate::fsio::open_sub(dir, name.as_bytes()) else {
-                return Ok(false);
-            };
-            if !self.only_empty_dirs(&child, &child_rel, depth + 1)? {
-                return Ok(false);
-            }
-            if !self.s.ws.rmdir_if_empty(dir, name.as_bytes(), &child_rel)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    fn only_empty_dirs(&self, dir: &Dir, rel: &RelPath) -> Result<bool, FsFailure> {
+        let ws = &self.s.ws;
+        ws.walk_tree(dir, rel, &mut |_| false, &mut |parent, name, child| {
+            ws.rmdir_if_empty(parent, name, child)
+        })
     }
 }

@@ -609,46 +609,12 @@ impl Planner<'_> {
         let Some(dir) = crate::fsio::open_sub(&parent, name) else {
             return Ok(false);
         };
-        self.tree_holds_only(&dir, rel, deleted, 0)
-    }
-
-    fn tree_holds_only(
-        &self,
-        dir: &cap_std::fs::Dir,
-        rel: &RelPath,
-        deleted: &std::collections::HashSet<RelPath>,
-        depth: usize,
-    ) -> Result<bool, FsFailure> {
-        use std::os::unix::ffi::OsStrExt;
-        if depth > 64 {
-            return Ok(false);
-        }
-        self.s
-            .ws
-            .io
-            .check(crate::seam::FsOp::ReadDir, Area::Workspace, rel.as_path())?;
-        let Ok(entries) = dir.entries() else {
-            return Ok(false);
-        };
-        for e in entries {
-            let Ok(e) = e else { return Ok(false) };
-            let name = e.file_name();
-            let Ok(child) = RelPath::from_bytes(&[rel.as_bytes(), b"/", name.as_bytes()].concat())
-            else {
-                return Ok(false);
-            };
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                let Some(sub) = crate::fsio::open_sub(dir, name.as_bytes()) else {
-                    return Ok(false);
-                };
-                if !self.tree_holds_only(&sub, &child, deleted, depth + 1)? {
-                    return Ok(false);
-                }
-            } else if !deleted.contains(&child) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        self.s.ws.walk_tree(
+            &dir,
+            rel,
+            &mut |child| deleted.contains(child),
+            &mut |_, _, _| Ok(true),
+        )
     }
 
     /// A file whose parent directory was replaced by a file since the target (`rm -rf d &&
