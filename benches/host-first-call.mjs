@@ -117,7 +117,7 @@ async function boot(withPlugin, tracked, backups = withPlugin) {
     for (const [k, v] of Object.entries(patch)) if (set.json?.value?.[k] !== v) throw new Error(`settings.update: ${JSON.stringify(set.json)}`)
   }
   // The scan covers the workspace whole (its default limit is 100,000 files).
-  if (withPlugin) await settings({ maxFiles: 4 * tracked + 1000 })
+  if (withPlugin) await settings({ maxFiles: tracked + 1000 })
   // The file the rounds rewrite, then the others, made by the shell (the scan after the call
   // records them as created: tracked from then on).
   // A thousand files a directory, as in a project's tree.
