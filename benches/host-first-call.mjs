@@ -62,29 +62,27 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // The plugin loads its addon from `native/` next to `lib/`: the same module as this require, so
 // timing its class's methods here times the plugin's own calls.
 const { BindingStore } = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
+/** Times every call of the `BindingStore` methods `names` in place: `record(name, start, returned)` right after it returns. */
+function timeCalls(names, record) {
+  for (const name of names) {
+    const original = BindingStore.prototype[name]
+    BindingStore.prototype[name] = function (...args) {
+      const t = performance.now()
+      const out = original.apply(this, args)
+      record(name, t, out)
+      return out
+    }
+  }
+}
 /** The addon calls of the current round, by name: `{ us, queued }` (`queued`: a promise of the thread pool's work). */
 let addonCalls = []
-for (const name of ['captureNow', 'commitNow']) {
-  const original = BindingStore.prototype[name]
-  BindingStore.prototype[name] = function (...args) {
-    const t = performance.now()
-    const out = original.apply(this, args)
-    addonCalls.push({ name, us: (performance.now() - t) * 1000, queued: out !== undefined })
-    return out
-  }
-}
+timeCalls(['captureNow', 'commitNow'], (name, t, out) => addonCalls.push({ name, us: (performance.now() - t) * 1000, queued: out !== undefined }))
 /** The message's work of the current round on the thread pool, by name: `{ ms }` from the call to its promise's settling. */
 let messageCalls = []
-for (const name of ['recheck', 'scan']) {
-  const original = BindingStore.prototype[name]
-  BindingStore.prototype[name] = function (...args) {
-    const t = performance.now()
-    const out = original.apply(this, args)
-    const done = () => messageCalls.push({ name, ms: performance.now() - t })
-    out.then(done, done)
-    return out
-  }
-}
+timeCalls(['recheck', 'scan'], (name, t, out) => {
+  const done = () => messageCalls.push({ name, ms: performance.now() - t })
+  out.then(done, done)
+})
 
 const tmp = await mkdtemp(join(tmpdir(), 'host-first-call-'))
 
