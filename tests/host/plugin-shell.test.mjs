@@ -333,6 +333,36 @@ test('a path that is a directory, then a file, then a directory again over four 
   assert.deepEqual(await tree(ws), before('two'), 'undone')
 })
 
+test('a directory the shell moves in a later turn comes back, and its files at the new place go', async (t) => {
+  // Files moved with their directory keep their status times, older than the scans of the
+  // turn: the scan before the call listed the directory that holds them now without them.
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(bash('true'), text('zero')),
+      turn(bash('mkdir -p lib && mv src lib/core && mv notes docs'), text('one')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await put(join(ws, 'src/main.c'), 'int main() { return 0; }\n')
+  await put(join(ws, 'src/util/u.c'), 'int u;\n')
+  await put(join(ws, 'notes'), 'a file renamed\n')
+  const agent = await host.createAgent('moved-dir-session')
+  await host.sendUser(agent, 'zero')
+  const sent = await tree(ws)
+  // Older than the window in which a scan reads a file changed just before it.
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  await host.sendUser(agent, 'one')
+  assert.equal(existsSync(join(ws, 'lib/core/util/u.c')), true)
+  const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'one')}`)
+  assert.equal(result.kind, 'success', result.text)
+  assert.deepEqual(await tree(ws), sent, 'src and notes back; lib, made by the call, gone')
+  assert.equal((await host.runCommand(agent, '/rewind undo')).result.kind, 'success')
+  assert.equal(await readFile(join(ws, 'lib/core/util/u.c'), 'utf8'), 'int u;\n', 'the undo puts the move back')
+  assert.equal(existsSync(join(ws, 'src')), false)
+})
+
 test('the first edits of project files the baseline stored name its copy, and a rewind brings them back', async (t) => {
   // Content only the workspace's first scan (the baseline) copied into the store.
   const project = 'a project line the baseline copied\n'.repeat(200)

@@ -256,6 +256,10 @@ impl WorkspaceScan<'_> {
             max_files: req.max_files,
             progress_batch: req.progress_batch,
             threads: req.threads,
+            prev: st
+                .scan_seen
+                .as_ref()
+                .and_then(|v| Some((v.index_at, v.absence.as_ref()?))),
         };
         let out = run(&mut locked, &self.s.ws, &root, &limits)?;
         // The index's entries kept in this log were checked against it (`run`): so they

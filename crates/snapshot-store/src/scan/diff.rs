@@ -71,6 +71,10 @@ pub(crate) struct Limits<'a> {
     pub max_files: u64,
     pub progress_batch: usize,
     pub threads: usize,
+    /// What the walk of the scan before this one saw (its directories listed to their
+    /// end and the names in them), with the `scanned_at` of the index it left; used only
+    /// when the index loaded is that one (see [`change_kind`]).
+    pub prev: Option<(u64, &'a super::Absence)>,
 }
 
 /// The result of [`run`].
@@ -165,12 +169,15 @@ fn change_kind(
     old: Option<&IdxEntry>,
     new: Option<&IdxEntry>,
     racy_before: u64,
+    moved_in: bool,
 ) -> Option<ChangeKind> {
     match (old, new) {
         (None, Some(n)) => {
             // Out of scope before (e.g. un-ignored) rather than created: its status has not
-            // changed since before the previous scan.
-            if n.stat.ctime_total() < racy_before {
+            // changed since before the previous scan. Unless it `moved_in`: the previous
+            // walk listed the directory that would have held it, and it was not there (a
+            // directory renamed or moved in since: its files keep their status times).
+            if n.stat.ctime_total() < racy_before && !moved_in {
                 None
             } else {
                 Some(ChangeKind::Created)
@@ -356,6 +363,20 @@ pub(crate) fn run(
         }
     }
     work.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // The new paths the previous walk saw were absent (see `change_kind`), looked up while
+    // the index is still the one that walk left.
+    let prev = limits
+        .prev
+        .filter(|(at, _)| had_index && *at == ix.scanned_at)
+        .map(|(_, a)| a);
+    let moved_in: Vec<bool> = work
+        .iter()
+        .map(|(p, st, old)| {
+            old.is_none()
+                && st.ctime_total() < racy_before
+                && prev.is_some_and(|a| a.absent(p, |q| ix.entries().contains_key(q)).is_some())
+        })
+        .collect();
     let mut results: Vec<Option<Hashed>> = vec![None; work.len()];
     let mut to_hash: Vec<usize> = Vec::new();
     for (i, (_, st, _)) in work.iter().enumerate() {
@@ -486,7 +507,7 @@ pub(crate) fn run(
                     cov: Coverage::Kept(_),
                     ..
                 },
-            )) => change_kind(work[i].2.as_ref(), Some(e), racy_before).is_none(),
+            )) => change_kind(work[i].2.as_ref(), Some(e), racy_before, moved_in[i]).is_none(),
             _ => false,
         };
         let redo: Vec<usize> = to_log.iter().copied().filter(|&i| fresh(i)).collect();
@@ -544,7 +565,7 @@ pub(crate) fn run(
                 Some(Hashed::Entry(e)) => Some(e.clone()),
                 _ => None,
             };
-            if let Some(kind) = change_kind(old.as_ref(), new.as_ref(), racy_before) {
+            if let Some(kind) = change_kind(old.as_ref(), new.as_ref(), racy_before, moved_in[i]) {
                 out.changes.push(Change {
                     path: p.clone(),
                     kind,

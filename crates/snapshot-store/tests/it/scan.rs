@@ -157,6 +157,41 @@ fn every_kind_of_shell_change_comes_back_exactly() {
 }
 
 #[test]
+fn a_directory_a_later_call_moves_comes_back_and_its_files_at_the_new_place_go() {
+    // A directory renamed or moved in (`mv d g/h`) keeps its files' status times, older
+    // than the scan before the call: they are still the call's creations, as that scan's
+    // walk listed the directory that holds them now without them. A directory that comes
+    // into scope as the call edits `.ignore` holds files that walk saw the name of (ignored)
+    // and were there before: not created.
+    let env = Env::new();
+    env.write("d/c", b"c0");
+    env.write("d/e/f", b"f0");
+    env.write("build/o", b"an ignored build output");
+    env.write(".ignore", b"build/\n");
+    let store = env.store();
+    let s = env.session(&store);
+    scan(&s, ScanPhase::Boundary, 1, None);
+    // A later turn, the files older than its scans' window of changes made just before.
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    scan(&s, ScanPhase::Boundary, 2, None);
+    let at2 = tree(&env.cwd);
+    let r = call(&s, 2, "bash-1", || {
+        std::fs::create_dir_all(env.p("g")).expect("mkdir");
+        std::fs::rename(env.p("d"), env.p("g/h")).expect("mv");
+        env.write(".ignore", b"# nothing ignored now\n");
+    });
+    assert_eq!(names(&r.created), ["g/h/c", "g/h/e/f"], "{r:?}");
+    assert_eq!(names(&r.deleted), ["d/c", "d/e/f"], "{r:?}");
+    assert_eq!(names(&r.modified), [".ignore"], "{r:?}");
+    restore_to(&s, 2, "op");
+    assert_eq!(tree(&env.cwd), at2, "d back, g/h gone, build/o kept");
+    assert!(
+        !env.p("g").exists(),
+        "the directory the call made is removed"
+    );
+}
+
+#[test]
 fn a_failed_call_still_records_what_it_changed() {
     let env = Env::new();
     env.write("a.txt", b"one");
