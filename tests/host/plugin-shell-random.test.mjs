@@ -14,25 +14,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { lstat, readFile, readdir } from 'node:fs/promises'
 import { turn, text, write, bash } from './lib/harness.mjs'
-import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
+import { bootWithPlugin, put, textOf, tree } from './plugin-support.mjs'
 
-/** Every file under `dir` (relative path → executable bit and content), `.git` left out. */
-async function files(dir) {
-  const out = {}
-  async function walk(rel) {
-    for (const name of (await readdir(join(dir, rel))).sort()) {
-      if (name === '.git') continue
-      const r = rel === '' ? name : `${rel}/${name}`
-      const st = await lstat(join(dir, r))
-      if (st.isDirectory()) await walk(r)
-      else out[r] = `${(st.mode & 0o111) !== 0 ? 'x' : '-'} ${(await readFile(join(dir, r))).toString()}`
-    }
-  }
-  await walk('')
-  return out
-}
+/** Every file under `dir` (executable bit and bytes): directories as such are not compared. */
+const files = (dir) => tree(dir, { dirs: false })
 
 /** A small deterministic generator of numbers in [0, 1). */
 function random(seed) {

@@ -15,28 +15,7 @@ import { existsSync, readlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { readFile, readdir, writeFile, chmod, mkdtemp, rm } from 'node:fs/promises'
 import { turn, text, read, write, edit, bash, tools, gate, gated, PROVIDER, MODEL } from './lib/harness.mjs'
-import { bootWithPlugin, humanSeq, pluginSettled, put, rpc, BINARY } from './plugin-support.mjs'
-
-/** Every regular file under `dir` (relative path → bytes + executable bit), `.git` excluded. */
-async function tree(dir) {
-  const { readdir, lstat } = await import('node:fs/promises')
-  const out = {}
-  async function walk(rel) {
-    for (const name of (await readdir(join(dir, rel))).sort()) {
-      if (name === '.git') continue
-      const r = rel === '' ? name : `${rel}/${name}`
-      const st = await lstat(join(dir, r))
-      if (st.isDirectory()) {
-        out[`${r}/`] = 'dir'
-        await walk(r)
-      } else {
-        out[r] = `${(st.mode & 0o111) !== 0 ? 'x' : '-'} ${(await readFile(join(dir, r))).toString('base64')}`
-      }
-    }
-  }
-  await walk('')
-  return out
-}
+import { bootWithPlugin, humanSeq, pluginSettled, put, rpc, tree, BINARY } from './plugin-support.mjs'
 
 /** Rewind `agent` to its message `message` and check that the job's `created` file is gone and keep.txt is back. */
 async function rewindUndoesJob(host, agent, message, created) {

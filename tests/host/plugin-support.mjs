@@ -3,7 +3,7 @@
  * DSH spine (tests/host/lib/harness.mjs) with the built plugin (lib/index.js + native/ addon),
  * call its RPC route over real HTTP, and read workspace files.
  */
-import { readFile, writeFile, mkdir, mkdtemp } from 'node:fs/promises'
+import { readFile, writeFile, mkdir, mkdtemp, readdir, lstat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { existsSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
@@ -75,6 +75,30 @@ export async function bytes(path) {
 export async function snapshot(workspace, names) {
   const out = {}
   for (const name of names) out[name] = await bytes(join(workspace, name))
+  return out
+}
+
+/**
+ * Every entry under `dir`, `.git` left out: a file as its executable bit and its bytes
+ * (base64), a directory as `'dir'` under its path with a trailing `/` (left out with
+ * `{ dirs: false }`).
+ */
+export async function tree(dir, { dirs = true } = {}) {
+  const out = {}
+  async function walk(rel) {
+    for (const name of (await readdir(join(dir, rel))).sort()) {
+      if (name === '.git') continue
+      const r = rel === '' ? name : `${rel}/${name}`
+      const st = await lstat(join(dir, r))
+      if (st.isDirectory()) {
+        if (dirs) out[`${r}/`] = 'dir'
+        await walk(r)
+      } else {
+        out[r] = `${(st.mode & 0o111) !== 0 ? 'x' : '-'} ${(await readFile(join(dir, r))).toString('base64')}`
+      }
+    }
+  }
+  await walk('')
   return out
 }
 
