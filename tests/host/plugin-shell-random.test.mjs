@@ -8,17 +8,42 @@
  * after an undo, those it held before the rewind. Directories as such are not compared (an
  * empty directory the agent made stays, by design: `docs/tracking-boundary.md`).
  *
+ * The second test also changes files by hand between turns (written, appended to, deleted),
+ * as a user does. A rewind then brings back each file as it was before its first change since
+ * the message that counts: a tool call's (also one a later call undid), or one by hand to a
+ * file a tool call had touched before (the message's re-check records it), or an undo's; a
+ * change by hand to a file no tool call touched before it is the user's, and stays, and a
+ * file that would come back in the way of one that stays is skipped.
+ *
  * `REWIND_RANDOM_SEEDS` (e.g. `1-500`) runs other seeds than the default 1-40; a failure names
  * its seed and the session's steps.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
+import { appendFile, rm } from 'node:fs/promises'
+import { lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { turn, text, write, bash } from './lib/harness.mjs'
-import { bootWithPlugin, put, textOf, tree } from './plugin-support.mjs'
+import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
 
-/** Every file under `dir` (executable bit and bytes): directories as such are not compared. */
-const files = (dir) => tree(dir, { dirs: false })
+/**
+ * Every file under `dir` (executable bit and bytes), `.git` left out: directories as such are not
+ * compared. Read at once (also in a listener of the host's events, between two tool calls).
+ */
+function files(dir) {
+  const out = {}
+  const walk = (rel) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      if (name === '.git') continue
+      const r = rel === '' ? name : `${rel}/${name}`
+      const st = lstatSync(join(dir, r))
+      if (st.isDirectory()) walk(r)
+      else out[r] = `${(st.mode & 0o111) !== 0 ? 'x' : '-'} ${readFileSync(join(dir, r)).toString('base64')}`
+    }
+  }
+  walk('')
+  return out
+}
 
 /** A small deterministic generator of numbers in [0, 1). */
 function random(seed) {
@@ -65,7 +90,22 @@ function seqOf(agent, text) {
   return event.seq
 }
 
-async function playSeed(seed) {
+/** A change by hand of one of a few paths (it may fail: a parent that is a file, no such file). */
+async function byHand(r, ws, n) {
+  const p = ['a', 'b', 'd/c', 'd/e/f', 'g/h', 'x.sh', 'u/v'][Math.floor(r() * 7)]
+  const k = Math.floor(r() * 3)
+  try {
+    if (k === 0) await put(join(ws, p), `U${n}\n`)
+    else if (k === 1) await appendFile(join(ws, p), `UA${n}\n`)
+    else await rm(join(ws, p))
+  } catch {}
+  return `${['write', 'append to', 'delete'][k]} ${p} by hand`
+}
+
+/** The paths whose entries differ between two trees. */
+const differ = (x, y) => new Set([...Object.keys(x), ...Object.keys(y)].filter((p) => x[p] !== y[p]))
+
+async function playSeed(seed, { hand = false } = {}) {
   const r = random(seed)
   const steps = []
   const host = await bootWithPlugin({ shell: true, script: [] })
@@ -77,9 +117,27 @@ async function playSeed(seed) {
     await put(join(ws, 'x.sh'), '#!/bin/sh\n')
     const agent = await host.createAgent(`random-${seed}`)
     const context = () => `seed ${seed}:\n${steps.join('\n')}`
-    /** The conversation's messages, each with the files as they were when it was sent. */
+    /**
+     * The conversation's messages, each with the files as they were when it was sent (`sent`),
+     * the files its turn changed (`changed`), and the files changed since the turn before that
+     * a message's re-check records (`between`: by hand, of files the agent had touched, or by
+     * an undo) with what they were before (`prior`).
+     */
     let messages = []
+    /** Every file a turn has changed so far. */
+    const touched = new Set()
+    /** Changes recorded at the next message: made before a message a rewind removed, or by an undo. */
+    let pending = { between: new Set(), prior: {} }
     let n = 0
+    /** The files after the turn's last tool call so far, and what its calls changed. */
+    let last = null
+    const stepChanges = new Set()
+    host.ctx.on('session/event', (session, event) => {
+      if (event.type !== 'tool/result' || last === null) return
+      const now = files(ws)
+      for (const p of differ(last, now)) stepChanges.add(p)
+      last = now
+    })
     const send = async () => {
       const message = `m${n++}`
       const calls = []
@@ -89,24 +147,86 @@ async function playSeed(seed) {
         steps.push(`${message}: ${typeof s === 'string' ? s : `write ${s.write}`}`)
       }
       host.addTurns(turn(...calls, text('done')))
-      const sent = await files(ws)
+      const prior = files(ws)
+      for (const p of pending.between) {
+        if (pending.prior[p] === undefined) delete prior[p]
+        else prior[p] = pending.prior[p]
+      }
+      const between = new Set(pending.between)
+      if (hand && r() < 0.5) {
+        const was = files(ws)
+        steps.push(`before ${message}: ${await byHand(r, ws, n)}`)
+        for (const p of differ(was, files(ws))) if (touched.has(p)) between.add(p)
+      }
+      pending = { between: new Set(), prior: {} }
+      const sent = files(ws)
+      last = sent
+      stepChanges.clear()
       await host.sendUser(agent, message)
-      messages.push({ message, sent })
+      // Every file a tool call of the turn changed, also one a later call changed back.
+      const changed = new Set([...stepChanges, ...differ(last, files(ws))])
+      last = null
+      for (const p of changed) touched.add(p)
+      messages.push({ message, sent, changed, between, prior })
+    }
+    /** The files a rewind to message `k` gives back, as the header says (`now`: the files before it). */
+    const restored = (k, now) => {
+      const out = {}
+      /** The paths left as they are (no change since the message that comes back). */
+      const kept = new Set()
+      for (const p of new Set([...Object.keys(now), ...messages.slice(k).flatMap((m) => [...Object.keys(m.sent), ...Object.keys(m.prior)])])) {
+        let v = now[p]
+        let back = false
+        for (const [i, m] of messages.slice(k).entries()) {
+          if (i > 0 && m.between.has(p)) {
+            v = m.prior[p]
+            back = true
+            break
+          }
+          if (m.changed.has(p)) {
+            v = m.sent[p]
+            back = true
+            break
+          }
+        }
+        if (v !== undefined) out[p] = v
+        if (!back) kept.add(p)
+      }
+      // A file that comes back where a file that stays is in its way (under it, or over it
+      // as a directory) is skipped: left as it is.
+      for (const q of Object.keys(out).concat(Object.keys(now))) {
+        if (kept.has(q) || !(q in out || q in now)) continue
+        const blocked = [...kept].some((p) => p in out && (q.startsWith(`${p}/`) || p.startsWith(`${q}/`)))
+        if (!blocked) continue
+        if (now[q] === undefined) delete out[q]
+        else out[q] = now[q]
+      }
+      return out
     }
     for (let i = 0; i < 5; i++) await send()
     for (let round = 0; round < 3; round++) {
       const k = Math.floor(r() * messages.length)
       const target = messages[k]
-      const before = await files(ws)
+      const before = files(ws)
       steps.push(`rewind to ${target.message}`)
       const { result } = await host.runCommand(agent, `/rewind @${seqOf(agent, target.message)}`)
       assert.equal(result.kind, 'success', `${result.text}\n${context()}`)
-      assert.deepEqual(await files(ws), target.sent, `rewound to ${target.message}; ${context()}`)
+      const expected = hand ? restored(k, before) : target.sent
+      assert.deepEqual(files(ws), expected, `rewound to ${target.message}; ${context()}`)
+      // Made before the removed message: recorded at the next one.
+      pending = { between: new Set(messages[k].between), prior: {} }
+      for (const p of pending.between) if (messages[k].prior[p] !== undefined) pending.prior[p] = messages[k].prior[p]
       if (r() < 0.4) {
         steps.push('undo')
         const undo = await host.runCommand(agent, '/rewind undo')
         assert.equal(undo.result.kind, 'success', `${undo.result.text}\n${context()}`)
-        assert.deepEqual(await files(ws), before, `undone; ${context()}`)
+        const now = files(ws)
+        assert.deepEqual(now, before, `undone; ${context()}`)
+        for (const p of differ(expected, now)) {
+          if (pending.between.has(p)) continue
+          pending.between.add(p)
+          if (expected[p] !== undefined) pending.prior[p] = expected[p]
+        }
       }
       // This conversation goes on from the message rewound to (an undo continues the one
       // before in a session of its own).
@@ -127,4 +247,8 @@ function seeds() {
 
 test('random shell and write-tool sessions: every rewind brings back the files as they were at its message, every undo as they were before it', async (t) => {
   for (const seed of seeds()) await t.test(`seed ${seed}`, () => playSeed(seed))
+})
+
+test('the same with files changed by hand between turns: a file the agent touched comes back as it was at the message, a change by hand to one it never touched stays', async (t) => {
+  for (const seed of seeds()) await t.test(`seed ${seed}`, () => playSeed(seed, { hand: true }))
 })
