@@ -3,9 +3,10 @@
  * tool over a small tree (files written, appended, truncated, deleted, copied and moved;
  * directories removed, copied, moved and renamed; a directory replaced by a file of its name
  * and back; the executable bit set and cleared; commands that fail half-way), then rewinds to
- * random messages, sometimes undoes the rewind, and goes on. After every rewind the workspace's
- * files (bytes and executable bit) must be exactly those it held when that message was sent;
- * after an undo, those it held before the rewind. Directories as such are not compared (an
+ * random messages, sometimes undoes the rewind, and goes on; between turns the host is sometimes
+ * stopped and started again on the same DSH home (the session resumed from its log). After
+ * every rewind the workspace's files (bytes and executable bit) must be exactly those it held
+ * when that message was sent; after an undo, those it held before the rewind. Directories as such are not compared (an
  * empty directory the agent made stays, by design: `docs/tracking-boundary.md`).
  *
  * The second test also changes files by hand between turns (written, appended to, deleted),
@@ -21,7 +22,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
-import { appendFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { appendFile, mkdtemp, rm } from 'node:fs/promises'
 import { lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { turn, text, write, bash } from './lib/harness.mjs'
 import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
@@ -108,14 +110,15 @@ const differ = (x, y) => new Set([...Object.keys(x), ...Object.keys(y)].filter((
 async function playSeed(seed, { hand = false } = {}) {
   const r = random(seed)
   const steps = []
-  const host = await bootWithPlugin({ shell: true, script: [] })
+  const dshHome = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
+  let host = await bootWithPlugin({ shell: true, script: [], dshHome })
   try {
     const ws = host.workspace
     await put(join(ws, 'a'), 'a0\n')
     await put(join(ws, 'd/c'), 'c0\n')
     await put(join(ws, 'd/e/f'), 'f0\n')
     await put(join(ws, 'x.sh'), '#!/bin/sh\n')
-    const agent = await host.createAgent(`random-${seed}`)
+    let agent = await host.createAgent(`random-${seed}`)
     const context = () => `seed ${seed}:\n${steps.join('\n')}`
     /**
      * The conversation's messages, each with the files as they were when it was sent (`sent`),
@@ -132,12 +135,22 @@ async function playSeed(seed, { hand = false } = {}) {
     /** The files after the turn's last tool call so far, and what its calls changed. */
     let last = null
     const stepChanges = new Set()
-    host.ctx.on('session/event', (session, event) => {
+    const listen = () => host.ctx.on('session/event', (session, event) => {
       if (event.type !== 'tool/result' || last === null) return
       const now = files(ws)
       for (const p of differ(last, now)) stepChanges.add(p)
       last = now
     })
+    listen()
+    /** The host stops and starts again on the same DSH home; the session is resumed from its log. */
+    const restart = async () => {
+      steps.push('restart')
+      await host.flush(agent)
+      await host.dispose()
+      host = await bootWithPlugin({ shell: true, script: [], dshHome, workspace: ws })
+      listen()
+      agent = await host.resume(`random-${seed}`)
+    }
     const send = async () => {
       const message = `m${n++}`
       const calls = []
@@ -168,6 +181,7 @@ async function playSeed(seed, { hand = false } = {}) {
       last = null
       for (const p of changed) touched.add(p)
       messages.push({ message, sent, changed, between, prior })
+      if (r() < 0.2) await restart()
     }
     /** The files a rewind to message `k` gives back, as the header says (`now`: the files before it). */
     const restored = (k, now) => {
