@@ -1,6 +1,6 @@
 /**
  * Random sessions on the real host: each seed plays turns of DSH's real `bash` tool and `write`
- * tool over a small tree (files written, appended, truncated, deleted, copied and moved;
+ * tool, `edit` and `str_replace_editor` over a small tree (files written, appended, truncated, deleted, copied and moved;
  * directories removed, copied, moved and renamed; a directory replaced by a file of its name
  * and back; the executable bit set and cleared; commands that fail half-way), then rewinds to
  * random messages, sometimes undoes the rewind, and goes on; between turns the host is sometimes
@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { appendFile, mkdtemp, rm } from 'node:fs/promises'
 import { lstatSync, readFileSync, readdirSync } from 'node:fs'
-import { turn, text, write, bash } from './lib/harness.mjs'
+import { turn, text, write, read, edit, sre, bash } from './lib/harness.mjs'
 import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
 
 /**
@@ -59,14 +59,18 @@ function random(seed) {
 const PATHS = ['a', 'b', 'd/c', 'd/e/f', 'g/h', 'x.sh', 'd', 'n/m/o', 'g']
 const DIRS = ['d', 'd/e', 'g', 'n', 'n/m']
 
-/** One step of a turn: a shell command (which may fail half-way) or a `write`. */
+/**
+ * One step of a turn: a shell command (which may fail half-way), or write-tool calls (`write`;
+ * `read` then `edit`; `str_replace_editor`'s create and str_replace), which fail where the
+ * tool refuses (no such text, or more than one place).
+ */
 function step(r, n) {
   const pick = (xs) => xs[Math.floor(r() * xs.length)]
   const p = pick(PATHS)
   const q = pick(PATHS)
   const dir = pick(DIRS)
   const parent = (x) => (x.includes('/') ? `mkdir -p ${x.slice(0, x.lastIndexOf('/'))} 2>/dev/null; ` : '')
-  switch (Math.floor(r() * 15)) {
+  switch (Math.floor(r() * 18)) {
     case 0: return `${parent(p)}echo R${n} > ${p}`
     case 1: return `echo A${n} >> ${p}`
     case 2: return `rm -f ${p}`
@@ -81,7 +85,10 @@ function step(r, n) {
     case 11: return `${parent(q)}cp -r ${dir} ${q}`
     case 12: return `mkdir -p n/m && echo N${n} > n/m/o && mv n z && mv z n`
     case 13: return `mkdir -p t${n}/u && echo T${n} > t${n}/u/v && mv t${n} ${pick(DIRS)}/`
-    default: return { write: p, content: `W${n}\n` }
+    case 15: return [read(p), edit(p, '0', `E${n}`)]
+    case 16: return [sre.create(p, `S${n}\n`)]
+    case 17: return [sre.strReplace(p, '1', `Z${n}`)]
+    default: return [write(p, `W${n}\n`)]
   }
 }
 
@@ -156,8 +163,9 @@ async function playSeed(seed, { hand = false } = {}) {
       const calls = []
       for (let i = 1 + Math.floor(r() * 3); i > 0; i--) {
         const s = step(r, n * 10 + i)
-        calls.push(typeof s === 'string' ? bash(`${s}; true`) : write(s.write, s.content))
-        steps.push(`${message}: ${typeof s === 'string' ? s : `write ${s.write}`}`)
+        if (typeof s === 'string') calls.push(bash(`${s}; true`))
+        else calls.push(...s)
+        steps.push(`${message}: ${typeof s === 'string' ? s : s.map((c) => JSON.stringify(c.calls[0])).join(', ')}`)
       }
       host.addTurns(turn(...calls, text('done')))
       const prior = files(ws)
