@@ -1,8 +1,9 @@
 /**
- * Random sessions on the real host: each seed plays turns of DSH's real `bash` tool and `write`
- * tool, `edit` and `str_replace_editor` over a small tree (files written, appended, truncated, deleted, copied and moved;
- * directories removed, copied, moved and renamed; a directory replaced by a file of its name
- * and back; the executable bit set and cleared; commands that fail half-way), then rewinds to
+ * Random sessions on the real host: each seed plays turns of DSH's real `bash`, `write`, `edit`
+ * and `str_replace_editor` tools over a small tree (files written, edited, appended, truncated,
+ * deleted, copied and moved; directories removed, copied, moved and renamed; a directory
+ * replaced by a file of its name and back; the executable bit set and cleared; commands and
+ * edits that fail half-way), then rewinds to
  * random messages, sometimes undoes the rewind, and goes on; between turns the host is sometimes
  * stopped and started again on the same DSH home (the session resumed from its log). After
  * every rewind the workspace's files (bytes and executable bit) must be exactly those it held
