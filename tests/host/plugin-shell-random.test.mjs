@@ -10,12 +10,12 @@
  * when that message was sent; after an undo, those it held before the rewind. Directories as such are not compared (an
  * empty directory the agent made stays, by design: `docs/tracking-boundary.md`).
  *
- * The second test also changes files by hand between turns (written, appended to, deleted),
- * as a user does. A rewind then brings back each file as it was before its first change since
- * the message that counts: a tool call's (also one a later call undid), or one by hand to a
- * file a tool call had touched before (the message's re-check records it), or an undo's; a
- * change by hand to a file no tool call touched before it is the user's, and stays, and a
- * file that would come back in the way of one that stays is skipped.
+ * The second test also changes files by hand between turns (written, appended to, deleted,
+ * made executable or not), as a user does. A rewind then brings back each file as it was before
+ * its first change since the message that counts: a tool call's (also one a later call undid),
+ * or one by hand to a file a tool call had touched before (the message's re-check records it),
+ * or an undo's; a change by hand to a file no tool call touched before it is the user's, and
+ * stays, and a file that would come back in the way of one that stays is skipped.
  *
  * `REWIND_RANDOM_SEEDS` (e.g. `1-500`) runs other seeds than the default 1-40; a failure names
  * its seed and the session's steps.
@@ -24,7 +24,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
-import { appendFile, mkdtemp, rm } from 'node:fs/promises'
+import { appendFile, chmod, mkdtemp, rm } from 'node:fs/promises'
 import { lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { turn, text, write, read, edit, sre, bash } from './lib/harness.mjs'
 import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
@@ -103,13 +103,14 @@ function seqOf(agent, text) {
 /** A change by hand of one of a few paths (it may fail: a parent that is a file, no such file). */
 async function byHand(r, ws, n) {
   const p = ['a', 'b', 'd/c', 'd/e/f', 'g/h', 'x.sh', 'u/v'][Math.floor(r() * 7)]
-  const k = Math.floor(r() * 3)
+  const k = Math.floor(r() * 5)
   try {
     if (k === 0) await put(join(ws, p), `U${n}\n`)
     else if (k === 1) await appendFile(join(ws, p), `UA${n}\n`)
-    else await rm(join(ws, p))
+    else if (k === 2) await rm(join(ws, p))
+    else await chmod(join(ws, p), k === 3 ? 0o755 : 0o644)
   } catch {}
-  return `${['write', 'append to', 'delete'][k]} ${p} by hand`
+  return `${['write', 'append to', 'delete', 'chmod +x', 'chmod -x'][k]} ${p} by hand`
 }
 
 /** The paths whose entries differ between two trees. */

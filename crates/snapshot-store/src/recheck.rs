@@ -356,15 +356,21 @@ impl Recheck<'_> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            // Same content as last known (e.g. only touched): record nothing, refresh metadata.
+            // Same content and permission bits as last known (e.g. only touched): record
+            // nothing, refresh metadata. (A `chmod` alone is a change: a restore puts the
+            // bits back.)
             if let (
                 Known::Present {
-                    sha256: Some(old), ..
+                    sha256: Some(old),
+                    meta,
+                    ..
                 },
-                BeforeState::File { sha256: new, .. },
+                BeforeState::File {
+                    sha256: new, mode, ..
+                },
             ) = (&known, &before)
             {
-                if old == new {
+                if old == new && meta.mode == *mode {
                     updates.push((rel.clone(), new_known, since));
                     continue;
                 }

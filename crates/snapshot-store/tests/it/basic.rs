@@ -159,6 +159,35 @@ fn same_call_same_path_first_touch_wins() {
 }
 
 #[test]
+fn recheck_records_a_chmod_alone_and_a_rewind_puts_the_bits_back() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.write("t", b"v0");
+    let store = env.store();
+    let s = env.session(&store);
+    tool_edit(&env, &s, "c1", 1, "t", Some(b"v1"));
+    s.recheck_tracked(2).expect("recheck");
+    // Made executable outside the agent, the same bytes: a change, recorded at 3.
+    let mode = |m| std::fs::set_permissions(env.p("t"), std::fs::Permissions::from_mode(m));
+    mode(0o755).expect("chmod");
+    let r3 = s.recheck_tracked(3).expect("recheck");
+    assert_eq!(r3.recorded.len(), 1, "{r3:?}");
+    // Only touched (same bytes, same bits): nothing.
+    mode(0o755).expect("chmod");
+    assert!(s.recheck_tracked(4).expect("recheck").recorded.is_empty());
+    let plan = s.plan_restore(2).expect("plan");
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    let bits = std::fs::metadata(env.p("t"))
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(bits, 0o644, "the bits at message 2");
+    assert_eq!(env.read("t").as_deref(), Some(&b"v1"[..]));
+}
+
+#[test]
 fn recheck_records_external_edits_deletes_and_recreates_only_when_changed() {
     let env = Env::new();
     env.write("t", b"v0");
