@@ -387,77 +387,37 @@ proptest! {
 #[test]
 fn regressions() {
     use Op::*;
+    let tool = |file, content, ok| Tool { file, content, ok };
+    let shell = |file, content| Shell { file, content };
+    let outside = |file, content| Outside { file, content };
+    let retype = |to_file, content| Retype { to_file, content };
+    let rewind = |pick| Rewind { pick, crash: None };
     // A tracked path that is a directory at a message, then replaced by a file: its state at
     // the message is "no file" (it was recorded as a skipped directory, so the rewind to the
     // message left the file in place and the directory's files out).
     run(vec![
-        Retype {
-            to_file: true,
-            content: 0,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
-        Tool {
-            file: 2,
-            content: Some(0),
-            ok: true,
-        },
+        retype(true, 0),
+        rewind(0),
+        tool(2, Some(0), true),
         Message,
-        Retype {
-            to_file: true,
-            content: 0,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        retype(true, 0),
+        rewind(0),
     ]);
     // A file made outside the agent in a directory that was a file at the target, then
     // deleted by a write tool whose capture took the outside content: the rewind brings that
     // file back, so the directory stays and the file at the target is skipped ("is a
     // directory"). Both used to be planned, and the restore failed part-way.
     run(vec![
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Retype {
-            to_file: true,
-            content: 0,
-        },
+        tool(0, None, false),
+        tool(0, None, false),
+        tool(0, None, false),
+        tool(0, None, false),
+        rewind(0),
+        tool(0, None, false),
+        retype(true, 0),
         Message,
         Message,
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        rewind(0),
         Message,
         Message,
         Message,
@@ -467,70 +427,28 @@ fn regressions() {
         Message,
         Message,
         Message,
-        Retype {
-            to_file: false,
-            content: 0,
-        },
+        retype(false, 0),
         Message,
         Undo,
-        Outside {
-            file: 3,
-            content: Some(0),
-        },
-        Tool {
-            file: 3,
-            content: None,
-            ok: true,
-        },
-        Rewind {
-            pick: 36260562250420,
-            crash: None,
-        },
+        outside(3, Some(0)),
+        tool(3, None, true),
+        rewind(36260562250420),
     ]);
     // A file written again outside the agent with the bytes it had (new metadata, same
     // content), then a write tool's failed call on it in the same turn: its capture finds
     // nothing changed since the turn's scan, records nothing, and the file stays one no tool
     // touched, so its later deletion outside the agent is left as is by a rewind.
     run(vec![
-        Outside {
-            file: 1,
-            content: Some(2),
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
-        Outside {
-            file: 1,
-            content: Some(2),
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Outside {
-            file: 2,
-            content: None,
-        },
-        Outside {
-            file: 0,
-            content: None,
-        },
-        Tool {
-            file: 1,
-            content: None,
-            ok: false,
-        },
+        outside(1, Some(2)),
+        rewind(0),
+        outside(1, Some(2)),
+        tool(0, None, false),
+        outside(2, None),
+        outside(0, None),
+        tool(1, None, false),
         Message,
-        Outside {
-            file: 1,
-            content: None,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        outside(1, None),
+        rewind(0),
     ]);
     // A rewind deletes files its boundary scan had seen; a file then created outside the agent
     // is often given one of their freed inode numbers, which the workspace index still holds
@@ -543,158 +461,63 @@ fn regressions() {
             pick: 226815815869222357,
         },
         Message,
-        Shell {
-            file: 5,
-            content: Some(0),
-        },
-        Tool {
-            file: 1,
-            content: Some(0),
-            ok: true,
-        },
-        Tool {
-            file: 1,
-            content: Some(0),
-            ok: false,
-        },
-        Rewind {
-            pick: 473247899976145027,
-            crash: None,
-        },
-        Outside {
-            file: 0,
-            content: Some(0),
-        },
-        Outside {
-            file: 0,
-            content: Some(0),
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        shell(5, Some(0)),
+        tool(1, Some(0), true),
+        tool(1, Some(0), false),
+        rewind(473247899976145027),
+        outside(0, Some(0)),
+        outside(0, Some(0)),
+        tool(0, None, false),
+        tool(0, None, false),
+        rewind(0),
     ]);
     // A file created outside the agent during the turn (no scan between), then a write tool's
     // failed call on it: the capture found it absent at the turn's scan and recorded that,
     // as a scan before the call would have, so the rewind to the message removes it.
     run(vec![
-        Outside {
-            file: 5,
-            content: Some(0),
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Tool {
-            file: 5,
-            content: None,
-            ok: false,
-        },
-        Rewind {
-            pick: 2686227392862389007,
-            crash: None,
-        },
+        outside(5, Some(0)),
+        tool(0, None, false),
+        tool(5, None, false),
+        rewind(2686227392862389007),
     ]);
     // A file the agent deleted before a fork, recreated outside the agent in the child: the
     // child's rewind before the outside change deletes it again (the child re-checks what its
     // parent tracks).
     run(vec![
-        Tool {
-            file: 1,
-            content: None,
-            ok: true,
-        },
+        tool(1, None, true),
         Fork { pick: 0 },
         Message,
-        Outside {
-            file: 1,
-            content: Some(0),
-        },
+        outside(1, Some(0)),
         Message,
-        Rewind {
-            pick: 78163140179803890,
-            crash: None,
-        },
+        rewind(78163140179803890),
     ]);
     run(vec![
-        Outside {
-            file: 1,
-            content: Some(0),
-        },
-        Tool {
-            file: 0,
-            content: None,
-            ok: false,
-        },
-        Shell {
-            file: 0,
-            content: None,
-        },
+        outside(1, Some(0)),
+        tool(0, None, false),
+        shell(0, None),
         Fork { pick: 0 },
     ]);
     run(vec![
-        Tool {
-            file: 2,
-            content: None,
-            ok: true,
-        },
+        tool(2, None, true),
         Message,
-        Outside {
-            file: 2,
-            content: Some(0),
-        },
+        outside(2, Some(0)),
         Fork { pick: 1 },
     ]);
     run(vec![
-        Outside {
-            file: 1,
-            content: Some(0),
-        },
-        Tool {
-            file: 1,
-            content: None,
-            ok: false,
-        },
-        Shell {
-            file: 0,
-            content: None,
-        },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        outside(1, Some(0)),
+        tool(1, None, false),
+        shell(0, None),
+        rewind(0),
     ]);
     run(vec![
-        Tool {
-            file: 0,
-            content: Some(0),
-            ok: true,
-        },
+        tool(0, Some(0), true),
         Message,
         Message,
         Fork { pick: 1 },
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        rewind(0),
         Message,
         Undo,
-        Rewind {
-            pick: 0,
-            crash: None,
-        },
+        rewind(0),
     ]);
 }
 
