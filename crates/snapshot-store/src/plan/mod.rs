@@ -564,10 +564,9 @@ impl Planner<'_> {
     /// when that directory holds nothing but files the plan deletes (they did not exist at
     /// the target) and directories, and the plan writes no file in it: the restore deletes
     /// them, removes the emptied directory and writes the file. Its action comes after
-    /// every other, so the deletions
-    /// run first (and rollback and undo take it back first, before they put those files
-    /// back in the directory). A directory holding anything else is skipped, as before
-    /// ("is a directory").
+    /// every other, so the deletions run first (and rollback and undo take it back first,
+    /// before they put those files back in the directory). A directory holding anything
+    /// else is skipped, as before ("is a directory").
     fn recreate_over_emptied_dirs(
         &self,
         plan: &mut RestorePlan,
