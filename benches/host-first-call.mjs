@@ -36,7 +36,8 @@
  * Run with Node 24 after \`scripts/build.sh\`: \`node benches/host-first-call.mjs\`.
  * \`HOST_FIRST_CALL_ROUNDS\` (30), \`HOST_FIRST_CALL_PAUSE\` (ms, 1000: long enough for the
  * message's re-check and scan of 100,000 files to be done before the model answers, as a
- * model's first tool call usually comes seconds after the message), \`HOST_FIRST_CALL_TRACKED\`.
+ * model's first tool call usually comes seconds after the message), \`HOST_FIRST_CALL_TRACKED\`,
+ * \`HOST_FIRST_CALL_PER_DIR\` (files a directory, 1000; 100000 puts a session's files in one).
  * Writes target/bench-results/host-first-call.md.
  */
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -54,6 +55,7 @@ import { bootstrap, median } from './support/stats.mjs'
 const [ROUNDS] = numbers('HOST_FIRST_CALL_ROUNDS', '30')
 const [PAUSE] = numbers('HOST_FIRST_CALL_PAUSE', '1000', 0)
 const SIZES = numbers('HOST_FIRST_CALL_TRACKED', '100,1000,10000,100000', 2)
+const [PER_DIR] = numbers('HOST_FIRST_CALL_PER_DIR', '1000')
 const SIZE = 16 * 1024
 const FILE = 'src/app/w.ts'
 const content = callContent(SIZE)
@@ -118,9 +120,9 @@ async function boot(withPlugin, tracked, backups = withPlugin) {
   if (withPlugin) await settings({ maxFiles: tracked + 1000 })
   // The file the rounds rewrite, then the others, made by the shell (the scan after the call
   // records them as created: tracked from then on).
-  // A thousand files a directory, as in a project's tree.
-  const dirs = Math.ceil(tracked / 1000)
-  const made = `for d in $(seq 0 ${dirs - 1}); do mkdir -p src/t/d$d; done && awk 'BEGIN { for (i = 1; i < ${tracked}; i++) { f = "src/t/d" int(i / 1000) "/f" i ".txt"; print "file " i > f; close(f) } }'`
+  // A thousand files a directory by default, as in a project's tree.
+  const dirs = Math.ceil(tracked / PER_DIR)
+  const made = `for d in $(seq 0 ${dirs - 1}); do mkdir -p src/t/d$d; done && awk 'BEGIN { for (i = 1; i < ${tracked}; i++) { f = "src/t/d" int(i / ${PER_DIR}) "/f" i ".txt"; print "file " i > f; close(f) } }'`
   host.addTurns(turn(
     tools({ name: 'write', id: 'setup-w', args: { file_path: FILE, content: content(-1).toString('latin1') } }),
     bash(made, { id: 'setup-files' }),
@@ -229,7 +231,7 @@ const curve = Math.max(...calls) / Math.min(...calls)
 const lines = [
   `## A turn's first call on the host (\`benches/host-first-call.mjs\`)`,
   '',
-  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off, DSH's \`bash\` tool mounted), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin per session size (${SIZES.map((n) => n.toLocaleString('en-US')).join(', ')} tracked files, made by a \`bash\` call of the set-up turn; "Track every change" on) and of one without the plugin: the user's message (with the plugin, its re-check of the tracked files and its workspace scan, on the thread pool), the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; a third host has the plugin loaded with its backups off for the session (at ${SIZES[0].toLocaleString('en-US')} files, as the host without it).`,
+  `Real DSH 0.1.0-rc.8 spine in-process (scripted model, invariant checkers off, DSH's \`bash\` tool mounted), Node ${process.version}; ${ROUNDS} rounds, each a turn of a host with the plugin per session size (${SIZES.map((n) => n.toLocaleString('en-US')).join(', ')} tracked files, made by a \`bash\` call of the set-up turn, ${PER_DIR.toLocaleString('en-US')} a directory; "Track every change" on) and of one without the plugin: the user's message (with the plugin, its re-check of the tracked files and its workspace scan, on the thread pool), the model's pause of ${PAUSE} ms, then one \`write\` of a 16 KiB file two directories down (\`${FILE}\`), content of its own every round; alternated with Node's own work on a file after the same pause. Medians over the rounds, 95 % intervals by bootstrap; a third host has the plugin loaded with its backups off for the session (at ${SIZES[0].toLocaleString('en-US')} files, as the host without it).`,
   '',
   `By session size: the plugin's capture + commit of the turn's first call, timed in place on the host's thread (the rounds in which both ran there; a call handed to the addon's thread pool is counted apart), and the message's work before it.`,
   '',

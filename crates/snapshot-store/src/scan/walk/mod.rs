@@ -13,7 +13,9 @@
 //! The walk itself lists each directory once with `getdents64` (the entry type comes
 //! from the listing, so directories are never `stat`ed) and `lstat`s each other entry
 //! by name relative to its open directory (`fstatat`), on a small pool of threads
-//! that share a stack of directories still to list.
+//! that share a stack of work: directories still to list, and parts of a large
+//! directory's entries still to examine (one directory of 100,000 files is `lstat`ed by
+//! every thread, not by the one that listed it).
 
 mod rules;
 
@@ -67,7 +69,13 @@ pub(crate) struct WalkOptions {
     pub skip_dir: Option<(u64, u64)>,
     /// Threads (0 = the number of CPUs, at most 12).
     pub threads: usize,
+    /// A directory with more entries than this has them examined in parts of
+    /// [`PART`] entries, by whichever threads are free (with more than one thread).
+    pub split_at: usize,
 }
+
+/// Entries examined by one task when a large directory's entries are shared out.
+const PART: usize = 1024;
 
 impl WalkOptions {
     pub fn new(max_entries: u64) -> Self {
@@ -76,6 +84,7 @@ impl WalkOptions {
             max_entries,
             skip_dir: None,
             threads: 0,
+            split_at: 2 * PART,
         }
     }
 }
@@ -126,15 +135,33 @@ struct Job {
     chain: Option<Arc<Chain>>,
 }
 
-/// The stack of directories shared by the walking threads.
+/// A listed directory whose entries are examined in parts, by several threads.
+struct Listing {
+    fd: Arc<OwnedFd>,
+    rel: Box<[u8]>,
+    names: Vec<u8>,
+    entries: Vec<Listed>,
+    /// The rules in force in the directory.
+    chain: Option<Arc<Chain>>,
+}
+
+/// Work for a walking thread.
+enum Task {
+    /// A directory to list.
+    List(Job),
+    /// Some of a listed directory's entries to examine.
+    Part(Arc<Listing>, std::ops::Range<usize>),
+}
+
+/// The stack of work shared by the walking threads.
 struct Queue {
-    state: Mutex<(Vec<Job>, usize)>,
+    state: Mutex<(Vec<Task>, usize)>,
     more: Condvar,
 }
 
 impl Queue {
-    /// The next directory, or `None` when the walk is over (no job left, none running).
-    fn pop(&self, quit: &AtomicBool) -> Option<Job> {
+    /// The next task, or `None` when the walk is over (no task left, none running).
+    fn pop(&self, quit: &AtomicBool) -> Option<Task> {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if quit.load(Ordering::Relaxed) {
@@ -153,8 +180,8 @@ impl Queue {
         }
     }
 
-    /// Marks a directory done and adds its subdirectories.
-    fn done(&self, children: &mut Vec<Job>) {
+    /// Marks a task done and adds the work it found (subdirectories, parts of a listing).
+    fn done(&self, children: &mut Vec<Task>) {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
         g.1 -= 1;
         let n = children.len();
@@ -177,6 +204,8 @@ struct Ctx<'a> {
     files: AtomicU64,
     dirs: AtomicU64,
     over: AtomicBool,
+    /// Whether large directories' entries are shared out (more than one thread).
+    split: bool,
 }
 
 /// One entry of a listing (its name is `names[start..end]`).
@@ -196,7 +225,7 @@ struct Worker<S> {
     listed: Vec<Listed>,
     rel: Vec<u8>,
     scratch: Vec<u8>,
-    children: Vec<Job>,
+    children: Vec<Task>,
 }
 
 fn io_text(path: &Path, e: impl Into<std::io::Error>) -> String {
@@ -328,23 +357,62 @@ impl<S: Sink> Worker<S> {
                 }));
             }
         }
+        let n = self.listed.len();
+        if ctx.split && n > ctx.opts.split_at {
+            // Shared out: the threads that are free take the parts (this one included).
+            let listing = Arc::new(Listing {
+                fd,
+                rel: job.rel.clone(),
+                names: std::mem::take(&mut self.names),
+                entries: std::mem::take(&mut self.listed),
+                chain,
+            });
+            for start in (0..n).step_by(PART) {
+                self.children
+                    .push(Task::Part(Arc::clone(&listing), start..n.min(start + PART)));
+            }
+            self.out.listed.push(job.rel.clone());
+            return;
+        }
+        let names = std::mem::take(&mut self.names);
+        let listed = std::mem::take(&mut self.listed);
+        let whole = self.examine(ctx, &fd, &job.rel, &names, &listed[..], chain.as_ref());
+        self.names = names;
+        self.listed = listed;
+        if whole {
+            self.out.listed.push(job.rel.clone());
+        }
+    }
+
+    /// Examines `entries` of the listed directory `rel` (open as `fd`; `names` holds the
+    /// entries' names, `chain` the rules in force there): files go to the sink,
+    /// subdirectories to `children`. `false` when the walk stopped at its limit on the way.
+    fn examine(
+        &mut self,
+        ctx: &Ctx<'_>,
+        fd: &Arc<OwnedFd>,
+        rel: &[u8],
+        names: &[u8],
+        entries: &[Listed],
+        chain: Option<&Arc<Chain>>,
+    ) -> bool {
         let check = ctx.opts.filters && (chain.is_some() || !ctx.outer.is_empty());
         let max = ctx.opts.max_entries;
-        for i in 0..self.listed.len() {
+        for &Listed {
+            start,
+            end,
+            mut kind,
+            ino,
+        } in entries
+        {
             if ctx.over.load(Ordering::Relaxed) {
-                return;
+                return false;
             }
-            let Listed {
-                start,
-                end,
-                mut kind,
-                ino,
-            } = self.listed[i];
-            let name = &self.names[start..end];
+            let name = &names[start..end];
             let git = name == b".git";
             self.rel.clear();
-            self.rel.extend_from_slice(&job.rel);
-            if !job.rel.is_empty() {
+            self.rel.extend_from_slice(rel);
+            if !rel.is_empty() {
                 self.rel.push(b'/');
             }
             let name_at = self.rel.len();
@@ -357,7 +425,7 @@ impl<S: Sink> Worker<S> {
             let mut stat = None;
             if kind == FileType::Unknown {
                 let Some(s) =
-                    Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors)
+                    Self::lstat_entry(ctx, fd, name, &self.rel, &mut self.out.entry_errors)
                 else {
                     self.out.unlisted.push(self.rel.as_slice().into());
                     continue;
@@ -366,22 +434,14 @@ impl<S: Sink> Worker<S> {
                 stat = Some(Stat::from_raw(&s));
             }
             let is_dir = kind == FileType::Directory;
-            if check
-                && ignored(
-                    chain.as_ref(),
-                    &ctx.outer,
-                    &self.rel,
-                    is_dir,
-                    &mut self.scratch,
-                )
-            {
+            if check && ignored(chain, &ctx.outer, &self.rel, is_dir, &mut self.scratch) {
                 self.out.unlisted.push(self.rel.as_slice().into());
                 continue;
             }
             if is_dir {
                 if let Some((dev, skip_ino)) = ctx.opts.skip_dir {
                     if ino == skip_ino {
-                        if let Ok(s) = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        if let Ok(s) = rustix::fs::statat(&**fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                             #[allow(clippy::unnecessary_cast)]
                             if s.st_dev as u64 == dev && s.st_ino as u64 == skip_ino {
                                 self.out.unlisted.push(self.rel.as_slice().into());
@@ -392,24 +452,24 @@ impl<S: Sink> Worker<S> {
                 }
                 if ctx.dirs.fetch_add(1, Ordering::Relaxed) >= max {
                     ctx.over.store(true, Ordering::Relaxed);
-                    return;
+                    return false;
                 }
-                self.children.push(Job {
+                self.children.push(Task::List(Job {
                     rel: self.rel.as_slice().into(),
                     name_at,
-                    parent: Some(Arc::clone(&fd)),
-                    chain: chain.clone(),
-                });
+                    parent: Some(Arc::clone(fd)),
+                    chain: chain.cloned(),
+                }));
                 continue;
             }
             if ctx.files.fetch_add(1, Ordering::Relaxed) >= max {
                 ctx.over.store(true, Ordering::Relaxed);
-                return;
+                return false;
             }
             let st = match stat {
                 Some(s) => s,
                 None => {
-                    match Self::lstat_entry(ctx, &fd, name, &self.rel, &mut self.out.entry_errors) {
+                    match Self::lstat_entry(ctx, fd, name, &self.rel, &mut self.out.entry_errors) {
                         Some(s) => Stat::from_raw(&s),
                         None => {
                             self.out.unlisted.push(self.rel.as_slice().into());
@@ -420,13 +480,25 @@ impl<S: Sink> Worker<S> {
             };
             self.sink.file(&self.rel, st);
         }
-        self.out.listed.push(job.rel.clone());
+        true
     }
 
     fn run(&mut self, ctx: &Ctx<'_>) {
-        while let Some(job) = ctx.queue.pop(&ctx.over) {
-            self.list(ctx, &job);
-            drop(job);
+        while let Some(task) = ctx.queue.pop(&ctx.over) {
+            match &task {
+                Task::List(job) => self.list(ctx, job),
+                Task::Part(l, range) => {
+                    self.examine(
+                        ctx,
+                        &l.fd,
+                        &l.rel,
+                        &l.names,
+                        &l.entries[range.clone()],
+                        l.chain.as_ref(),
+                    );
+                }
+            }
+            drop(task);
             ctx.queue.done(&mut self.children);
         }
     }
@@ -460,18 +532,22 @@ pub(crate) fn walk<S: Sink>(
             global: Gitignore::empty(),
         }
     };
+    let threads = match opts.threads {
+        0 => crate::cpus().min(12),
+        n => n,
+    };
     let ctx = Ctx {
         root,
         opts,
         outer,
         queue: Queue {
             state: Mutex::new((
-                vec![Job {
+                vec![Task::List(Job {
                     rel: Box::default(),
                     name_at: 0,
                     parent: None,
                     chain: None,
-                }],
+                })],
                 0,
             )),
             more: Condvar::new(),
@@ -479,10 +555,7 @@ pub(crate) fn walk<S: Sink>(
         files: AtomicU64::new(0),
         dirs: AtomicU64::new(0),
         over: AtomicBool::new(false),
-    };
-    let threads = match opts.threads {
-        0 => crate::cpus().min(12),
-        n => n,
+        split: threads > 1,
     };
     let mut workers: Vec<Worker<S>> = Vec::with_capacity(threads);
     if threads <= 1 {

@@ -134,9 +134,12 @@ fn keeps_exactly_what_the_ignore_crate_walker_keeps() {
     ] {
         assert!(!want.contains_key(gone.as_bytes()), "{gone} ignored");
     }
-    for threads in [1, 2, 4] {
+    // Threads, and the entries over which a directory's are shared out among them (1 and 2:
+    // every directory's, in parts of up to `PART`).
+    for (threads, split_at) in [(1, 2 * PART), (2, 2 * PART), (4, 2 * PART), (2, 1), (4, 2)] {
         let mut opts = WalkOptions::new(u64::MAX);
         opts.threads = threads;
+        opts.split_at = split_at;
         let (w, sinks) = walk(&root, &opts, Collect::default);
         assert!(w.dir_errors.is_empty() && w.entry_errors.is_empty());
         assert!(!w.over_limit);
@@ -152,7 +155,7 @@ fn keeps_exactly_what_the_ignore_crate_walker_keeps() {
             want.keys()
                 .map(|k| String::from_utf8_lossy(k))
                 .collect::<Vec<_>>(),
-            "{threads} threads"
+            "{threads} threads, split over {split_at}"
         );
         assert_eq!(got, want);
         // Every entry of every directory listed to its end is accounted for once: a file
@@ -201,4 +204,56 @@ fn stops_at_the_limit() {
     let (w, sinks) = walk(tmp.path(), &WalkOptions::new(50), Collect::default);
     assert!(!w.over_limit);
     assert_eq!(sinks.iter().map(|c| c.0.len()).sum::<usize>(), 50);
+}
+
+#[test]
+fn a_large_directory_is_examined_by_every_thread_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let n = 5 * PART + 7;
+    for i in 0..n {
+        write(tmp.path(), &format!("big/f{i}"), b"x");
+    }
+    write(tmp.path(), "big/.gitignore", b"f1*\n");
+    std::fs::create_dir(tmp.path().join("big/sub")).expect("mkdir");
+    write(tmp.path(), "big/sub/g", b"y");
+    let want = reference(tmp.path());
+    for threads in [1, 2, 3] {
+        let mut opts = WalkOptions::new(u64::MAX);
+        opts.threads = threads;
+        let (w, sinks) = walk(tmp.path(), &opts, Collect::default);
+        assert!(!w.over_limit && w.dir_errors.is_empty() && w.entry_errors.is_empty());
+        let mut got: Vec<Vec<u8>> = sinks
+            .into_iter()
+            .flat_map(|c| c.0)
+            .map(|(p, _)| p)
+            .collect();
+        got.sort();
+        let before = got.len();
+        got.dedup();
+        assert_eq!(
+            got.len(),
+            before,
+            "a file passed on twice ({threads} threads)"
+        );
+        assert_eq!(
+            got,
+            want.keys().cloned().collect::<Vec<_>>(),
+            "{threads} threads"
+        );
+        let mut listed: Vec<&[u8]> = w.listed.iter().map(|d| &d[..]).collect();
+        listed.sort();
+        assert_eq!(listed, [&b""[..], b"big", b"big/sub"], "{threads} threads");
+        // The ignored names, once each.
+        let ignored = w
+            .unlisted
+            .iter()
+            .filter(|u| u.starts_with(b"big/f1"))
+            .count();
+        let names = (0..n).filter(|i| i.to_string().starts_with('1')).count();
+        assert_eq!(ignored, names, "{threads} threads");
+    }
+    // The limit still stops a walk whose large directory is shared out.
+    let mut opts = WalkOptions::new(3 * PART as u64);
+    opts.threads = 2;
+    assert!(walk(tmp.path(), &opts, Collect::default).0.over_limit);
 }
