@@ -86,6 +86,10 @@ pub struct Engine {
     keeping: Mutex<Vec<Weak<Session>>>,
     /// That thread runs: only then do handles keep their locks.
     releases_locks: std::sync::atomic::AtomicBool,
+    /// That thread, unparked by a handle that keeps its locks and when the engine ends.
+    releaser: std::sync::OnceLock<std::thread::Thread>,
+    /// How many times that thread has looked at the handles (see [`Engine::lock_checks`]).
+    lock_checks: std::sync::atomic::AtomicU64,
 }
 
 /// A handle's locks are released once its last call that must not wait ended this long ago.
@@ -97,28 +101,50 @@ const LOOK_FOR_IDLE_LOCKS: Duration = Duration::from_millis(20);
 /// (after [`LOCKS_KEPT_FOR`] without such a call): another handle or process waits at most
 /// about that long plus [`LOOK_FOR_IDLE_LOCKS`] behind a burst of tool calls. It takes each
 /// handle's state only when free (`Session::release_idle_locks` never waits), so it can
-/// never wait on a call that waits for it. Ends with the engine.
-fn release_idle_locks(engine: Weak<Engine>) -> bool {
-    std::thread::Builder::new()
+/// never wait on a call that waits for it. While no handle keeps a lock it parks, until a
+/// handle keeps one again (`Session::wake_when_keeping`): an idle host is not woken. Ends
+/// with the engine.
+fn release_idle_locks(engine: Weak<Engine>) -> Option<std::thread::Thread> {
+    let handle = std::thread::Builder::new()
         .name("rewind-locks".into())
         .spawn(move || {
             loop {
-                std::thread::sleep(LOOK_FOR_IDLE_LOCKS);
                 let Some(e) = engine.upgrade() else {
                     return;
                 };
+                e.lock_checks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let handles: Vec<Arc<Session>> = {
                     let mut keeping = e.keeping.lock().unwrap_or_else(|p| p.into_inner());
                     keeping.retain(|w| w.strong_count() > 0);
                     keeping.iter().filter_map(Weak::upgrade).collect()
                 };
                 drop(e);
+                let mut kept = false;
                 for s in handles {
                     s.release_idle_locks(LOCKS_KEPT_FOR);
+                    kept |= s.keeps_locks();
+                }
+                // No handle is held while parked (a handle keeping locks unparks this thread
+                // after it took them; an unpark that came first makes the park return at once).
+                if kept {
+                    std::thread::sleep(LOOK_FOR_IDLE_LOCKS);
+                } else {
+                    std::thread::park();
                 }
             }
         })
-        .is_ok()
+        .ok()?;
+    Some(handle.thread().clone())
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Its thread ends on its next look.
+        if let Some(t) = self.releaser.get() {
+            t.unpark();
+        }
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -169,13 +195,23 @@ impl Engine {
             options,
             keeping: Mutex::new(Vec::new()),
             releases_locks: std::sync::atomic::AtomicBool::new(false),
+            releaser: std::sync::OnceLock::new(),
+            lock_checks: std::sync::atomic::AtomicU64::new(0),
         });
-        if release_idle_locks(Arc::downgrade(&engine)) {
+        if let Some(t) = release_idle_locks(Arc::downgrade(&engine)) {
+            let _ = engine.releaser.set(t);
             engine
                 .releases_locks
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         engine
+    }
+
+    /// How many times the thread that releases the handles' idle locks has looked at them:
+    /// a diagnostic (it looks every [`LOCKS_KEPT_FOR`]-ish while a handle keeps locks, and
+    /// not at all while none does).
+    pub fn lock_checks(&self) -> u64 {
+        self.lock_checks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The snapshot store's root (`<home>/rewind-snapshots`).
@@ -270,6 +306,9 @@ impl Engine {
         {
             // A burst of tool calls takes the store's and the log's locks once.
             session.keep_locks_between_calls(true);
+            if let Some(t) = self.releaser.get() {
+                session.wake_when_keeping(t.clone());
+            }
             self.keeping
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

@@ -68,3 +68,53 @@ fn locks_kept_through_a_burst_are_released_once_it_goes_quiet() {
         "nothing kept after a call that may wait"
     );
 }
+
+#[test]
+fn the_lock_thread_sleeps_while_no_handle_keeps_a_lock() {
+    let home = tempfile::tempdir().expect("home");
+    let ws = tempfile::tempdir().expect("ws");
+    let engine = Engine::open(home.path(), EngineOptions::default());
+    let files = engine.files("s1", ws.path(), None).expect("files");
+    std::fs::write(ws.path().join("a"), "one").expect("write");
+    files.capture_before("c0", Path::new("a")).expect("capture");
+    files.commit("c0", 1, true).expect("commit");
+    let quiet = |what: &str| {
+        // Whatever it was doing settles first (a look, then a park).
+        std::thread::sleep(Duration::from_millis(100));
+        let before = engine.lock_checks();
+        std::thread::sleep(Duration::from_millis(400));
+        let looks = engine.lock_checks() - before;
+        // It looked 20 times in 400 ms when it looked every 20 ms whatever.
+        assert!(
+            looks <= 1,
+            "{what}: the thread looked {looks} times with no lock kept"
+        );
+    };
+    quiet("idle");
+    // A call that keeps its locks wakes it; it releases them, then sleeps again.
+    std::fs::write(ws.path().join("b"), "two").expect("write");
+    let before = engine.lock_checks();
+    files
+        .try_capture_before_at("q1", Path::new("b"), 1, 4096)
+        .expect("runs")
+        .expect("captured");
+    let released = std::time::Instant::now();
+    while files.keeps_locks() {
+        assert!(
+            released.elapsed() < Duration::from_secs(10),
+            "locks never released"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(engine.lock_checks() > before, "woken by the kept locks");
+    quiet("after a burst");
+    files
+        .try_commit("q1", 1, true, 64)
+        .expect("runs")
+        .expect("committed");
+    // Dropping the engine ends the thread (it holds only a weak reference).
+    let weak = std::sync::Arc::downgrade(&engine);
+    drop(files);
+    drop(engine);
+    assert!(weak.upgrade().is_none());
+}

@@ -152,6 +152,8 @@ pub struct Session {
     /// Calls that must not wait keep their locks for the next such call (see
     /// [`Session::keep_locks_between_calls`]).
     pub(crate) keep_locks: AtomicBool,
+    /// See [`Session::wake_when_keeping`].
+    lease_waker: OnceLock<std::thread::Thread>,
     /// See [`Session::look_later_after`] (ns).
     pub(crate) look_later: std::sync::atomic::AtomicU64,
     /// The in-memory copy of the workspace scan's index, shared with the scans of this
@@ -191,6 +193,9 @@ impl Drop for Quick<'_> {
                 store: self.store,
                 since: Instant::now(),
             });
+            if let Some(t) = self.session.lease_waker.get() {
+                t.unpark();
+            }
             return;
         }
         self.session.release_log(&mut self.st);
@@ -294,6 +299,7 @@ impl Session {
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),
+            lease_waker: OnceLock::new(),
             look_later: std::sync::atomic::AtomicU64::new(LOOK_LATER_AFTER.as_nanos() as u64),
             ws_index: OnceLock::new(),
         }
@@ -369,6 +375,25 @@ impl Session {
         self.keep_locks.store(keep, Ordering::Relaxed);
         if !keep {
             drop(self.lock_state());
+        }
+    }
+
+    /// Names the thread that releases this handle's kept locks (see
+    /// [`Session::keep_locks_between_calls`]): it is unparked whenever a call keeps them
+    /// after it ends, so it can park while no handle keeps any, rather than look again and
+    /// again. Set once; later calls are ignored.
+    pub fn wake_when_keeping(&self, thread: std::thread::Thread) {
+        let _ = self.lease_waker.set(thread);
+    }
+
+    /// Whether this handle keeps locks after its last call (see
+    /// [`Session::keep_locks_between_calls`]), or a call is using it now (it may keep them
+    /// when it ends). Never waits.
+    pub fn keeps_locks(&self) -> bool {
+        match self.state.try_lock() {
+            Ok(st) => st.lease.is_some(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().lease.is_some(),
+            Err(std::sync::TryLockError::WouldBlock) => true,
         }
     }
 
