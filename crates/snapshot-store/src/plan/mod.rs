@@ -204,6 +204,45 @@ pub(crate) fn deleted_paths(actions: &[PlannedAction]) -> std::collections::Hash
         .collect()
 }
 
+/// Two files the plan would both bring back where one needs the other's path to be a
+/// directory (`d` and `d/c`, with nothing at `d` now: the records of two paths need not
+/// describe one moment, e.g. `d` made by another session or by hand, and `d/c` of this
+/// one): the file under it keeps it a directory, as a file the plan writes in a directory
+/// does (see `Planner::recreate_over_emptied_dirs`), and the file at `d` is skipped
+/// ("is a directory") rather than written and then failing the restore of `d/c`.
+fn skip_files_over_written_files(plan: &mut RestorePlan) {
+    let written: std::collections::HashSet<&RelPath> = plan
+        .actions
+        .iter()
+        .filter(|a| !matches!(a.action, Action::Delete))
+        .map(|a| &a.path)
+        .collect();
+    let mut over: std::collections::HashSet<RelPath> = std::collections::HashSet::new();
+    for p in &written {
+        let parents = p.components().count() - 1;
+        for n in 1..=parents {
+            if let Some(q) = p.prefix(n).filter(|q| written.contains(q)) {
+                over.insert(q);
+            }
+        }
+    }
+    if over.is_empty() {
+        return;
+    }
+    let (kept, skipped): (Vec<_>, Vec<_>) = std::mem::take(&mut plan.actions)
+        .into_iter()
+        .partition(|a| matches!(a.action, Action::Delete) || !over.contains(&a.path));
+    plan.actions = kept;
+    for a in skipped {
+        plan.skip_sorted(SkippedPath {
+            path: a.path,
+            display: a.display,
+            anchor_seq: a.anchor_seq,
+            reason: SkipReason::Directory,
+        });
+    }
+}
+
 /// A workspace path's state, observed for planning.
 pub(crate) enum Observed {
     /// Absent; `Some(i)` when parent component `i` is missing too.
@@ -556,6 +595,7 @@ impl Planner<'_> {
         self.recreate_under_deleted_files(&mut plan, under_a_file);
         self.recreate_over_emptied_dirs(&mut plan, over_a_dir)
             .map_err(PlanError::Fs)?;
+        skip_files_over_written_files(&mut plan);
         plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
         Ok(plan)
     }

@@ -278,3 +278,36 @@ fn a_file_replaced_by_a_directory_comes_back_once_its_files_go_and_not_while_one
         .collect();
     assert_eq!(skipped, [("f", "is a directory".to_string())]);
 }
+
+#[test]
+fn a_file_whose_path_a_file_under_it_needs_as_a_directory_is_skipped_not_failed() {
+    // `d/c` is the agent's (message 1); `d` came later, a file made outside this session
+    // where the directory was, then deleted by the agent (message 2). Nothing is at `d` now.
+    let env = Env::new();
+    env.write("d/c", b"c0");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    let at1 = env.snapshot();
+    tool_edit(&env, &s, "c0", 1, "d/c", None);
+    std::fs::remove_dir(env.cwd.join("d")).expect("rmdir");
+    env.write("d", b"made elsewhere");
+    s.recheck_tracked(2).expect("recheck");
+    tool_edit(&env, &s, "c1", 2, "d", None);
+    let plan = s.plan_restore(1).expect("plan");
+    let planned: Vec<_> = plan.actions.iter().map(|a| a.display.as_str()).collect();
+    assert_eq!(planned, ["d/c"]);
+    let skipped: Vec<_> = plan
+        .skipped
+        .iter()
+        .map(|p| (p.display.as_str(), p.reason.to_string()))
+        .collect();
+    assert_eq!(skipped, [("d", "is a directory".to_string())]);
+    // The restore runs to its end (before, the file at `d` was written first and `d/c`
+    // failed, leaving the restore open).
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at1);
+    s.undo_restore("op").expect("undo");
+    assert!(!env.cwd.join("d").exists());
+}
