@@ -17,6 +17,11 @@
  * or an undo's; a change by hand to a file no tool call touched before it is the user's, and
  * stays, and a file that would come back in the way of one that stays is skipped.
  *
+ * The third test has a second conversation in the same folder take turns (and rewind) between
+ * this one's: to this conversation its changes are changes by hand. Its turns also make two
+ * files come back where one needs the other's path as a directory: the one the rules say is
+ * skipped is (`crates/snapshot-store/SHORTCOMINGS.md`).
+ *
  * `REWIND_RANDOM_SEEDS` (e.g. `1-500`) runs other seeds than the default 1-40; a failure names
  * its seed and the session's steps.
  */
@@ -27,7 +32,7 @@ import { tmpdir } from 'node:os'
 import { appendFile, chmod, mkdtemp, rm } from 'node:fs/promises'
 import { lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { turn, text, write, read, edit, sre, bash } from './lib/harness.mjs'
-import { bootWithPlugin, put, textOf } from './plugin-support.mjs'
+import { bootWithPlugin, pluginSettled, put, textOf } from './plugin-support.mjs'
 
 /**
  * Every file under `dir` (executable bit and bytes), `.git` left out: directories as such are not
@@ -116,7 +121,8 @@ async function byHand(r, ws, n) {
 /** The paths whose entries differ between two trees. */
 const differ = (x, y) => new Set([...Object.keys(x), ...Object.keys(y)].filter((p) => x[p] !== y[p]))
 
-async function playSeed(seed, { hand = false } = {}) {
+async function playSeed(seed, { hand = false, other = false } = {}) {
+  hand ||= other
   const r = random(seed)
   const steps = []
   const dshHome = await mkdtemp(join(tmpdir(), 'rewind-dsh-'))
@@ -128,6 +134,10 @@ async function playSeed(seed, { hand = false } = {}) {
     await put(join(ws, 'd/e/f'), 'f0\n')
     await put(join(ws, 'x.sh'), '#!/bin/sh\n')
     let agent = await host.createAgent(`random-${seed}`)
+    /** The other conversation in the same folder (`other`), which takes turns of its own. */
+    let second = other ? await host.createAgent(`random-${seed}-other`) : null
+    /** Its messages still in its conversation. */
+    let otherMessages = []
     const context = () => `seed ${seed}:\n${steps.join('\n')}`
     /**
      * The conversation's messages, each with the files as they were when it was sent (`sent`),
@@ -155,10 +165,42 @@ async function playSeed(seed, { hand = false } = {}) {
     const restart = async () => {
       steps.push('restart')
       await host.flush(agent)
+      if (second !== null) await host.flush(second)
       await host.dispose()
       host = await bootWithPlugin({ shell: true, script: [], dshHome, workspace: ws })
       listen()
       agent = await host.resume(`random-${seed}`)
+      if (second !== null) {
+        // A conversation with no message yet was never written: a new one then.
+        const spoke = second.session.events.some((e) => e.type === 'user/message')
+        second = await (spoke ? host.resume(`random-${seed}-other`) : host.createAgent(`random-${seed}-other`))
+      }
+    }
+    /**
+     * The other conversation's turn (it may rewind too): to this one, a change by hand (its
+     * files are changed outside this conversation's turns).
+     */
+    const otherTurn = async () => {
+      if (r() < 0.25 && otherMessages.length > 0) {
+        const j = Math.floor(r() * otherMessages.length)
+        steps.push(`other: rewind to ${otherMessages[j]}`)
+        const { result } = await host.runCommand(second, `/rewind @${seqOf(second, otherMessages[j])}`)
+        assert.equal(result.kind, 'success', `${result.text}\n${context()}`)
+        otherMessages = otherMessages.slice(0, j)
+      } else {
+        const calls = []
+        const message = `o${n}`
+        for (let i = 1 + Math.floor(r() * 2); i > 0; i--) {
+          const s = step(r, n * 10 + 5 + i)
+          if (typeof s === 'string') calls.push(bash(`${s}; true`))
+          else calls.push(...s)
+          steps.push(`other ${message}: ${typeof s === 'string' ? s : s.map((c) => JSON.stringify(c.calls[0])).join(', ')}`)
+        }
+        host.addTurns(turn(...calls, text('done')))
+        await host.sendUser(second, message)
+        otherMessages.push(message)
+      }
+      await pluginSettled(host, second)
     }
     const send = async () => {
       const message = `m${n++}`
@@ -169,7 +211,6 @@ async function playSeed(seed, { hand = false } = {}) {
         else calls.push(...s)
         steps.push(`${message}: ${typeof s === 'string' ? s : s.map((c) => JSON.stringify(c.calls[0])).join(', ')}`)
       }
-      host.addTurns(turn(...calls, text('done')))
       const prior = files(ws)
       for (const p of pending.between) {
         if (pending.prior[p] === undefined) delete prior[p]
@@ -178,13 +219,16 @@ async function playSeed(seed, { hand = false } = {}) {
       const between = new Set(pending.between)
       if (hand && r() < 0.5) {
         const was = files(ws)
-        steps.push(`before ${message}: ${await byHand(r, ws, n)}`)
+        if (other && r() < 0.7) await otherTurn()
+        else steps.push(`before ${message}: ${await byHand(r, ws, n)}`)
         for (const p of differ(was, files(ws))) if (touched.has(p)) between.add(p)
       }
       pending = { between: new Set(), prior: {} }
       const sent = files(ws)
       last = sent
       stepChanges.clear()
+      // Queued after the other conversation's turn: the scripted model answers in order.
+      host.addTurns(turn(...calls, text('done')))
       await host.sendUser(agent, message)
       // Every file a tool call of the turn changed, also one a later call changed back.
       const changed = new Set([...stepChanges, ...differ(last, files(ws))])
@@ -224,6 +268,17 @@ async function playSeed(seed, { hand = false } = {}) {
         if (!blocked) continue
         if (now[q] === undefined) delete out[q]
         else out[q] = now[q]
+      }
+      // Two files that would both come back, one where the other needs a directory (a file
+      // the other conversation made in the way of this one's tree, say): a file there now
+      // stays a file, and the one under it is skipped ("a parent component is not a
+      // directory"); otherwise the one under it keeps the path a directory, and the file
+      // there is skipped ("is a directory").
+      for (const p of Object.keys(out)) {
+        if (now[p] === undefined && Object.keys(out).some((q) => q.startsWith(`${p}/`))) delete out[p]
+      }
+      for (const q of Object.keys(out)) {
+        if (now[q] === undefined && Object.keys(out).some((p) => q.startsWith(`${p}/`))) delete out[q]
       }
       return out
     }
@@ -275,4 +330,8 @@ test('random shell and write-tool sessions: every rewind brings back the files a
 
 test('the same with files changed by hand between turns: a file the agent touched comes back as it was at the message, a change by hand to one it never touched stays', async (t) => {
   for (const seed of seeds()) await t.test(`seed ${seed}`, () => playSeed(seed, { hand: true }))
+})
+
+test('the same with a second conversation in the same folder taking turns (and rewinding) between this one\'s: its changes are, to this conversation, changes by hand', async (t) => {
+  for (const seed of seeds()) await t.test(`seed ${seed}`, () => playSeed(seed, { other: true }))
 })
