@@ -711,6 +711,10 @@ export class Rewinder {
     const pending = await this.reconcile(agent)
     const found = opId === undefined ? pending[0] : pending.find(i => i.opId === opId)
     if (found === undefined) {
+      // A rewind that is over but could not restore some files (`partial`): its journal stays
+      // open until it is continued or rolled back.
+      const partial = await this.openPartial(agent, opId)
+      if (partial !== undefined) return await this.resolvePartial(agent, partial, how)
       throw new RewindError(Codes.unknownEntry, opId === undefined ? 'no interrupted rewind in this session' : `no interrupted rewind ${escapeControl(opId)} in this session`)
     }
     if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
@@ -721,6 +725,29 @@ export class Rewinder {
       const cwd = trackedCwd(session)
       if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
       return { opId: found.opId, how, kind: r.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
+    } finally {
+      this.deps.state.end(sessionId)
+    }
+  }
+
+  /** The newest rewind of this session that ended with files it could not restore (or `opId`'s). */
+  private async openPartial(agent: HostAgent, opId: string | undefined): Promise<HistoryEntry | undefined> {
+    const session = agent.session
+    const { entries } = await this.deps.history.listChecked(await partitionKey(this.deps.ctx, session))
+    return entries.find(e => e.sessionId === session.header.id && e.outcome === 'partial' && e.undoneAt == null && (opId === undefined || e.opId === opId))
+  }
+
+  /** {@link Rewinder.resolve} of a `partial` rewind: its conversation half is done; its files are finished or put back. */
+  private async resolvePartial(agent: HostAgent, entry: HistoryEntry, how: 'continue' | 'rollback'): Promise<ResolveReport> {
+    const session = agent.session
+    const sessionId = session.header.id
+    if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
+    try {
+      const es = await this.deps.engine.session(session)
+      const r = await this.deps.state.run(sessionId, () => step(() => es.resolveJournal(entry.opId, how)))
+      const cwd = trackedCwd(session)
+      if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
+      return { opId: entry.opId, how, kind: r.kind, targetSeq: entry.targetSeq, conversation: true, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
     } finally {
       this.deps.state.end(sessionId)
     }
@@ -821,6 +848,7 @@ export function resolveText(report: ResolveReport, locale: Locale): string {
   if (report.how === 'rollback' && report.conversation && report.kind === 'rewind') lines.push(format(locale, 'rollbackConversation'))
   if (report.tempsRemoved.length > 0) lines.push(format(locale, 'tempsRemoved', { n: report.tempsRemoved.length }))
   lines.push(...outcomeLines(locale, report.outcome))
+  if (!report.outcome.completed && report.outcome.failed.length > 0) lines.push(format(locale, 'interruptedHint'))
   return lines.join('\n')
 }
 
@@ -847,6 +875,8 @@ export function reportText(report: RewindReport, locale: Locale): string {
     lines.push(format(locale, 'filesNotRestored', { reason }))
   }
   lines.push(...outcomeLines(locale, report.outcome))
+  // Files it could not restore leave the restore open: say how to settle it.
+  if (!report.outcome.completed && report.outcome.failed.length > 0) lines.push(format(locale, 'interruptedHint'))
   if ((report.outcome.kept ?? []).length > 0) lines.push(...section(locale, format(locale, 'kept'), report.outcome.kept!.map(escapeControl)))
   // Shown only when the workspace scan found any: files changed outside the agent's tool calls
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).

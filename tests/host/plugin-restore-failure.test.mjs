@@ -46,6 +46,7 @@ test('a per-file failure is reported, the journal stays open, and continue finis
   assert.equal(result.kind, 'success', result.text)
   assert.match(result.text, /Written \(1\):\n- a\.txt/)
   assert.match(result.text, /Failed \(1\):\n- b\.txt: /)
+  assert.match(result.text, /Run \/rewind --continue to finish restoring the files, or \/rewind --rollback/)
   assert.equal((await bytes(join(host.workspace, 'a.txt'))).toString(), 'v1\n', 'the other path was still restored')
   assert.equal((await bytes(b)).toString(), 'created later\n')
 
@@ -96,4 +97,28 @@ test('an open restore rolls back to the exact pre-restore bytes', async (t) => {
   assert.ok(entry.undoneAt > 0, JSON.stringify(entry))
   assert.equal(entry.undoOutcome, 'ok')
   assert.equal(entry.undoable, false)
+})
+
+test('a rewind that could not restore a file is finished by a typed /rewind --continue', async (t) => {
+  const run = await failingRestore(t, 'typed-session')
+  if (run === undefined) return t.skip('chattr +i is not available here')
+  const { host, agent, b } = run
+  // While the cause is there, the continue reports the file failed again and the restore stays open.
+  const again = await host.runCommand(agent, '/rewind --continue')
+  assert.equal(again.result.kind, 'success', again.result.text)
+  assert.match(again.result.text, /Failed \(1\):\n- b\.txt: /)
+  assert.match(again.result.text, /Run \/rewind --continue to finish restoring the files/)
+  chattr('-i', b)
+  const { result } = await host.runCommand(agent, '/rewind --continue')
+  assert.equal(result.kind, 'success', result.text)
+  assert.match(result.text, /^Finished the interrupted rewind to @\d+/)
+  assert.match(result.text, /Deleted \(1\):\n- b\.txt/)
+  assert.equal(await bytes(b), null)
+  const entry = (await rpc(host, 'history', { sessionId: 'typed-session' })).json.value.entries[0]
+  assert.equal(entry.outcome, 'done')
+  assert.equal(entry.undoable, true)
+  // Nothing is left to settle.
+  const none = await host.runCommand(agent, '/rewind --continue')
+  assert.equal(none.result.kind, 'error')
+  assert.match(none.result.text, /no interrupted rewind in this session/)
 })
