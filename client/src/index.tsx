@@ -19,7 +19,7 @@ import { computeHidden, freshMarkers, markerOfEvent, visibleTargetSeqs, type Rew
 import { faceOf, messageBySeq, MARKER_KIND, nodesOf, ownRewindKey, ownRewinds, refillComposer, rowsAndMarkers, runRewind, currentSessionId, type Ctx, type SessionFace } from './host.ts'
 import { pickerRows, seqOfRow, type Candidate } from './picker.ts'
 import { rpc } from './rpc.ts'
-import { createLocaleStore, SettingsModel } from './store.ts'
+import { createLocaleStore, rewindsSeen, SettingsModel } from './store.ts'
 import { CSS } from './styles.ts'
 import { ConfigCard, ConfirmDialog, HistorySection, InterruptedBanner, MessagePortals, type Env } from './ui.tsx'
 
@@ -108,6 +108,7 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
         const target = messageBySeq(face, marker.targetSeq) ?? { seq: marker.targetSeq, text: '', images: [] }
         void refillComposer(ctx, id, target, /^\s*\/(rewind|undo)(\s.*)?$/s).then(result => {
           report({ type: 'rewind-observed', sessionId: id, seq: marker.targetSeq, markerSeq: marker.markerSeq, ...result })
+          rewindsSeen.set(n => n + 1)
         })
       }
     }

@@ -107,8 +107,10 @@ export interface Interrupted {
   readonly journal: string
   readonly conversation: boolean
   readonly childSessionId?: string
-  readonly restore?: { readonly actions: number; readonly done: number }
+  readonly restore?: { readonly actions: number; readonly done: number; readonly failed?: number }
   readonly error?: { readonly code: string; readonly message: string }
+  /** Not interrupted: the rewind ran to its end but could not restore some files; its restore stays open. */
+  readonly partial?: true
 }
 /** What continuing or rolling back did. */
 export interface ResolveResult {

@@ -73,6 +73,9 @@ export interface DialogRequest {
 /** Open dialog (or null). */
 export const dialogStore = new Store<DialogRequest | null>(null)
 
+/** Bumped whenever a rewind ran (or was seen to run) here: the banner asks again what is left open. */
+export const rewindsSeen = new Store<number>(0)
+
 /** State of the shared settings model. */
 export interface SettingsState {
   readonly status: 'idle' | 'loading' | 'ready' | 'error'

@@ -11,7 +11,7 @@ import { missingCaps, undoableEntries } from './history.ts'
 import { escapeControl, oneLine } from './escape.ts'
 import { openSession, runFork } from './fork.ts'
 import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
-import { dialogStore, Store, type LocaleState, type SettingsModel } from './store.ts'
+import { dialogStore, rewindsSeen, Store, type LocaleState, type SettingsModel } from './store.ts'
 
 /** Everything a surface needs, handed down from `apply`. */
 export interface Env {
@@ -167,6 +167,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
       runningRef.current = false
       setRunning(false)
       env.report({ type: 'rewind', via: 'dialog', sessionId, seq, kept, ...outcome })
+      rewindsSeen.set(n => n + 1)
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.failed', { message: outcome.message }))
     })
@@ -181,6 +182,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
       runningRef.current = false
       setRunning(false)
       env.report({ type: 'fork', via: 'dialog', sessionId, seq, kept, ...outcome })
+      rewindsSeen.set(n => n + 1)
       if (outcome.ok) dialogStore.set(null)
       else setFailure(t('result.forkFailed', { message: outcome.message }))
     })
@@ -740,6 +742,8 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
   const [busy, setBusy] = useState(false)
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined)
   const [tick, setTick] = useState(0)
+  // A rewind run here (or seen in the session) may have left files it could not restore.
+  const seen = useSyncExternalStore(rewindsSeen.subscribe, rewindsSeen.getSnapshot)
   useEffect(() => {
     if (sessionId === undefined) return undefined
     let live = true
@@ -761,7 +765,7 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
     }
     ask(0)
     return () => { live = false; if (timer !== undefined) clearTimeout(timer) }
-  }, [sessionId, tick, env])
+  }, [sessionId, tick, seen, env])
   useEffect(() => { setNotice(undefined) }, [sessionId])
   const list = found !== undefined && found.sessionId === sessionId ? found.list : []
   const first = list[0]
@@ -787,11 +791,15 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
       : first.kind === 'fork'
         ? t('banner.fork', { seq: first.targetSeq })
         : t('banner.rewind', { seq: first.targetSeq })
-  const files = first?.restore !== undefined ? t('banner.files', { done: first.restore.done, total: first.restore.actions }) : t('banner.noFiles')
+  const files = first?.restore === undefined
+    ? t('banner.noFiles')
+    : first.partial === true
+      ? t('banner.failedFiles', { failed: first.restore.failed ?? 0, total: first.restore.actions })
+      : t('banner.files', { done: first.restore.done, total: first.restore.actions })
   return createPortal(
     <div className="dshpr-banner" role="alert" data-testid="dsh-prompt-rewind-interrupted" data-op-id={first?.opId}>
       {first !== undefined && <>
-        <strong className="dshpr-banner-title">{t('banner.title')}</strong>
+        <strong className="dshpr-banner-title">{t(first.partial === true ? 'banner.partialTitle' : 'banner.title')}</strong>
         <span data-testid="dsh-prompt-rewind-interrupted-what">{what} — {files}</span>
         <span className="dshpr-banner-actions">
           <button type="button" className="dshpr-btn dshpr-primary" data-testid="dsh-prompt-rewind-interrupted-continue" disabled={busy} onClick={() => { void settle('continue') }}>{t('banner.continue')}</button>

@@ -129,6 +129,11 @@ export interface InterruptedRewind {
   restore?: RestoreStatus
   /** Why an automatic finish failed, if it did. */
   error?: { code: string; message: string }
+  /**
+   * Not interrupted: the rewind ran to its end but could not restore some files, and its
+   * journal stays open until it is continued or rolled back (see {@link Rewinder.partials}).
+   */
+  partial?: true
 }
 
 /** What continuing or rolling back an interrupted rewind did. */
@@ -713,7 +718,7 @@ export class Rewinder {
     if (found === undefined) {
       // A rewind that is over but could not restore some files (`partial`): its journal stays
       // open until it is continued or rolled back.
-      const partial = await this.openPartial(agent, opId)
+      const partial = (await this.partials(agent)).find(p => opId === undefined || p.opId === opId)
       if (partial !== undefined) return await this.resolvePartial(agent, partial, how)
       throw new RewindError(Codes.unknownEntry, opId === undefined ? 'no interrupted rewind in this session' : `no interrupted rewind ${escapeControl(opId)} in this session`)
     }
@@ -730,15 +735,36 @@ export class Rewinder {
     }
   }
 
-  /** The newest rewind of this session that ended with files it could not restore (or `opId`'s). */
-  private async openPartial(agent: HostAgent, opId: string | undefined): Promise<HistoryEntry | undefined> {
+  /**
+   * The rewinds of this session that ran to their end but could not restore some files (their
+   * entry `partial`, or `failed` when none could be), their journal still open (newest first): listed with the interrupted ones by the `interrupted` RPC,
+   * so that the client offers the same two ways out. A new rewind is not refused over them.
+   */
+  async partials(agent: HostAgent): Promise<InterruptedRewind[]> {
     const session = agent.session
+    const sessionId = session.header.id
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    if (isSubagentSession(session) || cwd === undefined || port.unavailable() !== undefined) return []
     const { entries } = await this.deps.history.listChecked(await partitionKey(this.deps.ctx, session))
-    return entries.find(e => e.sessionId === session.header.id && e.outcome === 'partial' && e.undoneAt == null && (opId === undefined || e.opId === opId))
+    const mine = entries.filter(e => e.sessionId === sessionId && (e.outcome === 'partial' || e.outcome === 'failed') && e.undoneAt == null)
+    if (mine.length === 0) return []
+    const open = new Map((await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd))).filter(r => r.state === 'open').map(r => [r.opId, r]))
+    const out: InterruptedRewind[] = []
+    for (const e of mine) {
+      const restore = open.get(e.opId)
+      if (restore === undefined) continue
+      const childSessionId = e.fork?.childSessionId
+      out.push({
+        opId: e.opId, kind: childSessionId !== undefined ? 'fork' : 'rewind', targetSeq: e.targetSeq, time: e.time, journal: 'open', conversation: true,
+        ...(childSessionId !== undefined ? { childSessionId } : {}), restore, partial: true,
+      })
+    }
+    return out
   }
 
   /** {@link Rewinder.resolve} of a `partial` rewind: its conversation half is done; its files are finished or put back. */
-  private async resolvePartial(agent: HostAgent, entry: HistoryEntry, how: 'continue' | 'rollback'): Promise<ResolveReport> {
+  private async resolvePartial(agent: HostAgent, entry: InterruptedRewind, how: 'continue' | 'rollback'): Promise<ResolveReport> {
     const session = agent.session
     const sessionId = session.header.id
     if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')

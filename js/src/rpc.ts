@@ -213,7 +213,9 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     },
 
     async interrupted(agent) {
-      return { interrupted: deps.rewinder === undefined ? [] : await deps.rewinder.reconcile(agent) }
+      if (deps.rewinder === undefined) return { interrupted: [] }
+      // The interrupted rewinds first, then those that could not restore some files.
+      return { interrupted: [...await deps.rewinder.reconcile(agent), ...await deps.rewinder.partials(agent)] }
     },
 
     async restores(agent) {

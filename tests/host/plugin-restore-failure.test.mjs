@@ -61,6 +61,10 @@ test('a per-file failure is reported, the journal stays open, and continue finis
   const open = restores.json.value.restores.find(r => r.opId === entry.opId)
   assert.equal(open.state, 'open')
   assert.equal(open.failed, 1)
+  // Listed with the interrupted rewinds (the client's banner offers Continue and Roll back), as
+  // partial; a new rewind is not refused over it.
+  const listed = (await rpc(host, 'interrupted', { sessionId: 'continue-session' })).json.value.interrupted
+  assert.deepEqual(listed.map(i => [i.opId, i.partial, i.kind, i.restore.failed, i.restore.actions]), [[entry.opId, true, 'rewind', 1, 2]])
 
   chattr('-i', b)
   const continued = await rpc(host, 'restores.continue', { sessionId: 'continue-session', opId: entry.opId })
@@ -69,6 +73,7 @@ test('a per-file failure is reported, the journal stays open, and continue finis
   assert.equal(await bytes(b), null, 'the failed delete is done now')
   const after = await rpc(host, 'restores', { sessionId: 'continue-session' })
   assert.equal(after.json.value.restores.find(r => r.opId === entry.opId).state, 'completed')
+  assert.deepEqual((await rpc(host, 'interrupted', { sessionId: 'continue-session' })).json.value.interrupted, [])
   // The history entry is settled: done, b.txt deleted, nothing failed — and now undoable.
   const settled = (await rpc(host, 'history', { sessionId: 'continue-session' })).json.value.entries[0]
   assert.equal(settled.outcome, 'done')

@@ -3,6 +3,7 @@
 // Run through scripts/test-web.sh, which installs everything and boots the server.
 import { chromium } from 'playwright-core'
 import fs from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -736,6 +737,41 @@ try {
   await composer.press('Enter')
   await page.waitForFunction((seq) => (window.__dshPromptRewind?.events ?? []).some(e => e.type === 'rewind-observed' && e.seq === seq), againSeq, { timeout: 20000 })
   fileCheck(read('d1.txt') === 'l1\nl2\nl3\n' && read('d2.txt') === 'keep\nmore\nagain\n', 'the typed --only restored d1.txt and left d2.txt')
+  await composer.fill('')
+
+  // --- a rewind that cannot restore a file: the banner says so, and Continue finishes it once the
+  // cause is gone (the file made immutable: `chattr +i` stops even root)
+  const LOCK_MSG = 'write lock.txt locked'
+  await send(page, composer, LOCK_MSG, 'DONE: lock.txt')
+  const lockPath = path.join(ws, 'lock.txt')
+  if (spawnSync('chattr', ['+i', lockPath]).status !== 0) log('SKIPPED: chattr +i is not available here (a rewind that cannot restore a file)')
+  else {
+    try {
+      dialog = await openRewindDialog(page, LOCK_MSG)
+      await dialog.getByTestId('dsh-prompt-rewind-impact').waitFor({ timeout: 10000 })
+      await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+      await dialog.waitFor({ state: 'detached', timeout: 20000 })
+      const partial = page.getByTestId('dsh-prompt-rewind-interrupted')
+      await partial.waitFor({ timeout: 15000 })
+      const partialText = await partial.innerText()
+      log('banner (partial):', JSON.stringify(partialText))
+      fileCheck(/A rewind could not restore every file\./.test(partialText) && /1 of 1 file changes could not be applied/.test(partialText), 'the banner says the rewind could not restore a file')
+      fileCheck(read('lock.txt') === 'locked\n', 'the file the system refused to delete is still there')
+      await shot(page, 'partial-banner')
+      spawnSync('chattr', ['-i', lockPath])
+      await partial.getByTestId('dsh-prompt-rewind-interrupted-continue').click()
+      const partialNotice = partial.getByTestId('dsh-prompt-rewind-interrupted-notice')
+      await partialNotice.waitFor({ timeout: 20000 })
+      log('notice (partial):', JSON.stringify(await partialNotice.innerText()))
+      fileCheck(/^Finished the rewind to seq \d+: 0 written, 1 deleted\.$/.test(await partialNotice.innerText()), 'Continue finished the rewind')
+      fileCheck(read('lock.txt') === null, 'the file is deleted now')
+      check(await partial.getByTestId('dsh-prompt-rewind-interrupted-continue').count() === 0, 'the banner offers nothing more')
+      await partial.getByTestId('dsh-prompt-rewind-interrupted-dismiss').click()
+      await partial.waitFor({ state: 'detached', timeout: 5000 })
+    } finally {
+      spawnSync('chattr', ['-i', lockPath])
+    }
+  }
   await composer.fill('')
 
   // --- languages: a Japanese browser (DSH itself has zh/en only; the plugin follows the browser)

@@ -121,6 +121,8 @@ export const de: Dict = {
   'banner.fork': 'Abzweigung bei Nachricht seq {seq}',
   'banner.undo': 'Rückgängigmachen des Zurücksetzens auf Nachricht seq {seq}',
   'banner.files': '{done} von {total} Dateiänderungen ausgeführt',
+  'banner.partialTitle': 'Ein Zurücksetzen konnte nicht jede Datei wiederherstellen.',
+  'banner.failedFiles': '{failed} von {total} Dateiänderungen konnten nicht ausgeführt werden',
   'banner.noFiles': 'noch keine Datei geändert',
   'banner.continue': 'Fortsetzen',
   'banner.rollback': 'Zurückrollen',

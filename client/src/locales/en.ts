@@ -119,6 +119,8 @@ export const en = {
   'banner.fork': 'Fork at message seq {seq}',
   'banner.undo': 'Undo of the rewind to message seq {seq}',
   'banner.files': '{done} of {total} file changes applied',
+  'banner.partialTitle': 'A rewind could not restore every file.',
+  'banner.failedFiles': '{failed} of {total} file changes could not be applied',
   'banner.noFiles': 'no file changed yet',
   'banner.continue': 'Continue',
   'banner.rollback': 'Roll back',

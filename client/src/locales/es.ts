@@ -121,6 +121,8 @@ export const es: Dict = {
   'banner.fork': 'Bifurcación en el mensaje seq {seq}',
   'banner.undo': 'Deshacer el rebobinado al mensaje seq {seq}',
   'banner.files': '{done} de {total} cambios de archivo aplicados',
+  'banner.partialTitle': 'Un rebobinado no pudo restaurar todos los archivos.',
+  'banner.failedFiles': '{failed} de {total} cambios de archivo no se pudieron aplicar',
   'banner.noFiles': 'aún no cambió ningún archivo',
   'banner.continue': 'Continuar',
   'banner.rollback': 'Revertir',

@@ -121,6 +121,8 @@ export const fr: Dict = {
   'banner.fork': 'Bifurcation au message seq {seq}',
   'banner.undo': 'Annulation du retour au message seq {seq}',
   'banner.files': '{done} modification(s) de fichier sur {total} appliquée(s)',
+  'banner.partialTitle': 'Un retour en arrière n’a pas pu restaurer tous les fichiers.',
+  'banner.failedFiles': '{failed} modification(s) de fichier sur {total} n’ont pas pu être appliquée(s)',
   'banner.noFiles': 'aucun fichier modifié pour l’instant',
   'banner.continue': 'Continuer',
   'banner.rollback': 'Annuler',

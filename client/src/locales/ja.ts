@@ -121,6 +121,8 @@ export const ja: Dict = {
   'banner.fork': 'メッセージ seq {seq} でのフォーク',
   'banner.undo': 'メッセージ seq {seq} への巻き戻しの取り消し',
   'banner.files': '{total} 件中 {done} 件のファイル変更を適用済み',
+  'banner.partialTitle': '巻き戻しで一部のファイルを復元できませんでした。',
+  'banner.failedFiles': '{total} 件中 {failed} 件のファイル変更を適用できませんでした',
   'banner.noFiles': 'まだファイルは変更されていません',
   'banner.continue': '続行',
   'banner.rollback': 'ロールバック',

@@ -121,6 +121,8 @@ export const ptBR: Dict = {
   'banner.fork': 'Bifurcação na mensagem seq {seq}',
   'banner.undo': 'Desfazer o retrocesso para a mensagem seq {seq}',
   'banner.files': '{done} de {total} alterações de arquivo aplicadas',
+  'banner.partialTitle': 'Um retrocesso não conseguiu restaurar todos os arquivos.',
+  'banner.failedFiles': '{failed} de {total} alterações de arquivo não puderam ser aplicadas',
   'banner.noFiles': 'nenhum arquivo alterado ainda',
   'banner.continue': 'Continuar',
   'banner.rollback': 'Reverter',

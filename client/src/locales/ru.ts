@@ -121,6 +121,8 @@ export const ru: Dict = {
   'banner.fork': 'Ответвление в сообщении seq {seq}',
   'banner.undo': 'Отмена отката к сообщению seq {seq}',
   'banner.files': 'применено {done} из {total} изменений файлов',
+  'banner.partialTitle': 'Откат не смог восстановить все файлы.',
+  'banner.failedFiles': 'не удалось применить {failed} из {total} изменений файлов',
   'banner.noFiles': 'файлы ещё не изменены',
   'banner.continue': 'Продолжить',
   'banner.rollback': 'Отменить',

@@ -121,6 +121,8 @@ export const zhCN: Dict = {
   'banner.fork': '在消息 seq {seq} 处分叉',
   'banner.undo': '撤销回退到消息 seq {seq} 的操作',
   'banner.files': '已应用 {done}/{total} 个文件更改',
+  'banner.partialTitle': '一次回退未能恢复所有文件。',
+  'banner.failedFiles': '{total} 个文件更改中有 {failed} 个未能应用',
   'banner.noFiles': '尚未更改任何文件',
   'banner.continue': '继续',
   'banner.rollback': '回滚',
