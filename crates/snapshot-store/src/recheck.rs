@@ -271,7 +271,9 @@ impl Recheck<'_> {
                     // Unchanged = same metadata and content already known. A file a tool wrote
                     // since (content unknown) is recorded once, so every boundary's state is exact.
                     let same = match (known, &now) {
-                        (Known::Absent, Known::Absent) => true,
+                        // A directory is no file: absent as one, however its own metadata
+                        // changes (its files have records of their own).
+                        (a, b) if absent_as_file(a) && absent_as_file(b) => true,
                         // Still behind a parent that is not a directory (or a symlink): the
                         // skip recorded when it got there stands.
                         (Known::Unknown, Known::Unknown) => true,
@@ -522,7 +524,7 @@ impl Recheck<'_> {
             return None;
         }
         let before = match known {
-            Known::Absent => BeforeState::Absent,
+            k if absent_as_file(k) => BeforeState::Absent,
             Known::Present {
                 meta,
                 sha256: Some(sha),
@@ -556,5 +558,15 @@ impl Recheck<'_> {
         let mut st = self.s.lock_state();
         self.s.sync(&mut st)?;
         Ok(st.idx.groups.keys().copied().collect())
+    }
+}
+
+/// Whether `known` is no file at the path: nothing there, or a directory (a tracked path that
+/// is a directory is recorded as absent).
+fn absent_as_file(known: &Known) -> bool {
+    match known {
+        Known::Absent => true,
+        Known::Present { meta, .. } => meta.kind == FileKind::Dir,
+        _ => false,
     }
 }

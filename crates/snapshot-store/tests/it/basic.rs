@@ -2648,3 +2648,52 @@ fn a_file_that_grows_past_its_size_while_read_whole_is_captured_with_what_it_gre
         assert_eq!(env.read(&name).as_deref(), Some(&grown[..]), "{size}");
     }
 }
+
+#[test]
+fn a_tracked_path_that_is_a_directory_at_a_message_comes_back_as_one() {
+    // `d` was a file the agent deleted and made a directory (holding its file `d/c`); after
+    // two messages, something else replaced the directory by a file. A rewind to the second
+    // message takes that file away and brings `d/c` back.
+    let env = Env::new();
+    env.write("d", b"a file");
+    let store = env.store();
+    let s = env.session(&store);
+    s.recheck_tracked(1).expect("recheck");
+    tool_edit(&env, &s, "c0", 1, "d", None);
+    std::fs::create_dir(env.cwd.join("d")).expect("mkdir");
+    tool_edit(&env, &s, "c1", 1, "d/c", Some(b"c1"));
+    // A directory is no file: nothing recorded for `d` at these messages.
+    let out = s.recheck_tracked(2).expect("recheck");
+    assert!(
+        out.recorded.iter().all(|r| r.path.display() != "d"),
+        "{out:?}"
+    );
+    s.recheck_tracked(3).expect("recheck");
+    let at3 = env.snapshot();
+    std::fs::remove_dir_all(env.cwd.join("d")).expect("rm -rf");
+    env.write("d", b"made elsewhere");
+    s.recheck_tracked(4).expect("recheck");
+    let plan = s.plan_restore(3).expect("plan");
+    let planned: Vec<_> = plan
+        .actions
+        .iter()
+        .map(|a| {
+            (
+                a.display.as_str(),
+                format!("{:?}", a.action)
+                    .split([' ', '{'])
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        planned,
+        [("d", "Delete".to_string()), ("d/c", "Recreate".to_string())],
+        "{plan:?}"
+    );
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty() && out.skipped.is_empty(), "{out:?}");
+    assert_eq!(env.snapshot(), at3);
+}
