@@ -181,8 +181,13 @@ export class Rewinder {
       // `/rewind` says what was interrupted and offers both ways out.
       const interrupted = await this.reconcile(agent)
       if (input === '' && !engine) {
-        const list = this.listText(agent.session, locale)
-        return { kind: 'success', text: interrupted.length > 0 ? `${interruptedText(interrupted, locale)}\n\n${list}` : list }
+        // What is left open first: interrupted rewinds, then those that could not restore every file.
+        const partial = await this.partials(agent)
+        const open = [
+          ...(interrupted.length > 0 ? [interruptedText(interrupted, locale)] : []),
+          ...(partial.length > 0 ? [partialText(partial, locale)] : []),
+        ]
+        return { kind: 'success', text: [...open, this.listText(agent.session, locale)].join('\n\n') }
       }
       if (interrupted.length > 0) {
         throw new RewindError(Codes.interrupted, interruptedText(interrupted, locale), { opIds: interrupted.map(i => i.opId) })
@@ -865,6 +870,20 @@ export function interruptedText(list: readonly InterruptedRewind[], locale: Loca
     lines.push(`- ${what} (${files}; op ${escapeControl(i.opId)})${i.error !== undefined ? ` [${i.error.code}: ${escapeControl(i.error.message)}]` : ''}`)
   }
   lines.push(format(locale, list.some(i => i.kind !== 'undo') ? 'interruptedHint' : 'interruptedUndoHint'))
+  return lines.join('\n')
+}
+
+/** The rewinds that ran to their end but could not restore every file, and the two ways out. */
+export function partialText(list: readonly InterruptedRewind[], locale: Locale): string {
+  const lines = [format(locale, 'partialHeader')]
+  for (const p of list) {
+    const what = p.kind === 'fork'
+      ? format(locale, 'interruptedFork', { seq: p.targetSeq, child: escapeControl(p.childSessionId ?? '') })
+      : format(locale, 'interruptedRewind', { seq: p.targetSeq })
+    const files = format(locale, 'partialFiles', { failed: p.restore?.failed ?? 0, total: p.restore?.actions ?? 0 })
+    lines.push(`- ${what} (${files}; op ${escapeControl(p.opId)})`)
+  }
+  lines.push(format(locale, 'interruptedHint'))
   return lines.join('\n')
 }
 

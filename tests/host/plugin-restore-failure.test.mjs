@@ -56,6 +56,7 @@ test('a per-file failure is reported, the journal stays open, and continue finis
   assert.equal(entry.undoable, false, 'an open journal is not undoable')
   const undo = await rpc(host, 'undo', { sessionId: 'continue-session', opId: entry.opId })
   assert.equal(undo.json.error.code, 'rewind/not-undoable')
+  assert.match(undo.json.error.message, /its restore journal is open; continue or roll it back first/)
 
   const restores = await rpc(host, 'restores', { sessionId: 'continue-session' })
   const open = restores.json.value.restores.find(r => r.opId === entry.opId)
@@ -108,6 +109,10 @@ test('a rewind that could not restore a file is finished by a typed /rewind --co
   const run = await failingRestore(t, 'typed-session')
   if (run === undefined) return t.skip('chattr +i is not available here')
   const { host, agent, b } = run
+  // The bare /rewind names it first, with the two ways out.
+  const listed = await host.runCommand(agent, '/rewind')
+  assert.equal(listed.result.kind, 'success', listed.result.text)
+  assert.match(listed.result.text, /^An earlier rewind of this session could not restore every file:\n- rewind to @\d+ \(1 of 2 file action\(s\) failed; op [0-9a-f-]+\)\nRun \/rewind --continue/)
   // While the cause is there, the continue reports the file failed again and the restore stays open.
   const again = await host.runCommand(agent, '/rewind --continue')
   assert.equal(again.result.kind, 'success', again.result.text)

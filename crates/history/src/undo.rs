@@ -96,7 +96,11 @@ pub enum UndoRefusal {
         undone_at: u64,
     },
     /// The entry's restore journal is not completed.
-    #[error("history entry {op_id} cannot be undone: its restore journal is {}", journal.name())]
+    #[error(
+        "history entry {op_id} cannot be undone: its restore journal is {}{}",
+        journal.name(),
+        if *journal == JournalState::Open { "; continue or roll it back first" } else { "" }
+    )]
     NotUndoable {
         /// The requested op id.
         op_id: String,
