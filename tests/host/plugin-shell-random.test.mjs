@@ -238,10 +238,17 @@ async function playSeed(seed, { hand = false, other = false } = {}) {
       if (r() < 0.2) await restart()
     }
     /** The files a rewind to message `k` gives back, as the header says (`now`: the files before it). */
+    /**
+     * The files the last rewind skipped (in the way of one that stays), each with the state it
+     * would have brought back: the store keeps that record, and a rewind to an earlier message
+     * brings them back as a change recorded at the next message would be.
+     */
+    let skippedAt = new Map()
     const restored = (k, now) => {
       const out = {}
       /** The paths left as they are (no change since the message that comes back). */
       const kept = new Set()
+      const wanted = new Map()
       for (const p of new Set([...Object.keys(now), ...messages.slice(k).flatMap((m) => [...Object.keys(m.sent), ...Object.keys(m.prior)])])) {
         let v = now[p]
         let back = false
@@ -259,6 +266,7 @@ async function playSeed(seed, { hand = false, other = false } = {}) {
         }
         if (v !== undefined) out[p] = v
         if (!back) kept.add(p)
+        else wanted.set(p, v)
       }
       // A file that comes back where a file that stays is in its way (under it, or over it
       // as a directory) is skipped: left as it is.
@@ -280,6 +288,7 @@ async function playSeed(seed, { hand = false, other = false } = {}) {
       for (const q of Object.keys(out)) {
         if (now[q] === undefined && Object.keys(out).some((p) => q.startsWith(`${p}/`))) delete out[q]
       }
+      skippedAt = new Map([...wanted].filter(([p, v]) => out[p] !== v))
       return out
     }
     for (let i = 0; i < 5; i++) await send()
@@ -295,6 +304,13 @@ async function playSeed(seed, { hand = false, other = false } = {}) {
       // Made before the removed message: recorded at the next one.
       pending = { between: new Set(messages[k].between), prior: {} }
       for (const p of pending.between) if (messages[k].prior[p] !== undefined) pending.prior[p] = messages[k].prior[p]
+      if (hand) {
+        for (const [p, v] of skippedAt) {
+          pending.between.add(p)
+          if (v === undefined) delete pending.prior[p]
+          else pending.prior[p] = v
+        }
+      }
       if (r() < 0.4) {
         steps.push('undo')
         const undo = await host.runCommand(agent, '/rewind undo')
