@@ -742,8 +742,9 @@ export class Rewinder {
 
   /**
    * The rewinds of this session that ran to their end but could not restore some files (their
-   * entry `partial`, or `failed` when none could be), their journal still open (newest first): listed with the interrupted ones by the `interrupted` RPC,
-   * so that the client offers the same two ways out. A new rewind is not refused over them.
+   * entry `partial`, or `failed` when none could be), their journal still open (newest first):
+   * listed with the interrupted ones by the `interrupted` RPC, so that the client offers the
+   * same two ways out. A new rewind is not refused over them.
    */
   async partials(agent: HostAgent): Promise<InterruptedRewind[]> {
     const session = agent.session
@@ -770,14 +771,10 @@ export class Rewinder {
 
   /** {@link Rewinder.resolve} of a `partial` rewind: its conversation half is done; its files are finished or put back. */
   private async resolvePartial(agent: HostAgent, entry: InterruptedRewind, how: 'continue' | 'rollback'): Promise<ResolveReport> {
-    const session = agent.session
-    const sessionId = session.header.id
+    const sessionId = agent.session.header.id
     if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     try {
-      const es = await this.deps.engine.session(session)
-      const r = await this.deps.state.run(sessionId, () => step(() => es.resolveJournal(entry.opId, how)))
-      const cwd = trackedCwd(session)
-      if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
+      const r = await settleJournal(this.deps, agent.session, entry.opId, how)
       return { opId: entry.opId, how, kind: r.kind, targetSeq: entry.targetSeq, conversation: true, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
     } finally {
       this.deps.state.end(sessionId)
@@ -805,6 +802,20 @@ function withdraw(agent: HostAgent, ids: readonly string[]): string[] {
  * Tell DSH's fs observation policy the new state of every restored or deleted path, so the next
  * edit of such a file is judged against what is on disk now (not refused as stale).
  */
+/**
+ * Finishes or rolls back the open journal of a rewind that is over (a `partial` or `failed`
+ * one): the engine settles its files, removes the temp files and updates the history entry,
+ * and the plugin's view of the paths it wrote or deleted follows.
+ */
+export async function settleJournal(deps: Pick<RewindDeps, 'ctx' | 'engine' | 'state' | 'logger'>, session: HostSession, opId: string, how: 'continue' | 'rollback'): Promise<Addon.BindingResolved> {
+  const es = await deps.engine.session(session)
+  const r = await deps.state.run(session.header.id, () => step(() => es.resolveJournal(opId, how)))
+  const cwd = trackedCwd(session)
+  if (cwd !== undefined) await resyncObservations(deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], deps.logger)
+  if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)
+  return r
+}
+
 export async function resyncObservations(ctx: HostContext, session: HostSession, cwd: string, written: string[], deleted: string[], logger: HostLogger): Promise<void> {
   const fs = ctx.get('fs') as HostFs | undefined
   if (fs === undefined) return
@@ -852,18 +863,23 @@ function outcomeLines(locale: Locale, o: RestoreOutcome): string[] {
     ...section(locale, format(locale, 'deleted'), o.deleted.map(escapeControl)),
     ...section(locale, format(locale, 'skipped'), o.skipped.map(skippedLine)),
     ...section(locale, format(locale, 'failed'), o.failed.map(f => `${escapeControl(f.path)}: ${escapeControl(f.message)}`)),
+    // Files it could not restore leave the restore open: say how to settle it.
+    ...(!o.completed && o.failed.length > 0 ? [format(locale, 'interruptedHint')] : []),
   ]
+}
+
+/** What a rewind left open was: a rewind, a fork or an undo, and its target. */
+function openWhat(i: InterruptedRewind, locale: Locale): string {
+  if (i.kind === 'undo') return format(locale, 'interruptedUndo', { seq: i.targetSeq })
+  if (i.kind === 'fork') return format(locale, 'interruptedFork', { seq: i.targetSeq, child: escapeControl(i.childSessionId ?? '') })
+  return format(locale, 'interruptedRewind', { seq: i.targetSeq })
 }
 
 /** What an interrupted rewind left, and the two ways out. */
 export function interruptedText(list: readonly InterruptedRewind[], locale: Locale): string {
   const lines = [format(locale, 'interruptedHeader')]
   for (const i of list) {
-    const what = i.kind === 'undo'
-      ? format(locale, 'interruptedUndo', { seq: i.targetSeq })
-      : i.kind === 'fork'
-        ? format(locale, 'interruptedFork', { seq: i.targetSeq, child: escapeControl(i.childSessionId ?? '') })
-        : format(locale, 'interruptedRewind', { seq: i.targetSeq })
+    const what = openWhat(i, locale)
     const files = i.restore !== undefined
       ? format(locale, 'interruptedFiles', { done: i.restore.done, total: i.restore.actions })
       : format(locale, 'interruptedNoFiles')
@@ -877,9 +893,7 @@ export function interruptedText(list: readonly InterruptedRewind[], locale: Loca
 export function partialText(list: readonly InterruptedRewind[], locale: Locale): string {
   const lines = [format(locale, 'partialHeader')]
   for (const p of list) {
-    const what = p.kind === 'fork'
-      ? format(locale, 'interruptedFork', { seq: p.targetSeq, child: escapeControl(p.childSessionId ?? '') })
-      : format(locale, 'interruptedRewind', { seq: p.targetSeq })
+    const what = openWhat(p, locale)
     const files = format(locale, 'partialFiles', { failed: p.restore?.failed ?? 0, total: p.restore?.actions ?? 0 })
     lines.push(`- ${what} (${files}; op ${escapeControl(p.opId)})`)
   }
@@ -893,7 +907,6 @@ export function resolveText(report: ResolveReport, locale: Locale): string {
   if (report.how === 'rollback' && report.conversation && report.kind === 'rewind') lines.push(format(locale, 'rollbackConversation'))
   if (report.tempsRemoved.length > 0) lines.push(format(locale, 'tempsRemoved', { n: report.tempsRemoved.length }))
   lines.push(...outcomeLines(locale, report.outcome))
-  if (!report.outcome.completed && report.outcome.failed.length > 0) lines.push(format(locale, 'interruptedHint'))
   return lines.join('\n')
 }
 
@@ -920,8 +933,6 @@ export function reportText(report: RewindReport, locale: Locale): string {
     lines.push(format(locale, 'filesNotRestored', { reason }))
   }
   lines.push(...outcomeLines(locale, report.outcome))
-  // Files it could not restore leave the restore open: say how to settle it.
-  if (!report.outcome.completed && report.outcome.failed.length > 0) lines.push(format(locale, 'interruptedHint'))
   if ((report.outcome.kept ?? []).length > 0) lines.push(...section(locale, format(locale, 'kept'), report.outcome.kept!.map(escapeControl)))
   // Shown only when the workspace scan found any: files changed outside the agent's tool calls
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).

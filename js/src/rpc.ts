@@ -14,7 +14,7 @@ import type { CleanupPort, FilesPort, UndoChoices } from './ports.ts'
 import type { HostSessionPersistence } from './fork.ts'
 import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey } from './history.ts'
-import { type Rewinder, candidates, resyncObservations } from './rewind.ts'
+import { type Rewinder, candidates, settleJournal } from './rewind.ts'
 import { type EnginePort, step } from './engine.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
@@ -125,11 +125,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     }
     // A journal left open by a rewind that is over (a `partial` one): the engine finishes or
     // rolls it back, removes the temp files and updates the history entry.
-    const es = await deps.engine.session(session)
-    const r = await state.run(sessionId, () => step(() => es.resolveJournal(opId, how)))
-    await resyncObservations(ctx, session, cwd, r.outcome.written, r.outcome.deleted, deps.logger)
-    if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)
-    return r.outcome
+    return (await settleJournal({ ctx, engine: deps.engine, state, logger: deps.logger }, session, opId, how)).outcome
   }
   /** `undo` / `redo`: the files' outcome at the top level, the op id, and where the conversation is. */
   async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<unknown> {
