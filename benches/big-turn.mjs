@@ -13,7 +13,7 @@
  * Run with Node 24: `node benches/big-turn.mjs` (after `node scripts/build-package.mjs`); about
  * 17 minutes. `BIG_TURN_PAIRS`, `BIG_TURN_ROUNDS_PER_PAIR`, `BIG_TURN_TOGGLE_ROUNDS` and
  * `BIG_TURN_FILES` and `BIG_TURN_PROFILE_ROUNDS` change its size. Writes target/bench-results/big-turn.md (and every round's
- * figures to big-turn.json). Invariant checkers are off (they cost far more than the plugin and
+ * figures to big-turn.json; `BIG_TURN_KEEP=1` keeps them in benches/results too, for `benches/big-turn-pool.mjs`). Invariant checkers are off (they cost far more than the plugin and
  * would hide it).
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises'
@@ -23,6 +23,8 @@ import { fileURLToPath } from 'node:url'
 import { bootstrap, mean, median, quartile } from './support/stats.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
+// When the run began: the name its rounds are kept under (`BIG_TURN_KEEP=1`).
+const STARTED = new Date()
 // The host processes: a new pair (one host with the plugin, one without) every
 // `BIG_TURN_ROUNDS_PER_PAIR` rounds. A process keeps its own speed over its life (its heap's and
 // code's placement, what the machine ran beside it): with one pair for the whole run, every round
@@ -214,5 +216,12 @@ const lines = [
 console.log(lines.join('\n'))
 await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
 await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.md'), lines.join('\n'))
-// Every round's figures, for a second look.
-await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.json'), JSON.stringify({ files: FILES, pairs: groups, toggled, profiled }, null, 1))
+// Every round's figures, for a second look; with `BIG_TURN_KEEP=1` also kept in benches/results,
+// where `benches/big-turn-pool.mjs` takes the kept runs together.
+const kept = JSON.stringify({ files: FILES, pairs: groups, toggled, profiled }, null, 1)
+await writeFile(join(ROOT, 'target', 'bench-results', 'big-turn.json'), kept)
+if (process.env.BIG_TURN_KEEP === '1') {
+  const stamp = STARTED.toISOString().slice(0, 16).replace(/:/g, '')
+  await mkdir(join(ROOT, 'benches', 'results'), { recursive: true })
+  await writeFile(join(ROOT, 'benches', 'results', `big-turn-${stamp}.json`), kept)
+}
