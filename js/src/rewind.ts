@@ -668,14 +668,18 @@ export class Rewinder {
     return entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
   }
 
-  /** What an interrupted entry left, as the reconcile pass reports it. */
-  private interrupted(entry: HistoryEntry, conversation: boolean, journal: string, restore: RestoreStatus | null | undefined): InterruptedRewind {
+  /**
+   * What an interrupted entry left, as the reconcile pass reports it; with `partial`, a rewind
+   * that is over but left its journal open (see {@link Rewinder.partials}).
+   */
+  private interrupted(entry: HistoryEntry, conversation: boolean, journal: string, restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
     const childSessionId = entry.fork?.childSessionId
-    const kind = entry.outcome !== 'started' ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
+    const kind = entry.outcome !== 'started' && !partial ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
     return {
       opId: entry.opId, kind, targetSeq: entry.targetSeq, time: entry.time, journal, conversation,
       ...(childSessionId !== undefined ? { childSessionId } : {}),
       ...(restore != null ? { restore } : {}),
+      ...(partial ? { partial: true as const } : {}),
     }
   }
 
@@ -759,12 +763,7 @@ export class Rewinder {
     const out: InterruptedRewind[] = []
     for (const e of mine) {
       const restore = open.get(e.opId)
-      if (restore === undefined) continue
-      const childSessionId = e.fork?.childSessionId
-      out.push({
-        opId: e.opId, kind: childSessionId !== undefined ? 'fork' : 'rewind', targetSeq: e.targetSeq, time: e.time, journal: 'open', conversation: true,
-        ...(childSessionId !== undefined ? { childSessionId } : {}), restore, partial: true,
-      })
+      if (restore !== undefined) out.push(this.interrupted(e, true, 'open', restore, true))
     }
     return out
   }
@@ -799,10 +798,6 @@ function withdraw(agent: HostAgent, ids: readonly string[]): string[] {
 }
 
 /**
- * Tell DSH's fs observation policy the new state of every restored or deleted path, so the next
- * edit of such a file is judged against what is on disk now (not refused as stale).
- */
-/**
  * Finishes or rolls back the open journal of a rewind that is over (a `partial` or `failed`
  * one): the engine settles its files, removes the temp files and updates the history entry,
  * and the plugin's view of the paths it wrote or deleted follows.
@@ -816,6 +811,10 @@ export async function settleJournal(deps: Pick<RewindDeps, 'ctx' | 'engine' | 's
   return r
 }
 
+/**
+ * Tell DSH's fs observation policy the new state of every restored or deleted path, so the next
+ * edit of such a file is judged against what is on disk now (not refused as stale).
+ */
 export async function resyncObservations(ctx: HostContext, session: HostSession, cwd: string, written: string[], deleted: string[], logger: HostLogger): Promise<void> {
   const fs = ctx.get('fs') as HostFs | undefined
   if (fs === undefined) return
