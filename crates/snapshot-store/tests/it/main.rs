@@ -6,6 +6,7 @@ mod crash;
 mod diff;
 mod faults;
 mod hostile;
+mod log_compat;
 mod migrate;
 mod model;
 mod scan;
