@@ -20,6 +20,19 @@ pub const USER_MESSAGE: &str = "user/message";
 pub const ASSISTANT_MESSAGE: &str = "assistant/message";
 /// Event type of a tool result.
 pub const TOOL_RESULT: &str = "tool/result";
+/// Event type of the rendered system prompt: surface node 0 from session format 3 on
+/// (zq0929/deepseek-harness@5593cc25 `packages/core/session/src/types.ts`, `SessionEventMap['system/message']`).
+pub const SYSTEM_MESSAGE: &str = "system/message";
+/// Event type of an incremental developer-role change, a surface node in 0.2.x
+/// (zq0929/deepseek-harness@5593cc25 `packages/core/session/src/types.ts`, `SurfaceEventType`).
+pub const DEVELOPER_MESSAGE: &str = "developer/message";
+/// Event type of a model attempt that committed no surface message (format 2 on; never on the
+/// surface). zq0929/deepseek-harness@5593cc25 `packages/core/session/src/types.ts`.
+pub const ASSISTANT_ATTEMPT: &str = "assistant/attempt";
+/// Event type separating inherited (fork-seed) history from the session's own events (format 2
+/// on); `{inherited: true}` marks the fork cut. zq0929/deepseek-harness@5593cc25
+/// `packages/core/session/src/types.ts`, `SessionEventMap['session/end-seed']`.
+pub const SESSION_END_SEED: &str = "session/end-seed";
 /// Event type of an inbox mutation (queued prompts and steering).
 pub const INBOX_SPLICED: &str = "agent/inbox/spliced";
 /// Event type opening a turn.
@@ -32,8 +45,122 @@ pub const COMMAND_RUN: &str = "command/run";
 pub const COMMAND_DONE: &str = "command/done";
 
 /// Whether an event type may carry a surface operation (DSH's `isSurfaceEligibleType`).
+///
+/// The union of every release: `user/message`, `assistant/message` and `tool/result` (rc.8,
+/// toninfo/deepseek-harness `packages/core/session/src/surface.ts`), `system/message` (format 3,
+/// knyazev741/deepseek-harness@1376315f `packages/core/session/src/surface.ts`,
+/// `SURFACE_EVENT_TYPES`) and `developer/message` (0.2.x, zq0929/deepseek-harness@5593cc25
+/// `packages/core/session/src/types.ts`, `SurfaceEventType`). An older log never holds the newer
+/// types, so the union folds every format as its own release does.
 pub fn is_surface_eligible(kind: &str) -> bool {
-    matches!(kind, USER_MESSAGE | ASSISTANT_MESSAGE | TOOL_RESULT)
+    matches!(
+        kind,
+        USER_MESSAGE | ASSISTANT_MESSAGE | TOOL_RESULT | SYSTEM_MESSAGE | DEVELOPER_MESSAGE
+    )
+}
+
+/// Whether a surface node is a prompt-like node of the host (the system prompt or a developer
+/// change): on the surface, never a rewind target, and never the reason a plan is refused.
+pub fn is_instruction_node(kind: &str) -> bool {
+    matches!(kind, SYSTEM_MESSAGE | DEVELOPER_MESSAGE)
+}
+
+/// Every event type DSH 0.2.1-alpha.2 knows (zq0929/deepseek-harness@5593cc25
+/// `packages/core/session/src/known-event-types.ts`, `KNOWN_SESSION_EVENT_TYPES`), plus rc.8's
+/// `assistant/chunk`. An event of another type marked `ignorable` keeps whatever surface metadata
+/// it carries without affecting the surface (knyazev741/deepseek-harness@1376315f
+/// `packages/core/session/src/surface.ts`, `surfaceOpOf`).
+pub const KNOWN_EVENT_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "assistant/attempt",
+    "assistant/chunk",
+    "assistant/message",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "deliverables/presented",
+    "developer/message",
+    "feedback/message-delete",
+    "feedback/message-put",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "image/offload",
+    "llm/retry",
+    "llm/retry-started",
+    "model/selection",
+    "permission/preset",
+    "plan/mode",
+    "request/context",
+    "request/header",
+    "sandbox/mode",
+    "schedule/change",
+    "session-log-deepseek/delivery-accepted",
+    "session/end-seed",
+    "session/title",
+    "session/title-llm-request",
+    "step/end",
+    "step/start",
+    "subagent/catalog",
+    "subagent/descriptor",
+    "subagent/model-selection-policy",
+    "system/message",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "todo/write",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/call",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+    "tool/result",
+    "turn/end",
+    "turn/start",
+    "user/message",
+    "web/deepseek-search-llm-request",
+    "working-directory/change",
+    "workspace/changes",
+];
+
+/// Whether DSH knows this event type (see [`KNOWN_EVENT_TYPES`]).
+pub fn is_known_type(kind: &str) -> bool {
+    KNOWN_EVENT_TYPES.contains(&kind)
+}
+
+/// How a replace surface op spells its range when written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReplaceSpelling {
+    /// `{op:'replace', start, end}`: session formats 0 to 2 (rc.8
+    /// toninfo/deepseek-harness `packages/core/session/src/surface.ts`, `isReplaceOp`).
+    StartEnd,
+    /// `{op:'replace', startSeq, endSeq}`: session format 3 on (knyazev741/deepseek-harness@1376315f
+    /// `packages/core/session/src/surface.ts`, `isReplaceOp`; zq0929/deepseek-harness@5593cc25
+    /// `packages/core/session/src/types.ts`, `SurfaceOp`).
+    StartSeqEndSeq,
+}
+
+impl ReplaceSpelling {
+    /// The spelling a host of this session format version accepts.
+    pub fn for_format(version: u64) -> Self {
+        if version >= 3 {
+            ReplaceSpelling::StartSeqEndSeq
+        } else {
+            ReplaceSpelling::StartEnd
+        }
+    }
 }
 
 /// How a surface-eligible event enters the model-visible surface.
@@ -41,8 +168,11 @@ pub fn is_surface_eligible(kind: &str) -> bool {
 pub enum SurfaceOp {
     /// `"append"`: the event's seq is pushed onto the surface.
     Append,
-    /// `{op:'replace', start, end}`: the surface nodes from `start` through `end`
-    /// (surface positions, inclusive) are replaced by this event's seq.
+    /// A replace: the surface nodes from `start` through `end` (inclusive, by position on the
+    /// surface) are replaced by this event's seq. Read from either spelling,
+    /// `{op:'replace', start, end}` (formats 0 to 2) or `{op:'replace', startSeq, endSeq}` (format
+    /// 3 on); written as `{op:'replace', start, end}` unless [`SurfaceOp::to_json`] is asked for
+    /// the newer spelling.
     Replace {
         /// First replaced surface node.
         start: u64,
@@ -60,9 +190,17 @@ impl SurfaceOp {
             Value::String(s) if s == "append" => return SurfaceOp::Append,
             Value::Object(map) if map.len() == 3 => {
                 let op = map.get("op").and_then(Value::as_str);
-                let start = map.get("start").and_then(safe_seq);
-                let end = map.get("end").and_then(safe_seq);
-                if let (Some("replace"), Some(start), Some(end)) = (op, start, end) {
+                // Exactly three keys, one of the two spellings, never a mix (each release's
+                // `isReplaceOp` requires its own pair; knyazev741/deepseek-harness@1376315f
+                // `packages/core/session/src/surface.ts`).
+                let (start, end) = if map.contains_key("start") {
+                    (map.get("start"), map.get("end"))
+                } else {
+                    (map.get("startSeq"), map.get("endSeq"))
+                };
+                if let (Some("replace"), Some(start), Some(end)) =
+                    (op, start.and_then(safe_seq), end.and_then(safe_seq))
+                {
                     return SurfaceOp::Replace { start, end };
                 }
             }
@@ -72,12 +210,20 @@ impl SurfaceOp {
     }
 
     fn to_value(&self) -> Value {
-        match self {
-            SurfaceOp::Append => Value::String("append".into()),
-            SurfaceOp::Replace { start, end } => {
+        self.to_json(ReplaceSpelling::StartEnd)
+    }
+
+    /// The op as JSON, a replace written in `spelling` (see [`ReplaceSpelling::for_format`]).
+    pub fn to_json(&self, spelling: ReplaceSpelling) -> Value {
+        match (self, spelling) {
+            (SurfaceOp::Append, _) => Value::String("append".into()),
+            (SurfaceOp::Replace { start, end }, ReplaceSpelling::StartEnd) => {
                 serde_json::json!({"op": "replace", "start": start, "end": end})
             }
-            SurfaceOp::Invalid(v) => v.clone(),
+            (SurfaceOp::Replace { start, end }, ReplaceSpelling::StartSeqEndSeq) => {
+                serde_json::json!({"op": "replace", "startSeq": start, "endSeq": end})
+            }
+            (SurfaceOp::Invalid(v), _) => v.clone(),
         }
     }
 }
@@ -210,6 +356,14 @@ impl SessionEvent {
     pub fn is_human_message(&self) -> bool {
         self.user_message().is_some_and(|m| m.is_human())
     }
+
+    /// Whether this is a `session/end-seed` marking the fork cut (`data.inherited === true`).
+    pub fn is_inherited_cut(&self) -> bool {
+        self.kind == SESSION_END_SEED
+            && self
+                .data_value()
+                .is_ok_and(|d| d.get("inherited") == Some(&Value::Bool(true)))
+    }
 }
 
 fn empty_object() -> Box<RawValue> {
@@ -220,7 +374,9 @@ fn empty_object() -> Box<RawValue> {
 /// Where a user-role message came from (`data.source`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageSource {
-    /// `user` for a human prompt; `plugin`, `dsh-rewind`, goal rounds and others for injected messages.
+    /// `user` for a human prompt; `plugin` (formats up to 3), a producer's own kind (format 4, e.g.
+    /// `agent-instructions`, `compact-checkpoint`, `plugin:<name>`), rewind markers and others for
+    /// injected messages.
     pub kind: String,
     /// The injecting plugin, for `kind == "plugin"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,7 +451,7 @@ pub struct SessionHeader {
     /// Always `session`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Header format version; this build knows version 0.
+    /// Header format version; this build reads versions 0 to 4.
     pub version: u64,
     /// Session id.
     pub id: String,
@@ -312,13 +468,29 @@ pub struct SessionHeader {
         skip_serializing_if = "Option::is_none"
     )]
     pub parent_session: Option<String>,
-    /// Number of events seeded from the parent.
+    /// Number of events seeded from the parent (formats 0 and 1; refused from format 2 on,
+    /// zq0929/deepseek-harness@5593cc25 `packages/core/session/src/index.ts`,
+    /// `validateSessionHeader`).
     #[serde(
         default,
         rename = "seedLength",
         skip_serializing_if = "Option::is_none"
     )]
     pub seed_length: Option<u64>,
+    /// Whether the session holds a fork-inherited prefix (format 2 on; required there). The
+    /// prefix length is then the seq of the last `session/end-seed {inherited: true}` event
+    /// (knyazev741/deepseek-harness@1376315f `packages/session/session-format-v1-to-v2/src/codec.ts`;
+    /// see [`crate::SessionLog::seed_boundary`]).
+    #[serde(default, rename = "isSeeded", skip_serializing_if = "Option::is_none")]
+    pub is_seeded: Option<bool>,
+    /// The inherited prefix length, when a logical header carries it (DSH's
+    /// `RestoredSessionOptions.inheritedEventCount`; the JSONL header line does not).
+    #[serde(
+        default,
+        rename = "inheritedEventCount",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub inherited_event_count: Option<u64>,
     /// `subagent` for a delegated session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,

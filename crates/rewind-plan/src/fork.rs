@@ -7,16 +7,19 @@
 //! it), so the boundary is the last event before that `turn/start`: the child
 //! then holds every surface node before the target and nothing after it —
 //! except injected context (a plugin's `user/message`) delivered in the same
-//! step as the target, which belongs to the target's turn and stays behind.
+//! step as the target, which belongs to the target's turn and stays behind,
+//! and a `system/message` or `developer/message` the host wrote in that turn
+//! before the target (formats 3 and 4), which the child's own first step
+//! writes again.
 //! A human message sent mid-turn (steering read at a later step) cannot be
 //! forked before without losing the earlier part of its turn, so it is refused.
 
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::event::{TURN_END, TURN_START, UserMessage};
+use crate::event::{TURN_END, TURN_START, UserMessage, is_instruction_node};
 use crate::log::SessionLog;
-use crate::plan::{PlanError, plan_rewind};
+use crate::plan::{PlanError, SurfaceMismatch, plan_rewind_with};
 use crate::target::Target;
 
 /// What a fork rewind does.
@@ -29,6 +32,10 @@ pub struct ForkPlan {
     pub boundary_seq: u64,
     /// The target message's text (to refill the child's composer).
     pub target_text: String,
+    /// Where the planner's own fold disagrees with the host's surface (only for
+    /// [`plan_fork_on`]; `None` when they agree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surface_mismatch: Option<SurfaceMismatch>,
 }
 
 /// Why a fork rewind cannot be planned.
@@ -50,7 +57,26 @@ pub enum ForkError {
 
 /// Plans a fork rewind of `log` to `target`.
 pub fn plan_fork(log: &SessionLog, target: Target) -> Result<ForkPlan, ForkError> {
-    let plan = plan_rewind(log, target)?;
+    plan_fork_with(log, None, target)
+}
+
+/// [`plan_fork`] on the host's own surface (`host_nodes`: the seqs of DSH's
+/// `session.surface.nodes`, in order); see [`crate::plan_rewind_on`].
+pub fn plan_fork_on(
+    log: &SessionLog,
+    host_nodes: &[u64],
+    target: Target,
+) -> Result<ForkPlan, ForkError> {
+    plan_fork_with(log, Some(host_nodes), target)
+}
+
+/// [`plan_fork`] (`host_nodes: None`) or [`plan_fork_on`] (`Some`).
+pub fn plan_fork_with(
+    log: &SessionLog,
+    host_nodes: Option<&[u64]>,
+    target: Target,
+) -> Result<ForkPlan, ForkError> {
+    let plan = plan_rewind_with(log, host_nodes, target)?;
     let seq = plan.target_seq;
     let inside = |reason: &str| ForkError::InsideTurn {
         seq,
@@ -77,6 +103,7 @@ pub fn plan_fork(log: &SessionLog, target: Target) -> Result<ForkPlan, ForkError
                 .iter()
                 .any(|ev| {
                     ev.surface_op.is_some()
+                        && !is_instruction_node(&ev.kind)
                         && ev.user_message().is_none_or(|m: UserMessage| m.is_human())
                 });
             if earlier_in_turn {
@@ -97,6 +124,7 @@ pub fn plan_fork(log: &SessionLog, target: Target) -> Result<ForkPlan, ForkError
         target_seq: seq,
         boundary_seq: boundary,
         target_text: plan.target_text,
+        surface_mismatch: plan.surface_mismatch,
     })
 }
 

@@ -1,14 +1,17 @@
 //! # rewind-plan
 //!
 //! The pure planning half of an in-place conversation rewind for DeepSeek
-//! Harness (DSH) session logs. It reads a session log, folds the model-visible
+//! Harness (DSH) session logs. It reads a session log of any format DSH has
+//! written (0 in 0.1.0-rc.8 through 4 in 0.2.x), folds the model-visible
 //! surface exactly as DSH does, lists the human messages a rewind can target,
 //! parses `@<seq>` / index targets, and plans the one `user/message` marker
-//! whose surface replace hides the target and everything after it.
+//! whose surface replace hides the target and everything after it. Given the
+//! host's own surface (`session.surface.nodes`), it plans on that and keeps its
+//! own fold as a cross-check (`*_on` functions).
 //!
 //! The crate does no I/O and knows nothing of napi or of a running host: the
-//! caller hands it the log (a JSONL file's text or a JSON array of events) and
-//! appends the marker itself.
+//! caller hands it the log (a JSONL file's text or bytes, zstd-encoded or not,
+//! or a JSON array of events) and appends the marker itself.
 //!
 //! ```
 //! use rewind_plan::{SessionLog, parse_target, plan_rewind, list_candidates};
@@ -33,12 +36,16 @@ pub mod plan;
 pub mod surface;
 pub mod target;
 
-pub use event::{MessageSource, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp, UserMessage};
-pub use fork::{ForkError, ForkPlan, plan_fork};
-pub use log::{ReadError, SessionLog};
+pub use event::{
+    MessageSource, ReplaceSpelling, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp,
+    UserMessage,
+};
+pub use fork::{ForkError, ForkPlan, plan_fork, plan_fork_on, plan_fork_with};
+pub use log::{KNOWN_HEADER_VERSION, ReadError, SessionLog};
 pub use plan::{
-    Candidate, MARKER_SOURCE_KIND, MARKER_TEXT, Marker, PlanError, RewindPlan, list_candidates,
-    plan_rewind,
+    Candidate, CandidateList, LEGACY_MARKER_SOURCE_KIND, MARKER_SOURCE_KIND, MARKER_TEXT, Marker,
+    PlanError, RewindPlan, SurfaceMismatch, is_marker_kind, list_candidates, list_candidates_on,
+    plan_rewind, plan_rewind_on, plan_rewind_with,
 };
 pub use surface::{Replacement, Surface, SurfaceError, SurfaceFold, fold_surface};
 pub use target::{Target, TargetError, parse_target};

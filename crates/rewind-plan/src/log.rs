@@ -1,19 +1,23 @@
 //! Reading a DSH session log: the JSONL file (header line + one event per line)
 //! or a JSON array of events as a host hands it over.
 //!
-//! The zstd-compressed form (`session.jsonl.zstd`) is decompressed by the caller
-//! (the host plugin reads the live log from memory; offline tools decompress
-//! first): this crate does no I/O.
+//! Every session format DSH has written is read: format 0 (0.1.0-rc.8, `session.jsonl`), 1, 2, 3
+//! (0.1.5, `session.v3.jsonl`) and 4 (0.1.7 / 0.2.x, `session.v4.jsonl`), in plain JSONL or as
+//! DSH's zstd encoding (`*.jsonl.zstd`, [`SessionLog::from_zstd_jsonl`]). The file names follow
+//! `sessionFormatLogFilename` (knyazev741/deepseek-harness@1376315f
+//! `packages/session/session-persistence-jsonl/src/format.ts`): version 0 keeps `session.jsonl`,
+//! version N is `session.vN.jsonl`. The crate takes bytes or text, never paths: it does no I/O.
 
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use crate::event::{MAX_SAFE_INTEGER, SessionEvent, SessionHeader};
+use crate::event::{MAX_SAFE_INTEGER, SessionEvent, SessionHeader, SourceSeqs, safe_seq};
 
-/// The header version this build understands.
-pub const KNOWN_HEADER_VERSION: u64 = 0;
+/// The newest header version this build understands (DSH's `SESSION_FORMAT_VERSION` in
+/// 0.2.1-alpha.2: zq0929/deepseek-harness@5593cc25 `packages/core/session/src/types.ts`).
+pub const KNOWN_HEADER_VERSION: u64 = 4;
 
 /// A session log: its header (when read from a file) and its events in seq order.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +56,12 @@ pub enum ReadError {
         /// Seq found.
         found: u64,
     },
+    /// The zstd encoding is damaged (other than a final frame cut short by a torn append).
+    #[error("session log zstd encoding: {0}")]
+    Zstd(String),
+    /// The decompressed log is not UTF-8.
+    #[error("session log is not UTF-8: {0}")]
+    NotUtf8(String),
 }
 
 /// The storage rows DSH uses to pack runs of `assistant/chunk` deltas.
@@ -66,9 +76,10 @@ struct Probe<'a> {
 
 impl SessionLog {
     /// Reads DSH's JSONL session format: an optional header line
-    /// (`{"type":"session","version":0,…}`), then one event per line. Packed
-    /// chunk rows are expanded into the `assistant/chunk` events they stand
-    /// for. Blank lines are skipped.
+    /// (`{"type":"session","version":0..=4,…}`), then one event per line. Packed
+    /// chunk rows (formats 0 and 1) are expanded into the `assistant/chunk` events they stand
+    /// for, and `sourceEventSeqs` written as `[start, end]` ranges are expanded into their seqs.
+    /// Blank lines are skipped.
     pub fn from_jsonl(text: &str) -> Result<Self, ReadError> {
         let mut log = SessionLog::default();
         for (i, line) in text.lines().enumerate() {
@@ -100,13 +111,56 @@ impl SessionLog {
                     expand_chunk_row(kind, &row, line_no, &mut log.events)?;
                 }
                 _ => {
-                    let event: SessionEvent =
+                    let mut event: SessionEvent =
                         serde_json::from_str(line).map_err(|e| bad(line_no, &e.to_string()))?;
+                    expand_source_ranges(&mut event, line_no)?;
                     log.push(event)?;
                 }
             }
         }
         Ok(log)
+    }
+
+    /// Reads DSH's zstd-encoded JSONL log (`session.jsonl.zstd`, `session.vN.jsonl.zstd`):
+    /// independent zstd frames one after another (DSH writes the header and each appended
+    /// batch as frames of their own), each checked against its content checksum when it has
+    /// one. A final frame cut short (an append torn by a crash) is dropped, as DSH's reader does
+    /// (knyazev741/deepseek-harness@1376315f
+    /// `packages/session/session-persistence-jsonl/src/generation.ts`, `scanZstdFrames`); damage
+    /// anywhere else is [`ReadError::Zstd`].
+    pub fn from_zstd_jsonl(bytes: &[u8]) -> Result<Self, ReadError> {
+        let plain = decode_zstd(bytes)?;
+        // A torn final frame may end inside a record: keep complete lines only.
+        let complete = match plain.iter().rposition(|b| *b == b'\n') {
+            Some(i) => &plain[..=i],
+            None => &plain[..],
+        };
+        let text = std::str::from_utf8(complete).map_err(|e| ReadError::NotUtf8(e.to_string()))?;
+        Self::from_jsonl(text)
+    }
+
+    /// The number of leading events inherited from the parent session (the fork seed), or 0.
+    ///
+    /// Format 0 and 1 headers carry `seedLength`. From format 2 on the header only says
+    /// `isSeeded`, and the cut is the seq of the last `session/end-seed` event with
+    /// `inherited: true` (knyazev741/deepseek-harness@1376315f
+    /// `packages/session/session-format-v1-to-v2/src/codec.ts`, `createDecoder`; zq0929
+    /// /deepseek-harness@5593cc25 `packages/core/session/src/index.ts`, `Session` constructor).
+    /// A log handed over without its header (the host's in-memory events) is read the same way.
+    pub fn seed_boundary(&self) -> u64 {
+        if let Some(h) = &self.header {
+            if let Some(n) = h.seed_length.or(h.inherited_event_count) {
+                return n;
+            }
+            if h.is_seeded == Some(false) {
+                return 0;
+            }
+        }
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e.is_inherited_cut())
+            .map_or(0, |e| e.seq)
     }
 
     /// Reads a JSON array of events (the shape of `session.events` in the host).
@@ -170,6 +224,79 @@ impl SessionLog {
     pub fn next_seq(&self) -> u64 {
         self.events.len() as u64
     }
+}
+
+/// Decodes DSH's zstd log into its JSONL bytes (see [`SessionLog::from_zstd_jsonl`]).
+pub fn decode_zstd(bytes: &[u8]) -> Result<Vec<u8>, ReadError> {
+    use ruzstd::decoding::{FrameDecoder, StreamingDecoder};
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut cur = std::io::Cursor::new(bytes);
+    let mut dec = FrameDecoder::new();
+    while (cur.position() as usize) < bytes.len() {
+        let start = cur.position();
+        let mut frame = Vec::new();
+        let result = StreamingDecoder::new_with_decoder(&mut cur, &mut dec)
+            .map_err(|e| e.to_string())
+            .and_then(|mut s| s.read_to_end(&mut frame).map_err(|e| e.to_string()))
+            .and_then(
+                |_| match (dec.get_checksum_from_data(), dec.get_calculated_checksum()) {
+                    (Some(want), Some(got)) if want != got => Err(format!(
+                        "checksum mismatch ({got:08x}, frame says {want:08x})"
+                    )),
+                    _ => Ok(()),
+                },
+            );
+        match result {
+            Ok(()) => out.extend_from_slice(&frame),
+            // Cut short at the end of the file: a torn append.
+            Err(_) if cur.position() as usize >= bytes.len() && !out.is_empty() => break,
+            Err(e) => return Err(ReadError::Zstd(format!("frame at byte {start}: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
+/// Expands `sourceEventSeqs` members written as `[start, end]` pairs (runs of three or more
+/// consecutive seqs) into their seqs, as DSH's physical decoders do (knyazev741/deepseek-harness
+/// @1376315f `packages/session/session-format-v1-to-v2/src/codec.ts` and
+/// `packages/session/session-format-v0-to-v1/src/codec.ts`, `decodeSeqRanges`). Plain lists
+/// are left alone; a malformed range is a bad line.
+fn expand_source_ranges(event: &mut SessionEvent, line_no: usize) -> Result<(), ReadError> {
+    let Some(SourceSeqs::Invalid(Value::Array(items))) = &event.source_event_seqs else {
+        return Ok(());
+    };
+    if !items.iter().any(Value::is_array) {
+        return Ok(());
+    }
+    let malformed = |what: &str| bad(line_no, &format!("sourceEventSeqs {what}"));
+    let mut out: Vec<u64> = Vec::new();
+    for item in items {
+        match item {
+            Value::Array(pair) => {
+                let [a, b] = pair.as_slice() else {
+                    return Err(malformed("range must be a [start, end] pair"));
+                };
+                let (Some(a), Some(b)) = (safe_seq(a), safe_seq(b)) else {
+                    return Err(malformed("range bounds must be non-negative safe integers"));
+                };
+                if a > b || b >= event.seq {
+                    return Err(malformed("range exceeds its event seq"));
+                }
+                out.extend(a..=b);
+            }
+            // Anything else is kept for the fold to name (`BadSources`).
+            _ => match safe_seq(item) {
+                Some(s) => out.push(s),
+                None => return Ok(()),
+            },
+        }
+    }
+    if out.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(malformed("ranges must be strictly increasing"));
+    }
+    event.source_event_seqs = Some(SourceSeqs::List(out));
+    Ok(())
 }
 
 fn bad(line: usize, message: &str) -> ReadError {
@@ -282,10 +409,15 @@ mod tests {
 
     #[test]
     fn refuses_newer_header_bad_json_and_gaps() {
-        let newer = "{\"type\":\"session\",\"version\":1,\"id\":\"s\"}\n";
+        for version in 0..=4 {
+            let header = format!("{{\"type\":\"session\",\"version\":{version},\"id\":\"s\"}}\n");
+            let log = SessionLog::from_jsonl(&header).expect("a known version");
+            assert_eq!(log.header.map(|h| h.version), Some(version));
+        }
+        let newer = "{\"type\":\"session\",\"version\":5,\"id\":\"s\"}\n";
         assert_eq!(
             SessionLog::from_jsonl(newer).unwrap_err(),
-            ReadError::NewerHeader { found: 1, known: 0 }
+            ReadError::NewerHeader { found: 5, known: 4 }
         );
         let garbage = "{\"type\":\"turn/start\",\"seq\":0,\"time\":0,\"data\":{}}\nnot json\n";
         assert!(matches!(

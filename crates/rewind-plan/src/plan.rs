@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::event::{
-    INBOX_SPLICED, InboxSplice, SessionEvent, SurfaceOp, USER_MESSAGE, UserMessage,
+    DEVELOPER_MESSAGE, INBOX_SPLICED, InboxSplice, SYSTEM_MESSAGE, SessionEvent, SurfaceOp,
+    USER_MESSAGE, UserMessage, is_surface_eligible,
 };
 use crate::log::SessionLog;
 use crate::surface::{Surface, SurfaceError, SurfaceFold, fold_surface};
@@ -14,8 +15,18 @@ use crate::target::Target;
 /// The text a rewind marker carries. An empty content would still reach the
 /// model as an empty user message, so the marker says what it is instead.
 pub const MARKER_TEXT: &str = "(empty message)";
-/// `data.source.kind` of a rewind marker.
-pub const MARKER_SOURCE_KIND: &str = "dsh-rewind";
+/// `data.source.kind` of the rewind markers this build writes. Its own name, because another
+/// rewind plugin (SiriLee/dsh-rewind) writes `dsh-rewind` markers. Format 4 admits any
+/// non-empty kind other than `plugin` (knyazev741/deepseek-harness@8173fb8d
+/// `packages/session/session-format-v3-to-v4/src/message-sources.ts`).
+pub const MARKER_SOURCE_KIND: &str = "dsh-prompt-rewind";
+/// `data.source.kind` of the markers earlier builds wrote; still recognised as rewind markers.
+pub const LEGACY_MARKER_SOURCE_KIND: &str = "dsh-rewind";
+
+/// Whether a `source.kind` names a rewind marker (this build's or an earlier build's).
+pub fn is_marker_kind(kind: &str) -> bool {
+    kind == MARKER_SOURCE_KIND || kind == LEGACY_MARKER_SOURCE_KIND
+}
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 80;
 
@@ -44,10 +55,13 @@ pub struct Marker {
     /// Always `user/message`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// `{role:'user', content:[{type:'text', text:'(empty message)'}], source:{kind:'dsh-rewind'}}`;
+    /// `{role:'user', content:[{type:'text', text:'(empty message)'}], source:{kind:'dsh-prompt-rewind'}}`;
     /// the host adds a fresh `id`.
     pub data: Value,
-    /// `{op:'replace', start: <target>, end: <last surface node>}`.
+    /// The replaced range, neutral: `start` = the target, `end` = the last surface node. It
+    /// serialises as `{op:'replace', start, end}`; a host of session format 3 or later writes it
+    /// as `{op:'replace', startSeq, endSeq}` ([`SurfaceOp::to_json`] with
+    /// [`crate::ReplaceSpelling::for_format`]).
     pub surface_op: SurfaceOp,
     /// Every shadowed surface node.
     pub source_event_seqs: Vec<u64>,
@@ -77,6 +91,57 @@ pub struct RewindPlan {
     pub withdraw_pending: Vec<String>,
     /// The target message's text (for refilling the composer).
     pub target_text: String,
+    /// Where the planner's own fold disagrees with the host's surface the plan was made on
+    /// (only for the `*_on` functions; `None` when they agree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surface_mismatch: Option<SurfaceMismatch>,
+}
+
+/// The host's own fold disagrees with the planner's. The plan is made on the host's surface
+/// (DSH's `session.surface.nodes` is authoritative); this records the disagreement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SurfaceMismatch {
+    /// The planner's own surface nodes (empty when its fold refused the log).
+    pub own_nodes: Vec<u64>,
+    /// Why the planner's own fold refused the log, when it did.
+    pub own_error: Option<String>,
+    /// The first surface position where the two differ (`None` when the own fold refused the
+    /// log); the shorter length when one is a prefix of the other.
+    pub first_difference: Option<usize>,
+}
+
+impl SurfaceMismatch {
+    fn compare(host: &[u64], own: Result<&Surface, &SurfaceError>) -> Option<Self> {
+        match own {
+            Ok(s) if s.nodes == host => None,
+            Ok(s) => Some(SurfaceMismatch {
+                own_nodes: s.nodes.clone(),
+                own_error: None,
+                first_difference: Some(
+                    host.iter()
+                        .zip(&s.nodes)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(host.len().min(s.nodes.len())),
+                ),
+            }),
+            Err(e) => Some(SurfaceMismatch {
+                own_nodes: Vec::new(),
+                own_error: Some(e.to_string()),
+                first_difference: None,
+            }),
+        }
+    }
+}
+
+/// The candidate list, with the fold cross-check of [`list_candidates_on`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateList {
+    /// The candidates, newest first, numbered from 1.
+    pub candidates: Vec<Candidate>,
+    /// Where the planner's own fold disagrees with the host's surface (`None` when they agree).
+    pub surface_mismatch: Option<SurfaceMismatch>,
 }
 
 /// Why a rewind cannot be planned.
@@ -134,6 +199,13 @@ pub enum PlanError {
         /// What is wrong.
         problem: String,
     },
+    /// The host's surface names nodes the log cannot back (a seq past the log, a repeated node,
+    /// or an event that is not a message).
+    #[error("the host's surface does not match the session log: {problem}")]
+    HostSurface {
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// An unread steering message still in the `next-step` inbox.
@@ -147,7 +219,7 @@ struct Pending {
 /// Replays the inbox splices (from the seed boundary on, as DSH does) and
 /// returns the `next-step` messages still pending, oldest first.
 fn pending_steering(log: &SessionLog) -> Result<Vec<Pending>, PlanError> {
-    let from = log.header.as_ref().and_then(|h| h.seed_length).unwrap_or(0);
+    let from = log.seed_boundary();
     let mut next_step: Vec<Pending> = Vec::new();
     let mut next_turn_len: u64 = 0;
     for event in log
@@ -218,13 +290,55 @@ pub fn preview(message: &UserMessage) -> String {
 }
 
 struct Analysis {
-    surface: Surface,
+    /// The surface the plan is made on (the host's when given, else the planner's own).
+    nodes: Vec<u64>,
+    /// Whether the planner's own fold produced `nodes` (so the marker can be checked against it).
+    own_fold: bool,
+    surface_mismatch: Option<SurfaceMismatch>,
     pending: Vec<Pending>,
     candidates: Vec<Candidate>,
 }
 
-fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
-    let surface = fold_surface(&log.events)?;
+impl Analysis {
+    fn position(&self, seq: u64) -> Option<usize> {
+        self.nodes.iter().position(|n| *n == seq)
+    }
+}
+
+/// Checks that every node of the host's surface is a distinct message event of the log.
+fn check_host_surface(log: &SessionLog, nodes: &[u64]) -> Result<(), PlanError> {
+    let mut seen = std::collections::HashSet::with_capacity(nodes.len());
+    for &seq in nodes {
+        let problem = |p: String| PlanError::HostSurface { problem: p };
+        let event = log.get(seq).ok_or_else(|| {
+            problem(format!(
+                "node {seq} is past the end of the log ({} events)",
+                log.next_seq()
+            ))
+        })?;
+        if !seen.insert(seq) {
+            return Err(problem(format!("node {seq} appears twice")));
+        }
+        if !is_surface_eligible(&event.kind) {
+            return Err(problem(format!(
+                "node {seq} is a {} event, not a message",
+                event.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn analyse(log: &SessionLog, host: Option<&[u64]>) -> Result<Analysis, PlanError> {
+    let (nodes, own_fold, surface_mismatch) = match host {
+        None => (fold_surface(&log.events)?.nodes, true, None),
+        Some(host) => {
+            check_host_surface(log, host)?;
+            let own = fold_surface(&log.events);
+            let mismatch = SurfaceMismatch::compare(host, own.as_ref());
+            (host.to_vec(), mismatch.is_none(), mismatch)
+        }
+    };
     let pending = pending_steering(log)?;
     let mut candidates = Vec::new();
     for p in pending.iter().rev().filter(|p| p.message.is_human()) {
@@ -237,7 +351,7 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
             time: p.time.clone(),
         });
     }
-    for &seq in surface.nodes.iter().rev() {
+    for &seq in nodes.iter().rev() {
         let Some(event) = log.get(seq) else { continue };
         if event.kind != USER_MESSAGE {
             continue;
@@ -258,7 +372,9 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
         c.index = u32::try_from(i + 1).unwrap_or(u32::MAX);
     }
     Ok(Analysis {
-        surface,
+        nodes,
+        own_fold,
+        surface_mismatch,
         pending,
         candidates,
     })
@@ -266,9 +382,24 @@ fn analyse(log: &SessionLog) -> Result<Analysis, PlanError> {
 
 /// The messages a rewind can target, newest first, numbered from 1: human
 /// messages still on the surface and unread steering. Injected context,
-/// compaction checkpoints, rewind markers and shadowed messages are left out.
+/// compaction checkpoints, rewind markers, the system prompt and developer
+/// messages, and shadowed messages are left out.
 pub fn list_candidates(log: &SessionLog) -> Result<Vec<Candidate>, PlanError> {
-    Ok(analyse(log)?.candidates)
+    Ok(analyse(log, None)?.candidates)
+}
+
+/// [`list_candidates`] on the host's own surface (`host_nodes`: the seqs of DSH's
+/// `session.surface.nodes`, in order), which is authoritative; the planner's own fold is a
+/// cross-check whose disagreement is returned as data, not refused.
+pub fn list_candidates_on(
+    log: &SessionLog,
+    host_nodes: &[u64],
+) -> Result<CandidateList, PlanError> {
+    let analysis = analyse(log, Some(host_nodes))?;
+    Ok(CandidateList {
+        candidates: analysis.candidates,
+        surface_mismatch: analysis.surface_mismatch,
+    })
 }
 
 /// Describes an event for a refusal message.
@@ -278,13 +409,22 @@ fn describe(event: &SessionEvent) -> String {
             "plugin" if m.source.plugin.as_deref() == Some("compact") => {
                 "a compaction checkpoint".into()
             }
+            // Format 4 renames `{kind:'plugin', plugin:'compact'}` to `compact-checkpoint` and
+            // other plugins to `plugin:<name>` (knyazev741/deepseek-harness@8173fb8d
+            // `packages/session/session-format-v3-to-v4/src/sources.ts`, `producerKind`).
+            "compact-checkpoint" => "a compaction checkpoint".into(),
             "plugin" => format!(
                 "context injected by {}",
                 m.source.plugin.as_deref().unwrap_or("a plugin")
             ),
-            MARKER_SOURCE_KIND => "a rewind marker".into(),
+            kind if is_marker_kind(kind) => "a rewind marker".into(),
+            kind if kind.starts_with("plugin:") => {
+                format!("context injected by {}", &kind["plugin:".len()..])
+            }
             other => format!("a user/message from \"{other}\""),
         },
+        None if event.kind == SYSTEM_MESSAGE => "the system prompt".into(),
+        None if event.kind == DEVELOPER_MESSAGE => "a developer message of the host".into(),
         None => format!("an event of type {}", event.kind),
     }
 }
@@ -297,10 +437,32 @@ fn describe(event: &SessionEvent) -> String {
 /// surface moves: the plan withdraws that message and the steering queued
 /// after it.
 pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanError> {
+    plan_rewind_with(log, None, target)
+}
+
+/// [`plan_rewind`] on the host's own surface (`host_nodes`: the seqs of DSH's
+/// `session.surface.nodes`, in order). The host's fold is authoritative: the target must be on
+/// it and the marker replaces the host's nodes from the target on. The planner's own fold is a
+/// cross-check; a disagreement is recorded in [`RewindPlan::surface_mismatch`], not refused. A
+/// host surface the log cannot back is [`PlanError::HostSurface`].
+pub fn plan_rewind_on(
+    log: &SessionLog,
+    host_nodes: &[u64],
+    target: Target,
+) -> Result<RewindPlan, PlanError> {
+    plan_rewind_with(log, Some(host_nodes), target)
+}
+
+/// [`plan_rewind`] (`host_nodes: None`) or [`plan_rewind_on`] (`Some`).
+pub fn plan_rewind_with(
+    log: &SessionLog,
+    host_nodes: Option<&[u64]>,
+    target: Target,
+) -> Result<RewindPlan, PlanError> {
     if log.header.as_ref().is_some_and(|h| h.is_subagent()) {
         return Err(PlanError::SubagentSession);
     }
-    let analysis = analyse(log)?;
+    let analysis = analyse(log, host_nodes)?;
     let seq = match target {
         Target::Index(index) => {
             if analysis.candidates.is_empty() {
@@ -345,10 +507,9 @@ pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanE
             what: describe(event),
         })?;
     let position = analysis
-        .surface
         .position(seq)
         .ok_or(PlanError::NotOnSurface { seq })?;
-    let shadowed = analysis.surface.nodes[position..].to_vec();
+    let shadowed = analysis.nodes[position..].to_vec();
     let end = *shadowed.last().unwrap_or(&seq);
     let marker = Marker {
         kind: USER_MESSAGE,
@@ -360,12 +521,15 @@ pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanE
         surface_op: SurfaceOp::Replace { start: seq, end },
         source_event_seqs: shadowed.clone(),
     };
-    // The marker must pass the same validation the host's Session.append runs.
-    let mut fold = SurfaceFold::default();
-    for e in &log.events {
-        fold.apply(e, &log.events)?;
+    // The marker must pass the same validation the host's Session.append runs. On a host
+    // surface the own fold disagrees with, the range is the host's by construction.
+    if analysis.own_fold {
+        let mut fold = SurfaceFold::default();
+        for e in &log.events {
+            fold.apply(e, &log.events)?;
+        }
+        fold.check(&marker.to_event(log.next_seq()), &log.events)?;
     }
-    fold.check(&marker.to_event(log.next_seq()), &log.events)?;
     Ok(RewindPlan {
         target_seq: seq,
         marker: Some(marker),
@@ -376,6 +540,7 @@ pub fn plan_rewind(log: &SessionLog, target: Target) -> Result<RewindPlan, PlanE
             .filter_map(|p| p.message.id.clone())
             .collect(),
         target_text: message.text(),
+        surface_mismatch: analysis.surface_mismatch,
     })
 }
 
@@ -398,6 +563,7 @@ fn plan_pending(analysis: &Analysis, id: Option<&str>, seq: u64) -> RewindPlan {
             .get(from)
             .map(|p| p.message.text())
             .unwrap_or_default(),
+        surface_mismatch: analysis.surface_mismatch.clone(),
     }
 }
 
@@ -508,6 +674,8 @@ mod tests {
             cwd: None,
             parent_session: None,
             seed_length: None,
+            is_seeded: None,
+            inherited_event_count: None,
             origin: Some("subagent".into()),
             delegation_depth: Some(1),
         });

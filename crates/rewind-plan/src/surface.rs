@@ -1,11 +1,20 @@
 //! The model-visible surface: DSH's `foldSurface`, with the same validation.
 //!
-//! Only `user/message`, `assistant/message` and `tool/result` join the surface,
-//! and each of them must say how: `"append"` pushes its seq; a replace
-//! `{op:'replace', start, end}` splices the surface from the position of
-//! `start` through the position of `end` (inclusive) and puts its own seq in
-//! their place. A replacement must cite every node it shadows in
-//! `sourceEventSeqs`.
+//! Only the message-producing types join the surface (`user/message`,
+//! `assistant/message`, `tool/result`; `system/message` from session format 3;
+//! `developer/message` in 0.2.x), and each of them must say how: `"append"`
+//! pushes its seq; a replace (`{op:'replace', start, end}` up to format 2,
+//! `{op:'replace', startSeq, endSeq}` from format 3) splices the surface from
+//! the position of its start through the position of its end (inclusive) and
+//! puts its own seq in their place. A replacement must cite every node it
+//! shadows in `sourceEventSeqs`; one that covers a `system/message` at node 0
+//! must itself be a `system/message` over exactly that node.
+//!
+//! Where releases differ, the fold takes the more permissive rule, so that
+//! every format folds as its own release folds it: an `assistant/message` may
+//! cite sources (required in format 0, refused from format 2 on), and an
+//! unknown event type marked `ignorable` may carry surface metadata that is
+//! then ignored (format 2 on).
 
 use std::collections::HashSet;
 
@@ -14,7 +23,8 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::event::{
-    ASSISTANT_MESSAGE, SessionEvent, SourceSeqs, SurfaceOp, TOOL_RESULT, is_surface_eligible,
+    ASSISTANT_MESSAGE, SYSTEM_MESSAGE, SessionEvent, SourceSeqs, SurfaceOp, TOOL_RESULT,
+    is_known_type, is_surface_eligible,
 };
 
 /// One replacement seen while folding.
@@ -155,6 +165,16 @@ pub enum SurfaceError {
         /// What is wrong.
         problem: String,
     },
+    /// A replacement covers the system prompt at node 0 without being a `system/message` over
+    /// exactly that node (format 3 on: knyazev741/deepseek-harness@1376315f
+    /// `packages/core/session/src/surface.ts`, `assertSystemHeadRewrite`).
+    #[error(
+        "surface replace (seq {seq}): node 0 holds the system prompt and may be rewritten only by a system/message over exactly that node"
+    )]
+    SystemHeadRewrite {
+        /// Replacing event.
+        seq: u64,
+    },
 }
 
 /// Folds a complete log (events in seq order from 0) into its surface.
@@ -238,6 +258,12 @@ impl SurfaceFold {
         }
         let kind = || event.kind.clone();
         if !is_surface_eligible(&event.kind) {
+            // Unknown ignorable records keep opaque metadata without affecting the surface
+            // (knyazev741/deepseek-harness@1376315f `packages/core/session/src/surface.ts`,
+            // `surfaceOpOf`).
+            if event.ignorable == Some(true) && !is_known_type(&event.kind) {
+                return Ok(Step::None);
+            }
             if event.surface_op.is_some() {
                 return Err(SurfaceError::IneligibleSurfaceOp {
                     kind: kind(),
@@ -293,6 +319,7 @@ impl SurfaceFold {
                 let shadowed = nodes[start_index..=end_index].to_vec();
                 check_sources(event, &shadowed)?;
                 check_tool_result_rewrite(event, &shadowed, log)?;
+                check_system_head(event, start_index, nodes, &shadowed, log)?;
                 Ok(Step::Replace {
                     start_index,
                     end_index,
@@ -350,7 +377,39 @@ fn check_sources(event: &SessionEvent, shadowed: &[u64]) -> Result<(), SurfaceEr
     Ok(())
 }
 
+/// A replacement starting at node 0 while node 0 is a `system/message` must be a
+/// `system/message` over exactly that node (knyazev741/deepseek-harness@1376315f
+/// `packages/core/session/src/surface.ts`, `assertSystemHeadRewrite`). Older formats never hold a
+/// `system/message`, so the rule never fires there.
+fn check_system_head(
+    event: &SessionEvent,
+    start_index: usize,
+    nodes: &[u64],
+    shadowed: &[u64],
+    log: &[SessionEvent],
+) -> Result<(), SurfaceError> {
+    if start_index != 0 {
+        return Ok(());
+    }
+    let head = nodes
+        .first()
+        .and_then(|s| usize::try_from(*s).ok())
+        .and_then(|i| log.get(i));
+    if head.is_none_or(|h| h.kind != SYSTEM_MESSAGE) {
+        return Ok(());
+    }
+    if event.kind != SYSTEM_MESSAGE || shadowed.len() != 1 {
+        return Err(SurfaceError::SystemHeadRewrite { seq: event.seq });
+    }
+    Ok(())
+}
+
 /// A `tool/result` replacement may rewrite exactly one current tool result, and only its content.
+///
+/// DSH compares the two events with `message.content` cut to its first block and that block's
+/// own `content` nulled (rc.8 `assertToolResultRewrite`; unchanged for the tool-role messages of
+/// format 4, knyazev741/deepseek-harness@1376315f `packages/core/session/src/surface.ts`): the
+/// rule reads the shape, not the role, so the same comparison serves both.
 fn check_tool_result_rewrite(
     event: &SessionEvent,
     shadowed: &[u64],
@@ -372,17 +431,14 @@ fn check_tool_result_rewrite(
     };
     let strip = |e: &SessionEvent| -> Option<Value> {
         let mut data = e.data_value().ok()?;
-        let first = data.get_mut("message")?.get_mut("content")?.get_mut(0)?;
-        if let Some(obj) = first.as_object_mut() {
-            obj.insert("content".into(), Value::Null);
-        }
-        if let Some(content) = data
-            .get_mut("message")
-            .and_then(|m| m.get_mut("content"))
-            .and_then(Value::as_array_mut)
-        {
-            content.truncate(1);
-        }
+        let message = data.get_mut("message")?.as_object_mut()?;
+        // `{...content[0], content: null}`: an absent or non-object first block spreads to nothing.
+        let mut first = match message.get("content").and_then(|c| c.get(0)) {
+            Some(Value::Object(block)) => block.clone(),
+            _ => serde_json::Map::new(),
+        };
+        first.insert("content".into(), Value::Null);
+        message.insert("content".into(), Value::Array(vec![Value::Object(first)]));
         Some(data)
     };
     match (strip(original), strip(event)) {
@@ -498,7 +554,9 @@ mod tests {
     #[test]
     fn invalid_shapes_from_json_are_refused() {
         for raw in [
-            r#"{"op":"replace","startSeq":1,"endSeq":2}"#,
+            r#"{"op":"replace","start":1,"endSeq":2}"#,
+            r#"{"op":"replace","startSeq":1,"end":2}"#,
+            r#"{"op":"replace","startSeq":1,"endSeq":2,"extra":0}"#,
             r#"{"op":"replace","start":1,"end":2,"extra":0}"#,
             r#"{"op":"replace","start":-1,"end":2}"#,
             r#"{"op":"replace","start":1.5,"end":2}"#,
