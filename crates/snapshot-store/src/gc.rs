@@ -3,7 +3,7 @@
 //! fails closed: a record it cannot read, or one from a newer build, stops it before
 //! anything is removed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::error::{CorruptFile, Fault, PruneError};
@@ -12,7 +12,7 @@ use crate::journal::JournalIntent;
 use crate::path::{decode_id, is_hidden, valid_sha};
 use crate::records::{LOG_NAME, has_legacy, migrate_session, read_index};
 use crate::scan::mark_live;
-use crate::scan::workspace::drop_unused;
+use crate::scan::workspace::{drop_unused, settle_kept};
 use crate::scan_record::ScanState;
 use crate::seam::CrashPoint;
 use crate::store::Store;
@@ -32,7 +32,10 @@ impl Store {
     /// Removes every blob no session references (groups, pending captures, journals) and
     /// no workspace index keeps, after removing the scan state of each workspace no
     /// session names any more once it has gone unwritten for
-    /// [`WORKSPACE_UNUSED_GRACE`](crate::WORKSPACE_UNUSED_GRACE) and no scan holds it.
+    /// [`WORKSPACE_UNUSED_GRACE`](crate::WORKSPACE_UNUSED_GRACE) and no scan holds it. An
+    /// index left naming content kept in a log that no longer keeps it (its session was
+    /// removed) is rewritten first to name the blob file holding that content, or to have
+    /// the file read again by the next scan: no index is left naming content nothing holds.
     ///
     /// Fails closed: if any record cannot be read or is newer than this build,
     /// nothing is removed.
@@ -47,6 +50,8 @@ impl Store {
         let mut live: HashSet<String> = HashSet::new();
         // The workspaces the sessions' scans name (`None`: one could not be told).
         let mut named: Option<HashSet<String>> = Some(HashSet::new());
+        // Session id → the content its log keeps (what a workspace index may name there).
+        let mut kept_by: HashMap<String, HashSet<String>> = HashMap::new();
         for s in fs.list(Path::new("sessions"))? {
             let sdir = Path::new("sessions").join(&s);
             match ScanState::of(fs, &sdir)? {
@@ -67,6 +72,9 @@ impl Store {
                 migrate_session(fs, &sdir, &id, |p| self.remove_tree(p))?;
             }
             if let Some(idx) = read_index(fs, &sdir)? {
+                if let Some(id) = s.to_str().and_then(decode_id) {
+                    kept_by.insert(id, idx.inline.keys().cloned().collect());
+                }
                 // Groups, calls not yet settled, and the content the tracked cache last saw
                 // per path (recorded at a boundary later if the path changes).
                 live.extend(idx.named_blobs().map_err(|detail| CorruptFile {
@@ -91,6 +99,11 @@ impl Store {
         }
         // Workspaces no session uses any more go first, with what only their index kept.
         let workspaces_removed = drop_unused(self, named.as_ref(), std::time::SystemTime::now())?;
+        // An index naming content kept in a log that no longer keeps it (its session just
+        // removed, say) names the blob file holding it instead, or has the file read again.
+        settle_kept(self, &|keeper, sha| {
+            kept_by.get(keeper).is_some_and(|k| k.contains(sha))
+        })?;
         // Workspace indexes: the content of every scanned file (the next call's before-states).
         mark_live(self, &mut live)?;
         let mut report = GcReport {

@@ -241,6 +241,72 @@ pub(crate) fn drop_unused(
     Ok(removed)
 }
 
+/// Makes every workspace index name only content something still holds, for the blob
+/// sweep, under the exclusive store lock (after [`drop_unused`], before the sweep marks what
+/// indexes reference). An entry the index names as kept in its keeper session's log
+/// ([`Coverage::Kept`](super::index::Coverage::Kept)) whose content that log no longer keeps
+/// (`keeps(keeper, sha)` false: the session was removed, or its log no longer has it) is
+/// named by the blob file holding the content when there is one (which the sweep then
+/// keeps), else marked to be read again from the workspace by the next scan
+/// ([`Coverage::Pending`](super::index::Coverage::Pending)), as that scan's take-over would
+/// do. An index a scan is using (its lock taken), or that cannot be read, is left as it is.
+/// Returns how many indexes were rewritten.
+pub(crate) fn settle_kept(
+    store: &Store,
+    keeps: &dyn Fn(&str, &str) -> bool,
+) -> Result<usize, Fault> {
+    use super::index::Coverage;
+    let fs = &store.inner.fs;
+    let mut rewritten = 0;
+    for name in fs.list(Path::new(WORKSPACES))? {
+        let Some(key) = name.to_str() else { continue };
+        if crate::path::is_hidden(&name) {
+            continue;
+        }
+        let slot = slot(store, key);
+        let mut cached = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = Path::new(WORKSPACES).join(key);
+        let lpath = dir.join("lock");
+        let lock = open_lock(store, &lpath, false)?;
+        if let Some(f) = &lock {
+            if !fs.flock(f, &lpath, FlockOperation::NonBlockingLockExclusive)? {
+                continue;
+            }
+        }
+        let mut ix = match read_index(store, &name) {
+            Ok(Some(ix)) => ix,
+            Ok(None) | Err(Fault::Corrupt(_)) | Err(Fault::Newer(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        let keeper = ix.keeper.clone().unwrap_or_default();
+        let mut changed = false;
+        for (stat, cov) in ix.coverages_mut() {
+            let Coverage::Kept(sha) = *cov else {
+                continue;
+            };
+            let hex_name = hex::encode(sha);
+            if keeps(&keeper, &hex_name) {
+                continue;
+            }
+            *cov = if fs.blob_size(&hex_name)? == Some(stat.size) {
+                Coverage::Hashed(sha)
+            } else {
+                Coverage::Pending
+            };
+            changed = true;
+        }
+        if changed {
+            fs.write_replacing(&index_path_of(&name), &encode(&ix))?;
+            // A process's copy is told changed by the file's identity; this one's is dropped.
+            cached.index = None;
+            cached.file = None;
+            rewritten += 1;
+        }
+        drop(lock);
+    }
+    Ok(rewritten)
+}
+
 /// Whether every file of workspace directory `dir` was last written over [`UNUSED_GRACE`]
 /// before `now` (a scan writes its index over a spare and swaps the two; a new baseline
 /// creates them); a time in the future counts as recent.

@@ -1418,6 +1418,53 @@ fn verify_checks_the_content_a_workspace_index_names() {
 }
 
 #[test]
+fn a_sweep_after_the_keeper_session_went_leaves_no_index_naming_lost_content() {
+    // The session whose log keeps content the workspace index names goes (removed as the
+    // size quota's sweep removes a session: its directory out of `sessions/`), while the
+    // index stays for its grace hour. The blob sweep then leaves no index naming content
+    // nothing holds: `verify` is clean after it, and a shell change still comes back.
+    let env = Env::new();
+    let store = env.store();
+    let s1 = kept_by_s1(&env, &store);
+    drop(s1);
+    let (index, _) = the_index(&env);
+    std::fs::rename(env.root.join("sessions/s1"), env.tmp.path().join("gone-s1"))
+        .expect("remove s1");
+    store.collect_garbage().expect("sweep");
+    assert!(env.root.join(&index).is_file(), "the index stays for its grace hour");
+    let report = store.verify(&mut |_, _| {}).expect("verify");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    scan(&s2, ScanPhase::Boundary, 1, None);
+    shell_change_comes_back(&env, &s2, 1);
+    assert!(store.verify(&mut |_, _| {}).expect("verify").problems.is_empty());
+}
+
+#[test]
+fn a_sweep_keeps_a_blob_file_that_holds_content_an_index_names_as_kept_in_a_gone_log() {
+    let env = Env::new();
+    let store = env.store();
+    drop(kept_by_s1(&env, &store));
+    // A blob file with the kept content (as a restore or another session's scan writes one).
+    let content = b"written by the tool";
+    let sha = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(content))
+    };
+    std::fs::write(env.root.join("blobs").join(&sha), content).expect("blob");
+    std::fs::rename(env.root.join("sessions/s1"), env.tmp.path().join("gone-s1"))
+        .expect("remove s1");
+    store.collect_garbage().expect("sweep");
+    assert!(env.root.join("blobs").join(&sha).is_file(), "still named: kept");
+    assert!(missing_blobs(&store).is_empty());
+    // The index now names the blob file: another session's shell change comes back from it
+    // even if the file changed before that session's first scan.
+    let s2 = store.session("s2", &env.cwd).expect("s2");
+    scan(&s2, ScanPhase::Boundary, 1, None);
+    shell_change_comes_back(&env, &s2, 1);
+}
+
+#[test]
 fn verify_reports_a_corrupt_workspace_index_and_quarantine_moves_it_aside() {
     let env = Env::new();
     let store = env.store();
