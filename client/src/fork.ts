@@ -5,7 +5,7 @@
  * child and refill its composer with the target's text. The original session
  * is left as it is and stays in the session list.
  */
-import { currentSessionId, keepArgs, refillComposer, type Ctx, type MessageInfo, type Refill } from './host.ts'
+import { commandsOf, currentSessionId, keepArgs, MISSING_COMMANDS, refillComposer, sessionsOf, type Ctx, type MessageInfo, type Refill } from './host.ts'
 import { rpc } from './rpc.ts'
 
 /** How a fork ended, from the client's point of view. */
@@ -35,9 +35,11 @@ const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(r
  * @returns the outcome.
  */
 export async function runFork(ctx: Ctx, sessionId: string, target: MessageInfo, keep: readonly string[] = []): Promise<ForkOutcome> {
+  const commands = commandsOf(ctx)
+  if (commands === undefined) return { ok: false, message: MISSING_COMMANDS }
   let answer
   try {
-    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind --fork @${target.seq}${keepArgs(keep)}`, [])
+    answer = await commands.execute(sessionId, `/prompt-rewind --fork @${target.seq}${keepArgs(keep)}`, [])
   } catch (error) {
     return { ok: false, message: String((error as Error)?.message ?? error) }
   }
@@ -65,8 +67,8 @@ export async function runFork(ctx: Ctx, sessionId: string, target: MessageInfo, 
  * @returns whether the view shows it.
  */
 export async function openSession(ctx: Ctx, id: string): Promise<boolean> {
-  const sessions = ctx.sessions as unknown as SessionsNav
-  if (typeof sessions.open !== 'function') return false
+  const sessions = sessionsOf(ctx) as SessionsNav | undefined
+  if (sessions === undefined || typeof sessions.open !== 'function') return false
   const deadline = Date.now() + OPEN_TIMEOUT_MS
   const listed = (): boolean => sessions.list.getSnapshot().byId?.[id] !== undefined
   while (!listed() && Date.now() < deadline) {

@@ -1,7 +1,7 @@
 /**
  * Which chat rows a rewind hides — pure, no DOM and no DSH types.
  *
- * A rewind appends one marker (`user/message`, source `dsh-rewind`, a
+ * A rewind appends one marker (`user/message`, source `dsh-prompt-rewind`, a
  * `replace` surface operation starting at the target seq). The chat view
  * keeps every node in its store; this module only decides which rendered
  * rows leave the view: every node anchored in `[targetSeq, markerSeq]` of an
@@ -77,22 +77,66 @@ export function computeHidden(rows: readonly ChatRow[], markers: readonly Rewind
   return { hidden, applied, ignored }
 }
 
+/** `data.source.kind` this plugin writes on its markers. */
+export const MARKER_SOURCE_KIND = 'dsh-prompt-rewind'
+/**
+ * The kind its markers carried before: another rewind plugin writes the same kind, so such a
+ * marker is taken as ours only with every other field ours has (see {@link markerOfEvent}).
+ */
+export const LEGACY_MARKER_SOURCE_KIND = 'dsh-rewind'
+/** The text of a marker's one content block. */
+export const MARKER_TEXT = '(empty message)'
+
+/**
+ * Whether a `dsh-rewind` marker's data is exactly what this plugin wrote: role `user`, one
+ * text block `(empty message)`, a string `id`, and a source carrying only its kind.
+ */
+function ownLegacyData(data: { role?: unknown; id?: unknown; content?: unknown; source?: object }): boolean {
+  const content = data.content as readonly { type?: unknown; text?: unknown }[] | undefined
+  return data.role === 'user' && typeof data.id === 'string'
+    && Array.isArray(content) && content.length === 1 && content[0]?.type === 'text' && content[0].text === MARKER_TEXT
+    && Object.keys(data.source ?? {}).length === 1
+}
+
 /**
  * Read a marker out of a raw session event, or undefined when the event is
- * not a rewind marker. Accepts the surface operation as `{op:'replace', start}`
- * or `{op:'replace', startSeq}`.
+ * not a rewind marker of this plugin. The source kind is `dsh-prompt-rewind`, or the
+ * earlier `dsh-rewind` with every other field of this plugin's marker (another plugin
+ * writes `dsh-rewind` too). Accepts the surface operation as `{op:'replace', start}`
+ * (session format 0–2) or `{op:'replace', startSeq}` (format 3 and later).
  * @param event - raw session event (untrusted shape).
  * @returns the marker.
  */
 export function markerOfEvent(event: unknown): RewindMarker | undefined {
   if (typeof event !== 'object' || event === null) return undefined
-  const e = event as { type?: unknown; seq?: unknown; surfaceOp?: unknown; data?: { source?: { kind?: unknown } } }
-  if (e.type !== 'user/message' || e.data?.source?.kind !== 'dsh-rewind') return undefined
+  const e = event as { type?: unknown; seq?: unknown; surfaceOp?: unknown; data?: { role?: unknown; id?: unknown; content?: unknown; source?: { kind?: unknown } } }
+  if (e.type !== 'user/message' || typeof e.data !== 'object' || e.data === null) return undefined
+  const kind = e.data.source?.kind
+  if (kind !== MARKER_SOURCE_KIND && !(kind === LEGACY_MARKER_SOURCE_KIND && ownLegacyData(e.data))) return undefined
   const op = e.surfaceOp as { op?: unknown; start?: unknown; startSeq?: unknown } | undefined
   if (typeof op !== 'object' || op === null || op.op !== 'replace') return undefined
   const start = isSeq(op.start) ? op.start : op.startSeq
   if (!isSeq(e.seq) || !isSeq(start)) return undefined
   return { markerSeq: e.seq, targetSeq: start }
+}
+
+/**
+ * Markers named by the host's rewind history, for a page whose client has no event
+ * registry to read them from the log: every entry of the session with a `markerSeq`
+ * (the seq of the marker the rewind appended) and its `targetSeq`. Entries without a
+ * `markerSeq` (forks, older hosts) give nothing, so nothing is hidden on a guess.
+ * @param entries - history entries (untrusted shape).
+ * @param sessionId - the session on screen.
+ * @returns its markers.
+ */
+export function markersFromHistory(entries: unknown, sessionId: string): RewindMarker[] {
+  if (!Array.isArray(entries)) return []
+  const out: RewindMarker[] = []
+  for (const entry of entries as { sessionId?: unknown; markerSeq?: unknown; targetSeq?: unknown }[]) {
+    if (entry?.sessionId !== sessionId || !isSeq(entry.markerSeq) || !isSeq(entry.targetSeq)) continue
+    out.push({ markerSeq: entry.markerSeq, targetSeq: entry.targetSeq })
+  }
+  return out
 }
 
 /**
@@ -123,4 +167,35 @@ export function freshMarkers(applied: readonly RewindMarker[], seen: Set<number>
  */
 export function visibleTargetSeqs(rows: readonly ChatRow[], hidden: ReadonlySet<string>): Set<number> {
   return new Set(rows.filter(r => TARGET_KINDS.has(r.kind) && !hidden.has(r.key)).map(r => r.anchorSeq))
+}
+
+/** Kind of the hidden chat node carrying one rewind marker. */
+export const MARKER_KIND = 'dsh-rewind-marker'
+
+/**
+ * The chat Definition that turns each rewind marker into a hidden node of the session's
+ * store (`data` = the {@link RewindMarker}). The same Definition serves rc.8's
+ * `conversationEvents.register` and, from 0.1.2, `uiConversation.events.register`: both
+ * take `{kind, target, match, start, update, buildViewNode}` and hand `match` the session
+ * event (`type`, `seq`, `data`, `surfaceOp`). See zq0929/deepseek-harness @
+ * 5593cc250aae228449197efd2413192165e3377f
+ * `packages/client/ui-chat/tests/conversation-node-definitions.client.spec.ts`.
+ */
+export const markerDefinition = {
+  kind: MARKER_KIND,
+  target: 'chat',
+  match: (event: { seq?: number; data?: { id?: unknown } }): { id: string; role: 'start' } | null =>
+    (markerOfEvent(event) === undefined ? null : { id: String(event.data?.id ?? event.seq), role: 'start' }),
+  start: (_context: unknown, match: { event: unknown }): RewindMarker | undefined => markerOfEvent(match.event),
+  update: (context: { state: unknown }): unknown => context.state,
+  buildViewNode: (context: { key: string; id: string; state?: RewindMarker; start?: { location?: unknown } }) => (context.state === undefined ? null : {
+    key: context.key,
+    kind: MARKER_KIND,
+    id: context.id,
+    target: 'chat',
+    anchorSeq: context.state.markerSeq,
+    location: context.start?.location ?? { kind: 'unresolved' },
+    visibility: 'hidden' as const,
+    data: context.state,
+  }),
 }

@@ -4,84 +4,145 @@
  * composer, read a session's chat nodes). Every service is optional at run
  * time: a missing one disables the surface that needs it and nothing else.
  */
-import { TARGET_KINDS, type ChatRow, type RewindMarker } from './hidden.ts'
+import { chatReader, nodesOf, type ChatReader, type ViewNode } from './chat.ts'
+import { MARKER_KIND, TARGET_KINDS, type ChatRow, type RewindMarker } from './hidden.ts'
+import { Store } from './store.ts'
 
-/** A chat view node as the rc.8 node store holds it. */
-export interface ViewNode {
-  readonly key: string
-  readonly kind: string
-  readonly anchorSeq: number
-  readonly visibility?: 'visible' | 'hidden'
-  readonly data?: unknown
+export { MARKER_KIND, nodesOf, type ChatReader, type ViewNode }
+
+/** The slice of the `sessions` service used here (rc.8; may be absent on later clients). */
+export interface SessionsService {
+  list: { getSnapshot(): { current?: string; byId?: Record<string, { cwd?: string }> }; subscribe(fn: () => void): () => void }
+  binding(id: string): { session: SessionFace; ctx: unknown } | undefined
+  open?(id: string): void
+  refresh?(): Promise<void>
 }
 
-/** The slice of `SessionFace` used here. */
+/** The slice of the rc.8 session face used here (attachments; the chat is read through {@link chatReader}). */
 export interface SessionFace {
   readAttachment?(attachmentId: string): Promise<{ ok: boolean; value?: { attachment: { mediaType?: string; name?: string }; data: Uint8Array } }>
-  getSnapshot(): { chat?: { nodes?: { get(key: string): ViewNode | undefined; values(): readonly ViewNode[] } } }
+  getSnapshot(): unknown
   subscribe(listener: () => void): () => void
 }
 
-/** The slice of the browser plugin context used here. */
+/** The engine-command channel (`remote.commands`). */
+export interface RemoteCommands {
+  execute(sessionId: string, line: string, args: unknown[]): Promise<{ ok: boolean; value?: { commandId: string; result: { kind: string; text: string } }; error?: { message?: string } }>
+}
+
+/**
+ * The slice of the browser plugin context used here. Services are read with `get` (which
+ * answers undefined for a service the page does not have), never as required injects, so a
+ * missing service disables the surfaces that need it and nothing else.
+ */
 export interface Ctx {
   get(name: string): unknown
   effect(fn: () => (() => void) | void, label?: string): () => void
   inject(deps: string[], fn: (sub: Ctx) => void): void
-  on?(event: string, fn: (...args: unknown[]) => void): () => void
   slots: {
     register(options: Record<string, unknown>, component: (props: Record<string, unknown>) => unknown): () => void
     inject(name: string, fn: () => (() => void) | void): void
   }
-  sessions: {
-    list: { getSnapshot(): { current?: string; byId?: Record<string, { cwd?: string }> }; subscribe(fn: () => void): () => void }
-    binding(id: string): { session: SessionFace; ctx: unknown } | undefined
-  }
-  remote: { commands: { execute(sessionId: string, line: string, args: unknown[]): Promise<{ ok: boolean; value?: { commandId: string; result: { kind: string; text: string } }; error?: { message?: string } }> } }
   locale?: { getSnapshot(): { active: string; revision: number }; subscribe(fn: () => void): () => void }
   commandUi?: { decorate(decoration: unknown): () => void }
   conversationEvents?: { register(definition: unknown): () => void }
   settingsScope?: { bind(options: { namespace: string }): { getSnapshot(): { value?: { preference?: string } }; subscribe(fn: () => void): () => void } }
 }
 
-/** Kind of the hidden chat node carrying one rewind marker. */
-export const MARKER_KIND = 'dsh-rewind-marker'
 
 /**
- * The session currently on screen, if any.
+ * One service of the page, or undefined when it has none (or refuses the read).
+ * @param ctx - plugin context.
+ * @param name - service name.
+ * @returns the service.
+ */
+export function service<T>(ctx: Pick<Ctx, 'get'>, name: string): T | undefined {
+  try {
+    return (ctx.get(name) ?? undefined) as T | undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** @returns the `sessions` service, when the page has it. */
+export function sessionsOf(ctx: Pick<Ctx, 'get'>): SessionsService | undefined {
+  return service<SessionsService>(ctx, 'sessions')
+}
+
+/** @returns the engine-command channel, when the page has it. */
+export function commandsOf(ctx: Pick<Ctx, 'get'>): RemoteCommands | undefined {
+  const direct = service<RemoteCommands>(ctx, 'remote.commands')
+  if (typeof direct?.execute === 'function') return direct
+  const nested = service<{ commands?: RemoteCommands }>(ctx, 'remote')?.commands
+  return typeof nested?.execute === 'function' ? nested : undefined
+}
+
+/**
+ * The session a session-scoped slot last rendered for: the current session on a page
+ * without the `sessions` service.
+ */
+export const slotSession = new Store<string | undefined>(undefined)
+
+/**
+ * Note the session a session-scoped slot renders for (see {@link currentSessionId}).
+ * @param sessionId - the slot's `sessionId` prop.
+ */
+export function noteSlotSession(sessionId: string | undefined): void {
+  if (typeof sessionId === 'string' && sessionId !== '') slotSession.set(sessionId)
+}
+
+/**
+ * The session currently on screen, if any: the `sessions` list's current one, else the
+ * one a session-scoped slot last rendered for.
  * @param ctx - plugin context.
  * @returns its id.
  */
-export function currentSessionId(ctx: Ctx): string | undefined {
+export function currentSessionId(ctx: Pick<Ctx, 'get'>): string | undefined {
+  const sessions = sessionsOf(ctx)
+  if (sessions === undefined) return slotSession.getSnapshot()
   try {
-    return ctx.sessions.list.getSnapshot().current
+    return sessions.list.getSnapshot().current
   } catch {
     return undefined
   }
 }
 
 /**
- * A session's face, if the client holds it.
+ * A session's rc.8 face, if the client holds it (attachments are read through it).
  * @param ctx - plugin context.
  * @param sessionId - session id.
  * @returns the face.
  */
-export function faceOf(ctx: Ctx, sessionId: string): SessionFace | undefined {
+export function faceOf(ctx: Pick<Ctx, 'get'>, sessionId: string): SessionFace | undefined {
   try {
-    return ctx.sessions.binding(sessionId)?.session
+    return sessionsOf(ctx)?.binding(sessionId)?.session
   } catch {
     return undefined
   }
 }
 
 /**
- * Every chat node of a session (visible and hidden).
- * @param face - session face.
- * @returns the nodes.
+ * The reader of a session's chat nodes, on either client contract (see `chat.ts`).
+ * @param ctx - plugin context.
+ * @param sessionId - session id.
+ * @returns the reader, or undefined when the page holds no chat for it.
  */
-export function nodesOf(face: SessionFace | undefined): readonly ViewNode[] {
-  const nodes = face?.getSnapshot().chat?.nodes
-  if (nodes === undefined || typeof nodes.values !== 'function') return []
-  return nodes.values()
+export function readerOf(ctx: Pick<Ctx, 'get'>, sessionId: string): ChatReader | undefined {
+  return chatReader({ sessions: sessionsOf(ctx), uiConversation: service(ctx, 'uiConversation') }, sessionId)
+}
+
+/**
+ * The cordis context of a session's binding (the composer's per-session scope), if any.
+ * @param ctx - plugin context.
+ * @param sessionId - session id.
+ * @returns the scope.
+ */
+function bindingScope(ctx: Pick<Ctx, 'get'>, sessionId: string): unknown {
+  try {
+    return sessionsOf(ctx)?.binding(sessionId)?.ctx
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -111,12 +172,12 @@ export interface MessageInfo { readonly seq: number; readonly text: string; read
 
 /**
  * Seq and plain text of the human message rendered under one anchor key.
- * @param face - session face.
+ * @param reader - the session's chat.
  * @param key - `data-chat-anchor-key` of the row.
  * @returns the message, or undefined when the row is not a human message.
  */
-export function messageOf(face: SessionFace | undefined, key: string): MessageInfo | undefined {
-  const node = face?.getSnapshot().chat?.nodes?.get(key)
+export function messageOf(reader: ChatReader | undefined, key: string): MessageInfo | undefined {
+  const node = reader?.nodes()?.get(key)
   if (node === undefined || !TARGET_KINDS.has(node.kind)) return undefined
   return messageOfNode(node)
 }
@@ -144,16 +205,19 @@ export function messageOfNode(node: ViewNode): MessageInfo | undefined {
 
 /**
  * Find a session's human message by log seq.
- * @param face - session face.
+ * @param reader - the session's chat.
  * @param seq - log seq.
  * @returns the message.
  */
-export function messageBySeq(face: SessionFace | undefined, seq: number): MessageInfo | undefined {
-  for (const node of nodesOf(face)) {
+export function messageBySeq(reader: ChatReader | undefined, seq: number): MessageInfo | undefined {
+  for (const node of nodesOf(reader)) {
     if (TARGET_KINDS.has(node.kind) && node.anchorSeq === seq) return messageOfNode(node)
   }
   return undefined
 }
+
+/** The failure a rewind or fork reports on a page without the engine-command channel. */
+export const MISSING_COMMANDS = 'the page has no engine-command channel (client service "remote.commands")'
 
 /**
  * Rewinds this client runs itself (`<sessionId>:<targetSeq>`): their refill is done by
@@ -201,9 +265,14 @@ export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo
   const seq = target.seq
   const own = ownRewindKey(sessionId, seq)
   ownRewinds.add(own)
+  const commands = commandsOf(ctx)
+  if (commands === undefined) {
+    ownRewinds.delete(own)
+    return { ok: false, message: MISSING_COMMANDS }
+  }
   let answer
   try {
-    answer = await ctx.remote.commands.execute(sessionId, `/prompt-rewind @${seq}${keepArgs(keep)}`, [])
+    answer = await commands.execute(sessionId, `/prompt-rewind @${seq}${keepArgs(keep)}`, [])
   } catch (error) {
     ownRewinds.delete(own)
     return { ok: false, message: String((error as Error)?.message ?? error) }
@@ -264,9 +333,9 @@ interface ConversationService {
 async function reattachImages(ctx: Ctx, sessionId: string, images: readonly ImageRef[]): Promise<number> {
   try {
     const conversation = ctx.get('conversation') as ConversationService | undefined
-    const binding = ctx.sessions.binding(sessionId)
-    const face = binding?.session
-    if (conversation?.input === undefined || conversation.createDraftImages === undefined || face?.readAttachment === undefined) return 0
+    const face = faceOf(ctx, sessionId)
+    const scope = bindingScope(ctx, sessionId)
+    if (conversation?.input === undefined || conversation.createDraftImages === undefined || face?.readAttachment === undefined || scope === undefined) return 0
     const files: File[] = []
     for (const [i, image] of images.entries()) {
       const read = await face.readAttachment(image.attachmentId)
@@ -275,7 +344,7 @@ async function reattachImages(ctx: Ctx, sessionId: string, images: readonly Imag
       files.push(new File([read.value.data as BlobPart], image.name ?? `image-${i + 1}.${type.split('/')[1] ?? 'png'}`, { type }))
     }
     const drafts = conversation.createDraftImages(files)
-    const input = conversation.input.for(binding!.ctx)
+    const input = conversation.input.for(scope)
     return input.addImages?.(drafts.map(d => d.id)) === true ? drafts.length : 0
   } catch {
     return 0
@@ -288,7 +357,7 @@ async function refillText(ctx: Ctx, sessionId: string, text: string, pendingComm
   let input: SessionInput | undefined
   try {
     const conversation = ctx.get('conversation') as ConversationService | undefined
-    const scope = ctx.sessions.binding(sessionId)?.ctx
+    const scope = bindingScope(ctx, sessionId)
     if (conversation?.input !== undefined && scope !== undefined) input = conversation.input.for(scope)
   } catch {
     input = undefined

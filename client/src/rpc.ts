@@ -85,6 +85,11 @@ export interface HistoryEntry {
   readonly workspaceName?: string | null
   /** The session the conversation before the rewind continues in, once undone. */
   readonly undoSessionId?: string | null
+  /**
+   * Seq of the marker the rewind appended to this session (absent from hosts that do not send
+   * it, and for forks): lets a page without a client event registry hide the rewound rows.
+   */
+  readonly markerSeq?: number | null
   /** On a redo: the undone rewind it did again. */
   readonly redoOf?: string | null
   /** An undone rewind this session may do again (absent from hosts of older builds). */
@@ -111,6 +116,8 @@ export interface Interrupted {
   readonly error?: { readonly code: string; readonly message: string }
   /** Not interrupted: the rewind ran to its end but could not restore some files; its restore stays open. */
   readonly partial?: true
+  /** The target message's text (absent from hosts that do not send it: the banner then reads it from the chat, or names the seq). */
+  readonly targetText?: string | null
 }
 /** What continuing or rolling back did. */
 export interface ResolveResult {

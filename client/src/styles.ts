@@ -49,6 +49,9 @@ export const CSS = `
 .dshpr-file-row{display:flex;flex-wrap:wrap;align-items:center;gap:6px 10px}
 .dshpr-file-label{display:inline-flex;align-items:center;gap:6px;min-width:0;word-break:break-all}
 .dshpr-file code{font-family:ui-monospace,monospace}
+.dshpr-file-name{all:unset;cursor:pointer;min-width:0;word-break:break-all;border-radius:3px}
+.dshpr-file-name:hover code{text-decoration:underline}
+.dshpr-file-name:focus-visible{outline:2px solid var(--dsw-alias-accent-primary,#4c7cf0);outline-offset:1px}
 .dshpr-file[data-checked="false"] code{text-decoration:line-through;color:var(--dsw-alias-label-tertiary,#888)}
 .dshpr-counts{font:12px ui-monospace,monospace}
 .dshpr-add{color:#15803d}

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore, type ReactNode } from 'react'
 import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
-import { currentSessionId, faceOf, messageOf, runRewind, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
+import { currentSessionId, messageBySeq, messageOf, noteSlotSession, readerOf, runRewind, sessionsOf, slotSession, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, undoableEntries } from './history.ts'
 import { escapeControl, oneLine } from './escape.ts'
 import { openSession, runFork } from './fork.ts'
@@ -51,6 +51,8 @@ interface PortalTarget { readonly key: string; readonly container: Element }
  */
 export function MessagePortals({ env, sessionId }: { env: Env; sessionId: string }): ReactNode {
   const [targets, setTargets] = useState<readonly PortalTarget[]>([])
+  // On a page without the sessions service, the header's session is the one on screen.
+  useEffect(() => { noteSlotSession(sessionId) }, [sessionId])
   useEffect(() => {
     let last: readonly PortalTarget[] = []
     const refresh = (): void => {
@@ -86,7 +88,7 @@ export function MessagePortals({ env, sessionId }: { env: Env; sessionId: string
 function RewindButton({ env, sessionId, anchorKey }: { env: Env; sessionId: string; anchorKey: string }): ReactNode {
   const t = useT(env)
   const onClick = (): void => {
-    const message = messageOf(faceOf(env.ctx, sessionId), anchorKey)
+    const message = messageOf(readerOf(env.ctx, sessionId), anchorKey)
     if (message === undefined) { env.report({ type: 'button-no-message', anchorKey }); return }
     dialogStore.set({ sessionId, target: message })
   }
@@ -306,10 +308,13 @@ function FileRow({ t, file, sessionId, seq, keep, setKeep }: { t: T; file: Previ
   return (
     <li className="dshpr-file" data-testid="dsh-prompt-rewind-file" data-path={file.path} data-action={file.action} data-origin={origin} data-checked={checked}>
       <div className="dshpr-file-row">
-        <label className="dshpr-file-label">
+        <span className="dshpr-file-label">
           <input type="checkbox" data-testid="dsh-prompt-rewind-file-check" checked={checked} onChange={e => toggle(e.currentTarget.checked)} aria-label={t('dialog.restoreFile', { path: file.path })} />
-          <code>{escapeControl(file.path)}</code>
-        </label>
+          {/* The name opens (and closes) the file's diff, as the Diff button does. */}
+          <button type="button" className="dshpr-file-name" data-testid="dsh-prompt-rewind-file-name" aria-expanded={open} aria-controls={diffId} title={open ? t('dialog.hideDiff') : t('dialog.showDiff')} onClick={() => setOpen(o => !o)}>
+            <code>{escapeControl(file.path)}</code>
+          </button>
+        </span>
         {file.added != null && file.removed != null && (
           <span className="dshpr-counts" data-testid="dsh-prompt-rewind-file-counts"><span className="dshpr-add">+{file.added}</span> <span className="dshpr-del">−{file.removed}</span></span>
         )}
@@ -390,9 +395,13 @@ function sideText(t: T, side: DiffSide): string {
 /* ------------------------------------------------------------ settings */
 
 function useSessionId(env: Env): string | undefined {
-  const list = env.ctx.sessions.list
-  useSyncExternalStore(list.subscribe, list.getSnapshot)
-  return currentSessionId(env.ctx)
+  const subscribe = useCallback((fn: () => void): (() => void) => {
+    const offSlot = slotSession.subscribe(fn)
+    let offList = (): void => {}
+    try { offList = sessionsOf(env.ctx)?.list.subscribe(fn) ?? offList } catch { /* no session list */ }
+    return () => { offSlot(); offList() }
+  }, [env])
+  return useSyncExternalStore(subscribe, () => currentSessionId(env.ctx))
 }
 
 function formatBytes(n: number): string {
@@ -727,6 +736,39 @@ function CapsLine({ t, caps }: { t: T; caps: Load<Caps> | undefined }): ReactNod
   )
 }
 
+/** Longest message text a banner line quotes. */
+const BANNER_TEXT_MAX = 80
+
+/**
+ * The words a banner names an interrupted rewind's message by: the host's `targetText` when
+ * it sends one, else the message's text as the chat holds it (the rewound row stays in the
+ * chat store, hidden), else nothing (the banner then names its seq).
+ * @param env - plugin environment.
+ * @param sessionId - session.
+ * @param entry - the interrupted rewind.
+ * @returns one line of text, shortened, or undefined.
+ */
+function targetTextOf(env: Env, sessionId: string, entry: Interrupted): string | undefined {
+  let text = typeof entry.targetText === 'string' ? entry.targetText : undefined
+  if (text === undefined || text.trim() === '') text = messageBySeq(readerOf(env.ctx, sessionId), entry.targetSeq)?.text
+  if (text === undefined) return undefined
+  const line = oneLine(text).trim()
+  if (line === '') return undefined
+  return line.length > BANNER_TEXT_MAX ? `${line.slice(0, BANNER_TEXT_MAX - 1)}…` : line
+}
+
+/**
+ * What the banner says was interrupted.
+ * @param t - translate.
+ * @param entry - the interrupted rewind.
+ * @param text - its message's text, when known.
+ * @returns the line.
+ */
+function bannerWhat(t: T, entry: Interrupted, text: string | undefined): string {
+  const key = entry.kind === 'undo' ? 'banner.undo' : entry.kind === 'fork' ? 'banner.fork' : 'banner.rewind'
+  return text !== undefined ? t(`${key}Text`, { text }) : t(key, { seq: entry.targetSeq })
+}
+
 /**
  * The banner on a session with an interrupted rewind (a crash in the middle of one): what was
  * interrupted, and Continue (finish restoring the files) / Roll back (every file exactly as before
@@ -775,7 +817,9 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
     setBusy(true)
     try {
       const r = await rpc(how === 'continue' ? 'restores.continue' : 'restores.rollback', sessionId, { opId: first.opId })
-      setNotice({ kind: 'ok', text: t(how === 'continue' ? 'banner.continued' : 'banner.rolledBack', { seq: first.targetSeq, written: r.written.length, deleted: r.deleted.length }) })
+      const text = targetTextOf(env, sessionId, first)
+      const values = { seq: first.targetSeq, written: r.written.length, deleted: r.deleted.length, ...(text !== undefined ? { text } : {}) }
+      setNotice({ kind: 'ok', text: t(`${how === 'continue' ? 'banner.continued' : 'banner.rolledBack'}${text !== undefined ? 'Text' : ''}`, values) })
       env.report({ type: 'interrupted-settled', how, sessionId, opId: first.opId, outcome: r.entryOutcome, tempsRemoved: r.tempsRemoved?.length ?? 0 })
     } catch (error) {
       setNotice({ kind: 'error', text: t('banner.failed', { message: escapeControl((error as Error).message) }) })
@@ -784,13 +828,7 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
       setTick(n => n + 1)
     }
   }
-  const what = first === undefined
-    ? ''
-    : first.kind === 'undo'
-      ? t('banner.undo', { seq: first.targetSeq })
-      : first.kind === 'fork'
-        ? t('banner.fork', { seq: first.targetSeq })
-        : t('banner.rewind', { seq: first.targetSeq })
+  const what = first === undefined ? '' : bannerWhat(t, first, targetTextOf(env, sessionId, first))
   const files = first?.restore === undefined
     ? t('banner.noFiles')
     : first.partial === true

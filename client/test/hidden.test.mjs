@@ -78,16 +78,38 @@ test('a steering message is a valid target', () => {
   assert.deepEqual(keys(r.hidden), ['r1b', 's1'])
 })
 
-test('markerOfEvent reads a dsh-rewind replace marker and nothing else', () => {
-  const base = { type: 'user/message', seq: 40, surfaceOp: { op: 'replace', start: 20, end: 39 }, data: { source: { kind: 'dsh-rewind' } } }
+// A marker as this plugin writes it (the host adds the id).
+const ownData = (kind) => ({ role: 'user', id: 'b0c7f1de-5f0e-4a57-9d43-0b5b7c1e2a11', content: [{ type: 'text', text: '(empty message)' }], source: { kind } })
+
+test('markerOfEvent reads a dsh-prompt-rewind replace marker and nothing else', () => {
+  const base = { type: 'user/message', seq: 40, surfaceOp: { op: 'replace', start: 20, end: 39 }, data: ownData('dsh-prompt-rewind') }
   assert.deepEqual(markerOfEvent(base), { markerSeq: 40, targetSeq: 20 })
-  assert.deepEqual(markerOfEvent({ ...base, surfaceOp: { op: 'replace', startSeq: 21 } }), { markerSeq: 40, targetSeq: 21 })
+  assert.deepEqual(markerOfEvent({ ...base, surfaceOp: { op: 'replace', startSeq: 21, endSeq: 39 } }), { markerSeq: 40, targetSeq: 21 })
   assert.equal(markerOfEvent({ ...base, surfaceOp: 'append' }), undefined)
-  assert.equal(markerOfEvent({ ...base, data: { source: { kind: 'user' } } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('user') } }), undefined)
   assert.equal(markerOfEvent({ ...base, data: { source: { kind: 'plugin', plugin: 'compact' } } }), undefined)
   assert.equal(markerOfEvent({ ...base, type: 'assistant/message' }), undefined)
   assert.equal(markerOfEvent({ ...base, surfaceOp: { op: 'replace' } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: null }), undefined)
   assert.equal(markerOfEvent(null), undefined)
+})
+
+test('a new-kind marker needs only its kind (its text and id may change)', () => {
+  const e = { type: 'user/message', seq: 9, surfaceOp: { op: 'replace', startSeq: 3, endSeq: 8 }, data: { role: 'user', content: [{ type: 'text', text: 'Rewound.' }], source: { kind: 'dsh-prompt-rewind', form: 'notice' } } }
+  assert.deepEqual(markerOfEvent(e), { markerSeq: 9, targetSeq: 3 })
+})
+
+test('an earlier dsh-rewind marker counts only with every field this plugin wrote', () => {
+  const base = { type: 'user/message', seq: 40, surfaceOp: { op: 'replace', start: 20, end: 39 }, data: ownData('dsh-rewind') }
+  assert.deepEqual(markerOfEvent(base), { markerSeq: 40, targetSeq: 20 }, 'our earlier marker')
+  // Another plugin's dsh-rewind markers: other text, no id, extra source fields, other role.
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('dsh-rewind'), content: [{ type: 'text', text: '(rewound)' }] } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('dsh-rewind'), content: [] } }), undefined)
+  const { id: _id, ...noId } = ownData('dsh-rewind')
+  assert.equal(markerOfEvent({ ...base, data: noId }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('dsh-rewind'), source: { kind: 'dsh-rewind', form: 'notice', summary: 'x' } } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('dsh-rewind'), role: 'developer' } }), undefined)
+  assert.equal(markerOfEvent({ ...base, data: { ...ownData('dsh-rewind'), content: [{ type: 'text', text: '(empty message)' }, { type: 'text', text: 'more' }] } }), undefined)
 })
 
 test('a marker is fresh only when its target was visible in the previous pass', async () => {
