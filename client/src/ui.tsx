@@ -811,6 +811,15 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
   useEffect(() => { setNotice(undefined) }, [sessionId])
   const list = found !== undefined && found.sessionId === sessionId ? found.list : []
   const first = list[0]
+  // The chat may load after the answer: look for the message's text a few times more.
+  const [, setLook] = useState(0)
+  const textKnown = first === undefined || sessionId === undefined || targetTextOf(env, sessionId, first) !== undefined
+  useEffect(() => {
+    if (textKnown) return undefined
+    let n = 0
+    const timer = setInterval(() => { n += 1; setLook(n); if (n >= 20) clearInterval(timer) }, 500)
+    return () => { clearInterval(timer) }
+  }, [textKnown, first?.opId])
   if (sessionId === undefined || (first === undefined && notice === undefined)) return null
   const settle = async (how: 'continue' | 'rollback'): Promise<void> => {
     if (first === undefined || busy) return

@@ -10,9 +10,12 @@ import path from 'node:path'
 const [baseUrl, ws, shots, runDir = os.tmpdir()] = process.argv.slice(2)
 if (!baseUrl || !ws || !shots) throw new Error('usage: e2e.mjs <baseUrl> <workspaceDir> <shotsDir> [runDir]')
 fs.mkdirSync(shots, { recursive: true })
-// full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins;
+// full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins, with
+// the plugin run against a uiConversation-shaped chat service (tests/web/ui-conversation-shim.js, a shim
+// over the real rc.8 services; E2E_CHAT_SHIM=0 leaves it out);
 // crash-setup / crash-banner: a rewind killed by the crash seam, then the banner after a restart
 const MODE = process.env.E2E_MODE ?? 'full'
+const CHAT_SHIM = MODE === 'degraded' && process.env.E2E_CHAT_SHIM !== '0'
 
 const T0 = Date.now()
 const log = (...a) => console.log(`[${String(Date.now() - T0).padStart(6)} ms]`, ...a)
@@ -126,8 +129,31 @@ async function openRewindDialog(page, text) {
 
 const probe = (page) => page.evaluate(() => window.__dshPromptRewind)
 
-/** DSH without ui-commands and ui-settings-plugins: every other surface still works. */
+/**
+ * Serve the plugin's client bundle with the uiConversation-shaped chat shim in front of it
+ * (see tests/web/ui-conversation-shim.js for what it changes).
+ */
+async function installChatShim(page) {
+  const shim = fs.readFileSync(new URL('./ui-conversation-shim.js', import.meta.url), 'utf8')
+  let served = 0
+  await page.route(/\/plugins\/dsh-prompt-rewind\/client\.js/, async (route) => {
+    const response = await route.fetch()
+    const body = await response.text()
+    const rewritten = body.replace('window.__ModuleLoader__.load({', 'window.__dshPromptRewindChatShim.load({')
+    if (rewritten === body) throw new Error('the client bundle has no window.__ModuleLoader__.load({ call to wrap')
+    served++
+    await route.fulfill({ response, body: `${shim}\n${rewritten}` })
+  })
+  return () => served
+}
+
+/**
+ * DSH without ui-commands and ui-settings-plugins: every other surface still works. With the chat
+ * shim, the plugin also runs as on a 0.1.5+ client: chat read from the `uiConversation` "chat"
+ * view, markers through `uiConversation.events`, no `conversationEvents` or `settingsScope`.
+ */
 async function degraded(page) {
+  const shimServed = CHAT_SHIM ? await installChatShim(page) : () => 0
   await page.goto(baseUrl)
   await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
   await dismissModals(page)
@@ -138,6 +164,11 @@ async function degraded(page) {
   check(p.missing.includes('commandUi') && !p.surfaces.includes('command-picker'), 'without the command UI service the picker surface is absent')
   check(!p.surfaces.includes('plugins-tab') && !p.surfaces.includes('plugins-item'), 'without the Plugins settings section the Plugins-page cards are absent')
   check(['message-buttons', 'dialog', 'marker-definition', 'settings-section'].every(x => p.surfaces.includes(x)), 'every other surface is mounted')
+  if (CHAT_SHIM) {
+    check(shimServed() >= 1 && await page.evaluate(() => window.__dshPromptRewindChatShim?.active === true), 'the client bundle was served behind the uiConversation-shaped chat shim')
+    check(p.missing.includes('conversationEvents') && p.missing.includes('settingsScope'), 'conversationEvents and settingsScope are absent (the shim hides them)')
+    check(p.markerSource === 'uiConversation.events', `markers are read through uiConversation.events (${p.markerSource})`)
+  }
   await send(page, composer, M1, 'DONE: a.txt')
   await send(page, composer, M2, 'DONE: a.txt, b.txt')
   const dialog = await openRewindDialog(page, M2)
@@ -150,6 +181,16 @@ async function degraded(page) {
   check(users.length === 1 && users[0].includes(M1) && await composer.inputValue() === M2, 'the ↶ rewind still hides the span and refills the composer')
   check(read('a.txt') === 'alpha-1\n' && read('b.txt') === null, 'and restores the files')
   await shot(page, 'after-rewind')
+  if (CHAT_SHIM) {
+    const after = await probe(page)
+    check(after.chat === 'ui-conversation', `the chat is read from the uiConversation "chat" view (${after.chat})`)
+    // Missing services are named once the grace period is over; the page never waited on them.
+    await page.waitForFunction(() => (window.__dshPromptRewind?.warnings ?? []).length > 0, null, { timeout: 15000 })
+    const { warnings } = await probe(page)
+    log('warnings:', JSON.stringify(warnings))
+    check(warnings.some(w => w.startsWith('client service "settingsScope" is missing')), 'a named console warning for the missing settingsScope')
+    check(!warnings.some(w => w.includes('"conversationEvents"')), 'no warning for conversationEvents while uiConversation stands in')
+  }
   await page.getByText('Settings', { exact: true }).last().click()
   await page.getByText('Rewind history', { exact: true }).first().click()
   await page.getByTestId('dsh-prompt-rewind-history').getByTestId('dsh-prompt-rewind-entry').first().waitFor({ timeout: 10000 })
@@ -207,14 +248,14 @@ async function crashBanner(page) {
   await banner.waitFor({ timeout: 10000 })
   const text = await banner.innerText()
   log('banner:', JSON.stringify(text))
-  check(/A rewind was interrupted\./.test(text) && /Rewind to message seq \d+ — no file changed yet/.test(text), 'the session shows the interrupted rewind')
+  check(/A rewind was interrupted\./.test(text) && /Rewind to “write a\.txt alpha-2; write b\.txt beta-2” — no file changed yet/.test(text), 'the session shows the interrupted rewind, naming its message by its text')
   check(await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').isVisible() && await banner.getByTestId('dsh-prompt-rewind-interrupted-rollback').isVisible(), 'Continue and Roll back are offered')
   await shot(page, 'interrupted-banner')
   await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').click()
   const notice = banner.getByTestId('dsh-prompt-rewind-interrupted-notice')
   await notice.waitFor({ timeout: 20000 })
   log('notice:', JSON.stringify(await notice.innerText()))
-  check(/^Finished the rewind to seq \d+: 1 written, 1 deleted\.$/.test(await notice.innerText()), 'Continue finished restoring the files')
+  check(/^Finished the rewind to “write a\.txt alpha-2; write b\.txt beta-2”: 1 written, 1 deleted\.$/.test(await notice.innerText()), 'Continue finished restoring the files')
   check(read('a.txt') === 'alpha-1\n' && read('b.txt') === null, 'files on disk: a.txt restored, b.txt deleted')
   check(await banner.getByTestId('dsh-prompt-rewind-interrupted-continue').count() === 0, 'the banner no longer offers anything')
   await shot(page, 'interrupted-continued')
@@ -695,6 +736,12 @@ try {
   const binText = await row('d3.bin').getByTestId('dsh-prompt-rewind-diff-summary').innerText({ timeout: 10000 })
   log('d3.bin summary:', JSON.stringify(binText))
   fileCheck(/Now: binary, 5 B · sha256 [0-9a-f]{12}/.test(binText) && /After the rewind: binary, 3 B · sha256 [0-9a-f]{12}/.test(binText), 'the binary file is summarized with sizes and hashes')
+  // a file's name opens its diff as the Diff button does (and closes it again)
+  await row('h.txt').getByTestId('dsh-prompt-rewind-file-name').click()
+  await row('h.txt').getByTestId('dsh-prompt-rewind-diff').or(row('h.txt').getByTestId('dsh-prompt-rewind-diff-summary')).waitFor({ timeout: 10000 })
+  fileCheck(await row('h.txt').getByTestId('dsh-prompt-rewind-file-diff-toggle').getAttribute('aria-expanded') === 'true' && await row('h.txt').getByTestId('dsh-prompt-rewind-file-check').isChecked(), 'clicking a file\'s name opens its diff and leaves its checkbox alone')
+  await row('h.txt').getByTestId('dsh-prompt-rewind-file-name').click()
+  fileCheck(await row('h.txt').getByTestId('dsh-prompt-rewind-diff').count() === 0 && await row('h.txt').getByTestId('dsh-prompt-rewind-diff-summary').count() === 0, 'a second click closes it')
   // untick d2.txt; then keep every change not made by this agent
   await row('d2.txt').getByTestId('dsh-prompt-rewind-file-check').uncheck()
   fileCheck(await chosen() === '3' && await row('d2.txt').getByTestId('dsh-prompt-rewind-file-kept').count() === 1, 'an unticked file is marked as kept')
@@ -755,7 +802,7 @@ try {
       await partial.waitFor({ timeout: 15000 })
       const partialText = await partial.innerText()
       log('banner (partial):', JSON.stringify(partialText))
-      fileCheck(/A rewind could not restore every file\./.test(partialText) && /1 of 1 file changes could not be applied/.test(partialText), 'the banner says the rewind could not restore a file')
+      fileCheck(/A rewind could not restore every file\./.test(partialText) && /Rewind to “write lock\.txt locked” — 1 of 1 file changes could not be applied/.test(partialText), 'the banner says the rewind could not restore a file, naming its message')
       fileCheck(read('lock.txt') === 'locked\n', 'the file the system refused to delete is still there')
       await shot(page, 'partial-banner')
       spawnSync('chattr', ['-i', lockPath])
@@ -763,7 +810,7 @@ try {
       const partialNotice = partial.getByTestId('dsh-prompt-rewind-interrupted-notice')
       await partialNotice.waitFor({ timeout: 20000 })
       log('notice (partial):', JSON.stringify(await partialNotice.innerText()))
-      fileCheck(/^Finished the rewind to seq \d+: 0 written, 1 deleted\.$/.test(await partialNotice.innerText()), 'Continue finished the rewind')
+      fileCheck(/^Finished the rewind to “write lock\.txt locked”: 0 written, 1 deleted\.$/.test(await partialNotice.innerText()), 'Continue finished the rewind')
       fileCheck(read('lock.txt') === null, 'the file is deleted now')
       check(await partial.getByTestId('dsh-prompt-rewind-interrupted-continue').count() === 0, 'the banner offers nothing more')
       await partial.getByTestId('dsh-prompt-rewind-interrupted-dismiss').click()
