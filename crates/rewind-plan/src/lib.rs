@@ -37,8 +37,7 @@ pub mod surface;
 pub mod target;
 
 pub use event::{
-    MessageSource, ReplaceSpelling, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp,
-    UserMessage,
+    MessageSource, ReplaceSpelling, SessionEvent, SessionHeader, SourceSeqs, SurfaceOp, UserMessage,
 };
 pub use fork::{ForkError, ForkPlan, plan_fork, plan_fork_on, plan_fork_with};
 pub use log::{KNOWN_HEADER_VERSION, ReadError, SessionLog};

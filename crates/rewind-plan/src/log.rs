@@ -475,4 +475,66 @@ mod tests {
         assert!(log.header.is_none());
         assert!(SessionLog::parse("[{\"seq\":0}]").is_err());
     }
+
+    #[test]
+    fn expands_source_ranges_and_refuses_bad_ones() {
+        let line = |sources: &str| {
+            format!(
+                "{{\"type\":\"user/message\",\"seq\":9,\"time\":0,\"data\":{{}},\"surfaceOp\":\"append\",\"sourceEventSeqs\":{sources}}}\n"
+            )
+        };
+        let pad: String = (0..9)
+            .map(|i| format!("{{\"type\":\"a\",\"seq\":{i},\"time\":0,\"data\":{{}}}}\n"))
+            .collect();
+        let read = |sources: &str| SessionLog::from_jsonl(&format!("{pad}{}", line(sources)));
+        let log = read("[[0,2],4,[6,8]]").expect("reads");
+        assert_eq!(
+            log.events[9].source_event_seqs,
+            Some(SourceSeqs::List(vec![0, 1, 2, 4, 6, 7, 8]))
+        );
+        // A plain list is kept as written (even when not increasing).
+        let log = read("[5,3]").expect("reads");
+        assert_eq!(
+            log.events[9].source_event_seqs,
+            Some(SourceSeqs::List(vec![5, 3]))
+        );
+        for bad in ["[[2,1]]", "[[0,9]]", "[[0,1,2]]", "[[0,-1]]", "[3,[0,2]]"] {
+            assert!(
+                matches!(read(bad).unwrap_err(), ReadError::BadLine { line: 10, .. }),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn seed_boundary_from_seed_length_or_the_inherited_marker() {
+        let v0 = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"seedLength\":2}\n";
+        assert_eq!(
+            SessionLog::from_jsonl(v0).expect("reads").seed_boundary(),
+            2
+        );
+        let events = "{\"type\":\"turn/start\",\"seq\":0,\"time\":0,\"data\":{\"turn\":1}}\n\
+            {\"type\":\"session/end-seed\",\"seq\":1,\"time\":0,\"data\":{}}\n\
+            {\"type\":\"session/end-seed\",\"seq\":2,\"time\":0,\"data\":{\"inherited\":true}}\n\
+            {\"type\":\"session/end-seed\",\"seq\":3,\"time\":0,\"data\":{}}\n";
+        let seeded = format!(
+            "{{\"type\":\"session\",\"version\":4,\"id\":\"s\",\"isSeeded\":true,\"delegationDepth\":0}}\n{events}"
+        );
+        assert_eq!(
+            SessionLog::from_jsonl(&seeded)
+                .expect("reads")
+                .seed_boundary(),
+            2
+        );
+        let unseeded = seeded.replace("\"isSeeded\":true", "\"isSeeded\":false");
+        assert_eq!(
+            SessionLog::from_jsonl(&unseeded)
+                .expect("reads")
+                .seed_boundary(),
+            0
+        );
+        // The host's events, without a header.
+        let bare = SessionLog::from_jsonl(events).expect("reads");
+        assert_eq!(bare.seed_boundary(), 2);
+    }
 }

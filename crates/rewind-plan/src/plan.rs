@@ -692,4 +692,34 @@ mod tests {
         let err = plan_rewind(&bad_inbox, Target::Index(1)).unwrap_err();
         assert!(matches!(err, PlanError::BadInbox { seq: 1, .. }), "{err:?}");
     }
+
+    #[test]
+    fn markers_of_both_kinds_and_format_4_sources_are_described() {
+        let with_source = |seq: u64, source: Value| {
+            SessionEvent::new(USER_MESSAGE, seq, &json!({"id": format!("m{seq}"), "role": "user", "content": [{"type": "text", "text": "x"}], "source": source}))
+                .with_surface(SurfaceOp::Append, None)
+        };
+        let l = log(vec![
+            msg(0, "user", "a"),
+            with_source(1, json!({"kind": MARKER_SOURCE_KIND})),
+            with_source(2, json!({"kind": LEGACY_MARKER_SOURCE_KIND})),
+            with_source(
+                3,
+                json!({"kind": "compact-checkpoint", "compactionId": "c"}),
+            ),
+            with_source(4, json!({"kind": "plugin:file-watch"})),
+            with_source(5, json!({"kind": "agent-instructions"})),
+        ]);
+        let what = |seq| match plan_rewind(&l, Target::Seq(seq)).unwrap_err() {
+            PlanError::NotHumanMessage { what, .. } => what,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(what(1), "a rewind marker");
+        assert_eq!(what(2), "a rewind marker");
+        assert_eq!(what(3), "a compaction checkpoint");
+        assert_eq!(what(4), "context injected by file-watch");
+        assert_eq!(what(5), "a user/message from \"agent-instructions\"");
+        assert!(is_marker_kind("dsh-rewind") && is_marker_kind("dsh-prompt-rewind"));
+        assert!(!is_marker_kind("user"));
+    }
 }

@@ -636,4 +636,153 @@ mod tests {
         fold.check(&next, &events).expect("valid");
         assert_eq!(fold.nodes(), &[0]);
     }
+
+    #[test]
+    fn both_replace_spellings_parse_to_the_same_op() {
+        for raw in [
+            r#"{"op":"replace","start":1,"end":2}"#,
+            r#"{"op":"replace","startSeq":1,"endSeq":2}"#,
+            r#"{"endSeq":2,"op":"replace","startSeq":1}"#,
+        ] {
+            let op: SurfaceOp = serde_json::from_str(raw).expect("parses");
+            assert_eq!(op, replace(1, 2), "{raw}");
+        }
+    }
+
+    #[test]
+    fn system_head_is_rewritten_only_by_a_system_message_over_it() {
+        let system = |seq: u64, op: SurfaceOp, sources: Option<Vec<u64>>| {
+            SessionEvent::new(
+                "system/message",
+                seq,
+                &json!({"turn": 1, "step": 1, "message": {"id": "s", "role": "system", "content": [], "source": {"kind": "system-prompt"}}}),
+            )
+            .with_surface(op, sources)
+        };
+        let base = vec![
+            system(0, SurfaceOp::Append, None),
+            user(1, SurfaceOp::Append, None),
+            user(2, SurfaceOp::Append, None),
+        ];
+        let with = |e: SessionEvent| {
+            let mut v = base.clone();
+            v.push(e);
+            fold_surface(&v)
+        };
+        // A user/message over node 0 (even alone) is refused; one starting after it is fine.
+        assert_eq!(
+            with(user(3, replace(0, 2), Some(vec![0, 1, 2]))).unwrap_err(),
+            SurfaceError::SystemHeadRewrite { seq: 3 }
+        );
+        assert!(matches!(
+            with(user(3, replace(0, 0), Some(vec![0]))).unwrap_err(),
+            SurfaceError::SystemHeadRewrite { .. }
+        ));
+        assert!(matches!(
+            with(system(3, replace(0, 1), Some(vec![0, 1]))).unwrap_err(),
+            SurfaceError::SystemHeadRewrite { .. }
+        ));
+        assert_eq!(
+            with(user(3, replace(1, 2), Some(vec![1, 2])))
+                .expect("folds")
+                .nodes,
+            vec![0, 3]
+        );
+        assert_eq!(
+            with(system(3, replace(0, 0), Some(vec![0])))
+                .expect("folds")
+                .nodes,
+            vec![3, 1, 2]
+        );
+        // Without a system prompt at node 0 the rule does not apply (formats 0 to 2).
+        let old = vec![
+            user(0, SurfaceOp::Append, None),
+            user(1, replace(0, 0), Some(vec![0])),
+        ];
+        assert_eq!(fold_surface(&old).expect("folds").nodes, vec![1]);
+    }
+
+    #[test]
+    fn developer_and_system_messages_are_surface_nodes() {
+        let events = vec![
+            SessionEvent::new("system/message", 0, &json!({}))
+                .with_surface(SurfaceOp::Append, None),
+            user(1, SurfaceOp::Append, None),
+            SessionEvent::new("developer/message", 2, &json!({}))
+                .with_surface(SurfaceOp::Append, None),
+            SessionEvent::new(
+                "assistant/attempt",
+                3,
+                &json!({"turn": 1, "step": 1, "stream": []}),
+            ),
+        ];
+        assert_eq!(fold_surface(&events).expect("folds").nodes, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn unknown_ignorable_events_keep_their_metadata_unread() {
+        let mut unknown = SessionEvent::new("plugin:x/record", 1, &json!({}));
+        unknown.ignorable = Some(true);
+        unknown.surface_op = Some(replace(7, 9));
+        unknown.source_event_seqs = Some(SourceSeqs::List(vec![0]));
+        let events = vec![user(0, SurfaceOp::Append, None), unknown.clone()];
+        assert_eq!(fold_surface(&events).expect("folds").nodes, vec![0]);
+        // Not ignorable, or a known type: the metadata is refused as before.
+        let mut required = unknown.clone();
+        required.ignorable = None;
+        assert!(matches!(
+            fold_surface(&[user(0, SurfaceOp::Append, None), required]).unwrap_err(),
+            SurfaceError::IneligibleSurfaceOp { .. }
+        ));
+        let mut known = unknown;
+        known.kind = "turn/start".into();
+        assert!(matches!(
+            fold_surface(&[user(0, SurfaceOp::Append, None), known]).unwrap_err(),
+            SurfaceError::IneligibleSurfaceOp { .. }
+        ));
+    }
+
+    #[test]
+    fn tool_role_results_follow_the_same_rewrite_rule() {
+        // Format 4: the result is the tool-role message itself (no tool-result wrapper).
+        let tr = |seq: u64, blocks: serde_json::Value, id: &str| {
+            SessionEvent::new(
+                "tool/result",
+                seq,
+                &json!({"turn": 1, "step": 1, "message": {"id": "r", "role": "tool", "source": {"kind": "tool", "callId": id}, "toolCallId": id, "content": blocks, "isError": false}}),
+            )
+        };
+        let first = json!([{"type": "text", "text": "a"}]);
+        let base = vec![
+            plain(0),
+            tr(1, first.clone(), "c1").with_surface(SurfaceOp::Append, Some(vec![0])),
+        ];
+        let fold_with = |e: SessionEvent| {
+            let mut v = base.clone();
+            v.push(e);
+            fold_surface(&v)
+        };
+        // Later blocks may change (DSH compares only the first block, its `content` nulled).
+        let more = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "more"}]);
+        assert_eq!(
+            fold_with(tr(2, more, "c1").with_surface(replace(1, 1), Some(vec![1])))
+                .expect("folds")
+                .nodes,
+            vec![2]
+        );
+        for (blocks, id) in [
+            (json!([{"type": "text", "text": "changed"}]), "c1"),
+            (first, "c2"),
+            (json!([]), "c1"),
+        ] {
+            assert!(
+                matches!(
+                    fold_with(tr(2, blocks.clone(), id).with_surface(replace(1, 1), Some(vec![1])))
+                        .unwrap_err(),
+                    SurfaceError::BadToolResultRewrite { .. }
+                ),
+                "{blocks} {id}"
+            );
+        }
+    }
 }

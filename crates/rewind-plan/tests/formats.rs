@@ -75,7 +75,10 @@ fn every_format_is_read_with_its_header() {
     assert!(v0.events.iter().any(|e| e.kind == "assistant/chunk"));
     for name in ["session.v2.jsonl", "session.v3.jsonl", "session.v4.jsonl"] {
         let log = read(name);
-        assert!(log.events.iter().all(|e| e.kind != "assistant/chunk"), "{name}");
+        assert!(
+            log.events.iter().all(|e| e.kind != "assistant/chunk"),
+            "{name}"
+        );
         assert!(
             log.events.iter().any(|e| e.kind == "assistant/attempt"),
             "{name}"
@@ -85,7 +88,10 @@ fn every_format_is_read_with_its_header() {
     for name in ["session.v3.jsonl", "session.v4.jsonl"] {
         let log = read(name);
         let nodes = fold_surface(&log.events).expect("folds").nodes;
-        assert_eq!(log.get(nodes[0]).map(|e| e.kind.as_str()), Some("system/message"));
+        assert_eq!(
+            log.get(nodes[0]).map(|e| e.kind.as_str()),
+            Some("system/message")
+        );
     }
     // Format 4's developer node joined the surface and the earlier rewind shadowed it.
     let v4 = read("session.v4.jsonl");
@@ -95,7 +101,11 @@ fn every_format_is_read_with_its_header() {
         .iter()
         .find(|e| e.kind == "developer/message")
         .expect("a developer message");
-    assert!(surface.replacements[0].shadowed_seqs.contains(&developer.seq));
+    assert!(
+        surface.replacements[0]
+            .shadowed_seqs
+            .contains(&developer.seq)
+    );
 }
 
 #[test]
@@ -104,7 +114,11 @@ fn both_replace_spellings_fold_alike() {
     // three or more seqs are written as `[start, end]` pairs from format 2 on.
     for (version, name) in FILES {
         let text = std::fs::read_to_string(dir().join(name)).expect("fixture");
-        let spelled = if version >= 3 { "\"startSeq\"" } else { "\"start\"" };
+        let spelled = if version >= 3 {
+            "\"startSeq\""
+        } else {
+            "\"start\""
+        };
         assert!(text.contains(spelled), "{name} uses its own spelling");
         let log = read(name);
         let surface = fold_surface(&log.events).expect("folds");
@@ -113,11 +127,17 @@ fn both_replace_spellings_fold_alike() {
         let marker = log.get(r.seq).expect("marker");
         assert_eq!(
             marker.surface_op,
-            Some(SurfaceOp::Replace { start: r.start, end: r.end })
+            Some(SurfaceOp::Replace {
+                start: r.start,
+                end: r.end
+            })
         );
     }
     let v4 = std::fs::read_to_string(dir().join("session.v4.jsonl")).expect("fixture");
-    assert!(v4.contains("\"sourceEventSeqs\":[["), "a range-encoded citation");
+    assert!(
+        v4.contains("\"sourceEventSeqs\":[["),
+        "a range-encoded citation"
+    );
 }
 
 #[test]
@@ -173,8 +193,8 @@ fn all_formats_plan_to_the_same_targets() {
                     let child = fold_surface(&log.events[..=f.boundary_seq as usize])
                         .expect("prefix folds");
                     assert!(child.nodes.iter().all(|n| *n < plan.target_seq));
-                    let on_host = plan_fork_on(log, &before.nodes, Target::Index(index))
-                        .expect("forks");
+                    let on_host =
+                        plan_fork_on(log, &before.nodes, Target::Index(index)).expect("forks");
                     assert_eq!(on_host, f, "{name}");
                 }
                 Err(e) => panic!("{name}: {e}"),
@@ -260,11 +280,17 @@ fn the_hosts_surface_rules_and_disagreements_are_data() {
     let own = fold_surface(&log.events).expect("folds").nodes;
     let agreed = list_candidates_on(&log, &own).expect("candidates");
     assert!(agreed.surface_mismatch.is_none());
-    assert_eq!(agreed.candidates, list_candidates(&log).expect("candidates"));
+    assert_eq!(
+        agreed.candidates,
+        list_candidates(&log).expect("candidates")
+    );
     // The host's surface is authoritative: here it still shows the rewound messages (as if the
     // host had not folded the earlier marker), so they are candidates again.
     let marker = fold_surface(&log.events).expect("folds").replacements[0].clone();
-    let pos = own.iter().position(|n| *n == marker.seq).expect("marker node");
+    let pos = own
+        .iter()
+        .position(|n| *n == marker.seq)
+        .expect("marker node");
     let mut host = own[..pos].to_vec();
     host.extend(&marker.shadowed_seqs);
     host.extend(&own[pos + 1..]);
@@ -275,10 +301,20 @@ fn the_hosts_surface_rules_and_disagreements_are_data() {
     assert_eq!(listed.candidates.len(), 4);
     let plan = plan_rewind_on(&log, &host, Target::Index(3)).expect("plans on the host's fold");
     assert_eq!(plan.target_text, "change hello.txt to v2");
-    assert_eq!(plan.shadowed_seqs, host[host.iter().position(|n| *n == plan.target_seq).expect("on host")..]);
+    assert_eq!(
+        plan.shadowed_seqs,
+        host[host
+            .iter()
+            .position(|n| *n == plan.target_seq)
+            .expect("on host")..]
+    );
     assert!(plan.surface_mismatch.is_some());
     // A target the host's surface does not hold is refused, whatever the own fold says.
-    let first_human = list_candidates(&log).expect("candidates").last().expect("one").seq;
+    let first_human = list_candidates(&log)
+        .expect("candidates")
+        .last()
+        .expect("one")
+        .seq;
     let without: Vec<u64> = own.iter().copied().filter(|n| *n != first_human).collect();
     assert!(matches!(
         plan_rewind_on(&log, &without, Target::Seq(first_human)).unwrap_err(),
@@ -287,7 +323,10 @@ fn the_hosts_surface_rules_and_disagreements_are_data() {
     // A surface the log cannot back is a named error.
     for bad in [vec![0u64, 9999], vec![own[0], own[0]], vec![1]] {
         let err = plan_rewind_on(&log, &bad, Target::Index(1)).unwrap_err();
-        assert!(matches!(err, PlanError::HostSurface { .. }), "{bad:?}: {err:?}");
+        assert!(
+            matches!(err, PlanError::HostSurface { .. }),
+            "{bad:?}: {err:?}"
+        );
         assert!(matches!(
             plan_fork_on(&log, &bad, Target::Index(1)).unwrap_err(),
             ForkError::Plan(PlanError::HostSurface { .. })
