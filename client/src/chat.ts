@@ -47,6 +47,8 @@ export type ChatShape = 'session-face' | 'ui-conversation'
 /** A session's chat nodes, read live. */
 export interface ChatReader {
   readonly shape: ChatShape
+  /** The object read from (the face, or the view source): a new one means a new reader is due. */
+  readonly source: object
   /** @returns the current node store, or undefined while the view has none. */
   nodes(): NodeStore | undefined
   /** @param listener - called on every change. @returns the unsubscribe function. */
@@ -177,13 +179,14 @@ function safeSubscribe(source: Observable, listener: () => void): () => void {
 export function chatReader(services: ChatServices, sessionId: string): ChatReader | undefined {
   const face = faceIn(services.sessions, sessionId)
   if (face !== undefined && faceNodes(face) !== undefined) {
-    return { shape: 'session-face', nodes: () => faceNodes(face), subscribe: l => safeSubscribe(face, l) }
+    return { shape: 'session-face', source: face, nodes: () => faceNodes(face), subscribe: l => safeSubscribe(face, l) }
   }
   const target = chatTargetIn(services.uiConversation, sessionId)
   if (target !== undefined) {
     // The face (when there is one) still reports session changes a view may follow.
     return {
       shape: 'ui-conversation',
+      source: target,
       nodes: () => targetNodes(target),
       subscribe: (l) => {
         const offTarget = safeSubscribe(target, l)

@@ -166,9 +166,9 @@ function followHiddenRows(ctx: Ctx, report: (event: Record<string, unknown>) => 
   const onChange = (): void => { schedule(); readHistory() }
   const follow = (): void => {
     const next = currentSessionId(ctx)
-    // The reader is looked up again on every pass until one is found (a view may bind late).
-    const nextReader = next === undefined ? undefined : (next === sessionId && reader !== undefined ? reader : readerOf(ctx, next))
-    if (next === sessionId && nextReader === reader) return
+    // Looked up on every pass: a view may bind late, and a session may get a new face.
+    const nextReader = next === undefined ? undefined : readerOf(ctx, next)
+    if (next === sessionId && nextReader?.source === reader?.source) return
     offReader?.()
     if (next !== sessionId) { seen = new Set(); visibleTargets = new Set(); historyMarkers = undefined; historyAt = 0 }
     sessionId = next
