@@ -13,6 +13,7 @@ import type { HostAgent, HostContext, HostEvent, HostFsTarget, HostLogger, HostS
 import { forkAncestors } from './fork.ts'
 import type { FilesPort } from './ports.ts'
 import type { SettingsModel } from './settings.ts'
+import { effectiveCwd, forgetCwd, observeCwd } from './contract/workdir.ts'
 import { SessionState, WRITE_TOOLS, captureKey, isCapturedTool, isHumanMessage, isSubagentSession, toolActor } from './state.ts'
 
 /**
@@ -34,10 +35,14 @@ export interface CaptureDeps {
   logger: HostLogger
 }
 
-/** Where a session's files live, or `undefined` when it has no cwd or is not tracked. */
+/**
+ * Where a session's files live, or `undefined` when it has no cwd or is not tracked: the
+ * session's effective working directory (DSH 0.2.x `working-directory/change`, see
+ * `contract/workdir.ts`), else the header's `cwd`.
+ */
 export function trackedCwd(session: HostSession): string | undefined {
   if (isSubagentSession(session)) return undefined
-  const cwd = session.header.cwd
+  const cwd = effectiveCwd(session) ?? session.header.cwd
   return typeof cwd === 'string' && cwd !== '' ? cwd : undefined
 }
 
@@ -192,6 +197,7 @@ export function registerCapture(deps: CaptureDeps): void {
   ctx.on('session/event', (session: HostSession, event: HostEvent) => {
     if (event.type === 'assistant/chunk') return aheadOfCall(session, event)
     state.observe(session, event)
+    observeCwd(session, event)
     if (!isHumanMessage(event)) return
     const sessionId = session.header.id
     if (state.rewinding(sessionId)) return
@@ -202,7 +208,7 @@ export function registerCapture(deps: CaptureDeps): void {
     const files = deps.files()
     if (files.unavailable() !== undefined) return
     void state.run(sessionId, async () => {
-      const ancestors = await forkAncestors(ctx, session.header)
+      const ancestors = await forkAncestors(ctx, session.header, session)
       await files.recheck(sessionId, cwd, event.seq, settings.maxFileBytes, ancestors)
       await files.prune(sessionId, cwd)
     }).catch((error: unknown) => {
@@ -242,6 +248,7 @@ export function registerCapture(deps: CaptureDeps): void {
     const id = agent?.session?.header?.id
     if (id === undefined) return
     state.forget(id)
+    forgetCwd(id)
     aheadOf.delete(id)
     // Drop the addon's cached handles once queued work of the session settled.
     void state.run(id, async () => deps.files().forget(id)).catch(() => {})

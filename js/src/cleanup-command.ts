@@ -49,7 +49,7 @@ export async function keptSessions(ctx: HostContext): Promise<string[]> {
   const kept = new Set<string>()
   for (const agent of liveAgents(ctx)) {
     kept.add(agent.session.header.id)
-    for (const link of await forkAncestors(ctx, agent.session.header)) kept.add(link.sessionId)
+    for (const link of await forkAncestors(ctx, agent.session.header, agent.session)) kept.add(link.sessionId)
   }
   return [...kept]
 }

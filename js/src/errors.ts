@@ -35,6 +35,7 @@ export const Codes = {
   badSelection: 'rewind/bad-selection',
   notPlanned: 'rewind/not-planned',
   notRedoable: 'rewind/not-redoable',
+  hostUnsupported: 'rewind/host-unsupported',
 } as const
 
 /** A failure with a stable code. */

@@ -5,6 +5,7 @@
  */
 import type { HostAgent, HostContext, HostSession, HostSessionHeader } from './host.ts'
 import type { ChainLink } from './ports.ts'
+import { inheritedCount } from './contract/session.ts'
 
 /** Longest chain followed (a deeper lineage keeps its nearest ancestors only). */
 export const MAX_CHAIN = 64
@@ -23,7 +24,9 @@ export interface HostSessionPersistence {
 export interface CreateChildOptions {
   sessionId: string
   seed: readonly unknown[]
-  meta: { cwd?: string; parentSession: string; seedLength: number; agentPreset?: string }
+  meta: { cwd?: string; parentSession: string; seedLength?: number; isSeeded?: boolean; agentPreset?: string }
+  /** Format 2+: the inherited prefix's length beside `meta.isSeeded` (`contract/session.ts`). */
+  inheritedEventCount?: number
   agentOptions?: unknown
   setup?: (agentCtx: unknown) => Promise<void> | void
 }
@@ -45,6 +48,15 @@ interface HostWorkspace {
   id: string
   sessionIds?: readonly string[]
   attachSession?(id: string): Promise<void>
+}
+
+/** The live session of an id, when this host has it. */
+function liveSession(ctx: HostContext, id: string): HostSession | undefined {
+  try {
+    return (ctx.get('sessions') as HostSessions | undefined)?.get(id)
+  } catch {
+    return undefined
+  }
 }
 
 /** The header of a session: live first, else as persisted; `undefined` when unknown. */
@@ -71,20 +83,22 @@ export async function sessionExists(ctx: HostContext, id: string): Promise<boole
 
 /**
  * The fork chain of a session, nearest parent first: each parent named by a header's
- * `parentSession`, limited to the boundary `seedLength - 1` (DSH seeds a child with the parent's
- * events `0..seedLength-1`, same seqs). The walk stops at a session whose header is unknown (not
- * live and not persisted), at a repeated id, or after {@link MAX_CHAIN} links.
+ * `parentSession`, limited to the boundary `n - 1` where `n` is the inherited prefix (DSH seeds a
+ * child with the parent's events `0..n-1`, same seqs; rc.8 names `n` `seedLength` in the header,
+ * format 2+ keeps it on the live session, see `inheritedCount`). The walk stops at a session
+ * whose header is unknown (not live and not persisted), whose inherited count cannot be read, at
+ * a repeated id, or after {@link MAX_CHAIN} links.
  */
-export async function forkAncestors(ctx: HostContext, header: HostSessionHeader): Promise<ChainLink[]> {
+export async function forkAncestors(ctx: HostContext, header: HostSessionHeader, live?: HostSession): Promise<ChainLink[]> {
   const links: ChainLink[] = []
   const seen = new Set<string>([header.id])
   const persisted: { list?: HostSessionHeader[] } = {}
   let h: HostSessionHeader | undefined = header
   while (h !== undefined && links.length < MAX_CHAIN) {
     const parent = h.parentSession
-    const seedLength = h.seedLength
+    const seedLength = inheritedCount(h, h === header ? live : liveSession(ctx, h.id))
     if (typeof parent !== 'string' || parent === '' || seen.has(parent)) break
-    if (typeof seedLength !== 'number' || !Number.isSafeInteger(seedLength) || seedLength < 1) break
+    if (seedLength === undefined) break
     seen.add(parent)
     links.push({ sessionId: parent, maxAnchor: seedLength - 1 })
     h = await headerOf(ctx, parent, persisted)

@@ -16,7 +16,10 @@ export interface HostEvent {
   readonly sourceEventSeqs?: readonly number[]
 }
 
-/** The session header. */
+/**
+ * The session header. rc.8 (format 0) names a fork child's inherited prefix `seedLength`; format
+ * 2+ marks it `isSeeded` and keeps the count on the live session (`contract/session.ts`).
+ */
 export interface HostSessionHeader {
   readonly id: string
   readonly version?: number
@@ -25,12 +28,24 @@ export interface HostSessionHeader {
   readonly origin?: string
   readonly delegationDepth?: number
   readonly seedLength?: number
+  readonly isSeeded?: boolean
+  /** Not a header field upstream; some persistence listings carry it beside the header. */
+  readonly inheritedEventCount?: number
+  readonly agentPreset?: string
 }
 
-/** A live session. */
+/**
+ * A live session. Which log reader exists depends on the release: rc.8 has `events`; 0.1.2+
+ * has `snapshotEvents()` / `eventAt()` / `seq` and no `events`. Read it only through
+ * `contract/session.ts`.
+ */
 export interface HostSession {
   readonly header: HostSessionHeader
-  readonly events: readonly HostEvent[]
+  readonly events?: readonly HostEvent[]
+  snapshotEvents?(fromSeq?: number, toSeqExclusive?: number): readonly HostEvent[]
+  eventAt?(seq: number): HostEvent | undefined
+  readonly seq?: number
+  readonly inheritedEventCount?: number
   append(type: 'user/message', data: unknown, opts: { surfaceOp: unknown; sourceEventSeqs?: number[] }): HostEvent
 }
 
@@ -121,6 +136,8 @@ export interface HostWorkspaceRegistry {
 export interface HostWebServer {
   readonly port: number
   readonly host: string
+  /** 0.2.x: `'https:'` when the listener serves TLS (zq0929 @5593cc25 `packages/host/webserver/src/index.ts`). */
+  readonly protocol?: 'http:' | 'https:'
   register(route: {
     kind: 'exact' | 'prefix'
     path: string

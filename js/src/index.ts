@@ -6,7 +6,7 @@
  */
 import { homedir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
-import type { HostAgent, HostCommandDefinition, HostContext } from './host.ts'
+import type { HostAgent, HostCommandDefinition, HostCommandResult, HostContext } from './host.ts'
 import { SettingsModel, type RewindSettings } from './settings.ts'
 import { SessionState } from './state.ts'
 import { registerCapture } from './capture.ts'
@@ -20,6 +20,9 @@ import { openCleanup } from './cleanup.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
 import { EnginePort } from './engine.ts'
 import { type Locale, matchLocale } from './locales.ts'
+import { Health, containContext } from './contract/guard.ts'
+import { type DoctorDeps, doctor, doctorText } from './contract/doctor.ts'
+import { addonAvailable } from './native.ts'
 
 /** Cordis plugin name. */
 export const name = 'dsh-rewind'
@@ -43,11 +46,17 @@ export function resolveDshHome(config?: Config): string {
 
 /** Apply the plugin. */
 export function apply(rawCtx: unknown, config: Config = {}): void {
-  const ctx = rawCtx as HostContext
-  const logger = ctx.logger('dsh-rewind')
+  const hostCtx = rawCtx as HostContext
+  const logger = hostCtx.logger('dsh-rewind')
+  // Every listener, waterfall step and command registered below contains its own faults.
+  const health = new Health(logger)
+  const ctx = containContext(hostCtx, health)
   const dshHome = resolveDshHome(config)
   const settings = new SettingsModel(config)
-  settings.attach(ctx, (error) => logger.warn('settings namespace not registered: %s', (error as Error).message))
+  settings.attach(ctx,
+    (error) => health.degraded('settings', 'settings are read from the plugin config and are read-only here', `the settings namespace was not registered: ${(error as Error).message}`),
+    (message) => health.degraded('settings', 'settings are read from the plugin config; change them in DSH\'s plugin settings', message))
+  settings.onCorrupt = (error) => health.fault('settings', error)
   const state = new SessionState()
 
   const engine = new EnginePort(ctx, dshHome)
@@ -74,18 +83,28 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
   registerScan({ ctx, state, files: getFiles, settings, logger })
   const rewinder = new Rewinder({ ctx, state, files: getFiles, engine, history, settings, logger, locale, stopTimeoutMs: config.stopTimeoutMs ?? 10_000 })
 
+  const doctorDeps: DoctorDeps = {
+    ctx, health, addon: addonAvailable,
+    storeUnavailable: () => getFiles().unavailable(),
+    settingsPersistent: () => settings.persistent,
+  }
+  // `/rewind doctor`: what works on this DSH; every other input is a rewind command.
+  const rewindCommand = (agent: HostAgent, rawInput: string): Promise<HostCommandResult> | HostCommandResult => {
+    if (rawInput.trim() === 'doctor') return { kind: 'success', text: doctorText(doctor(doctorDeps, agent?.session)) }
+    return rewinder.command(agent, rawInput, false)
+  }
   const commands: HostCommandDefinition[] = [
     {
       name: 'rewind',
       description: 'Rewind the conversation to an earlier message and restore the files changed since then',
-      input: { hint: '[<n> | @<seq>]' },
-      handler: inv => rewinder.command(inv.agent as HostAgent, inv.rawInput, false),
+      input: { hint: '[<n> | @<seq> | doctor]' },
+      handler: inv => rewindCommand(inv.agent as HostAgent, inv.rawInput),
     },
     {
       name: 'undo',
       description: 'Alias of /rewind',
       input: { hint: '[<n> | @<seq>]' },
-      handler: inv => rewinder.command(inv.agent as HostAgent, inv.rawInput, false),
+      handler: inv => rewindCommand(inv.agent as HostAgent, inv.rawInput),
     },
     {
       name: 'prompt-rewind',
@@ -109,7 +128,7 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }
   }
 
-  registerRpc({ ctx, state, files: getFiles, engine, history, settings, logger, rewinder, cleanup: getCleanup })
+  registerRpc({ ctx, state, files: getFiles, engine, history, settings, logger, rewinder, cleanup: getCleanup, health, doctor: doctorDeps })
 
   // Crash order, the reconcile pass: when a session's agent is created (opened, resumed after a
   // restart), its interrupted rewinds are settled or logged; `/rewind` and the client ask again.

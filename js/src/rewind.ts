@@ -19,6 +19,7 @@ import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
 import { Undoer, undoText } from './undo.ts'
+import { appendMarker, childLineage, eventsBetween, eventsOf, logLength } from './contract/session.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -55,20 +56,20 @@ const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], f
 
 /**
  * The serialized log per session. DSH's log is append-only and every event is deep-frozen when it
- * is accepted (`session.events` is a new frozen snapshot after each append), so the JSON of the
- * events already serialized stays valid and only newer ones are added. A shorter log (a session
- * object reused for another log) starts over.
+ * is accepted, so the JSON of the events already serialized stays valid and only newer ones are
+ * added (read through `contract/session.ts`, whichever reader the host offers). A shorter log (a
+ * session object reused for another log) starts over.
  */
 const serialized = new WeakMap<object, { length: number; body: string }>()
 
-/** The live log as the planner reads it (a JSON array of `session.events`). */
+/** The live log as the planner reads it (a JSON array of the session's events). */
 export function eventsJson(session: HostSession): string {
-  const events = session.events
+  const length = logLength(session)
   let cached = serialized.get(session)
-  if (cached === undefined || cached.length > events.length) cached = { length: 0, body: '' }
-  if (cached.length < events.length) {
-    const added = events.slice(cached.length).map(e => JSON.stringify(e)).join(',')
-    cached = { length: events.length, body: cached.body === '' ? added : `${cached.body},${added}` }
+  if (cached === undefined || cached.length > length) cached = { length: 0, body: '' }
+  if (cached.length < length) {
+    const added = eventsBetween(session, cached.length, length).map(e => JSON.stringify(e)).join(',')
+    cached = { length, body: cached.body === '' ? added : `${cached.body},${added}` }
     serialized.set(session, cached)
   }
   return `[${cached.body}]`
@@ -251,7 +252,7 @@ export class Rewinder {
     // Changes made to tracked files since the last message (by a shell command, an editor, …)
     // are not recorded yet: a re-check at the latest message records the state they replaced.
     try {
-      const ancestors = await forkAncestors(this.deps.ctx, session.header)
+      const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
       await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes, ancestors))
     } catch (error) {
       this.deps.logger.warn('re-check of %s failed: %s', sessionId, (error as Error).message)
@@ -278,7 +279,7 @@ export class Rewinder {
     if (unavailable !== undefined) return { targetSeq: plan.targetSeq, preview: previewLine, files: undefined, unavailable }
     const sessionId = session.header.id
     await this.recordPending(session)
-    const ancestors = await forkAncestors(this.deps.ctx, session.header)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
     const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
     return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) } }
   }
@@ -297,7 +298,7 @@ export class Rewinder {
     }
     const sessionId = session.header.id
     await this.recordPending(session)
-    const ancestors = await forkAncestors(this.deps.ctx, session.header)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
     const planned = (await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, targetSeq, ancestors))).files.map(f => f.path)
     for (const f of filters) {
       if (!planned.some(p => pathMatches(p, f))) {
@@ -368,10 +369,7 @@ export class Rewinder {
       // once it succeeded is pending steering (the future being rolled back) withdrawn.
       let event
       try {
-        event = session.append('user/message', { ...marker.data, id: markerId }, {
-          surfaceOp: { op: 'replace', start: marker.surfaceOp.start, end: marker.surfaceOp.end },
-          sourceEventSeqs: [...marker.sourceEventSeqs],
-        })
+        event = appendMarker(session, { ...marker.data, id: markerId }, marker.surfaceOp.start, marker.surfaceOp.end, marker.sourceEventSeqs)
       } catch (error) {
         await this.settle(es, opId, 'abandoned')
         throw error
@@ -412,7 +410,7 @@ export class Rewinder {
   /**
    * Fork rewind: continue from `target` in a new child session. The child is seeded with the
    * parent's events through the planner's boundary (the last event before the target's turn),
-   * its header names the parent (`parentSession`, `seedLength`); the parent's log is not touched.
+   * its header names the parent (`parentSession` and the inherited prefix, as `contract/session.ts` spells them); the parent's log is not touched.
    * The files go back to the target's state through the parent's journaled restore, recorded in
    * history as a fork naming the child.
    */
@@ -458,7 +456,8 @@ export class Rewinder {
     }
     const work = async (): Promise<RewindReport> => {
       const childId = `session-${randomUUID()}`
-      const seed = session.events.slice(0, plan.boundarySeq + 1)
+      const seed = eventsBetween(session, 0, plan.boundarySeq + 1)
+      const lineage = childLineage(session, seed.length)
       const cwd = session.header.cwd
       const composition = await childComposition(ctx, session)
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
@@ -474,10 +473,10 @@ export class Rewinder {
           seed,
           meta: {
             ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
-            parentSession: sessionId,
-            seedLength: seed.length,
+            ...lineage.meta,
             ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
           },
+          ...(lineage.inheritedEventCount !== undefined ? { inheritedEventCount: lineage.inheritedEventCount } : {}),
           agentOptions: (agent as { options?: unknown }).options,
           ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
         })
@@ -571,7 +570,7 @@ export class Rewinder {
     // What changed since the last scan is recorded first, so the restore brings it back too.
     await this.recordPending(session)
     try {
-      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
+      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
       const notCovered = refusedScope(this.deps.state, sessionId)
       const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles({ targetSeq, opId, ancestors, selection, notCovered })))
       if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
@@ -665,7 +664,7 @@ export class Rewinder {
     const childSessionId = entry.fork?.childSessionId
     if (entry.redoOf != null) return true // a redo's conversation is the rewound session itself
     if (childSessionId !== undefined) return await sessionExists(this.deps.ctx, childSessionId)
-    return entry.markerId != null && session.events.some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
+    return entry.markerId != null && eventsOf(session).some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
   }
 
   /**
@@ -733,7 +732,7 @@ export class Rewinder {
     }
     if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     try {
-      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header)
+      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
       const es = await this.deps.engine.session(session)
       const r = await this.deps.state.run(sessionId, () => step(() => es.resolve(found.opId, how, ancestors)))
       const cwd = trackedCwd(session)

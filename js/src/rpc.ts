@@ -20,6 +20,8 @@ import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
 import { addonAvailable } from './native.ts'
+import type { Health } from './contract/guard.ts'
+import { type DoctorDeps, doctor } from './contract/doctor.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -38,6 +40,10 @@ export interface RpcDeps {
   logger: HostLogger
   /** Settles interrupted rewinds (reconcile, continue, roll back). */
   rewinder?: Rewinder
+  /** Faults contained at the host boundary and missing host contracts (`doctor`). */
+  health?: Health
+  /** What the `doctor` endpoint checks. */
+  doctor?: DoctorDeps
   /** The snapshot cleanup (the `storage` figures). */
   cleanup?: () => CleanupPort
 }
@@ -153,7 +159,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       // What changed since the last scan is recorded first: the preview then lists it, and says
       // who made each change (this agent, someone outside it, another session).
       await deps.rewinder?.recordPending(agent.session)
-      const ancestors = await forkAncestors(ctx, agent.session.header)
+      const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
       return { targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff }
     },
@@ -170,7 +176,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       const unavailable = cwd === undefined ? { code: Codes.notPlanned, message: 'the session has no working directory' } : port.unavailable()
       if (unavailable !== undefined) throw new RewindError(unavailable.code, unavailable.message)
       const sessionId = agent.session.header.id
-      const ancestors = await forkAncestors(ctx, agent.session.header)
+      const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
       return await state.run(sessionId, () => port.diff(sessionId, cwd!, seq, path, ancestors))
     },
 
@@ -253,6 +259,11 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       }
     },
 
+    async doctor(agent) {
+      if (deps.doctor === undefined) throw new RewindError(Codes.failed, 'the doctor is not wired on this host')
+      return doctor(deps.doctor, agent.session)
+    },
+
     async settings() {
       const s = settings.get()
       return { backups: s.backups, maxFileBytes: s.maxFileBytes, trackAll: s.trackAll, maxBaselineBytes: s.maxBaselineBytes, maxFiles: s.maxFiles, historyLimit: s.historyLimit, cleanup: { ...s.cleanup }, persistent: settings.persistent }
@@ -278,15 +289,55 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
 
 const LOOPBACK_PEERS = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1'])
 
+/** Where the route is served: the listener's port, bind address and protocol. */
+export interface ServedAt {
+  port: number
+  /** The configured bind literal (rc.8: loopback only; 0.2.x: any concrete local address). */
+  host?: string
+  /** `'https:'` when the listener serves TLS (0.2.x); `'http:'` otherwise. */
+  protocol?: string
+}
+
+function isWildcardLiteral(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === '0.0.0.0' || h === '::' || h === '::0' || h === '::ffff:0.0.0.0' || h === ''
+}
+
+function isLoopbackLiteral(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === '::1' || h === 'localhost' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/** The `host:port` authority of a bind literal (IPv6 in brackets). */
+function authorityOf(host: string, port: number): string {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h.includes(':') ? `[${h}]:${port}` : `${h}:${port}`
+}
+
 /**
- * Whether a request comes from this machine, addressed to the served loopback authority: the TCP
- * peer is a loopback address (a Host header alone can be forged by a non-browser client when the
- * server listens on all interfaces), Host names the loopback authority of this port, and an
- * Origin, when present (every browser `fetch` POST), names it too.
+ * Whether a request is the host's own: addressed to the served authority and, when it comes over
+ * a socket, from a peer the listener serves. The served authorities are the loopback names of the
+ * port plus the configured bind literal; the scheme is the listener's (`https:` when DSH serves
+ * TLS, zq0929/deepseek-harness @5593cc25 `packages/host/webserver/src/index.ts` `WebServer.protocol`).
+ * A loopback or wildcard listener takes loopback peers only (a Host header alone can be forged by
+ * a non-browser client); a listener DSH binds to one other local address serves that network, as
+ * DSH's own pages do, so the Host and Origin checks decide. A request with no socket is DSH's in-process worker tunnel (same
+ * file: "The Web Worker tunnel has no socket"). An Origin, when present (every browser `fetch`
+ * POST), must name a served authority with the listener's scheme.
  */
-export function trustedRequest(req: IncomingMessage, port: number): boolean {
-  if (!LOOPBACK_PEERS.has(String(req.socket?.remoteAddress ?? ''))) return false
-  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`])
+export function trustedRequest(req: IncomingMessage, served: number | ServedAt): boolean {
+  const at: ServedAt = typeof served === 'number' ? { port: served } : served
+  const bind = typeof at.host === 'string' && at.host !== '' ? at.host : '127.0.0.1'
+  const scheme = at.protocol === 'https:' ? 'https:' : 'http:'
+  const socket = (req as { socket?: { remoteAddress?: string } }).socket
+  if (socket !== undefined && socket !== null) {
+    const peer = String(socket.remoteAddress ?? '')
+    // Every interface at once (a wildcard bind) or loopback: the peer must be this machine.
+    const network = !isLoopbackLiteral(bind) && !isWildcardLiteral(bind)
+    if (!network && !LOOPBACK_PEERS.has(peer)) return false
+  }
+  const allowed = new Set([`127.0.0.1:${at.port}`, `localhost:${at.port}`, `[::1]:${at.port}`])
+  if (!isWildcardLiteral(bind)) allowed.add(authorityOf(bind, at.port))
   const host = String(req.headers.host ?? '').toLowerCase()
   if (!allowed.has(host)) return false
   const origin = req.headers.origin
@@ -294,7 +345,7 @@ export function trustedRequest(req: IncomingMessage, port: number): boolean {
     let authority: string
     try {
       const url = new URL(String(origin))
-      if (url.protocol !== 'http:') return false
+      if (url.protocol !== scheme) return false
       authority = url.host.toLowerCase()
     } catch {
       return false
@@ -359,7 +410,18 @@ export function registerRpc(deps: RpcDeps): void {
       kind: 'prefix',
       path: RPC_PREFIX,
       handler: async (req, res) => {
-        if (!trustedRequest(req, server.port)) {
+        try {
+          await handle(req, res)
+        } catch (error) {
+          // Never let a fault of the route reach the host's server: answer it, once.
+          deps.health?.fault('rpc', error)
+          if (!res.headersSent) send(res, 500, { ok: false, error: toRewindError(error).toJSON() })
+          else res.destroy()
+        }
+      },
+    }), 'dsh-rewind rpc route')
+    async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+        if (!trustedRequest(req, { port: server.port, host: server.host, protocol: server.protocol })) {
           send(res, 403, { ok: false, error: { code: Codes.badRequest, message: 'foreign Host or Origin', details: {} } })
           return
         }
@@ -384,7 +446,6 @@ export function registerRpc(deps: RpcDeps): void {
           return
         }
         send(res, 200, await dispatch(deps, endpoint, body))
-      },
-    }), 'dsh-rewind rpc route')
+    }
   })
 }

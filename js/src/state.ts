@@ -4,6 +4,7 @@
  * `user/message` seq), and the captures waiting for their tool call to finish.
  */
 import type { HostEvent, HostSession, HostToolExecution } from './host.ts'
+import { eventsOf } from './contract/session.ts'
 
 /** Whether a session belongs to a subagent (never tracked, never rewound). */
 export function isSubagentSession(session: HostSession): boolean {
@@ -106,7 +107,7 @@ export class SessionState {
   anchor(session: HostSession): number | undefined {
     const cached = this.anchors.get(session.header.id)
     if (cached !== undefined) return cached
-    const events = session.events
+    const events = eventsOf(session)
     for (let i = events.length - 1; i >= 0; i--) {
       const event = events[i]!
       if (event.type === 'user/message') {

@@ -16,6 +16,7 @@ import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
 import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
 import { step } from './engine.ts'
+import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
 import { type Locale, format } from './locales.ts'
 
 /** What an undo did. */
@@ -43,9 +44,9 @@ type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'
  */
 function markerSeq(session: HostSession, markerId: string | null | undefined): number | undefined {
   if (markerId == null) return undefined
-  const at = session.events.find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
+  const at = eventsOf(session).find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
   if (at === undefined) return undefined
-  return session.events[at - 1]?.type === 'command/run' ? at - 1 : at
+  return eventAt(session, at - 1)?.type === 'command/run' ? at - 1 : at
 }
 
 /** The undo service (`undo` RPC, `/rewind undo`). */
@@ -184,7 +185,8 @@ export class Undoer {
   private async createContinuation(agent: HostAgent, agents: HostAgentFactory, childId: string, mSeq: number): Promise<void> {
     const { ctx, logger } = this.deps
     const session = agent.session
-    const seed = session.events.slice(0, mSeq)
+    const seed = eventsBetween(session, 0, mSeq)
+    const lineage = childLineage(session, seed.length)
     const cwd = session.header.cwd
     const composition = await childComposition(ctx, session)
     await agents.create({
@@ -192,10 +194,10 @@ export class Undoer {
       seed,
       meta: {
         ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
-        parentSession: session.header.id,
-        seedLength: seed.length,
+        ...lineage.meta,
         ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
       },
+      ...(lineage.inheritedEventCount !== undefined ? { inheritedEventCount: lineage.inheritedEventCount } : {}),
       agentOptions: (agent as { options?: unknown }).options,
       ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
     })

@@ -96,11 +96,14 @@ pub enum ErrorCode {
     NotRedoable,
     /// The native addon is missing for this platform; only the conversation half runs.
     NativeUnavailable,
+    /// The running DSH lacks a host contract the operation needs (for example a way to read
+    /// the session log); the operation is refused and nothing changed.
+    HostUnsupported,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 38] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -138,6 +141,7 @@ impl ErrorCode {
         Self::NotPlanned,
         Self::NotRedoable,
         Self::NativeUnavailable,
+        Self::HostUnsupported,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -180,6 +184,7 @@ impl ErrorCode {
             Self::NotPlanned => "rewind/not-planned",
             Self::NotRedoable => "rewind/not-redoable",
             Self::NativeUnavailable => "rewind/native-unavailable",
+            Self::HostUnsupported => "rewind/host-unsupported",
         }
     }
 
@@ -197,6 +202,7 @@ impl ErrorCode {
                 | Self::FlushFailed
                 | Self::StopFailed
                 | Self::NativeUnavailable
+                | Self::HostUnsupported
         )
     }
 
