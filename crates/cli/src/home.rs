@@ -1,4 +1,7 @@
 //! The DSH home: where it is, and what DSH's session logs say about each session.
+//!
+//! Each session directory holds its log as `session.jsonl` (format 0) or `session.vN.jsonl`
+//! (format N, 1 to 4), plain or zstd-encoded (`.zstd`); the newest generation is read.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -46,8 +49,53 @@ pub struct LogFile {
     pub path: PathBuf,
     /// Its header, when it could be read.
     pub header: Option<SessionHeader>,
-    /// `session.jsonl.zstd` (DSH's default) rather than `session.jsonl`.
+    /// zstd-encoded (`*.jsonl.zstd`, DSH's default) rather than plain JSONL.
     pub compressed: bool,
+}
+
+/// The session format generation a log file name stands for, and whether it is zstd-encoded:
+/// `session.jsonl` is format 0, `session.vN.jsonl` format N (no leading zero, never `v0`), each
+/// optionally followed by `.zstd` (DSH's `sessionFormatLogFilename` and `logSuffix`:
+/// knyazev741/deepseek-harness@1376315f `packages/session/session-persistence-jsonl/src/format.ts`).
+/// Temporary and other names are not logs.
+pub fn log_generation(name: &str) -> Option<(u64, bool)> {
+    let (stem, compressed) = match name.strip_suffix(".zstd") {
+        Some(stem) => (stem, true),
+        None => (name, false),
+    };
+    let middle = stem.strip_prefix("session")?.strip_suffix(".jsonl")?;
+    if middle.is_empty() {
+        return Some((0, compressed));
+    }
+    let digits = middle.strip_prefix(".v")?;
+    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((digits.parse().ok()?, compressed))
+}
+
+/// The log of one session directory: the newest format generation DSH left there (a newer
+/// release migrates `session.jsonl` into `session.v4.jsonl` and keeps the old file), the plain
+/// file before the zstd one of the same generation.
+fn newest_log(dir: &Path) -> Option<(PathBuf, bool)> {
+    let mut best: Option<(u64, bool, PathBuf)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name();
+        let Some((version, compressed)) = name.to_str().and_then(log_generation) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((v, c, _)) => version > *v || (version == *v && *c && !compressed),
+        };
+        if better {
+            best = Some((version, compressed, entry.path()));
+        }
+    }
+    best.map(|(_, compressed, path)| (path, compressed))
 }
 
 /// The session logs of a DSH home, by session id.
@@ -93,38 +141,6 @@ fn read_zstd_header(path: &Path) -> Option<SessionHeader> {
     serde_json::from_str(&line).ok()
 }
 
-/// Decodes DSH's zstd log: independent frames one after another, each checked against its
-/// content checksum when it has one. A final frame cut short (an append torn by a crash) is
-/// ignored, as DSH's reader does; damage anywhere else is an error.
-pub fn decode_zstd(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    use ruzstd::decoding::{FrameDecoder, StreamingDecoder};
-    let mut out = Vec::new();
-    let mut cur = std::io::Cursor::new(bytes);
-    let mut dec = FrameDecoder::new();
-    while (cur.position() as usize) < bytes.len() {
-        let start = cur.position();
-        let mut frame = Vec::new();
-        let result = StreamingDecoder::new_with_decoder(&mut cur, &mut dec)
-            .map_err(|e| e.to_string())
-            .and_then(|mut s| s.read_to_end(&mut frame).map_err(|e| e.to_string()))
-            .and_then(
-                |_| match (dec.get_checksum_from_data(), dec.get_calculated_checksum()) {
-                    (Some(want), Some(got)) if want != got => Err(format!(
-                        "checksum mismatch ({got:08x}, frame says {want:08x})"
-                    )),
-                    _ => Ok(()),
-                },
-            );
-        match result {
-            Ok(()) => out.extend_from_slice(&frame),
-            // Cut short at the end of the file: a torn append.
-            Err(_) if cur.position() as usize >= bytes.len() && !out.is_empty() => break,
-            Err(e) => return Err(format!("zstd frame at byte {start}: {e}")),
-        }
-    }
-    Ok(out)
-}
-
 impl Logs {
     /// Reads the header of every log under `<home>/sessions/<project>/<session>/`.
     pub fn scan(home: &Path) -> Logs {
@@ -144,24 +160,17 @@ impl Logs {
                 if !dir.file_type().is_ok_and(|t| t.is_dir()) {
                     continue;
                 }
-                let plain = dir.path().join("session.jsonl");
-                let zstd = dir.path().join("session.jsonl.zstd");
-                let file = if plain.is_file() {
-                    let header = read_header(&plain);
-                    LogFile {
-                        path: plain,
-                        header,
-                        compressed: false,
-                    }
-                } else if zstd.is_file() {
-                    let header = read_zstd_header(&zstd);
-                    LogFile {
-                        path: zstd,
-                        header,
-                        compressed: true,
-                    }
-                } else {
+                let Some((path, compressed)) = newest_log(&dir.path()) else {
                     continue;
+                };
+                let header = match compressed {
+                    true => read_zstd_header(&path),
+                    false => read_header(&path),
+                };
+                let file = LogFile {
+                    path,
+                    header,
+                    compressed,
                 };
                 let id = match &file.header {
                     Some(h) => Some(h.id.clone()),
@@ -175,7 +184,7 @@ impl Logs {
         logs
     }
 
-    /// Whether the session has a log (plain JSONL, or DSH's default zstd encoding).
+    /// Whether the session has a log (plain JSONL, or DSH's default zstd encoding; any format).
     pub fn readable(&self, id: &str) -> bool {
         self.by_id.contains_key(id)
     }
@@ -205,24 +214,33 @@ impl Logs {
                 format!("cannot read {}: {e}", file.path.display()),
             )
         })?;
-        let bytes = match file.compressed {
-            true => decode_zstd(&bytes)
-                .map_err(|e| Fail::new(Code::Corrupt, format!("{}: {e}", file.path.display())))?,
-            false => bytes,
+        let read = match file.compressed {
+            true => SessionLog::from_zstd_jsonl(&bytes),
+            false => match String::from_utf8(bytes) {
+                Ok(text) => SessionLog::from_jsonl(&text),
+                Err(e) => Err(rewind_plan::ReadError::NotUtf8(e.to_string())),
+            },
         };
-        let text = String::from_utf8(bytes).map_err(|e| {
-            Fail::new(
-                Code::Corrupt,
-                format!("{}: not UTF-8: {e}", file.path.display()),
-            )
-        })?;
-        SessionLog::from_jsonl(&text).map_err(|e| {
+        read.map_err(|e| {
             let code = match e {
                 rewind_plan::ReadError::NewerHeader { .. } => Code::Newer,
                 _ => Code::Corrupt,
             };
             Fail::new(code, format!("{}: {e}", file.path.display()))
         })
+    }
+
+    /// The number of events a forked session inherited: `seedLength` in its header (formats 0
+    /// and 1), else (format 2 on, header `isSeeded`) the fork cut its log records
+    /// ([`SessionLog::seed_boundary`]), which needs the whole log read.
+    fn inherited(&self, id: &str, header: &SessionHeader) -> Option<u64> {
+        if let Some(seed) = header.seed_length {
+            return Some(seed);
+        }
+        if header.is_seeded != Some(true) {
+            return None;
+        }
+        self.read(id).ok().map(|log| log.seed_boundary())
     }
 
     /// The fork chain of a session (nearest parent first), from the headers.
@@ -233,7 +251,7 @@ impl Logs {
             let Some(h) = self.by_id.get(&cur).and_then(|f| f.header.as_ref()) else {
                 break;
             };
-            let (Some(parent), Some(seed)) = (&h.parent_session, h.seed_length) else {
+            let (Some(parent), Some(seed)) = (&h.parent_session, self.inherited(&cur, h)) else {
                 break;
             };
             if seed == 0 || parent == id || out.iter().any(|l| &l.session_id == parent) {
@@ -246,5 +264,114 @@ impl Logs {
             cur = parent.clone();
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_names_name_their_generation() {
+        assert_eq!(log_generation("session.jsonl"), Some((0, false)));
+        assert_eq!(log_generation("session.jsonl.zstd"), Some((0, true)));
+        assert_eq!(log_generation("session.v3.jsonl"), Some((3, false)));
+        assert_eq!(log_generation("session.v4.jsonl.zstd"), Some((4, true)));
+        assert_eq!(log_generation("session.v12.jsonl"), Some((12, false)));
+        for bad in [
+            "session.v0.jsonl",
+            "session.v04.jsonl",
+            "session.v.jsonl",
+            "session.vx.jsonl",
+            "session.jsonl.tmp",
+            "session.v4.jsonl.zstd.tmp",
+            "Session.jsonl",
+            "other.jsonl",
+        ] {
+            assert_eq!(log_generation(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_newest_generation_is_read() {
+        let dir = std::env::temp_dir().join(format!("dsh-rewind-home-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        assert!(newest_log(&dir).is_none());
+        std::fs::write(dir.join("session.jsonl"), "").expect("write");
+        std::fs::write(dir.join("session.v3.jsonl.zstd"), "").expect("write");
+        assert_eq!(
+            newest_log(&dir),
+            Some((dir.join("session.v3.jsonl.zstd"), true))
+        );
+        std::fs::write(dir.join("session.v3.jsonl"), "").expect("write");
+        std::fs::write(dir.join("session.v4.jsonl.tmp"), "").expect("write");
+        assert_eq!(
+            newest_log(&dir),
+            Some((dir.join("session.v3.jsonl"), false))
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_format_4_zstd_log_is_found_and_read() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/formats");
+        let home = std::env::temp_dir().join(format!("dsh-rewind-home-v4-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let dir = home.join(SESSIONS).join("--workspace--").join("formats-v4");
+        std::fs::create_dir_all(&dir).expect("dir");
+        // The format 0 log a newer host migrated from stays next to its successor.
+        std::fs::copy(fixtures.join("session.jsonl"), dir.join("session.jsonl")).expect("copy");
+        std::fs::copy(
+            fixtures.join("session.v4.jsonl.zstd"),
+            dir.join("session.v4.jsonl.zstd"),
+        )
+        .expect("copy");
+        let logs = Logs::scan(&home);
+        // The header says `formats-v4`; the format 0 file's would say `formats-v0`.
+        assert!(logs.readable("formats-v4"), "{:?}", logs.by_id.keys());
+        assert_eq!(logs.cwd("formats-v4"), Some(PathBuf::from("/workspace")));
+        let log = logs.read("formats-v4").expect("reads");
+        assert_eq!(log.header.as_ref().map(|h| h.version), Some(4));
+        assert_eq!(
+            rewind_plan::list_candidates(&log)
+                .expect("candidates")
+                .iter()
+                .map(|c| c.preview.as_str())
+                .collect::<Vec<_>>(),
+            vec!["write bye.txt instead", "create hello.txt"]
+        );
+        // Not a fork: no chain.
+        assert!(logs.chain("formats-v4").is_empty());
+        std::fs::remove_dir_all(&home).expect("clean up");
+    }
+
+    #[test]
+    fn a_format_4_fork_chain_comes_from_its_inherited_cut() {
+        let home =
+            std::env::temp_dir().join(format!("dsh-rewind-home-fork-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let write = |id: &str, text: &str| {
+            let dir = home.join(SESSIONS).join("--w--").join(id);
+            std::fs::create_dir_all(&dir).expect("dir");
+            std::fs::write(dir.join("session.v4.jsonl"), text).expect("write");
+        };
+        write(
+            "parent",
+            "{\"type\":\"session\",\"version\":4,\"id\":\"parent\",\"createdAt\":0,\"isSeeded\":false,\"delegationDepth\":0}\n",
+        );
+        write(
+            "child",
+            "{\"type\":\"session\",\"version\":4,\"id\":\"child\",\"createdAt\":0,\"parentSession\":\"parent\",\"isSeeded\":true,\"delegationDepth\":0}\n\
+             {\"type\":\"turn/start\",\"seq\":0,\"time\":0,\"data\":{\"turn\":1}}\n\
+             {\"type\":\"turn/end\",\"seq\":1,\"time\":0,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n\
+             {\"type\":\"session/end-seed\",\"seq\":2,\"time\":0,\"data\":{\"inherited\":true}}\n",
+        );
+        let logs = Logs::scan(&home);
+        let chain = logs.chain("child");
+        assert_eq!(chain.len(), 1);
+        assert_eq!(chain[0].session_id, "parent");
+        assert_eq!(chain[0].max_anchor, 1);
+        std::fs::remove_dir_all(&home).expect("clean up");
     }
 }

@@ -130,7 +130,7 @@ fn plan_code(e: &rewind_plan::PlanError) -> ErrorCode {
     use rewind_plan::PlanError as P;
     match e {
         P::InvalidLog(s) => surface_code(s),
-        P::BadInbox { .. } => ErrorCode::InvalidLog,
+        P::BadInbox { .. } | P::HostSurface { .. } => ErrorCode::InvalidLog,
         P::UnknownSeq { .. } => ErrorCode::UnknownSeq,
         P::NotHumanMessage { .. } => ErrorCode::NotHumanMessage,
         P::NotOnSurface { .. } => ErrorCode::NotOnSurface,

@@ -56,8 +56,9 @@ pub enum ReadError {
         /// Seq found.
         found: u64,
     },
-    /// The zstd encoding is damaged (other than a final frame cut short by a torn append).
-    #[error("session log zstd encoding: {0}")]
+    /// The zstd encoding is damaged (other than a final frame cut short by a torn append);
+    /// the message reads `zstd frame at byte <offset>: <what>`.
+    #[error("zstd {0}")]
     Zstd(String),
     /// The decompressed log is not UTF-8.
     #[error("session log is not UTF-8: {0}")]
