@@ -7,7 +7,7 @@
 import { homedir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
 import type { HostAgent, HostCommandDefinition, HostCommandResult, HostContext } from './host.ts'
-import { SettingsModel, type RewindSettings } from './settings.ts'
+import { ConfigSchema, SettingsModel, type RewindSettings } from './settings.ts'
 import { SessionState } from './state.ts'
 import { registerCapture } from './capture.ts'
 import { registerScan } from './scan.ts'
@@ -24,10 +24,19 @@ import { Health, containContext } from './contract/guard.ts'
 import { type DoctorDeps, doctor, doctorText } from './contract/doctor.ts'
 import { addonAvailable } from './native.ts'
 
+/** The RPC fence, for the fence tests. */
+export { trustedRequest } from './rpc.ts'
+
 /** Cordis plugin name. */
 export const name = 'dsh-rewind'
 /** Required services; everything else is optional and looked up when used. */
 export const inject = ['commands']
+
+/**
+ * The plugin's config schema (schemastery): DSH 0.1.7+ shows its `.volatile()` fields in its
+ * plugin settings and re-applies the plugin with the edited config (`settings.ts`, `ConfigSchema`).
+ */
+export const Config = ConfigSchema
 
 /** Plugin config (all optional; DSH's settings service overrides the settings part). */
 export interface Config extends Partial<RewindSettings> {

@@ -91,7 +91,7 @@ export function addon(): typeof Addon {
     tried.push(path)
     if (!existsSync(path)) continue
     try {
-      loaded = require(path) as typeof Addon
+      loaded = faultSeam(require(path) as typeof Addon)
       return loaded
     } catch (error) {
       loadError = new RewindError('rewind/failed', `cannot load the native addon ${path}: ${(error as Error).message}`, { platform: target, package: pkg })
@@ -104,6 +104,24 @@ export function addon(): typeof Addon {
     : `dsh-prompt-rewind has no native addon for ${target}: binaries are built for ${PLATFORM_TARGETS.join(', ')} (expected the package ${pkg})`
   loadError = new RewindError('rewind/native-unavailable', message, { platform: target, package: pkg, tried })
   throw loadError
+}
+
+/**
+ * Test seam of the fault tests: when `DSH_REWIND_FAULT` is `addon-throws`, every function of the
+ * addon throws (the plugin must contain it: DSH keeps working, the fault is reported). The addon
+ * as loaded otherwise.
+ */
+function faultSeam(real: typeof Addon): typeof Addon {
+  if (process.env.DSH_REWIND_FAULT !== 'addon-throws') return real
+  return new Proxy(real as object, {
+    get(target, key) {
+      const value = Reflect.get(target, key)
+      if (typeof value !== 'function') return value
+      return function injected(): never {
+        throw new Error(`injected fault: the addon's ${String(key)} failed`)
+      }
+    },
+  }) as typeof Addon
 }
 
 /** Whether the addon loads (without throwing). */

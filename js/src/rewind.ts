@@ -19,7 +19,7 @@ import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
 import { Undoer, undoText } from './undo.ts'
-import { appendMarker, childLineage, eventsBetween, eventsOf, logLength } from './contract/session.ts'
+import { appendMarker, childLineage, eventsBetween, eventsOf, logLength, surfaceNodes } from './contract/session.ts'
 
 /** What a rewind did. */
 export interface RewindReport {
@@ -75,9 +75,19 @@ export function eventsJson(session: HostSession): string {
   return `[${cached.body}]`
 }
 
+/**
+ * DSH's own fold of the session's surface, handed to the planner so the plan is made on it
+ * (`contract/session.ts` `surfaceNodes`); `undefined` where the host has none (the planner folds
+ * the log itself).
+ */
+export function hostFold(session: HostSession): number[] | undefined {
+  const nodes = surfaceNodes(session)
+  return nodes === undefined ? undefined : [...nodes]
+}
+
 /** Candidates of a session, newest first. */
 export function candidates(session: HostSession): Addon.BindingCandidate[] {
-  return callNative(native => native.listCandidates(eventsJson(session)))
+  return callNative(native => native.listCandidates(eventsJson(session), hostFold(session)))
 }
 
 function sleep(ms: number): Promise<'timeout'> {
@@ -271,8 +281,8 @@ export class Rewinder {
   /** What rewinding to `target` would do to the files, with counts and who made each change. */
   async preview(agent: HostAgent, target: string): Promise<{ targetSeq: number; preview: string; files: FilesPreview | undefined; unavailable?: { code: string; message: string } }> {
     const session = agent.session
-    const plan = callNative(native => native.planRewind(eventsJson(session), target))
-    const previewLine = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const plan = callNative(native => native.planRewind(eventsJson(session), target, hostFold(session)))
+    const previewLine = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
     const cwd = trackedCwd(session)
     const port = this.deps.files()
     const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
@@ -329,9 +339,9 @@ export class Rewinder {
   private async rewindLocked(agent: HostAgent, target: string, selection: RestoreSelection | undefined): Promise<RewindReport> {
     const session = agent.session
     // 1. Resolve the target on the live log (refusals carry the planner's codes; nothing changed yet).
-    let plan = callNative(native => native.planRewind(eventsJson(session), target))
+    let plan = callNative(native => native.planRewind(eventsJson(session), target, hostFold(session)))
     await this.checkSelection(session, plan.targetSeq, selection)
-    const previewText = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const previewText = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
     const opId = randomUUID()
     let stoppedTurn = false
 
@@ -350,7 +360,7 @@ export class Rewinder {
     if (agent.status !== 'idle') {
       stoppedTurn = true
       await this.stop(agent)
-      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`))
+      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     }
 
@@ -400,7 +410,7 @@ export class Rewinder {
       return report
     }
     const report = await this.asMaintenance(agent, work, () => {
-      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`))
+      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     })
     report.stoppedTurn ||= stoppedTurn
@@ -444,15 +454,15 @@ export class Rewinder {
     const { ctx, logger } = this.deps
     const session = agent.session
     const sessionId = session.header.id
-    let plan = callNative(native => native.planFork(eventsJson(session), target))
+    let plan = callNative(native => native.planFork(eventsJson(session), target, hostFold(session)))
     await this.checkSelection(session, plan.targetSeq, selection)
-    const previewText = callNative(native => native.listCandidates(eventsJson(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const previewText = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
     const opId = randomUUID()
     let stoppedTurn = false
     if (agent.status !== 'idle') {
       stoppedTurn = true
       await this.stop(agent)
-      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
+      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
     }
     const work = async (): Promise<RewindReport> => {
       const childId = `session-${randomUUID()}`
@@ -519,7 +529,7 @@ export class Rewinder {
       return report
     }
     const report = await this.asMaintenance(agent, work, () => {
-      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`))
+      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
     })
     report.stoppedTurn ||= stoppedTurn
     return report

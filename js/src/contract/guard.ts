@@ -99,6 +99,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** The session id an event's arguments name, for the once-per-session log line. */
 function sessionOf(args: readonly unknown[]): string | undefined {
+  try {
+    return sessionIn(args)
+  } catch {
+    return undefined
+  }
+}
+
+function sessionIn(args: readonly unknown[]): string | undefined {
   for (const a of args) {
     if (typeof a !== 'object' || a === null) continue
     const o = a as { header?: { id?: unknown }; agent?: { session?: { header?: { id?: unknown } } }; session?: { header?: { id?: unknown } } }
@@ -231,6 +239,8 @@ export function containContext(ctx: HostContext, health: Health): HostContext {
           return { register: (definition: HostCommandDefinition) => commands.register(containCommand(health, definition)) }
         }
         const value = Reflect.get(t, key)
+        // A callable service with members of its own (cordis' `logger`) is handed over as it is.
+        if (typeof value === 'function' && Object.keys(value).length > 0) return value
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value
       },
     }) as HostContext

@@ -33,6 +33,9 @@
  *     auxiliary,          // (request) => string: answer for requests not built by the agent loop
  *                         //   (session titles, compaction summaries); default: a short fixed text
  *     packChunks,         // JSONL chunk packing (default: DSH's default, on)
+ *     contract,           // {format: 3|4, settingsRegister}: the plugin named 'dsh-rewind' sees the newer
+ *                         //   session contract through lib/newer-contract.mjs (a shim over rc.8, not a
+ *                         //   real newer host); default from DSH_REWIND_CONTRACT (rc.8 | newer | newer-v4)
  *   })
  *
  *   A turn is an array of steps; each model request of the agent loop consumes the next step.
@@ -78,6 +81,7 @@
  *   parseJsonl(text) → {header, events}: DSH's own reading (packed chunk rows decoded).
  * ---------------------------------------------------------------------------------------------
  */
+import { isShimmed, newerContract } from './newer-contract.mjs'
 import { Context } from '@deepseek-ai/cordis'
 import LlmRuntime, { CallId, LlmAdapter, createUserMessage, isAgentLoopRequest } from '@deepseek-ai/dsh-llm'
 import SessionStore, { SessionId, decodeStorageRecord } from '@deepseek-ai/dsh-session'
@@ -302,6 +306,15 @@ export function parseJsonl(textIn) {
 
 // ------------------------------------------------------------------ host
 
+/** The contract a whole run asks for (`DSH_REWIND_CONTRACT`), if any. */
+function contractFromEnv() {
+  const v = process.env.DSH_REWIND_CONTRACT
+  if (v === undefined || v === '' || v === 'rc.8') return undefined
+  if (v === 'newer') return { format: 3 }
+  if (v === 'newer-v4') return { format: 4 }
+  throw new Error(`DSH_REWIND_CONTRACT must be rc.8, newer or newer-v4 (got ${v})`)
+}
+
 async function importInvariant(pkg) {
   try {
     return await import(`${pkg}/invariant`)
@@ -407,9 +420,13 @@ export async function startHost(options = {}) {
   adapter.addTurns(script)
   const unregisterAdapter = ctx.llm.registerAdapter([PROVIDER], adapter)
 
+  // The newer session contract (DSH 0.1.2+, `lib/newer-contract.mjs`) for the plugin under test:
+  // `contract: {format}` here, or `DSH_REWIND_CONTRACT=newer` / `newer-v4` for a whole run.
+  const contract = options.contract ?? contractFromEnv()
   for (const entry of plugins) {
     const [plugin, config] = Array.isArray(entry) ? entry : [entry, undefined]
-    await mount(plugin, config)
+    const shimmed = contract !== undefined && plugin?.name === 'dsh-rewind' && !isShimmed(plugin) ? newerContract(plugin, contract) : plugin
+    await mount(shimmed, config)
   }
 
   const errors = []
