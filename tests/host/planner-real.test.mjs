@@ -144,7 +144,7 @@ function checkMarkerShape(plan, targetSeq, nodes) {
   assert.ok(m, 'a surface target gets a marker')
   assert.equal(m.type, 'user/message')
   assert.deepEqual(m.data, {
-    role: 'user', content: [{ type: 'text', text: '(empty message)' }], source: { kind: 'dsh-rewind' },
+    role: 'user', content: [{ type: 'text', text: '(empty message)' }], source: { kind: 'dsh-prompt-rewind' },
   })
   assert.deepEqual(m.surfaceOp, { op: 'replace', start: targetSeq, end: nodes.at(-1) })
   assert.deepEqual([...m.sourceEventSeqs].sort((a, b) => a - b), [...shadowed].sort((a, b) => a - b))
@@ -368,7 +368,7 @@ describe('steering-pending.jsonl: unread steering', () => {
 })
 
 describe('rewind.jsonl / rewind-twice.jsonl: earlier markers', () => {
-  const markersOf = (events) => events.filter((e) => e.type === 'user/message' && e.data.source.kind === 'dsh-rewind')
+  const markersOf = (events) => events.filter((e) => e.type === 'user/message' && e.data.source.kind === 'dsh-prompt-rewind')
 
   test('a rewind to a message before an earlier marker shadows that marker', () => {
     const file = join(FIXTURES, 'rewind.jsonl')

@@ -59,7 +59,7 @@ test('a store written by a newer build: no capture, no restore, the conversation
   assert.equal(result.kind, 'success', result.text)
   assert.match(result.text, /Files not restored: the snapshot store was written by a newer version/)
   assert.equal((await bytes(join(host.workspace, 'b.txt'))).toString(), 'two\n', 'no file is touched')
-  assert.ok(agent.session.events.some(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind'), 'the marker was appended')
+  assert.ok(agent.session.events.some(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-prompt-rewind'), 'the marker was appended')
 })
 
 test('a corrupt store marker: files are reported unavailable by name, the conversation still rewinds', async (t) => {
@@ -90,7 +90,7 @@ test('a second rewind of the same session while one runs is refused with rewind/
   assert.deepEqual(kinds, ['error', 'success'], `${a.result.text}\n${b.result.text}`)
   const refused = a.result.kind === 'error' ? a : b
   assert.match(refused.result.text, /\[rewind\/in-flight\]/)
-  assert.equal(agent.session.events.filter(e => e.data?.source?.kind === 'dsh-rewind').length, 1, 'one marker')
+  assert.equal(agent.session.events.filter(e => e.data?.source?.kind === 'dsh-prompt-rewind').length, 1, 'one marker')
   g.release()
 })
 

@@ -243,7 +243,7 @@ test('fork refusals change nothing: subagent session, a message sent mid-turn, u
   assert.match(noTarget.result.text, /\[rewind\/bad-target\]/)
   assert.equal(host.ctx.sessions.list().length, sessionsBefore, 'no session was created')
   assert.deepEqual(await snapshot(host.workspace, ['a.txt', 'b.txt']), files)
-  assert.ok(!agent.session.events.some(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind'))
+  assert.ok(!agent.session.events.some(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-prompt-rewind'))
 
   const { agent: sub } = await host.ctx.agents.create({
     sessionId: 'fork-subagent',

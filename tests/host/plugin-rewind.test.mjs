@@ -50,7 +50,7 @@ test('rewind to a middle message restores the model context and every tracked fi
   await host.sendUser(agent, 'after')
   const next = host.adapter.requests.at(-1).messages
   assert.deepEqual(next.slice(0, k), firstMiddleRequest.messages.slice(0, k))
-  assert.equal(next[k].source?.kind, 'dsh-rewind')
+  assert.equal(next[k].source?.kind, 'dsh-prompt-rewind')
   assert.equal(textOf(next[k]), '(empty message)')
   const rest = next.slice(k + 1)
   assert.ok(rest.some(m => m.source?.kind === 'user' && textOf(m) === 'after'))
@@ -72,7 +72,7 @@ test('the log resumes from JSONL with the same surface after a rewind', async (t
   assert.match(done.data.text, /\nWritten \(\d+\):\n[\s\S]*\nDeleted \(\d+\):\n[\s\S]*\nSkipped \(\d+\):\n[\s\S]*\nFailed \(\d+\):\n/)
   const resumed = await host.resume('resume-session')
   assert.deepEqual([...resumed.session.surface.nodes], nodes)
-  const marker = resumed.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind')
+  const marker = resumed.session.events.find(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-prompt-rewind')
   assert.ok(marker, 'the marker is in the persisted log')
   assert.deepEqual(Object.keys(marker.surfaceOp).sort(), ['end', 'op', 'start'])
 })

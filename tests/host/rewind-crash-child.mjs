@@ -43,7 +43,7 @@ function humanSeq(agent, s) {
 async function state(agent) {
   const interrupted = (await rpc(host, 'interrupted', { sessionId: SESSION })).json
   const history = (await rpc(host, 'history', { sessionId: SESSION })).json
-  const markers = agent.session.events.filter(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-rewind').length
+  const markers = agent.session.events.filter(e => e.type === 'user/message' && e.data?.source?.kind === 'dsh-prompt-rewind').length
   const persisted = await host.ctx.sessionPersistence.list()
   return { interrupted, history, markers, sessions: persisted.map(h => h.id).sort() }
 }
