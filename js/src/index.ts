@@ -7,7 +7,7 @@
 import { homedir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
 import type { HostAgent, HostCommandDefinition, HostCommandResult, HostContext } from './host.ts'
-import { ConfigSchema, SettingsModel, type RewindSettings } from './settings.ts'
+import { SettingsModel, type RewindSettings } from './settings.ts'
 import { SessionState } from './state.ts'
 import { registerCapture } from './capture.ts'
 import { registerScan } from './scan.ts'
@@ -31,12 +31,6 @@ export { trustedRequest } from './rpc.ts'
 export const name = 'dsh-rewind'
 /** Required services; everything else is optional and looked up when used. */
 export const inject = ['commands']
-
-/**
- * The plugin's config schema (schemastery): DSH 0.1.7+ shows its `.volatile()` fields in its
- * plugin settings and re-applies the plugin with the edited config (`settings.ts`, `ConfigSchema`).
- */
-export const Config = ConfigSchema
 
 /** Plugin config (all optional; DSH's settings service overrides the settings part). */
 export interface Config extends Partial<RewindSettings> {

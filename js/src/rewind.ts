@@ -130,6 +130,8 @@ export interface InterruptedRewind {
   /** `rewind` (in place), `fork`, or `undo` (an undo of a finished rewind). */
   kind: 'rewind' | 'fork' | 'undo'
   targetSeq: number
+  /** The text of the message the rewind went back to (the banner names it), when recorded. */
+  targetText?: string
   time: number
   /** The restore journal's state (`open`, `missing`, ...). */
   journal: string
@@ -685,7 +687,7 @@ export class Rewinder {
     const childSessionId = entry.fork?.childSessionId
     const kind = entry.outcome !== 'started' && !partial ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
     return {
-      opId: entry.opId, kind, targetSeq: entry.targetSeq, time: entry.time, journal, conversation,
+      opId: entry.opId, kind, targetSeq: entry.targetSeq, ...(typeof entry.targetText === 'string' ? { targetText: entry.targetText } : {}), time: entry.time, journal, conversation,
       ...(childSessionId !== undefined ? { childSessionId } : {}),
       ...(restore != null ? { restore } : {}),
       ...(partial ? { partial: true as const } : {}),

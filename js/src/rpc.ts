@@ -22,6 +22,7 @@ import type { SessionState } from './state.ts'
 import { addonAvailable } from './native.ts'
 import type { Health } from './contract/guard.ts'
 import { type DoctorDeps, doctor } from './contract/doctor.ts'
+import { eventsOf } from './contract/session.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -196,7 +197,22 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
       } catch (error) {
         deps.logger.warn('undo and redo of the history entries not judged: %s', (error as Error).message)
       }
-      const out = entries.map(entry => ({ ...entry, undoable: actions.get(entry.opId)?.undoable ?? false, redoable: actions.get(entry.opId)?.redoable ?? false }))
+      // Where each of this session's markers sits in its log (the client hides the rewound rows
+      // by it where the page has no event registry).
+      const markers = new Map<string, number>()
+      try {
+        for (const e of eventsOf(agent.session)) {
+          const id = e.type === 'user/message' ? (e.data as { id?: unknown } | undefined)?.id : undefined
+          if (typeof id === 'string') markers.set(id, e.seq)
+        }
+      } catch {
+        // A log this host does not let the plugin read: no marker positions.
+      }
+      const out = entries.map(entry => ({
+        ...entry,
+        markerSeq: entry.markerId != null ? markers.get(entry.markerId) ?? null : null,
+        undoable: actions.get(entry.opId)?.undoable ?? false, redoable: actions.get(entry.opId)?.redoable ?? false,
+      }))
       const cwdName = typeof agent.session.header.cwd === 'string' && agent.session.header.cwd !== '' ? basename(agent.session.header.cwd) : undefined
       return { workspace: key, ...(cwdName !== undefined ? { workspaceName: cwdName } : {}), entries: out, ...(damaged != null ? { damaged: { code: Codes.historyCorrupt, detail: damaged.detail, dropped: damaged.dropped } } : {}) }
     },

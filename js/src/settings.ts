@@ -122,32 +122,6 @@ export const SettingsSchema = z.object({
   locale: z.union(['auto', 'zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']).default('auto').description('Language of command output.'),
 })
 
-/**
- * The plugin's config schema, exported as the plugin's `Config`. On DSH 0.1.7+ there is no
- * `settings.register`: a plugin's settings are its profile-owned config, and DSH's settings
- * forms show the fields marked `.volatile()` and write them through its config editor, which
- * re-applies the plugin with the new config (see `docs/compat.md`; the contract as public
- * 0.1.7 plugin sources assert it: no `register(namespace…)` in `packages/settings/settings`).
- * No field has a default here, so a key the user never set stays unset and the settings layer
- * under it (the defaults, or the user's settings on hosts with `register`) decides.
- */
-export const ConfigSchema = z.object({
-  backups: z.boolean().volatile().description('Take before-write snapshot backups (powers file restore).'),
-  maxFileBytes: z.natural().max(MAX_FILE_BYTES_LIMIT).volatile().description('Per-file backup cap in bytes (0 = no cap).'),
-  trackAll: z.boolean().volatile().description('Track every change, shell commands too.'),
-  maxBaselineBytes: z.natural().max(MAX_BASELINE_BYTES_LIMIT).volatile().description('Per-workspace budget of file contents kept by the scan, in bytes.'),
-  maxFiles: z.natural().min(1).max(MAX_FILES_LIMIT).volatile().description('Per-workspace limit of files the scan covers.'),
-  historyLimit: z.natural().min(1).max(1000).volatile().description('Rewind history entries kept per workspace.'),
-  cleanup: z.object({
-    enabled: z.boolean().description('Remove the snapshots of long-inactive sessions automatically.'),
-    maxAgeDays: z.natural().min(1).max(3650).description('Days of inactivity before a session\'s snapshots are removed.'),
-    maxSizeBytes: z.natural().max(MAX_SIZE_BYTES_LIMIT).description('Size quota of all snapshot backups in bytes (0 = no quota).'),
-  }).volatile().description('Snapshot auto-cleanup.'),
-  locale: z.union(['auto', 'zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']).volatile().description('Language of command output.'),
-  dshHome: z.string().description('DSH home (default $DSH_HOME or ~/.dsh).'),
-  stopTimeoutMs: z.natural().description('How long a rewind waits for a cancelled turn to stop (ms).'),
-})
-
 /** A patch accepted by {@link SettingsModel.update}. */
 export type SettingsPatch = Partial<Omit<RewindSettings, 'cleanup'>> & { cleanup?: Partial<RewindSettings['cleanup']> }
 

@@ -368,7 +368,7 @@ describe('steering-pending.jsonl: unread steering', () => {
 })
 
 describe('rewind.jsonl / rewind-twice.jsonl: earlier markers', () => {
-  const markersOf = (events) => events.filter((e) => e.type === 'user/message' && e.data.source.kind === 'dsh-prompt-rewind')
+  const markersOf = (events) => events.filter((e) => e.type === 'user/message' && ['dsh-rewind', 'dsh-prompt-rewind'].includes(e.data.source.kind))
 
   test('a rewind to a message before an earlier marker shadows that marker', () => {
     const file = join(FIXTURES, 'rewind.jsonl')
