@@ -24,9 +24,18 @@ files=(*.test.mjs)
 # Every temp dir the tests make (DSH homes, workspaces, stores) goes under one private TMPDIR,
 # removed when the run passes (kept, and named, when it fails; REWIND_KEEP_TMP=1 keeps it always).
 TEST_TMP=$(mktemp -d -t rewind-host-tests-XXXXXX)
+# Twice: on the plain rc.8 spine, then with the plugin behind the newer-contract shim
+# (lib/newer-contract.mjs: the session contract of DSH 0.1.2+ at format 3 over the rc.8 objects;
+# a test double, not a real newer host). DSH_REWIND_CONTRACT=rc.8|newer runs one of them only.
+contracts=(${DSH_REWIND_CONTRACT:-rc.8 newer})
+rc=0
 set +e
-TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
-rc=$?
+for contract in "${contracts[@]}"; do
+  echo "test-host: the suite with the plugin on the $contract session contract" >&2
+  DSH_REWIND_CONTRACT=$contract TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
+  r=$?
+  [ "$r" = 0 ] || rc=$r
+done
 set -e
 if [ "$rc" = 0 ] && [ "${REWIND_KEEP_TMP:-0}" != 1 ]; then
   rm -rf "$TEST_TMP"

@@ -310,7 +310,9 @@ export function parseJsonl(textIn) {
 function contractFromEnv() {
   const v = process.env.DSH_REWIND_CONTRACT
   if (v === undefined || v === '' || v === 'rc.8') return undefined
-  if (v === 'newer') return { format: 3 }
+  // `newer`: DSH 0.1.5-rc.2's shape (format 3, settings.register still there); `newer-v4`: 0.1.7+
+  // (format 4, no settings.register: the settings tests then see read-only settings).
+  if (v === 'newer') return { format: 3, settingsRegister: true }
   if (v === 'newer-v4') return { format: 4 }
   throw new Error(`DSH_REWIND_CONTRACT must be rc.8, newer or newer-v4 (got ${v})`)
 }

@@ -93,6 +93,7 @@ class Views {
       const { start, end, ...rest } = op
       view = Object.freeze({ ...real, surfaceOp: Object.freeze({ ...rest, startSeq: start, endSeq: end }) })
       this.events.set(real, view)
+      this.reals.set(view, real)
     }
     return view
   }
@@ -210,7 +211,10 @@ class Views {
         const { isSeeded, ...rest } = meta
         const { inheritedEventCount, ...others } = options
         if (isSeeded === true && !Number.isSafeInteger(inheritedEventCount)) throw new Error('seeded session requires an inherited event count')
-        const handle = await real.create({ ...others, meta: { ...rest, ...(isSeeded === true ? { seedLength: inheritedEventCount } : {}) } })
+        // The seed as the plugin read it (newer spelling) goes to rc.8 in rc.8's own, as a newer
+        // host would take its own spelling back.
+        const seed = Array.isArray(others.seed) ? others.seed.map(e => views.real(e)) : others.seed
+        const handle = await real.create({ ...others, ...(seed === undefined ? {} : { seed }), meta: { ...rest, ...(isSeeded === true ? { seedLength: inheritedEventCount } : {}) } })
         return { agent: views.agent(handle.agent), dispose: () => handle.dispose() }
       },
       resume: async (o) => {
