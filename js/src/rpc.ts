@@ -385,11 +385,15 @@ function send(res: ServerResponse, status: number, payload: unknown): void {
 async function readBody(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = []
   let size = 0
+  let over = false
+  // The whole upload is read (and what is over the limit dropped), so the answer is not cut off
+  // by a reset and the connection stays usable for the next request.
   for await (const chunk of req) {
     size += (chunk as Buffer).length
-    if (size > MAX_BODY) throw new RewindError(Codes.badRequest, `request body over ${MAX_BODY} bytes`)
-    chunks.push(chunk as Buffer)
+    if (size > MAX_BODY) over = true
+    else chunks.push(chunk as Buffer)
   }
+  if (over) throw new RewindError(Codes.badRequest, `request body over ${MAX_BODY} bytes`)
   const text = Buffer.concat(chunks).toString('utf8')
   if (text.trim() === '') return {}
   try {

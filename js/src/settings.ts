@@ -65,6 +65,37 @@ export function validateNumbers(patch: Record<string, unknown>): void {
   }
 }
 
+/** The keys a patch may carry, with the type each must have (numbers are checked by {@link validateNumbers}). */
+const PATCH_KEYS: Readonly<Record<string, 'boolean' | 'number' | 'string' | 'object'>> = {
+  backups: 'boolean', maxFileBytes: 'number', trackAll: 'boolean', maxBaselineBytes: 'number', maxFiles: 'number',
+  historyLimit: 'number', locale: 'string', cleanup: 'object',
+}
+const CLEANUP_KEYS: Readonly<Record<string, 'boolean' | 'number'>> = { enabled: 'boolean', maxAgeDays: 'number', maxSizeBytes: 'number' }
+
+/**
+ * Refuses (`rewind/bad-request`, details `{field}`) a patch with a key that is no setting or a
+ * value of the wrong type, before anything is written.
+ */
+export function validateShape(patch: Record<string, unknown>): void {
+  const check = (prefix: string, value: Record<string, unknown>, keys: Readonly<Record<string, string>>): void => {
+    for (const [key, v] of Object.entries(value)) {
+      const field = `${prefix}${key}`
+      const want = keys[key]
+      if (want === undefined) throw new RewindError(Codes.badRequest, `\`${field}\` is not a setting (settings: ${Object.keys(keys).map(k => prefix + k).join(', ')}); nothing was written`, { field })
+      const got = v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v
+      if (got !== want) throw new RewindError(Codes.badRequest, `\`${field}\` must be a ${want} (got ${got}); nothing was written`, { field })
+    }
+  }
+  check('', patch, PATCH_KEYS)
+  if (patch.cleanup !== undefined) check('cleanup.', patch.cleanup as Record<string, unknown>, CLEANUP_KEYS)
+  if (patch.locale !== undefined && !LOCALES.includes(patch.locale as string)) {
+    throw new RewindError(Codes.badRequest, `\`locale\` must be one of ${LOCALES.join(', ')} (got ${JSON.stringify(patch.locale)}); nothing was written`, { field: 'locale' })
+  }
+}
+
+/** The accepted values of `locale`. */
+const LOCALES: readonly string[] = ['auto', 'zh-CN', 'en', 'ja', 'es', 'fr', 'de', 'ru', 'pt-BR']
+
 /** The resolved settings. */
 export interface RewindSettings {
   /** Whether new snapshot backups are taken. */
@@ -197,7 +228,8 @@ export class SettingsModel {
 
   /** Persist a patch; refuses without a settings service. */
   async update(patch: SettingsPatch): Promise<RewindSettings> {
-    if (this.scope === undefined) throw new Error('no settings service: settings are read-only on this host')
+    if (this.scope === undefined) throw new Error('no settings service: settings are read-only on this host (on DSH 0.1.7+ change them in the plugin\'s entry of the DSH profile)')
+    validateShape(patch as Record<string, unknown>)
     validateNumbers(patch as Record<string, unknown>)
     const clean: Record<string, unknown> = {}
     if (patch.backups !== undefined) clean.backups = patch.backups

@@ -94,6 +94,14 @@ test('preview, candidates, caps, settings and the error envelope', async (t) => 
   assert.equal(previewOff.json.value.backupOff, true)
   const bad = await rpc(host, 'settings.update', { sessionId, patch: { historyLimit: -1 } })
   assert.equal(bad.json.error.code, 'rewind/bad-request')
+  // A key that is no setting, or a value of the wrong type, is refused with its name; nothing is written.
+  for (const [patch, field] of [[{ nope: 1 }, 'nope'], [{ backups: 'yes' }, 'backups'], [{ cleanup: { enabled: 1 } }, 'cleanup.enabled'], [{ cleanup: { typo: true } }, 'cleanup.typo'], [{ locale: 'xx' }, 'locale'], [{ cleanup: [] }, 'cleanup']]) {
+    const refused = await rpc(host, 'settings.update', { sessionId, patch })
+    assert.equal(refused.json.ok, false, JSON.stringify(patch))
+    assert.equal(refused.json.error.code, 'rewind/bad-request')
+    assert.equal(refused.json.error.details.field, field)
+  }
+  assert.equal((await rpc(host, 'settings', { sessionId })).json.value.backups, false, 'nothing was written')
 
   // Error envelope: every failure is HTTP 200 with a stable code.
   const cases = [
@@ -210,4 +218,33 @@ test('history is partitioned per workspace, derived host-side from the session',
   assert.equal(await bytes(join(wsA, 'a.txt')), null, 'session A stays rewound')
   assert.equal((await rpc(host, 'history.clear', { sessionId: 'session-b' })).json.value.cleared, 0)
   assert.equal((await rpc(host, 'history', { sessionId: 'session-a' })).json.value.entries.length, 1, 'clearing B leaves A')
+})
+
+test('a body over 64 KiB is refused and the same connection serves the next request', async (t) => {
+  const { request, Agent } = await import('node:http')
+  const host = await bootWithPlugin({ script: [turn(text('hi'))] })
+  t.after(() => host.dispose())
+  const agent = await host.createAgent('big-body')
+  await host.sendUser(agent, 'hello')
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 })
+  t.after(() => keepAlive.destroy())
+  const sockets = new Set()
+  const post = (body) => new Promise((resolve, reject) => {
+    const req = request(`${host.baseUrl}/dsh-rewind/api/history`, { method: 'POST', agent: keepAlive, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c) => { text += c })
+      res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(text) }))
+    })
+    req.on('socket', s => sockets.add(s))
+    req.on('error', reject)
+    req.end(body)
+  })
+  const big = await post(JSON.stringify({ sessionId: 'big-body', pad: 'x'.repeat(200 * 1024) }))
+  assert.equal(big.status, 200)
+  assert.equal(big.json.error.code, 'rewind/bad-request')
+  assert.match(big.json.error.message, /over 65536 bytes/)
+  const next = await post(JSON.stringify({ sessionId: 'big-body' }))
+  assert.equal(next.json.ok, true, JSON.stringify(next.json))
+  assert.equal(sockets.size, 1, 'the second request went over the same connection')
 })

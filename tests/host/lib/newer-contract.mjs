@@ -191,6 +191,17 @@ class Views {
     return view
   }
 
+  /** An argument the plugin hands rc.8: views back to their objects, one level deep (`{agent}`). */
+  unview(value) {
+    if (value === null || typeof value !== 'object') return value
+    const real = this.reals.get(value)
+    if (real !== undefined) return real
+    if (Object.getPrototypeOf(value) === Object.prototype && (value.agent !== undefined || value.session !== undefined)) {
+      return { ...value, ...(value.agent !== undefined ? { agent: this.real(value.agent) } : {}), ...(value.session !== undefined ? { session: this.real(value.session) } : {}) }
+    }
+    return value
+  }
+
   /** An object whose `agent` member is shown as a view (a tool execution, an invocation). */
   withAgent(real) {
     if (real === null || typeof real !== 'object' || real.agent === undefined) return real
@@ -308,6 +319,9 @@ class Views {
             return (name, listener, opts) => target.on(name, (...args) => listener(...views.args(name, args)), opts)
           case 'inject':
             return (deps, callback) => target.inject(deps, sub => callback(views.ctx(sub)))
+          case 'emit':
+            // What the plugin emits reaches rc.8's services with rc.8's objects (an actor's agent).
+            return (name, ...args) => target.emit(name, ...args.map(a => views.unview(a)))
           case 'get':
             return name => views.service(name, target.get(name))
           case 'commands': {
