@@ -224,3 +224,40 @@ test('the RPC fence: the served authority over https and a configured bind liter
   // No socket: DSH's in-process worker tunnel.
   assert.equal(trustedRequest(req(null, '127.0.0.1:4000', 'http://127.0.0.1:4000'), { port: 4000, host: '127.0.0.1' }), true)
 })
+
+test('on rc.8 the planner\'s own fold and DSH\'s fold (session.surface.nodes) give the same plans', async (t) => {
+  const { createRequire } = await import('node:module')
+  const { readdirSync } = await import('node:fs')
+  const nativeDir = new URL('../../native/', import.meta.url)
+  const file = readdirSync(nativeDir).find(f => f.endsWith('.node'))
+  const native = createRequire(import.meta.url)(new URL(file, nativeDir).pathname)
+  const { threeTurnSession } = await import('./plugin-support.mjs')
+  const { host, agent } = await threeTurnSession({ sessionId: 'two-folds', extraTurns: [turn(text('after the rewind'))] })
+  t.after(() => host.dispose())
+  const compare = () => {
+    const events = JSON.stringify(agent.session.events)
+    const nodes = [...agent.session.surface.nodes]
+    const own = native.listCandidates(events)
+    const hosts = native.listCandidates(events, nodes)
+    assert.deepEqual(hosts, own, 'the same candidates')
+    for (const c of own) {
+      const a = native.planRewind(events, `@${c.seq}`)
+      const b = native.planRewind(events, `@${c.seq}`, nodes)
+      assert.equal(b.surfaceMismatch ?? null, null, `no mismatch at @${c.seq}`)
+      assert.deepEqual({ ...b, surfaceMismatch: undefined }, { ...a, surfaceMismatch: undefined }, `the same plan for @${c.seq}`)
+    }
+    return own
+  }
+  const before = compare()
+  assert.ok(before.length >= 3, 'three human messages')
+  // After a rewind (a marker on the surface) the two folds still agree.
+  const { result } = await host.runCommand(agent, `/rewind @${before[1].seq}`)
+  assert.equal(result.kind, 'success', result.text)
+  compare()
+  // A surface that is not DSH's is noticed: the plan is made on it and the difference named.
+  const events = JSON.stringify(agent.session.events)
+  const nodes = [...agent.session.surface.nodes]
+  const target = native.listCandidates(events)[0].seq
+  const skewed = native.planRewind(events, `@${target}`, nodes.filter(n => n !== nodes.at(-1)))
+  assert.notEqual(skewed.surfaceMismatch ?? null, null, 'a fold that disagrees is reported')
+})
