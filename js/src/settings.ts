@@ -82,6 +82,8 @@ export function validateShape(patch: Record<string, unknown>): void {
       const field = `${prefix}${key}`
       const want = keys[key]
       if (want === undefined) throw new RewindError(Codes.badRequest, `\`${field}\` is not a setting (settings: ${Object.keys(keys).map(k => prefix + k).join(', ')}); nothing was written`, { field })
+      // A number's type and range are checked together by validateNumbers (it names the range).
+      if (want === 'number') continue
       const got = v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v
       if (got !== want) throw new RewindError(Codes.badRequest, `\`${field}\` must be a ${want} (got ${got}); nothing was written`, { field })
     }
