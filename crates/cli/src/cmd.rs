@@ -65,6 +65,7 @@ pub fn run(cli: Cli) -> Result<u8, Fail> {
         json: cli.json,
     };
     match cli.command {
+        Command::Doctor => crate::doctor::run(&ctx.home, &ctx.logs, ctx.json),
         Command::Sessions => sessions(&ctx),
         Command::Checkpoints { session } => checkpoints(&ctx, &session),
         Command::Preview {

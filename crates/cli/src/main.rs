@@ -6,6 +6,7 @@
 //! See `crates/cli/README.md` for every command and the exit codes.
 
 mod cmd;
+mod doctor;
 mod fail;
 mod home;
 mod show;
@@ -136,6 +137,8 @@ pub enum Command {
     Verify,
     /// Move what `verify` finds corrupt into the store's quarantine/ (nothing is deleted).
     Repair,
+    /// What this build can do with the home: session formats found, the store's layout, history.
+    Doctor,
 }
 
 fn main() -> ExitCode {
