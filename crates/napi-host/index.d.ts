@@ -386,6 +386,11 @@ export interface BindingForkPlan {
   boundarySeq: number
   /** The target message's text. */
   targetText: string
+  /**
+   * Where the planner's own fold disagrees with the host's surface (`null` when they agree or
+   * no surface was given).
+   */
+  surfaceMismatch?: BindingSurfaceMismatch
 }
 
 /** A damaged history file: why, and how many entries could not be read. */
@@ -527,6 +532,11 @@ export interface BindingPlan {
   withdrawPending: Array<string>
   /** The target message's text. */
   targetText: string
+  /**
+   * Where the planner's own fold disagrees with the host's surface the plan was made on
+   * (`null` when they agree or no surface was given).
+   */
+  surfaceMismatch?: BindingSurfaceMismatch
 }
 
 /** The impact of a rewind on the files; nothing is changed to compute it. */
@@ -816,7 +826,20 @@ export interface BindingStorageSession {
   inWorkspace: boolean
 }
 
-/** The replace operation of the marker: `{op:'replace', start, end}`. */
+/** The planner's own fold disagrees with the host's surface (`session.surface.nodes`). */
+export interface BindingSurfaceMismatch {
+  /** The planner's own surface nodes (empty when its fold refused the log). */
+  ownNodes: Array<number>
+  /** Why the planner's own fold refused the log, when it did. */
+  ownError?: string
+  /** The first surface position where the two differ (`null` when the own fold refused the log). */
+  firstDifference?: number
+}
+
+/**
+ * The replace operation of the marker, its range spelled neutrally: `{op:'replace', start, end}`.
+ * A host of session format 3 or later appends it as `{op:'replace', startSeq: start, endSeq: end}`.
+ */
 export interface BindingSurfaceOp {
   /** Always `replace`. */
   op: string
@@ -945,22 +968,26 @@ export declare const enum Judgement {
 
 /**
  * The human messages a rewind can target, newest first, from the live log given as a JSON
- * array of session events.
+ * array of session events. `surfaceNodes`, when given, is the host's own surface
+ * (`session.surface.nodes`), which the candidates are then read from.
  */
-export declare function listCandidates(eventsJson: string): Array<BindingCandidate>
+export declare function listCandidates(eventsJson: string, surfaceNodes?: Array<number> | undefined | null): Array<BindingCandidate>
 
 /**
  * Plans a fork rewind of the live log (a JSON array of session events) to `target`: the
  * inclusive boundary to seed the child with, so that it holds exactly the messages before the
- * target. Refusals carry their stable codes (`rewind/fork-inside-turn`, ...).
+ * target. `surfaceNodes` as for `planRewind`. Refusals carry their stable codes
+ * (`rewind/fork-inside-turn`, ...).
  */
-export declare function planFork(eventsJson: string, target: string): BindingForkPlan
+export declare function planFork(eventsJson: string, target: string, surfaceNodes?: Array<number> | undefined | null): BindingForkPlan
 
 /**
  * Plans a rewind of the live log (a JSON array of session events) to `target`
- * (`@<seq>` or `<n>`, 1 = newest). Refusals carry their stable codes (the engine's table).
+ * (`@<seq>` or `<n>`, 1 = newest). `surfaceNodes`, when given, is the host's own surface
+ * (`session.surface.nodes`): the plan is made on it, and `surfaceMismatch` says where the
+ * planner's own fold disagrees. Refusals carry their stable codes (the engine's table).
  */
-export declare function planRewind(eventsJson: string, target: string): BindingPlan
+export declare function planRewind(eventsJson: string, target: string, surfaceNodes?: Array<number> | undefined | null): BindingPlan
 
 /** The partition key of a workspace id (`ws-<id>`), or `_unknown` without one. */
 export declare function workspaceKey(workspaceId?: string | undefined | null): string

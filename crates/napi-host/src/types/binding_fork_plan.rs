@@ -2,7 +2,7 @@
 
 use napi_derive::napi;
 
-use super::js_number;
+use super::{BindingSurfaceMismatch, js_number};
 
 /// What a fork rewind does: the target, the inclusive fork boundary for the child's seed, and
 /// the target's text (to refill the child's composer).
@@ -15,6 +15,9 @@ pub struct BindingForkPlan {
     pub boundary_seq: f64,
     /// The target message's text.
     pub target_text: String,
+    /// Where the planner's own fold disagrees with the host's surface (`null` when they agree or
+    /// no surface was given).
+    pub surface_mismatch: Option<BindingSurfaceMismatch>,
 }
 
 impl From<rewind_plan::ForkPlan> for BindingForkPlan {
@@ -23,6 +26,7 @@ impl From<rewind_plan::ForkPlan> for BindingForkPlan {
             target_seq: js_number(p.target_seq),
             boundary_seq: js_number(p.boundary_seq),
             target_text: p.target_text,
+            surface_mismatch: p.surface_mismatch.map(BindingSurfaceMismatch::from),
         }
     }
 }

@@ -2,7 +2,8 @@
 
 use napi_derive::napi;
 
-/// The replace operation of the marker: `{op:'replace', start, end}`.
+/// The replace operation of the marker, its range spelled neutrally: `{op:'replace', start, end}`.
+/// A host of session format 3 or later appends it as `{op:'replace', startSeq: start, endSeq: end}`.
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingSurfaceOp {
@@ -40,6 +41,33 @@ pub struct BindingPlan {
     pub withdraw_pending: Vec<String>,
     /// The target message's text.
     pub target_text: String,
+    /// Where the planner's own fold disagrees with the host's surface the plan was made on
+    /// (`null` when they agree or no surface was given).
+    pub surface_mismatch: Option<BindingSurfaceMismatch>,
+}
+
+/// The planner's own fold disagrees with the host's surface (`session.surface.nodes`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingSurfaceMismatch {
+    /// The planner's own surface nodes (empty when its fold refused the log).
+    pub own_nodes: Vec<f64>,
+    /// Why the planner's own fold refused the log, when it did.
+    pub own_error: Option<String>,
+    /// The first surface position where the two differ (`null` when the own fold refused the log).
+    pub first_difference: Option<u32>,
+}
+
+impl From<rewind_plan::SurfaceMismatch> for BindingSurfaceMismatch {
+    fn from(m: rewind_plan::SurfaceMismatch) -> Self {
+        Self {
+            own_nodes: m.own_nodes.into_iter().map(super::js_number).collect(),
+            own_error: m.own_error,
+            first_difference: m
+                .first_difference
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX)),
+        }
+    }
 }
 
 impl From<rewind_plan::RewindPlan> for BindingPlan {
@@ -71,6 +99,7 @@ impl From<rewind_plan::RewindPlan> for BindingPlan {
             shadowed_seqs: p.shadowed_seqs.into_iter().map(super::js_number).collect(),
             withdraw_pending: p.withdraw_pending,
             target_text: p.target_text,
+            surface_mismatch: p.surface_mismatch.map(BindingSurfaceMismatch::from),
         }
     }
 }

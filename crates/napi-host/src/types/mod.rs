@@ -43,7 +43,7 @@ pub use binding_history_entry::{
 };
 pub use binding_last_sweep::{BindingAutoSweep, BindingLastSweep, BindingQuotaRecord};
 pub use binding_not_covered::BindingNotCovered;
-pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceOp};
+pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceMismatch, BindingSurfaceOp};
 pub use binding_preview::BindingPreview;
 pub use binding_preview_file::BindingPreviewFile;
 pub use binding_restore_outcome::BindingRestoreOutcome;
@@ -108,7 +108,8 @@ mod tests {
             ("replace", 0.0, 1.0)
         );
         assert_eq!(marker.source_event_seqs, vec![0.0, 1.0]);
-        assert_eq!(marker.data["source"]["kind"], "dsh-rewind");
+        assert_eq!(marker.data["source"]["kind"], "dsh-prompt-rewind");
+        assert!(plan.surface_mismatch.is_none());
         assert_eq!(plan.target_text, "hi");
     }
 }
