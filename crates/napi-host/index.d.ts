@@ -387,7 +387,7 @@ export interface BindingForkPlan {
   /** The target message's text. */
   targetText: string
   /**
-   * Where the planner's own fold disagrees with the host's surface (`null` when they agree or
+   * Where the planner's own fold disagrees with the host's surface (absent when they agree or
    * no surface was given).
    */
   surfaceMismatch?: BindingSurfaceMismatch
@@ -534,7 +534,7 @@ export interface BindingPlan {
   targetText: string
   /**
    * Where the planner's own fold disagrees with the host's surface the plan was made on
-   * (`null` when they agree or no surface was given).
+   * (absent when they agree or no surface was given).
    */
   surfaceMismatch?: BindingSurfaceMismatch
 }
@@ -832,7 +832,7 @@ export interface BindingSurfaceMismatch {
   ownNodes: Array<number>
   /** Why the planner's own fold refused the log, when it did. */
   ownError?: string
-  /** The first surface position where the two differ (`null` when the own fold refused the log). */
+  /** The first surface position where the two differ (absent when the own fold refused the log). */
   firstDifference?: number
 }
 

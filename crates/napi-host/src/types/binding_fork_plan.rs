@@ -15,7 +15,7 @@ pub struct BindingForkPlan {
     pub boundary_seq: f64,
     /// The target message's text.
     pub target_text: String,
-    /// Where the planner's own fold disagrees with the host's surface (`null` when they agree or
+    /// Where the planner's own fold disagrees with the host's surface (absent when they agree or
     /// no surface was given).
     pub surface_mismatch: Option<BindingSurfaceMismatch>,
 }

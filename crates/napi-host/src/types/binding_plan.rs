@@ -42,7 +42,7 @@ pub struct BindingPlan {
     /// The target message's text.
     pub target_text: String,
     /// Where the planner's own fold disagrees with the host's surface the plan was made on
-    /// (`null` when they agree or no surface was given).
+    /// (absent when they agree or no surface was given).
     pub surface_mismatch: Option<BindingSurfaceMismatch>,
 }
 
@@ -54,7 +54,7 @@ pub struct BindingSurfaceMismatch {
     pub own_nodes: Vec<f64>,
     /// Why the planner's own fold refused the log, when it did.
     pub own_error: Option<String>,
-    /// The first surface position where the two differ (`null` when the own fold refused the log).
+    /// The first surface position where the two differ (absent when the own fold refused the log).
     pub first_difference: Option<u32>,
 }
 
