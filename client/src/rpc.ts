@@ -204,6 +204,8 @@ export interface Endpoints {
   interrupted: [Record<string, never>, { interrupted: readonly Interrupted[] }]
   'restores.continue': [{ opId: string }, ResolveResult]
   'restores.rollback': [{ opId: string }, ResolveResult]
+  /** The host's compatibility report; checked by `parseDoctorReport` (client/src/doctor.ts). */
+  doctor: [Record<string, never>, unknown]
 }
 
 /** Path prefix of the host's route. */

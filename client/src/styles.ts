@@ -71,4 +71,7 @@ export const CSS = `
 .dshpr-choose{display:flex;flex-direction:column;gap:6px;padding:8px 10px;border:1px dashed #f59e0b;border-radius:8px;width:100%;box-sizing:border-box}
 .dshpr-choose label{display:inline-flex;align-items:center;gap:4px;font-size:12.5px}
 .dshpr-banner-actions{display:inline-flex;gap:8px;margin-left:auto}
+.dshpr-compat{display:flex;flex-direction:column;gap:3px;font-size:13px}
+.dshpr-compat ul{margin:0;padding-left:18px;font-size:12.5px}
+.dshpr-compat small{font-size:11.5px}
 `

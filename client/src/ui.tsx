@@ -8,6 +8,7 @@ import { createPortal } from 'react-dom'
 import type { T } from './i18n.ts'
 import { currentSessionId, messageBySeq, messageOf, noteSlotSession, readerOf, runRewind, sessionsOf, slotSession, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, undoableEntries } from './history.ts'
+import { compatView, loadDoctor, type DoctorState } from './doctor.ts'
 import { escapeControl, oneLine } from './escape.ts'
 import { openSession, runFork } from './fork.ts'
 import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
@@ -611,6 +612,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
       <p className="dshpr-muted">{t('settings.intro')}</p>
       {sessionId === undefined && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-session">{t('settings.noSession')}</p>}
       <CapsLine t={t} caps={caps} />
+      <CompatBlock t={t} sessionId={sessionId} version={version} />
       {history?.status === 'ready' && history.value.workspace !== '' && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-workspace" title={history.value.workspace}>{t('settings.workspace', { name: history.value.workspaceName ?? history.value.workspace })}</p>}
       <div className="dshpr-row">
         <button type="button" className="dshpr-btn" data-testid="dsh-prompt-rewind-export" disabled={history?.status !== 'ready'} onClick={() => { void exportJson() }}>{t('settings.export')}</button>
@@ -733,6 +735,43 @@ function CapsLine({ t, caps }: { t: T; caps: Load<Caps> | undefined }): ReactNod
     <p className={missing.length > 0 ? 'dshpr-warn' : 'dshpr-muted'} data-testid="dsh-prompt-rewind-caps">
       <strong>{t('settings.caps')}:</strong> {missing.length > 0 ? t('settings.capsMissing', { list: missing.join(', ') }) : t('settings.capsAll')}
     </p>
+  )
+}
+
+/**
+ * The host doctor's summary (`doctor` RPC): one line when everything works on this DSH, else the
+ * contracts missing or degraded with what that costs, and the faults contained; the DSH version
+ * and session format in small text. A failed call leaves a short note; a host without the
+ * endpoint, nothing.
+ */
+function CompatBlock({ t, sessionId, version }: { t: T; sessionId: string | undefined; version: number }): ReactNode {
+  const [loaded, setLoaded] = useState<{ sessionId: string; state: DoctorState } | undefined>(undefined)
+  useEffect(() => {
+    if (sessionId === undefined) return undefined
+    let live = true
+    void loadDoctor(sessionId).then((state) => { if (live) setLoaded({ sessionId, state }) })
+    return () => { live = false }
+  }, [sessionId, version])
+  const view = compatView(t, loaded !== undefined && loaded.sessionId === sessionId ? loaded.state : undefined)
+  if (view === undefined) return null
+  return (
+    <section className="dshpr-compat" data-testid="dsh-prompt-rewind-compat" data-kind={view.kind} aria-label={view.title}>
+      <div className={view.kind === 'ok' ? 'dshpr-ok' : view.kind === 'failed' ? 'dshpr-muted' : 'dshpr-warn'}>
+        <strong>{view.title}:</strong> <span data-testid="dsh-prompt-rewind-compat-headline">{view.headline}</span>
+      </div>
+      {view.contracts.length > 0 && (
+        <ul data-testid="dsh-prompt-rewind-compat-contracts">
+          {view.contracts.map((c, i) => <li key={i} data-testid="dsh-prompt-rewind-compat-contract" data-name={c.name} data-status={c.status} title={c.detail}>{c.text}</li>)}
+        </ul>
+      )}
+      {view.faultsTitle !== undefined && <>
+        <div className="dshpr-muted">{view.faultsTitle}</div>
+        <ul data-testid="dsh-prompt-rewind-compat-faults">
+          {view.faults.map((f, i) => <li key={i} data-testid="dsh-prompt-rewind-compat-fault" data-where={f.where} data-count={f.count}>{f.text}</li>)}
+        </ul>
+      </>}
+      {view.meta !== undefined && <small className="dshpr-muted" data-testid="dsh-prompt-rewind-compat-meta">{view.meta}</small>}
+    </section>
   )
 }
 
