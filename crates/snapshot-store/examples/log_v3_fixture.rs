@@ -25,7 +25,9 @@ fn main() {
     let out = Path::new(&out);
     let ws = out.join("ws");
     std::fs::create_dir_all(&ws).expect("mkdir ws");
-    let big: String = (0..5000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let big: String = (0..5000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
     std::fs::write(ws.join("a.txt"), "a0").expect("write");
     std::fs::write(ws.join("big.txt"), &big).expect("write");
     let store = Store::open(

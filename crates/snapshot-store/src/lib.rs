@@ -94,8 +94,8 @@ pub use gc::GcReport;
 pub use journal::{Desired, RestoreOutcome, RestoreStatus};
 pub use log::LOG_VERSION;
 pub use offline::{
-    BlobRead, HOLDS_DIR, Inventory, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
-    SessionHold, SessionUsage, VerifyReport, WorkspaceUsage,
+    BlobRead, HOLDS_DIR, Inventory, LOST_NOTE, Problem, Progress, QUARANTINE_DIR, QuarantineReport,
+    RecordsLost, SessionHold, SessionUsage, VerifyReport, Warning, WorkspaceUsage,
 };
 pub use outcome::{JournalState, PathFailure};
 pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};

@@ -150,7 +150,7 @@ const PARALLEL_CHECK: usize = 1 << 20;
 
 /// The frame at offset `o` of `bytes`: its end and checksum, `Err(())` for a
 /// damaged header, `Ok(None)` for a torn one (as [`for_each_frame`] reads them).
-fn frame_at(bytes: &[u8], o: usize) -> Result<Option<(usize, u32)>, ()> {
+pub(crate) fn frame_at(bytes: &[u8], o: usize) -> Result<Option<(usize, u32)>, ()> {
     let rest = &bytes[o..];
     if rest.len() < FRAME_HEAD {
         return Ok(None);

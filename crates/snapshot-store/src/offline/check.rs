@@ -141,10 +141,24 @@ impl Store {
                     w.records -= 1;
                 }
             }
+            [f] if *f == super::LOST_NOTE => {
+                // Not a record: what a repair lost, reported as a warning.
+                w.records -= 1;
+                w.warnings
+                    .extend(super::lost::note_warnings(id, rel, &bytes));
+            }
             [f] if *f == crate::records::LOG_NAME => {
-                // Layout 2: one record log; a torn tail is what a crash leaves (not a problem).
+                // Layout 2: one record log; a torn tail is what a crash leaves (not damage,
+                // but named: its bytes are not read).
                 match crate::records::fold_log(rel, bytes.clone()) {
-                    Ok((idx, _, _)) => {
+                    Ok((idx, valid, torn)) => {
+                        if torn > 0 {
+                            w.warnings.push(Warning::IgnoredTail {
+                                path: shown.clone(),
+                                offset: valid,
+                                bytes: torn,
+                            });
+                        }
                         if idx.session_id.as_deref().is_some_and(|s| s != id) {
                             push(Err(CorruptFile {
                                 path: shown.clone(),

@@ -6,7 +6,10 @@
 //! files aside (into `quarantine/`), never deletes them.
 
 mod check;
+mod lost;
 mod verify;
+
+pub use lost::{LOST_NOTE, RecordsLost};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
@@ -231,6 +234,60 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// Something [`Store::verify`] found that is not damage but that a reader should know:
+/// bytes every reader ignores, records a repair could not keep.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Warning {
+    /// A record log ends in bytes that are not a whole frame (a torn tail, see
+    /// `docs/format.md`): every reader ignores them and the next write cuts them off. A
+    /// crash while appending leaves such a tail, and loses nothing that had been written
+    /// whole; a log cut short by other means loses the records in them (and any frames
+    /// after them, which nothing can tell).
+    IgnoredTail {
+        /// Store-relative path of the log.
+        path: String,
+        /// Where the ignored bytes start (the end of the last whole frame, or 0 when not
+        /// even the header is whole).
+        offset: u64,
+        /// How many bytes are ignored.
+        bytes: u64,
+    },
+    /// A repair kept only part of a session's record log (see [`Store::records_lost`]).
+    RecordsLost {
+        /// Store-relative path of the note.
+        note: String,
+        /// What was lost.
+        loss: RecordsLost,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::IgnoredTail {
+                path,
+                offset,
+                bytes,
+            } => write!(
+                f,
+                "{path}: {bytes} byte(s) from offset {offset} are not a whole frame and are ignored (a crash while appending leaves such a tail, which the next write cuts off; a file cut short otherwise lost the records in them)"
+            ),
+            Warning::RecordsLost { note, loss } => {
+                write!(
+                    f,
+                    "records of session {} were lost at a repair: {} byte(s) from offset {} are no longer read",
+                    loss.session_id, loss.lost_bytes, loss.kept_bytes
+                )?;
+                if !loss.quarantined.is_empty() {
+                    write!(f, " (kept in {})", loss.quarantined)?;
+                }
+                write!(f, ": {} [{note}]", loss.detail)
+            }
+        }
+    }
+}
+
 /// What [`Store::verify`] checked and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct VerifyReport {
@@ -242,6 +299,9 @@ pub struct VerifyReport {
     pub blob_bytes: u64,
     /// Everything wrong, in a stable order (records by path, then blobs).
     pub problems: Vec<Problem>,
+    /// What is not damage but is not whole either: ignored tails of record logs, records
+    /// lost at a repair (by path).
+    pub warnings: Vec<Warning>,
 }
 
 /// Progress of a long [`Store::verify`]: `(blobs hashed, blobs in total)`.
@@ -261,6 +321,9 @@ pub struct QuarantineReport {
     pub gone: Vec<String>,
     /// Problems quarantine cannot fix (missing blobs, newer records, unreadable paths).
     pub left: Vec<Problem>,
+    /// Record logs of which only part was kept (or nothing): what was lost, as noted in
+    /// each session's directory ([`Store::records_lost`]).
+    pub records_lost: Vec<RecordsLost>,
 }
 
 /// A blob read back by [`Store::read_blob`].
@@ -296,6 +359,8 @@ struct SessionWalk {
     /// Blobs the session's log keeps (`blob` records): never "missing".
     kept: HashSet<String>,
     records: u64,
+    /// Ignored tails, records lost at a repair.
+    warnings: Vec<Warning>,
 }
 
 impl SessionWalk {

@@ -20,6 +20,9 @@ impl Store {
             records: walks.iter().map(|w| w.records).sum(),
             ..VerifyReport::default()
         };
+        for w in &walks {
+            report.warnings.extend(w.warnings.iter().cloned());
+        }
         let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         // Session id → the content its log keeps.
         let mut kept_by: HashMap<String, HashSet<String>> = HashMap::new();
@@ -131,9 +134,11 @@ impl Store {
         let stamp = Path::new(QUARANTINE_DIR).join(now_stamp());
         let mut out = QuarantineReport::default();
         let mut to_move: Vec<PathBuf> = Vec::new();
+        // What was wrong with each record moved (for the note of a damaged log).
+        let mut details: HashMap<PathBuf, String> = HashMap::new();
         for p in &report.problems {
             match p {
-                Problem::CorruptRecord { path, .. } => {
+                Problem::CorruptRecord { path, detail } => {
                     let rel = PathBuf::from(path);
                     let still = match fs.read_opt(&rel)? {
                         None => false,
@@ -144,6 +149,7 @@ impl Store {
                         continue;
                     }
                     to_move.push(rel.clone());
+                    details.entry(rel.clone()).or_insert_with(|| detail.clone());
                     if rel.extension() == Some(OsStr::new("json"))
                         && rel.parent().and_then(Path::file_name) == Some(OsStr::new("journals"))
                     {
@@ -190,13 +196,71 @@ impl Store {
                     out.kept_blobs.push(sha);
                 }
             }
-            fs.rename(&rel, &dest)?;
+            if let Some(loss) = self.salvage_log(&rel, &bytes, &dest, details.get(&rel))? {
+                out.records_lost.push(loss);
+            } else {
+                fs.rename(&rel, &dest)?;
+            }
             out.moved.push(show(&rel));
         }
         if !out.moved.is_empty() {
             out.dir = Some(show(&stamp));
         }
         Ok(out)
+    }
+
+    /// For a session's damaged record log `rel` (its `bytes`): notes the loss in the
+    /// session's directory, then puts all of the file's bytes at `dest` in the quarantine
+    /// and, when frames before the damage read whole, keeps them as the session's log (a
+    /// new file renamed over the damaged one: a crash leaves one or the other). Returns
+    /// what was lost; `None` for any other file (the caller moves it whole).
+    fn salvage_log(
+        &self,
+        rel: &Path,
+        bytes: &[u8],
+        dest: &Path,
+        detail: Option<&String>,
+    ) -> Result<Option<RecordsLost>, FsFailure> {
+        let fs = &self.inner.fs;
+        let sdir = match rel.parent() {
+            Some(d) if rel.file_name() == Some(OsStr::new(crate::records::LOG_NAME)) => d,
+            _ => return Ok(None),
+        };
+        let Some(id) = sdir
+            .strip_prefix("sessions")
+            .ok()
+            .and_then(|n| n.to_str())
+            .and_then(decode_id)
+        else {
+            return Ok(None);
+        };
+        // Only frames beyond the header are worth keeping: a log of a header alone is
+        // what a session without records has (none at all).
+        let keep = crate::records::readable_prefix(rel, bytes)
+            .filter(|n| *n > crate::log::HEADER_LEN)
+            .unwrap_or(0);
+        let loss = RecordsLost {
+            session_id: id,
+            at_ms: ms(SystemTime::now()),
+            kept_bytes: keep as u64,
+            lost_bytes: (bytes.len() - keep) as u64,
+            quarantined: show(dest),
+            detail: detail.cloned().unwrap_or_else(|| "damaged".into()),
+        };
+        // The note first: a crash after it leaves the damaged log, which the next repair
+        // finds again; never a shorter log without a note.
+        self.note_records_lost(sdir, &loss)?;
+        if keep == 0 {
+            fs.rename(rel, dest)?;
+        } else {
+            if fs.dir.hard_link(rel, &fs.dir, dest).is_err() {
+                let mut f = fs.create_new(dest)?;
+                fs.write_all(&mut f, dest, bytes)?;
+                fs.sync_file(&f, dest)?;
+            }
+            fs.write_atomic(rel, &bytes[..keep])?;
+        }
+        Ok(Some(loss))
     }
 
     pub(super) fn keep_blob(&self, sha: &str, dest: &Path) -> Result<(), FsFailure> {

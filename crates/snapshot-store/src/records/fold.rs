@@ -414,3 +414,40 @@ pub(crate) fn fold_log(path: &Path, bytes: Vec<u8>) -> Result<(Index, u64, u64),
     let (valid, torn) = fold_frames(&mut idx, path, &all, HEADER_LEN)?;
     Ok((idx, valid, torn))
 }
+
+/// The longest prefix of the damaged log `bytes` (at `path`) that a reader takes whole: the
+/// frames in order, each with an intact header and checksum, up to the first damaged one,
+/// and of those the most that fold without a record the index refuses. Its length (the
+/// header included, so at least [`HEADER_LEN`]), or `None` when the header itself is not
+/// a readable one. What follows that prefix is not read: a frame past damage may depend
+/// on what was lost.
+pub(crate) fn readable_prefix(path: &Path, bytes: &[u8]) -> Option<usize> {
+    use crate::log::{FRAME_HEAD, crc32, frame_at};
+    if !matches!(check_header(bytes), Ok(true)) {
+        return None;
+    }
+    let mut ends = vec![HEADER_LEN];
+    let mut o = HEADER_LEN;
+    while let Ok(Some((end, crc))) = frame_at(bytes, o) {
+        if crc32(&bytes[o + FRAME_HEAD..end]) != crc {
+            break;
+        }
+        ends.push(end);
+        o = end;
+    }
+    let whole = |n: usize| fold_log(path, bytes[..n].to_vec()).is_ok_and(|(_, _, torn)| torn == 0);
+    // A prefix of a prefix that folds folds too: the longest one is found by halving.
+    let (mut lo, mut hi) = (0, ends.len() - 1);
+    if whole(ends[hi]) {
+        return Some(ends[hi]);
+    }
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        if whole(ends[mid]) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(ends[lo])
+}

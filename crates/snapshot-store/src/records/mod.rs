@@ -5,7 +5,7 @@
 mod fold;
 mod legacy;
 
-pub(crate) use fold::{fold_frames, fold_log};
+pub(crate) use fold::{fold_frames, fold_log, readable_prefix};
 pub(crate) use legacy::{has_legacy, migrate_session, parse_anchor};
 
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@ fn a_log_written_by_an_earlier_build_still_reads() {
     let store = Store::open(tmp.path(), StoreOptions::default()).expect("open");
     let report = store.verify(&mut |_, _| {}).expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
-    //W assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).expect("mkdir");
     let s = store.session("fx-log", &ws).expect("session");

@@ -1431,13 +1431,22 @@ fn a_sweep_after_the_keeper_session_went_leaves_no_index_naming_lost_content() {
     std::fs::rename(env.root.join("sessions/s1"), env.tmp.path().join("gone-s1"))
         .expect("remove s1");
     store.collect_garbage().expect("sweep");
-    assert!(env.root.join(&index).is_file(), "the index stays for its grace hour");
+    assert!(
+        env.root.join(&index).is_file(),
+        "the index stays for its grace hour"
+    );
     let report = store.verify(&mut |_, _| {}).expect("verify");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     let s2 = store.session("s2", &env.cwd).expect("s2");
     scan(&s2, ScanPhase::Boundary, 1, None);
     shell_change_comes_back(&env, &s2, 1);
-    assert!(store.verify(&mut |_, _| {}).expect("verify").problems.is_empty());
+    assert!(
+        store
+            .verify(&mut |_, _| {})
+            .expect("verify")
+            .problems
+            .is_empty()
+    );
 }
 
 #[test]
@@ -1455,7 +1464,10 @@ fn a_sweep_keeps_a_blob_file_that_holds_content_an_index_names_as_kept_in_a_gone
     std::fs::rename(env.root.join("sessions/s1"), env.tmp.path().join("gone-s1"))
         .expect("remove s1");
     store.collect_garbage().expect("sweep");
-    assert!(env.root.join("blobs").join(&sha).is_file(), "still named: kept");
+    assert!(
+        env.root.join("blobs").join(&sha).is_file(),
+        "still named: kept"
+    );
     assert!(missing_blobs(&store).is_empty());
     // The index now names the blob file: another session's shell change comes back from it
     // even if the file changed before that session's first scan.
