@@ -308,6 +308,56 @@ impl Ctx {
     }
 }
 
+/// The losses repairs noted for session `id` and the fork ancestors it restores from, with
+/// one warning line each (empty when none).
+fn records_lost(
+    ctx: &Ctx,
+    store: &Store,
+    id: &str,
+) -> Result<(Vec<snapshot_store::RecordsLost>, String), Fail> {
+    let mut ids = vec![id.to_string()];
+    for l in ctx.logs.chain(id) {
+        if !ids.contains(&l.session_id) {
+            ids.push(l.session_id);
+        }
+    }
+    let mut all = Vec::new();
+    let mut text = String::new();
+    for i in ids {
+        for loss in store.records_lost(&i)? {
+            text.push_str(&format!(
+                "warning: records of session {} were lost at a repair{}: {} byte(s) of its checkpoints are no longer read ({}){}; what they recorded is not known, and files they covered are not restored\n",
+                safe(&loss.session_id),
+                if loss.at_ms > 0 { format!(" on {}", time(loss.at_ms)) } else { String::new() },
+                loss.lost_bytes,
+                safe(&loss.detail),
+                if loss.quarantined.is_empty() {
+                    String::new()
+                } else {
+                    format!(", kept in {}", safe(&loss.quarantined))
+                },
+            ));
+            all.push(loss);
+        }
+    }
+    Ok((all, text))
+}
+
+/// Fails with the damage the inventory found in session `id`'s own records (exit 5).
+fn damaged_session(inv: &snapshot_store::Inventory, id: &str) -> Result<(), Fail> {
+    let Ok(enc) = snapshot_store::encode_id(id) else {
+        return Ok(());
+    };
+    let dir = format!("sessions/{enc}/");
+    match inv.problems.iter().find(|p| p.subject().starts_with(&dir)) {
+        Some(p) => Err(Fail::new(
+            Code::Corrupt,
+            format!("{}; `dsh-rewind repair` moves the damage into quarantine/", p),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
@@ -368,18 +418,21 @@ fn sessions(ctx: &Ctx) -> Result<u8, Fail> {
     for p in &inv.problems {
         text.push_str(&format!("warning: {}\n", safe(&p.to_string())));
     }
+    let ok = inv.problems.is_empty();
     emit(
         ctx,
-        json!({"ok": true, "sessions": rows, "problems": inv.problems}),
+        json!({"ok": ok, "sessions": rows, "problems": inv.problems}),
         text,
     );
-    Ok(0)
+    Ok(if ok { 0 } else { Code::Corrupt.exit() })
 }
 
 fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
     let store = ctx.store()?;
     ctx.known_session(&store, id)?;
     let inv = store.inventory()?;
+    damaged_session(&inv, id)?;
+    let (lost, lost_text) = records_lost(ctx, &store, id)?;
     let usage = inv
         .sessions
         .iter()
@@ -424,9 +477,10 @@ fn checkpoints(ctx: &Ctx, id: &str) -> Result<u8, Fail> {
             }
         }
     }
+    text.push_str(&lost_text);
     emit(
         ctx,
-        json!({"ok": true, "session": id, "checkpoints": rows}),
+        json!({"ok": true, "session": id, "checkpoints": rows, "recordsLost": lost}),
         text,
     );
     Ok(0)
@@ -506,9 +560,10 @@ fn planned(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<Pla
 
 fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
     let Planned { cwd, seq, plan, .. } = planned(ctx, id, target, ws)?;
+    let (lost, lost_text) = records_lost(ctx, &ctx.store()?, id)?;
     let (v, body) = plan_text(&plan);
     let text = format!(
-        "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}",
+        "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}{lost_text}",
         safe(id),
         safe(&cwd.to_string_lossy()),
         plan.actions.len(),
@@ -516,7 +571,7 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     );
     emit(
         ctx,
-        json!({"ok": true, "session": id, "workspace": cwd, "plan": v}),
+        json!({"ok": true, "session": id, "workspace": cwd, "plan": v, "recordsLost": lost}),
         text,
     );
     Ok(0)
@@ -670,12 +725,24 @@ fn restore(
             ),
         ));
     }
+    let (lost, lost_text) = records_lost(ctx, &store, id)?;
     if plan.actions.is_empty() {
-        let text = format!(
-            "Nothing to restore: the files of session {} already are as they were at @{seq}.\n",
-            safe(id)
+        let text = if lost.is_empty() {
+            format!(
+                "Nothing to restore: the files of session {} already are as they were at @{seq}.\n",
+                safe(id)
+            )
+        } else {
+            format!(
+                "Nothing to restore from the checkpoints of session {} that are left: none of the files they cover changed since @{seq}.\n{lost_text}",
+                safe(id)
+            )
+        };
+        emit(
+            ctx,
+            json!({"ok": true, "op": null, "changed": 0, "recordsLost": lost}),
+            text,
         );
-        emit(ctx, json!({"ok": true, "op": null, "changed": 0}), text);
         return Ok(0);
     }
     let op = format!("cli-{}-{}", now_ms(), std::process::id());
@@ -712,7 +779,7 @@ fn restore(
     };
     let (v, body) = outcome_text(&outcome);
     let text = format!(
-        "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{}",
+        "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{lost_text}{}",
         safe(id),
         outcome.state,
         if complete {
@@ -725,7 +792,7 @@ fn restore(
     );
     emit(
         ctx,
-        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v}),
+        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v, "recordsLost": lost}),
         text,
     );
     Ok(if complete { 0 } else { Code::Failed.exit() })
@@ -829,7 +896,15 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8
 }
 
 fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
-    let want = ws.map(|w| std::fs::canonicalize(&w).unwrap_or(w));
+    let want = match ws {
+        Some(w) => Some(std::fs::canonicalize(&w).map_err(|e| {
+            Fail::new(
+                Code::NotFound,
+                format!("workspace {}: {e}", safe(&w.to_string_lossy())),
+            )
+        })?),
+        None => None,
+    };
     let mut rows = Vec::new();
     let mut text = String::new();
     let mut all: Vec<(WorkspaceKey, Entry)> = Vec::new();
@@ -1026,12 +1101,19 @@ fn du(ctx: &Ctx) -> Result<u8, Fail> {
             bytes(s.record_bytes + s.exclusive_blob_bytes)
         ));
     }
+    for p in &inv.problems {
+        text.push_str(&format!(
+            "warning: {} (the sizes above leave it out)\n",
+            safe(&p.to_string())
+        ));
+    }
+    let ok = inv.problems.is_empty();
     emit(
         ctx,
-        json!({"ok": true, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "inventory": inv}),
+        json!({"ok": ok, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "inventory": inv}),
         text,
     );
-    Ok(0)
+    Ok(if ok { 0 } else { Code::Corrupt.exit() })
 }
 
 fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Result<u8, Fail> {
@@ -1233,8 +1315,16 @@ fn verify(ctx: &Ctx) -> Result<u8, Fail> {
     for p in &r.problems {
         text.push_str(&format!("- {}\n", safe(&p.to_string())));
     }
-    if r.problems.is_empty() {
+    for w in &r.warnings {
+        text.push_str(&format!("- warning: {}\n", safe(&w.to_string())));
+    }
+    if r.problems.is_empty() && r.warnings.is_empty() {
         text.push_str("No problems found.\n");
+    } else if r.problems.is_empty() {
+        text.push_str(&format!(
+            "No damage found; {} warning(s) above (not damage, but bytes or records no longer read).\n",
+            r.warnings.len()
+        ));
     } else {
         text.push_str(&format!(
             "{} problem(s). `dsh-rewind repair` moves corrupt files into quarantine/ (nothing is deleted).\n",
@@ -1301,6 +1391,22 @@ fn repair(ctx: &Ctx) -> Result<u8, Fail> {
             }
         }
         None => text.push_str("Nothing to quarantine.\n"),
+    }
+    for l in &q.records_lost {
+        text.push_str(&format!(
+            "records of session {} lost: {} byte(s) of its records.log from offset {} ({}); {} kept in the session, all of it in {}; noted in the session's {}\n",
+            safe(&l.session_id),
+            l.lost_bytes,
+            l.kept_bytes,
+            safe(&l.detail),
+            if l.kept_bytes > 0 {
+                format!("the {} readable byte(s) before it", l.kept_bytes)
+            } else {
+                "nothing".to_owned()
+            },
+            safe(&l.quarantined),
+            snapshot_store::LOST_NOTE,
+        ));
     }
     for g in &q.gone {
         text.push_str(&format!("no longer corrupt: {}\n", safe(g)));

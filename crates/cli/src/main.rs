@@ -123,8 +123,10 @@ pub enum Command {
     Du,
     /// Remove idle sessions' checkpoints by age and by size (dry run unless --apply).
     Gc {
-        /// Sessions idle longer than this many days go.
-        #[arg(long, value_name = "DAYS", default_value_t = cleanup::DEFAULT_MAX_AGE_DAYS)]
+        /// Sessions idle longer than this many days go (1 to 3650).
+        #[arg(long, value_name = "DAYS", default_value_t = cleanup::DEFAULT_MAX_AGE_DAYS,
+              value_parser = clap::value_parser!(u32)
+                  .range(i64::from(cleanup::MIN_MAX_AGE_DAYS)..=i64::from(cleanup::MAX_MAX_AGE_DAYS)))]
         max_age_days: u32,
         /// Then the oldest idle sessions go until the store is at most this big (e.g. 2GiB).
         #[arg(long, value_name = "SIZE", value_parser = show::parse_size)]
