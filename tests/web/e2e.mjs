@@ -195,6 +195,8 @@ async function degraded(page) {
   await page.getByText('Rewind history', { exact: true }).first().click()
   await page.getByTestId('dsh-prompt-rewind-history').getByTestId('dsh-prompt-rewind-entry').first().waitFor({ timeout: 10000 })
   check(await page.getByTestId('dsh-prompt-rewind-config-history').count() === 1, 'the Rewind history page and its config card are there')
+  await page.getByTestId('dsh-prompt-rewind-compat').waitFor({ timeout: 10000 })
+  check(['ok', 'degraded'].includes(await page.getByTestId('dsh-prompt-rewind-compat').getAttribute('data-kind')), 'the Compatibility block is on the page (the doctor answered)')
   check(await page.getByText('Plugins', { exact: true }).count() === 0, 'the Plugins section itself is gone (not this plugin\'s doing)')
   await shot(page, 'history')
   await page.keyboard.press('Escape')
@@ -360,6 +362,32 @@ try {
   log('caps line:', JSON.stringify(caps))
   check(/Host capabilities/.test(caps), 'the capability line is shown')
   if (storeUnavailable) check(/Not available on this host: .*file checkpointing/.test(caps), 'a missing capability is named')
+  // The Compatibility block says what the host's doctor says about this session.
+  const compat = history.getByTestId('dsh-prompt-rewind-compat')
+  await compat.waitFor({ timeout: 10000 })
+  const doctorAnswer = await page.evaluate(async (sessionId) => {
+    const r = await fetch('/dsh-rewind/api/doctor', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionId }) })
+    return await r.json()
+  }, rewound.sessionId)
+  log('doctor:', JSON.stringify(doctorAnswer))
+  check(doctorAnswer.ok === true && ['ok', 'degraded'].includes(doctorAnswer.value?.overall), 'the host answers the doctor RPC')
+  const doctorReport = doctorAnswer.value
+  const compatKind = await compat.getAttribute('data-kind')
+  const compatHeadline = await compat.getByTestId('dsh-prompt-rewind-compat-headline').innerText()
+  const compatShown = await compat.getByTestId('dsh-prompt-rewind-compat-contract').evaluateAll(els => els.map(e => ({ name: e.dataset.name, status: e.dataset.status, text: e.textContent })))
+  const notFound = doctorReport.contracts.filter(c => c.status !== 'found')
+  log('compatibility block:', compatKind, JSON.stringify(compatHeadline), JSON.stringify(compatShown))
+  if (doctorReport.overall === 'ok') {
+    check(compatKind === 'ok' && compatHeadline === 'Everything works on this DSH.' && compatShown.length === 0, 'the Compatibility block says everything works, as the doctor does')
+  } else {
+    check(compatKind === 'degraded' && compatHeadline === 'Some features degrade on this DSH:', 'the Compatibility block says some features degrade, as the doctor does')
+    check(JSON.stringify(compatShown.map(c => [c.name, c.status])) === JSON.stringify(notFound.map(c => [c.name, c.status]))
+      && compatShown.every((c, i) => c.text.includes(notFound[i].effect)), `the block lists each contract the doctor finds missing or degraded, with its effect (${notFound.length})`)
+  }
+  check(await compat.getByTestId('dsh-prompt-rewind-compat-fault').count() === doctorReport.faults.length, `the block lists the faults the doctor reports (${doctorReport.faults.length})`)
+  const compatMeta = await compat.getByTestId('dsh-prompt-rewind-compat-meta').innerText()
+  check(compatMeta.includes(doctorReport.dshVersion === undefined ? 'DSH version not known' : `DSH ${doctorReport.dshVersion}`)
+    && (doctorReport.sessionFormat === undefined || compatMeta.includes(`session format ${doctorReport.sessionFormat}`)), `the block names the DSH version and session format (${JSON.stringify(compatMeta)})`)
   await shot(page, 'rewind-history')
   const undo = entry.getByTestId('dsh-prompt-rewind-undo')
   fileCheck(await undo.count() === 1 && await undo.innerText() === 'Undo this rewind', 'the rewind offers "Undo this rewind"')
