@@ -822,7 +822,9 @@ fn find_entry(ctx: &Ctx, op: &str) -> Result<Option<(WorkspaceKey, Partition, En
 /// the exit code by kind (nothing was changed by a refusal).
 fn engine_fail(e: EngineError) -> Fail {
     let kind = match e.code {
-        ErrorCode::UnknownEntry => Code::NotFound,
+        // A choice matching no file: as `restore --only/--keep` of a path no action matches.
+        ErrorCode::UnknownEntry | ErrorCode::BadSelection => Code::NotFound,
+        ErrorCode::BadRequest => Code::Usage,
         ErrorCode::StoreNewer => Code::Newer,
         ErrorCode::StoreCorrupt => Code::Corrupt,
         ErrorCode::Failed | ErrorCode::RestoreFailed | ErrorCode::UndoFailed => Code::Failed,

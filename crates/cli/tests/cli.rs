@@ -979,3 +979,24 @@ fn bad_arguments_exit_2_and_an_unknown_workspace_exits_3() {
     assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("/nonexistent/dir"), "{}", r.stderr);
 }
+
+#[test]
+fn undo_choices_that_match_no_changed_file_or_both_keep_and_take_are_refused() {
+    let h = home();
+    let r = h.run(&["--json", "restore", "s1", "@0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let op = serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap()["outcome"]["op"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    h.write("a.txt", "mine\n");
+    // The same refusal as a restore's `--keep` of a path no action matches (exit 3).
+    let r = h.run(&["undo", &op, "--keep", "a.txt", "--keep", "nonexistent.txt"]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("nonexistent.txt"), "{}", r.stderr);
+    let r = h.run(&["undo", &op, "--keep", "a.txt", "--take", "a.txt"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("both kept and taken"), "{}", r.stderr);
+    assert_eq!(h.read("a.txt").as_deref(), Some("mine\n"), "nothing changed");
+    assert_eq!(h.run(&["undo", &op, "--keep", "a.txt"]).code, 0);
+}

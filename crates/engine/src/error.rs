@@ -316,9 +316,9 @@ impl From<snapshot_store::JournalError> for EngineError {
                 ErrorCode::NotUndoable,
                 json!({ "opId": op_id, "journal": crate::journal_state(*state).name() }),
             ),
-            E::Stale { op_id, paths } => (
+            E::Stale { op_id, paths, redo } => (
                 ErrorCode::StaleUndo,
-                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>() }),
+                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>(), "redo": redo }),
             ),
             _ => (ErrorCode::UndoFailed, json!({})),
         };

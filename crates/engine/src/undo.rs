@@ -24,6 +24,26 @@ pub struct Choices {
     pub keep: Vec<String>,
 }
 
+impl Choices {
+    /// Refuses a path both kept and taken ([`ErrorCode::BadRequest`], naming the paths):
+    /// the undo or redo could not do both, and must not silently do neither.
+    pub fn check(&self) -> Result<(), EngineError> {
+        let both: Vec<&String> = self.take.iter().filter(|p| self.keep.contains(p)).collect();
+        if both.is_empty() {
+            return Ok(());
+        }
+        Err(EngineError::bad_request(format!(
+            "{} path(s) both kept and taken: {}; choose one for each — nothing was changed",
+            both.len(),
+            both.iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .with_details(json!({ "paths": both })))
+    }
+}
+
 /// What [`EngineSession::undo_check`] found: the undo may run.
 #[derive(Debug, Clone)]
 pub struct UndoCheck {
@@ -175,6 +195,7 @@ impl EngineSession {
     /// since the rewind is decided in `choices` — else [`ErrorCode::StaleUndo`] naming the
     /// undecided ones (`details.paths`).
     pub fn undo_check(&self, op_id: &str, choices: &Choices) -> Result<UndoCheck, EngineError> {
+        choices.check()?;
         let partition = self.history(None)?.read(&self.key)?;
         // The journal lives with the session that was rewound (a fork's parent).
         let owner = partition
@@ -208,6 +229,18 @@ impl EngineSession {
         }
         if files {
             let changed = self.files_of(&owner)?.undo_changed_paths(op_id)?;
+            // A choice must name a file changed since the rewind, as a rewind's selection must
+            // match a planned path: a typo is refused, never silently ignored.
+            let named = rel_paths(&choices.take)?
+                .into_iter()
+                .chain(rel_paths(&choices.keep)?)
+                .zip(choices.take.iter().chain(&choices.keep));
+            if let Some((_, unmatched)) = named.into_iter().find(|(p, _)| !changed.contains(p)) {
+                return Err(snapshot_store::SelectionError {
+                    filter: unmatched.clone(),
+                }
+                .into());
+            }
             let open: Vec<String> = changed
                 .iter()
                 .map(|p| p.display())
@@ -277,6 +310,7 @@ impl EngineSession {
         check: &UndoCheck,
         choices: &Choices,
     ) -> Result<UndoDone, EngineError> {
+        choices.check()?;
         let op_id = check.entry.op_id.as_str();
         let mut files = FilesDone::default();
         let mut undone = None;
@@ -360,6 +394,7 @@ impl EngineSession {
         choices: &Choices,
         limit: usize,
     ) -> Result<RedoDone, EngineError> {
+        choices.check()?;
         let cwd = self.files_usable().map_err(|e| EngineError {
             code: ErrorCode::NotRedoable,
             ..e

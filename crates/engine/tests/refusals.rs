@@ -264,3 +264,48 @@ fn an_interrupted_undo_is_only_continued() {
     assert_eq!(r.entry_outcome, "undone");
     assert_eq!(f.read("a.txt").as_deref(), Some("two"));
 }
+
+#[test]
+fn a_path_both_kept_and_taken_or_matching_no_changed_file_is_refused() {
+    let f = Fixture::new();
+    let es = f.rewound();
+    f.write("a.txt", "mine");
+    let both = Choices {
+        take: vec!["a.txt".into()],
+        keep: vec!["a.txt".into()],
+    };
+    let e = refused(es.undo_check("op-1", &both), ErrorCode::BadRequest);
+    assert!(e.message.contains("a.txt") && e.message.contains("both"), "{e}");
+    // A choice naming no file changed since the rewind: the rewind's own selection error.
+    let typo = Choices {
+        keep: vec!["a.txt".into(), "nonexistent.txt".into()],
+        ..Choices::default()
+    };
+    let e = refused(es.undo_check("op-1", &typo), ErrorCode::BadSelection);
+    assert!(e.message.contains("nonexistent.txt"), "{e}");
+    assert_eq!(f.read("a.txt").as_deref(), Some("mine"), "nothing changed");
+    // The undo then runs; a redo with both choices for one path is refused the same way.
+    let keep = Choices {
+        keep: vec!["a.txt".into()],
+        ..Choices::default()
+    };
+    let check = es.undo_check("op-1", &keep).expect("check");
+    es.undo_start("op-1", None).expect("start");
+    es.undo_files(&check, &keep).expect("undo");
+    refused(es.redo("op-1", "op-r", &both, 100), ErrorCode::BadRequest);
+}
+
+#[test]
+fn a_stale_redo_is_named_as_a_redo() {
+    let f = Fixture::new();
+    let es = f.rewound();
+    let check = es.undo_check("op-1", &none()).expect("check");
+    es.undo_start("op-1", None).expect("start");
+    es.undo_files(&check, &none()).expect("undo");
+    f.write("a.txt", "mine");
+    let e = refused(es.redo("op-1", "op-r", &none(), 100), ErrorCode::StaleUndo);
+    assert!(e.message.starts_with("redo of"), "{e}");
+    assert!(e.message.contains("since the undo"), "{e}");
+    assert!(!e.message.contains("undo of"), "{e}");
+    assert_eq!(e.paths(), ["a.txt"]);
+}

@@ -210,9 +210,14 @@ op_error! {
             /** The refused operation. */ operation: &'static str,
             /** The state needed. */ needed: &'static str,
         },
-        /// Undo refused: these restored paths changed since the restore.
-        #[error("undo of `{op_id}` refused: {} path(s) changed since the restore: {}", paths.len(), crate::path::list_paths(paths))]
-        Stale { /** Operation id. */ op_id: String, /** Paths changed since. */ paths: Vec<crate::path::RelPath> },
+        /// Undo (or, with `redo`, redo) refused: these paths changed since the restore (since
+        /// the undo, for a redo) and were not decided.
+        #[error("{} of `{op_id}` refused: {} path(s) changed since the {}: {}", if *redo { "redo" } else { "undo" }, paths.len(), if *redo { "undo" } else { "restore" }, crate::path::list_paths(paths))]
+        Stale {
+            /** Operation id. */ op_id: String,
+            /** Paths changed since. */ paths: Vec<crate::path::RelPath>,
+            /** Whether a redo (not an undo) was refused. */ redo: bool,
+        },
     }
 }
 

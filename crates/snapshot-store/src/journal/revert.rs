@@ -195,6 +195,7 @@ impl Journal<'_> {
             return Err(JournalError::Stale {
                 op_id: op_id.into(),
                 paths: stale,
+                redo: true,
             });
         }
         self.s
@@ -260,6 +261,7 @@ impl Journal<'_> {
             return Err(JournalError::Stale {
                 op_id: op_id.into(),
                 paths: stale,
+                redo: false,
             });
         }
         let which: Vec<usize> = done.into_iter().filter(|i| !kept.contains(i)).collect();
