@@ -352,7 +352,10 @@ fn damaged_session(inv: &snapshot_store::Inventory, id: &str) -> Result<(), Fail
     match inv.problems.iter().find(|p| p.subject().starts_with(&dir)) {
         Some(p) => Err(Fail::new(
             Code::Corrupt,
-            format!("{}; `dsh-rewind repair` moves the damage into quarantine/", p),
+            format!(
+                "{}; `dsh-rewind repair` moves the damage into quarantine/",
+                p
+            ),
         )),
         None => Ok(()),
     }

@@ -514,7 +514,10 @@ fn verify_names_corrupt_and_missing_data_and_repair_quarantines_it() {
     {
         // The log's size depends on inode numbers in the tracked cache.
         let mut s = filters();
-        s.add_filter(r"\d+ byte\(s\) of its records.log", "[N] byte(s) of its records.log");
+        s.add_filter(
+            r"\d+ byte\(s\) of its records.log",
+            "[N] byte(s) of its records.log",
+        );
         s.bind(|| insta::assert_snapshot!("repair", snap(&h, &r)));
     }
     // Nothing was deleted: the corrupt files are in the quarantine.
@@ -893,7 +896,14 @@ fn gc_by_size_leaves_a_store_verify_finds_whole() {
     let r = h.run(&["gc", "--max-size", "1", "--apply"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(!h.store_root().join("sessions/s1").exists(), "{}", r.stdout);
-    assert!(h.store_root().join("workspaces").read_dir().unwrap().next().is_some());
+    assert!(
+        h.store_root()
+            .join("workspaces")
+            .read_dir()
+            .unwrap()
+            .next()
+            .is_some()
+    );
     let r = h.run(&["verify"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert_eq!(h.run(&["repair"]).code, 0);
@@ -944,7 +954,11 @@ fn a_log_cut_mid_frame_is_named_and_damage_fails_every_reading_command() {
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 3]).unwrap();
     let r = h.run(&["verify"]);
-    assert_eq!(r.code, 0, "a torn tail is what a crash leaves: {}", r.stdout);
+    assert_eq!(
+        r.code, 0,
+        "a torn tail is what a crash leaves: {}",
+        r.stdout
+    );
     assert!(!r.stdout.contains("No problems found"), "{}", r.stdout);
     assert!(r.stdout.contains("warning"), "{}", r.stdout);
     assert!(r.stdout.contains("not a whole frame"), "{}", r.stdout);
@@ -997,6 +1011,10 @@ fn undo_choices_that_match_no_changed_file_or_both_keep_and_take_are_refused() {
     let r = h.run(&["undo", &op, "--keep", "a.txt", "--take", "a.txt"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("both kept and taken"), "{}", r.stderr);
-    assert_eq!(h.read("a.txt").as_deref(), Some("mine\n"), "nothing changed");
+    assert_eq!(
+        h.read("a.txt").as_deref(),
+        Some("mine\n"),
+        "nothing changed"
+    );
     assert_eq!(h.run(&["undo", &op, "--keep", "a.txt"]).code, 0);
 }

@@ -275,7 +275,10 @@ fn a_path_both_kept_and_taken_or_matching_no_changed_file_is_refused() {
         keep: vec!["a.txt".into()],
     };
     let e = refused(es.undo_check("op-1", &both), ErrorCode::BadRequest);
-    assert!(e.message.contains("a.txt") && e.message.contains("both"), "{e}");
+    assert!(
+        e.message.contains("a.txt") && e.message.contains("both"),
+        "{e}"
+    );
     // A choice naming no file changed since the rewind: the rewind's own selection error.
     let typo = Choices {
         keep: vec!["a.txt".into(), "nonexistent.txt".into()],
