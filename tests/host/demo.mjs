@@ -123,6 +123,9 @@ try {
   }
   const again = await rpc(host, 'undo', { sessionId: 'demo-session', opId: entry.opId })
   console.log(`\n  a second undo is refused: ${again.json.error.code}: ${again.json.error.message}`)
+
+  heading('/rewind doctor (what works on this DSH)')
+  console.log((await host.runCommand(agent, '/rewind doctor')).result.text.replace(/^/gm, '  '))
 } finally {
   await host.dispose()
   if (!keep) {

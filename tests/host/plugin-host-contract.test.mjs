@@ -103,7 +103,7 @@ for (const format of [3, 4]) {
 
     const doctor = await host.runCommand(agent, '/rewind doctor')
     assert.equal(doctor.result.kind, 'success')
-    assert.match(doctor.result.text, /session format /)
+    assert.match(doctor.result.text, /DSH 0\.1\.0-rc\.8, session format /, 'the DSH packages\' version is read')
     assert.match(doctor.result.text, new RegExp(`session format ${format}`))
     assert.match(doctor.result.text, /✓ session log: `snapshotEvents\(\)`/)
     assert.match(doctor.result.text, /\{op, startSeq, endSeq\}/)

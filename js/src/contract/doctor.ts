@@ -49,14 +49,24 @@ export interface DoctorDeps {
 
 /** The version of the DSH packages this process loaded, when one can be read. */
 export function dshVersion(): string | undefined {
-  const require = createRequire(import.meta.url)
-  for (const pkg of ['@deepseek-ai/dsh-session', '@deepseek-ai/dsh-agent', '@deepseek-ai/dsh']) {
+  // From the plugin's own place first (a profile's node_modules), then from the program DSH runs
+  // as (the `dsh` CLI's install, or a host embedding the spine).
+  const roots = [import.meta.url, process.argv[1], `${process.cwd()}/`].filter((r): r is string => typeof r === 'string' && r !== '')
+  for (const root of roots) {
+    let require: NodeJS.Require
     try {
-      const path = require.resolve(`${pkg}/package.json`)
-      const version = (JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown }).version
-      if (typeof version === 'string' && version !== '') return version
+      require = createRequire(root)
     } catch {
-      // Not resolvable from here (exports without package.json, another install layout).
+      continue
+    }
+    for (const pkg of ['@deepseek-ai/dsh-session', '@deepseek-ai/dsh-agent', '@deepseek-ai/dsh']) {
+      try {
+        const path = require.resolve(`${pkg}/package.json`)
+        const version = (JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown }).version
+        if (typeof version === 'string' && version !== '') return version
+      } catch {
+        // Not resolvable from here (exports without package.json, another install layout).
+      }
     }
   }
   return undefined
