@@ -832,7 +832,8 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
   const agents = ctx.get('agents') as { get(id: string): HostAgent | undefined } | undefined
   const agent = agents?.get(session.header.id)
   const actor = { agent: agent ?? { session } }
-  for (const path of [...written, ...deleted]) {
+  const paths = [...written, ...deleted]
+  const one = async (path: string): Promise<void> => {
     try {
       const target = await fs.resolve(path, { cwd })
       const info = await fs.stat(target)
@@ -841,7 +842,17 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
       logger.debug('observation re-sync of %s skipped: %s', path, (error as Error).message)
     }
   }
+  // Many paths at once (each is a realpath and a stat on the host's thread pool): one awaited
+  // path after another made a rewind of 50,000 files wait tens of seconds here.
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < paths.length) await one(paths[next++]!)
+  }
+  await Promise.all(Array.from({ length: Math.min(RESYNC_CONCURRENCY, paths.length) }, worker))
 }
+
+/** How many paths the observation re-sync works on at once. */
+const RESYNC_CONCURRENCY = 64
 
 /**
  * A name or message as one line of a report or list: control characters (C0, DEL, C1, and the
@@ -856,10 +867,17 @@ export function escapeControl(text: string): string {
   })
 }
 
+/** Lines of a report section shown before the rest is only counted. */
+export const SECTION_LINES = 50
+
 function section(locale: Locale, title: string, lines: string[]): string[] {
   const out = [`${title} (${lines.length}):`]
   if (lines.length === 0) out.push(`- ${format(locale, 'none')}`)
-  else for (const line of lines) out.push(`- ${line}`)
+  else {
+    // A long list is summarized: a report of 50,000 restored paths would be megabytes of text.
+    for (const line of lines.slice(0, SECTION_LINES)) out.push(`- ${line}`)
+    if (lines.length > SECTION_LINES) out.push(format(locale, 'andMore', { n: lines.length - SECTION_LINES }))
+  }
   return out
 }
 

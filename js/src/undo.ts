@@ -14,7 +14,7 @@ import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import { type RewindDeps, type Rewinder, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
+import { type RewindDeps, type Rewinder, SECTION_LINES, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
 import { step } from './engine.ts'
 import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
 import { type Locale, format } from './locales.ts'
@@ -240,7 +240,8 @@ export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo
   const list = (title: string, items: string[]): void => {
     if (items.length === 0) return
     lines.push(`${title} (${items.length}):`)
-    for (const i of items) lines.push(`- ${escapeControl(i)}`)
+    for (const i of items.slice(0, SECTION_LINES)) lines.push(`- ${escapeControl(i)}`)
+    if (items.length > SECTION_LINES) lines.push(format(locale, 'andMore', { n: items.length - SECTION_LINES }))
   }
   list(format(locale, 'written'), report.files.restored)
   list(format(locale, 'deleted'), report.files.deleted)
