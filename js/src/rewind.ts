@@ -109,6 +109,16 @@ export function crashPoint(point: string): void {
 }
 
 /**
+ * Test seam of the race tests: when a host test has set `globalThis.__dshPromptRewindTestPause`
+ * (the tests boot DSH in their own process), the sequence waits for it at `point`, so a test can
+ * change a file between two steps. A no-op otherwise.
+ */
+export async function testPause(point: string): Promise<void> {
+  const hook = (globalThis as { __dshPromptRewindTestPause?: (point: string) => unknown }).__dshPromptRewindTestPause
+  if (typeof hook === 'function') await hook(point)
+}
+
+/**
  * Make what the session log holds in memory durable: DSH's JSONL persistence batches appends
  * (up to `writeBatchMaxDelayMs`, 200 ms); `ctx.sessions.flush(session)` is DSH's own durability
  * checkpoint (the `session/flush` listeners drain and fsync). Without a session store nothing is

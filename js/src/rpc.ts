@@ -141,7 +141,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     const choices = undoChoicesOf(body.choices)
     if (deps.rewinder === undefined) throw new RewindError(how === 'undo' ? Codes.notUndoable : Codes.notRedoable, `${how} is unavailable on this host`)
     const report = how === 'undo' ? await deps.rewinder.undoer.undo(agent, opId, choices) : await deps.rewinder.undoer.redo(agent, opId, choices)
-    return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null }
+    return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}) }
   }
   return {
     async preview(agent, body) {

@@ -7,14 +7,14 @@
  * which the fork never changed.
  */
 import { randomUUID } from 'node:crypto'
-import { Codes, RewindError } from './errors.ts'
+import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
 import type { UndoChoices, UndoOutcome } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import { type RewindDeps, type Rewinder, SECTION_LINES, crashPoint, escapeControl, makeDurable, resyncObservations } from './rewind.ts'
+import { type RewindDeps, type Rewinder, SECTION_LINES, crashPoint, escapeControl, makeDurable, resyncObservations, testPause } from './rewind.ts'
 import { step } from './engine.ts'
 import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
 import { type Locale, format } from './locales.ts'
@@ -32,6 +32,11 @@ export interface UndoReport {
    * entry without a marker: its conversation was not rewound).
    */
   conversation: { sessionId: string; created: boolean } | undefined
+  /**
+   * Files that changed after the undo's check, once it had started (its entry and new session
+   * exist): the undo was finished as a restart finishes one, and these were kept as they are.
+   */
+  changedDuring?: string[]
 }
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
@@ -141,7 +146,24 @@ export class Undoer {
       }
       // The files (the engine's journaled undo), then `undoneAt`. Something changed between the
       // check and now: the entry stays started and the next reconcile finishes it, keeping it.
-      const done = await state.run(check.owner, () => step(() => es.undoFiles(opId, choices)))
+      await testPause('undo:started')
+      let done
+      try {
+        done = await state.run(check.owner, () => step(() => es.undoFiles(opId, choices)))
+      } catch (error) {
+        const e = toRewindError(error)
+        if (e.code !== Codes.staleUndo) throw error
+        // A file changed after the check, once the undo had started (its entry names the new
+        // session, which exists): a refusal here would not be one — the next reconcile would
+        // finish the undo unasked. It is finished now, as a restart finishes one (a file
+        // changed since is kept, never overwritten), and the answer says so.
+        const raced = Array.isArray(e.details.paths) ? (e.details.paths as unknown[]).filter((p): p is string => typeof p === 'string') : []
+        logger.warn('undo %s: %d file(s) changed after its check; finished keeping them: %s', opId, raced.length, raced.join(', '))
+        const outcome = await state.run(check.owner, () => step(() => es.undoFinishInterrupted(opId)))
+        if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
+        const files = outcome as UndoOutcome
+        return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation, changedDuring: raced }
+      }
       if (done.notRecorded != null) logger.warn('undo of %s not recorded in history: %s', opId, done.notRecorded.message)
       if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
       const files = done.files as UndoOutcome
@@ -247,6 +269,7 @@ export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo
   list(format(locale, 'deleted'), report.files.deleted)
   list(format(locale, 'kept'), report.files.kept ?? [])
   list(format(locale, 'failed'), report.files.failed.map(f => `${f.path}: ${f.message}`))
+  if ((report.changedDuring ?? []).length > 0) list(format(locale, 'undoRaced'), report.changedDuring!)
   if (how === 'redo' && report.conversation !== undefined) lines.push(format(locale, 'redoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))
