@@ -91,7 +91,7 @@ pub use error::{
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
 pub use gc::GcReport;
-pub use journal::{Desired, RestoreOutcome, RestoreStatus};
+pub use journal::{Desired, PreparedRestore, RestoreOutcome, RestoreStatus};
 pub use log::LOG_VERSION;
 pub use offline::{
     BlobRead, HOLDS_DIR, Inventory, LOST_NOTE, Problem, Progress, QUARANTINE_DIR, QuarantineReport,

@@ -12,6 +12,8 @@ mod file;
 mod restore;
 mod revert;
 
+pub use restore::PreparedRestore;
+
 use apply::{Applied, Guard};
 use file::{Loaded, LogWriter};
 

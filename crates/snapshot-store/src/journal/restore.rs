@@ -13,8 +13,49 @@ use crate::format::{RECORD_VERSION, to_json};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::{RelPath, encode_id};
 use crate::plan::{Action, Current, RestorePlan};
-use crate::seam::CrashPoint;
+use crate::seam::{Area, CrashPoint};
 use crate::session::Session;
+
+/// A restore whose checks and rescue copies are done and whose actions are decided, not
+/// yet run ([`Session::prepare_restore`], [`Session::run_prepared`]).
+#[derive(Debug, Clone)]
+pub struct PreparedRestore {
+    op_id: String,
+    session_id: String,
+    target_seq: u64,
+    actions: Vec<JournalAction>,
+    under: Vec<Option<RelPath>>,
+    skipped: Vec<crate::plan::SkippedPath>,
+    uncovered: Vec<crate::plan::UncoveredPath>,
+    remove_dirs: Vec<RelPath>,
+}
+
+impl PreparedRestore {
+    /// The restore's op id.
+    pub fn op_id(&self) -> &str {
+        &self.op_id
+    }
+
+    /// The paths refused already, before any mutation, with why (changed since the
+    /// plan, unreadable): the restore will report them as failed.
+    pub fn refused(&self) -> Vec<PathFailure> {
+        self.actions
+            .iter()
+            .filter_map(|a| {
+                a.prefailed.as_ref().map(|e| PathFailure {
+                    path: a.path.clone(),
+                    display: a.path.display(),
+                    error: e.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// How many actions the restore runs (refused ones included).
+    pub fn actions(&self) -> usize {
+        self.actions.len()
+    }
+}
 
 /// Why a rescue copy could not be made.
 enum RescueFail {
@@ -51,6 +92,29 @@ impl Session {
     /// the state before them at the previous boundary, so later rewinds stay exact.
     pub fn restore(&self, plan: &RestorePlan, op_id: &str) -> Result<RestoreOutcome, RestoreError> {
         self.journal().restore(plan, op_id)
+    }
+
+    /// The first half of [`Session::restore`], for a caller that must know before it
+    /// changes anything of its own that the restore can run: the checks (a valid, unused
+    /// op id; the plan's session) and the rescue copy of every planned path, the store
+    /// itself unchanged but for those copies, the workspace untouched. A path that cannot
+    /// be read for its copy (a refused open or read) is refused as that path's failure, as
+    /// a path changed since the plan is; a store that cannot keep the copies is the
+    /// error ([`RestoreError::Rescue`]). [`Session::run_prepared`] runs it.
+    pub fn prepare_restore(
+        &self,
+        plan: &RestorePlan,
+        op_id: &str,
+    ) -> Result<PreparedRestore, RestoreError> {
+        self.journal().prepare(plan, op_id)
+    }
+
+    /// The second half: the intent journal, then the actions, as [`Session::restore`]
+    /// runs them. A rescue copy that left the store in between (a sweep) refuses its
+    /// action before any mutation; a path changed since its copy is refused by the
+    /// action's own guard.
+    pub fn run_prepared(&self, prepared: PreparedRestore) -> Result<RestoreOutcome, RestoreError> {
+        self.journal().run(prepared)
     }
 
     /// Finishes an open (interrupted or partly failed) restore: retries every action
@@ -233,28 +297,63 @@ impl Journal<'_> {
         plan: &RestorePlan,
         op_id: &str,
     ) -> Result<RestoreOutcome, RestoreError> {
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        let prepared = self.prepare_locked(plan, op_id)?;
+        self.run_locked(prepared, false)
+    }
+
+    /// The first half of [`Journal::restore`] as a call of its own: checks and rescue
+    /// copies, nothing changed in the workspace (see [`Session::prepare_restore`]).
+    pub(crate) fn prepare(
+        &self,
+        plan: &RestorePlan,
+        op_id: &str,
+    ) -> Result<PreparedRestore, RestoreError> {
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        self.prepare_locked(plan, op_id)
+    }
+
+    /// The second half (see [`Session::run_prepared`]).
+    pub(crate) fn run(&self, prepared: PreparedRestore) -> Result<RestoreOutcome, RestoreError> {
+        let mut st = self.s.lock_state();
+        self.s.prepare(&mut st)?;
+        let _g = self.s.lock_shared()?;
+        self.run_locked(prepared, true)
+    }
+
+    fn check_new_op(&self, op_id: &str) -> Result<String, RestoreError> {
         let enc = encode_id(op_id).map_err(|reason| RestoreError::InvalidOpId {
             id: op_id.into(),
             reason,
         })?;
+        let (ipath, _) = self.journal_paths(&enc);
+        if self.s.store.inner.fs.exists(&ipath)? {
+            return Err(RestoreError::DuplicateOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
+        }
+        Ok(enc)
+    }
+
+    /// Checks and rescue copies (under the session's locks): every planned path's current
+    /// bytes saved, each action decided or refused. Changes nothing in the workspace.
+    fn prepare_locked(
+        &self,
+        plan: &RestorePlan,
+        op_id: &str,
+    ) -> Result<PreparedRestore, RestoreError> {
+        self.check_new_op(op_id)?;
         if plan.session_id != self.s.id {
             return Err(RestoreError::WrongSession {
                 plan_session: plan.session_id.clone(),
                 session: self.s.id.clone(),
             });
         }
-        let mut st = self.s.lock_state();
-        self.s.prepare(&mut st)?;
-        let _g = self.s.lock_shared()?;
-        let fs = &self.s.store.inner.fs;
-        let (ipath, lpath) = self.journal_paths(&enc);
-        if fs.exists(&ipath)? {
-            return Err(RestoreError::DuplicateOp {
-                op_id: op_id.into(),
-                path: ipath.to_string_lossy().into_owned(),
-            });
-        }
-        fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         let mut actions = Vec::with_capacity(plan.actions.len());
         // The paths the plan deletes, when an action depends on one of them (only then).
         let depends = plan.actions.iter().any(|a| match &a.action {
@@ -311,7 +410,17 @@ impl Journal<'_> {
             let (rescue, rescue_meta, prefailed) = match rescued {
                 Ok((r, m)) => (Some(r), m, None),
                 Err(RescueFail::Changed(e)) => (None, None, Some(e)),
-                // Nothing has been changed yet: give up cleanly.
+                // The path itself cannot be read (a refused open or read): that path's
+                // failure, as a path changed since the plan; the others are restored.
+                Err(RescueFail::Io(source)) if source.area == Area::Workspace => (
+                    None,
+                    None,
+                    Some(format!(
+                        "cannot be read to keep a copy of it before the restore ({}: {}); left as it is",
+                        source.op, source.source
+                    )),
+                ),
+                // The store cannot keep the copy: nothing has been changed; give up cleanly.
                 Err(RescueFail::Io(source)) => {
                     return Err(RestoreError::Rescue {
                         path: a.path.display(),
@@ -329,6 +438,99 @@ impl Journal<'_> {
                 replaces_dir,
             });
         }
+        // An action that needs a deletion refused here (a path changed since the plan, or
+        // unreadable) is refused with it, before any mutation: it could never run.
+        let refused: HashMap<RelPath, String> = actions
+            .iter()
+            .filter(|a| a.target == Desired::Absent)
+            .filter_map(|a| a.prefailed.as_ref().map(|e| (a.path.clone(), e.clone())))
+            .collect();
+        if !refused.is_empty() {
+            for (i, a) in actions.iter_mut().enumerate() {
+                if a.prefailed.is_some() {
+                    continue;
+                }
+                let why = match a.replaces_dir {
+                    true => refused
+                        .iter()
+                        .find(|(p, _)| a.path.is_ancestor_of(p))
+                        .map(|(p, e)| {
+                            format!(
+                                "not written: `{}` in the directory in its place is not deleted: {e}",
+                                p.display()
+                            )
+                        }),
+                    false => under[i].as_ref().and_then(|b| {
+                        refused.get(b).map(|e| {
+                            format!(
+                                "not recreated: `{}` in the place of its directory is not deleted: {e}",
+                                b.display()
+                            )
+                        })
+                    }),
+                };
+                if let Some(why) = why {
+                    a.prefailed = Some(why);
+                    a.rescue = None;
+                    a.rescue_meta = None;
+                }
+            }
+        }
+        Ok(PreparedRestore {
+            op_id: op_id.to_string(),
+            session_id: self.s.id.clone(),
+            target_seq: plan.target_seq,
+            actions,
+            under,
+            skipped: plan.skipped.clone(),
+            uncovered: plan.uncovered.clone(),
+            remove_dirs: plan.remove_dirs.clone(),
+        })
+    }
+
+    /// Runs a prepared restore (under the session's locks). With `recheck`, the rescue
+    /// copies are looked for first: one no longer in the store (a sweep between the two
+    /// halves) refuses its action before any mutation.
+    fn run_locked(
+        &self,
+        prepared: PreparedRestore,
+        recheck: bool,
+    ) -> Result<RestoreOutcome, RestoreError> {
+        let PreparedRestore {
+            op_id,
+            session_id,
+            target_seq,
+            mut actions,
+            under,
+            skipped,
+            uncovered,
+            remove_dirs,
+        } = prepared;
+        if session_id != self.s.id {
+            return Err(RestoreError::WrongSession {
+                plan_session: session_id,
+                session: self.s.id.clone(),
+            });
+        }
+        let op_id = op_id.as_str();
+        let enc = self.check_new_op(op_id)?;
+        let fs = &self.s.store.inner.fs;
+        let (ipath, lpath) = self.journal_paths(&enc);
+        if recheck {
+            for a in &mut actions {
+                if let Some(Desired::File { sha256, size, .. }) = &a.rescue {
+                    if fs.blob_size(sha256)? != Some(*size) {
+                        a.rescue = None;
+                        a.rescue_meta = None;
+                        a.prefailed = Some(
+                            "its copy from before the restore is no longer in the store; left as it is"
+                                .into(),
+                        );
+                    }
+                }
+            }
+        }
+        fs.remove_file(&lpath)?; // an orphan log from a pruned journal of the same id
         fs.io.crash(CrashPoint::RestoreRescued);
         if IN_PLACE_DURABLE {
             // The in-place writes that follow destroy the bytes the rescues keep.
@@ -338,7 +540,7 @@ impl Journal<'_> {
             v: RECORD_VERSION,
             op_id: op_id.to_string(),
             session_id: self.s.id.clone(),
-            target_seq: plan.target_seq,
+            target_seq,
             order: self.s.store.next_order(),
             actions,
         };
@@ -347,8 +549,8 @@ impl Journal<'_> {
         let mut lpath = LogWriter::new(lpath);
         let mut out = RestoreOutcome::new(op_id);
         let mut hard_failures = 0usize;
-        out.skipped = plan.skipped.clone();
-        out.uncovered = plan.uncovered.clone();
+        out.skipped = skipped;
+        out.uncovered = uncovered;
         let mut not_deleted: HashMap<&RelPath, String> = HashMap::new();
         for (i, a) in intent.actions.iter().enumerate() {
             // A deletion this action needed first that failed: the action fails with it.
@@ -397,7 +599,7 @@ impl Journal<'_> {
             }
             fs.io.crash(CrashPoint::RestoreActionLogged(i));
         }
-        self.remove_emptied_dirs(&plan.remove_dirs, &mut out);
+        self.remove_emptied_dirs(&remove_dirs, &mut out);
         self.sync_touched(&out)?;
         if hard_failures == 0 {
             self.complete(&mut lpath, &mut out)?;

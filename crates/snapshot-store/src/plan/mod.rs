@@ -14,7 +14,7 @@ use crate::error::{CorruptFile, FsFailure, PlanError};
 use crate::format::{BeforeState, SkipReason};
 use crate::fsio::{DiskMeta, FileKind, Walk};
 use crate::path::RelPath;
-use crate::seam::Area;
+use crate::seam::{Area, FsOp};
 use crate::session::Session;
 
 /// A restore plan: only actions that would change the disk.
@@ -565,10 +565,15 @@ impl Planner<'_> {
                             let mut cur_sha = None;
                             let mut same = false;
                             if meta.size == size {
-                                if let Some((sha, _, m2)) = self
-                                    .hash_current(&path)
-                                    .map_err(|e| observe_err(e, &path))?
-                                {
+                                // A file that cannot be read is planned as changed: the
+                                // restore refuses that path alone when it cannot copy it.
+                                let hashed = match self.hash_current(&path) {
+                                    Err(e) if e.area == Area::Workspace && e.op != FsOp::Stat => {
+                                        None
+                                    }
+                                    other => other.map_err(|e| observe_err(e, &path))?,
+                                };
+                                if let Some((sha, _, m2)) = hashed {
                                     // A file that changed while it was hashed is planned; the restore re-checks.
                                     same = sha == sha256 && m2.mode == mode && m2 == meta;
                                     cur_sha = Some(sha);

@@ -9,6 +9,7 @@ mod hostile;
 mod log_compat;
 mod migrate;
 mod model;
+mod prepared;
 mod repair;
 mod scan;
 mod scan_model;
