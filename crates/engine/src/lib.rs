@@ -45,7 +45,7 @@ pub use error::EngineError;
 pub use recover::{
     Interrupted, InterruptedKind, Judgement, Resolution, Resolved, continued_paths, is_interrupted,
 };
-pub use rewind::{NotRestored, RestoreRequest, Restored, Start, rewind_outcome};
+pub use rewind::{NotRestored, Prepared, RestoreRequest, Restored, Start, rewind_outcome};
 pub use rewind_history::{Entry, Outcome, Paths, WorkspaceKey};
 pub use session::{EngineSession, history_paths, rel_paths};
 pub use snapshot_store::ChainLink;

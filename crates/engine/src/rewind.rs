@@ -5,7 +5,9 @@
 
 use rewind_history::{Entry, Outcome, Paths};
 use serde_json::json;
-use snapshot_store::{ChainLink, NotCovered, RelPath, RestoreOutcome};
+use snapshot_store::{
+    ChainLink, NotCovered, PathFailure, PreparedRestore, RelPath, RestoreOutcome, RestorePlan,
+};
 
 use crate::error::{EngineError, ErrorCode};
 use crate::session::{EngineSession, history_paths};
@@ -55,6 +57,24 @@ pub struct Restored {
     pub kept: Vec<String>,
     /// Why the history entry could not be finished, if so (the next reconcile settles it).
     pub not_recorded: Option<EngineError>,
+}
+
+/// What [`EngineSession::prepare_restore`] found: the restore can run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Paths refused already (changed since the plan, unreadable), with why.
+    pub refused: Vec<PathFailure>,
+    /// How many actions the restore runs (refused ones included).
+    pub actions: usize,
+}
+
+/// A prepared restore held for its rewind's op id until it runs.
+#[derive(Debug)]
+pub(crate) struct PreparedFiles {
+    pub(crate) prepared: PreparedRestore,
+    pub(crate) outside: Vec<RelPath>,
+    pub(crate) not_covered: Vec<NotCovered>,
+    pub(crate) kept: Vec<String>,
 }
 
 /// Why a rewind restored no file: a stable code (`rewind/...` for a failure; `no-cwd` for a
@@ -125,15 +145,47 @@ impl EngineSession {
         Ok(entry)
     }
 
-    /// The journaled restore of a rewind, then its entry finished (`done`, `partial` or
-    /// `failed`, with the paths). A selection that matches no planned file is refused
-    /// ([`ErrorCode::BadSelection`]) before anything changes. A restore that fails as a whole
-    /// is returned as the error; the entry is then finished by
-    /// [`EngineSession::finish_not_restored`].
-    pub fn restore_files(&self, req: &RestoreRequest) -> Result<Restored, EngineError> {
+    /// The first half of a rewind's restore, run before the host changes anything of its own
+    /// (the marker, the child session): the plan (through the fork chain, narrowed to the
+    /// selection), its checks and the rescue copy of every planned path, nothing changed in
+    /// the workspace. An error here means the file half cannot run at all — the store cannot
+    /// serve this rewind (a damaged record log, a store that cannot keep the copies), or a
+    /// selection matching no planned file ([`ErrorCode::BadSelection`]) — and the host
+    /// refuses the whole rewind. A path that cannot be read for its copy is refused alone
+    /// ([`Prepared::refused`]). [`EngineSession::restore_files`] with the same op id (on
+    /// this handle or a clone) runs what was prepared.
+    pub fn prepare_restore(&self, req: &RestoreRequest) -> Result<Prepared, EngineError> {
         if let Some(why) = self.engine.files_unavailable() {
             return Err(why);
         }
+        let (plan, kept) = self.selected_plan(req)?;
+        let prepared = self
+            .files_of(&self.id)?
+            .prepare_restore(&plan, &req.op_id)?;
+        let summary = Prepared {
+            refused: prepared.refused(),
+            actions: prepared.actions(),
+        };
+        *self.prepared.lock().unwrap_or_else(|p| p.into_inner()) = Some(PreparedFiles {
+            prepared,
+            outside: plan.outside,
+            not_covered: plan.not_covered,
+            kept,
+        });
+        Ok(summary)
+    }
+
+    /// Forgets what [`EngineSession::prepare_restore`] prepared for `op_id` (the host gave the
+    /// rewind up before its restore ran). Its rescue copies are left to the next sweep.
+    pub fn discard_prepared(&self, op_id: &str) {
+        let mut slot = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
+        slot.take_if(|p| p.prepared.op_id() == op_id);
+    }
+
+    fn selected_plan(
+        &self,
+        req: &RestoreRequest,
+    ) -> Result<(RestorePlan, Vec<String>), EngineError> {
         let mut plan = self.plan(req.target_seq, &req.ancestors)?;
         let kept = plan.select(&req.only, &req.keep).map_err(|e| {
             EngineError::new(
@@ -146,8 +198,37 @@ impl EngineSession {
             .with_details(json!({ "path": e.filter }))
         })?;
         let kept: Vec<String> = kept.iter().map(|a| a.display.clone()).collect();
-        let outcome = self.files_of(&self.id)?.restore(&plan, &req.op_id)?;
-        let mut not_covered = plan.not_covered.clone();
+        Ok((plan, kept))
+    }
+
+    /// The journaled restore of a rewind, then its entry finished (`done`, `partial` or
+    /// `failed`, with the paths): what [`EngineSession::prepare_restore`] prepared for this
+    /// op id, else planned and run here. A selection that matches no planned file is refused
+    /// ([`ErrorCode::BadSelection`]) before anything changes. A restore that fails as a whole
+    /// is returned as the error; the entry is then finished by
+    /// [`EngineSession::finish_not_restored`].
+    pub fn restore_files(&self, req: &RestoreRequest) -> Result<Restored, EngineError> {
+        if let Some(why) = self.engine.files_unavailable() {
+            return Err(why);
+        }
+        let prepared = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_if(|p| p.prepared.op_id() == req.op_id);
+        let (outcome, outside, mut not_covered, kept) = match prepared {
+            Some(p) => (
+                self.files_of(&self.id)?.run_prepared(p.prepared)?,
+                p.outside,
+                p.not_covered,
+                p.kept,
+            ),
+            None => {
+                let (plan, kept) = self.selected_plan(req)?;
+                let outcome = self.files_of(&self.id)?.restore(&plan, &req.op_id)?;
+                (outcome, plan.outside, plan.not_covered, kept)
+            }
+        };
         for (path, reason) in &req.not_covered {
             if let Ok(path) = RelPath::from_bytes(path.as_bytes()) {
                 if !not_covered.iter().any(|n| n.path == path) {
@@ -158,7 +239,7 @@ impl EngineSession {
                 }
             }
         }
-        let paths = history_paths(&outcome, &plan.outside, &not_covered, &kept);
+        let paths = history_paths(&outcome, &outside, &not_covered, &kept);
         let not_recorded = self
             .settle(
                 &req.op_id,
@@ -168,7 +249,7 @@ impl EngineSession {
             .err();
         Ok(Restored {
             outcome,
-            outside: plan.outside,
+            outside,
             not_covered,
             kept,
             not_recorded,

@@ -22,6 +22,9 @@ pub struct EngineSession {
     /// The last [`EngineSession::undo_check`] that passed, for the undo's later steps on this
     /// handle (shared by its clones).
     pub(crate) checked: Arc<std::sync::Mutex<Option<crate::undo::UndoCheck>>>,
+    /// The restore [`EngineSession::prepare_restore`] prepared, until it runs (shared by the
+    /// handle's clones).
+    pub(crate) prepared: Arc<std::sync::Mutex<Option<crate::rewind::PreparedFiles>>>,
 }
 
 impl std::fmt::Debug for EngineSession {
@@ -77,6 +80,7 @@ impl EngineSession {
             cwd,
             key,
             checked: Arc::default(),
+            prepared: Arc::default(),
         }
     }
 

@@ -312,3 +312,72 @@ fn a_stale_redo_is_named_as_a_redo() {
     assert!(!e.message.contains("undo of"), "{e}");
     assert_eq!(e.paths(), ["a.txt"]);
 }
+
+#[test]
+fn a_restore_the_store_cannot_serve_is_refused_when_prepared_with_nothing_changed() {
+    let f = Fixture::new();
+    f.write("a.txt", "one");
+    let es = f.session("s1");
+    let files = es.files_of("s1").expect("files");
+    files.recheck_tracked(1).expect("boundary");
+    files
+        .capture_before("c1", Path::new("a.txt"))
+        .expect("capture");
+    f.write("a.txt", "two");
+    files.commit("c1", 1, true).expect("commit");
+    // A byte of the record log's first record flipped: its checksum no longer holds.
+    let log = f
+        .home
+        .path()
+        .join("rewind-snapshots/sessions/s1/records.log");
+    let mut bytes = std::fs::read(&log).expect("log");
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x55;
+    std::fs::write(&log, &bytes).expect("damage");
+    // The host starts again on the damaged store.
+    drop((es, files));
+    let engine = Engine::open(f.home.path(), EngineOptions::default());
+    let es = engine.session("s1", Some(f.ws.path()), Fixture::key("w"));
+    let e = es
+        .prepare_restore(&request("op-1", 1))
+        .expect_err("a damaged log cannot serve a restore");
+    assert_eq!(e.code, ErrorCode::StoreCorrupt, "{e:?}");
+    assert_eq!(f.read("a.txt").as_deref(), Some("two"), "nothing changed");
+    assert_eq!(
+        es.restore_status("op-1").map(|s| s.op_id),
+        None,
+        "no journal"
+    );
+}
+
+#[test]
+fn a_prepared_restore_runs_under_its_op_id() {
+    let f = Fixture::new();
+    f.write("a.txt", "one");
+    let es = f.session("s1");
+    let files = es.files_of("s1").expect("files");
+    files.recheck_tracked(1).expect("boundary");
+    files
+        .capture_before("c1", Path::new("a.txt"))
+        .expect("capture");
+    f.write("a.txt", "two");
+    files.commit("c1", 1, true).expect("commit");
+    let p = es.prepare_restore(&request("op-1", 1)).expect("prepare");
+    assert_eq!((p.actions, p.refused.len()), (1, 0));
+    assert_eq!(
+        f.read("a.txt").as_deref(),
+        Some("two"),
+        "nothing changed yet"
+    );
+    es.begin(&start("op-1", 1), 100).expect("begin");
+    // A clone of the handle (the host's next call) runs what was prepared.
+    let r = es
+        .clone()
+        .restore_files(&request("op-1", 1))
+        .expect("restore");
+    assert!(r.outcome.failed.is_empty(), "{:?}", r.outcome.failed);
+    assert_eq!(f.read("a.txt").as_deref(), Some("one"));
+    assert_eq!(es.entry("op-1").expect("entry").outcome, Outcome::Done);
+    // Discarding what is no longer prepared is harmless.
+    es.discard_prepared("op-1");
+}
