@@ -75,7 +75,19 @@ export declare class BindingEngineSession {
    * changes; `limit`: the entries kept per workspace.
    */
   begin(start: BindingRewindStart, historyLimit: number): Promise<BindingHistoryEntry | BindingRefusal>
-  /** The rewind's journaled restore, then its entry finished with what happened. */
+  /**
+   * The first half of the rewind's restore, before the host changes anything: the plan,
+   * its checks and the rescue copies, the workspace untouched. Refused (nothing changed)
+   * when the store cannot serve the rewind; `restoreFiles` with the same op id, on this
+   * object, runs what was prepared.
+   */
+  prepareRestore(req: BindingRewindRestore): Promise<BindingPrepared | BindingRefusal>
+  /** Forgets the restore prepared for `op_id` (the rewind was given up before it ran). */
+  discardPrepared(opId: string): void
+  /**
+   * The rewind's journaled restore (what `prepareRestore` prepared for its op id, else
+   * planned now), then its entry finished with what happened.
+   */
   restoreFiles(req: BindingRewindRestore): Promise<BindingRewindFiles | BindingRefusal>
   /**
    * Finishes the entry of a rewind whose files were not restored (`code`: why; a
@@ -539,6 +551,17 @@ export interface BindingPlan {
   surfaceMismatch?: BindingSurfaceMismatch
 }
 
+/** What preparing a rewind's restore found (`prepareRestore`): the restore can run. */
+export interface BindingPrepared {
+  /**
+   * Paths refused already (changed since the plan, unreadable), with why: the restore
+   * reports them as failed.
+   */
+  refused: Array<BindingFailedPath>
+  /** How many actions the restore runs (refused ones included). */
+  actions: number
+}
+
 /** The impact of a rewind on the files; nothing is changed to compute it. */
 export interface BindingPreview {
   /** Actions a restore would take (only those that change the disk). */
@@ -551,6 +574,11 @@ export interface BindingPreview {
   outside: Array<string>
   /** Workspace paths whose content the store does not hold (budgets, unreadable, ...). */
   notCovered: Array<BindingNotCovered>
+  /**
+   * Planned paths that cannot be read for the restore's copy of them (a refused open):
+   * the restore will leave them as they are and report them as failed.
+   */
+  unreadable: Array<BindingFailedPath>
 }
 
 /**

@@ -20,9 +20,9 @@ use crate::store_api::{BindingStore, restore_outcome, restore_status};
 use crate::task::Job;
 use crate::types::{
     BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged,
-    BindingNotCovered, BindingRedoDone, BindingRefusal, BindingResolved, BindingRewindFiles,
-    BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices,
-    BindingUndoDone, BindingUndoOutcome, JournalState, Judgement, seq_from_js,
+    BindingNotCovered, BindingPrepared, BindingRedoDone, BindingRefusal, BindingResolved,
+    BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck,
+    BindingUndoChoices, BindingUndoDone, BindingUndoOutcome, JournalState, Judgement, seq_from_js,
 };
 
 /// The crash seam of the host's crash tests: when `DSH_REWIND_CRASH` names the step, one line
@@ -122,6 +122,24 @@ pub(crate) fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLin
             })
         })
         .collect()
+}
+
+/// A rewind's restore request as the host passes it, validated.
+fn restore_request(req: BindingRewindRestore) -> Result<RestoreRequest, BindingError> {
+    let selection = req.selection.unwrap_or_default();
+    Ok(RestoreRequest {
+        target_seq: seq_from_js(req.target_seq, "targetSeq")?,
+        op_id: req.op_id,
+        ancestors: chain(req.ancestors)?,
+        only: selection.only.unwrap_or_default(),
+        keep: selection.keep.unwrap_or_default(),
+        not_covered: req
+            .not_covered
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| (n.path, n.reason))
+            .collect(),
+    })
 }
 
 /// A step's result, or the refusal that stopped it (see [`BindingRefusal`]).
@@ -228,7 +246,40 @@ impl BindingEngineSession {
         })
     }
 
-    /// The rewind's journaled restore, then its entry finished with what happened.
+    /// The first half of the rewind's restore, before the host changes anything: the plan,
+    /// its checks and the rescue copies, the workspace untouched. Refused (nothing changed)
+    /// when the store cannot serve the rewind; `restoreFiles` with the same op id, on this
+    /// object, runs what was prepared.
+    #[napi(ts_return_type = "Promise<BindingPrepared | BindingRefusal>")]
+    pub fn prepare_restore(
+        &self,
+        req: BindingRewindRestore,
+    ) -> AsyncTask<Job<Step<BindingPrepared>>> {
+        let s = self.session.clone();
+        step(move || {
+            let p = s.prepare_restore(&restore_request(req)?)?;
+            Ok(BindingPrepared {
+                refused: p
+                    .refused
+                    .into_iter()
+                    .map(|f| BindingFailedPath {
+                        path: f.display,
+                        message: f.error,
+                    })
+                    .collect(),
+                actions: p.actions as f64,
+            })
+        })
+    }
+
+    /// Forgets the restore prepared for `op_id` (the rewind was given up before it ran).
+    #[napi]
+    pub fn discard_prepared(&self, op_id: String) {
+        self.session.discard_prepared(&op_id);
+    }
+
+    /// The rewind's journaled restore (what `prepareRestore` prepared for its op id, else
+    /// planned now), then its entry finished with what happened.
     #[napi(ts_return_type = "Promise<BindingRewindFiles | BindingRefusal>")]
     pub fn restore_files(
         &self,
@@ -236,20 +287,7 @@ impl BindingEngineSession {
     ) -> AsyncTask<Job<Step<BindingRewindFiles>>> {
         let s = self.session.clone();
         step(move || {
-            let selection = req.selection.unwrap_or_default();
-            let request = RestoreRequest {
-                target_seq: seq_from_js(req.target_seq, "targetSeq")?,
-                op_id: req.op_id,
-                ancestors: chain(req.ancestors)?,
-                only: selection.only.unwrap_or_default(),
-                keep: selection.keep.unwrap_or_default(),
-                not_covered: req
-                    .not_covered
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|n| (n.path, n.reason))
-                    .collect(),
-            };
+            let request = restore_request(req)?;
             let r = s.restore_files(&request)?;
             let mut outcome = restore_outcome(r.outcome);
             outcome.outside = r.outside.iter().map(|p| p.display()).collect();

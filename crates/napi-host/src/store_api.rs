@@ -740,6 +740,14 @@ impl BindingStore {
                     .collect(),
                 outside: displays(&plan.outside),
                 not_covered: not_covered(&plan.not_covered),
+                unreadable: session
+                    .unreadable(&plan)
+                    .into_iter()
+                    .map(|f| BindingFailedPath {
+                        path: f.display,
+                        message: f.error,
+                    })
+                    .collect(),
             })
         }))
     }

@@ -190,6 +190,17 @@ pub struct BindingRewindRestore {
     pub not_covered: Option<Vec<super::BindingNotCovered>>,
 }
 
+/// What preparing a rewind's restore found (`prepareRestore`): the restore can run.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingPrepared {
+    /// Paths refused already (changed since the plan, unreadable), with why: the restore
+    /// reports them as failed.
+    pub refused: Vec<super::BindingFailedPath>,
+    /// How many actions the restore runs (refused ones included).
+    pub actions: f64,
+}
+
 /// What a rewind's restore did (`restoreFiles`).
 #[napi(object)]
 #[derive(Debug, Clone)]

@@ -19,4 +19,7 @@ pub struct BindingPreview {
     pub outside: Vec<String>,
     /// Workspace paths whose content the store does not hold (budgets, unreadable, ...).
     pub not_covered: Vec<BindingNotCovered>,
+    /// Planned paths that cannot be read for the restore's copy of them (a refused open):
+    /// the restore will leave them as they are and report them as failed.
+    pub unreadable: Vec<super::BindingFailedPath>,
 }

@@ -30,8 +30,8 @@ pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
 pub use binding_cleanup_policy::BindingCleanupPolicy;
 pub use binding_engine::{
-    BindingEntryActions, BindingFault, BindingJudged, BindingRedoDone, BindingRefusal,
-    BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart,
+    BindingEntryActions, BindingFault, BindingJudged, BindingPrepared, BindingRedoDone,
+    BindingRefusal, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart,
     BindingUndoCheck, BindingUndoDone, InterruptedKind, JournalState, Judgement,
 };
 pub use binding_failed_path::BindingFailedPath;

@@ -109,6 +109,40 @@ impl Session {
         self.journal().prepare(plan, op_id)
     }
 
+    /// The planned paths that are files now and cannot be opened for reading (a refused
+    /// open), with why: the restore could not keep a copy of them, and refuses them alone.
+    /// What a preview warns about before anything runs; changes nothing.
+    pub fn unreadable(&self, plan: &RestorePlan) -> Vec<PathFailure> {
+        let ws = &self.ws;
+        plan.actions
+            .iter()
+            .filter(|a| matches!(a.current, Current::File { .. }))
+            .filter_map(|a| {
+                let mut created = Vec::new();
+                let Ok(Walk::Parent(dir)) = ws.walk_parent(&a.path, false, &mut created) else {
+                    return None;
+                };
+                let (_, name) = a.path.split_last();
+                match ws.open_read(&dir, name, &a.path) {
+                    Err(e)
+                        if e.area == Area::Workspace
+                            && e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+                    {
+                        Some(PathFailure {
+                            path: a.path.clone(),
+                            display: a.path.display(),
+                            error: format!(
+                                "cannot be read to keep a copy of it before the restore ({}: {}); it will be left as it is",
+                                e.op, e.source
+                            ),
+                        })
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// The second half: the intent journal, then the actions, as [`Session::restore`]
     /// runs them. A rescue copy that left the store in between (a sweep) refuses its
     /// action before any mutation; a path changed since its copy is refused by the

@@ -44,6 +44,15 @@ fn a_path_that_cannot_be_read_for_its_rescue_copy_fails_alone() {
     let plan = s
         .plan_restore(1)
         .expect("the plan does not need to read `a`");
+    // A preview can warn first: the path is named, with why.
+    let warned = s.unreadable(&plan);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned[0].display, "a");
+    assert!(
+        warned[0].error.contains("Permission denied"),
+        "{}",
+        warned[0].error
+    );
     let out = s.restore(&plan, "op").expect("the restore runs");
     let failed: Vec<_> = out
         .failed
