@@ -175,6 +175,12 @@ export interface ResolveReport {
 
 type HistoryEntry = Awaited<ReturnType<HistoryPort['listChecked']>>['entries'][number]
 
+/** What {@link Rewinder.prepareFiles} found: the restore to run, or why none runs. */
+interface PreparedFiles {
+  request?: Addon.BindingRewindRestore
+  notRestored?: { code: string; message: string }
+}
+
 /** The rewind service. */
 export class Rewinder {
   private readonly reconciling = new Map<string, Promise<InterruptedRewind[]>>()
@@ -382,10 +388,18 @@ export class Rewinder {
     const work = async (): Promise<RewindReport> => {
       const marker = plan.marker!
       const markerId = randomUUID()
+      const es = await this.deps.engine.session(session)
+      // Step 0: the file half prepared — plan, checks, a rescue copy of every file it changes —
+      // before anything changes: a store that cannot serve this rewind refuses it whole.
+      const files = await this.prepareFiles(session, es, plan.targetSeq, opId, selection)
       // Step 1: the history entry `started`, durable before anything changes. A history that
       // cannot be written refuses the rewind here, with nothing changed.
-      const es = await this.deps.engine.session(session)
-      await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit))
+      try {
+        await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, markerId }, this.deps.settings.get().historyLimit))
+      } catch (error) {
+        es.discardPrepared(opId)
+        throw error
+      }
       crashPoint('rewind:started')
       // Step 2: the marker, in memory. The append validates before it changes anything; only
       // once it succeeded is pending steering (the future being rolled back) withdrawn.
@@ -393,6 +407,7 @@ export class Rewinder {
       try {
         event = appendMarker(session, { ...marker.data, id: markerId }, marker.surfaceOp.start, marker.surfaceOp.end, marker.sourceEventSeqs)
       } catch (error) {
+        es.discardPrepared(opId)
         await this.settle(es, opId, 'abandoned')
         throw error
       }
@@ -409,8 +424,9 @@ export class Rewinder {
       }
       crashPoint('rewind:marker-durable')
       // Step 4: the journaled restore (its own journal is durable before its first action).
+      if (durable !== undefined) es.discardPrepared(opId)
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection)
+        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
@@ -485,7 +501,14 @@ export class Rewinder {
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
       // before the child exists or a file changes.
       const es = await this.deps.engine.session(session)
-      await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
+      // Step 0: the file half prepared before anything changes (see the in-place rewind).
+      const files = await this.prepareFiles(session, es, plan.targetSeq, opId, selection)
+      try {
+        await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
+      } catch (error) {
+        es.discardPrepared(opId)
+        throw error
+      }
       crashPoint('fork:started')
       // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
       // files alone, and the entry says the fork was abandoned.
@@ -503,6 +526,7 @@ export class Rewinder {
           ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
         })
       } catch (error) {
+        es.discardPrepared(opId)
         await this.settle(es, opId, 'abandoned')
         throw error
       }
@@ -523,8 +547,9 @@ export class Rewinder {
         logger.warn('forked session %s not attached to the workspace of %s: %s', childId, sessionId, (error as Error).message)
       }
       // Step 4: the journaled restore.
+      if (durable !== undefined) es.discardPrepared(opId)
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection)
+        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       if (child !== undefined && notRestored === undefined) {
         const childCwd = trackedCwd(child.session)
@@ -581,20 +606,46 @@ export class Rewinder {
     }
   }
 
-  /** The file half; never fails the rewind. The engine finishes the history entry with it. */
-  private async restoreFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection?: RestoreSelection): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
+  /**
+   * The file half's first step, before the rewind changes anything: what changed since the last
+   * scan recorded, then the engine's plan, checks and rescue copies (the workspace untouched).
+   * Without a working directory, or with a store this build cannot use (backups off, written by a
+   * newer build: known up front, the preview says so), the conversation rewinds alone and this
+   * says why (`notRestored`). A store that cannot serve this rewind (a damaged record log, a
+   * store that cannot keep the copies) throws: the whole rewind is refused, nothing changed.
+   */
+  private async prepareFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined): Promise<PreparedFiles> {
     const cwd = trackedCwd(session)
-    if (cwd === undefined) return { outcome: EMPTY_OUTCOME, notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
-    const files = this.deps.files()
-    const unavailable = files.unavailable()
-    if (unavailable !== undefined) return { outcome: EMPTY_OUTCOME, notRestored: unavailable }
+    if (cwd === undefined) return { notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
+    const unavailable = this.deps.files().unavailable()
+    if (unavailable !== undefined) return { notRestored: unavailable }
     const sessionId = session.header.id
     // What changed since the last scan is recorded first, so the restore brings it back too.
     await this.recordPending(session)
+    const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
+    const notCovered = refusedScope(this.deps.state, sessionId)
+    const request = { targetSeq, opId, ancestors, selection, notCovered }
     try {
-      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
-      const notCovered = refusedScope(this.deps.state, sessionId)
-      const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles({ targetSeq, opId, ancestors, selection, notCovered })))
+      await this.deps.state.run(sessionId, () => step(() => es.prepareRestore(request)))
+    } catch (error) {
+      const e = toRewindError(error, Codes.restoreFailed)
+      if (e.code === Codes.badSelection) throw e
+      const hint = e.code === Codes.storeCorrupt ? ' (`dsh-rewind verify` names the damage; `dsh-rewind repair` keeps what is readable)' : ''
+      throw new RewindError(e.code, `the files of this rewind cannot be restored: ${e.message}${hint}; nothing was changed, the conversation was not rewound`, e.details)
+    }
+    return { request }
+  }
+
+  /** The file half; never fails the rewind. The engine finishes the history entry with it. */
+  private async restoreFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined, prepared: PreparedFiles): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
+    const cwd = trackedCwd(session)
+    if (prepared.notRestored !== undefined || cwd === undefined) {
+      return { outcome: EMPTY_OUTCOME, notRestored: prepared.notRestored ?? { code: 'no-cwd', message: 'reasonNoCwd' } }
+    }
+    const sessionId = session.header.id
+    try {
+      const request = prepared.request ?? { targetSeq, opId, selection }
+      const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles(request)))
       if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
       const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
@@ -1106,6 +1157,9 @@ export function previewText(p: Awaited<ReturnType<Rewinder['preview']>>, locale:
   }
   if (f.outside.length > 0) lines.push(...section(locale, format(locale, 'outside'), f.outside.map(escapeControl)))
   if (f.notCovered.length > 0) lines.push(...section(locale, format(locale, 'notCovered'), f.notCovered.map(skippedLine)))
+  // Warned before anything runs: files the restore cannot read for its copy of them stay as they are.
+  const unreadable = f.unreadable ?? []
+  if (unreadable.length > 0) lines.push(...section(locale, format(locale, 'unreadable'), unreadable.map(u => `${escapeControl(u.path)}: ${escapeControl(u.message)}`)))
   if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
   return lines.join('\n')
 }
