@@ -5,6 +5,8 @@
  */
 import { randomUUID } from 'node:crypto'
 import { writeSync } from 'node:fs'
+import { realpath } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { Addon } from './native.ts'
 import { callNative } from './native.ts'
 import { type EnginePort, step } from './engine.ts'
@@ -189,6 +191,7 @@ export class Rewinder {
 
   constructor(private readonly deps: RewindDeps) {
     this.undoer = new Undoer(deps, this)
+    trackObservations(deps.ctx, deps.logger)
   }
 
   /** `/rewind` and `/undo`: a bare call lists candidates; otherwise rewinds. */
@@ -884,8 +887,40 @@ export async function settleJournal(deps: Pick<RewindDeps, 'ctx' | 'engine' | 's
 }
 
 /**
- * Tell DSH's fs observation policy the new state of every restored or deleted path, so the next
- * edit of such a file is judged against what is on disk now (not refused as stale).
+ * The files DSH's fs observation policy holds an observation of, per session (the policy's
+ * `fs/observed` event: `@deepseek-ai/dsh-fs-observation-policy` 0.1.0-rc.8 keeps one per owner
+ * session and target key, the file's real path; an unseen target needs a read before an edit, and
+ * a write to it only creates). Per host context, filled by {@link trackObservations}.
+ */
+const observedKeys = new WeakMap<object, Map<string, Set<string>>>()
+
+/**
+ * Listen to DSH's `fs/observed` so a restore re-syncs only what DSH observed. A host that refuses
+ * the listener leaves every restored path re-synced, as before. Keyed by session id: the policy's
+ * owner is the session object, which a newer host's session contract may wrap for the plugin.
+ */
+export function trackObservations(ctx: HostContext, logger: HostLogger): void {
+  const keys = new Map<string, Set<string>>()
+  try {
+    ctx.on('fs/observed', (target: { targetKey?: unknown } | undefined, _observation: unknown, actor: { agent?: { session?: { header?: { id?: unknown } } } } | undefined) => {
+      const id = actor?.agent?.session?.header?.id
+      if (typeof id !== 'string' || typeof target?.targetKey !== 'string') return
+      let set = keys.get(id)
+      if (set === undefined) keys.set(id, set = new Set())
+      set.add(target.targetKey)
+    })
+    observedKeys.set(ctx, keys)
+  } catch (error) {
+    logger.warn('fs observations are not tracked (every restored path is re-synced): %s', (error as Error).message)
+  }
+}
+
+/**
+ * Tell DSH's fs observation policy the new state of every restored or deleted path it holds an
+ * observation of, so the next edit of such a file is judged against what is on disk now (not
+ * refused as stale). A path DSH never observed is left unseen, as it was: re-observing it would
+ * hand the agent an observation it never made, and cost a realpath and a stat per path for
+ * nothing (the files a shell command made, often thousands).
  */
 export async function resyncObservations(ctx: HostContext, session: HostSession, cwd: string, written: string[], deleted: string[], logger: HostLogger): Promise<void> {
   const fs = ctx.get('fs') as HostFs | undefined
@@ -893,7 +928,21 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
   const agents = ctx.get('agents') as { get(id: string): HostAgent | undefined } | undefined
   const agent = agents?.get(session.header.id)
   const actor = { agent: agent ?? { session } }
-  const paths = [...written, ...deleted]
+  let paths = [...written, ...deleted]
+  const tracked = observedKeys.get(ctx)
+  if (tracked !== undefined && paths.length > 0) {
+    const seen = tracked.get(session.header.id)
+    if (seen === undefined || seen.size === 0) return
+    // The target key of a restored path is its real path: the store never restores through a
+    // symbolic link, so it is the real working directory joined with the path.
+    let root: string
+    try {
+      root = await realpath(cwd)
+    } catch {
+      root = cwd
+    }
+    paths = paths.filter(p => seen.has(join(root, p)))
+  }
   const one = async (path: string): Promise<void> => {
     try {
       const target = await fs.resolve(path, { cwd })
@@ -903,8 +952,7 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
       logger.debug('observation re-sync of %s skipped: %s', path, (error as Error).message)
     }
   }
-  // Many paths at once (each is a realpath and a stat on the host's thread pool): one awaited
-  // path after another made a rewind of 50,000 files wait tens of seconds here.
+  // Many paths at once (each is a realpath and a stat on the host's thread pool).
   let next = 0
   const worker = async (): Promise<void> => {
     while (next < paths.length) await one(paths[next++]!)
