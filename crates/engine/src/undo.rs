@@ -8,7 +8,7 @@
 
 use rewind_history::{Entry, Outcome, UndoMode, UndoOutcome, UndoRequest};
 use serde_json::json;
-use snapshot_store::RestoreOutcome;
+use snapshot_store::{RelPath, RestoreOutcome};
 
 use crate::JournalState;
 use crate::error::{EngineError, ErrorCode};
@@ -54,6 +54,49 @@ pub struct UndoCheck {
     /// Whether the undo restores files (the rewind's journal is completed); `false` for a
     /// rewind that changed no file.
     pub files: bool,
+    /// The choices as checked, with the paths (bytes) each list named: what the file step
+    /// passes to the store for the same choices.
+    pub resolved: Option<(Choices, Vec<RelPath>, Vec<RelPath>)>,
+}
+
+/// The paths a list of choices names among `changed` (the files changed since the rewind),
+/// byte-exact: a choice is a path's bytes, or — for a name that is not valid UTF-8, which a
+/// person or a client only ever sees in its display form (an invalid byte shown as U+FFFD) —
+/// that display form when exactly one changed path shows so. A choice naming no changed path is
+/// refused ([`ErrorCode::BadSelection`]) unless `lenient` (then it stands for its own bytes);
+/// one whose display form several changed paths share is refused as ambiguous.
+fn choice_paths(
+    list: &[String],
+    changed: &[RelPath],
+    lenient: bool,
+) -> Result<Vec<RelPath>, EngineError> {
+    let mut out = Vec::with_capacity(list.len());
+    for choice in list {
+        let exact = rel_paths(std::slice::from_ref(choice))?.remove(0);
+        if changed.contains(&exact) {
+            out.push(exact);
+            continue;
+        }
+        let shown: Vec<&RelPath> = changed.iter().filter(|p| p.display() == *choice).collect();
+        match shown.as_slice() {
+            [one] => out.push((*one).clone()),
+            [] if lenient => out.push(exact),
+            [] => {
+                return Err(snapshot_store::SelectionError {
+                    filter: choice.clone(),
+                }
+                .into());
+            }
+            many => {
+                return Err(EngineError::bad_request(format!(
+                    "`{choice}` shows {} changed files whose names are not valid UTF-8 alike; they cannot be told apart here — nothing was changed",
+                    many.len()
+                ))
+                .with_details(json!({ "path": choice })));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// What an undo (or a redo) did to the files.
@@ -224,28 +267,23 @@ impl EngineSession {
         })?
         .clone();
         let files = journal == JournalState::Completed;
+        let mut resolved = None;
         if !files && touched_files(&entry) {
             self.files_usable()?;
         }
         if files {
             let changed = self.files_of(&owner)?.undo_changed_paths(op_id)?;
             // A choice must name a file changed since the rewind, as a rewind's selection must
-            // match a planned path: a typo is refused, never silently ignored.
-            let named = rel_paths(&choices.take)?
-                .into_iter()
-                .chain(rel_paths(&choices.keep)?)
-                .zip(choices.take.iter().chain(&choices.keep));
-            if let Some((_, unmatched)) = named.into_iter().find(|(p, _)| !changed.contains(p)) {
-                return Err(snapshot_store::SelectionError {
-                    filter: unmatched.clone(),
-                }
-                .into());
-            }
+            // match a planned path: a typo is refused, never silently ignored. Compared as the
+            // store compares, byte for byte.
+            let take = choice_paths(&choices.take, &changed, false)?;
+            let keep = choice_paths(&choices.keep, &changed, false)?;
             let open: Vec<String> = changed
                 .iter()
+                .filter(|p| !take.contains(p) && !keep.contains(p))
                 .map(|p| p.display())
-                .filter(|p| !choices.take.contains(p) && !choices.keep.contains(p))
                 .collect();
+            resolved = Some((choices.clone(), take, keep));
             if !open.is_empty() {
                 return Err(EngineError::new(
                     ErrorCode::StaleUndo,
@@ -262,6 +300,7 @@ impl EngineSession {
             entry,
             owner,
             files,
+            resolved,
         };
         *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = Some(check.clone());
         Ok(check)
@@ -285,6 +324,7 @@ impl EngineSession {
             entry,
             owner,
             files,
+            resolved: None,
         })
     }
 
@@ -315,22 +355,31 @@ impl EngineSession {
         let mut files = FilesDone::default();
         let mut undone = None;
         if check.files {
-            let take = rel_paths(&choices.take)?;
-            let keep = rel_paths(&choices.keep)?;
-            let outcome = self
-                .files_of(&check.owner)?
-                .undo_restore_with(op_id, &take, &keep)
-                .map_err(|e| {
-                    let e = EngineError::from(e);
-                    if e.code == ErrorCode::StaleUndo {
-                        e
-                    } else {
-                        EngineError {
-                            code: ErrorCode::UndoFailed,
-                            ..e
-                        }
+            let store = self.files_of(&check.owner)?;
+            // The paths the check found for these choices; else (another handle, a restart)
+            // found again, leniently: the store's own undo refuses what is left undecided.
+            let (take, keep) = match &check.resolved {
+                Some((c, take, keep)) if c == choices => (take.clone(), keep.clone()),
+                _ if choices.take.is_empty() && choices.keep.is_empty() => (Vec::new(), Vec::new()),
+                _ => {
+                    let changed = store.undo_changed_paths(op_id).unwrap_or_default();
+                    (
+                        choice_paths(&choices.take, &changed, true)?,
+                        choice_paths(&choices.keep, &changed, true)?,
+                    )
+                }
+            };
+            let outcome = store.undo_restore_with(op_id, &take, &keep).map_err(|e| {
+                let e = EngineError::from(e);
+                if e.code == ErrorCode::StaleUndo {
+                    e
+                } else {
+                    EngineError {
+                        code: ErrorCode::UndoFailed,
+                        ..e
                     }
-                })?;
+                }
+            })?;
             files = FilesDone::of(&outcome);
             undone = Some(outcome);
             self.engine.crash("undo:files");
