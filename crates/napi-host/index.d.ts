@@ -291,7 +291,7 @@ export interface BindingCaptureOutcome {
    * `captured`, `absent`, `uncovered`, `skipped`, `already-staged` or
    * `already-recorded`.
    */
-  kind: string
+  kind: 'captured' | 'absent' | 'uncovered' | 'skipped' | 'already-staged' | 'already-recorded'
   /** The path (workspace-relative when resolved). */
   path: string
   /** For `skipped`: why. */
@@ -426,7 +426,7 @@ export interface BindingHistoryEntry {
   /** Time of the rewind (epoch ms). */
   time: number
   /** `done` | `partial` | `failed` | `started` | `rolled-back` | `abandoned`. */
-  outcome: string
+  outcome: 'done' | 'partial' | 'failed' | 'started' | 'rolled-back' | 'abandoned'
   /** Number of restored paths. */
   restored: number
   /** Number of deleted paths. */
@@ -450,9 +450,9 @@ export interface BindingHistoryEntry {
   /** When the rewind's file changes were undone (epoch ms). */
   undoneAt?: number
   /** `ok` | `partial` | `failed`. */
-  undoOutcome?: string
-  /** `files`. */
-  undoMode?: string
+  undoOutcome?: 'ok' | 'partial' | 'failed'
+  /** `files`, or `files-and-conversation` (the conversation continued in `undoSessionId`). */
+  undoMode?: 'files' | 'files-and-conversation'
   /** The fork, if any. */
   fork?: BindingForkInfo
   /** The id of the marker message of an in-place rewind. */
@@ -491,7 +491,7 @@ export interface BindingJudged {
   /** What it decided. */
   judgement: Judgement
   /** The outcome written when `settled` (`abandoned`, `rolled-back`, `done`). */
-  outcome?: string
+  outcome?: 'abandoned' | 'rolled-back' | 'done'
   /** What was interrupted. */
   kind: InterruptedKind
   /** The state of its restore journal. */
@@ -505,7 +505,7 @@ export interface BindingLastSweep {
   /** When it ran, ms since the Unix epoch. */
   at: number
   /** `auto` or `manual`. */
-  trigger: string
+  trigger: 'auto' | 'manual'
   /** Session directories the age rule removed. */
   removed: number
   /** Bytes they held. */
@@ -651,8 +651,11 @@ export interface BindingResolved {
   kind: InterruptedKind
   /** The files. */
   outcome: BindingRestoreOutcome
-  /** The history outcome written: `done`, `partial`, `rolled-back` or `undone`. */
-  entryOutcome: string
+  /**
+   * The history outcome written: `done`, `partial`, `rolled-back`, `undone` or `continued`;
+   * empty when the history entry could not be updated.
+   */
+  entryOutcome: 'done' | 'partial' | 'rolled-back' | 'undone' | 'continued' | ''
   /** Leftover restore temp files removed. */
   tempsRemoved: Array<string>
 }
@@ -760,7 +763,7 @@ export interface BindingScanRefusal {
 /** What a workspace scan found and recorded. */
 export interface BindingScanReport {
   /** The phase scanned. */
-  phase: string
+  phase: 'before' | 'after' | 'boundary'
   /** In-scope entries. */
   files: number
   /** Entries recorded (restorable before-states and outside notes). */
@@ -870,7 +873,7 @@ export interface BindingSurfaceMismatch {
  */
 export interface BindingSurfaceOp {
   /** Always `replace`. */
-  op: string
+  op: 'replace'
   /** First replaced surface node (the target seq). */
   start: number
   /** Last replaced surface node. */
@@ -935,7 +938,7 @@ export interface BindingUndoDone {
 /** The outcome of undoing a restore (files only). */
 export interface BindingUndoOutcome {
   /** `ok` or `partial`. */
-  kind: string
+  kind: 'ok' | 'partial'
   /** Paths written back. */
   restored: Array<string>
   /** Paths deleted. */

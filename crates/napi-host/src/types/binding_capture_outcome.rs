@@ -8,6 +8,7 @@ use napi_derive::napi;
 pub struct BindingCaptureOutcome {
     /// `captured`, `absent`, `uncovered`, `skipped`, `already-staged` or
     /// `already-recorded`.
+    #[napi(ts_type = "'captured' | 'absent' | 'uncovered' | 'skipped' | 'already-staged' | 'already-recorded'")]
     pub kind: String,
     /// The path (workspace-relative when resolved).
     pub path: String,

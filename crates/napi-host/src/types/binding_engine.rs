@@ -135,6 +135,7 @@ pub struct BindingJudged {
     /// What it decided.
     pub judgement: Judgement,
     /// The outcome written when `settled` (`abandoned`, `rolled-back`, `done`).
+    #[napi(ts_type = "'abandoned' | 'rolled-back' | 'done'")]
     pub outcome: Option<String>,
     /// What was interrupted.
     pub kind: InterruptedKind,
@@ -152,7 +153,9 @@ pub struct BindingResolved {
     pub kind: InterruptedKind,
     /// The files.
     pub outcome: BindingRestoreOutcome,
-    /// The history outcome written: `done`, `partial`, `rolled-back` or `undone`.
+    /// The history outcome written: `done`, `partial`, `rolled-back`, `undone` or `continued`;
+    /// empty when the history entry could not be updated.
+    #[napi(ts_type = "'done' | 'partial' | 'rolled-back' | 'undone' | 'continued' | ''")]
     pub entry_outcome: String,
     /// Leftover restore temp files removed.
     pub temps_removed: Vec<String>,

@@ -41,6 +41,7 @@ pub struct BindingHistoryEntry {
     /// Time of the rewind (epoch ms).
     pub time: f64,
     /// `done` | `partial` | `failed` | `started` | `rolled-back` | `abandoned`.
+    #[napi(ts_type = "'done' | 'partial' | 'failed' | 'started' | 'rolled-back' | 'abandoned'")]
     pub outcome: String,
     /// Number of restored paths.
     pub restored: f64,
@@ -65,8 +66,10 @@ pub struct BindingHistoryEntry {
     /// When the rewind's file changes were undone (epoch ms).
     pub undone_at: Option<f64>,
     /// `ok` | `partial` | `failed`.
+    #[napi(ts_type = "'ok' | 'partial' | 'failed'")]
     pub undo_outcome: Option<String>,
-    /// `files`.
+    /// `files`, or `files-and-conversation` (the conversation continued in `undoSessionId`).
+    #[napi(ts_type = "'files' | 'files-and-conversation'")]
     pub undo_mode: Option<String>,
     /// The fork, if any.
     pub fork: Option<BindingForkInfo>,

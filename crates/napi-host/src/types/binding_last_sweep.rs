@@ -23,6 +23,7 @@ pub struct BindingLastSweep {
     /// When it ran, ms since the Unix epoch.
     pub at: f64,
     /// `auto` or `manual`.
+    #[napi(ts_type = "'auto' | 'manual'")]
     pub trigger: String,
     /// Session directories the age rule removed.
     pub removed: f64,

@@ -8,6 +8,7 @@ use napi_derive::napi;
 #[derive(Debug, Clone)]
 pub struct BindingSurfaceOp {
     /// Always `replace`.
+    #[napi(ts_type = "'replace'")]
     pub op: String,
     /// First replaced surface node (the target seq).
     pub start: f64,

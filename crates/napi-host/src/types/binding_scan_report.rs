@@ -8,6 +8,7 @@ use napi_derive::napi;
 #[derive(Debug, Clone)]
 pub struct BindingScanReport {
     /// The phase scanned.
+    #[napi(ts_type = "'before' | 'after' | 'boundary'")]
     pub phase: String,
     /// In-scope entries.
     pub files: f64,

@@ -8,6 +8,7 @@ use napi_derive::napi;
 #[derive(Debug, Clone)]
 pub struct BindingUndoOutcome {
     /// `ok` or `partial`.
+    #[napi(ts_type = "'ok' | 'partial'")]
     pub kind: String,
     /// Paths written back.
     pub restored: Vec<String>,
