@@ -9,7 +9,7 @@ import type { T } from './i18n.ts'
 import { currentSessionId, messageBySeq, messageOf, noteSlotSession, readerOf, runRewind, sessionsOf, slotSession, type Ctx, type MessageInfo, type RewindOutcome } from './host.ts'
 import { missingCaps, undoableEntries } from './history.ts'
 import { compatView, loadDoctor, type DoctorState } from './doctor.ts'
-import { escapeControl, oneLine } from './escape.ts'
+import { escapeControl, formatBytes, oneLine } from '../../shared/format.ts'
 import { openSession, runFork } from './fork.ts'
 import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, rewindsSeen, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -378,7 +378,7 @@ function DiffView({ t, id, sessionId, seq, path }: { t: T; id: string; sessionId
 }
 
 function sideText(t: T, side: DiffSide): string {
-  const size = side.size != null ? formatBytes(side.size) : ''
+  const size = side.size != null ? formatBytes(side.size, 'short') : ''
   const sha = side.sha256 != null ? ` · sha256 ${side.sha256.slice(0, 12)}` : ''
   switch (side.state) {
     case 'absent': return t('dialog.sideAbsent')
@@ -405,14 +405,6 @@ function useSessionId(env: Env): string | undefined {
   return useSyncExternalStore(subscribe, () => currentSessionId(env.ctx))
 }
 
-function formatBytes(n: number): string {
-  if (!Number.isFinite(n) || n <= 0) return String(n)
-  if (n >= 1024 ** 3) return `${+(n / 1024 ** 3).toFixed(1)} GiB`
-  if (n >= 1024 * 1024) return `${+(n / (1024 * 1024)).toFixed(1)} MiB`
-  if (n >= 1024) return `${+(n / 1024).toFixed(1)} KiB`
-  return `${n} B`
-}
-
 /** The configuration card (same component on both pages, one shared model). */
 export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins' | 'plugins-item' }): ReactNode {
   const t = useT(env)
@@ -433,7 +425,7 @@ export function ConfigCard({ env, site }: { env: Env; site: 'history' | 'plugins
         <fieldset className="dshpr-form" disabled={readOnly}>
           <label className="dshpr-field">
             <input type="checkbox" data-testid="dsh-prompt-rewind-backups" checked={d.backups} onChange={e => env.settings.edit({ backups: e.currentTarget.checked })} />
-            <span><strong>{t('config.backups')}</strong> — {d.backups ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.backupsHint')} {t('config.maxFileBytes', { size: formatBytes(d.maxFileBytes) })}</small></span>
+            <span><strong>{t('config.backups')}</strong> — {d.backups ? t('config.on') : t('config.off')}<br /><small className="dshpr-muted">{t('config.backupsHint')} {t('config.maxFileBytes', { size: formatBytes(d.maxFileBytes, 'short') })}</small></span>
           </label>
           {d.trackAll !== undefined && <label className="dshpr-field">
             <input type="checkbox" data-testid="dsh-prompt-rewind-track-all" checked={d.trackAll} disabled={!d.backups} onChange={e => env.settings.edit({ trackAll: e.currentTarget.checked })} />
@@ -479,7 +471,7 @@ function StorageView({ t, tag, storage }: { t: T; tag: string; storage: Load<Sto
   if (storage.status === 'loading') return <p className="dshpr-muted">{t('settings.loading')}</p>
   if (storage.status === 'error') return <p className="dshpr-error" data-testid="dsh-prompt-rewind-storage-error">{t('storage.loadFailed', { message: storage.message })}</p>
   const s = storage.value
-  const size = (n: number): string => (n === 0 ? '0 B' : formatBytes(n))
+  const size = (n: number): string => (n === 0 ? '0 B' : formatBytes(n, 'short'))
   const last = s.lastSweep
   return (
     <section className="dshpr-card" data-testid="dsh-prompt-rewind-storage" aria-label={t('storage.title')}>

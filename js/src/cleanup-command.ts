@@ -8,28 +8,7 @@ import type { SettingsModel } from './settings.ts'
 import { toRewindError } from './errors.ts'
 import { forkAncestors } from './fork.ts'
 import { type Locale, format } from './locales.ts'
-
-/** Human size. */
-export function humanBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`
-}
-
-/** Bytes of `123`, `500K`, `2GiB`, `1.5G` (binary units); `undefined` when it is not a size. */
-export function parseSize(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?$/i.exec(text.trim())
-  if (m === null) return undefined
-  const unit = (m[2] ?? 'b').toLowerCase()[0]!
-  const mult = { b: 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 }[unit as 'b' | 'k' | 'm' | 'g' | 't']
-  const bytes = Math.floor(Number(m[1]) * mult)
-  return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : undefined
-}
+import { formatBytes, parseSize } from '../../shared/format.ts'
 
 /** Sessions with a live agent (never swept). */
 function liveAgents(ctx: HostContext): HostAgent[] {
@@ -56,8 +35,8 @@ export async function keptSessions(ctx: HostContext): Promise<string[]> {
 
 function sweepText(locale: Locale, report: SweepReport): string {
   if (report.items.length === 0) return format(locale, 'cleanupNothing')
-  const head = format(locale, report.applied ? 'cleanupApplied' : 'cleanupDryRun', { n: report.items.length, size: humanBytes(report.bytes) })
-  return [head, ...report.items.map(i => `- ${i.sessionId} (${humanBytes(i.bytes)})`)].join('\n')
+  const head = format(locale, report.applied ? 'cleanupApplied' : 'cleanupDryRun', { n: report.items.length, size: formatBytes(report.bytes) })
+  return [head, ...report.items.map(i => `- ${i.sessionId} (${formatBytes(i.bytes)})`)].join('\n')
 }
 
 /** Run the command. */
@@ -81,11 +60,11 @@ export async function cleanupCommand(
           days: s.cleanup.maxAgeDays,
           last: last === undefined ? format(locale, 'never') : new Date(last.at).toISOString(),
         }),
-        format(locale, 'cleanupQuotaStatus', { max: s.cleanup.maxSizeBytes === 0 ? format(locale, 'cleanupQuotaNone') : humanBytes(s.cleanup.maxSizeBytes) }),
+        format(locale, 'cleanupQuotaStatus', { max: s.cleanup.maxSizeBytes === 0 ? format(locale, 'cleanupQuotaNone') : formatBytes(s.cleanup.maxSizeBytes) }),
       ]
       if (last !== undefined) {
         const quotaFreed = last.quota?.freed ?? 0
-        lines.push(format(locale, 'cleanupLastFreed', { size: humanBytes(last.bytes + quotaFreed), n: last.removed + (last.quota?.removed ?? 0), quota: humanBytes(quotaFreed) }))
+        lines.push(format(locale, 'cleanupLastFreed', { size: formatBytes(last.bytes + quotaFreed), n: last.removed + (last.quota?.removed ?? 0), quota: formatBytes(quotaFreed) }))
       }
       return { kind: 'success', text: lines.join('\n') }
     }
@@ -107,7 +86,7 @@ export async function cleanupCommand(
       if (!deps.settings.persistent) return { kind: 'error', text: format(locale, 'cleanupUnavailable') }
       // Out of range: refused by the settings model with the field named (nothing written).
       await deps.settings.update({ cleanup: { maxSizeBytes: bytes } })
-      return { kind: 'success', text: bytes === 0 ? format(locale, 'cleanupMaxSizeOff') : format(locale, 'cleanupMaxSize', { size: humanBytes(bytes) }) }
+      return { kind: 'success', text: bytes === 0 ? format(locale, 'cleanupMaxSizeOff') : format(locale, 'cleanupMaxSize', { size: formatBytes(bytes) }) }
     }
     if (sub === 'run') {
       const rest = words.slice(1)
@@ -144,8 +123,8 @@ export async function cleanupCommand(
       if (quota.items.length > 0) {
         const freed = quota.items.reduce((sum, i) => sum + i.bytes, 0)
         lines.push(
-          format(locale, quota.applied ? 'cleanupQuotaApplied' : 'cleanupQuotaDryRun', { max: humanBytes(maxBytes), n: quota.items.length, size: humanBytes(freed), after: humanBytes(quota.bytes) }),
-          ...quota.items.map(i => `- ${i.sessionId} (${humanBytes(i.bytes)})`),
+          format(locale, quota.applied ? 'cleanupQuotaApplied' : 'cleanupQuotaDryRun', { max: formatBytes(maxBytes), n: quota.items.length, size: formatBytes(freed), after: formatBytes(quota.bytes) }),
+          ...quota.items.map(i => `- ${i.sessionId} (${formatBytes(i.bytes)})`),
         )
       }
       if (quota.bytes > maxBytes) lines.push(format(locale, 'cleanupQuotaOver'))

@@ -14,7 +14,8 @@ import { registerScan } from './scan.ts'
 import { Rewinder } from './rewind.ts'
 import { HistoryPort } from './history.ts'
 import { registerRpc } from './rpc.ts'
-import { cleanupCommand, humanBytes, keptSessions } from './cleanup-command.ts'
+import { cleanupCommand, keptSessions } from './cleanup-command.ts'
+import { formatBytes } from '../../shared/format.ts'
 import { openFiles } from './files.ts'
 import { openCleanup } from './cleanup.ts'
 import type { CleanupPort, FilesPort } from './ports.ts'
@@ -150,11 +151,11 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     void keptSessions(ctx).then(active => getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active, maxBytes })).then((report) => {
       if (report === undefined) return
       const { age, quota, quotaError } = report
-      logger.info('automatic snapshot cleanup: the age rule removed %d session(s), %s', age.items.length, humanBytes(age.bytes))
+      logger.info('automatic snapshot cleanup: the age rule removed %d session(s), %s', age.items.length, formatBytes(age.bytes))
       if (quota !== undefined) {
         const freed = quota.items.reduce((sum, i) => sum + i.bytes, 0)
-        logger.info('automatic snapshot cleanup: the size quota (%s) removed %d session(s) (%s), freed %s; the store now takes %s', humanBytes(maxBytes), quota.items.length, quota.items.map(i => i.sessionId).join(', ') || 'none', humanBytes(freed), humanBytes(quota.bytes))
-        if (quota.bytes > maxBytes) logger.warn('snapshot store still over its size quota (%s of %s): the remaining sessions are live, pinned or needed by an interrupted restore', humanBytes(quota.bytes), humanBytes(maxBytes))
+        logger.info('automatic snapshot cleanup: the size quota (%s) removed %d session(s) (%s), freed %s; the store now takes %s', formatBytes(maxBytes), quota.items.length, quota.items.map(i => i.sessionId).join(', ') || 'none', formatBytes(freed), formatBytes(quota.bytes))
+        if (quota.bytes > maxBytes) logger.warn('snapshot store still over its size quota (%s of %s): the remaining sessions are live, pinned or needed by an interrupted restore', formatBytes(quota.bytes), formatBytes(maxBytes))
       }
       for (const f of [...age.failed, ...(quota?.failed ?? [])]) logger.warn('automatic snapshot cleanup: %s not removed: %s', f.path, f.reason)
       if (quotaError !== undefined) logger.warn('automatic snapshot cleanup: the size quota did not run: %s', quotaError)

@@ -21,6 +21,7 @@ import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
 import { Undoer, undoText } from './undo.ts'
+import { escapeControl } from '../../shared/format.ts'
 import { appendMarker, childLineage, eventsBetween, eventsOf, logLength, surfaceNodes } from './contract/session.ts'
 
 /** What a rewind did. */
@@ -962,19 +963,6 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
 
 /** How many paths the observation re-sync works on at once. */
 const RESYNC_CONCURRENCY = 64
-
-/**
- * A name or message as one line of a report or list: control characters (C0, DEL, C1, and the
- * Unicode line and paragraph separators) become `\xNN` / `\uNNNN` escapes and a backslash becomes
- * `\\`, so a file name can never split a report line or forge one.
- */
-export function escapeControl(text: string): string {
-  return text.replace(/[\\\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
-    if (c === '\\') return '\\\\'
-    const code = c.charCodeAt(0)
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
-  })
-}
 
 /** Lines of a report section shown before the rest is only counted. */
 export const SECTION_LINES = 50

@@ -14,10 +14,11 @@ import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import { type RewindDeps, type Rewinder, SECTION_LINES, crashPoint, escapeControl, makeDurable, resyncObservations, testPause } from './rewind.ts'
+import { type RewindDeps, type Rewinder, SECTION_LINES, crashPoint, makeDurable, resyncObservations, testPause } from './rewind.ts'
 import { step } from './engine.ts'
 import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
 import { type Locale, format } from './locales.ts'
+import { escapeControl } from '../../shared/format.ts'
 
 /** What an undo did. */
 export interface UndoReport {
