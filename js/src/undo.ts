@@ -14,32 +14,11 @@ import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import { type Rewinder, SECTION_LINES } from './rewind.ts'
+import type { Rewinder } from './rewind.ts'
+import type { UndoReport } from './report.ts'
 import { type RewindDeps, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
 import { step } from './engine.ts'
 import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
-import { type Locale, format } from './locales.ts'
-import { escapeControl } from '../../shared/format.ts'
-
-/** What an undo did. */
-export interface UndoReport {
-  opId: string
-  targetSeq: number
-  /** `ok` | `partial` (some file failed); files untouched when the rewind changed none. */
-  kind: 'ok' | 'partial'
-  files: UndoOutcome
-  /**
-   * Where the conversation as it was before the rewind is: a new session seeded up to the
-   * rewind's marker (`created`), the fork's parent (never changed by the fork), or nowhere (an
-   * entry without a marker: its conversation was not rewound).
-   */
-  conversation: { sessionId: string; created: boolean } | undefined
-  /**
-   * Files that changed after the undo's check, once it had started (its entry and new session
-   * exist): the undo was finished as a restart finishes one, and these were kept as they are.
-   */
-  changedDuring?: string[]
-}
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
 
@@ -256,24 +235,4 @@ export class Undoer {
     const outcome = await state.run(sessionId, () => step(() => es.undoFinishInterrupted(entry.opId)))
     if (cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
   }
-}
-
-/** The durable report of `/rewind undo`. */
-export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo' = 'undo'): string {
-  const lines = [format(locale, how === 'redo' ? 'redoneTo' : 'undoneTo', { seq: report.targetSeq })]
-  const list = (title: string, items: string[]): void => {
-    if (items.length === 0) return
-    lines.push(`${title} (${items.length}):`)
-    for (const i of items.slice(0, SECTION_LINES)) lines.push(`- ${escapeControl(i)}`)
-    if (items.length > SECTION_LINES) lines.push(format(locale, 'andMore', { n: items.length - SECTION_LINES }))
-  }
-  list(format(locale, 'written'), report.files.restored)
-  list(format(locale, 'deleted'), report.files.deleted)
-  list(format(locale, 'kept'), report.files.kept ?? [])
-  list(format(locale, 'failed'), report.files.failed.map(f => `${f.path}: ${f.message}`))
-  if ((report.changedDuring ?? []).length > 0) list(format(locale, 'undoRaced'), report.changedDuring!)
-  if (how === 'redo' && report.conversation !== undefined) lines.push(format(locale, 'redoSession', { session: escapeControl(report.conversation.sessionId) }))
-  else if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
-  else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))
-  return lines.join('\n')
 }
