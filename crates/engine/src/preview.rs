@@ -1,0 +1,273 @@
+//! What a rewind to a message would do to the files, before it runs: the plan, every planned
+//! file with its `+/−` line counts and who made the change it undoes, the files that cannot be
+//! read; the diff of one planned file; the check of a `--only` / `--keep` selection. One call
+//! each, for every front end (the plugin's `/rewind preview` and RPC, the command-line tool).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use snapshot_store::{
+    Action, ChainLink, ChangeOrigin, DiffLimits, FileDiff, PathFailure, PlannedAction, RestorePlan,
+    Session,
+};
+
+use crate::engine::Engine;
+use crate::error::{EngineError, ErrorCode};
+use crate::session::EngineSession;
+
+/// Files whose `+/−` counts a preview computes; past this many (or past
+/// [`PREVIEW_COUNT_BUDGET`]) the rest show no counts.
+pub const PREVIEW_COUNT_FILES: usize = 500;
+/// Time a preview spends on line counts.
+pub const PREVIEW_COUNT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Who made the change a planned file's restore undoes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// This session's agent.
+    Agent,
+    /// Not an agent: the user between turns, or another program.
+    Outside,
+    /// A tool call of another session of the same workspace.
+    OtherSession(String),
+}
+
+impl Origin {
+    /// The origin's name (`agent`, `outside`, `other-session`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Agent => "agent",
+            Self::Outside => "outside",
+            Self::OtherSession(_) => "other-session",
+        }
+    }
+
+    /// The other session's id, for [`Origin::OtherSession`].
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Self::OtherSession(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The name of a planned action (`write`, `create`, `delete`).
+pub fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::Write { .. } => "write",
+        Action::Recreate { .. } => "create",
+        Action::Delete => "delete",
+    }
+}
+
+/// One planned file of a preview.
+#[derive(Debug, Clone)]
+pub struct PreviewFile {
+    /// The planned action (its path, its anchor, what it writes).
+    pub action: PlannedAction,
+    /// Lines the restore adds (text on both sides, within the count budget).
+    pub added: Option<usize>,
+    /// Lines the restore removes.
+    pub removed: Option<usize>,
+    /// Who made the change the restore undoes.
+    pub origin: Origin,
+}
+
+/// What a rewind to a message would do to the files (nothing changed).
+#[derive(Debug, Clone)]
+pub struct Preview {
+    /// The plan (its uncovered, skipped, outside and not-covered paths included).
+    pub plan: RestorePlan,
+    /// Every planned file, in the plan's order, with its counts and origin.
+    pub files: Vec<PreviewFile>,
+    /// Planned files that cannot be read now (the restore would fail them), with why.
+    pub unreadable: Vec<PathFailure>,
+}
+
+/// The plan of a restore of `session` to `target_seq`, through the fork chain when `ancestors`
+/// names any.
+pub fn plan_of(
+    session: &Session,
+    target_seq: u64,
+    ancestors: &[ChainLink],
+) -> Result<RestorePlan, EngineError> {
+    if ancestors.is_empty() {
+        Ok(session.plan_restore(target_seq)?)
+    } else {
+        Ok(session.plan_restore_chain(target_seq, ancestors)?)
+    }
+}
+
+/// The preview of `plan` on `session`: counts (bounded by [`PREVIEW_COUNT_FILES`] and
+/// [`PREVIEW_COUNT_BUDGET`]; a file that cannot be read for them shows without), origins, and
+/// the planned files that cannot be read.
+pub fn preview_of(session: &Session, plan: RestorePlan) -> Result<Preview, EngineError> {
+    let paths: Vec<_> = plan.actions.iter().map(|a| a.path.clone()).collect();
+    let origins = session.change_origins(plan.target_seq, &paths)?;
+    let limits = DiffLimits::default();
+    let start = Instant::now();
+    let files = plan
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (added, removed) =
+                if i < PREVIEW_COUNT_FILES && start.elapsed() < PREVIEW_COUNT_BUDGET {
+                    match session.diff_action(a, &limits) {
+                        Ok(d) => (d.added, d.removed),
+                        Err(_) => (None, None),
+                    }
+                } else {
+                    (None, None)
+                };
+            let origin = match origins.get(&a.path) {
+                Some(ChangeOrigin::Outside) => Origin::Outside,
+                Some(ChangeOrigin::OtherSession { session_id }) => {
+                    Origin::OtherSession(session_id.clone())
+                }
+                _ => Origin::Agent,
+            };
+            PreviewFile {
+                action: a.clone(),
+                added,
+                removed,
+                origin,
+            }
+        })
+        .collect();
+    let unreadable = session.unreadable(&plan);
+    Ok(Preview {
+        plan,
+        files,
+        unreadable,
+    })
+}
+
+/// The diff of the planned file `path` of `plan` (now → after the restore):
+/// [`ErrorCode::NotPlanned`] when the restore leaves that path alone.
+pub fn diff_of(
+    session: &Session,
+    plan: &RestorePlan,
+    path: &str,
+) -> Result<(PlannedAction, FileDiff), EngineError> {
+    let Some(action) = plan.actions.iter().find(|a| a.display == path) else {
+        return Err(EngineError::new(
+            ErrorCode::NotPlanned,
+            format!(
+                "restoring to @{} would not change `{path}`",
+                plan.target_seq
+            ),
+        )
+        .with_details(json!({ "path": path })));
+    };
+    let d = session.diff_action(action, &DiffLimits::default())?;
+    Ok((action.clone(), d))
+}
+
+/// Narrows `plan` to a `--only` / `--keep` selection, the store's path matcher deciding:
+/// [`ErrorCode::BadSelection`] (naming the filter, `details.path`) for a filter that matches
+/// no planned file. Returns the planned paths the selection leaves as they are.
+pub fn select(
+    plan: &mut RestorePlan,
+    only: &[String],
+    keep: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let target = plan.target_seq;
+    let kept = plan.select(only, keep).map_err(|e| {
+        EngineError::new(
+            ErrorCode::BadSelection,
+            format!(
+                "`{}` matches no file the rewind to @{target} would change (see the preview of @{target}); nothing was changed",
+                e.filter
+            ),
+        )
+        .with_details(json!({ "path": e.filter }))
+    })?;
+    Ok(kept.iter().map(|a| a.display.clone()).collect())
+}
+
+impl Engine {
+    /// The plan of a restore of session `session_id` in `cwd` to `target_seq` (through the
+    /// fork chain `ancestors`), changing nothing.
+    pub fn plan(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+    ) -> Result<RestorePlan, EngineError> {
+        plan_of(&*self.files(session_id, cwd, None)?, target_seq, ancestors)
+    }
+
+    /// [`preview_of`] the plan of a restore of session `session_id` in `cwd` to `target_seq`.
+    pub fn preview(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+    ) -> Result<Preview, EngineError> {
+        let session = self.files(session_id, cwd, None)?;
+        preview_of(&session, plan_of(&session, target_seq, ancestors)?)
+    }
+
+    /// [`diff_of`] the planned file `path` of a restore of session `session_id` to
+    /// `target_seq`.
+    pub fn diff(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        target_seq: u64,
+        path: &str,
+        ancestors: &[ChainLink],
+    ) -> Result<(PlannedAction, FileDiff), EngineError> {
+        let session = self.files(session_id, cwd, None)?;
+        diff_of(&session, &plan_of(&session, target_seq, ancestors)?, path)
+    }
+
+    /// Checks a `--only` / `--keep` selection against the plan of a restore of session
+    /// `session_id` to `target_seq` ([`select`]), changing nothing.
+    pub fn check_selection(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+        only: &[String],
+        keep: &[String],
+    ) -> Result<Vec<String>, EngineError> {
+        let mut plan = self.plan(session_id, cwd, target_seq, ancestors)?;
+        select(&mut plan, only, keep)
+    }
+}
+
+impl EngineSession {
+    /// [`Engine::preview`] for this session (its files must be usable).
+    pub fn preview(
+        &self,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+    ) -> Result<Preview, EngineError> {
+        let cwd = self.files_usable()?;
+        self.engine.preview(&self.id, cwd, target_seq, ancestors)
+    }
+
+    /// [`Engine::check_selection`] for this session: [`ErrorCode::BadSelection`] also when its
+    /// files cannot be restored here (nothing to choose from).
+    pub fn check_selection(
+        &self,
+        target_seq: u64,
+        ancestors: &[ChainLink],
+        only: &[String],
+        keep: &[String],
+    ) -> Result<Vec<String>, EngineError> {
+        let cwd = self.files_usable().map_err(|e| EngineError {
+            code: ErrorCode::BadSelection,
+            message: format!("files cannot be chosen: {}; nothing was changed", e.message),
+            details: e.details,
+        })?;
+        self.engine
+            .check_selection(&self.id, cwd, target_seq, ancestors, only, keep)
+    }
+}
