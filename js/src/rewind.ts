@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Addon } from './native.ts'
-import { callNative } from './native.ts'
 import { step } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
@@ -18,50 +17,17 @@ import { type Locale, format } from './locales.ts'
 import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
 import { Undoer } from './undo.ts'
 import { parseRewindArgs, parseUndoArgs, pathMatches } from './command-args.ts'
+import { candidates, hasMarker, planFork, planRewind, targetPreview, withdraw } from './marker.ts'
 import { type InterruptedRewind, type ResolveReport, type RewindPreview, type RewindReport, interruptedText, partialText, previewText, reportText, resolveText, undoText } from './report.ts'
 import { escapeControl } from '../../shared/format.ts'
 import { type RewindDeps, crashPoint, makeDurable, resyncObservations, trackObservations } from './host-steps.ts'
+import { appendMarker, childLineage, eventsBetween } from './contract/session.ts'
 
 export type { RewindDeps }
-import { appendMarker, childLineage, eventsBetween, eventsOf, logLength, surfaceNodes } from './contract/session.ts'
+/** Re-exported for the RPC's `candidates` endpoint. */
+export { candidates }
 
 const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
-
-/**
- * The serialized log per session. DSH's log is append-only and every event is deep-frozen when it
- * is accepted, so the JSON of the events already serialized stays valid and only newer ones are
- * added (read through `contract/session.ts`, whichever reader the host offers). A shorter log (a
- * session object reused for another log) starts over.
- */
-const serialized = new WeakMap<object, { length: number; body: string }>()
-
-/** The live log as the planner reads it (a JSON array of the session's events). */
-export function eventsJson(session: HostSession): string {
-  const length = logLength(session)
-  let cached = serialized.get(session)
-  if (cached === undefined || cached.length > length) cached = { length: 0, body: '' }
-  if (cached.length < length) {
-    const added = eventsBetween(session, cached.length, length).map(e => JSON.stringify(e)).join(',')
-    cached = { length, body: cached.body === '' ? added : `${cached.body},${added}` }
-    serialized.set(session, cached)
-  }
-  return `[${cached.body}]`
-}
-
-/**
- * DSH's own fold of the session's surface, handed to the planner so the plan is made on it
- * (`contract/session.ts` `surfaceNodes`); `undefined` where the host has none (the planner folds
- * the log itself).
- */
-export function hostFold(session: HostSession): number[] | undefined {
-  const nodes = surfaceNodes(session)
-  return nodes === undefined ? undefined : [...nodes]
-}
-
-/** Candidates of a session, newest first. */
-export function candidates(session: HostSession): Addon.BindingCandidate[] {
-  return callNative(native => native.listCandidates(eventsJson(session), hostFold(session)))
-}
 
 function sleep(ms: number): Promise<'timeout'> {
   return new Promise(resolve => setTimeout(() => resolve('timeout'), ms).unref?.())
@@ -194,8 +160,8 @@ export class Rewinder {
   /** What rewinding to `target` would do to the files, with counts and who made each change. */
   async preview(agent: HostAgent, target: string): Promise<RewindPreview> {
     const session = agent.session
-    const plan = callNative(native => native.planRewind(eventsJson(session), target, hostFold(session)))
-    const previewLine = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const plan = planRewind(session, target)
+    const previewLine = targetPreview(session, plan.targetSeq, plan.targetText)
     const cwd = trackedCwd(session)
     const port = this.deps.files()
     const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
@@ -252,9 +218,9 @@ export class Rewinder {
   private async rewindLocked(agent: HostAgent, target: string, selection: RestoreSelection | undefined): Promise<RewindReport> {
     const session = agent.session
     // 1. Resolve the target on the live log (refusals carry the planner's codes; nothing changed yet).
-    let plan = callNative(native => native.planRewind(eventsJson(session), target, hostFold(session)))
+    let plan = planRewind(session, target)
     await this.checkSelection(session, plan.targetSeq, selection)
-    const previewText = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const previewText = targetPreview(session, plan.targetSeq, plan.targetText)
     const opId = randomUUID()
     let stoppedTurn = false
 
@@ -273,7 +239,7 @@ export class Rewinder {
     if (agent.status !== 'idle') {
       stoppedTurn = true
       await this.stop(agent)
-      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
+      plan = planRewind(session, `@${plan.targetSeq}`)
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     }
 
@@ -333,7 +299,7 @@ export class Rewinder {
       return report
     }
     const report = await this.asMaintenance(agent, work, () => {
-      plan = callNative(native => native.planRewind(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
+      plan = planRewind(session, `@${plan.targetSeq}`)
       if (plan.marker == null) throw new RewindError(Codes.failed, 'the target changed while the turn stopped')
     })
     report.stoppedTurn ||= stoppedTurn
@@ -377,15 +343,15 @@ export class Rewinder {
     const { ctx, logger } = this.deps
     const session = agent.session
     const sessionId = session.header.id
-    let plan = callNative(native => native.planFork(eventsJson(session), target, hostFold(session)))
+    let plan = planFork(session, target)
     await this.checkSelection(session, plan.targetSeq, selection)
-    const previewText = callNative(native => native.listCandidates(eventsJson(session), hostFold(session))).find(c => c.seq === plan.targetSeq)?.preview ?? plan.targetText
+    const previewText = targetPreview(session, plan.targetSeq, plan.targetText)
     const opId = randomUUID()
     let stoppedTurn = false
     if (agent.status !== 'idle') {
       stoppedTurn = true
       await this.stop(agent)
-      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
+      plan = planFork(session, `@${plan.targetSeq}`)
     }
     const work = async (): Promise<RewindReport> => {
       const childId = `session-${randomUUID()}`
@@ -461,7 +427,7 @@ export class Rewinder {
       return report
     }
     const report = await this.asMaintenance(agent, work, () => {
-      plan = callNative(native => native.planFork(eventsJson(session), `@${plan.targetSeq}`, hostFold(session)))
+      plan = planFork(session, `@${plan.targetSeq}`)
     })
     report.stoppedTurn ||= stoppedTurn
     return report
@@ -632,7 +598,7 @@ export class Rewinder {
     const childSessionId = entry.fork?.childSessionId
     if (entry.redoOf != null) return true // a redo's conversation is the rewound session itself
     if (childSessionId !== undefined) return await sessionExists(this.deps.ctx, childSessionId)
-    return entry.markerId != null && eventsOf(session).some(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === entry.markerId)
+    return hasMarker(session, entry.markerId)
   }
 
   /**
@@ -750,18 +716,6 @@ export class Rewinder {
 
 function isInterrupted(entry: HistoryEntry): boolean {
   return entry.outcome === 'started' || (entry.undoStartedAt != null && entry.undoneAt == null)
-}
-
-function withdraw(agent: HostAgent, ids: readonly string[]): string[] {
-  const removed: string[] = []
-  for (const id of ids) {
-    try {
-      if (agent.inbox.remove(id)) removed.push(id)
-    } catch {
-      // Already claimed or gone: nothing to withdraw.
-    }
-  }
-  return removed
 }
 
 /**

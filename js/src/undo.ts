@@ -16,24 +16,12 @@ import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
 import type { Rewinder } from './rewind.ts'
 import type { UndoReport } from './report.ts'
+import { markerSeq } from './marker.ts'
 import { type RewindDeps, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
 import { step } from './engine.ts'
-import { childLineage, eventAt, eventsBetween, eventsOf } from './contract/session.ts'
+import { childLineage, eventsBetween } from './contract/session.ts'
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
-
-/**
- * Where the conversation as it was just before an in-place rewind ends in `session`'s log: at the
- * rewind's marker, less the command that ran the rewind when it directly precedes the marker (its
- * `command/done` follows the marker, so a seed holding it would show a command that never ends).
- * `undefined` when the marker is not in the log.
- */
-function markerSeq(session: HostSession, markerId: string | null | undefined): number | undefined {
-  if (markerId == null) return undefined
-  const at = eventsOf(session).find(e => e.type === 'user/message' && (e.data as { id?: unknown } | undefined)?.id === markerId)?.seq
-  if (at === undefined) return undefined
-  return eventAt(session, at - 1)?.type === 'command/run' ? at - 1 : at
-}
 
 /** The undo service (`undo` RPC, `/rewind undo`). */
 export class Undoer {

@@ -31,6 +31,7 @@ mod cleanup;
 mod codes;
 mod engine;
 mod error;
+mod preview;
 mod recover;
 mod rewind;
 mod session;
@@ -42,6 +43,10 @@ pub use engine::{
     Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, LOCKS_KEPT_FOR, SNAPSHOTS_DIR,
 };
 pub use error::EngineError;
+pub use preview::{
+    Origin, PREVIEW_COUNT_BUDGET, PREVIEW_COUNT_FILES, Preview, PreviewFile, action_name, diff_of,
+    plan_of, preview_of, select,
+};
 pub use recover::{
     Interrupted, InterruptedKind, Judgement, Resolution, Resolved, continued_paths, is_interrupted,
 };
@@ -50,7 +55,8 @@ pub use rewind_history::{Entry, Outcome, Paths, WorkspaceKey};
 pub use session::{EngineSession, history_paths, rel_paths};
 pub use snapshot_store::ChainLink;
 pub use undo::{
-    Choices, EntryActions, FilesDone, RedoDone, UndoCheck, UndoDone, standing_redo, touched_files,
+    Choices, EntryActions, FilesDone, Pick, RedoDone, UndoCheck, UndoDone, standing_redo,
+    touched_files,
 };
 
 /// The state of a restore journal, one type for every layer above the store: the store's

@@ -34,6 +34,15 @@ impl InterruptedKind {
         }
     }
 
+    /// The kind of a rewind that is over but left its journal open (never an undo).
+    pub fn of_partial(entry: &Entry) -> Self {
+        if entry.fork.is_some() {
+            Self::Fork
+        } else {
+            Self::Rewind
+        }
+    }
+
     /// The kind of an interrupted entry.
     pub fn of(entry: &Entry) -> Self {
         if !entry.is_started() {
@@ -317,6 +326,80 @@ impl EngineSession {
             entry_outcome: recorded.unwrap_or(""),
             temps_removed,
         })
+    }
+
+    /// This session's interrupted entries, newest first ([`is_interrupted`]: a rewind still
+    /// `started`, or an undo begun and never ended): what a reconcile pass judges.
+    pub fn interrupted_entries(&self) -> Result<Vec<Entry>, EngineError> {
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|e| e.session_id == self.id && is_interrupted(e))
+            .collect())
+    }
+
+    /// This session's rewinds that ran to their end but could not restore some files (`partial`,
+    /// or `failed` when none could be), not undone, whose journal is still open — newest first,
+    /// with their kind ([`InterruptedKind::of_partial`]) and where the restore stands. They are
+    /// settled as interrupted ones are ([`EngineSession::resolve_entry`]); a new rewind is not
+    /// refused over them.
+    pub fn partial_entries(&self) -> Result<Vec<(Entry, Interrupted)>, EngineError> {
+        if self.files_usable().is_err() {
+            return Ok(Vec::new());
+        }
+        let mine: Vec<Entry> = self
+            .entries()?
+            .into_iter()
+            .filter(|e| {
+                e.session_id == self.id
+                    && matches!(e.outcome, Outcome::Partial | Outcome::Failed)
+                    && e.undone_at.is_none()
+            })
+            .collect();
+        if mine.is_empty() {
+            return Ok(Vec::new());
+        }
+        let open: BTreeMap<String, RestoreStatus> = self
+            .files_of(&self.id)?
+            .reconcile_restores()?
+            .into_iter()
+            .filter(|st| st.state == StoreState::Open)
+            .map(|st| (st.op_id.clone(), st))
+            .collect();
+        Ok(mine
+            .into_iter()
+            .filter_map(|e| {
+                let restore = open.get(&e.op_id)?.clone();
+                let kind = InterruptedKind::of_partial(&e);
+                Some((
+                    e,
+                    Interrupted {
+                        kind,
+                        journal: JournalState::Open,
+                        restore: Some(restore),
+                    },
+                ))
+            })
+            .collect())
+    }
+
+    /// Continue or roll back the entry `op_id`, the engine choosing how it is settled: an
+    /// interrupted rewind or undo of this session as a whole ([`EngineSession::resolve`]),
+    /// anything else — a rewind that is over but left its journal open, a journal without an
+    /// entry — through its journal ([`EngineSession::resolve_journal`]). The one call every
+    /// front end makes for "continue" and "roll back".
+    pub fn resolve_entry(
+        &self,
+        op_id: &str,
+        how: Resolution,
+        ancestors: &[ChainLink],
+    ) -> Result<Resolved, EngineError> {
+        match self.entry(op_id) {
+            Ok(e) if e.session_id == self.id && is_interrupted(&e) => {
+                self.resolve(op_id, how, ancestors)
+            }
+            _ => self.resolve_journal(op_id, how),
+        }
     }
 
     /// Removes the temp files a killed restore left beside `paths` (workspace-relative): only

@@ -4,12 +4,11 @@
 //! marker (or creates the fork's child) in between.
 
 use rewind_history::{Entry, Outcome, Paths};
-use serde_json::json;
 use snapshot_store::{
     ChainLink, NotCovered, PathFailure, PreparedRestore, RelPath, RestoreOutcome, RestorePlan,
 };
 
-use crate::error::{EngineError, ErrorCode};
+use crate::error::EngineError;
 use crate::session::{EngineSession, history_paths};
 
 /// The history entry a rewind starts with.
@@ -150,7 +149,7 @@ impl EngineSession {
     /// selection), its checks and the rescue copy of every planned path, nothing changed in
     /// the workspace. An error here means the file half cannot run at all — the store cannot
     /// serve this rewind (a damaged record log, a store that cannot keep the copies), or a
-    /// selection matching no planned file ([`ErrorCode::BadSelection`]) — and the host
+    /// selection matching no planned file ([`crate::ErrorCode::BadSelection`]) — and the host
     /// refuses the whole rewind. A path that cannot be read for its copy is refused alone
     /// ([`Prepared::refused`]). [`EngineSession::restore_files`] with the same op id (on
     /// this handle or a clone) runs what was prepared.
@@ -187,24 +186,14 @@ impl EngineSession {
         req: &RestoreRequest,
     ) -> Result<(RestorePlan, Vec<String>), EngineError> {
         let mut plan = self.plan(req.target_seq, &req.ancestors)?;
-        let kept = plan.select(&req.only, &req.keep).map_err(|e| {
-            EngineError::new(
-                ErrorCode::BadSelection,
-                format!(
-                    "{e} when restoring to @{}; nothing was changed",
-                    req.target_seq
-                ),
-            )
-            .with_details(json!({ "path": e.filter }))
-        })?;
-        let kept: Vec<String> = kept.iter().map(|a| a.display.clone()).collect();
+        let kept = crate::preview::select(&mut plan, &req.only, &req.keep)?;
         Ok((plan, kept))
     }
 
     /// The journaled restore of a rewind, then its entry finished (`done`, `partial` or
     /// `failed`, with the paths): what [`EngineSession::prepare_restore`] prepared for this
     /// op id, else planned and run here. A selection that matches no planned file is refused
-    /// ([`ErrorCode::BadSelection`]) before anything changes. A restore that fails as a whole
+    /// ([`crate::ErrorCode::BadSelection`]) before anything changes. A restore that fails as a whole
     /// is returned as the error; the entry is then finished by
     /// [`EngineSession::finish_not_restored`].
     pub fn restore_files(&self, req: &RestoreRequest) -> Result<Restored, EngineError> {

@@ -199,11 +199,6 @@ impl EngineSession {
         target_seq: u64,
         ancestors: &[ChainLink],
     ) -> Result<RestorePlan, EngineError> {
-        let files = self.files_of(&self.id)?;
-        if ancestors.is_empty() {
-            Ok(files.plan_restore(target_seq)?)
-        } else {
-            Ok(files.plan_restore_chain(target_seq, ancestors)?)
-        }
+        crate::preview::plan_of(&*self.files_of(&self.id)?, target_seq, ancestors)
     }
 }

@@ -180,6 +180,15 @@ fn undo_outcome(files: &FilesDone) -> UndoOutcome {
     }
 }
 
+/// Which action [`EngineSession::pick_entry`] numbers entries for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// Undo a rewind.
+    Undo,
+    /// Redo an undone rewind.
+    Redo,
+}
+
 /// What this session may do with one history entry now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryActions {
@@ -230,6 +239,54 @@ impl EngineSession {
                 }
             })
             .collect())
+    }
+
+    /// The entry `reference` names for an undo ([`Pick::Undo`]) or a redo ([`Pick::Redo`]):
+    /// none is the newest, `<n>` the n-th newest, of the entries [`EngineSession::entry_actions`]
+    /// offers that action for — the very list whose entries the history page offers it on, so
+    /// `/rewind undo <n>` and the page never disagree about an entry. `@<op id>` (or an op id)
+    /// names the entry as it is; the undo or redo itself then applies its rules and says why
+    /// not. [`ErrorCode::UnknownEntry`] when there is no n-th such entry.
+    pub fn pick_entry(&self, pick: Pick, reference: Option<&str>) -> Result<String, EngineError> {
+        if let Some(r) = reference.filter(|r| r.is_empty() || !r.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Ok(r.strip_prefix('@').unwrap_or(r).to_owned());
+        }
+        let n: usize = match reference {
+            None => 1,
+            Some(r) => r.parse().unwrap_or(usize::MAX),
+        };
+        let list: Vec<String> = self
+            .entry_actions()?
+            .into_iter()
+            .filter(|a| match pick {
+                Pick::Undo => a.undoable,
+                Pick::Redo => a.redoable,
+            })
+            .map(|a| a.op_id)
+            .collect();
+        let what = match pick {
+            Pick::Undo => "rewind(s) to undo",
+            Pick::Redo => "undone rewind(s) to redo",
+        };
+        n.checked_sub(1)
+            .and_then(|i| list.get(i).cloned())
+            .ok_or_else(|| {
+                let message = if list.is_empty() {
+                    match pick {
+                        Pick::Undo => "this session has no rewind to undo".to_owned(),
+                        Pick::Redo => "no undone rewind to redo here".to_owned(),
+                    }
+                } else {
+                    format!(
+                        "there are {} {what} here; #{} is not one of them",
+                        list.len(),
+                        reference.unwrap_or("1")
+                    )
+                };
+                EngineError::new(ErrorCode::UnknownEntry, message)
+                    .with_details(json!({ "count": list.len() }))
+            })
     }
 
     /// Checks that this session may undo the rewind `op_id` now, changing nothing: the
