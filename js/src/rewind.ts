@@ -8,32 +8,30 @@ import type { Addon } from './native.ts'
 import { step } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
-import type { ChainLink, RestoreOutcome, RestoreSelection, RestoreStatus } from './ports.ts'
+import type { ChainLink, RestoreOutcome, RestoreSelection } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
-import { type HistoryPort, partitionKey } from './history.ts'
 import { type Locale, format } from './locales.ts'
-import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors, sessionExists } from './fork.ts'
+import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors } from './fork.ts'
 import { Undoer } from './undo.ts'
+import { Recovery, settleJournal } from './recovery.ts'
 import { parseRewindArgs, parseUndoArgs, pathMatches } from './command-args.ts'
-import { candidates, hasMarker, planFork, planRewind, targetPreview, withdraw } from './marker.ts'
+import { candidates, planFork, planRewind, targetPreview, withdraw } from './marker.ts'
 import { type InterruptedRewind, type ResolveReport, type RewindPreview, type RewindReport, interruptedText, partialText, previewText, reportText, resolveText, undoText } from './report.ts'
 import { escapeControl } from '../../shared/format.ts'
 import { type RewindDeps, crashPoint, makeDurable, resyncObservations, trackObservations } from './host-steps.ts'
 import { appendMarker, childLineage, eventsBetween } from './contract/session.ts'
 
 export type { RewindDeps }
-/** Re-exported for the RPC's `candidates` endpoint. */
-export { candidates }
+/** Re-exported for the RPC's `candidates` and `restores.*` endpoints. */
+export { candidates, settleJournal }
 
 const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
 function sleep(ms: number): Promise<'timeout'> {
   return new Promise(resolve => setTimeout(() => resolve('timeout'), ms).unref?.())
 }
-
-type HistoryEntry = Awaited<ReturnType<HistoryPort['listChecked']>>['entries'][number]
 
 /** What {@link Rewinder.prepareFiles} found: the restore to run, or why none runs. */
 interface PreparedFiles {
@@ -43,13 +41,30 @@ interface PreparedFiles {
 
 /** The rewind service. */
 export class Rewinder {
-  private readonly reconciling = new Map<string, Promise<InterruptedRewind[]>>()
   /** Undo of a rewind, files and conversation (`undo` RPC, `/rewind undo`). */
   readonly undoer: Undoer
+  /** What a crash interrupted, and continuing or rolling back a restore left open. */
+  readonly recovery: Recovery
 
   constructor(private readonly deps: RewindDeps) {
-    this.undoer = new Undoer(deps, this)
+    this.recovery = new Recovery(deps, (agent, key, entry) => this.undoer.finishInterrupted(agent, key, entry))
+    this.undoer = new Undoer(deps, agent => this.recovery.reconcile(agent))
     trackObservations(deps.ctx, deps.logger)
+  }
+
+  /** See {@link Recovery.reconcile}. */
+  reconcile(agent: HostAgent): Promise<InterruptedRewind[]> {
+    return this.recovery.reconcile(agent)
+  }
+
+  /** See {@link Recovery.resolve}. */
+  resolve(agent: HostAgent, opId: string | undefined, how: 'continue' | 'rollback'): Promise<ResolveReport> {
+    return this.recovery.resolve(agent, opId, how)
+  }
+
+  /** See {@link Recovery.partials}. */
+  partials(agent: HostAgent): Promise<InterruptedRewind[]> {
+    return this.recovery.partials(agent)
   }
 
   /** `/rewind` and `/undo`: a bare call lists candidates; otherwise rewinds. */
@@ -204,7 +219,7 @@ export class Rewinder {
     if (isSubagentSession(session)) {
       throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
     }
-    await this.settled(sessionId)
+    await this.recovery.settled(sessionId)
     if (!state.begin(sessionId)) {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
@@ -328,7 +343,7 @@ export class Rewinder {
     if (agents === undefined || typeof agents.create !== 'function') {
       throw new RewindError(Codes.agentsUnavailable, 'this host has no agent registry to create the forked session in')
     }
-    await this.settled(sessionId)
+    await this.recovery.settled(sessionId)
     if (!state.begin(sessionId)) {
       throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
     }
@@ -541,193 +556,4 @@ export class Rewinder {
     }
   }
 
-  /**
-   * The reconcile pass (at session open, before `/rewind`, on the client's request): every
-   * history entry of the session still `started`, or whose undo began and never ended, while no
-   * rewind of the session runs in this process, was interrupted by a crash. What can be judged
-   * whole is settled at once — nothing changed (no marker or child, no journal) → `abandoned`;
-   * conversation and files both done → `done`; an interrupted undo is finished (the store's undo
-   * is idempotent) — and the rest is returned for the user to continue or roll back.
-   */
-  async reconcile(agent: HostAgent): Promise<InterruptedRewind[]> {
-    const session = agent.session
-    const sessionId = session.header.id
-    if (isSubagentSession(session)) return []
-    // A rewind running in this process: its `started` entry is not interrupted.
-    if (this.deps.state.rewinding(sessionId)) return []
-    // Concurrent callers join one pass; a rewind waits for it (see `settled`).
-    const running = this.reconciling.get(sessionId)
-    if (running !== undefined) return await running
-    const pass = this.reconcilePass(agent)
-    this.reconciling.set(sessionId, pass)
-    try {
-      return await pass
-    } finally {
-      if (this.reconciling.get(sessionId) === pass) this.reconciling.delete(sessionId)
-    }
-  }
-
-  /** Wait for a reconcile pass of the session, if one runs (a rewind never overlaps one). */
-  private async settled(sessionId: string): Promise<void> {
-    await this.reconciling.get(sessionId)?.catch(() => undefined)
-  }
-
-  private async reconcilePass(agent: HostAgent): Promise<InterruptedRewind[]> {
-    const session = agent.session
-    const sessionId = session.header.id
-    {
-      const key = await partitionKey(this.deps.ctx, session)
-      const { entries } = await this.deps.history.listChecked(key)
-      const out: InterruptedRewind[] = []
-      for (const entry of entries) {
-        if (entry.sessionId !== sessionId || !isInterrupted(entry)) continue
-        try {
-          const found = await this.judge(agent, key, entry)
-          if (found !== undefined) out.push(found)
-        } catch (error) {
-          const e = toRewindError(error)
-          out.push({ ...(await this.describe(agent, entry)), error: { code: e.code, message: e.message } })
-        }
-      }
-      return out
-    }
-  }
-
-  /** Whether the conversation half of an interrupted entry happened (the marker is in the log, the child exists). */
-  private async conversationHappened(session: HostSession, entry: HistoryEntry): Promise<boolean> {
-    const childSessionId = entry.fork?.childSessionId
-    if (entry.redoOf != null) return true // a redo's conversation is the rewound session itself
-    if (childSessionId !== undefined) return await sessionExists(this.deps.ctx, childSessionId)
-    return hasMarker(session, entry.markerId)
-  }
-
-  /**
-   * What an interrupted entry left, as the reconcile pass reports it; with `partial`, a rewind
-   * that is over but left its journal open (see {@link Rewinder.partials}).
-   */
-  private interrupted(entry: HistoryEntry, conversation: boolean, journal: string, restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
-    const childSessionId = entry.fork?.childSessionId
-    const kind = entry.outcome !== 'started' && !partial ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
-    return {
-      opId: entry.opId, kind, targetSeq: entry.targetSeq, ...(typeof entry.targetText === 'string' ? { targetText: entry.targetText } : {}), time: entry.time, journal, conversation,
-      ...(childSessionId !== undefined ? { childSessionId } : {}),
-      ...(restore != null ? { restore } : {}),
-      ...(partial ? { partial: true as const } : {}),
-    }
-  }
-
-  /** What an interrupted entry left, without changing anything (after a failed judgement). */
-  private async describe(agent: HostAgent, entry: HistoryEntry): Promise<InterruptedRewind> {
-    const session = agent.session
-    const conversation = await this.conversationHappened(session, entry)
-    const journal = await this.deps.engine.session(session)
-      .then(es => step(() => es.journalState(session.header.id, entry.opId)), () => 'unreadable')
-      .catch(() => 'unreadable')
-    return this.interrupted(entry, conversation, journal, undefined)
-  }
-
-  /**
-   * The engine settles what can be settled alone (crash order: docs/architecture.md) and says
-   * what is left: an interrupted undo this host finishes (its session may have to be created
-   * first), or an entry for the user to continue or roll back.
-   */
-  private async judge(agent: HostAgent, key: string, entry: HistoryEntry): Promise<InterruptedRewind | undefined> {
-    const session = agent.session
-    const conversation = await this.conversationHappened(session, entry)
-    const es = await this.deps.engine.session(session)
-    const judged = await this.deps.state.run(session.header.id, () => step(() => es.judge(entry.opId, conversation)))
-    if (judged.judgement === 'settled') return undefined
-    if (judged.judgement === 'finish-undo') {
-      await this.undoer.finishInterrupted(agent, key, entry)
-      return undefined
-    }
-    return this.interrupted(entry, conversation, judged.journal, judged.restore)
-  }
-
-  /**
-   * `/rewind --continue` / `--rollback` and the RPC `restores.continue` / `restores.rollback` for
-   * an interrupted rewind: continue finishes restoring the files (the journal's remaining actions,
-   * or the whole restore when it never began); roll back puts every file back exactly as before
-   * the rewind (nothing to do when the restore never began). Both remove the restore's leftover
-   * temp files and finish the history entry. `opId` defaults to the newest interrupted one.
-   */
-  async resolve(agent: HostAgent, opId: string | undefined, how: 'continue' | 'rollback'): Promise<ResolveReport> {
-    const session = agent.session
-    const sessionId = session.header.id
-    if (isSubagentSession(session)) throw new RewindError(Codes.subagentSession, 'this is a subagent session; subagent sessions are never rewound')
-    const pending = await this.reconcile(agent)
-    const found = opId === undefined ? pending[0] : pending.find(i => i.opId === opId)
-    if (found === undefined) {
-      // A rewind that is over but could not restore some files (`partial`): its journal stays
-      // open until it is continued or rolled back.
-      const partial = (await this.partials(agent)).find(p => opId === undefined || p.opId === opId)
-      if (partial !== undefined) return await this.resolvePartial(agent, partial, how)
-      throw new RewindError(Codes.unknownEntry, opId === undefined ? 'no interrupted rewind in this session' : `no interrupted rewind ${escapeControl(opId)} in this session`)
-    }
-    if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
-    try {
-      const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
-      const es = await this.deps.engine.session(session)
-      const r = await this.deps.state.run(sessionId, () => step(() => es.resolve(found.opId, how, ancestors)))
-      const cwd = trackedCwd(session)
-      if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
-      return { opId: found.opId, how, kind: r.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
-    } finally {
-      this.deps.state.end(sessionId)
-    }
-  }
-
-  /**
-   * The rewinds of this session that ran to their end but could not restore some files (their
-   * entry `partial`, or `failed` when none could be), their journal still open (newest first):
-   * listed with the interrupted ones by the `interrupted` RPC, so that the client offers the
-   * same two ways out. A new rewind is not refused over them.
-   */
-  async partials(agent: HostAgent): Promise<InterruptedRewind[]> {
-    const session = agent.session
-    const sessionId = session.header.id
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
-    if (isSubagentSession(session) || cwd === undefined || port.unavailable() !== undefined) return []
-    const { entries } = await this.deps.history.listChecked(await partitionKey(this.deps.ctx, session))
-    const mine = entries.filter(e => e.sessionId === sessionId && (e.outcome === 'partial' || e.outcome === 'failed') && e.undoneAt == null)
-    if (mine.length === 0) return []
-    const open = new Map((await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd))).filter(r => r.state === 'open').map(r => [r.opId, r]))
-    const out: InterruptedRewind[] = []
-    for (const e of mine) {
-      const restore = open.get(e.opId)
-      if (restore !== undefined) out.push(this.interrupted(e, true, 'open', restore, true))
-    }
-    return out
-  }
-
-  /** {@link Rewinder.resolve} of a `partial` rewind: its conversation half is done; its files are finished or put back. */
-  private async resolvePartial(agent: HostAgent, entry: InterruptedRewind, how: 'continue' | 'rollback'): Promise<ResolveReport> {
-    const sessionId = agent.session.header.id
-    if (!this.deps.state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is already running')
-    try {
-      const r = await settleJournal(this.deps, agent.session, entry.opId, how)
-      return { opId: entry.opId, how, kind: r.kind, targetSeq: entry.targetSeq, conversation: true, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
-    } finally {
-      this.deps.state.end(sessionId)
-    }
-  }
-}
-
-function isInterrupted(entry: HistoryEntry): boolean {
-  return entry.outcome === 'started' || (entry.undoStartedAt != null && entry.undoneAt == null)
-}
-
-/**
- * Finishes or rolls back the open journal of a rewind that is over (a `partial` or `failed`
- * one): the engine settles its files, removes the temp files and updates the history entry,
- * and the plugin's view of the paths it wrote or deleted follows.
- */
-export async function settleJournal(deps: Pick<RewindDeps, 'ctx' | 'engine' | 'state' | 'logger'>, session: HostSession, opId: string, how: 'continue' | 'rollback'): Promise<Addon.BindingResolved> {
-  const es = await deps.engine.session(session)
-  const r = await deps.state.run(session.header.id, () => step(() => es.resolveJournal(opId, how)))
-  const cwd = trackedCwd(session)
-  if (cwd !== undefined) await resyncObservations(deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], deps.logger)
-  if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)
-  return r
 }

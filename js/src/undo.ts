@@ -14,7 +14,6 @@ import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
 import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
-import type { Rewinder } from './rewind.ts'
 import type { UndoReport } from './report.ts'
 import { markerSeq } from './marker.ts'
 import { type RewindDeps, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
@@ -25,7 +24,8 @@ type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'
 
 /** The undo service (`undo` RPC, `/rewind undo`). */
 export class Undoer {
-  constructor(private readonly deps: RewindDeps, private readonly rewinder: Rewinder) {}
+  /** `reconcile`: settles an interrupted rewind or undo of the session first (the recovery's pass). */
+  constructor(private readonly deps: RewindDeps, private readonly reconcile: (agent: HostAgent) => Promise<unknown>) {}
 
   /** The session, its history partition, its working directory and the store (subagents refused). */
   private where(agent: HostAgent): { session: HostSession; sessionId: string; cwd: string | undefined } {
@@ -80,7 +80,7 @@ export class Undoer {
     const { ctx, state, logger } = this.deps
     const { session, sessionId, cwd } = this.where(agent)
     // An interrupted undo or rewind of this session is settled first.
-    await this.rewinder.reconcile(agent)
+    await this.reconcile(agent)
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     try {
       const es = await this.deps.engine.session(session)
@@ -153,7 +153,7 @@ export class Undoer {
   async redo(agent: HostAgent, opId: string, choices: UndoChoices = {}): Promise<UndoReport> {
     const { ctx, state, logger } = this.deps
     const { session, sessionId, cwd } = this.where(agent)
-    await this.rewinder.reconcile(agent)
+    await this.reconcile(agent)
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     try {
       const es = await this.deps.engine.session(session)
