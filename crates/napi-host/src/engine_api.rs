@@ -9,20 +9,22 @@ use napi::bindgen_prelude::{AsyncTask, Either, Env, ToNapiValue, TypeName};
 use napi_derive::napi;
 
 use rewind_engine::{
-    ChainLink, Choices, Engine, EngineOptions, EngineSession, ErrorCode,
-    Judgement as EngineJudgement, NotRestored, Outcome, Resolution as EngineResolution,
-    RestoreRequest, Start, WorkspaceKey,
+    Choices, Engine, EngineOptions, EngineSession, ErrorCode, Judgement as EngineJudgement,
+    NotRestored, Outcome, Pick, Resolution as EngineResolution, RestoreRequest, Start,
+    WorkspaceKey,
 };
 
 use crate::cleanup_api::BindingCleanup;
+use crate::convert::{chain, restore_outcome, restore_status};
 use crate::error::{BindingError, js_numbers};
-use crate::store_api::{BindingStore, restore_outcome, restore_status};
+use crate::store_api::BindingStore;
 use crate::task::Job;
 use crate::types::{
-    BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry, BindingJudged,
-    BindingNotCovered, BindingPrepared, BindingRedoDone, BindingRefusal, BindingResolved,
-    BindingRewindFiles, BindingRewindRestore, BindingRewindStart, BindingUndoCheck,
-    BindingUndoChoices, BindingUndoDone, BindingUndoOutcome, JournalState, Judgement, seq_from_js,
+    BindingChainLink, BindingEntryActions, BindingFailedPath, BindingHistoryEntry,
+    BindingInterruptedState, BindingJudged, BindingNotCovered, BindingPrepared, BindingRedoDone,
+    BindingRefusal, BindingResolved, BindingRestoreSelection, BindingRewindFiles,
+    BindingRewindRestore, BindingRewindStart, BindingUndoCheck, BindingUndoChoices,
+    BindingUndoDone, BindingUndoOutcome, JournalState, Judgement, seq_from_js,
 };
 
 /// The crash seam of the host's crash tests: when `DSH_REWIND_CRASH` names the step, one line
@@ -108,20 +110,6 @@ fn choices(c: Option<BindingUndoChoices>) -> Choices {
         take: c.take.unwrap_or_default(),
         keep: c.keep.unwrap_or_default(),
     }
-}
-
-/// The fork chain a host passes (nearest parent first), validated.
-pub(crate) fn chain(links: Option<Vec<BindingChainLink>>) -> Result<Vec<ChainLink>, BindingError> {
-    links
-        .unwrap_or_default()
-        .into_iter()
-        .map(|l| {
-            Ok(ChainLink {
-                max_anchor: seq_from_js(l.max_anchor, "maxAnchor")?,
-                session_id: l.session_id,
-            })
-        })
-        .collect()
 }
 
 /// A rewind's restore request as the host passes it, validated.
@@ -480,12 +468,16 @@ impl BindingEngineSession {
         })
     }
 
-    /// Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore.
+    /// Continue or roll back the entry `op_id`, the engine choosing how (an interrupted rewind
+    /// or undo of this session as a whole; a rewind that is over, or a journal without an
+    /// entry, through its journal): `entryOutcome` is `done`, `partial`, `rolled-back`,
+    /// `undone`, `continued`, or empty when the history entry could not be updated.
+    /// `ancestors` as for a restore.
     #[napi(
         ts_args_type = "opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null",
         ts_return_type = "Promise<BindingResolved | BindingRefusal>"
     )]
-    pub fn resolve(
+    pub fn resolve_entry(
         &self,
         op_id: String,
         how: String,
@@ -493,27 +485,105 @@ impl BindingEngineSession {
     ) -> AsyncTask<Job<Step<BindingResolved>>> {
         let s = self.session.clone();
         step(move || {
-            let r = s.resolve(&op_id, resolution(&how)?, &chain(ancestors)?)?;
+            let r = s.resolve_entry(&op_id, resolution(&how)?, &chain(ancestors)?)?;
             Ok(resolved(r))
         })
     }
 
-    /// Continue or roll back the open restore journal `op_id` of a rewind that is over (see
-    /// `resolve` for an interrupted one); `entryOutcome` is `continued`, `undone`, or empty
-    /// when the history entry could not be updated.
-    #[napi(
-        ts_args_type = "opId: string, how: 'continue' | 'rollback'",
-        ts_return_type = "Promise<BindingResolved | BindingRefusal>"
-    )]
-    pub fn resolve_journal(
-        &self,
-        op_id: String,
-        how: String,
-    ) -> AsyncTask<Job<Step<BindingResolved>>> {
+    /// The op ids of this session's interrupted entries, newest first (what a reconcile pass
+    /// judges).
+    #[napi(ts_return_type = "Promise<Array<string> | BindingRefusal>")]
+    pub fn interrupted_entries(&self) -> AsyncTask<Job<Step<Vec<String>>>> {
         let s = self.session.clone();
         step(move || {
-            let r = s.resolve_journal(&op_id, resolution(&how)?)?;
-            Ok(resolved(r))
+            Ok(s.interrupted_entries()?
+                .into_iter()
+                .map(|e| e.op_id)
+                .collect())
+        })
+    }
+
+    /// What the interrupted entry `op_id` left, changing nothing: its kind, its journal,
+    /// where its restore stands.
+    #[napi(ts_return_type = "Promise<BindingInterruptedState | BindingRefusal>")]
+    pub fn describe(&self, op_id: String) -> AsyncTask<Job<Step<BindingInterruptedState>>> {
+        let s = self.session.clone();
+        step(move || {
+            let found = s.describe(&s.entry(&op_id)?);
+            Ok(BindingInterruptedState {
+                op_id,
+                kind: found.kind.into(),
+                journal: found.journal.into(),
+                restore: found.restore.map(restore_status),
+                partial: false,
+            })
+        })
+    }
+
+    /// This session's rewinds that are over but left their journal open (`partial` or
+    /// `failed`), newest first.
+    #[napi(ts_return_type = "Promise<Array<BindingInterruptedState> | BindingRefusal>")]
+    pub fn partials(&self) -> AsyncTask<Job<Step<Vec<BindingInterruptedState>>>> {
+        let s = self.session.clone();
+        step(move || {
+            Ok(s.partial_entries()?
+                .into_iter()
+                .map(|(e, found)| BindingInterruptedState {
+                    op_id: e.op_id,
+                    kind: found.kind.into(),
+                    journal: found.journal.into(),
+                    restore: found.restore.map(restore_status),
+                    partial: true,
+                })
+                .collect())
+        })
+    }
+
+    /// The op id `reference` names for `/rewind undo` (`action` `undo`) or `/rewind redo`
+    /// (`redo`): none is the newest, `<n>` the n-th newest entry `entryActions` offers that
+    /// action for; `@<op id>` or an op id as it is.
+    #[napi(
+        ts_args_type = "action: 'undo' | 'redo', reference?: string | undefined | null",
+        ts_return_type = "Promise<string | BindingRefusal>"
+    )]
+    pub fn pick_entry(
+        &self,
+        action: String,
+        reference: Option<String>,
+    ) -> AsyncTask<Job<Step<String>>> {
+        let s = self.session.clone();
+        step(move || {
+            let pick = match action.as_str() {
+                "undo" => Pick::Undo,
+                "redo" => Pick::Redo,
+                other => {
+                    return Err(BindingError::bad_request(format!(
+                        "`action` must be 'undo' or 'redo', got `{other}`"
+                    )));
+                }
+            };
+            Ok(s.pick_entry(pick, reference.as_deref())?)
+        })
+    }
+
+    /// Checks a `--only` / `--keep` selection against the plan of a rewind to `targetSeq`
+    /// (the store's path matcher): `rewind/bad-selection` naming a filter that matches no
+    /// planned file; resolves with the planned paths the selection leaves as they are.
+    #[napi(ts_return_type = "Promise<Array<string> | BindingRefusal>")]
+    pub fn check_selection(
+        &self,
+        target_seq: f64,
+        selection: BindingRestoreSelection,
+        ancestors: Option<Vec<BindingChainLink>>,
+    ) -> AsyncTask<Job<Step<Vec<String>>>> {
+        let s = self.session.clone();
+        step(move || {
+            Ok(s.check_selection(
+                seq_from_js(target_seq, "targetSeq")?,
+                &chain(ancestors)?,
+                &selection.only.unwrap_or_default(),
+                &selection.keep.unwrap_or_default(),
+            )?)
         })
     }
 

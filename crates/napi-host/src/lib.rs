@@ -24,6 +24,7 @@ extern crate history as rewind_history;
 
 mod allocator;
 pub mod cleanup_api;
+mod convert;
 pub mod engine_api;
 pub mod error;
 pub mod history_api;

@@ -5,12 +5,8 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{AsyncTask, Env, JsValue, ToNapiValue, TypeName, Unknown};
 use napi_derive::napi;
-use std::time::{Duration, Instant};
 
-use snapshot_store::{
-    Action, CaptureOutcome, ChangeOrigin, DiffLimits, JournalState, PruneOptions, RestorePlan,
-    ScanPhase, ScanRequest, Session, SideState,
-};
+use snapshot_store::{CaptureOutcome, PruneOptions, ScanPhase, ScanRequest, Session, SideState};
 
 use rewind_engine::{Engine, EngineOptions};
 
@@ -18,9 +14,9 @@ use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
     BindingCaptureOutcome, BindingChainLink, BindingDiffSide, BindingFailedPath, BindingFileDiff,
-    BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreOutcome,
-    BindingRestoreStatus, BindingScanRefusal, BindingScanReport, BindingScanRequest,
-    BindingSkippedPath, JournalState as BindingJournalState, js_number, seq_from_js,
+    BindingNotCovered, BindingPreview, BindingPreviewFile, BindingRestoreStatus,
+    BindingScanRefusal, BindingScanReport, BindingScanRequest, BindingSkippedPath,
+    JournalState as BindingJournalState, js_number, seq_from_js,
 };
 
 /// The checkpoint store under one root (`<dsh home>/rewind-snapshots`), through the engine's
@@ -78,20 +74,6 @@ impl Handle {
         cap: Option<u64>,
     ) -> Result<Arc<Session>, BindingError> {
         Ok(self.engine.files(session_id, Path::new(cwd), cap)?)
-    }
-}
-
-/// Plans a restore of `session` to `target`: through the fork chain when `ancestors` names any.
-fn plan_for(
-    session: &Session,
-    target: u64,
-    ancestors: Option<Vec<BindingChainLink>>,
-) -> Result<RestorePlan, BindingError> {
-    let links = crate::engine_api::chain(ancestors)?;
-    if links.is_empty() {
-        Ok(session.plan_restore(target)?)
-    } else {
-        Ok(session.plan_restore_chain(target, &links)?)
     }
 }
 
@@ -291,115 +273,6 @@ fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
             reason: None,
         },
     }
-}
-
-/// The binding of a journal's status.
-pub(crate) fn restore_status(s: snapshot_store::RestoreStatus) -> BindingRestoreStatus {
-    BindingRestoreStatus {
-        target_seq: s.target_seq as f64,
-        state: rewind_engine::journal_state(s.state).into(),
-        actions: count(s.actions),
-        done: count(s.done),
-        failed: count(s.failed),
-        pending: count(s.pending),
-        rollback_started: s.rollback_started,
-        op_id: s.op_id,
-        error: None,
-    }
-}
-
-fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-fn skipped_reason(reason: &impl std::fmt::Display) -> String {
-    reason.to_string()
-}
-
-pub(crate) fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingRestoreOutcome {
-    let mut skipped: Vec<BindingSkippedPath> = o
-        .skipped
-        .iter()
-        .map(|s| BindingSkippedPath {
-            path: s.path.display(),
-            reason: skipped_reason(&s.reason),
-        })
-        .collect();
-    skipped.extend(o.uncovered.iter().map(|u| BindingSkippedPath {
-        path: u.path.display(),
-        reason: format!("over the per-file cap ({} bytes), not backed up", u.size),
-    }));
-    BindingRestoreOutcome {
-        written: o.written.iter().map(|p| p.display()).collect(),
-        deleted: o.deleted.iter().map(|p| p.display()).collect(),
-        skipped,
-        failed: o
-            .failed
-            .iter()
-            .map(|f| BindingFailedPath {
-                path: f.display.clone(),
-                message: f.error.clone(),
-            })
-            .collect(),
-        completed: o.state == JournalState::Completed,
-        outside: Vec::new(),
-        not_covered: Vec::new(),
-        kept: Vec::new(),
-    }
-}
-
-/// Files whose `+/−` counts the preview computes; past this many (or past
-/// [`PREVIEW_COUNT_BUDGET`]) the rest show no counts.
-const PREVIEW_COUNT_FILES: usize = 500;
-/// Time the preview spends on line counts.
-const PREVIEW_COUNT_BUDGET: Duration = Duration::from_secs(2);
-
-fn action_name(a: &Action) -> &'static str {
-    match a {
-        Action::Write { .. } => "write",
-        Action::Recreate { .. } => "create",
-        Action::Delete => "delete",
-    }
-}
-
-/// The preview's rows: action, line counts (bounded) and who made the change each undoes.
-fn preview_files(
-    session: &Session,
-    plan: &RestorePlan,
-) -> Result<Vec<BindingPreviewFile>, BindingError> {
-    let paths: Vec<_> = plan.actions.iter().map(|a| a.path.clone()).collect();
-    let origins = session.change_origins(plan.target_seq, &paths)?;
-    let limits = DiffLimits::default();
-    let start = Instant::now();
-    let mut out = Vec::with_capacity(plan.actions.len());
-    for (i, a) in plan.actions.iter().enumerate() {
-        let (added, removed) = if i < PREVIEW_COUNT_FILES && start.elapsed() < PREVIEW_COUNT_BUDGET
-        {
-            // A file that cannot be read for its counts still shows, without them.
-            match session.diff_action(a, &limits) {
-                Ok(d) => (d.added, d.removed),
-                Err(_) => (None, None),
-            }
-        } else {
-            (None, None)
-        };
-        let (origin, origin_session) = match origins.get(&a.path) {
-            Some(ChangeOrigin::Outside) => ("outside", None),
-            Some(ChangeOrigin::OtherSession { session_id }) => {
-                ("other-session", Some(session_id.clone()))
-            }
-            _ => ("agent", None),
-        };
-        out.push(BindingPreviewFile {
-            path: a.path.display(),
-            action: action_name(&a.action).into(),
-            added: added.map(|n| n as f64),
-            removed: removed.map(|n| n as f64),
-            origin: origin.into(),
-            origin_session,
-        });
-    }
-    Ok(out)
 }
 
 fn diff_side(s: &SideState) -> BindingDiffSide {
@@ -700,7 +573,7 @@ impl BindingStore {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let anchor = seq_from_js(anchor_seq, "anchorSeq")?;
-            let links = crate::engine_api::chain(ancestors)?;
+            let links = crate::convert::chain(ancestors)?;
             let outcome = h
                 .session(&session_id, &cwd, Some(cap_from(max_file_bytes)?))?
                 .recheck_tracked_chain(anchor, &links)?;
@@ -725,12 +598,28 @@ impl BindingStore {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
-            let session = h.session(&session_id, &cwd, None)?;
-            let plan = plan_for(&session, target, ancestors)?;
+            let p = h.engine.preview(
+                &session_id,
+                Path::new(&cwd),
+                target,
+                &crate::convert::chain(ancestors)?,
+            )?;
             Ok(BindingPreview {
-                files: preview_files(&session, &plan)?,
-                uncovered: plan.uncovered.iter().map(|u| u.path.display()).collect(),
-                skipped: plan
+                files: p
+                    .files
+                    .iter()
+                    .map(|f| BindingPreviewFile {
+                        path: f.action.path.display(),
+                        action: rewind_engine::action_name(&f.action.action).into(),
+                        added: f.added.map(|n| n as f64),
+                        removed: f.removed.map(|n| n as f64),
+                        origin: f.origin.name().into(),
+                        origin_session: f.origin.session().map(str::to_owned),
+                    })
+                    .collect(),
+                uncovered: p.plan.uncovered.iter().map(|u| u.path.display()).collect(),
+                skipped: p
+                    .plan
                     .skipped
                     .iter()
                     .map(|s| BindingSkippedPath {
@@ -738,10 +627,10 @@ impl BindingStore {
                         reason: s.reason.to_string(),
                     })
                     .collect(),
-                outside: displays(&plan.outside),
-                not_covered: not_covered(&plan.not_covered),
-                unreadable: session
-                    .unreadable(&plan)
+                outside: displays(&p.plan.outside),
+                not_covered: not_covered(&p.plan.not_covered),
+                unreadable: p
+                    .unreadable
                     .into_iter()
                     .map(|f| BindingFailedPath {
                         path: f.display,
@@ -768,19 +657,16 @@ impl BindingStore {
         let h = self.handle();
         AsyncTask::new(Job::new(move || {
             let target = seq_from_js(target_seq, "targetSeq")?;
-            let session = h.session(&session_id, &cwd, None)?;
-            let plan = plan_for(&session, target, ancestors)?;
-            let Some(action) = plan.actions.iter().find(|a| a.display == path) else {
-                return Err(BindingError::new(
-                    "rewind/not-planned",
-                    format!("restoring to @{target} would not change `{path}`"),
-                )
-                .with_details(serde_json::json!({ "path": path })));
-            };
-            let d = session.diff_action(action, &DiffLimits::default())?;
+            let (action, d) = h.engine.diff(
+                &session_id,
+                Path::new(&cwd),
+                target,
+                &path,
+                &crate::convert::chain(ancestors)?,
+            )?;
             Ok(BindingFileDiff {
                 path: d.path,
-                action: action_name(&action.action).into(),
+                action: rewind_engine::action_name(&action.action).into(),
                 now: diff_side(&d.now),
                 then: diff_side(&d.then),
                 added: d.added.map(|n| n as f64),
@@ -874,7 +760,7 @@ impl BindingStore {
                 .restore_statuses_each()?;
             Ok(statuses
                 .into_iter()
-                .map(restore_status)
+                .map(crate::convert::restore_status)
                 .chain(
                     unreadable
                         .into_iter()

@@ -145,6 +145,23 @@ pub struct BindingJudged {
     pub restore: Option<BindingRestoreStatus>,
 }
 
+/// What an interrupted entry — or a rewind that is over but left its journal open
+/// (`partial`) — left, as the engine describes it (`describe`, `partials`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingInterruptedState {
+    /// The entry's op id.
+    pub op_id: String,
+    /// What was interrupted.
+    pub kind: InterruptedKind,
+    /// The state of its restore journal.
+    pub journal: JournalState,
+    /// Where its restore stands, when it has a journal.
+    pub restore: Option<BindingRestoreStatus>,
+    /// A rewind that ran to its end but could not restore some files.
+    pub partial: bool,
+}
+
 /// What continuing or rolling back an interrupted rewind did.
 #[napi(object)]
 #[derive(Debug, Clone)]
