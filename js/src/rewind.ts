@@ -4,19 +4,18 @@
  * record history, and report. Also the candidate listing of a bare `/rewind`.
  */
 import { randomUUID } from 'node:crypto'
-import type { Addon } from './native.ts'
 import { step } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
-import type { ChainLink, RestoreOutcome, RestoreSelection } from './ports.ts'
+import type { RestoreSelection } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
 import { type Locale, format } from './locales.ts'
-import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition, forkAncestors } from './fork.ts'
+import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition } from './fork.ts'
 import { Undoer } from './undo.ts'
 import { Recovery, settleJournal } from './recovery.ts'
-import { parseRewindArgs, parseUndoArgs, pathMatches } from './command-args.ts'
+import { EMPTY_OUTCOME, RewindFiles } from './rewind-files.ts'
+import { parseRewindArgs, parseUndoArgs } from './command-args.ts'
 import { candidates, planFork, planRewind, targetPreview, withdraw } from './marker.ts'
 import { type InterruptedRewind, type ResolveReport, type RewindPreview, type RewindReport, interruptedText, partialText, previewText, reportText, resolveText, undoText } from './report.ts'
 import { escapeControl } from '../../shared/format.ts'
@@ -27,16 +26,8 @@ export type { RewindDeps }
 /** Re-exported for the RPC's `candidates` and `restores.*` endpoints. */
 export { candidates, settleJournal }
 
-const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
-
 function sleep(ms: number): Promise<'timeout'> {
   return new Promise(resolve => setTimeout(() => resolve('timeout'), ms).unref?.())
-}
-
-/** What {@link Rewinder.prepareFiles} found: the restore to run, or why none runs. */
-interface PreparedFiles {
-  request?: Addon.BindingRewindRestore
-  notRestored?: { code: string; message: string }
 }
 
 /** The rewind service. */
@@ -45,11 +36,24 @@ export class Rewinder {
   readonly undoer: Undoer
   /** What a crash interrupted, and continuing or rolling back a restore left open. */
   readonly recovery: Recovery
+  /** The file half's steps. */
+  readonly files: RewindFiles
 
   constructor(private readonly deps: RewindDeps) {
+    this.files = new RewindFiles(deps)
     this.recovery = new Recovery(deps, (agent, key, entry) => this.undoer.finishInterrupted(agent, key, entry))
     this.undoer = new Undoer(deps, agent => this.recovery.reconcile(agent))
     trackObservations(deps.ctx, deps.logger)
+  }
+
+  /** See {@link RewindFiles.recordPending}. */
+  recordPending(session: HostSession): Promise<void> {
+    return this.files.recordPending(session)
+  }
+
+  /** See {@link RewindFiles.preview}. */
+  preview(agent: HostAgent, target: string): Promise<RewindPreview> {
+    return this.files.preview(agent, target)
   }
 
   /** See {@link Recovery.reconcile}. */
@@ -141,76 +145,6 @@ export class Rewinder {
     return lines.join('\n')
   }
 
-  /**
-   * Record what changed since the last scan (re-check of tracked files, boundary scan) so a plan
-   * made now sees every change and who made it. Never throws; a failure is logged.
-   */
-  async recordPending(session: HostSession): Promise<void> {
-    const cwd = trackedCwd(session)
-    const files = this.deps.files()
-    if (cwd === undefined || files.unavailable() !== undefined) return
-    const sessionId = session.header.id
-    const settings = this.deps.settings.get()
-    const anchor = this.deps.state.anchor(session)
-    if (!settings.backups || anchor === undefined) return
-    // Changes made to tracked files since the last message (by a shell command, an editor, …)
-    // are not recorded yet: a re-check at the latest message records the state they replaced.
-    try {
-      const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-      await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes, ancestors))
-    } catch (error) {
-      this.deps.logger.warn('re-check of %s failed: %s', sessionId, (error as Error).message)
-    }
-    // Files changed since the last workspace scan are not recorded yet either: a boundary scan
-    // records them (a file no tool touched is noted as changed outside the agent, left as is).
-    if (!settings.trackAll) return
-    try {
-      const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
-      noteRefusal(this.deps.state, sessionId, report)
-    } catch (error) {
-      this.deps.logger.warn('workspace scan of %s failed: %s', sessionId, (error as Error).message)
-    }
-  }
-
-  /** What rewinding to `target` would do to the files, with counts and who made each change. */
-  async preview(agent: HostAgent, target: string): Promise<RewindPreview> {
-    const session = agent.session
-    const plan = planRewind(session, target)
-    const previewLine = targetPreview(session, plan.targetSeq, plan.targetText)
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
-    const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
-    if (unavailable !== undefined) return { targetSeq: plan.targetSeq, preview: previewLine, files: undefined, unavailable }
-    const sessionId = session.header.id
-    await this.recordPending(session)
-    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-    const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
-    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) } }
-  }
-
-  /**
-   * Refuses, with nothing changed, a selection naming a path the restore to `targetSeq` would not
-   * change (a typo never restores more than asked).
-   */
-  private async checkSelection(session: HostSession, targetSeq: number, selection: RestoreSelection | undefined): Promise<void> {
-    const filters = [...(selection?.only ?? []), ...(selection?.keep ?? [])]
-    if (filters.length === 0) return
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
-    if (cwd === undefined || port.unavailable() !== undefined) {
-      throw new RewindError(Codes.badSelection, 'files cannot be chosen: file restore is unavailable for this session; nothing was changed')
-    }
-    const sessionId = session.header.id
-    await this.recordPending(session)
-    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-    const planned = (await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, targetSeq, ancestors))).files.map(f => f.path)
-    for (const f of filters) {
-      if (!planned.some(p => pathMatches(p, f))) {
-        throw new RewindError(Codes.badSelection, `\`${escapeControl(f)}\` matches no file the rewind to @${targetSeq} would change (see /rewind preview @${targetSeq}); nothing was changed`, { path: f })
-      }
-    }
-  }
-
   /** Rewind `agent`'s session to `target` (`@<seq>` or `<n>`); `selection` narrows the files restored. */
   async rewind(agent: HostAgent, target: string, selection?: RestoreSelection): Promise<RewindReport> {
     const { state } = this.deps
@@ -234,7 +168,7 @@ export class Rewinder {
     const session = agent.session
     // 1. Resolve the target on the live log (refusals carry the planner's codes; nothing changed yet).
     let plan = planRewind(session, target)
-    await this.checkSelection(session, plan.targetSeq, selection)
+    await this.files.checkSelection(session, plan.targetSeq, selection)
     const previewText = targetPreview(session, plan.targetSeq, plan.targetText)
     const opId = randomUUID()
     let stoppedTurn = false
@@ -267,7 +201,7 @@ export class Rewinder {
       const es = await this.deps.engine.session(session)
       // Step 0: the file half prepared — plan, checks, a rescue copy of every file it changes —
       // before anything changes: a store that cannot serve this rewind refuses it whole.
-      const files = await this.prepareFiles(session, es, plan.targetSeq, opId, selection)
+      const files = await this.files.prepareFiles(session, es, plan.targetSeq, opId, selection)
       // Step 1: the history entry `started`, durable before anything changes. A history that
       // cannot be written refuses the rewind here, with nothing changed.
       try {
@@ -284,7 +218,7 @@ export class Rewinder {
         event = appendMarker(session, { ...marker.data, id: markerId }, marker.surfaceOp.start, marker.surfaceOp.end, marker.sourceEventSeqs)
       } catch (error) {
         es.discardPrepared(opId)
-        await this.settle(es, opId, 'abandoned')
+        await this.files.settle(es, opId, 'abandoned')
         throw error
       }
       const withdrawn = withdraw(agent, plan.withdrawPending)
@@ -302,14 +236,14 @@ export class Rewinder {
       // Step 4: the journaled restore (its own journal is durable before its first action).
       if (durable !== undefined) es.discardPrepared(opId)
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
+        ? await this.files.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       const report: RewindReport = {
         opId, targetSeq: plan.targetSeq, targetText: plan.targetText, preview: previewText, stoppedTurn,
         markerSeq: event.seq, withdrawn, filesNotRestored: notRestored, outcome,
       }
       // Step 5: the entry gets its outcome; from here the rewind is whole and undoable.
-      await this.record(es, report)
+      await this.files.record(es, report)
       crashPoint('rewind:done')
       return report
     }
@@ -359,7 +293,7 @@ export class Rewinder {
     const session = agent.session
     const sessionId = session.header.id
     let plan = planFork(session, target)
-    await this.checkSelection(session, plan.targetSeq, selection)
+    await this.files.checkSelection(session, plan.targetSeq, selection)
     const previewText = targetPreview(session, plan.targetSeq, plan.targetText)
     const opId = randomUUID()
     let stoppedTurn = false
@@ -378,7 +312,7 @@ export class Rewinder {
       // before the child exists or a file changes.
       const es = await this.deps.engine.session(session)
       // Step 0: the file half prepared before anything changes (see the in-place rewind).
-      const files = await this.prepareFiles(session, es, plan.targetSeq, opId, selection)
+      const files = await this.files.prepareFiles(session, es, plan.targetSeq, opId, selection)
       try {
         await step(() => es.begin({ opId, targetSeq: plan.targetSeq, targetText: previewText, forkChildSessionId: childId }, this.deps.settings.get().historyLimit))
       } catch (error) {
@@ -403,7 +337,7 @@ export class Rewinder {
         })
       } catch (error) {
         es.discardPrepared(opId)
-        await this.settle(es, opId, 'abandoned')
+        await this.files.settle(es, opId, 'abandoned')
         throw error
       }
       crashPoint('fork:child-created')
@@ -425,7 +359,7 @@ export class Rewinder {
       // Step 4: the journaled restore.
       if (durable !== undefined) es.discardPrepared(opId)
       const { outcome, notRestored } = durable === undefined
-        ? await this.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
+        ? await this.files.restoreFiles(session, es, plan.targetSeq, opId, selection, files)
         : { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: durable }
       if (child !== undefined && notRestored === undefined) {
         const childCwd = trackedCwd(child.session)
@@ -437,7 +371,7 @@ export class Rewinder {
         fork: { childSessionId: childId, boundarySeq: plan.boundarySeq },
       }
       // Step 5: the entry gets its outcome.
-      await this.record(es, report)
+      await this.files.record(es, report)
       crashPoint('fork:done')
       return report
     }
@@ -479,80 +413,6 @@ export class Rewinder {
     const settled = await Promise.race([agent.whenIdle().then(() => 'idle' as const), sleep(this.deps.stopTimeoutMs)])
     if (settled !== 'idle' || agent.status !== 'idle') {
       throw new RewindError(Codes.stopFailed, `the running turn did not stop within ${this.deps.stopTimeoutMs} ms; nothing was changed`)
-    }
-  }
-
-  /**
-   * The file half's first step, before the rewind changes anything: what changed since the last
-   * scan recorded, then the engine's plan, checks and rescue copies (the workspace untouched).
-   * Without a working directory, or with a store this build cannot use (backups off, written by a
-   * newer build: known up front, the preview says so), the conversation rewinds alone and this
-   * says why (`notRestored`). A store that cannot serve this rewind (a damaged record log, a
-   * store that cannot keep the copies) throws: the whole rewind is refused, nothing changed.
-   */
-  private async prepareFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined): Promise<PreparedFiles> {
-    const cwd = trackedCwd(session)
-    if (cwd === undefined) return { notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
-    const unavailable = this.deps.files().unavailable()
-    if (unavailable !== undefined) return { notRestored: unavailable }
-    const sessionId = session.header.id
-    // What changed since the last scan is recorded first, so the restore brings it back too.
-    await this.recordPending(session)
-    const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
-    const notCovered = refusedScope(this.deps.state, sessionId)
-    const request = { targetSeq, opId, ancestors, selection, notCovered }
-    try {
-      await this.deps.state.run(sessionId, () => step(() => es.prepareRestore(request)))
-    } catch (error) {
-      const e = toRewindError(error, Codes.restoreFailed)
-      if (e.code === Codes.badSelection) throw e
-      const hint = e.code === Codes.storeCorrupt ? ' (`dsh-rewind verify` names the damage; `dsh-rewind repair` keeps what is readable)' : ''
-      throw new RewindError(e.code, `the files of this rewind cannot be restored: ${e.message}${hint}; nothing was changed, the conversation was not rewound`, e.details)
-    }
-    return { request }
-  }
-
-  /** The file half; never fails the rewind. The engine finishes the history entry with it. */
-  private async restoreFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined, prepared: PreparedFiles): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
-    const cwd = trackedCwd(session)
-    if (prepared.notRestored !== undefined || cwd === undefined) {
-      return { outcome: EMPTY_OUTCOME, notRestored: prepared.notRestored ?? { code: 'no-cwd', message: 'reasonNoCwd' } }
-    }
-    const sessionId = session.header.id
-    try {
-      const request = prepared.request ?? { targetSeq, opId, selection }
-      const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles(request)))
-      if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
-      const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
-      await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
-      return { outcome, notRestored: undefined }
-    } catch (error) {
-      const e = toRewindError(error, Codes.restoreFailed)
-      this.deps.logger.warn('file restore of %s failed: %s', sessionId, e.message)
-      return { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: { code: e.code, message: e.message } }
-    }
-  }
-
-  /**
-   * The last step when the files were not restored (a restored rewind's entry is finished by the
-   * engine with its restore): a failure here is logged; the entry stays `started` and the next
-   * reconcile settles it.
-   */
-  private async record(es: Addon.BindingEngineSession, report: RewindReport): Promise<void> {
-    const why = report.filesNotRestored
-    if (why === undefined) return
-    try {
-      await step(() => es.finishNotRestored(report.opId, why.code, why.message))
-    } catch (error) {
-      this.deps.logger.warn('history entry for %s not finished: %s', report.opId, (error as Error).message)
-    }
-  }
-
-  private async settle(es: Addon.BindingEngineSession, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
-    try {
-      await step(() => es.settle(opId, outcome))
-    } catch (error) {
-      this.deps.logger.warn('history entry %s not settled as %s: %s', opId, outcome, (error as Error).message)
     }
   }
 

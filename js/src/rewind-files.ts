@@ -1,0 +1,177 @@
+/**
+ * The rewind's file half, as the host runs it: what changed since the last scan recorded first
+ * (re-check, boundary scan), the preview, the check of a `--only` / `--keep` selection, then the
+ * engine's `prepareRestore` (before anything changes) and `restoreFiles` (after the marker or
+ * the child session is durable), and the history entry's end when no file was restored. The
+ * rules and the order of the durable writes are the engine's.
+ */
+import type { Addon } from './native.ts'
+import { step } from './engine.ts'
+import { Codes, RewindError, toRewindError } from './errors.ts'
+import type { HostAgent, HostSession } from './host.ts'
+import type { ChainLink, RestoreOutcome, RestoreSelection } from './ports.ts'
+import { trackedCwd } from './capture.ts'
+import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
+import { forkAncestors } from './fork.ts'
+import { pathMatches } from './command-args.ts'
+import { planRewind, targetPreview } from './marker.ts'
+import type { RewindPreview, RewindReport } from './report.ts'
+import { type RewindDeps, resyncObservations } from './host-steps.ts'
+import { escapeControl } from '../../shared/format.ts'
+
+export const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
+
+/** What {@link RewindFiles.prepareFiles} found: the restore to run, or why none runs. */
+export interface PreparedFiles {
+  request?: Addon.BindingRewindRestore
+  notRestored?: { code: string; message: string }
+}
+
+/** The file half's steps of a rewind, an in-place one or a fork. */
+export class RewindFiles {
+  constructor(private readonly deps: RewindDeps) {}
+
+  /**
+   * Record what changed since the last scan (re-check of tracked files, boundary scan) so a plan
+   * made now sees every change and who made it. Never throws; a failure is logged.
+   */
+  async recordPending(session: HostSession): Promise<void> {
+    const cwd = trackedCwd(session)
+    const files = this.deps.files()
+    if (cwd === undefined || files.unavailable() !== undefined) return
+    const sessionId = session.header.id
+    const settings = this.deps.settings.get()
+    const anchor = this.deps.state.anchor(session)
+    if (!settings.backups || anchor === undefined) return
+    // Changes made to tracked files since the last message (by a shell command, an editor, …)
+    // are not recorded yet: a re-check at the latest message records the state they replaced.
+    try {
+      const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
+      await this.deps.state.run(sessionId, () => files.recheck(sessionId, cwd, anchor, settings.maxFileBytes, ancestors))
+    } catch (error) {
+      this.deps.logger.warn('re-check of %s failed: %s', sessionId, (error as Error).message)
+    }
+    // Files changed since the last workspace scan are not recorded yet either: a boundary scan
+    // records them (a file no tool touched is noted as changed outside the agent, left as is).
+    if (!settings.trackAll) return
+    try {
+      const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
+      noteRefusal(this.deps.state, sessionId, report)
+    } catch (error) {
+      this.deps.logger.warn('workspace scan of %s failed: %s', sessionId, (error as Error).message)
+    }
+  }
+
+  /** What rewinding to `target` would do to the files, with counts and who made each change. */
+  async preview(agent: HostAgent, target: string): Promise<RewindPreview> {
+    const session = agent.session
+    const plan = planRewind(session, target)
+    const previewLine = targetPreview(session, plan.targetSeq, plan.targetText)
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+    if (unavailable !== undefined) return { targetSeq: plan.targetSeq, preview: previewLine, files: undefined, unavailable }
+    const sessionId = session.header.id
+    await this.recordPending(session)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
+    const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
+    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) } }
+  }
+
+  /**
+   * Refuses, with nothing changed, a selection naming a path the restore to `targetSeq` would not
+   * change (a typo never restores more than asked).
+   */
+  async checkSelection(session: HostSession, targetSeq: number, selection: RestoreSelection | undefined): Promise<void> {
+    const filters = [...(selection?.only ?? []), ...(selection?.keep ?? [])]
+    if (filters.length === 0) return
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    if (cwd === undefined || port.unavailable() !== undefined) {
+      throw new RewindError(Codes.badSelection, 'files cannot be chosen: file restore is unavailable for this session; nothing was changed')
+    }
+    const sessionId = session.header.id
+    await this.recordPending(session)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
+    const planned = (await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, targetSeq, ancestors))).files.map(f => f.path)
+    for (const f of filters) {
+      if (!planned.some(p => pathMatches(p, f))) {
+        throw new RewindError(Codes.badSelection, `\`${escapeControl(f)}\` matches no file the rewind to @${targetSeq} would change (see /rewind preview @${targetSeq}); nothing was changed`, { path: f })
+      }
+    }
+  }
+
+  /**
+   * The file half's first step, before the rewind changes anything: what changed since the last
+   * scan recorded, then the engine's plan, checks and rescue copies (the workspace untouched).
+   * Without a working directory, or with a store this build cannot use (backups off, written by a
+   * newer build: known up front, the preview says so), the conversation rewinds alone and this
+   * says why (`notRestored`). A store that cannot serve this rewind (a damaged record log, a
+   * store that cannot keep the copies) throws: the whole rewind is refused, nothing changed.
+   */
+  async prepareFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined): Promise<PreparedFiles> {
+    const cwd = trackedCwd(session)
+    if (cwd === undefined) return { notRestored: { code: 'no-cwd', message: 'reasonNoCwd' } }
+    const unavailable = this.deps.files().unavailable()
+    if (unavailable !== undefined) return { notRestored: unavailable }
+    const sessionId = session.header.id
+    // What changed since the last scan is recorded first, so the restore brings it back too.
+    await this.recordPending(session)
+    const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
+    const notCovered = refusedScope(this.deps.state, sessionId)
+    const request = { targetSeq, opId, ancestors, selection, notCovered }
+    try {
+      await this.deps.state.run(sessionId, () => step(() => es.prepareRestore(request)))
+    } catch (error) {
+      const e = toRewindError(error, Codes.restoreFailed)
+      if (e.code === Codes.badSelection) throw e
+      const hint = e.code === Codes.storeCorrupt ? ' (`dsh-rewind verify` names the damage; `dsh-rewind repair` keeps what is readable)' : ''
+      throw new RewindError(e.code, `the files of this rewind cannot be restored: ${e.message}${hint}; nothing was changed, the conversation was not rewound`, e.details)
+    }
+    return { request }
+  }
+
+  /** The file half; never fails the rewind. The engine finishes the history entry with it. */
+  async restoreFiles(session: HostSession, es: Addon.BindingEngineSession, targetSeq: number, opId: string, selection: RestoreSelection | undefined, prepared: PreparedFiles): Promise<{ outcome: RestoreOutcome; notRestored: { code: string; message: string } | undefined }> {
+    const cwd = trackedCwd(session)
+    if (prepared.notRestored !== undefined || cwd === undefined) {
+      return { outcome: EMPTY_OUTCOME, notRestored: prepared.notRestored ?? { code: 'no-cwd', message: 'reasonNoCwd' } }
+    }
+    const sessionId = session.header.id
+    try {
+      const request = prepared.request ?? { targetSeq, opId, selection }
+      const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles(request)))
+      if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
+      const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
+      await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
+      return { outcome, notRestored: undefined }
+    } catch (error) {
+      const e = toRewindError(error, Codes.restoreFailed)
+      this.deps.logger.warn('file restore of %s failed: %s', sessionId, e.message)
+      return { outcome: { ...EMPTY_OUTCOME, completed: false }, notRestored: { code: e.code, message: e.message } }
+    }
+  }
+
+  /**
+   * The last step when the files were not restored (a restored rewind's entry is finished by the
+   * engine with its restore): a failure here is logged; the entry stays `started` and the next
+   * reconcile settles it.
+   */
+  async record(es: Addon.BindingEngineSession, report: RewindReport): Promise<void> {
+    const why = report.filesNotRestored
+    if (why === undefined) return
+    try {
+      await step(() => es.finishNotRestored(report.opId, why.code, why.message))
+    } catch (error) {
+      this.deps.logger.warn('history entry for %s not finished: %s', report.opId, (error as Error).message)
+    }
+  }
+
+  async settle(es: Addon.BindingEngineSession, opId: string, outcome: 'abandoned' | 'rolled-back' | 'done'): Promise<void> {
+    try {
+      await step(() => es.settle(opId, outcome))
+    } catch (error) {
+      this.deps.logger.warn('history entry %s not settled as %s: %s', opId, outcome, (error as Error).message)
+    }
+  }
+}
