@@ -2,8 +2,9 @@
  * Recovery: the reconcile pass (at session open, before `/rewind`, on the client's request) that
  * settles what a crash interrupted, and `--continue` / `--rollback` (the RPC's `restores.*`) of an
  * interrupted rewind or of one that could not restore every file. The rules are the engine's
- * (`judge`, `resolve`, `resolveJournal`); this module adds what only the host knows (whether the
- * marker is in the log, whether the child session exists) and re-syncs DSH's fs observations.
+ * (`interruptedEntries`, `judge`, `describe`, `partials`, `resolveEntry`, which also chooses how an
+ * entry is settled); this module adds what only the host knows (whether the marker is in the log,
+ * whether the child session exists) and re-syncs DSH's fs observations.
  */
 import type { Addon } from './native.ts'
 import { step } from './engine.ts'
@@ -68,9 +69,12 @@ export class Recovery {
     {
       const key = await partitionKey(this.deps.ctx, session)
       const { entries } = await this.deps.history.listChecked(key)
+      // Which entries are interrupted is the engine's rule.
+      const es = await this.deps.engine.session(session)
+      const interrupted = new Set(await this.deps.state.run(sessionId, () => step(() => es.interruptedEntries())))
       const out: InterruptedRewind[] = []
       for (const entry of entries) {
-        if (entry.sessionId !== sessionId || !isInterrupted(entry)) continue
+        if (!interrupted.has(entry.opId)) continue
         try {
           const found = await this.judge(agent, key, entry)
           if (found !== undefined) out.push(found)
@@ -95,9 +99,8 @@ export class Recovery {
    * What an interrupted entry left, as the reconcile pass reports it; with `partial`, a rewind
    * that is over but left its journal open (see {@link Recovery.partials}).
    */
-  private interrupted(entry: HistoryEntry, conversation: boolean, journal: string, restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
+  private interrupted(entry: HistoryEntry, conversation: boolean, kind: InterruptedRewind['kind'], journal: string, restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
     const childSessionId = entry.fork?.childSessionId
-    const kind = entry.outcome !== 'started' && !partial ? 'undo' : childSessionId !== undefined ? 'fork' : 'rewind'
     return {
       opId: entry.opId, kind, targetSeq: entry.targetSeq, ...(typeof entry.targetText === 'string' ? { targetText: entry.targetText } : {}), time: entry.time, journal, conversation,
       ...(childSessionId !== undefined ? { childSessionId } : {}),
@@ -110,10 +113,11 @@ export class Recovery {
   private async describe(agent: HostAgent, entry: HistoryEntry): Promise<InterruptedRewind> {
     const session = agent.session
     const conversation = await this.conversationHappened(session, entry)
-    const journal = await this.deps.engine.session(session)
-      .then(es => step(() => es.journalState(session.header.id, entry.opId)), () => 'unreadable')
-      .catch(() => 'unreadable')
-    return this.interrupted(entry, conversation, journal, undefined)
+    // The engine names the kind and reads the journal; when even that fails, the journal is `unreadable`.
+    const found = await this.deps.engine.session(session)
+      .then(es => step(() => es.describe(entry.opId)))
+      .catch(() => undefined)
+    return this.interrupted(entry, conversation, found?.kind ?? 'rewind', found?.journal ?? 'unreadable', found?.restore)
   }
 
   /**
@@ -131,7 +135,7 @@ export class Recovery {
       await this.finishUndo(agent, key, entry)
       return undefined
     }
-    return this.interrupted(entry, conversation, judged.journal, judged.restore)
+    return this.interrupted(entry, conversation, judged.kind, judged.journal, judged.restore)
   }
 
   /**
@@ -158,7 +162,7 @@ export class Recovery {
     try {
       const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
       const es = await this.deps.engine.session(session)
-      const r = await this.deps.state.run(sessionId, () => step(() => es.resolve(found.opId, how, ancestors)))
+      const r = await this.deps.state.run(sessionId, () => step(() => es.resolveEntry(found.opId, how, ancestors)))
       const cwd = trackedCwd(session)
       if (cwd !== undefined) await resyncObservations(this.deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], this.deps.logger)
       return { opId: found.opId, how, kind: r.kind, targetSeq: found.targetSeq, conversation: found.conversation, outcome: r.outcome, entryOutcome: r.entryOutcome, tempsRemoved: r.tempsRemoved }
@@ -180,13 +184,11 @@ export class Recovery {
     const port = this.deps.files()
     if (isSubagentSession(session) || cwd === undefined || port.unavailable() !== undefined) return []
     const { entries } = await this.deps.history.listChecked(await partitionKey(this.deps.ctx, session))
-    const mine = entries.filter(e => e.sessionId === sessionId && (e.outcome === 'partial' || e.outcome === 'failed') && e.undoneAt == null)
-    if (mine.length === 0) return []
-    const open = new Map((await this.deps.state.run(sessionId, () => port.restoreStatuses(sessionId, cwd))).filter(r => r.state === 'open').map(r => [r.opId, r]))
+    const es = await this.deps.engine.session(session)
     const out: InterruptedRewind[] = []
-    for (const e of mine) {
-      const restore = open.get(e.opId)
-      if (restore !== undefined) out.push(this.interrupted(e, true, 'open', restore, true))
+    for (const p of await this.deps.state.run(sessionId, () => step(() => es.partials()))) {
+      const e = entries.find(x => x.opId === p.opId)
+      if (e !== undefined) out.push(this.interrupted(e, true, p.kind, p.journal, p.restore, true))
     }
     return out
   }
@@ -204,10 +206,6 @@ export class Recovery {
   }
 }
 
-function isInterrupted(entry: HistoryEntry): boolean {
-  return entry.outcome === 'started' || (entry.undoStartedAt != null && entry.undoneAt == null)
-}
-
 /**
  * Finishes or rolls back the open journal of a rewind that is over (a `partial` or `failed`
  * one): the engine settles its files, removes the temp files and updates the history entry,
@@ -215,7 +213,7 @@ function isInterrupted(entry: HistoryEntry): boolean {
  */
 export async function settleJournal(deps: Pick<RewindDeps, 'ctx' | 'engine' | 'state' | 'logger'>, session: HostSession, opId: string, how: 'continue' | 'rollback'): Promise<Addon.BindingResolved> {
   const es = await deps.engine.session(session)
-  const r = await deps.state.run(session.header.id, () => step(() => es.resolveJournal(opId, how)))
+  const r = await deps.state.run(session.header.id, () => step(() => es.resolveEntry(opId, how)))
   const cwd = trackedCwd(session)
   if (cwd !== undefined) await resyncObservations(deps.ctx, session, cwd, [...r.outcome.written], [...r.outcome.deleted], deps.logger)
   if (r.entryOutcome === '') deps.logger.warn('history entry %s not updated after %s', opId, how)

@@ -34,39 +34,20 @@ export class Undoer {
     return { session, sessionId: session.header.id, cwd: trackedCwd(session) }
   }
 
-  /** This session's undoable entries, newest first (its rewinds and the fork that created it). */
-  async candidates(agent: HostAgent): Promise<Entry[]> {
-    const session = agent.session
-    const sessionId = session.header.id
-    const key = await partitionKey(this.deps.ctx, session)
-    const { entries } = await this.deps.history.listChecked(key)
-    return entries.filter(e => (e.sessionId === sessionId || e.fork?.childSessionId === sessionId) && e.undoneAt == null && e.undoStartedAt == null
-      && (e.outcome === 'done' || e.outcome === 'partial' || e.outcome === 'failed'))
-  }
-
-  /** Resolve `ref`: `undefined` = the newest undoable entry, `<n>` = the n-th newest, `@<op id>` or an op id. */
+  /**
+   * Resolve `ref` of `/rewind undo`: `undefined` = the newest undoable entry, `<n>` = the n-th
+   * newest, `@<op id>` or an op id. Numbered by the engine among the entries the history page
+   * offers "Undo" on (`entryActions`), so the two never disagree.
+   */
   async resolveRef(agent: HostAgent, ref: string | undefined): Promise<string> {
-    if (ref !== undefined && !/^\d+$/.test(ref)) return ref.replace(/^@/, '')
-    const list = await this.candidates(agent)
-    const n = ref === undefined ? 1 : Number(ref)
-    const entry = list[n - 1]
-    if (entry === undefined) {
-      throw new RewindError(Codes.unknownEntry, list.length === 0 ? 'this session has no rewind to undo' : `there are ${list.length} rewind(s) to undo here; #${n} is not one of them`)
-    }
-    return entry.opId
+    const es = await this.deps.engine.session(this.where(agent).session)
+    return await step(() => es.pickEntry('undo', ref))
   }
 
-  /** Resolve the `ref` of a redo among the undone rewinds this session may redo (newest first). */
+  /** Resolve the `ref` of `/rewind redo` among the undone rewinds this session may redo (newest first), as `resolveRef`. */
   async resolveUndone(agent: HostAgent, ref: string | undefined): Promise<string> {
-    if (ref !== undefined && !/^\d+$/.test(ref)) return ref.replace(/^@/, '')
-    const sessionId = agent.session.header.id
-    const key = await partitionKey(this.deps.ctx, agent.session)
-    const { entries } = await this.deps.history.listChecked(key)
-    const list = entries.filter(e => e.undoneAt != null && (e.sessionId === sessionId || e.undoSessionId === sessionId || e.fork?.childSessionId === sessionId))
-    const n = ref === undefined ? 1 : Number(ref)
-    const entry = list[n - 1]
-    if (entry === undefined) throw new RewindError(Codes.unknownEntry, list.length === 0 ? 'no undone rewind to redo here' : `there are ${list.length} undone rewind(s) here; #${n} is not one of them`)
-    return entry.opId
+    const es = await this.deps.engine.session(this.where(agent).session)
+    return await step(() => es.pickEntry('redo', ref))
   }
 
   /**
