@@ -1,13 +1,15 @@
 /**
  * The history port over the addon's `BindingHistory`: the per-workspace partition key derived
- * host-side from the session, and the reads and `clear` of the history page. Every write of a
- * rewind's entry is a step of an engine sequence (`engine.ts`).
+ * host-side from the session, the sessions of a workspace (the `storage` figures), and the reads
+ * and `clear` of the history page. Every write of a rewind's entry is a step of an engine
+ * sequence (`engine.ts`).
  */
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import type { Addon } from './native.ts'
 import { awaitNative, callNative } from './native.ts'
-import type { HostContext, HostSession, HostWorkspaceRegistry } from './host.ts'
+import type { HostAgent, HostAgents, HostContext, HostSession, HostSessionHeader, HostWorkspaceRegistry } from './host.ts'
+import type { HostSessionPersistence } from './fork.ts'
 
 /**
  * The partition key of a session, always derived host-side:
@@ -74,4 +76,41 @@ export class HistoryPort {
   clear(key: string): Promise<number> {
     return awaitNative(() => this.history().clear(key))
   }
+}
+
+/**
+ * The sessions of the workspace of `session` (by the history partition: DSH's workspace registry,
+ * else the cwd), with their working directories: every session DSH has persisted and every live
+ * one. An unreadable session list leaves the live sessions.
+ */
+export async function workspaceSessions(ctx: HostContext, session: HostAgent['session']): Promise<{ key: string; members: string[]; cwds: string[] }> {
+  const key = await partitionKey(ctx, session)
+  const headers = new Map<string, HostSessionHeader>()
+  const persistence = ctx.get('sessionPersistence') as HostSessionPersistence | undefined
+  try {
+    for (const h of (await persistence?.list()) ?? []) if (typeof h?.id === 'string') headers.set(h.id, h)
+  } catch {
+    // the live sessions below still count
+  }
+  const agents = ctx.get('agents') as HostAgents | undefined
+  try {
+    for (const a of agents?.list() ?? []) headers.set(a.session.header.id, a.session.header)
+  } catch {
+    // the current session below still counts
+  }
+  headers.set(session.header.id, session.header)
+  const members: string[] = []
+  const cwds = new Set<string>()
+  for (const header of headers.values()) {
+    let same: boolean
+    try {
+      same = header.id === session.header.id || (await partitionKey(ctx, { header })) === key
+    } catch {
+      same = false
+    }
+    if (!same) continue
+    members.push(header.id)
+    if (typeof header.cwd === 'string' && header.cwd !== '') cwds.add(header.cwd)
+  }
+  return { key, members, cwds: [...cwds] }
 }
