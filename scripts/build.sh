@@ -3,8 +3,9 @@
 # addon in release mode, the host plugin, the client bundle) after installing
 # its build tools with `npm ci`.
 #   scripts/build.sh           build
-#   scripts/build.sh --check   build, then type-check the host plugin and check
-#                              that the committed napi typings match the build
+#   scripts/build.sh --check   build, then type-check the host plugin, check its
+#                              module layout and that the committed napi typings
+#                              match the build
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -20,6 +21,8 @@ node scripts/build-package.mjs
 if [ "${1:-}" = --check ]; then
   echo "build.sh: type-check the host plugin" >&2
   npm run --silent typecheck
+  echo "build.sh: js/src layout: no import cycle, no module over 400 lines" >&2
+  node scripts/check-js-layout.mjs
   echo "build.sh: napi typings match the build" >&2
   npm run --silent check:typings
 fi
