@@ -3,6 +3,7 @@
  * as ports. `files.ts` / `cleanup.ts` implement them over the napi addon; when the addon lacks
  * a part, the port reports itself unavailable and the conversation half keeps working.
  */
+import type * as Addon from '../../crates/napi-host/index.d.ts'
 import { RewindError } from './errors.ts'
 
 /** One planned restore action (preview). */
@@ -35,31 +36,15 @@ export type ScanRequest = import('../../crates/napi-host/index.d.ts').BindingSca
 /** What one workspace scan found and recorded. */
 export type ScanReport = import('../../crates/napi-host/index.d.ts').BindingScanReport
 
-/** The outcome of a journaled restore. */
-export interface RestoreOutcome {
-  written: string[]
-  deleted: string[]
-  skipped: SkippedPath[]
-  failed: FailedPath[]
-  /** Files changed since the target only outside the agent's tool calls: left as they are. */
-  outside?: string[]
-  /** What the workspace scan does not cover, with why. */
-  notCovered?: NotCoveredPath[]
-  /** Whether the journal ended `completed`. */
-  completed: boolean
-  /** Planned paths the selection kept as they were. */
-  kept?: string[]
-}
+/**
+ * The outcome of a journaled restore (`BindingRestoreOutcome`); `outside`, `notCovered` and `kept`
+ * may be absent from an outcome the host makes itself (no file restored).
+ */
+export type RestoreOutcome = Omit<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>
+  & Partial<Pick<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>>
 
 /** The outcome of undoing a restore (files only). */
-export interface UndoOutcome {
-  kind: 'ok' | 'partial'
-  restored: string[]
-  deleted: string[]
-  failed: FailedPath[]
-  /** Paths changed since the rewind that the undo left as they are, as asked. */
-  kept?: string[]
-}
+export type UndoOutcome = Addon.BindingUndoOutcome
 
 /** Per path changed since the rewind: `take` gets the pre-rewind state all the same, `keep` leaves it. */
 export type UndoChoices = import('../../crates/napi-host/index.d.ts').BindingUndoChoices
@@ -107,20 +92,11 @@ export interface FilesPort {
 /** Where a restore journal stands. */
 export type RestoreStatus = import('../../crates/napi-host/index.d.ts').BindingRestoreStatus
 
-/** One session directory a sweep removes (or would remove). */
-export interface SweepItem {
-  sessionId: string
-  bytes: number
-}
+/** One session directory a sweep removes (or would remove): its id and size. */
+export type SweepItem = Pick<Addon.BindingSweepItem, 'sessionId' | 'bytes'>
 
-/** A sweep report. */
-export interface SweepReport {
-  applied: boolean
-  items: SweepItem[]
-  bytes: number
-  /** Sessions whose removal failed, with why. */
-  failed: { path: string; reason: string }[]
-}
+/** A sweep report (`BindingSweepReport` without the kept sessions; sessions whose removal failed, with why). */
+export type SweepReport = Omit<Addon.BindingSweepReport, 'items' | 'kept'> & { items: SweepItem[] }
 
 /** The cleanup sweep. */
 export interface CleanupPort {
