@@ -99,7 +99,7 @@ export class Recovery {
    * What an interrupted entry left, as the reconcile pass reports it; with `partial`, a rewind
    * that is over but left its journal open (see {@link Recovery.partials}).
    */
-  private interrupted(entry: HistoryEntry, conversation: boolean, kind: InterruptedRewind['kind'], journal: string, restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
+  private interrupted(entry: HistoryEntry, conversation: boolean, kind: InterruptedRewind['kind'], journal: InterruptedRewind['journal'], restore: RestoreStatus | null | undefined, partial = false): InterruptedRewind {
     const childSessionId = entry.fork?.childSessionId
     return {
       opId: entry.opId, kind, targetSeq: entry.targetSeq, ...(typeof entry.targetText === 'string' ? { targetText: entry.targetText } : {}), time: entry.time, journal, conversation,

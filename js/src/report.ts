@@ -3,6 +3,7 @@
  * each (`/rewind`, `/rewind preview`, `/rewind undo`, `--continue` / `--rollback`, the list of
  * what was left open). Names and messages go through `escapeControl`; long lists are cut.
  */
+import type { Addon } from './native.ts'
 import type { FilesPreview, PreviewFile, RestoreOutcome, RestoreStatus, SkippedPath, UndoOutcome } from './ports.ts'
 import { type Locale, format } from './locales.ts'
 import { escapeControl } from '../../shared/format.ts'
@@ -35,13 +36,13 @@ export interface RewindReport {
 export interface InterruptedRewind {
   opId: string
   /** `rewind` (in place), `fork`, or `undo` (an undo of a finished rewind). */
-  kind: 'rewind' | 'fork' | 'undo'
+  kind: `${Addon.InterruptedKind}`
   targetSeq: number
   /** The text of the message the rewind went back to (the banner names it), when recorded. */
   targetText?: string
   time: number
   /** The restore journal's state (`open`, `missing`, ...). */
-  journal: string
+  journal: `${Addon.JournalState}`
   /** Whether the conversation half happened (the marker is in the log, the child session exists). */
   conversation: boolean
   childSessionId?: string
@@ -51,7 +52,7 @@ export interface InterruptedRewind {
   error?: { code: string; message: string }
   /**
    * Not interrupted: the rewind ran to its end but could not restore some files, and its
-   * journal stays open until it is continued or rolled back (see {@link Rewinder.partials}).
+   * journal stays open until it is continued or rolled back (see `Recovery.partials`).
    */
   partial?: true
 }
@@ -64,8 +65,8 @@ export interface ResolveReport {
   targetSeq: number
   conversation: boolean
   outcome: RestoreOutcome
-  /** The history outcome written. */
-  entryOutcome: string
+  /** The history outcome written (empty when the entry could not be updated). */
+  entryOutcome: Addon.BindingResolved['entryOutcome']
   /** Leftover restore temp files removed. */
   tempsRemoved: string[]
 }

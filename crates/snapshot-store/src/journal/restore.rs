@@ -109,35 +109,45 @@ impl Session {
         self.journal().prepare(plan, op_id)
     }
 
-    /// The planned paths that are files now and cannot be opened for reading (a refused
-    /// open), with why: the restore could not keep a copy of them, and refuses them alone.
-    /// What a preview warns about before anything runs; changes nothing.
+    /// The planned paths that cannot be read for the restore's copy of them, with why: files
+    /// that cannot be opened for reading (a refused open), and paths in a directory that
+    /// cannot be searched or listed (the workspace itself included), whose state the plan
+    /// could not look at. The restore refuses them alone. What a preview warns about before
+    /// anything runs; changes nothing.
     pub fn unreadable(&self, plan: &RestorePlan) -> Vec<PathFailure> {
         let ws = &self.ws;
+        let failure = |a: &crate::plan::PlannedAction, e: &FsFailure| PathFailure {
+            path: a.path.clone(),
+            display: a.path.display(),
+            error: format!(
+                "cannot be read to keep a copy of it before the restore ({}: {}); it will be left as it is",
+                e.op, e.source
+            ),
+        };
+        let refused = |e: &FsFailure| {
+            e.area == Area::Workspace
+                && e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error())
+        };
         plan.actions
             .iter()
-            .filter(|a| matches!(a.current, Current::File { .. }))
+            .filter(|a| a.current != Current::Directory)
             .filter_map(|a| {
                 let mut created = Vec::new();
-                let Ok(Walk::Parent(dir)) = ws.walk_parent(&a.path, false, &mut created) else {
-                    return None;
+                let dir = match ws.walk_parent(&a.path, false, &mut created) {
+                    Ok(Walk::Parent(dir)) => dir,
+                    Err(e) if refused(&e) => return Some(failure(a, &e)),
+                    _ => return None,
                 };
                 let (_, name) = a.path.split_last();
-                match ws.open_read(&dir, name, &a.path) {
-                    Err(e)
-                        if e.area == Area::Workspace
-                            && e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error()) =>
-                    {
-                        Some(PathFailure {
-                            path: a.path.clone(),
-                            display: a.path.display(),
-                            error: format!(
-                                "cannot be read to keep a copy of it before the restore ({}: {}); it will be left as it is",
-                                e.op, e.source
-                            ),
-                        })
-                    }
-                    _ => None,
+                match &a.current {
+                    Current::File { .. } => match ws.open_read(&dir, name, &a.path) {
+                        Err(e) if refused(&e) => Some(failure(a, &e)),
+                        _ => None,
+                    },
+                    _ => match ws.lstat(&dir, name, &a.path) {
+                        Err(e) if refused(&e) => Some(failure(a, &e)),
+                        _ => None,
+                    },
                 }
             })
             .collect()
@@ -635,6 +645,7 @@ impl Journal<'_> {
         }
         self.remove_emptied_dirs(&remove_dirs, &mut out);
         self.sync_touched(&out)?;
+        self.note_known(&out, intent.actions.iter().map(|a| (&a.path, &a.target)));
         if hard_failures == 0 {
             self.complete(&mut lpath, &mut out)?;
         }
@@ -692,6 +703,7 @@ impl Journal<'_> {
                 .crash(CrashPoint::RestoreActionLogged(i));
         }
         self.sync_touched(&out)?;
+        self.note_known(&out, l.intent.actions.iter().map(|a| (&a.path, &a.target)));
         if out.failed.is_empty() {
             self.complete(&mut lpath, &mut out)?;
         }

@@ -477,6 +477,17 @@ impl Planner<'_> {
                 PlanError::Fs(e)
             }
         };
+        // Paths that cannot be looked at (a directory on the way, or the workspace itself,
+        // refuses access): planned as their before-state asks; the restore refuses each
+        // alone, named with why, as a file it cannot read.
+        let mut unseen: Vec<PlannedAction> = Vec::new();
+        let observe = |rel: &RelPath| -> Result<Option<Observed>, PlanError> {
+            match self.observe(rel) {
+                Ok(o) => Ok(Some(o)),
+                Err(e) if e.area == Area::Workspace && denied(&e) => Ok(None),
+                Err(e) => Err(observe_err(e, rel)),
+            }
+        };
         // Files whose parent is a file now (a directory the agent replaced with a file): they
         // come back when the plan deletes that file (see below).
         let mut under_a_file: Vec<Wanted> = Vec::new();
@@ -506,7 +517,11 @@ impl Planner<'_> {
                 }),
                 BeforeState::Skipped { reason } => plan.skipped.push(skip(reason)),
                 BeforeState::Absent => {
-                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                    let Some(observed) = observe(&path)? else {
+                        unseen.push(action(Action::Delete, Current::Absent));
+                        continue;
+                    };
+                    match observed {
                         // Under a file, nothing can be there; a directory is no file: absent
                         // too (the files in the directory have records of their own).
                         Observed::Absent(_)
@@ -526,7 +541,14 @@ impl Planner<'_> {
                     }
                 }
                 BeforeState::File { sha256, size, mode } => {
-                    match self.observe(&path).map_err(|e| observe_err(e, &path))? {
+                    let Some(observed) = observe(&path)? else {
+                        unseen.push(action(
+                            Action::Write { sha256, size, mode },
+                            Current::Absent,
+                        ));
+                        continue;
+                    };
+                    match observed {
                         Observed::Blocked(
                             kind @ (SkipReason::ParentNotDirectory | SkipReason::Directory),
                         ) => {
@@ -597,11 +619,19 @@ impl Planner<'_> {
                 }
             }
         }
+        // Ahead of the files recreated in place of a file or a directory, which depend on
+        // the deletions: one of these refused refuses them too.
+        plan.actions.extend(unseen);
         self.recreate_under_deleted_files(&mut plan, under_a_file);
         self.recreate_over_emptied_dirs(&mut plan, over_a_dir)
             .map_err(PlanError::Fs)?;
         skip_files_over_written_files(&mut plan);
         plan.remove_dirs = crate::plan::scanned::emptied_dirs(&plan.actions, &targets);
+        // A path the plan restores is not listed as not covered too (its line would read as a
+        // failure): the restore sets its state, and the next scan looks at it anew.
+        let acted: std::collections::HashSet<&RelPath> =
+            plan.actions.iter().map(|a| &a.path).collect();
+        plan.not_covered.retain(|n| !acted.contains(&n.path));
         Ok(plan)
     }
 
@@ -748,4 +778,13 @@ mod tests {
         assert!(!root.join("blobs").join(&sha).exists());
         assert!(!cwd.join("a.txt").exists());
     }
+}
+
+/// Whether a failure is a refused access (`EACCES`, `EPERM`): a directory on the way, or the
+/// workspace itself, that this process may not search or list.
+fn denied(e: &FsFailure) -> bool {
+    matches!(
+        e.source.raw_os_error(),
+        Some(n) if n == rustix::io::Errno::ACCESS.raw_os_error() || n == rustix::io::Errno::PERM.raw_os_error()
+    )
 }

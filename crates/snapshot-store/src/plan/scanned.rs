@@ -11,7 +11,7 @@ use crate::plan::{Action, PlannedAction, Planner};
 use crate::scan::NotCovered;
 use crate::scan::diff::reason_text;
 use crate::scan::index::Coverage;
-use crate::scan::workspace::{peek, workspace_key};
+use crate::scan::workspace::{peek, unreadable_seen, workspace_key};
 
 /// Whether a group's entries are outside notes (listed by a plan, never restored).
 pub(crate) fn is_outside(source: &EntrySource) -> bool {
@@ -71,8 +71,9 @@ impl Planner<'_> {
             return Ok(Vec::new());
         };
         let cap = self.s.store.max_file_bytes();
-        let list = peek(&self.s.store, &workspace_key(&canonical), |ix| {
-            let mut v: Vec<NotCovered> = ix
+        let key = workspace_key(&canonical);
+        let Some((mut v, scanned_at)) = peek(&self.s.store, &key, |ix| {
+            let v: Vec<NotCovered> = ix
                 .entries()
                 .iter()
                 .filter_map(|(k, e)| match &e.cov {
@@ -83,9 +84,30 @@ impl Planner<'_> {
                     _ => None,
                 })
                 .collect();
-            v.sort_by(|a, b| a.path.cmp(&b.path));
-            v
-        })?;
-        Ok(list.unwrap_or_default())
+            (v, ix.scanned_at)
+        })?
+        else {
+            return Ok(Vec::new());
+        };
+        // The directories the last scan could not list, and the files in them it could not
+        // check, while the index that scan left is the one in place: their line replaces the
+        // index's own for the same path.
+        if let Some((at, list)) = unreadable_seen(&self.s.store, &key) {
+            if at == scanned_at {
+                let extra: Vec<NotCovered> = list
+                    .iter()
+                    .filter_map(|(p, reason)| {
+                        RelPath::from_bytes(p).ok().map(|path| NotCovered {
+                            path,
+                            reason: reason.clone(),
+                        })
+                    })
+                    .collect();
+                v.retain(|n| !extra.iter().any(|x| x.path == n.path));
+                v.extend(extra);
+            }
+        }
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(v)
     }
 }

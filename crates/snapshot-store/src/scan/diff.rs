@@ -587,16 +587,17 @@ pub(crate) fn run(
 
     ix.baseline_complete = !ix.entries().values().any(|e| e.cov == Coverage::Pending);
     out.baseline_complete = ix.baseline_complete;
+    let unreadable = unreadable_dirs(&ix, &walked.dir_errors);
     for (k, e) in ix.entries() {
         if let Coverage::Not(u) = &e.cov {
+            if walked.dir_errors.iter().any(|(d, _)| under(k, d)) {
+                continue; // listed with its directory's error below
+            }
             out.not_covered
                 .push((k.clone(), reason_text(u, e.stat.size, limits.cap)));
         }
     }
-    for (d, err) in &walked.dir_errors {
-        out.not_covered
-            .push((d.clone(), format!("unreadable directory: {err}")));
-    }
+    out.not_covered.extend(unreadable.iter().cloned());
     for (p, err) in &walked.entry_errors {
         out.not_covered
             .push((p.clone(), format!("unreadable: {err}")));
@@ -604,6 +605,10 @@ pub(crate) fn run(
     out.not_covered.sort();
     out.absence = absence;
     let dirty = !had_index || !work.is_empty() || removed_any || taken_over;
+    // What the planner lists besides the index's own not-covered entries, for as long as the
+    // index this scan leaves is the one in place (see `workspace::Cached::unreadable`).
+    let stamp = if dirty { started } else { ix.scanned_at };
+    locked.cached.unreadable = Some((stamp, unreadable));
     if dirty {
         ix.scanned_at = started;
         out.save = Some(ix);
@@ -611,6 +616,44 @@ pub(crate) fn run(
         locked.cached.index = Some(ix);
     }
     Ok(out)
+}
+
+/// The not-covered entries of the directories a walk could not list (`dir_errors`: the
+/// directory, `""` for the workspace itself, and why): each directory, then every file the
+/// index holds under it, which the scan could not check (a change to it since the previous
+/// scan is not seen; the index keeps it as it was). The workspace itself is no path of its
+/// own: only its files are listed.
+pub(crate) fn unreadable_dirs(
+    ix: &Index,
+    dir_errors: &[(Box<[u8]>, String)],
+) -> Vec<(Box<[u8]>, String)> {
+    let mut out = Vec::new();
+    for (d, err) in dir_errors {
+        let held: Vec<&Box<[u8]>> = ix.entries().keys().filter(|k| under(k, d)).collect();
+        let which = if d.is_empty() {
+            "the workspace directory".to_string()
+        } else {
+            format!("its directory `{}`", String::from_utf8_lossy(d))
+        };
+        if !d.is_empty() {
+            out.push((
+                d.clone(),
+                format!(
+                    "unreadable directory: {err}; {} file(s) in it known from an earlier scan not checked",
+                    held.len()
+                ),
+            ));
+        }
+        for k in held {
+            out.push((
+                k.clone(),
+                format!("not checked: {which} cannot be read ({err}); a change to it is not seen"),
+            ));
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
 }
 
 /// `OsStr` from raw bytes (Unix).

@@ -34,6 +34,11 @@ type FileId = (u64, u64, i64, i64, [u8; 32]);
 pub(crate) struct Cached {
     pub index: Option<Index>,
     file: Option<FileId>,
+    /// The last scan's directories it could not list and the files the index holds under
+    /// them, with why (`diff::unreadable_dirs`), stamped with the `scanned_at` of the index
+    /// that scan left: the planner lists them while that index is the one in place. Kept in
+    /// memory only (a scan in another process, or after a restart, finds them again).
+    pub unreadable: Option<(u64, Vec<(Box<[u8]>, String)>)>,
 }
 
 type Registry = Mutex<HashMap<(u64, u64, String), Arc<Mutex<Cached>>>>;
@@ -462,6 +467,14 @@ pub(crate) fn read_index(store: &Store, name: &std::ffi::OsStr) -> Result<Option
         Some(bytes) => decode(&path, &bytes).map(Some),
         None => Ok(None),
     }
+}
+
+/// What the last scan of workspace `key` in this process could not list
+/// ([`Cached::unreadable`]), with the `scanned_at` of the index it left.
+pub(crate) fn unreadable_seen(store: &Store, key: &str) -> Option<(u64, Vec<(Box<[u8]>, String)>)> {
+    let slot = slot(store, key);
+    let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
+    cached.unreadable.clone()
 }
 
 /// Runs `f` on workspace `key`'s index as it is on disk now (cached copy when

@@ -14,3 +14,4 @@ mod repair;
 mod scan;
 mod scan_model;
 mod undo;
+mod unreadable_dirs;
