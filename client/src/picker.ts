@@ -6,15 +6,9 @@
  */
 import type { T } from './i18n.ts'
 
-/** One candidate as the host reports it. */
-export interface Candidate {
-  readonly index: number
-  readonly seq: number
-  readonly preview: string
-  readonly pending?: boolean
-  readonly messageId?: string
-  readonly time?: number
-}
+/** One candidate as the host reports it (`shared/rpc-types.ts`). */
+export type { Candidate } from '../../shared/rpc-types.ts'
+import type { Candidate } from '../../shared/rpc-types.ts'
 
 /** One popupSelect option (the shape DSH's command UI renders). */
 export interface PickerRow {

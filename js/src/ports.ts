@@ -36,12 +36,8 @@ export type ScanRequest = import('../../crates/napi-host/index.d.ts').BindingSca
 /** What one workspace scan found and recorded. */
 export type ScanReport = import('../../crates/napi-host/index.d.ts').BindingScanReport
 
-/**
- * The outcome of a journaled restore (`BindingRestoreOutcome`); `outside`, `notCovered` and `kept`
- * may be absent from an outcome the host makes itself (no file restored).
- */
-export type RestoreOutcome = Omit<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>
-  & Partial<Pick<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>>
+/** The outcome of a journaled restore (`shared/rpc-types.ts`, over `BindingRestoreOutcome`). */
+export type { RestoreOutcome } from '../../shared/rpc-types.ts'
 
 /** The outcome of undoing a restore (files only). */
 export type UndoOutcome = Addon.BindingUndoOutcome

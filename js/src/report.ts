@@ -4,7 +4,8 @@
  * what was left open). Names and messages go through `escapeControl`; long lists are cut.
  */
 import type { Addon } from './native.ts'
-import type { FilesPreview, PreviewFile, RestoreOutcome, RestoreStatus, SkippedPath, UndoOutcome } from './ports.ts'
+import type { FilesPreview, PreviewFile, RestoreOutcome, SkippedPath, UndoOutcome } from './ports.ts'
+import type { Interrupted } from '../../shared/rpc-types.ts'
 import { type Locale, format } from './locales.ts'
 import { escapeControl } from '../../shared/format.ts'
 
@@ -32,30 +33,8 @@ export interface RewindReport {
   fork?: { childSessionId: string; boundarySeq: number }
 }
 
-/** An interrupted rewind (or undo) of a session, as a restart finds it. */
-export interface InterruptedRewind {
-  opId: string
-  /** `rewind` (in place), `fork`, or `undo` (an undo of a finished rewind). */
-  kind: `${Addon.InterruptedKind}`
-  targetSeq: number
-  /** The text of the message the rewind went back to (the banner names it), when recorded. */
-  targetText?: string
-  time: number
-  /** The restore journal's state (`open`, `missing`, ...). */
-  journal: `${Addon.JournalState}`
-  /** Whether the conversation half happened (the marker is in the log, the child session exists). */
-  conversation: boolean
-  childSessionId?: string
-  /** Where the restore stands, when it has a journal. */
-  restore?: RestoreStatus
-  /** Why an automatic finish failed, if it did. */
-  error?: { code: string; message: string }
-  /**
-   * Not interrupted: the rewind ran to its end but could not restore some files, and its
-   * journal stays open until it is continued or rolled back (see `Recovery.partials`).
-   */
-  partial?: true
-}
+/** An interrupted rewind (or undo) of a session, as a restart finds it (the `interrupted` answer). */
+export type InterruptedRewind = Interrupted
 
 /** What continuing or rolling back an interrupted rewind did. */
 export interface ResolveReport {
