@@ -14,10 +14,14 @@
 //!   the session's `journals/`), never anything that is not a session
 //!   directory (symlinks and unknown entries are left alone). A dry run
 //!   (the default) lists what would go and how many bytes.
-//! * **Size quota** ([`Cleaner::quota_sweep`]): after the age rule, the
-//!   oldest idle sessions go until the store fits a byte budget, with the
-//!   same keep rules; sizes come from the store's inventory, blobs shared
-//!   with remaining sessions are not counted as freed.
+//! * **Size quota** ([`Cleaner::quota_sweep`]): on by default
+//!   ([`DEFAULT_MAX_SIZE_BYTES`]) and independent of the age rule's switch;
+//!   the oldest idle sessions go until the store fits a byte budget, with the
+//!   same keep rules (the caller pins what an undo in the rewind history
+//!   needs); sizes come from the store's inventory, blobs shared with
+//!   remaining sessions are not counted as freed. A run that removed sessions
+//!   is recorded in `<dsh home>/snapshot-cleanup-last-quota.json`
+//!   ([`Cleaner::record_quota_run`]).
 //! * **Automatic sweep** ([`Cleaner::auto_sweep`]): at most once a day,
 //!   recorded in `<dsh home>/snapshot-cleanup-last-sweep.json`.
 //!
@@ -49,12 +53,15 @@ pub use layout::{
     TRASH_DIR, decode_session_dir, encode_session_dir,
 };
 pub use policy::{
-    DEFAULT_MAX_AGE_DAYS, MAX_MAX_AGE_DAYS, MIN_MAX_AGE_DAYS, MemoryPolicy, NoBackend, Policy,
+    DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_SIZE_BYTES, MAX_MAX_AGE_DAYS, MIN_MAX_AGE_DAYS, MemoryPolicy, NoBackend, Policy,
     PolicyError, PolicyPort, PolicyStatus, load_policy, policy_status, set_enabled,
     set_max_age_days,
 };
 pub use quota::{QuotaItem, QuotaReport};
-pub use record::{LAST_SWEEP_FILE, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger};
+pub use record::{
+    LAST_QUOTA_FILE, LAST_SWEEP_FILE, LastQuota, LastSweep, QUOTA_RECORD_VERSION, QuotaRecord,
+    RECORD_VERSION, RecordError, Trigger,
+};
 pub use sweep::{
     AutoSweep, Cleaner, CleanupStep, Clock, CrashSeam, DAY_MS, Failed, KeepReason, Kept,
     MAX_SCAN_DEPTH, OpenError, Pins, SNAPSHOT_DIR, Scope, SweepError, SweepItem, SweepReport,

@@ -9,10 +9,16 @@ pub const MIN_MAX_AGE_DAYS: u32 = 1;
 /// Largest accepted idle-day cutoff (about ten years).
 pub const MAX_MAX_AGE_DAYS: u32 = 3650;
 
+/// The size quota of the whole snapshot store used when none is configured: 4 GiB. The
+/// quota is on by default and independent of [`Policy::enabled`] (which governs only the
+/// age rule): a fresh install enforces it with no setting changed.
+pub const DEFAULT_MAX_SIZE_BYTES: u64 = 4 << 30;
+
 /// The auto-cleanup policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
-    /// Whether the automatic sweep runs (off by default). Manual runs work either way.
+    /// Whether the automatic age rule runs (off by default). Manual runs work either way,
+    /// and the size quota ([`DEFAULT_MAX_SIZE_BYTES`]) does not depend on it.
     pub enabled: bool,
     /// Sessions idle longer than this many days are swept.
     pub max_age_days: u32,

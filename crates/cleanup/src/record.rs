@@ -59,6 +59,32 @@ pub struct QuotaRecord {
     pub bytes_after: u64,
 }
 
+/// File name of the size quota's record, in the DSH home: the last run of the quota that
+/// removed anything (when, which sessions, what it freed).
+pub const LAST_QUOTA_FILE: &str = "snapshot-cleanup-last-quota.json";
+/// The newest last-quota record version this build reads and writes.
+pub const QUOTA_RECORD_VERSION: u32 = 1;
+
+/// The last run of the size quota that removed sessions (automatic or by hand).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastQuota {
+    /// The record format version.
+    pub version: u32,
+    /// When the quota removed them, milliseconds since the Unix epoch.
+    pub at: u64,
+    /// What started it.
+    pub trigger: Trigger,
+    /// The budget in bytes.
+    pub max_bytes: u64,
+    /// The sessions removed, oldest activity first.
+    pub sessions: Vec<String>,
+    /// Bytes their removal freed.
+    pub freed: u64,
+    /// The store's size afterwards.
+    pub bytes_after: u64,
+}
+
 /// The last-sweep record could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -94,7 +120,20 @@ impl RecordError {
 }
 
 pub(crate) fn read(home: &Dir) -> Result<Option<LastSweep>, RecordError> {
-    let bytes = match home.read(LAST_SWEEP_FILE) {
+    read_versioned(home, LAST_SWEEP_FILE, RECORD_VERSION)
+}
+
+/// Reads the size quota's record; `None` when there is none.
+pub(crate) fn read_quota(home: &Dir) -> Result<Option<LastQuota>, RecordError> {
+    read_versioned(home, LAST_QUOTA_FILE, QUOTA_RECORD_VERSION)
+}
+
+fn read_versioned<T: serde::de::DeserializeOwned>(
+    home: &Dir,
+    file: &str,
+    known: u32,
+) -> Result<Option<T>, RecordError> {
+    let bytes = match home.read(file) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(RecordError::Io { op: "read", source }),
@@ -109,7 +148,7 @@ pub(crate) fn read(home: &Dir) -> Result<Option<LastSweep>, RecordError> {
         .ok_or_else(|| RecordError::Corrupt {
             detail: "missing or non-numeric \"version\"".into(),
         })?;
-    if version > u64::from(RECORD_VERSION) {
+    if version > u64::from(known) {
         return Err(RecordError::NewerVersion { found: version });
     }
     if version == 0 {
@@ -142,11 +181,32 @@ pub(crate) fn write(
     record: &LastSweep,
     step: &dyn Fn(CleanupStep),
 ) -> Result<(), RecordError> {
+    write_file(home, LAST_SWEEP_FILE, TMP_PREFIX, record, step)
+}
+
+const QUOTA_TMP_PREFIX: &str = ".snapshot-cleanup-last-quota.json.tmp-";
+
+/// Writes the size quota's record atomically, as [`write`] does the last-sweep record.
+pub(crate) fn write_quota(
+    home: &Dir,
+    record: &LastQuota,
+    step: &dyn Fn(CleanupStep),
+) -> Result<(), RecordError> {
+    write_file(home, LAST_QUOTA_FILE, QUOTA_TMP_PREFIX, record, step)
+}
+
+fn write_file<T: Serialize>(
+    home: &Dir,
+    file: &str,
+    tmp_prefix: &str,
+    record: &T,
+    step: &dyn Fn(CleanupStep),
+) -> Result<(), RecordError> {
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| RecordError::Corrupt {
         detail: e.to_string(),
     })?;
-    rewind_durable::remove_temps(home, TMP_PREFIX);
-    rewind_durable::write_atomic(home, LAST_SWEEP_FILE, TMP_PREFIX, &bytes, &mut |s| match s {
+    rewind_durable::remove_temps(home, tmp_prefix);
+    rewind_durable::write_atomic(home, file, tmp_prefix, &bytes, &mut |s| match s {
         Step::TempHalfWritten => step(CleanupStep::RecordHalfWritten),
         Step::TempSynced => step(CleanupStep::RecordSynced),
         Step::Renamed => step(CleanupStep::RecordRenamed),

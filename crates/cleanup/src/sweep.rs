@@ -11,7 +11,9 @@ use snapshot_store::usage::{self, MarkerError, SessionsError};
 
 use crate::layout::{JournalPin, KNOWN_STORE_VERSION, SESSIONS_DIR, STORE_LOCK, TRASH_DIR};
 use crate::policy::{Policy, PolicyError, PolicyPort, load_policy};
-use crate::record::{self, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger};
+use crate::record::{
+    self, LastQuota, LastSweep, QuotaRecord, RECORD_VERSION, RecordError, Trigger,
+};
 
 /// Name of the snapshot store directory inside the DSH home.
 pub const SNAPSHOT_DIR: &str = "rewind-snapshots";
@@ -85,6 +87,10 @@ impl Pins {
     /// Whether a session id is pinned.
     pub fn contains(&self, session_id: &str) -> bool {
         self.0.contains(session_id)
+    }
+    /// The pinned session ids, sorted.
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.0.iter()
     }
 }
 
@@ -396,6 +402,21 @@ impl Cleaner {
     /// The last applied sweep, if any was recorded.
     pub fn last_sweep(&self) -> Result<Option<LastSweep>, RecordError> {
         record::read(&self.home)
+    }
+
+    /// The last run of the size quota that removed sessions, if any was recorded.
+    pub fn last_quota(&self) -> Result<Option<LastQuota>, RecordError> {
+        record::read_quota(&self.home)
+    }
+
+    /// Records a run of the size quota that removed sessions (written atomically over
+    /// the previous one, under the store's lock).
+    pub fn record_quota_run(&self, run: &LastQuota) -> Result<(), RecordError> {
+        let _lock = self.lock_store().map_err(|e| RecordError::Io {
+            op: "lock",
+            source: io::Error::other(e.to_string()),
+        })?;
+        record::write_quota(&self.home, run, &|s| self.step(s))
     }
 
     /// Adds what the size quota did to the last-sweep record (the automatic sweep

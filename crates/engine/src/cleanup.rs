@@ -3,9 +3,10 @@
 //! last-sweep record, and the engine's handles of swept sessions dropped.
 
 use rewind_cleanup::{
-    AutoSweep, Cleaner, Pins, PolicyPort, QuotaRecord, QuotaReport, Scope, SweepReport,
-    SweepRequest,
+    AutoSweep, Cleaner, LastQuota, Pins, PolicyPort, QUOTA_RECORD_VERSION, QuotaRecord,
+    QuotaReport, Scope, SweepReport, SweepRequest, Trigger,
 };
+use rewind_history::Outcome;
 
 use crate::engine::Engine;
 use crate::error::EngineError;
@@ -22,8 +23,8 @@ pub struct Swept {
 /// What the automatic sweep did when it ran.
 #[derive(Debug, Clone)]
 pub struct AutoSwept {
-    /// The age rule.
-    pub age: Swept,
+    /// The age rule, when it ran (it is off by default and runs at most once a day).
+    pub age: Option<Swept>,
     /// The size quota (with a budget), and why it did not run or was not recorded.
     pub quota: Option<QuotaReport>,
     /// Why the quota failed or its result was not recorded, if so.
@@ -75,9 +76,32 @@ impl Engine {
         })
     }
 
+    /// The sessions whose backups a rewind listed in the history still needs: the session
+    /// each entry that can be undone or redone restored its files in (its restore journal
+    /// and rescue copies live there). Entries rolled back, abandoned or still started need
+    /// nothing here (a started one's open journal pins its session by itself). A damaged
+    /// history file is read for what can be salvaged; one that cannot be read at all (a
+    /// newer version, a disk error) is an error: the size quota then removes nothing.
+    pub fn undo_pins(&self) -> Result<Pins, EngineError> {
+        let history = self.history(None)?;
+        let mut pins = Pins::none();
+        for key in history.partition_keys()? {
+            let (partition, _) = history.read_salvaged(&key)?;
+            for e in &partition.entries {
+                if matches!(e.outcome, Outcome::Done | Outcome::Partial | Outcome::Failed) {
+                    pins.insert(e.session_id.clone());
+                }
+            }
+        }
+        Ok(pins)
+    }
+
     /// The size quota: the oldest idle sessions removed until the store takes at most
     /// `max_bytes` (a dry run unless `request` applies it); `already` names the sessions the
-    /// same run's age sweep removes.
+    /// same run's age sweep removes. Besides what `request` keeps, every session an undo or
+    /// redo listed in the rewind history needs is kept ([`Engine::undo_pins`]). An applied
+    /// run that removed sessions is recorded (`snapshot-cleanup-last-quota.json`, with
+    /// `trigger`).
     pub fn quota_sweep(
         &self,
         policy: &dyn PolicyPort,
@@ -85,23 +109,60 @@ impl Engine {
         request: &SweepRequest,
         already: &[String],
     ) -> Result<QuotaReport, EngineError> {
+        self.quota_sweep_by(policy, max_bytes, request, already, Trigger::Manual)
+    }
+
+    fn quota_sweep_by(
+        &self,
+        policy: &dyn PolicyPort,
+        max_bytes: u64,
+        request: &SweepRequest,
+        already: &[String],
+        trigger: Trigger,
+    ) -> Result<QuotaReport, EngineError> {
         let cleaner = self.cleaner()?;
+        let mut pins = self.undo_pins()?;
+        for id in request.pins.iter() {
+            pins.insert(id.clone());
+        }
+        let request = request.clone().with_pins(pins);
         let report = self.with_store(|store| {
             cleaner
-                .quota_sweep(policy, store, max_bytes, request, already)
+                .quota_sweep(policy, store, max_bytes, &request, already)
                 .map_err(EngineError::from)
         })??;
-        if report.applied {
+        if report.applied && !report.items.is_empty() {
             for item in &report.items {
                 self.forget(&item.session_id);
             }
+            let run = LastQuota {
+                version: QUOTA_RECORD_VERSION,
+                at: self.now(),
+                trigger,
+                max_bytes,
+                sessions: report.items.iter().map(|i| i.session_id.clone()).collect(),
+                freed: report.items.iter().map(|i| i.freed).sum(),
+                bytes_after: report.bytes_after,
+            };
+            // The sessions are gone whether or not the note is written; a failed note is
+            // not a failed quota.
+            let _ = cleaner.record_quota_run(&run);
         }
         Ok(report)
     }
 
-    /// The automatic sweep: when the policy is enabled and the last sweep is a day old, the
-    /// age rule (applied), the freed backups, then — with a budget (`max_bytes` non-zero) —
-    /// the size quota, whose result joins the last-sweep record. `None` when it did not run.
+    /// The size quota's last run that removed sessions, if one was recorded and can be read.
+    pub fn last_quota(&self) -> Result<Option<LastQuota>, EngineError> {
+        Ok(self.cleaner()?.last_quota()?)
+    }
+
+    /// The automatic sweep. The age rule runs when the policy enables it and the last sweep
+    /// is a day old; the size quota runs whenever `max_bytes` is non-zero (it is on by
+    /// default and does not depend on the age rule's switch): the oldest idle sessions go
+    /// until the store fits, never a live one, one an open restore journal needs, or one an
+    /// undo in the history needs. The quota's result joins the last-sweep record when the
+    /// age rule ran too. `None` when neither ran. The caller decides how often to call it
+    /// (the plugin: at each session start and after turns, at most every few minutes).
     pub fn auto_sweep(
         &self,
         policy: &dyn PolicyPort,
@@ -109,42 +170,53 @@ impl Engine {
         max_bytes: u64,
     ) -> Result<Option<AutoSwept>, EngineError> {
         let cleaner = self.cleaner()?;
-        let AutoSweep::Ran { report, .. } = cleaner.auto_sweep(policy, active, &Pins::none())?
-        else {
-            return Ok(None);
-        };
-        let removed: Vec<String> = report.items.iter().map(|i| i.session_id.clone()).collect();
-        let blobs_not_freed = self.after_removal(&removed);
-        let age = Swept {
-            report,
-            blobs_not_freed,
+        let age = match cleaner.auto_sweep(policy, active, &Pins::none())? {
+            AutoSweep::Ran { report, .. } => {
+                let removed: Vec<String> =
+                    report.items.iter().map(|i| i.session_id.clone()).collect();
+                let blobs_not_freed = self.after_removal(&removed);
+                Some(Swept {
+                    report,
+                    blobs_not_freed,
+                })
+            }
+            AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
         };
         if max_bytes == 0 {
-            return Ok(Some(AutoSwept {
-                age,
+            return Ok(age.map(|age| AutoSwept {
+                age: Some(age),
                 quota: None,
                 quota_error: None,
             }));
         }
+        let removed: Vec<String> = age
+            .iter()
+            .flat_map(|a| a.report.items.iter().map(|i| i.session_id.clone()))
+            .collect();
         let request = SweepRequest::dry_run(Scope::Idle)
             .with_active(active.iter().cloned())
             .applied();
-        let (quota, quota_error) = match self.quota_sweep(policy, max_bytes, &request, &removed) {
-            Ok(q) => {
-                let record = QuotaRecord {
-                    max_bytes,
-                    removed: q.items.len() as u64,
-                    freed: q.items.iter().map(|i| i.freed).sum(),
-                    bytes_after: q.bytes_after,
-                };
-                let error = cleaner
-                    .record_quota(record)
-                    .err()
-                    .map(|e| format!("the quota's result was not recorded: {e}"));
-                (Some(q), error)
-            }
-            Err(e) => (None, Some(e.message)),
-        };
+        let (quota, quota_error) =
+            match self.quota_sweep_by(policy, max_bytes, &request, &removed, Trigger::Auto) {
+                Ok(q) => {
+                    let error = if age.is_some() {
+                        let record = QuotaRecord {
+                            max_bytes,
+                            removed: q.items.len() as u64,
+                            freed: q.items.iter().map(|i| i.freed).sum(),
+                            bytes_after: q.bytes_after,
+                        };
+                        cleaner
+                            .record_quota(record)
+                            .err()
+                            .map(|e| format!("the quota's result was not recorded: {e}"))
+                    } else {
+                        None
+                    };
+                    (Some(q), error)
+                }
+                Err(e) => (None, Some(e.message)),
+            };
         Ok(Some(AutoSwept {
             age,
             quota,

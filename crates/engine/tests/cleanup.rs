@@ -84,3 +84,97 @@ fn a_swept_session_frees_its_backups_and_is_forgotten() {
     let plan = es.plan(1, &[]).expect("plan");
     assert!(plan.actions.is_empty(), "{plan:?}");
 }
+
+/// Sets the modification time of everything under `p` to `days` ago.
+fn age(p: &Path, days: u64) {
+    use std::fs::{File, FileTimes};
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).expect("read dir") {
+            age(&e.expect("entry").path(), days);
+        }
+    }
+    File::open(p)
+        .expect("open")
+        .set_times(FileTimes::new().set_modified(t))
+        .expect("set times");
+}
+
+#[test]
+fn the_size_quota_runs_with_the_age_rule_off_and_keeps_what_an_undo_needs() {
+    let home = tempfile::tempdir().expect("home");
+    let options = EngineOptions {
+        store: snapshot_store::StoreOptions {
+            keep_in_log_bytes: 0,
+            ..snapshot_store::StoreOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(home.path(), options);
+    let key = WorkspaceKey::for_workspace("w").expect("key");
+    let mut wss = Vec::new();
+    // `undone` (oldest) has a rewind in the history that can still be undone; `idle` is
+    // next; `live` is the newest and live. Each holds a 16 KiB backup of its own.
+    for (id, days) in [("undone", 20), ("idle", 10), ("live", 0)] {
+        let ws = tempfile::tempdir().expect("ws");
+        std::fs::write(ws.path().join("a.txt"), id.repeat(16 * 1024 / id.len())).expect("w");
+        let es = engine.session(id, Some(ws.path()), key.clone());
+        let files = es.files_of(id).expect("files");
+        files.recheck_tracked(1).expect("boundary");
+        files.capture_before("c1", Path::new("a.txt")).expect("capture");
+        files.commit("c1", 1, true).expect("commit");
+        drop(files);
+        engine.flush_all();
+        if days > 0 {
+            let dir = home
+                .path()
+                .join("rewind-snapshots/sessions")
+                .join(snapshot_store::encode_id(id).expect("id"));
+            age(&dir, days);
+        }
+        wss.push(ws);
+    }
+    let history = engine.history(None).expect("history");
+    history
+        .append(
+            &key,
+            rewind_engine::Entry::new(
+                "op-1",
+                "undone",
+                &key,
+                1,
+                1,
+                rewind_engine::Outcome::Done,
+                rewind_engine::Paths::default(),
+            ),
+        )
+        .expect("append");
+    assert!(engine.undo_pins().expect("pins").contains("undone"));
+
+    // The age rule is off (the default): the quota runs all the same.
+    let policy = MemoryPolicy::new(Policy::default());
+    assert!(!Policy::default().enabled);
+    let swept = engine
+        .auto_sweep(&policy, &["live".to_string()], 1)
+        .expect("sweep")
+        .expect("the quota ran");
+    assert!(swept.age.is_none(), "the age rule is off");
+    let quota = swept.quota.expect("quota report");
+    let removed: Vec<&str> = quota.items.iter().map(|i| i.session_id.as_str()).collect();
+    assert_eq!(removed, ["idle"], "only the idle session without an undo goes");
+    let kept: Vec<&str> = quota.kept.iter().map(|k| k.session_id.as_str()).collect();
+    assert!(kept.contains(&"undone") && kept.contains(&"live"), "{kept:?}");
+    assert!(quota.over_quota());
+    let sessions = engine
+        .with_store(|s| s.list_sessions().expect("list"))
+        .expect("store");
+    assert!(!sessions.iter().any(|s| s == "idle"), "{sessions:?}");
+
+    // What it removed, and when, is recorded.
+    let last = engine.last_quota().expect("read").expect("recorded");
+    assert_eq!(last.sessions, ["idle"]);
+    assert_eq!(last.trigger, cleanup::Trigger::Auto);
+    assert_eq!(last.max_bytes, 1);
+    assert!(last.freed >= 16 * 1024, "{last:?}");
+    assert!(last.at > 0);
+}

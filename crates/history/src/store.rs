@@ -433,6 +433,32 @@ impl HistoryStore {
         })
     }
 
+    /// The keys of every partition on disk (directories under the root whose names are
+    /// valid keys), sorted. Entries that are not directories or not keys are skipped.
+    pub fn partition_keys(&self) -> Result<Vec<WorkspaceKey>, ReadError> {
+        let entries = self.root.entries().map_err(|source| ReadError::Io {
+            op: "list",
+            path: ".".into(),
+            source,
+        })?;
+        let mut keys = Vec::new();
+        for e in entries.flatten() {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            let is_dir = self
+                .root
+                .symlink_metadata(&name)
+                .map(|m| m.is_dir())
+                .unwrap_or(false);
+            if let (true, Ok(key)) = (is_dir, WorkspaceKey::parse(&name)) {
+                keys.push(key);
+            }
+        }
+        keys.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(keys)
+    }
+
     /// Reads a partition, keeping what can be read of a damaged file: `Ok((p,
     /// None))` for a sound file, `Ok((p, Some(s)))` with the readable entries
     /// when the file is damaged (see [`Salvaged`]). Other failures (a newer

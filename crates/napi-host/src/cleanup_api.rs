@@ -13,7 +13,7 @@ use rewind_engine::{Engine, EngineOptions};
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingAutoSweep, BindingCleanupPolicy, BindingLastSweep, BindingQuotaRecord,
+    BindingAutoSweep, BindingCleanupPolicy, BindingLastQuota, BindingLastSweep, BindingQuotaRecord,
     BindingSkippedPath, BindingStorage, BindingStorageSession, BindingSweepItem,
     BindingSweepReport,
 };
@@ -297,6 +297,26 @@ impl BindingCleanup {
         }))
     }
 
+    /// The size quota's last run that removed sessions (when, which, what it freed), `null`
+    /// when none was recorded.
+    #[napi(ts_return_type = "Promise<BindingLastQuota | null>")]
+    pub fn last_quota(&self) -> AsyncTask<Job<Option<BindingLastQuota>>> {
+        let engine = Arc::clone(&self.engine);
+        AsyncTask::new(Job::new(move || {
+            Ok(engine.last_quota()?.map(|q| BindingLastQuota {
+                at: q.at as f64,
+                trigger: match q.trigger {
+                    rewind_cleanup::Trigger::Auto => "auto".into(),
+                    rewind_cleanup::Trigger::Manual => "manual".into(),
+                },
+                max_bytes: q.max_bytes as f64,
+                sessions: q.sessions,
+                freed: q.freed as f64,
+                bytes_after: q.bytes_after as f64,
+            }))
+        }))
+    }
+
     /// How much the store takes: in all, for the workspace made of the sessions `members` and
     /// the workspace scan states of the directories `cwds` (a directory that no longer exists
     /// has none), and the `top` biggest sessions.
@@ -320,10 +340,11 @@ impl BindingCleanup {
         }))
     }
 
-    /// The automatic sweep: runs (applied) only when the policy is enabled and the last sweep is
-    /// a day old or more; then, when `max_bytes` is set (non-zero), the size quota removes the
-    /// oldest idle sessions until the store fits, and the last-sweep record notes what it
-    /// freed. Resolves with both reports, or `null` when the sweep did not run.
+    /// The automatic sweep: the age rule (applied) only when the policy is enabled and the last
+    /// sweep is a day old or more; then, whenever `max_bytes` is set (non-zero, whatever the
+    /// age rule's switch), the size quota removes the oldest idle sessions until the store fits
+    /// (never a live one, one an open journal or an undo in the history needs), and records
+    /// what it removed. Resolves with both reports, or `null` when neither ran.
     #[napi(ts_return_type = "Promise<BindingAutoSweep | null>")]
     pub fn auto_sweep(
         &self,
@@ -340,7 +361,7 @@ impl BindingCleanup {
             Ok(engine
                 .auto_sweep(port(policy).as_ref(), &active, max)?
                 .map(|a| BindingAutoSweep {
-                    age: swept(a.age),
+                    age: a.age.map(swept),
                     quota: a.quota.map(quota_report),
                     quota_error: a.quota_error,
                 }))

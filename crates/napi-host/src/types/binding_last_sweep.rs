@@ -33,12 +33,31 @@ pub struct BindingLastSweep {
     pub quota: Option<BindingQuotaRecord>,
 }
 
-/// The automatic sweep's result: the age rule, then the size quota.
+/// The size quota's last run that removed sessions.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingLastQuota {
+    /// When, ms since the Unix epoch.
+    pub at: f64,
+    /// `auto` or `manual`.
+    #[napi(ts_type = "'auto' | 'manual'")]
+    pub trigger: String,
+    /// The budget in bytes.
+    pub max_bytes: f64,
+    /// The sessions removed, oldest activity first.
+    pub sessions: Vec<String>,
+    /// Bytes freed.
+    pub freed: f64,
+    /// The store's size afterwards.
+    pub bytes_after: f64,
+}
+
+/// The automatic sweep's result: the age rule (when it ran), then the size quota.
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingAutoSweep {
-    /// The age rule.
-    pub age: super::BindingSweepReport,
+    /// The age rule (absent when it is off or ran less than a day ago).
+    pub age: Option<super::BindingSweepReport>,
     /// The size quota (absent when no quota is set).
     pub quota: Option<super::BindingSweepReport>,
     /// Why the size quota could not run (the age rule's removals stand).

@@ -42,7 +42,9 @@ pub use binding_history_entry::{
     BindingForkInfo, BindingHistoryDamage, BindingHistoryEntry, BindingHistoryList,
     BindingHistoryPaths,
 };
-pub use binding_last_sweep::{BindingAutoSweep, BindingLastSweep, BindingQuotaRecord};
+pub use binding_last_sweep::{
+    BindingAutoSweep, BindingLastQuota, BindingLastSweep, BindingQuotaRecord,
+};
 pub use binding_not_covered::BindingNotCovered;
 pub use binding_plan::{BindingMarker, BindingPlan, BindingSurfaceMismatch, BindingSurfaceOp};
 pub use binding_preview::BindingPreview;
