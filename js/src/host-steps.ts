@@ -14,6 +14,8 @@ import type { SettingsModel } from './settings.ts'
 import type { SessionState } from './state.ts'
 import type { HistoryPort } from './history.ts'
 import type { Locale } from './locales.ts'
+import { type CreateChildOptions, childComposition } from './fork.ts'
+import { childLineage, eventsBetween } from './contract/session.ts'
 
 /** Dependencies. */
 export interface RewindDeps {
@@ -146,3 +148,28 @@ export async function resyncObservations(ctx: HostContext, session: HostSession,
 
 /** How many paths the observation re-sync works on at once. */
 const RESYNC_CONCURRENCY = 64
+
+/**
+ * What `agents.create` takes for a new session seeded with `agent`'s session log before `end` (a
+ * fork's child, an undo's continuation): the same working directory and agent preset, its
+ * lineage as `contract/session.ts` spells it, the agent's options and the composition's setup.
+ */
+export async function childOptions(ctx: HostContext, agent: HostAgent, childId: string, end: number): Promise<CreateChildOptions> {
+  const session = agent.session
+  const seed = eventsBetween(session, 0, end)
+  const lineage = childLineage(session, seed.length)
+  const cwd = session.header.cwd
+  const composition = await childComposition(ctx, session)
+  return {
+    sessionId: childId,
+    seed,
+    meta: {
+      ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
+      ...lineage.meta,
+      ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
+    },
+    ...(lineage.inheritedEventCount !== undefined ? { inheritedEventCount: lineage.inheritedEventCount } : {}),
+    agentOptions: (agent as { options?: unknown }).options,
+    ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
+  }
+}

@@ -10,15 +10,15 @@ import type { HostAgent, HostSession } from './host.ts'
 import type { RestoreSelection } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
-import { type HostAgentFactory, type HostSessions, attachToParentWorkspace, childComposition } from './fork.ts'
+import { type HostAgentFactory, type HostSessions, attachToParentWorkspace } from './fork.ts'
 import { Undoer } from './undo.ts'
 import { type CommandResult, rewindCommand } from './command.ts'
 import { Recovery, settleJournal } from './recovery.ts'
 import { EMPTY_OUTCOME, RewindFiles } from './rewind-files.ts'
 import { candidates, planFork, planRewind, targetPreview, withdraw } from './marker.ts'
 import type { InterruptedRewind, ResolveReport, RewindPreview, RewindReport } from './report.ts'
-import { type RewindDeps, crashPoint, makeDurable, resyncObservations, trackObservations } from './host-steps.ts'
-import { appendMarker, childLineage, eventsBetween } from './contract/session.ts'
+import { type RewindDeps, childOptions, crashPoint, makeDurable, resyncObservations, trackObservations } from './host-steps.ts'
+import { appendMarker } from './contract/session.ts'
 
 export type { RewindDeps }
 /** Re-exported for the RPC's `candidates` and `restores.*` endpoints. */
@@ -233,10 +233,7 @@ export class Rewinder {
     }
     const work = async (): Promise<RewindReport> => {
       const childId = `session-${randomUUID()}`
-      const seed = eventsBetween(session, 0, plan.boundarySeq + 1)
-      const lineage = childLineage(session, seed.length)
-      const cwd = session.header.cwd
-      const composition = await childComposition(ctx, session)
+      const childSpec = await childOptions(ctx, agent, childId, plan.boundarySeq + 1)
       // Step 1 (crash order): the parent's history entry `started`, naming the child to be, durable
       // before the child exists or a file changes.
       const es = await this.deps.engine.session(session)
@@ -252,18 +249,7 @@ export class Rewinder {
       // Step 2: the child. Nothing has changed until it exists: a refusal here leaves parent and
       // files alone, and the entry says the fork was abandoned.
       try {
-        await agents.create({
-          sessionId: childId,
-          seed,
-          meta: {
-            ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
-            ...lineage.meta,
-            ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
-          },
-          ...(lineage.inheritedEventCount !== undefined ? { inheritedEventCount: lineage.inheritedEventCount } : {}),
-          agentOptions: (agent as { options?: unknown }).options,
-          ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
-        })
+        await agents.create(childSpec)
       } catch (error) {
         es.discardPrepared(opId)
         await this.files.settle(es, opId, 'abandoned')

@@ -13,12 +13,11 @@ import type { UndoChoices, UndoOutcome } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
-import { type HostAgentFactory, attachToParentWorkspace, childComposition, sessionExists } from './fork.ts'
+import { type HostAgentFactory, attachToParentWorkspace, sessionExists } from './fork.ts'
 import type { UndoReport } from './report.ts'
 import { markerSeq } from './marker.ts'
-import { type RewindDeps, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
+import { type RewindDeps, childOptions, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
 import { step } from './engine.ts'
-import { childLineage, eventsBetween } from './contract/session.ts'
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
 
@@ -157,22 +156,7 @@ export class Undoer {
   private async createContinuation(agent: HostAgent, agents: HostAgentFactory, childId: string, mSeq: number): Promise<void> {
     const { ctx, logger } = this.deps
     const session = agent.session
-    const seed = eventsBetween(session, 0, mSeq)
-    const lineage = childLineage(session, seed.length)
-    const cwd = session.header.cwd
-    const composition = await childComposition(ctx, session)
-    await agents.create({
-      sessionId: childId,
-      seed,
-      meta: {
-        ...(typeof cwd === 'string' && cwd !== '' ? { cwd } : {}),
-        ...lineage.meta,
-        ...(composition.agentPreset !== undefined ? { agentPreset: composition.agentPreset } : {}),
-      },
-      ...(lineage.inheritedEventCount !== undefined ? { inheritedEventCount: lineage.inheritedEventCount } : {}),
-      agentOptions: (agent as { options?: unknown }).options,
-      ...(composition.setup !== undefined ? { setup: composition.setup } : {}),
-    })
+    await agents.create(await childOptions(ctx, agent, childId, mSeq))
     const child = agents.get(childId)
     if (child !== undefined) await makeDurable(ctx, child.session)
     try {
