@@ -61,6 +61,7 @@ mod error;
 mod format;
 mod fsio;
 mod gc;
+mod git_record;
 mod journal;
 mod log;
 mod offline;
@@ -91,6 +92,7 @@ pub use error::{
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
 pub use gc::GcReport;
+pub use git_record::{GIT_POINT_VERSION, GitBlobKind, GitPointRecord};
 pub use journal::{Desired, PreparedRestore, RestoreOutcome, RestoreStatus};
 pub use log::LOG_VERSION;
 pub use offline::{

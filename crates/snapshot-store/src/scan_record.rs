@@ -100,8 +100,14 @@ impl Session {
     /// The first scan of a workspace reads every in-scope file into the store (the
     /// baseline, shared by every session of the workspace) and records nothing.
     /// Scans of one workspace are serialized across threads and processes.
+    ///
+    /// Each scan also records the git state of the workspace's repository
+    /// ([`Session::record_git`]); a store that cannot keep it costs only the git half of
+    /// a later rewind.
     pub fn scan(&self, req: &ScanRequest) -> Result<ScanReport, ScanError> {
-        self.workspace_scan().scan(req)
+        let report = self.workspace_scan().scan(req)?;
+        let _ = self.record_git(req);
+        Ok(report)
     }
 }
 

@@ -5,6 +5,7 @@ mod common;
 mod crash;
 mod diff;
 mod faults;
+mod git;
 mod hostile;
 mod log_compat;
 mod migrate;
