@@ -23,6 +23,7 @@ import type { Health } from './contract/guard.ts'
 import { type DoctorDeps, doctor } from './contract/doctor.ts'
 import { eventsOf } from './contract/session.ts'
 import { readBody, send, trustedRequest } from './rpc-route.ts'
+import type { Endpoints, ResolveResult, UndoResult } from '../../shared/rpc-types.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -70,11 +71,14 @@ function undoChoicesOf(raw: unknown): UndoChoices {
   return { ...(t !== undefined ? { take: t } : {}), ...(k !== undefined ? { keep: k } : {}) }
 }
 
+/** Each endpoint's handler answers with the shape `shared/rpc-types.ts` gives the client. */
+type TypedEndpoints = { [E in keyof Endpoints]: (agent: HostAgent, body: Body) => Promise<Endpoints[E][1]> }
+
 /** Build the endpoint table. */
-export function endpoints(deps: RpcDeps): Record<string, Handler> {
+export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoints {
   const { ctx, files, history, settings, state } = deps
 
-  async function finishInterrupted(agent: HostAgent, body: Body, how: 'continue' | 'rollback'): Promise<unknown> {
+  async function finishInterrupted(agent: HostAgent, body: Body, how: 'continue' | 'rollback'): Promise<ResolveResult> {
     const opId = body.opId
     if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
     const session = agent.session
@@ -98,7 +102,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> {
     return (await settleJournal({ ctx, engine: deps.engine, state, logger: deps.logger }, session, opId, how)).outcome
   }
   /** `undo` / `redo`: the files' outcome at the top level, the op id, and where the conversation is. */
-  async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<unknown> {
+  async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<UndoResult & { opId: string }> {
     const opId = body.opId
     if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
     const choices = undoChoicesOf(body.choices)
