@@ -253,7 +253,7 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
   if (state.status === 'loading') return <p className="dshpr-muted" data-testid="dsh-prompt-rewind-impact-loading">{t('dialog.loading')}</p>
   if (state.status === 'error') return <p className="dshpr-warn" data-testid="dsh-prompt-rewind-impact-error">{t('dialog.previewFailed', { message: state.message })}</p>
   const p = state.preview
-  const byAction = (action: 'write' | 'delete' | 'create'): PreviewFile[] => p.files.filter(f => f.action === action)
+  const byAction = (action: PreviewFile['action']): PreviewFile[] => p.files.filter(f => f.action === action)
   const writes = byAction('write')
   const creates = byAction('create')
   const deletes = byAction('delete')

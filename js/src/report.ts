@@ -195,7 +195,7 @@ export interface UndoReport {
   opId: string
   targetSeq: number
   /** `ok` | `partial` (some file failed); files untouched when the rewind changed none. */
-  kind: 'ok' | 'partial'
+  kind: UndoOutcome['kind']
   files: UndoOutcome
   /**
    * Where the conversation as it was before the rewind is: a new session seeded up to the
