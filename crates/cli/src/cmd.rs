@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
-use history::{Entry, HistoryStore, Outcome, Partition, Paths, WorkspaceKey};
+use history::{Entry, HistoryStore, Partition, Paths, WorkspaceKey};
 use indicatif::{ProgressBar, ProgressStyle};
 use rewind_engine::{
-    Choices, Engine, EngineError, EngineOptions, ErrorCode, Resolution, is_interrupted,
+    Choices, Engine, EngineError, EngineOptions, ErrorCode, NotRestored, Origin, Preview,
+    Resolution, RestoreRequest, Start,
 };
 use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use serde_json::{Value, json};
 use snapshot_store::{
-    Action, DiffLimits, JournalState, RestoreOutcome, RestorePlan, Session, SessionHold, SideState,
-    Store, StoreOptions, path_matches,
+    Action, DiffLimits, RestoreOutcome, RestorePlan, Session, SessionHold, SideState, Store,
+    StoreOptions, path_matches,
 };
 
 use crate::fail::{Code, Fail};
@@ -506,13 +507,41 @@ fn action_row(a: &snapshot_store::PlannedAction) -> (Value, String) {
     )
 }
 
-fn plan_text(plan: &RestorePlan) -> (Value, String) {
+/// A plan as rows and text; with the engine's preview of it, each file's `+/−` line counts and
+/// who made the change (as `/rewind preview` shows them), and the files that cannot be read.
+fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
     let mut text = String::new();
     let mut actions = Vec::new();
-    for a in &plan.actions {
-        let (v, t) = action_row(a);
+    for (i, a) in plan.actions.iter().enumerate() {
+        let (mut v, mut t) = action_row(a);
+        if let Some(f) = preview.and_then(|p| p.files.get(i)) {
+            v["added"] = json!(f.added);
+            v["removed"] = json!(f.removed);
+            v["origin"] = json!(f.origin.name());
+            v["originSession"] = json!(f.origin.session());
+            t.truncate(t.trim_end().len());
+            if let (Some(added), Some(removed)) = (f.added, f.removed) {
+                t.push_str(&format!(" +{added} −{removed}"));
+            }
+            match &f.origin {
+                Origin::Agent => {}
+                Origin::Outside => t.push_str(" [changed outside the agent]"),
+                Origin::OtherSession(s) => {
+                    t.push_str(&format!(" [changed by session {}]", safe(s)));
+                }
+            }
+            t.push('\n');
+        }
         actions.push(v);
         text.push_str(&t);
+    }
+    let unreadable = preview.map(|p| p.unreadable.as_slice()).unwrap_or_default();
+    for u in unreadable {
+        text.push_str(&format!(
+            "  unreadable {}  ({}: the restore will leave it as it is)\n",
+            safe(&u.display),
+            safe(&u.error)
+        ));
     }
     for u in &plan.uncovered {
         text.push_str(&format!(
@@ -534,6 +563,7 @@ fn plan_text(plan: &RestorePlan) -> (Value, String) {
         "uncovered": plan.uncovered.iter().map(|u| json!({"path": u.display, "size": u.size})).collect::<Vec<_>>(),
         "skipped": plan.skipped.iter().map(|s| json!({"path": s.display, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
         "unchanged": plan.unchanged,
+        "unreadable": unreadable.iter().map(|u| json!({"path": u.display, "error": u.error})).collect::<Vec<_>>(),
     });
     (v, text)
 }
@@ -562,9 +592,17 @@ fn planned(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<Pla
 }
 
 fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8, Fail> {
-    let Planned { cwd, seq, plan, .. } = planned(ctx, id, target, ws)?;
+    let Planned {
+        cwd,
+        session,
+        seq,
+        plan,
+    } = planned(ctx, id, target, ws)?;
     let (lost, lost_text) = records_lost(ctx, &ctx.store()?, id)?;
-    let (v, body) = plan_text(&plan);
+    // The engine's preview, as `/rewind preview` shows it: `+/−` counts and who made each change.
+    let preview = rewind_engine::preview_of(&session, plan).map_err(engine_error)?;
+    let plan = &preview.plan;
+    let (v, body) = plan_text(plan, Some(&preview));
     let text = format!(
         "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}{lost_text}",
         safe(id),
@@ -718,16 +756,24 @@ fn restore(
     let session = ctx.session(&store, id, &cwd)?;
     let seq = ctx.target(&session, id, target)?;
     let _hold = ctx.claim(&store, id)?;
+    // The engine's rewind file half, as the plugin runs it: the plan narrowed by the store's
+    // matcher and prepared (checks, rescue copies; nothing changed), the history entry
+    // `started`, the journaled restore, the entry finished with its outcome and paths.
+    let chain = ctx.logs.chain(id);
     let mut plan = ctx.plan(&session, id, seq)?;
-    if let Err(e) = plan.select(only, keep) {
-        return Err(Fail::new(
+    rewind_engine::select(&mut plan, only, keep).map_err(|e| match e.code {
+        ErrorCode::BadSelection => Fail::new(
             Code::NotFound,
             format!(
                 "`{}` matches no file the restore to @{seq} would change (see `dsh-rewind preview`); nothing was changed",
-                safe(&e.filter)
+                safe(e.details["path"].as_str().unwrap_or_default())
             ),
-        ));
-    }
+        ),
+        // A display form several files share (the message names their spellings), a `hex:`
+        // spelling that is not hex.
+        _ => engine_fail(e),
+    })?;
+    drop(session);
     let (lost, lost_text) = records_lost(ctx, &store, id)?;
     if plan.actions.is_empty() {
         let text = if lost.is_empty() {
@@ -749,6 +795,38 @@ fn restore(
         return Ok(0);
     }
     let op = format!("cli-{}-{}", now_ms(), std::process::id());
+    let key = ctx.history_key(id, &cwd)?;
+    let target_text = ctx
+        .logs
+        .readable(id)
+        .then(|| candidates(ctx, id).ok())
+        .flatten()
+        .and_then(|c| c.into_iter().find(|c| c.seq == seq))
+        .map(|c| c.preview);
+    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let es = engine.session(id, Some(&cwd), key.clone());
+    let request = RestoreRequest {
+        target_seq: seq,
+        op_id: op.clone(),
+        ancestors: chain,
+        only: only.to_vec(),
+        keep: keep.to_vec(),
+        not_covered: Vec::new(),
+    };
+    es.prepare_restore(&request).map_err(engine_fail)?;
+    // Never trims entries the host's (possibly larger) history limit keeps.
+    let have = es.entries().map(|e| e.len()).unwrap_or(0);
+    let start = Start {
+        op_id: op.clone(),
+        target_seq: seq,
+        target_text,
+        marker_id: None,
+        fork_child: None,
+    };
+    if let Err(e) = es.begin(&start, history::DEFAULT_HISTORY_LIMIT.max(have + 1)) {
+        es.discard_prepared(&op);
+        return Err(engine_fail(e));
+    }
     let spinner =
         (plan.actions.len() > BIG_RESTORE && std::io::stderr().is_terminal()).then(|| {
             let s = ProgressBar::new_spinner();
@@ -756,31 +834,36 @@ fn restore(
             s.enable_steady_tick(Duration::from_millis(120));
             s
         });
-    let result = session.restore(&plan, &op);
+    let result = es.restore_files(&request);
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
-    let outcome = result?;
-    let complete = outcome.state == JournalState::Completed;
-    let entry_outcome = if complete {
-        Outcome::Done
-    } else {
-        Outcome::Partial
+    let restored = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let why = NotRestored {
+                code: e.code.to_string(),
+                message: e.message.clone(),
+            };
+            let _ = es.finish_not_restored(&op, &why);
+            return Err(Fail::new(
+                Code::Failed,
+                format!("{} ({})", e.message, e.code),
+            ));
+        }
     };
-    let paths = outcome_paths(&outcome);
-    let key = ctx.history_key(id, &cwd)?;
-    let history_note = match append_history(
-        ctx,
-        &key,
-        Entry::new(&op, id, &key, seq, now_ms(), entry_outcome, paths),
-    ) {
-        Ok(()) => format!(
+    let outcome = &restored.outcome;
+    let complete = outcome.failed.is_empty();
+    let history_note = match &restored.not_recorded {
+        None => format!(
             "Recorded in the rewind history of {} as {op}.\n",
             key.as_str()
         ),
-        Err(e) => format!("warning: the restore is done but not recorded in the history: {e}\n"),
+        Some(e) => {
+            format!("warning: the restore is done but not recorded in the history: {e}\n")
+        }
     };
-    let (v, body) = outcome_text(&outcome);
+    let (v, body) = outcome_text(outcome);
     let text = format!(
         "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{lost_text}{}",
         safe(id),
@@ -801,16 +884,6 @@ fn restore(
     Ok(if complete { 0 } else { Code::Failed.exit() })
 }
 
-fn append_history(ctx: &Ctx, key: &WorkspaceKey, entry: Entry) -> Result<(), Fail> {
-    let hs = ctx.history_store()?;
-    // Never trims entries the host's (possibly larger) history limit keeps.
-    let have = hs.read(key).map(|p| p.entries.len()).unwrap_or(0);
-    let hs = hs.with_limit(history::DEFAULT_HISTORY_LIMIT.max(have + 1));
-    hs.append(key, entry)
-        .map(|_| ())
-        .map_err(|e| Fail::new(Code::Failed, e.to_string()))
-}
-
 /// Finds the history entry of `op` in any partition.
 fn find_entry(ctx: &Ctx, op: &str) -> Result<Option<(WorkspaceKey, Partition, Entry)>, Fail> {
     for (k, p) in ctx.partitions()? {
@@ -824,6 +897,12 @@ fn find_entry(ctx: &Ctx, op: &str) -> Result<Option<(WorkspaceKey, Partition, En
 /// A refusal or fault of an engine step, as the tool reports it: the stable code in the message,
 /// the exit code by kind (nothing was changed by a refusal).
 fn engine_fail(e: EngineError) -> Fail {
+    let f = engine_error(e);
+    Fail::new(f.code, format!("{}; nothing was changed", f.message))
+}
+
+/// An engine error as the tool reports it: the stable code in the message, the exit code by kind.
+fn engine_error(e: EngineError) -> Fail {
     let kind = match e.code {
         // A choice matching no file: as `restore --only/--keep` of a path no action matches.
         ErrorCode::UnknownEntry | ErrorCode::BadSelection => Code::NotFound,
@@ -833,10 +912,7 @@ fn engine_fail(e: EngineError) -> Fail {
         ErrorCode::Failed | ErrorCode::RestoreFailed | ErrorCode::UndoFailed => Code::Failed,
         _ => Code::Refused,
     };
-    Fail::new(
-        kind,
-        format!("{} ({}); nothing was changed", e.message, e.code),
-    )
+    Fail::new(kind, format!("{} ({})", e.message, e.code))
 }
 
 fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8, Fail> {
@@ -1046,13 +1122,11 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     } else {
         Resolution::Continue
     };
-    let interrupted = entry.as_ref().is_some_and(|(_, _, e)| is_interrupted(e));
-    let r = if interrupted {
-        es.resolve(op, how, &[])
-    } else {
-        es.resolve_journal(op, how)
-    }
-    .map_err(engine_fail)?;
+    // The engine chooses how the entry is settled (an interrupted rewind as a whole, else
+    // through its journal), as for the plugin's `--continue` / `--rollback`.
+    let r = es
+        .resolve_entry(op, how, &ctx.logs.chain(&id))
+        .map_err(engine_fail)?;
     let o = &r.outcome;
     let ok = o.failed.is_empty();
     let note = if entry.is_some() && r.entry_outcome.is_empty() {

@@ -1018,3 +1018,29 @@ fn undo_choices_that_match_no_changed_file_or_both_keep_and_take_are_refused() {
     );
     assert_eq!(h.run(&["undo", &op, "--keep", "a.txt"]).code, 0);
 }
+
+#[test]
+fn preview_counts_origins_and_a_restore_recorded_as_the_plugin_records_it() {
+    let h = home();
+    // The engine's preview: `+/−` line counts and who made each change, as `/rewind preview`.
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "preview", "s1", "@0"]).stdout).unwrap();
+    let a = &v["plan"]["actions"][0];
+    assert_eq!(a["path"], "a.txt");
+    assert_eq!((a["added"].as_u64(), a["removed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(a["origin"], "agent");
+    // The restore is the engine's rewind file half: the entry names the message, the paths it
+    // restored and those the selection kept, and ends `done`.
+    let r = h.run(&["--json", "restore", "s1", "@0", "--keep", "new.txt"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "history"]).stdout).unwrap();
+    let e = &v["entries"][0];
+    assert_eq!(e["outcome"], "done");
+    assert_eq!(e["targetSeq"], 0);
+    assert_eq!(e["targetText"], "create the notes");
+    assert_eq!(e["workspaceName"], "ws");
+    assert_eq!(e["paths"]["restored"], serde_json::json!(["a.txt"]));
+    assert_eq!(e["paths"]["kept"], serde_json::json!(["new.txt"]));
+    assert_eq!(h.read("new.txt").as_deref(), Some("new\n"), "kept as it is");
+}

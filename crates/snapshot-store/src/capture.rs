@@ -425,6 +425,9 @@ impl<'s> Staging<'s> {
             RelPathError::Nul => SkipReason::InvalidPath {
                 detail: "contains a NUL byte".into(),
             },
+            RelPathError::BadHex => SkipReason::InvalidPath {
+                detail: e.to_string(),
+            },
         })
     }
 

@@ -481,18 +481,121 @@ pub fn path_matches(path: &str, filter: &str) -> bool {
                 .is_some_and(|rest| rest.starts_with('/')))
 }
 
-/// A selection filter that matches no planned path.
+/// Why a choice of files was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectionFault {
+    /// The choice names no path among those it chooses from.
+    NoMatch,
+    /// The choice is the display form (an invalid byte shown as U+FFFD) shared by several
+    /// paths whose names are not valid UTF-8: these paths, which it cannot tell apart.
+    Ambiguous(Vec<RelPath>),
+    /// A `hex:` spelling whose digits are not hex.
+    BadSpelling,
+}
+
+/// A choice of files (a selection filter, an undo's keep or take) that was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{filter}` matches no file the restore would change")]
+#[error("{}", self.describe())]
 pub struct SelectionError {
-    /// The filter as given.
+    /// The choice as given.
     pub filter: String,
+    /// Why it was refused.
+    pub fault: SelectionFault,
+}
+
+impl SelectionError {
+    /// A choice that names no path (`filter` as given).
+    pub fn no_match(filter: &str) -> Self {
+        Self {
+            filter: filter.to_owned(),
+            fault: SelectionFault::NoMatch,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let f = &self.filter;
+        match &self.fault {
+            SelectionFault::NoMatch => format!("`{f}` matches no file the restore would change"),
+            SelectionFault::BadSpelling => {
+                format!("`{f}`: `hex:` must be followed by an even number of hex digits")
+            }
+            SelectionFault::Ambiguous(paths) => format!(
+                "`{f}` shows {} files whose names are not valid UTF-8 alike ({}); name one by its exact spelling",
+                paths.len(),
+                paths
+                    .iter()
+                    .map(|p| format!("{} = {}", p.escaped(), p.spelling()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Resolves a caller's choice among `paths` to the bytes of the path (or, with `under`, the
+/// directory) it names. A choice is a path's spelling ([`RelPath::spelling`]: its text, or
+/// `hex:` and its bytes) and matches byte for byte; a choice that is text and matches no path
+/// so may be the display form of a name that is not valid UTF-8 (all a person or a client
+/// shown only that form can send back): it then names the one path (or directory) whose
+/// display form it is, and is refused as [`SelectionFault::Ambiguous`] when several share it.
+/// With `under`, a choice also names every path below it (a trailing `/` is ignored).
+pub fn choose<'a>(
+    choice: &str,
+    paths: impl Iterator<Item = &'a RelPath> + Clone,
+    under: bool,
+) -> Result<Vec<u8>, SelectionFault> {
+    let mut bytes = RelPath::spelled_bytes(choice).ok_or(SelectionFault::BadSpelling)?;
+    if under {
+        while bytes.last() == Some(&b'/') {
+            bytes.pop();
+        }
+    }
+    if bytes.is_empty() {
+        return Err(SelectionFault::NoMatch);
+    }
+    if paths.clone().any(|p| names(&bytes, p, under)) {
+        return Ok(bytes);
+    }
+    if choice.starts_with(crate::path::HEX_SPELLING) {
+        return Err(SelectionFault::NoMatch);
+    }
+    let text = if under {
+        choice.trim_end_matches('/')
+    } else {
+        choice
+    };
+    let depth = text.split('/').count();
+    let roots: BTreeSet<RelPath> = paths
+        .filter(|p| !p.is_utf8())
+        .filter(|p| {
+            if under {
+                path_matches(&p.display(), text)
+            } else {
+                p.display() == text
+            }
+        })
+        .filter_map(|p| p.prefix(depth))
+        .filter(|root| !root.is_utf8())
+        .collect();
+    let mut roots: Vec<RelPath> = roots.into_iter().collect();
+    match roots.len() {
+        0 => Err(SelectionFault::NoMatch),
+        1 => Ok(roots.remove(0).as_bytes().to_vec()),
+        _ => Err(SelectionFault::Ambiguous(roots)),
+    }
+}
+
+/// Whether the chosen bytes `root` name `path` (it, or with `under` a directory above it).
+fn names(root: &[u8], path: &RelPath, under: bool) -> bool {
+    let p = path.as_bytes();
+    p == root || (under && p.len() > root.len() && p.starts_with(root) && p[root.len()] == b'/')
 }
 
 impl crate::plan::RestorePlan {
     /// Narrows the plan to a selection of its files: with `only`, the actions under one
-    /// of its paths; minus those under a `keep` path. Returns the actions left out (the
-    /// files the restore keeps as they are). A filter that matches no action is refused
+    /// of its paths; minus those under a `keep` path. Each choice is resolved by [`choose`]
+    /// (byte for byte; a display form only when it names one path). Returns the actions left
+    /// out (the files the restore keeps as they are). A filter that matches no action is refused
     /// with nothing changed: a typo never restores more than asked. A file to be recreated
     /// under a file the restore would delete (a directory replaced by a file since the
     /// target) is left out with that file when it is left out; a file to be written in the
@@ -502,18 +605,25 @@ impl crate::plan::RestorePlan {
         only: &[String],
         keep: &[String],
     ) -> Result<Vec<PlannedAction>, SelectionError> {
-        if let Some(f) = only
-            .iter()
-            .chain(keep)
-            .find(|f| !self.actions.iter().any(|a| path_matches(&a.display, f)))
-        {
-            return Err(SelectionError { filter: f.clone() });
-        }
+        let resolve = |list: &[String]| -> Result<Vec<Vec<u8>>, SelectionError> {
+            list.iter()
+                .map(|f| {
+                    choose(f, self.actions.iter().map(|a| &a.path), true).map_err(|fault| {
+                        SelectionError {
+                            filter: f.clone(),
+                            fault,
+                        }
+                    })
+                })
+                .collect()
+        };
+        let only = resolve(only)?;
+        let keep = resolve(keep)?;
         let (taken, mut left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.actions)
             .into_iter()
             .partition(|a| {
-                (only.is_empty() || only.iter().any(|f| path_matches(&a.display, f)))
-                    && !keep.iter().any(|f| path_matches(&a.display, f))
+                (only.is_empty() || only.iter().any(|r| names(r, &a.path, true)))
+                    && !keep.iter().any(|r| names(r, &a.path, true))
             });
         let kept_files: BTreeSet<RelPath> = left
             .iter()

@@ -82,7 +82,8 @@ pub use capture::CaptureOutcome;
 pub use chain::{ChainLink, ChainPlanError};
 pub use commit::CommitOutcome;
 pub use diff_view::{
-    ChangeOrigin, DiffLimits, FileDiff, SelectionError, SideState, diff_texts, path_matches,
+    ChangeOrigin, DiffLimits, FileDiff, SelectionError, SelectionFault, SideState, choose, diff_texts,
+    path_matches,
 };
 pub use error::{
     CaptureError, ClearError, CommitError, CorruptFile, DiffError, FsFailure, JournalError,
@@ -100,7 +101,7 @@ pub use offline::{
     RecordsLost, SessionHold, SessionUsage, VerifyReport, Warning, WorkspaceUsage,
 };
 pub use outcome::{JournalState, PathFailure};
-pub use path::{IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
+pub use path::{HEX_SPELLING, IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
 pub use prune::{FormatOutcome, PruneOptions, PruneReport};
 pub use recheck::{RecheckOutcome, RecordedChange};

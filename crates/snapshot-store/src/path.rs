@@ -32,7 +32,13 @@ pub enum RelPathError {
     /// A component is empty, `.` or `..`.
     #[error("path has an empty, '.' or '..' component")]
     BadComponent,
+    /// A `hex:` spelling whose digits are not an even number of hex digits.
+    #[error("`hex:` must be followed by an even number of hex digits")]
+    BadHex,
 }
+
+/// The prefix of a path spelled by its bytes in hex (see [`RelPath::spelling`]).
+pub const HEX_SPELLING: &str = "hex:";
 
 impl RelPath {
     /// Validates raw bytes (`a/b/c`) as a relative path.
@@ -94,6 +100,52 @@ impl RelPath {
     /// A lossy UTF-8 form for display and JSON previews.
     pub fn display(&self) -> String {
         String::from_utf8_lossy(&self.0).into_owned()
+    }
+
+    /// Whether the path is valid UTF-8 (its [`RelPath::display`] form is then exact).
+    pub fn is_utf8(&self) -> bool {
+        std::str::from_utf8(&self.0).is_ok()
+    }
+
+    /// The path's exact spelling as text: the path itself when it is valid UTF-8 and does not
+    /// begin with [`HEX_SPELLING`], else `hex:` and its bytes in lowercase hex
+    /// (`hex:6eff2e747874` for `n\xff.txt`). [`RelPath::from_spelling`] reads it back to the
+    /// same bytes, so two different paths never share a spelling.
+    pub fn spelling(&self) -> String {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) if !text.starts_with(HEX_SPELLING) => text.to_owned(),
+            _ => format!("{HEX_SPELLING}{}", hex::encode(&self.0)),
+        }
+    }
+
+    /// The bytes a spelling names (see [`RelPath::spelling`]): after `hex:`, an even number of
+    /// hex digits (either case); any other text stands for its own UTF-8 bytes. `None` for a
+    /// `hex:` spelling whose digits are not hex. The bytes are not validated as a path.
+    pub fn spelled_bytes(spelling: &str) -> Option<Vec<u8>> {
+        match spelling.strip_prefix(HEX_SPELLING) {
+            Some(digits) => hex::decode(digits).ok(),
+            None => Some(spelling.as_bytes().to_vec()),
+        }
+    }
+
+    /// The path a spelling names (see [`RelPath::spelling`]).
+    pub fn from_spelling(spelling: &str) -> Result<Self, RelPathError> {
+        let bytes = Self::spelled_bytes(spelling).ok_or(RelPathError::BadHex)?;
+        Self::from_bytes(&bytes)
+    }
+
+    /// A form for people that tells every path apart: valid UTF-8 runs as they are, a
+    /// backslash doubled, each byte that is not UTF-8 as `\xNN` (`n\xff.txt`). Equal to
+    /// [`RelPath::display`] for a UTF-8 path without a backslash.
+    pub fn escaped(&self) -> String {
+        let mut out = String::with_capacity(self.0.len());
+        for chunk in self.0.utf8_chunks() {
+            out.push_str(&chunk.valid().replace('\\', "\\\\"));
+            for b in chunk.invalid() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        out
     }
 
     /// The components (each non-empty, never `.`/`..`, no `/`, no NUL).
@@ -380,6 +432,32 @@ mod tests {
             serde_json::to_string(&q).unwrap_or_default(),
             "\"ünï/c.txt\""
         );
+    }
+
+    #[test]
+    fn spellings_tell_every_path_apart_and_read_back() {
+        let p = |b: &[u8]| RelPath::from_bytes(b).unwrap_or_else(|e| panic!("{e}"));
+        let ff = p(b"n\xff.txt");
+        let fe = p(b"n\xfe.txt");
+        assert_eq!(ff.display(), fe.display(), "the lossy forms are alike");
+        assert_eq!(ff.spelling(), "hex:6eff2e747874");
+        assert_eq!(ff.escaped(), "n\\xff.txt");
+        assert_ne!(ff.escaped(), fe.escaped());
+        assert_eq!(p(b"a\\b").escaped(), "a\\\\b");
+        assert_eq!(p(b"plain/f.txt").spelling(), "plain/f.txt");
+        // A UTF-8 name that looks like a spelling is spelled by its bytes too.
+        let literal = p(b"hex:61");
+        assert_eq!(literal.spelling(), "hex:6865783a3631");
+        for path in [ff, fe, literal, p("d/\u{e9}.txt".as_bytes())] {
+            assert_eq!(RelPath::from_spelling(&path.spelling()), Ok(path.clone()));
+        }
+        assert_eq!(
+            RelPath::from_spelling("hex:6EFF2E747874"),
+            Ok(p(b"n\xff.txt"))
+        );
+        assert_eq!(RelPath::from_spelling("hex:6ef"), Err(RelPathError::BadHex));
+        assert_eq!(RelPath::from_spelling("hex:zz"), Err(RelPathError::BadHex));
+        assert_eq!(RelPath::from_spelling("hex:"), Err(RelPathError::Empty));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use snapshot_store::{
     Action, ChangeOrigin, DiffLimits, PlannedAction, RelPath, ScanPhase, ScanRequest, Session,
-    SideState,
+    SelectionFault, SideState,
 };
 
 use crate::common::{Env, tool_edit};
@@ -190,6 +190,55 @@ fn a_selection_restores_only_the_chosen_files() {
     s.undo_restore("op1").expect("undo");
     assert_eq!(env.read("dir/b.txt").as_deref(), Some(&b"b1\n"[..]));
     assert_eq!(env.read("a.txt").as_deref(), Some(&b"a1\n"[..]));
+}
+
+/// Two names that are not valid UTF-8 and show alike (`n\xff.txt`, `n\xfe.txt`, both
+/// `n\u{fffd}.txt`): a selection names one exactly by its `hex:` spelling; the display form
+/// both share is refused as ambiguous, naming both spellings; a display form only one planned
+/// path shows still names it.
+#[test]
+fn a_selection_names_a_file_that_is_not_utf8_exactly() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    let name = |b: &'static [u8]| std::path::Path::new(std::ffi::OsStr::from_bytes(b));
+    for (call, b) in [("c1", &b"n\xff.txt"[..]), ("c2", &b"n\xfe.txt"[..]), ("c3", &b"d\xfd/x"[..])] {
+        s.capture_before(call, name(b)).expect("capture");
+        std::fs::create_dir_all(env.cwd.join(name(b)).parent().expect("parent")).expect("mkdir");
+        std::fs::write(env.cwd.join(name(b)), b"made\n").expect("write");
+        s.commit(call, 1, true).expect("commit");
+    }
+    let plan = s.plan_restore(1).expect("plan");
+    assert_eq!(plan.actions.len(), 3);
+
+    let mut p = plan.clone();
+    let e = p.select(&[], &["n\u{fffd}.txt".into()]).expect_err("ambiguous");
+    let SelectionFault::Ambiguous(paths) = &e.fault else {
+        panic!("{e:?}")
+    };
+    assert_eq!(paths.len(), 2);
+    assert!(e.to_string().contains("hex:6eff2e747874") && e.to_string().contains("hex:6efe2e747874"), "{e}");
+    assert_eq!(p.actions.len(), 3, "nothing narrowed");
+
+    let mut p = plan.clone();
+    let kept = p.select(&[], &["hex:6eff2e747874".into()]).expect("select");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].path.as_bytes(), b"n\xff.txt");
+    assert_eq!(p.actions.len(), 2);
+
+    // A display form one planned directory shows names it (and what is under it).
+    let mut p = plan.clone();
+    let left = p.select(&["d\u{fffd}".into()], &[]).expect("select");
+    assert_eq!(p.actions.len(), 1);
+    assert_eq!(p.actions[0].path.as_bytes(), b"d\xfd/x");
+    assert_eq!(left.len(), 2);
+
+    let mut p = plan.clone();
+    let e = p.select(&["hex:6eff"].map(String::from), &[]).expect_err("no match");
+    assert_eq!(e.fault, SelectionFault::NoMatch);
+    let e = p.select(&["hex:6ef"].map(String::from), &[]).expect_err("bad hex");
+    assert_eq!(e.fault, SelectionFault::BadSpelling);
 }
 
 #[test]
