@@ -128,14 +128,41 @@ export declare class BindingEngineSession {
    * settled alone. `conversation`: whether its conversation half happened (the host knows).
    */
   judge(opId: string, conversation: boolean): Promise<BindingJudged | BindingRefusal>
-  /** Continue or roll back the interrupted entry `op_id`; `ancestors` as for a restore. */
-  resolve(opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingResolved | BindingRefusal>
   /**
-   * Continue or roll back the open restore journal `op_id` of a rewind that is over (see
-   * `resolve` for an interrupted one); `entryOutcome` is `continued`, `undone`, or empty
-   * when the history entry could not be updated.
+   * Continue or roll back the entry `op_id`, the engine choosing how (an interrupted rewind
+   * or undo of this session as a whole; a rewind that is over, or a journal without an
+   * entry, through its journal): `entryOutcome` is `done`, `partial`, `rolled-back`,
+   * `undone`, `continued`, or empty when the history entry could not be updated.
+   * `ancestors` as for a restore.
    */
-  resolveJournal(opId: string, how: 'continue' | 'rollback'): Promise<BindingResolved | BindingRefusal>
+  resolveEntry(opId: string, how: 'continue' | 'rollback', ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingResolved | BindingRefusal>
+  /**
+   * The op ids of this session's interrupted entries, newest first (what a reconcile pass
+   * judges).
+   */
+  interruptedEntries(): Promise<Array<string> | BindingRefusal>
+  /**
+   * What the interrupted entry `op_id` left, changing nothing: its kind, its journal,
+   * where its restore stands.
+   */
+  describe(opId: string): Promise<BindingInterruptedState | BindingRefusal>
+  /**
+   * This session's rewinds that are over but left their journal open (`partial` or
+   * `failed`), newest first.
+   */
+  partials(): Promise<Array<BindingInterruptedState> | BindingRefusal>
+  /**
+   * The op id `reference` names for `/rewind undo` (`action` `undo`) or `/rewind redo`
+   * (`redo`): none is the newest, `<n>` the n-th newest entry `entryActions` offers that
+   * action for; `@<op id>` or an op id as it is.
+   */
+  pickEntry(action: 'undo' | 'redo', reference?: string | undefined | null): Promise<string | BindingRefusal>
+  /**
+   * Checks a `--only` / `--keep` selection against the plan of a rewind to `targetSeq`
+   * (the store's path matcher): `rewind/bad-selection` naming a filter that matches no
+   * planned file; resolves with the planned paths the selection leaves as they are.
+   */
+  checkSelection(targetSeq: number, selection: BindingRestoreSelection, ancestors?: Array<BindingChainLink> | undefined | null): Promise<Array<string> | BindingRefusal>
   /** Removes the temp files a killed restore left beside `paths`; resolves with the removed. */
   removeRestoreTemps(paths: Array<string>): Promise<Array<string> | BindingRefusal>
 }
@@ -484,6 +511,23 @@ export interface BindingHistoryPaths {
   failed: Array<string>
   /** Planned paths the user kept as they were (not restored). */
   kept?: Array<string>
+}
+
+/**
+ * What an interrupted entry — or a rewind that is over but left its journal open
+ * (`partial`) — left, as the engine describes it (`describe`, `partials`).
+ */
+export interface BindingInterruptedState {
+  /** The entry's op id. */
+  opId: string
+  /** What was interrupted. */
+  kind: InterruptedKind
+  /** The state of its restore journal. */
+  journal: JournalState
+  /** Where its restore stands, when it has a journal. */
+  restore?: BindingRestoreStatus
+  /** A rewind that ran to its end but could not restore some files. */
+  partial: boolean
 }
 
 /** What the reconcile pass found about one interrupted entry. */
