@@ -97,12 +97,6 @@ function splitOutsideQuotes(text: string, isSep: (c: string) => boolean): string
   return out.map(v => v.trim()).filter(v => v !== '')
 }
 
-/** Whether `path` is `filter` or lies under the directory `filter` (as the store selects). */
-export function pathMatches(path: string, filter: string): boolean {
-  const f = filter.replace(/\/+$/, '')
-  return f !== '' && (path === f || path.startsWith(`${f}/`))
-}
-
 /**
  * The arguments of `/rewind undo`: which entry (`<n>`, `@<op id>`; none = the newest), and a
  * choice per file changed since the rewind (`--keep` / `--take`, values as for `--keep` of a

@@ -13,11 +13,9 @@ import type { ChainLink, RestoreOutcome, RestoreSelection } from './ports.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
 import { forkAncestors } from './fork.ts'
-import { pathMatches } from './command-args.ts'
 import { planRewind, targetPreview } from './marker.ts'
 import type { RewindPreview, RewindReport } from './report.ts'
 import { type RewindDeps, resyncObservations } from './host-steps.ts'
-import { escapeControl } from '../../shared/format.ts'
 
 export const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
@@ -93,12 +91,9 @@ export class RewindFiles {
     const sessionId = session.header.id
     await this.recordPending(session)
     const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-    const planned = (await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd, targetSeq, ancestors))).files.map(f => f.path)
-    for (const f of filters) {
-      if (!planned.some(p => pathMatches(p, f))) {
-        throw new RewindError(Codes.badSelection, `\`${escapeControl(f)}\` matches no file the rewind to @${targetSeq} would change (see /rewind preview @${targetSeq}); nothing was changed`, { path: f })
-      }
-    }
+    // The store's own path matcher decides (`rewind/bad-selection` naming the filter).
+    const es = await this.deps.engine.session(session)
+    await this.deps.state.run(sessionId, () => step(() => es.checkSelection(targetSeq, selection ?? {}, ancestors)))
   }
 
   /**
