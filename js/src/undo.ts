@@ -62,6 +62,7 @@ export class Undoer {
     // An interrupted undo or rewind of this session is settled first.
     await this.reconcile(agent)
     if (!state.begin(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
+    let releaseChild: (() => void) | undefined
     try {
       const es = await this.deps.engine.session(session)
       // The engine's rules, and every file changed since the rewind decided: nothing changes yet.
@@ -82,6 +83,7 @@ export class Undoer {
       crashPoint('undo:started')
       let conversation: UndoReport['conversation']
       if (childId !== undefined) {
+        releaseChild = this.holdQueue(childId)
         await this.createContinuation(agent, agents!, childId, mSeq!)
         crashPoint('undo:session')
         conversation = { sessionId: childId, created: true }
@@ -118,6 +120,7 @@ export class Undoer {
       const files = done.files as UndoOutcome
       return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation }
     } finally {
+      releaseChild?.()
       state.end(sessionId)
     }
   }
@@ -152,6 +155,20 @@ export class Undoer {
     }
   }
 
+  /**
+   * Holds the work queue of `sessionId` (the session the conversation continues in, about to be
+   * created) until the returned function is called. The first workspace scan of a session, started
+   * when it opens (`scan.ts`), then runs once the undo's file step is over, on the workspace as the
+   * undo left it: run while the undo writes, it would walk a half-undone workspace (recording it
+   * as changes made outside the agent) and compete with the undo for the disk and the processor.
+   */
+  private holdQueue(sessionId: string): () => void {
+    let release!: () => void
+    const held = new Promise<void>(resolve => { release = resolve })
+    void this.deps.state.run(sessionId, () => held)
+    return release
+  }
+
   /** The new session: the rewound session's events before the marker, durable before any file changes. */
   private async createContinuation(agent: HostAgent, agents: HostAgentFactory, childId: string, mSeq: number): Promise<void> {
     const { ctx, logger } = this.deps
@@ -177,15 +194,21 @@ export class Undoer {
     const sessionId = session.header.id
     const cwd = trackedCwd(session)
     const childId = entry.undoSessionId ?? undefined
-    if (childId != null && !(await sessionExists(ctx, childId))) {
-      const mSeq = markerSeq(session, entry.markerId)
-      const agents = ctx.get('agents') as HostAgentFactory | undefined
-      if (mSeq !== undefined && agents !== undefined && typeof agents.create === 'function') {
-        await this.createContinuation(agent, agents, childId, mSeq)
+    let releaseChild: (() => void) | undefined
+    try {
+      if (childId != null && !(await sessionExists(ctx, childId))) {
+        const mSeq = markerSeq(session, entry.markerId)
+        const agents = ctx.get('agents') as HostAgentFactory | undefined
+        if (mSeq !== undefined && agents !== undefined && typeof agents.create === 'function') {
+          releaseChild = this.holdQueue(childId)
+          await this.createContinuation(agent, agents, childId, mSeq)
+        }
       }
+      const es = await this.deps.engine.session(session)
+      const outcome = await state.run(sessionId, () => step(() => es.undoFinishInterrupted(entry.opId)))
+      if (cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
+    } finally {
+      releaseChild?.()
     }
-    const es = await this.deps.engine.session(session)
-    const outcome = await state.run(sessionId, () => step(() => es.undoFinishInterrupted(entry.opId)))
-    if (cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
   }
 }

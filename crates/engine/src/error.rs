@@ -318,7 +318,7 @@ impl From<snapshot_store::JournalError> for EngineError {
             ),
             E::Stale { op_id, paths, redo } => (
                 ErrorCode::StaleUndo,
-                json!({ "opId": op_id, "paths": paths.iter().map(|p| p.display()).collect::<Vec<_>>(), "redo": redo }),
+                json!({ "opId": op_id, "paths": paths, "redo": redo }),
             ),
             _ => (ErrorCode::UndoFailed, json!({})),
         };
@@ -326,11 +326,25 @@ impl From<snapshot_store::JournalError> for EngineError {
     }
 }
 
+/// A refused choice of files: [`ErrorCode::BadSelection`] for one that names no file;
+/// [`ErrorCode::BadRequest`] for a display form several files share (`details.paths`: their
+/// JSON path forms, `details.spellings`: the exact spellings to choose one by) or a `hex:`
+/// spelling that is not hex. `details.path` is the choice as given.
 impl From<snapshot_store::SelectionError> for EngineError {
     fn from(e: snapshot_store::SelectionError) -> Self {
+        use snapshot_store::SelectionFault as F;
         let filter = e.filter.clone();
-        Self::new(ErrorCode::BadSelection, format!("{e}; nothing was changed"))
-            .with_details(json!({ "path": filter }))
+        let message = format!("{e}; nothing was changed");
+        match &e.fault {
+            F::NoMatch => Self::new(ErrorCode::BadSelection, message)
+                .with_details(json!({ "path": filter })),
+            F::BadSpelling => Self::bad_request(message).with_details(json!({ "path": filter })),
+            F::Ambiguous(paths) => Self::bad_request(message).with_details(json!({
+                "path": filter,
+                "paths": paths,
+                "spellings": paths.iter().map(snapshot_store::RelPath::spelling).collect::<Vec<_>>(),
+            })),
+        }
     }
 }
 

@@ -151,7 +151,22 @@ pub fn diff_of(
     plan: &RestorePlan,
     path: &str,
 ) -> Result<(PlannedAction, FileDiff), EngineError> {
-    let Some(action) = plan.actions.iter().find(|a| a.display == path) else {
+    // The path's spelling (`hex:…` for a name that is not valid UTF-8), or a display form
+    // only one planned file shows.
+    let planned = plan.actions.iter().map(|a| &a.path);
+    let chosen = match snapshot_store::choose(path, planned, false) {
+        Ok(bytes) => Some(bytes),
+        Err(snapshot_store::SelectionFault::NoMatch) => None,
+        Err(fault) => {
+            return Err(snapshot_store::SelectionError {
+                filter: path.to_owned(),
+                fault,
+            }
+            .into());
+        }
+    };
+    let found = chosen.and_then(|b| plan.actions.iter().find(|a| a.path.as_bytes() == b));
+    let Some(action) = found else {
         return Err(EngineError::new(
             ErrorCode::NotPlanned,
             format!(
@@ -165,26 +180,33 @@ pub fn diff_of(
     Ok((action.clone(), d))
 }
 
-/// Narrows `plan` to a `--only` / `--keep` selection, the store's path matcher deciding:
-/// [`ErrorCode::BadSelection`] (naming the filter, `details.path`) for a filter that matches
-/// no planned file. Returns the planned paths the selection leaves as they are.
+/// Narrows `plan` to a `--only` / `--keep` selection, the store's path matcher deciding
+/// (byte for byte, a `hex:` spelling for a name that is not UTF-8, a display form when one
+/// planned path shows it — see [`snapshot_store::choose`]): [`ErrorCode::BadSelection`]
+/// (naming the filter, `details.path`) for a filter that matches no planned file,
+/// [`ErrorCode::BadRequest`] for a display form several planned files share. Returns the
+/// planned paths the selection leaves as they are, spelled exactly
+/// ([`snapshot_store::RelPath::spelling`]).
 pub fn select(
     plan: &mut RestorePlan,
     only: &[String],
     keep: &[String],
 ) -> Result<Vec<String>, EngineError> {
     let target = plan.target_seq;
-    let kept = plan.select(only, keep).map_err(|e| {
-        EngineError::new(
+    let kept = plan.select(only, keep).map_err(|e| match e.fault {
+        snapshot_store::SelectionFault::NoMatch => EngineError::new(
             ErrorCode::BadSelection,
             format!(
                 "`{}` matches no file the rewind to @{target} would change (see the preview of @{target}); nothing was changed",
                 e.filter
             ),
         )
-        .with_details(json!({ "path": e.filter }))
+        .with_details(json!({ "path": e.filter })),
+        // A display form several files share, a `hex:` spelling that is not hex.
+        _ => EngineError::from(e),
     })?;
-    Ok(kept.iter().map(|a| a.display.clone()).collect())
+    // Spelled exactly (`hex:…` for a name that is not valid UTF-8).
+    Ok(kept.iter().map(|a| a.path.spelling()).collect())
 }
 
 impl Engine {

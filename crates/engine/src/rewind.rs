@@ -41,6 +41,9 @@ pub struct RestoreRequest {
     pub keep: Vec<String>,
     /// Paths the host knows the scan does not cover (a refused scan's scope), for the record.
     pub not_covered: Vec<(String, String)>,
+    /// Leave the workspace's git repository as it is (HEAD, index, branches): the files
+    /// alone are restored. A fork rewind always does.
+    pub keep_git: bool,
 }
 
 /// What a rewind's restore did.
@@ -157,6 +160,8 @@ impl EngineSession {
         if let Some(why) = self.engine.files_unavailable() {
             return Err(why);
         }
+        // The git half first: an operation in progress refuses the rewind before any copy.
+        self.prepare_git(&req.op_id, req.target_seq, req.keep_git || !req.ancestors.is_empty())?;
         let (plan, kept) = self.selected_plan(req)?;
         let prepared = self
             .files_of(&self.id)?
@@ -219,7 +224,7 @@ impl EngineSession {
             }
         };
         for (path, reason) in &req.not_covered {
-            if let Ok(path) = RelPath::from_bytes(path.as_bytes()) {
+            if let Ok(path) = RelPath::from_spelling(path) {
                 if !not_covered.iter().any(|n| n.path == path) {
                     not_covered.push(NotCovered {
                         path,
@@ -228,6 +233,8 @@ impl EngineSession {
                 }
             }
         }
+        // After the files, in the same crash order: the git step has its own journal.
+        self.run_git(&req.op_id, req.target_seq, req.keep_git || !req.ancestors.is_empty());
         let paths = history_paths(&outcome, &outside, &not_covered, &kept);
         let not_recorded = self
             .settle(

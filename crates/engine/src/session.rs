@@ -37,31 +37,33 @@ impl std::fmt::Debug for EngineSession {
     }
 }
 
-/// The paths a file operation changed and left, as the history records them.
+/// The paths a file operation changed and left, as the history records them: each spelled
+/// exactly ([`RelPath::spelling`]; `hex:…` for a name that is not valid UTF-8).
 pub fn history_paths(
     o: &snapshot_store::RestoreOutcome,
     outside: &[RelPath],
     not_covered: &[snapshot_store::NotCovered],
     kept: &[String],
 ) -> Paths {
-    let mut skipped: Vec<String> = o.skipped.iter().map(|s| s.display.clone()).collect();
-    skipped.extend(o.uncovered.iter().map(|u| u.path.display()));
-    skipped.extend(outside.iter().map(RelPath::display));
-    skipped.extend(not_covered.iter().map(|n| n.path.display()));
+    let mut skipped: Vec<String> = o.skipped.iter().map(|s| s.path.spelling()).collect();
+    skipped.extend(o.uncovered.iter().map(|u| u.path.spelling()));
+    skipped.extend(outside.iter().map(RelPath::spelling));
+    skipped.extend(not_covered.iter().map(|n| n.path.spelling()));
     Paths {
-        restored: o.written.iter().map(RelPath::display).collect(),
-        deleted: o.deleted.iter().map(RelPath::display).collect(),
+        restored: o.written.iter().map(RelPath::spelling).collect(),
+        deleted: o.deleted.iter().map(RelPath::spelling).collect(),
         skipped,
-        failed: o.failed.iter().map(|f| f.display.clone()).collect(),
+        failed: o.failed.iter().map(|f| f.path.spelling()).collect(),
         kept: kept.to_vec(),
     }
 }
 
-/// Parses workspace-relative paths given by a caller (`bad-request` for one that is not).
+/// Parses workspace-relative paths given by a caller, each its spelling (its text, or `hex:`
+/// and its bytes; see [`RelPath::spelling`]) — `bad-request` for one that is not a path.
 pub fn rel_paths(list: &[String]) -> Result<Vec<RelPath>, EngineError> {
     list.iter()
         .map(|p| {
-            RelPath::from_bytes(p.as_bytes())
+            RelPath::from_spelling(p)
                 .map_err(|e| EngineError::bad_request(format!("bad path `{p}`: {e}")))
         })
         .collect()

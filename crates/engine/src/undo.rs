@@ -60,11 +60,13 @@ pub struct UndoCheck {
 }
 
 /// The paths a list of choices names among `changed` (the files changed since the rewind),
-/// byte-exact: a choice is a path's bytes, or — for a name that is not valid UTF-8, which a
-/// person or a client only ever sees in its display form (an invalid byte shown as U+FFFD) —
-/// that display form when exactly one changed path shows so. A choice naming no changed path is
-/// refused ([`ErrorCode::BadSelection`]) unless `lenient` (then it stands for its own bytes);
-/// one whose display form several changed paths share is refused as ambiguous.
+/// byte-exact: a choice is a path's spelling (its text, or `hex:` and its bytes — see
+/// [`RelPath::spelling`]), or — for a name that is not valid UTF-8, which a person or a client
+/// may only have seen in its display form (an invalid byte shown as U+FFFD) — that display
+/// form when exactly one changed path shows so ([`snapshot_store::choose`]). A choice naming no
+/// changed path is refused ([`ErrorCode::BadSelection`]) unless `lenient` (then it stands for
+/// the path it spells); one whose display form several changed paths share is refused as
+/// ambiguous ([`ErrorCode::BadRequest`], the paths' spellings in `details.paths`).
 fn choice_paths(
     list: &[String],
     changed: &[RelPath],
@@ -72,27 +74,23 @@ fn choice_paths(
 ) -> Result<Vec<RelPath>, EngineError> {
     let mut out = Vec::with_capacity(list.len());
     for choice in list {
-        let exact = rel_paths(std::slice::from_ref(choice))?.remove(0);
-        if changed.contains(&exact) {
-            out.push(exact);
-            continue;
-        }
-        let shown: Vec<&RelPath> = changed.iter().filter(|p| p.display() == *choice).collect();
-        match shown.as_slice() {
-            [one] => out.push((*one).clone()),
-            [] if lenient => out.push(exact),
-            [] => {
+        match snapshot_store::choose(choice, changed.iter(), false) {
+            Ok(bytes) => out.push(
+                changed
+                    .iter()
+                    .find(|p| p.as_bytes() == bytes.as_slice())
+                    .cloned()
+                    .ok_or_else(|| snapshot_store::SelectionError::no_match(choice))?,
+            ),
+            Err(snapshot_store::SelectionFault::NoMatch) if lenient => {
+                out.extend(rel_paths(std::slice::from_ref(choice))?)
+            }
+            Err(fault) => {
                 return Err(snapshot_store::SelectionError {
                     filter: choice.clone(),
+                    fault,
                 }
                 .into());
-            }
-            many => {
-                return Err(EngineError::bad_request(format!(
-                    "`{choice}` shows {} changed files whose names are not valid UTF-8 alike; they cannot be told apart here — nothing was changed",
-                    many.len()
-                ))
-                .with_details(json!({ "path": choice })));
             }
         }
     }
@@ -102,7 +100,8 @@ fn choice_paths(
 /// What an undo (or a redo) did to the files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FilesDone {
-    /// Paths written back.
+    /// Paths written back. Every path here is its spelling ([`RelPath::spelling`]): exact,
+    /// `hex:…` for a name that is not valid UTF-8.
     pub restored: Vec<String>,
     /// Paths deleted.
     pub deleted: Vec<String>,
@@ -120,14 +119,14 @@ impl FilesDone {
 
     pub(crate) fn of(o: &RestoreOutcome) -> Self {
         Self {
-            restored: o.written.iter().map(|p| p.display()).collect(),
-            deleted: o.deleted.iter().map(|p| p.display()).collect(),
+            restored: o.written.iter().map(RelPath::spelling).collect(),
+            deleted: o.deleted.iter().map(RelPath::spelling).collect(),
             failed: o
                 .failed
                 .iter()
-                .map(|f| (f.display.clone(), f.error.clone()))
+                .map(|f| (f.path.spelling(), f.error.clone()))
                 .collect(),
-            kept: o.kept.iter().map(|p| p.display()).collect(),
+            kept: o.kept.iter().map(RelPath::spelling).collect(),
         }
     }
 }
@@ -335,19 +334,44 @@ impl EngineSession {
             // store compares, byte for byte.
             let take = choice_paths(&choices.take, &changed, false)?;
             let keep = choice_paths(&choices.keep, &changed, false)?;
-            let open: Vec<String> = changed
+            // Two spellings of one file (its `hex:` form and its display form) kept and taken.
+            let both: Vec<String> = take
+                .iter()
+                .filter(|p| keep.contains(p))
+                .map(RelPath::spelling)
+                .collect();
+            if !both.is_empty() {
+                return Err(EngineError::bad_request(format!(
+                    "{} path(s) both kept and taken: {}; choose one for each — nothing was changed",
+                    both.len(),
+                    both.iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .with_details(json!({ "paths": both })));
+            }
+            let open: Vec<&RelPath> = changed
                 .iter()
                 .filter(|p| !take.contains(p) && !keep.contains(p))
-                .map(|p| p.display())
                 .collect();
             resolved = Some((choices.clone(), take, keep));
             if !open.is_empty() {
+                // Named so that no two read alike (`n\xff.txt`); `details.paths` in the JSON
+                // path form (`{hex, lossy}` for a name that is not valid UTF-8).
                 return Err(EngineError::new(
                     ErrorCode::StaleUndo,
                     format!(
                         "{} file(s) changed since this rewind: choose for each whether to keep it as it is or take the version from before the rewind: {}",
                         open.len(),
-                        open.join(", ")
+                        open.iter()
+                            .map(|p| if p.is_utf8() {
+                                p.display()
+                            } else {
+                                format!("{} ({})", p.escaped(), p.spelling())
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 )
                 .with_details(json!({ "opId": op_id, "paths": open })));
@@ -441,6 +465,7 @@ impl EngineSession {
             undone = Some(outcome);
             self.engine.crash("undo:files");
         }
+        self.undo_git(&check.owner, op_id);
         let not_recorded = self.mark_undone(op_id, &files).err();
         if not_recorded.is_none() {
             self.engine.crash("undo:done");
@@ -483,6 +508,7 @@ impl EngineSession {
             touched.extend(files.failed.iter().map(|(p, _)| p.clone()));
             self.remove_restore_temps(&touched);
         }
+        self.undo_git(&self.id, op_id);
         self.mark_undone(op_id, &files)?;
         Ok(files)
     }
@@ -585,6 +611,7 @@ impl EngineSession {
             }
         };
         self.engine.crash("redo:files");
+        self.redo_git(&owner, op_id, new_op);
         let files = FilesDone::of(&outcome);
         let result = if files.ok() {
             Outcome::Done
