@@ -35,6 +35,7 @@ mod preview;
 mod recover;
 mod rewind;
 mod session;
+mod storage;
 mod undo;
 
 pub use cleanup::{AutoSwept, Swept};
@@ -53,6 +54,7 @@ pub use recover::{
 pub use rewind::{NotRestored, Prepared, RestoreRequest, Restored, Start, rewind_outcome};
 pub use rewind_history::{Entry, Outcome, Paths, WorkspaceKey};
 pub use session::{EngineSession, history_paths, rel_paths};
+pub use storage::{SessionStorage, Storage, storage_of};
 pub use snapshot_store::ChainLink;
 pub use undo::{
     Choices, EntryActions, FilesDone, Pick, RedoDone, UndoCheck, UndoDone, standing_redo,

@@ -131,78 +131,28 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
     }
 }
 
-/// The store's storage, with the share of the workspace made of `members` (session ids) and
-/// `scan_keys` (its workspace scan states).
-fn storage(
-    store: &snapshot_store::Store,
-    members: &[String],
-    scan_keys: &[String],
-    top: usize,
-) -> Result<BindingStorage, BindingError> {
-    use std::collections::HashMap;
-    let inv = store.inventory()?;
-    let member = |id: &str| members.iter().any(|m| m == id);
-    let scanned = |key: &str| scan_keys.iter().any(|k| k == key);
-    // Per blob: (size, referenced from the workspace, referenced from elsewhere).
-    let mut blobs: HashMap<&str, (u64, bool, bool)> = HashMap::new();
-    let mut workspace_bytes = 0u64;
-    let mut workspace_sessions = 0u32;
-    for s in &inv.sessions {
-        let inside = member(&s.session_id);
-        if inside {
-            workspace_sessions += 1;
-            workspace_bytes += s.record_bytes;
-        }
-        for (sha, size) in &s.referenced {
-            let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
-            if inside { e.1 = true } else { e.2 = true }
-        }
+/// The binding of the engine's storage figures.
+fn storage(s: rewind_engine::Storage) -> BindingStorage {
+    BindingStorage {
+        total_bytes: s.total_bytes as f64,
+        unreferenced_bytes: s.unreferenced_bytes as f64,
+        sessions: u32::try_from(s.sessions).unwrap_or(u32::MAX),
+        workspace_bytes: s.workspace_bytes as f64,
+        workspace_shared_bytes: s.workspace_shared_bytes as f64,
+        workspace_sessions: u32::try_from(s.workspace_sessions).unwrap_or(u32::MAX),
+        biggest: s
+            .biggest
+            .into_iter()
+            .map(|b| BindingStorageSession {
+                session_id: b.session_id,
+                bytes: b.bytes as f64,
+                own_bytes: b.own_bytes as f64,
+                last_activity: b.last_activity_ms as f64,
+                in_workspace: b.in_workspace,
+            })
+            .collect(),
+        problems: u32::try_from(s.problems).unwrap_or(u32::MAX),
     }
-    for w in &inv.workspaces {
-        let inside = scanned(&w.key);
-        if inside {
-            workspace_bytes += w.index_bytes;
-        }
-        for (sha, size) in &w.referenced {
-            let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
-            if inside { e.1 = true } else { e.2 = true }
-        }
-    }
-    let mut shared = 0u64;
-    for (size, inside, outside) in blobs.values() {
-        match (inside, outside) {
-            (true, false) => workspace_bytes += size,
-            (true, true) => shared += size,
-            _ => {}
-        }
-    }
-    let mut biggest: Vec<BindingStorageSession> = inv
-        .sessions
-        .iter()
-        .map(|s| BindingStorageSession {
-            session_id: s.session_id.clone(),
-            bytes: (s.record_bytes + s.blob_bytes) as f64,
-            own_bytes: (s.record_bytes + s.exclusive_blob_bytes) as f64,
-            last_activity: s.last_activity_ms as f64,
-            in_workspace: member(&s.session_id),
-        })
-        .collect();
-    biggest.sort_by(|a, b| {
-        b.bytes
-            .total_cmp(&a.bytes)
-            .then_with(|| a.session_id.cmp(&b.session_id))
-    });
-    biggest.truncate(top);
-    Ok(BindingStorage {
-        total_bytes: inv.total_bytes() as f64,
-        unreferenced_bytes: inv.unreferenced_bytes as f64,
-        sessions: inv.sessions.len() as u32,
-        workspace_bytes: workspace_bytes as f64,
-        workspace_shared_bytes: shared as f64,
-        workspace_sessions,
-        biggest,
-        problems: inv.problems.len() as u32,
-    })
 }
 
 #[napi]
@@ -329,14 +279,8 @@ impl BindingCleanup {
     ) -> AsyncTask<Job<BindingStorage>> {
         let engine = Arc::clone(&self.engine);
         AsyncTask::new(Job::new(move || {
-            let scan_keys: Vec<String> = cwds
-                .iter()
-                .filter_map(|c| std::fs::canonicalize(c).ok())
-                .map(|c| snapshot_store::workspace_key(&c))
-                .collect();
-            // The figures are those of the files on disk, commits still held in memory included.
-            engine.flush_all();
-            engine.with_store(|store| storage(store, &members, &scan_keys, top as usize))?
+            let cwds: Vec<&std::path::Path> = cwds.iter().map(std::path::Path::new).collect();
+            Ok(storage(engine.storage(&members, &cwds, top as usize)?))
         }))
     }
 
