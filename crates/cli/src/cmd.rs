@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use cleanup::{Cleaner, KeepReason, MemoryPolicy, Pins, Policy, Scope, SweepRequest};
-use history::{Entry, HistoryStore, Partition, Paths, WorkspaceKey};
+use history::{Entry, HistoryStore, Partition, WorkspaceKey};
 use indicatif::{ProgressBar, ProgressStyle};
 use rewind_engine::{
     Choices, Engine, EngineError, EngineOptions, ErrorCode, NotRestored, Origin, Preview,
@@ -16,12 +16,12 @@ use rewind_plan::{Candidate, Target, list_candidates, parse_target};
 use serde_json::{Value, json};
 use snapshot_store::{
     Action, DiffLimits, RestoreOutcome, RestorePlan, Session, SessionHold, SideState, Store,
-    StoreOptions, path_matches,
+    StoreOptions,
 };
 
 use crate::fail::{Code, Fail};
 use crate::home::{self, Logs};
-use crate::show::{bytes, safe, time};
+use crate::show::{bytes, json_spelled, safe, shown, shown_spelled, time};
 use crate::{Cli, Command};
 
 /// Restores with more actions than this show a spinner on a terminal.
@@ -502,8 +502,8 @@ fn action_row(a: &snapshot_store::PlannedAction) -> (Value, String) {
         Action::Delete => ("delete", format!("absent at @{}", a.anchor_seq)),
     };
     (
-        json!({"path": a.display, "action": kind, "anchor": a.anchor_seq}),
-        format!("  {kind:<9} {}  ({detail})\n", safe(&a.display)),
+        json!({"path": a.path, "action": kind, "anchor": a.anchor_seq}),
+        format!("  {kind:<9} {}  ({detail})\n", shown(&a.path)),
     )
 }
 
@@ -546,24 +546,24 @@ fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
     for u in &plan.uncovered {
         text.push_str(&format!(
             "  uncovered {}  ({} over the per-file cap: not restorable)\n",
-            safe(&u.display),
+            shown(&u.path),
             bytes(u.size)
         ));
     }
     for s in &plan.skipped {
         text.push_str(&format!(
             "  skipped   {}  ({})\n",
-            safe(&s.display),
+            shown(&s.path),
             s.reason
         ));
     }
     let v = json!({
         "target": plan.target_seq,
         "actions": actions,
-        "uncovered": plan.uncovered.iter().map(|u| json!({"path": u.display, "size": u.size})).collect::<Vec<_>>(),
-        "skipped": plan.skipped.iter().map(|s| json!({"path": s.display, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
+        "uncovered": plan.uncovered.iter().map(|u| json!({"path": u.path, "size": u.size})).collect::<Vec<_>>(),
+        "skipped": plan.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
         "unchanged": plan.unchanged,
-        "unreadable": unreadable.iter().map(|u| json!({"path": u.display, "error": u.error})).collect::<Vec<_>>(),
+        "unreadable": unreadable.iter().map(|u| json!({"path": u.path, "error": u.error})).collect::<Vec<_>>(),
     });
     (v, text)
 }
@@ -643,10 +643,36 @@ fn diff(
     let Planned {
         session, seq, plan, ..
     } = planned(ctx, id, target, ws)?;
+    // The path's spelling (`hex:…` for a name that is not UTF-8), or a display form only one
+    // planned file (or directory) shows; a display form several share is refused.
+    let chosen = match path {
+        None => None,
+        Some(p) => match snapshot_store::choose(p, plan.actions.iter().map(|a| &a.path), true) {
+            Ok(bytes) => Some(bytes),
+            Err(snapshot_store::SelectionFault::NoMatch) => Some(Vec::new()),
+            Err(fault) => {
+                return Err(Fail::new(
+                    Code::Usage,
+                    snapshot_store::SelectionError {
+                        filter: p.to_owned(),
+                        fault,
+                    }
+                    .to_string(),
+                ));
+            }
+        },
+    };
     let actions: Vec<_> = plan
         .actions
         .iter()
-        .filter(|a| path.is_none_or(|p| path_matches(&a.display, p)))
+        .filter(|a| {
+            chosen.as_ref().is_none_or(|root| {
+                let b = a.path.as_bytes();
+                !root.is_empty()
+                    && (b == root.as_slice()
+                        || (b.starts_with(root) && b.get(root.len()) == Some(&b'/')))
+            })
+        })
         .collect();
     if let Some(p) = path {
         if actions.is_empty() {
@@ -660,7 +686,7 @@ fn diff(
     let mut files = Vec::new();
     let limits = DiffLimits::default();
     for a in actions {
-        let name = safe(&a.display);
+        let name = shown(&a.path);
         let d = session.diff_action(a, &limits)?;
         text.push_str(&format!("--- {name} (now)\n+++ {name} (@{seq})\n"));
         match &d.unified {
@@ -672,7 +698,7 @@ fn diff(
                 if d.truncated {
                     text.push_str("  (diff cut here)\n");
                 }
-                files.push(json!({"path": a.display, "diff": udiff, "added": d.added, "removed": d.removed}));
+                files.push(json!({"path": a.path, "diff": udiff, "added": d.added, "removed": d.removed}));
             }
             None => {
                 let line = format!(
@@ -681,7 +707,7 @@ fn diff(
                     side_text(&d.then)
                 );
                 text.push_str(&format!("  {line}\n"));
-                files.push(json!({"path": a.display, "summary": line}));
+                files.push(json!({"path": a.path, "summary": line}));
             }
         }
     }
@@ -695,49 +721,41 @@ fn diff(
 
 // ---------------------------------------------------------------- restore, undo, journals
 
-fn outcome_paths(o: &RestoreOutcome) -> Paths {
-    Paths {
-        restored: o.written.iter().map(|p| p.display()).collect(),
-        deleted: o.deleted.iter().map(|p| p.display()).collect(),
-        skipped: o
-            .skipped
-            .iter()
-            .map(|s| s.display.clone())
-            .chain(o.uncovered.iter().map(|u| u.display.clone()))
-            .collect(),
-        failed: o.failed.iter().map(|f| f.display.clone()).collect(),
-        kept: Vec::new(),
-    }
-}
-
 fn outcome_text(o: &RestoreOutcome) -> (Value, String) {
+    // Each path shown so that names alike on screen are told apart; in the JSON, each in the
+    // JSON path form (`{hex, lossy}` for a name that is not UTF-8).
     let list = |title: &str, items: Vec<String>| -> String {
         let mut s = format!("{title}:\n");
         if items.is_empty() {
             s.push_str("- none\n");
         }
         for i in items {
-            s.push_str(&format!("- {}\n", safe(&i)));
+            s.push_str(&format!("- {i}\n"));
         }
         s
     };
-    let p = outcome_paths(o);
+    let skipped: Vec<&snapshot_store::RelPath> = o
+        .skipped
+        .iter()
+        .map(|s| &s.path)
+        .chain(o.uncovered.iter().map(|u| &u.path))
+        .collect();
     let mut text = String::new();
-    text.push_str(&list("Written", p.restored.clone()));
-    text.push_str(&list("Deleted", p.deleted.clone()));
-    text.push_str(&list("Skipped", p.skipped.clone()));
+    text.push_str(&list("Written", o.written.iter().map(shown).collect()));
+    text.push_str(&list("Deleted", o.deleted.iter().map(shown).collect()));
+    text.push_str(&list("Skipped", skipped.iter().map(|p| shown(p)).collect()));
     text.push_str(&list(
         "Failed",
         o.failed
             .iter()
-            .map(|f| format!("{}: {}", f.display, f.error))
+            .map(|f| format!("{}: {}", shown(&f.path), safe(&f.error)))
             .collect(),
     ));
     let v = json!({
         "op": o.op_id, "state": o.state.to_string(),
-        "written": p.restored, "deleted": p.deleted, "skipped": p.skipped,
-        "unchanged": o.unchanged.iter().map(|p| p.display()).collect::<Vec<_>>(),
-        "failed": o.failed.iter().map(|f| json!({"path": f.display, "error": f.error})).collect::<Vec<_>>(),
+        "written": o.written, "deleted": o.deleted, "skipped": skipped,
+        "unchanged": o.unchanged,
+        "failed": o.failed.iter().map(|f| json!({"path": f.path, "error": f.error})).collect::<Vec<_>>(),
     });
     (v, text)
 }
@@ -951,7 +969,7 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8
             done.files
                 .kept
                 .iter()
-                .map(|p| safe(p))
+                .map(|p| shown_spelled(p))
                 .collect::<Vec<_>>()
                 .join(", ")
         )
@@ -970,7 +988,7 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8
     );
     emit(
         ctx,
-        json!({"ok": ok, "session": id, "outcome": v, "kept": done.files.kept}),
+        json!({"ok": ok, "session": id, "outcome": v, "kept": done.files.kept.iter().map(|p| json_spelled(p)).collect::<Vec<_>>()}),
         text,
     );
     Ok(if ok { 0 } else { Code::Failed.exit() })

@@ -1,4 +1,4 @@
-//! Text formatting: sizes, times, control characters.
+//! Text formatting: sizes, times, control characters, workspace paths.
 
 /// `1.5 KiB`, `12 B`.
 pub fn bytes(n: u64) -> String {
@@ -59,6 +59,39 @@ pub fn safe(s: &str) -> String {
         }
     }
     out
+}
+
+/// A workspace path for people: its text (control characters escaped); for a name that is not
+/// valid UTF-8, its display form, then its bytes escaped and the spelling that chooses it —
+/// `n\u{fffd}.txt (n\\xff.txt, hex:6eff2e747874)` — so two names alike on screen are told
+/// apart and each can be given to `--only`, `--keep` or `--take`.
+pub fn shown(p: &snapshot_store::RelPath) -> String {
+    if p.is_utf8() {
+        safe(&p.display())
+    } else {
+        format!(
+            "{} ({}, {})",
+            safe(&p.display()),
+            safe(&p.escaped()),
+            p.spelling()
+        )
+    }
+}
+
+/// [`shown`] for a path the engine hands over spelled (`hex:…` for a name that is not UTF-8).
+pub fn shown_spelled(spelling: &str) -> String {
+    snapshot_store::RelPath::from_spelling(spelling)
+        .map(|p| shown(&p))
+        .unwrap_or_else(|_| safe(spelling))
+}
+
+/// A path the engine hands over spelled, in the JSON path form of `docs/format.md` (a string,
+/// or `{hex, lossy}` for a name that is not UTF-8).
+pub fn json_spelled(spelling: &str) -> serde_json::Value {
+    snapshot_store::RelPath::from_spelling(spelling)
+        .ok()
+        .and_then(|p| serde_json::to_value(p).ok())
+        .unwrap_or_else(|| serde_json::Value::String(spelling.to_owned()))
 }
 
 #[cfg(test)]

@@ -1019,6 +1019,100 @@ fn undo_choices_that_match_no_changed_file_or_both_keep_and_take_are_refused() {
     assert_eq!(h.run(&["undo", &op, "--keep", "a.txt"]).code, 0);
 }
 
+/// Two files whose names are not valid UTF-8 and read alike on screen (`n\xff.txt`,
+/// `n\xfe.txt`, both `n\u{fffd}.txt`): each is listed so it can be told apart, in `--json` in
+/// the `{hex, lossy}` form, and chosen exactly by its `hex:` spelling; the shared display form
+/// is refused as ambiguous with nothing changed.
+#[test]
+fn names_that_are_not_utf8_are_told_apart_and_chosen_by_hex() {
+    use std::os::unix::ffi::OsStrExt;
+    let ff: &Path = std::ffi::OsStr::from_bytes(b"n\xff.txt").as_ref();
+    let fe: &Path = std::ffi::OsStr::from_bytes(b"n\xfe.txt").as_ref();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = Home {
+        home: tmp.path().join("home"),
+        ws: tmp.path().join("ws"),
+        _tmp: tmp,
+    };
+    std::fs::create_dir_all(&h.ws).unwrap();
+    let store = h.store();
+    let s = store.session("s1", &h.ws).unwrap();
+    s.recheck_tracked(0).unwrap();
+    s.capture_before("c1", ff).unwrap();
+    s.capture_before("c1", fe).unwrap();
+    std::fs::write(h.ws.join(ff), "ff\n").unwrap();
+    std::fs::write(h.ws.join(fe), "fe\n").unwrap();
+    s.commit("c1", 0, true).unwrap();
+    drop(s);
+    drop(store);
+    h.log("s1", &["make two files"], "");
+
+    let r = h.run(&["preview", "s1", "@0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("n\u{fffd}.txt (n\\xff.txt, hex:6eff2e747874)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("n\u{fffd}.txt (n\\xfe.txt, hex:6efe2e747874)"),
+        "{}",
+        r.stdout
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&h.run(&["--json", "preview", "s1", "@0"]).stdout).unwrap();
+    let mut paths: Vec<serde_json::Value> = v["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].clone())
+        .collect();
+    paths.sort_by_key(|p| p["hex"].as_str().unwrap_or_default().to_owned());
+    assert_eq!(
+        paths,
+        [
+            serde_json::json!({"hex": "6efe2e747874", "lossy": "n\u{fffd}.txt"}),
+            serde_json::json!({"hex": "6eff2e747874", "lossy": "n\u{fffd}.txt"}),
+        ]
+    );
+
+    // The display form both share cannot choose one: refused, nothing changed.
+    let r = h.run(&["restore", "s1", "@0", "--keep", "n\u{fffd}.txt"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("hex:6eff2e747874"), "{}", r.stderr);
+    assert!(r.stderr.contains("hex:6efe2e747874"), "{}", r.stderr);
+    assert!(h.ws.join(ff).exists() && h.ws.join(fe).exists());
+    let r = h.run(&["restore", "s1", "@0", "--keep", "hex:6eff2e74787"]);
+    assert_eq!(r.code, 2, "odd hex: {}{}", r.stdout, r.stderr);
+
+    // Kept by its exact spelling: only that file stays; the other goes.
+    let r = h.run(&["--json", "restore", "s1", "@0", "--keep", "hex:6eff2e747874"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(std::fs::read(h.ws.join(ff)).unwrap(), b"ff\n");
+    assert!(!h.ws.join(fe).exists(), "n\\xfe.txt deleted");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["outcome"]["deleted"],
+        serde_json::json!([{"hex": "6efe2e747874", "lossy": "n\u{fffd}.txt"}])
+    );
+    let op = v["outcome"]["op"].as_str().unwrap().to_string();
+
+    // The undo: the file made again since is decided by its `hex:` spelling too.
+    std::fs::write(h.ws.join(fe), "again\n").unwrap();
+    let r = h.run(&["undo", &op]);
+    assert_eq!(r.code, 7, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("n\\xfe.txt (hex:6efe2e747874)"), "{}", r.stderr);
+    let r = h.run(&["undo", &op, "--keep", "hex:6efe2e747874"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("Kept as they are (1): n\u{fffd}.txt (n\\xfe.txt, hex:6efe2e747874)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(std::fs::read(h.ws.join(fe)).unwrap(), b"again\n");
+}
+
 #[test]
 fn preview_counts_origins_and_a_restore_recorded_as_the_plugin_records_it() {
     let h = home();
