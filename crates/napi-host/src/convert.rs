@@ -52,23 +52,23 @@ pub(crate) fn restore_outcome(o: snapshot_store::RestoreOutcome) -> BindingResto
         .skipped
         .iter()
         .map(|s| BindingSkippedPath {
-            path: s.path.display(),
+            path: s.path.spelling(),
             reason: skipped_reason(&s.reason),
         })
         .collect();
     skipped.extend(o.uncovered.iter().map(|u| BindingSkippedPath {
-        path: u.path.display(),
+        path: u.path.spelling(),
         reason: format!("over the per-file cap ({} bytes), not backed up", u.size),
     }));
     BindingRestoreOutcome {
-        written: o.written.iter().map(|p| p.display()).collect(),
-        deleted: o.deleted.iter().map(|p| p.display()).collect(),
+        written: o.written.iter().map(|p| p.spelling()).collect(),
+        deleted: o.deleted.iter().map(|p| p.spelling()).collect(),
         skipped,
         failed: o
             .failed
             .iter()
             .map(|f| BindingFailedPath {
-                path: f.display.clone(),
+                path: f.path.spelling(),
                 message: f.error.clone(),
             })
             .collect(),

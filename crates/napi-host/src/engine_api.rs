@@ -251,7 +251,7 @@ impl BindingEngineSession {
                     .refused
                     .into_iter()
                     .map(|f| BindingFailedPath {
-                        path: f.display,
+                        path: f.path.spelling(),
                         message: f.error,
                     })
                     .collect(),
@@ -278,12 +278,12 @@ impl BindingEngineSession {
             let request = restore_request(req)?;
             let r = s.restore_files(&request)?;
             let mut outcome = restore_outcome(r.outcome);
-            outcome.outside = r.outside.iter().map(|p| p.display()).collect();
+            outcome.outside = r.outside.iter().map(|p| p.spelling()).collect();
             outcome.not_covered = r
                 .not_covered
                 .iter()
                 .map(|n| BindingNotCovered {
-                    path: n.path.display(),
+                    path: n.path.spelling(),
                     reason: n.reason.clone(),
                 })
                 .collect();

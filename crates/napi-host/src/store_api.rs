@@ -244,17 +244,17 @@ fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
     match outcome {
         CaptureOutcome::Captured { path, .. } => BindingCaptureOutcome {
             kind: "captured".into(),
-            path: path.display(),
+            path: path.spelling(),
             reason: None,
         },
         CaptureOutcome::Absent { path } => BindingCaptureOutcome {
             kind: "absent".into(),
-            path: path.display(),
+            path: path.spelling(),
             reason: None,
         },
         CaptureOutcome::Uncovered { path, .. } => BindingCaptureOutcome {
             kind: "uncovered".into(),
-            path: path.display(),
+            path: path.spelling(),
             reason: None,
         },
         CaptureOutcome::Skipped { path, reason } => BindingCaptureOutcome {
@@ -264,12 +264,12 @@ fn capture_outcome(outcome: CaptureOutcome) -> BindingCaptureOutcome {
         },
         CaptureOutcome::AlreadyStaged { path } => BindingCaptureOutcome {
             kind: "already-staged".into(),
-            path: path.display(),
+            path: path.spelling(),
             reason: None,
         },
         CaptureOutcome::AlreadyRecorded { path } => BindingCaptureOutcome {
             kind: "already-recorded".into(),
-            path: path.display(),
+            path: path.spelling(),
             reason: None,
         },
     }
@@ -325,14 +325,14 @@ fn diff_side(s: &SideState) -> BindingDiffSide {
 fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
     list.iter()
         .map(|n| BindingNotCovered {
-            path: n.path.display(),
+            path: n.path.spelling(),
             reason: n.reason.clone(),
         })
         .collect()
 }
 
-fn displays(paths: &[snapshot_store::RelPath]) -> Vec<String> {
-    paths.iter().map(|p| p.display()).collect()
+fn spellings(paths: &[snapshot_store::RelPath]) -> Vec<String> {
+    paths.iter().map(|p| p.spelling()).collect()
 }
 
 /// The core request of a binding scan request (validated).
@@ -580,7 +580,7 @@ impl BindingStore {
             Ok(outcome
                 .recorded
                 .into_iter()
-                .map(|c| c.path.display())
+                .map(|c| c.path.spelling())
                 .collect())
         }))
     }
@@ -609,7 +609,7 @@ impl BindingStore {
                     .files
                     .iter()
                     .map(|f| BindingPreviewFile {
-                        path: f.action.path.display(),
+                        path: f.action.path.spelling(),
                         action: rewind_engine::action_name(&f.action.action).into(),
                         added: f.added.map(|n| n as f64),
                         removed: f.removed.map(|n| n as f64),
@@ -617,23 +617,23 @@ impl BindingStore {
                         origin_session: f.origin.session().map(str::to_owned),
                     })
                     .collect(),
-                uncovered: p.plan.uncovered.iter().map(|u| u.path.display()).collect(),
+                uncovered: p.plan.uncovered.iter().map(|u| u.path.spelling()).collect(),
                 skipped: p
                     .plan
                     .skipped
                     .iter()
                     .map(|s| BindingSkippedPath {
-                        path: s.path.display(),
+                        path: s.path.spelling(),
                         reason: s.reason.to_string(),
                     })
                     .collect(),
-                outside: displays(&p.plan.outside),
+                outside: spellings(&p.plan.outside),
                 not_covered: not_covered(&p.plan.not_covered),
                 unreadable: p
                     .unreadable
                     .into_iter()
                     .map(|f| BindingFailedPath {
-                        path: f.display,
+                        path: f.path.spelling(),
                         message: f.error,
                     })
                     .collect(),
@@ -665,7 +665,7 @@ impl BindingStore {
                 &crate::convert::chain(ancestors)?,
             )?;
             Ok(BindingFileDiff {
-                path: d.path,
+                path: action.path.spelling(),
                 action: rewind_engine::action_name(&action.action).into(),
                 now: diff_side(&d.now),
                 then: diff_side(&d.then),
@@ -696,11 +696,11 @@ impl BindingStore {
                 phase: req.phase.as_str().to_owned(),
                 files: js_number(r.files),
                 recorded: js_number(r.recorded as u64),
-                created: displays(&r.created),
-                modified: displays(&r.modified),
-                deleted: displays(&r.deleted),
-                mode_changed: displays(&r.mode_changed),
-                outside: displays(&r.outside),
+                created: spellings(&r.created),
+                modified: spellings(&r.modified),
+                deleted: spellings(&r.deleted),
+                mode_changed: spellings(&r.mode_changed),
+                outside: spellings(&r.outside),
                 not_covered: not_covered(&r.not_covered),
                 refused: r.refused.map(|f| BindingScanRefusal {
                     code: f.code.to_owned(),

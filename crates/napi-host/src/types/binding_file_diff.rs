@@ -27,7 +27,8 @@ pub struct BindingDiffSide {
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingFileDiff {
-    /// Workspace-relative path.
+    /// Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+    /// valid UTF-8).
     pub path: String,
     /// `write`, `create` or `delete`.
     #[napi(ts_type = "'write' | 'create' | 'delete'")]

@@ -7,7 +7,8 @@ use napi_derive::napi;
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingPreviewFile {
-    /// Workspace-relative path.
+    /// Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+    /// valid UTF-8).
     pub path: String,
     /// `write` (replace content), `create` (recreate a missing file) or `delete`.
     #[napi(ts_type = "'write' | 'create' | 'delete'")]

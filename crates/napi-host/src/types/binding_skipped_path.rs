@@ -6,7 +6,8 @@ use napi_derive::napi;
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingSkippedPath {
-    /// Workspace-relative path.
+    /// Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+    /// valid UTF-8).
     pub path: String,
     /// Why it was left alone.
     pub reason: String,
