@@ -236,8 +236,10 @@ export function ownRewindKey(sessionId: string, seq: number): string {
 
 /**
  * The `--keep` options of the engine command for files the user unticked: one quoted (JSON
- * string) path each, so a path holding spaces or commas stays whole.
- * @param keep - workspace-relative paths.
+ * string) path each, so a path holding spaces or commas stays whole. Each is the path's exact
+ * spelling as the preview listed it (`hex:…` for a name that is not valid UTF-8), never the
+ * display form two such names may share.
+ * @param keep - workspace-relative paths, spelled.
  * @returns the options, each with its leading space.
  */
 export function keepArgs(keep: readonly string[]): string {

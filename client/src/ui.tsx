@@ -10,6 +10,7 @@ import { currentSessionId, messageBySeq, messageOf, noteSlotSession, readerOf, r
 import { missingCaps, undoableEntries } from './history.ts'
 import { compatView, loadDoctor, type DoctorState } from './doctor.ts'
 import { escapeControl, formatBytes, oneLine } from '../../shared/format.ts'
+import { showPath } from '../../shared/names.ts'
 import { openSession, runFork } from './fork.ts'
 import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, rewindsSeen, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -236,7 +237,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
 }
 
 function PathList({ paths, testid }: { paths: readonly string[]; testid: string }): ReactNode {
-  return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{escapeControl(p)}</code></li>)}</ul>
+  return <ul className="dshpr-paths" data-testid={testid}>{paths.map(p => <li key={p}><code>{showPath(p)}</code></li>)}</ul>
 }
 
 /** Longest list of not-covered paths the dialog shows (the rest is counted). */
@@ -282,10 +283,10 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
       {deletes.length > 0 && <><h3 className="dshpr-sub">{t('dialog.delete', { count: deletes.length })}</h3><FileRows t={t} files={deletes} testid="dsh-prompt-rewind-deletes" {...selection} /></>}
       {p.uncovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.uncovered', { count: p.uncovered.length })}</h3><PathList paths={p.uncovered} testid="dsh-prompt-rewind-uncovered" /></>}
       {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
-        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{showPath(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
       {outside.length > 0 && <><h3 className="dshpr-sub">{t('dialog.outside', { count: outside.length })}</h3><PathList paths={outside} testid="dsh-prompt-rewind-outside" /></>}
       {notCovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.notCovered', { count: notCovered.length })}</h3>
-        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.slice(0, LIST_CAP).map(s => <li key={s.path}><code>{escapeControl(s.path)}</code> — {escapeControl(s.reason)}</li>)}{notCovered.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: notCovered.length - LIST_CAP })}</li>}</ul></>}
+        <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.slice(0, LIST_CAP).map(s => <li key={s.path}><code>{showPath(s.path)}</code> — {escapeControl(s.reason)}</li>)}{notCovered.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: notCovered.length - LIST_CAP })}</li>}</ul></>}
     </div>
   )
 }
@@ -310,10 +311,11 @@ function FileRow({ t, file, sessionId, seq, keep, setKeep }: { t: T; file: Previ
     <li className="dshpr-file" data-testid="dsh-prompt-rewind-file" data-path={file.path} data-action={file.action} data-origin={origin} data-checked={checked}>
       <div className="dshpr-file-row">
         <span className="dshpr-file-label">
-          <input type="checkbox" data-testid="dsh-prompt-rewind-file-check" checked={checked} onChange={e => toggle(e.currentTarget.checked)} aria-label={t('dialog.restoreFile', { path: file.path })} />
+          <input type="checkbox" data-testid="dsh-prompt-rewind-file-check" checked={checked} onChange={e => toggle(e.currentTarget.checked)} aria-label={t('dialog.restoreFile', { path: showPath(file.path) })} />
           {/* The name opens (and closes) the file's diff, as the Diff button does. */}
           <button type="button" className="dshpr-file-name" data-testid="dsh-prompt-rewind-file-name" aria-expanded={open} aria-controls={diffId} title={open ? t('dialog.hideDiff') : t('dialog.showDiff')} onClick={() => setOpen(o => !o)}>
-            <code>{escapeControl(file.path)}</code>
+            {/* A name that is not UTF-8 shows its bytes and spelling: names alike are told apart. */}
+            <code>{showPath(file.path)}</code>
           </button>
         </span>
         {file.added != null && file.removed != null && (
@@ -647,7 +649,7 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
                 <ul className="dshpr-files">
                   {choosing.paths.map(p => (
                     <li key={p} className="dshpr-file-row" data-testid="dsh-prompt-rewind-undo-choice" data-path={p}>
-                      <code>{escapeControl(p)}</code>
+                      <code>{showPath(p)}</code>
                       <label><input type="radio" name={`keep-${entry.opId}-${p}`} data-testid="dsh-prompt-rewind-undo-keep" checked={!choosing.take.has(p)} onChange={() => setChoosing(c => c && { ...c, take: new Set([...c.take].filter(x => x !== p)) })} /> {t('settings.chooseKeep')}</label>
                       <label><input type="radio" name={`keep-${entry.opId}-${p}`} data-testid="dsh-prompt-rewind-undo-take" checked={choosing.take.has(p)} onChange={() => setChoosing(c => c && { ...c, take: new Set([...c.take, p]) })} /> {t('settings.chooseTake')}</label>
                     </li>

@@ -8,6 +8,7 @@ import type { FilesPreview, PreviewFile, RestoreOutcome, SkippedPath, UndoOutcom
 import type { Interrupted } from '../../shared/rpc-types.ts'
 import { type Locale, format } from './locales.ts'
 import { escapeControl } from '../../shared/format.ts'
+import { showPath } from '../../shared/names.ts'
 
 /** What `/rewind preview` found: the target, and the files or why there are none. */
 export interface RewindPreview {
@@ -65,15 +66,15 @@ function section(locale: Locale, title: string, lines: string[]): string[] {
 }
 
 function skippedLine(s: SkippedPath): string {
-  return `${escapeControl(s.path)}: ${escapeControl(s.reason)}`
+  return `${showPath(s.path)}: ${escapeControl(s.reason)}`
 }
 
 function outcomeLines(locale: Locale, o: RestoreOutcome): string[] {
   return [
-    ...section(locale, format(locale, 'written'), o.written.map(escapeControl)),
-    ...section(locale, format(locale, 'deleted'), o.deleted.map(escapeControl)),
+    ...section(locale, format(locale, 'written'), o.written.map(showPath)),
+    ...section(locale, format(locale, 'deleted'), o.deleted.map(showPath)),
     ...section(locale, format(locale, 'skipped'), o.skipped.map(skippedLine)),
-    ...section(locale, format(locale, 'failed'), o.failed.map(f => `${escapeControl(f.path)}: ${escapeControl(f.message)}`)),
+    ...section(locale, format(locale, 'failed'), o.failed.map(f => `${showPath(f.path)}: ${escapeControl(f.message)}`)),
     // Files it could not restore leave the restore open: say how to settle it.
     ...(!o.completed && o.failed.length > 0 ? [format(locale, 'interruptedHint')] : []),
   ]
@@ -144,11 +145,11 @@ export function reportText(report: RewindReport, locale: Locale): string {
     lines.push(format(locale, 'filesNotRestored', { reason }))
   }
   lines.push(...outcomeLines(locale, report.outcome))
-  if ((report.outcome.kept ?? []).length > 0) lines.push(...section(locale, format(locale, 'kept'), report.outcome.kept!.map(escapeControl)))
+  if ((report.outcome.kept ?? []).length > 0) lines.push(...section(locale, format(locale, 'kept'), report.outcome.kept!.map(showPath)))
   // Shown only when the workspace scan found any: files changed outside the agent's tool calls
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).
   const o = report.outcome
-  if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(escapeControl)))
+  if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(showPath)))
   if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
   return lines.join('\n')
 }
@@ -162,7 +163,7 @@ function previewLine(f: PreviewFile, locale: Locale): string {
     : f.origin === 'other-session'
       ? ` [${format(locale, 'originSession', { session: escapeControl(f.originSession ?? '?') })}]`
       : ''
-  return `${act} ${escapeControl(f.path)}${counts}${origin}`
+  return `${act} ${showPath(f.path)}${counts}${origin}`
 }
 
 /** `/rewind preview @<seq>`: the files the rewind would change, with counts and origins. */
@@ -179,13 +180,13 @@ export function previewText(p: RewindPreview, locale: Locale): string {
     : format(locale, 'previewHeader', { seq: p.targetSeq, preview, n: f.files.length })]
   for (const file of f.files) lines.push(`- ${previewLine(file, locale)}`)
   if (f.skipped.length > 0 || f.uncovered.length > 0) {
-    lines.push(...section(locale, format(locale, 'skipped'), [...f.skipped.map(skippedLine), ...f.uncovered.map(escapeControl)]))
+    lines.push(...section(locale, format(locale, 'skipped'), [...f.skipped.map(skippedLine), ...f.uncovered.map(showPath)]))
   }
-  if (f.outside.length > 0) lines.push(...section(locale, format(locale, 'outside'), f.outside.map(escapeControl)))
+  if (f.outside.length > 0) lines.push(...section(locale, format(locale, 'outside'), f.outside.map(showPath)))
   if (f.notCovered.length > 0) lines.push(...section(locale, format(locale, 'notCovered'), f.notCovered.map(skippedLine)))
   // Warned before anything runs: files the restore cannot read for its copy of them stay as they are.
   const unreadable = f.unreadable ?? []
-  if (unreadable.length > 0) lines.push(...section(locale, format(locale, 'unreadable'), unreadable.map(u => `${escapeControl(u.path)}: ${escapeControl(u.message)}`)))
+  if (unreadable.length > 0) lines.push(...section(locale, format(locale, 'unreadable'), unreadable.map(u => `${showPath(u.path)}: ${escapeControl(u.message)}`)))
   if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
   return lines.join('\n')
 }
@@ -216,14 +217,15 @@ export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo
   const list = (title: string, items: string[]): void => {
     if (items.length === 0) return
     lines.push(`${title} (${items.length}):`)
-    for (const i of items.slice(0, SECTION_LINES)) lines.push(`- ${escapeControl(i)}`)
+    for (const i of items.slice(0, SECTION_LINES)) lines.push(`- ${i}`)
     if (items.length > SECTION_LINES) lines.push(format(locale, 'andMore', { n: items.length - SECTION_LINES }))
   }
-  list(format(locale, 'written'), report.files.restored)
-  list(format(locale, 'deleted'), report.files.deleted)
-  list(format(locale, 'kept'), report.files.kept ?? [])
-  list(format(locale, 'failed'), report.files.failed.map(f => `${f.path}: ${f.message}`))
-  if ((report.changedDuring ?? []).length > 0) list(format(locale, 'undoRaced'), report.changedDuring!)
+  // Paths come spelled exactly; shown so that names alike on screen are told apart.
+  list(format(locale, 'written'), report.files.restored.map(showPath))
+  list(format(locale, 'deleted'), report.files.deleted.map(showPath))
+  list(format(locale, 'kept'), (report.files.kept ?? []).map(showPath))
+  list(format(locale, 'failed'), report.files.failed.map(f => `${showPath(f.path)}: ${escapeControl(f.message)}`))
+  if ((report.changedDuring ?? []).length > 0) list(format(locale, 'undoRaced'), report.changedDuring!.map(showPath))
   if (how === 'redo' && report.conversation !== undefined) lines.push(format(locale, 'redoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))

@@ -24,6 +24,7 @@ import { type DoctorDeps, doctor } from './contract/doctor.ts'
 import { eventsOf } from './contract/session.ts'
 import { readBody, send, trustedRequest } from './rpc-route.ts'
 import type { Endpoints, ResolveResult, UndoResult } from '../../shared/rpc-types.ts'
+import { jsonPath, mapPathFields, spellingOfRequest } from '../../shared/names.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
@@ -56,19 +57,33 @@ export { type ServedAt, trustedRequest } from './rpc-route.ts'
 type Body = Record<string, unknown> & { sessionId: string }
 type Handler = (agent: HostAgent, body: Body) => Promise<unknown>
 
-/** The `choices` of an `undo` request: two optional lists of workspace-relative paths. */
+/**
+ * The `choices` of an `undo` request: two optional lists of workspace-relative paths, each in the
+ * JSON path form of `docs/format.md` (a string, or `{hex, lossy}` for a name that is not UTF-8,
+ * `hex` deciding), handed on as exact spellings.
+ */
 function undoChoicesOf(raw: unknown): UndoChoices {
   if (raw === undefined || raw === null) return {}
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new RewindError(Codes.badRequest, '`choices` must be an object {take?, keep?}')
   const list = (v: unknown, name: string): string[] | undefined => {
     if (v === undefined) return undefined
-    if (!Array.isArray(v) || v.some(p => typeof p !== 'string' || p === '')) throw new RewindError(Codes.badRequest, `\`choices.${name}\` must be a list of paths`)
-    return v as string[]
+    const spelled = Array.isArray(v) ? v.map(spellingOfRequest) : undefined
+    if (spelled === undefined || spelled.some(p => p === undefined)) throw new RewindError(Codes.badRequest, `\`choices.${name}\` must be a list of paths (strings or {hex, lossy})`)
+    return spelled as string[]
   }
   const { take, keep } = raw as { take?: unknown; keep?: unknown }
   const t = list(take, 'take')
   const k = list(keep, 'keep')
   return { ...(t !== undefined ? { take: t } : {}), ...(k !== undefined ? { keep: k } : {}) }
+}
+
+/**
+ * An answer with its paths in the JSON path form of `docs/format.md`: the addon hands them over
+ * spelled exactly (`hex:…` for a name that is not valid UTF-8); the client gets a string, or
+ * `{hex, lossy}` it can show and send back as it is.
+ */
+export function withJsonPaths<T>(value: T): T {
+  return mapPathFields(value, p => typeof p === 'string' ? jsonPath(p) : p)
 }
 
 /** Each endpoint's handler answers with the shape `shared/rpc-types.ts` gives the client. */
@@ -94,12 +109,12 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       const interrupted = await deps.rewinder.reconcile(agent)
       if (interrupted.some(i => i.opId === opId)) {
         const report = await deps.rewinder.resolve(agent, opId, how)
-        return { ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved }
+        return withJsonPaths({ ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved })
       }
     }
     // A journal left open by a rewind that is over (a `partial` one): the engine finishes or
     // rolls it back, removes the temp files and updates the history entry.
-    return (await settleJournal({ ctx, engine: deps.engine, state, logger: deps.logger }, session, opId, how)).outcome
+    return withJsonPaths((await settleJournal({ ctx, engine: deps.engine, state, logger: deps.logger }, session, opId, how)).outcome)
   }
   /** `undo` / `redo`: the files' outcome at the top level, the op id, and where the conversation is. */
   async function undoOrRedo(agent: HostAgent, body: Body, how: 'undo' | 'redo'): Promise<UndoResult & { opId: string }> {
@@ -108,7 +123,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
     const choices = undoChoicesOf(body.choices)
     if (deps.rewinder === undefined) throw new RewindError(how === 'undo' ? Codes.notUndoable : Codes.notRedoable, `${how} is unavailable on this host`)
     const report = how === 'undo' ? await deps.rewinder.undoer.undo(agent, opId, choices) : await deps.rewinder.undoer.redo(agent, opId, choices)
-    return { ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}) }
+    return withJsonPaths({ ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}) })
   }
   return {
     async preview(agent, body) {
@@ -129,7 +144,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       await deps.rewinder?.recordPending(agent.session)
       const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
-      return { targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff }
+      // Paths in the JSON form: a name that is not UTF-8 as `{hex, lossy}`, so each can be chosen.
+      return withJsonPaths({ targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff })
     },
 
     async diff(agent, body) {
@@ -137,15 +153,16 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
         throw new RewindError(Codes.badRequest, '`seq` must be a non-negative integer')
       }
-      const path = body.path
-      if (typeof path !== 'string' || path === '') throw new RewindError(Codes.badRequest, '`path` must be a non-empty string')
+      // A string, or `{hex, lossy}` for a name that is not UTF-8 (as the preview lists it).
+      const path = spellingOfRequest(body.path)
+      if (path === undefined) throw new RewindError(Codes.badRequest, '`path` must be a non-empty string or {hex, lossy}')
       const cwd = trackedCwd(agent.session)
       const port = files()
       const unavailable = cwd === undefined ? { code: Codes.notPlanned, message: 'the session has no working directory' } : port.unavailable()
       if (unavailable !== undefined) throw new RewindError(unavailable.code, unavailable.message)
       const sessionId = agent.session.header.id
       const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
-      return await state.run(sessionId, () => port.diff(sessionId, cwd!, seq, path, ancestors))
+      return withJsonPaths(await state.run(sessionId, () => port.diff(sessionId, cwd!, seq, path, ancestors)))
     },
 
     async candidates(agent) {
@@ -177,6 +194,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       }
       const out = entries.map(entry => ({
         ...entry,
+        // The history keeps paths spelled exactly; the client gets the JSON form.
+        ...(entry.paths != null ? { paths: withJsonPaths(entry.paths) } : {}),
         markerSeq: entry.markerId != null ? markers.get(entry.markerId) ?? null : null,
         undoable: actions.get(entry.opId)?.undoable ?? false, redoable: actions.get(entry.opId)?.redoable ?? false,
       }))

@@ -99,11 +99,15 @@ pub enum ErrorCode {
     /// The running DSH lacks a host contract the operation needs (for example a way to read
     /// the session log); the operation is refused and nothing changed.
     HostUnsupported,
+    // --- git ---
+    /// An operation (merge, rebase, cherry-pick, …) is in progress in the workspace's git
+    /// repository: the rewind is refused, nothing changed (or rewind with git kept as it is).
+    GitInProgress,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 38] = [
+    pub const ALL: [ErrorCode; 39] = [
         Self::BadRequest,
         Self::AgentsUnavailable,
         Self::SessionNotFound,
@@ -142,6 +146,7 @@ impl ErrorCode {
         Self::NotRedoable,
         Self::NativeUnavailable,
         Self::HostUnsupported,
+        Self::GitInProgress,
     ];
 
     /// The stable string form, e.g. `rewind/bad-request`.
@@ -185,6 +190,7 @@ impl ErrorCode {
             Self::NotRedoable => "rewind/not-redoable",
             Self::NativeUnavailable => "rewind/native-unavailable",
             Self::HostUnsupported => "rewind/host-unsupported",
+            Self::GitInProgress => "rewind/git-in-progress",
         }
     }
 

@@ -31,6 +31,7 @@ mod cleanup;
 mod codes;
 mod engine;
 mod error;
+mod git;
 mod preview;
 mod recover;
 mod rewind;
@@ -44,6 +45,7 @@ pub use engine::{
     Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, LOCKS_KEPT_FOR, SNAPSHOTS_DIR,
 };
 pub use error::EngineError;
+pub use git::{GIT_OP_VERSION, GitOp, GitOpState, GitReport};
 pub use preview::{
     Origin, PREVIEW_COUNT_BUDGET, PREVIEW_COUNT_FILES, Preview, PreviewFile, action_name, diff_of,
     plan_of, preview_of, select,
