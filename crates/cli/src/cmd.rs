@@ -85,8 +85,9 @@ pub fn run(cli: Cli) -> Result<u8, Fail> {
             target,
             only,
             keep,
+            keep_git,
             workspace,
-        } => restore(&ctx, &session, &target, &only, &keep, workspace),
+        } => restore(&ctx, &session, &target, &only, &keep, keep_git, workspace),
         Command::Undo {
             op,
             workspace,
@@ -760,12 +761,45 @@ fn outcome_text(o: &RestoreOutcome) -> (Value, String) {
     (v, text)
 }
 
+/// The lines a restore's report gives the git repository: what the rewind did (`done`),
+/// or why it was left (the preview `planned`).
+fn git_text(done: Option<&rewind_engine::GitReport>, planned: &rewind_engine::GitReport) -> String {
+    let mut out = String::new();
+    match done {
+        Some(r) => {
+            out.push_str(&format!("Git: {}\n", safe(&r.summary)));
+            for k in &r.keep_refs {
+                out.push_str(&format!("  kept reachable: {}\n", safe(k)));
+            }
+            if let Some(e) = &r.error {
+                out.push_str(&format!("  warning: the git step stopped: {}\n", safe(e)));
+            }
+        }
+        None if planned.kept => out.push_str("Git: kept as it is (--keep-git)\n"),
+        None => {
+            if let Some(u) = &planned.untracked {
+                out.push_str(&format!("Git: left as it is: {}\n", safe(u)));
+            }
+        }
+    }
+    out
+}
+
+/// [`git_text`] as JSON.
+fn git_json(done: Option<&rewind_engine::GitReport>, planned: &rewind_engine::GitReport) -> serde_json::Value {
+    match done {
+        Some(r) => json!({"summary": r.summary, "flagged": r.flagged, "keepRefs": r.keep_refs, "error": r.error}),
+        None => json!({"kept": planned.kept, "untracked": planned.untracked}),
+    }
+}
+
 fn restore(
     ctx: &Ctx,
     id: &str,
     target: &str,
     only: &[String],
     keep: &[String],
+    keep_git: bool,
     ws: Option<PathBuf>,
 ) -> Result<u8, Fail> {
     let store = ctx.writable_store()?;
@@ -793,7 +827,16 @@ fn restore(
     })?;
     drop(session);
     let (lost, lost_text) = records_lost(ctx, &store, id)?;
-    if plan.actions.is_empty() {
+    // What happens to the workspace's git repository (nothing when it is kept as it is).
+    let git = {
+        let key = ctx.history_key(id, &cwd)?;
+        let engine = Engine::open(&ctx.home, EngineOptions::default());
+        engine.session(id, Some(&cwd), key).git_preview(seq, keep_git)
+    };
+    if let Some(refusal) = &git.refusal {
+        return Err(Fail::new(Code::Refused, format!("{refusal} ({})", ErrorCode::GitInProgress)));
+    }
+    if plan.actions.is_empty() && !git.changes {
         let text = if lost.is_empty() {
             format!(
                 "Nothing to restore: the files of session {} already are as they were at @{seq}.\n",
@@ -830,6 +873,7 @@ fn restore(
         only: only.to_vec(),
         keep: keep.to_vec(),
         not_covered: Vec::new(),
+        keep_git,
     };
     es.prepare_restore(&request).map_err(engine_fail)?;
     // Never trims entries the host's (possibly larger) history limit keeps.
@@ -882,6 +926,8 @@ fn restore(
         }
     };
     let (v, body) = outcome_text(outcome);
+    let git_done = es.git_report(id, &op);
+    let body = format!("{body}{}", git_text(git_done.as_ref(), &git));
     let text = format!(
         "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{lost_text}{}",
         safe(id),
@@ -896,7 +942,7 @@ fn restore(
     );
     emit(
         ctx,
-        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v, "recordsLost": lost}),
+        json!({"ok": complete, "session": id, "target": seq, "historyKey": key.as_str(), "outcome": v, "recordsLost": lost, "git": git_json(git_done.as_ref(), &git)}),
         text,
     );
     Ok(if complete { 0 } else { Code::Failed.exit() })

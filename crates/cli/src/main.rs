@@ -77,6 +77,9 @@ pub enum Command {
         /// Leave these paths (or directories) as they are; repeatable.
         #[arg(long, value_name = "PATH")]
         keep: Vec<String>,
+        /// Leave the git repository (HEAD, index, branches) as it is: restore the files alone.
+        #[arg(long)]
+        keep_git: bool,
         /// The session's workspace, when its DSH log is gone.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,

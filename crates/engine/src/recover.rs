@@ -235,6 +235,7 @@ impl EngineSession {
                     let plan = self.plan(entry.target_seq, ancestors)?;
                     session.restore(&plan, op_id)?
                 };
+                self.continue_git(op_id);
                 let (outcome, name) = if o.failed.is_empty() {
                     (Outcome::Done, "done")
                 } else {
@@ -249,6 +250,7 @@ impl EngineSession {
                 } else {
                     empty_outcome(op_id)
                 };
+                self.undo_git(&self.id, op_id);
                 if !o.failed.is_empty() {
                     let mut left = planned.clone();
                     left.extend(o.failed.iter().map(|f| f.display.clone()));
@@ -303,6 +305,10 @@ impl EngineSession {
             Resolution::Continue => session.continue_restore(op_id)?,
             Resolution::Rollback => session.rollback_restore(op_id)?,
         };
+        match how {
+            Resolution::Continue => self.continue_git(op_id),
+            Resolution::Rollback => self.undo_git(&self.id, op_id),
+        }
         let mut touched: Vec<String> = outcome.written.iter().map(|p| p.display()).collect();
         touched.extend(outcome.deleted.iter().map(|p| p.display()));
         touched.extend(outcome.failed.iter().map(|f| f.display.clone()));

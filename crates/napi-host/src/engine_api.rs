@@ -127,6 +127,7 @@ fn restore_request(req: BindingRewindRestore) -> Result<RestoreRequest, BindingE
             .into_iter()
             .map(|n| (n.path, n.reason))
             .collect(),
+        keep_git: req.keep_git.unwrap_or(false),
     })
 }
 
@@ -258,6 +259,33 @@ impl BindingEngineSession {
                 actions: p.actions as f64,
             })
         })
+    }
+
+    /// What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
+    /// is), changing nothing.
+    #[napi(ts_return_type = "Promise<BindingGitReport | BindingRefusal>")]
+    pub fn git_preview(
+        &self,
+        target_seq: f64,
+        keep_git: Option<bool>,
+    ) -> AsyncTask<Job<Step<crate::types::BindingGitReport>>> {
+        let s = self.session.clone();
+        step(move || {
+            let seq = seq_from_js(target_seq, "targetSeq")?;
+            Ok(s.git_preview(seq, keep_git.unwrap_or(false)).into())
+        })
+    }
+
+    /// What the git step of rewind `opId` (its journal in session `owner`'s store) did;
+    /// `null` when the rewind changed nothing of git.
+    #[napi(ts_return_type = "Promise<BindingGitReport | null | BindingRefusal>")]
+    pub fn git_report(
+        &self,
+        owner: String,
+        op_id: String,
+    ) -> AsyncTask<Job<Step<Option<crate::types::BindingGitReport>>>> {
+        let s = self.session.clone();
+        step(move || Ok(s.git_report(&owner, &op_id).map(Into::into)))
     }
 
     /// Forgets the restore prepared for `op_id` (the rewind was given up before it ran).

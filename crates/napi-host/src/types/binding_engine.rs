@@ -208,6 +208,45 @@ pub struct BindingRewindRestore {
     pub selection: Option<super::BindingRestoreSelection>,
     /// Paths the host knows the scan does not cover, for the record.
     pub not_covered: Option<Vec<super::BindingNotCovered>>,
+    /// Leave the workspace's git repository as it is (the files alone are restored).
+    pub keep_git: Option<bool>,
+}
+
+/// What the git half of a rewind will do (`gitPreview`) or did (`gitReport`).
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingGitReport {
+    /// One line: `HEAD: detached at v2.40.0 → agent-work @ 3fce3b5; …`.
+    pub summary: String,
+    /// Why the repository is left alone (not tracked, nothing recorded), if so.
+    pub untracked: Option<String>,
+    /// Why the rewind would be refused (an operation in progress), if so.
+    pub refusal: Option<String>,
+    /// Kept as it is at the user's choice.
+    pub kept: bool,
+    /// Whether anything of git changes (or changed).
+    pub changes: bool,
+    /// What is (was) left as it is, one line each.
+    pub flagged: Vec<String>,
+    /// The keep-refs written (full names).
+    pub keep_refs: Vec<String>,
+    /// Why applying stopped, if it failed.
+    pub error: Option<String>,
+}
+
+impl From<rewind_engine::GitReport> for BindingGitReport {
+    fn from(r: rewind_engine::GitReport) -> Self {
+        BindingGitReport {
+            summary: r.summary,
+            untracked: r.untracked,
+            refusal: r.refusal,
+            kept: r.kept,
+            changes: r.changes,
+            flagged: r.flagged,
+            keep_refs: r.keep_refs,
+            error: r.error,
+        }
+    }
 }
 
 /// What preparing a rewind's restore found (`prepareRestore`): the restore can run.

@@ -29,11 +29,11 @@ pub use binding_candidate::BindingCandidate;
 pub use binding_capture_outcome::BindingCaptureOutcome;
 pub use binding_chain_link::BindingChainLink;
 pub use binding_cleanup_policy::BindingCleanupPolicy;
+pub use binding_engine::BindingGitReport;
 pub use binding_engine::{
-    BindingEntryActions, BindingFault, BindingInterruptedState, BindingJudged, BindingPrepared,
-    BindingRedoDone, BindingRefusal, BindingResolved, BindingRewindFiles, BindingRewindRestore,
-    BindingRewindStart, BindingUndoCheck, BindingUndoDone, InterruptedKind, JournalState,
-    Judgement,
+    BindingEntryActions, BindingFault, BindingInterruptedState, BindingJudged, BindingPrepared, BindingRedoDone,
+    BindingRefusal, BindingResolved, BindingRewindFiles, BindingRewindRestore, BindingRewindStart,
+    BindingUndoCheck, BindingUndoDone, InterruptedKind, JournalState, Judgement,
 };
 pub use binding_failed_path::BindingFailedPath;
 pub use binding_file_diff::{BindingDiffSide, BindingFileDiff, BindingRestoreSelection};

@@ -1,0 +1,234 @@
+//! The git half of a rewind, its undo and redo, through the engine on real repositories: a
+//! branch made and committed to, a tag checked out, rewinds to each turn, the undo, a commit
+//! made by hand, a rebase left in progress.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use rewind_engine::{Choices, Engine, EngineOptions, EngineSession, ErrorCode, RestoreRequest, Start, WorkspaceKey};
+use snapshot_store::{ScanPhase, ScanRequest};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+struct Fixture {
+    _home: tempfile::TempDir,
+    _tmp: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    engine: Arc<Engine>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let home = tempfile::tempdir().expect("home");
+        let tmp = tempfile::tempdir().expect("ws");
+        let ws = tmp.path().join("repo");
+        std::fs::create_dir(&ws).expect("mkdir");
+        git(&ws, &["init", "-q", "-b", "main"]);
+        for i in 0..20 {
+            std::fs::write(ws.join(format!("f{i}.txt")), format!("v1 {i}\n")).expect("write");
+        }
+        git(&ws, &["add", "."]);
+        git(&ws, &["commit", "-qm", "one"]);
+        git(&ws, &["tag", "v1"]);
+        for i in 0..20 {
+            std::fs::write(ws.join(format!("f{i}.txt")), format!("v2 {i}\n")).expect("write");
+        }
+        std::fs::write(ws.join("new.txt"), "v2\n").expect("write");
+        git(&ws, &["commit", "-qam", "two"]);
+        git(&ws, &["add", "new.txt"]);
+        git(&ws, &["commit", "-qm", "three"]);
+        let engine = Engine::open(home.path(), EngineOptions::default());
+        Fixture {
+            _home: home,
+            _tmp: tmp,
+            ws,
+            engine,
+        }
+    }
+
+    fn session(&self) -> EngineSession {
+        self.engine
+            .session("s1", Some(&self.ws), WorkspaceKey::for_workspace("w").expect("key"))
+    }
+
+    fn scan(&self, es: &EngineSession, phase: ScanPhase, anchor: u64, call: Option<&str>) {
+        let mut r = ScanRequest::new(phase, anchor);
+        r.call_id = call.map(str::to_owned);
+        r.threads = 1;
+        es.files_of("s1").expect("files").scan(&r).expect("scan");
+    }
+
+    /// A call of the agent at message `anchor`: before-scan, `run`, after-scan.
+    fn call(&self, es: &EngineSession, anchor: u64, id: &str, run: impl FnOnce(&Path)) {
+        self.scan(es, ScanPhase::Before, anchor, Some(id));
+        run(&self.ws);
+        self.scan(es, ScanPhase::After, anchor, Some(id));
+    }
+
+    fn rewind(&self, es: &EngineSession, op: &str, target: u64, keep_git: bool) -> Result<(), rewind_engine::EngineError> {
+        let req = RestoreRequest {
+            target_seq: target,
+            op_id: op.into(),
+            keep_git,
+            ..RestoreRequest::default()
+        };
+        es.prepare_restore(&req)?;
+        es.begin(
+            &Start {
+                op_id: op.into(),
+                target_seq: target,
+                marker_id: Some(format!("m-{op}")),
+                ..Start::default()
+            },
+            100,
+        )?;
+        let r = es.restore_files(&req)?;
+        assert!(r.outcome.failed.is_empty(), "{:?}", r.outcome.failed);
+        Ok(())
+    }
+
+    fn status(&self) -> String {
+        git(&self.ws, &["status", "--porcelain"])
+    }
+
+    fn head(&self) -> String {
+        git(&self.ws, &["rev-parse", "--abbrev-ref", "HEAD"])
+    }
+}
+
+/// Turn one (message 10): `git switch -c agent-work`, an edit, a commit. Turn two (message
+/// 20): `git checkout v1`.
+fn two_turns(f: &Fixture, es: &EngineSession) -> String {
+    f.scan(es, ScanPhase::Boundary, 1, None);
+    f.scan(es, ScanPhase::Boundary, 10, None);
+    f.call(es, 10, "c1", |d| {
+        git(d, &["switch", "-q", "-c", "agent-work"]);
+        std::fs::write(d.join("agent.txt"), "agent\n").expect("write");
+        git(d, &["add", "agent.txt"]);
+        git(d, &["commit", "-qm", "agent"]);
+    });
+    f.scan(es, ScanPhase::Boundary, 20, None);
+    f.call(es, 20, "c2", |d| {
+        git(d, &["checkout", "-q", "v1"]);
+    });
+    git(&f.ws, &["rev-parse", "agent-work"])
+}
+
+#[test]
+fn rewinds_to_each_turn_bring_head_index_and_branches_back_and_undo_returns_them() {
+    let f = Fixture::new();
+    let es = f.session();
+    let main = git(&f.ws, &["rev-parse", "main"]);
+    let agent = two_turns(&f, &es);
+    assert_eq!(f.head(), "HEAD");
+
+    // The preview says what happens to git.
+    let p = es.git_preview(20, false);
+    assert_eq!(p.summary, format!("HEAD: detached at v1 → agent-work @ {}; index restored", &agent[..7]));
+    assert!(p.changes && p.refusal.is_none());
+    assert!(es.git_preview(20, true).kept);
+
+    f.rewind(&es, "op-2", 20, false).expect("rewind to turn two");
+    assert_eq!(f.status(), "");
+    assert_eq!(f.head(), "agent-work");
+    assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent);
+    let r = es.git_report("s1", "op-2").expect("a git journal");
+    assert!(r.error.is_none() && r.flagged.is_empty(), "{r:?}");
+
+    f.rewind(&es, "op-1", 10, false).expect("rewind to turn one");
+    assert_eq!(f.status(), "");
+    assert_eq!(f.head(), "main");
+    assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), main);
+    // The agent's commit stays reachable from a ref of the plugin's own.
+    assert_eq!(git(&f.ws, &["rev-parse", "refs/dsh-rewind/op-1/heads/agent-work"]), agent);
+    assert!(git(&f.ws, &["branch", "--list", "agent-work"]).is_empty());
+
+    // Undo of the rewind to turn one: agent-work, its commit and its files are back.
+    let check = es.undo_check("op-1", &Choices::default()).expect("undo check");
+    es.undo_start("op-1", None).expect("undo start");
+    es.undo_files(&check, &Choices::default()).expect("undo");
+    assert_eq!(f.head(), "agent-work");
+    assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent);
+    assert_eq!(f.status(), "");
+    // Undo of the rewind to turn two: the state after turn two (detached at v1).
+    let check = es.undo_check("op-2", &Choices::default()).expect("undo check");
+    es.undo_start("op-2", None).expect("undo start");
+    es.undo_files(&check, &Choices::default()).expect("undo");
+    assert_eq!(f.head(), "HEAD");
+    assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), git(&f.ws, &["rev-parse", "v1"]));
+    assert_eq!(f.status(), "");
+    git(&f.ws, &["fsck", "--no-progress"]);
+}
+
+#[test]
+fn keep_git_restores_the_files_alone() {
+    let f = Fixture::new();
+    let es = f.session();
+    two_turns(&f, &es);
+    f.rewind(&es, "op-k", 20, true).expect("rewind");
+    assert_eq!(f.head(), "HEAD", "HEAD left detached");
+    assert!(es.git_report("s1", "op-k").is_none());
+    assert!(!f.status().is_empty(), "the files are back, git is not: git sees them changed");
+}
+
+#[test]
+fn a_commit_by_hand_after_the_agents_keeps_its_branch_and_is_flagged() {
+    let f = Fixture::new();
+    let es = f.session();
+    f.scan(&es, ScanPhase::Boundary, 10, None);
+    f.call(&es, 10, "c1", |d| {
+        std::fs::write(d.join("agent.txt"), "agent\n").expect("write");
+        git(d, &["add", "agent.txt"]);
+        git(d, &["commit", "-qm", "agent"]);
+    });
+    // By hand between turns.
+    std::fs::write(f.ws.join("mine.txt"), "mine\n").expect("write");
+    git(&f.ws, &["add", "mine.txt"]);
+    git(&f.ws, &["commit", "-qm", "mine"]);
+    let mine = git(&f.ws, &["rev-parse", "main"]);
+    f.scan(&es, ScanPhase::Boundary, 20, None);
+    let p = es.git_preview(10, false);
+    assert!(p.flagged.iter().any(|l| l.contains("main changed outside the agent")), "{p:?}");
+    f.rewind(&es, "op-1", 10, false).expect("rewind");
+    assert_eq!(git(&f.ws, &["rev-parse", "main"]), mine, "the hand-made commit stays on main");
+}
+
+#[test]
+fn a_rebase_in_progress_refuses_the_rewind_with_nothing_changed() {
+    let f = Fixture::new();
+    let es = f.session();
+    f.scan(&es, ScanPhase::Boundary, 10, None);
+    f.call(&es, 10, "c1", |d| {
+        git(d, &["switch", "-q", "-c", "side", "v1"]);
+        std::fs::write(d.join("f1.txt"), "side\n").expect("write");
+        git(d, &["commit", "-qam", "side"]);
+        let st = Command::new("git")
+            .args(["rebase", "main"])
+            .current_dir(d)
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .expect("git");
+        assert!(!st.status.success(), "the rebase stops on a conflict");
+    });
+    let before = std::fs::read(f.ws.join("f1.txt")).expect("read");
+    let e = f.rewind(&es, "op-1", 10, false).expect_err("refused");
+    assert_eq!(e.code, ErrorCode::GitInProgress);
+    assert!(e.message.contains("git rebase --abort"), "{}", e.message);
+    assert_eq!(std::fs::read(f.ws.join("f1.txt")).expect("read"), before, "files untouched");
+    assert!(es.entries().expect("entries").is_empty(), "no entry began");
+}
