@@ -232,6 +232,11 @@ op_error! {
 }
 
 op_error! {
+    /// Error of [`Store::compact`](crate::Store::compact).
+    CompactError {}
+}
+
+op_error! {
     /// Error of [`Session::clear_session`](crate::Session::clear_session) and
     /// [`Session::reconcile_format`](crate::Session::reconcile_format).
     ClearError {}

@@ -26,6 +26,9 @@ pub struct GcReport {
     pub blobs_removed: usize,
     /// Workspace scan states (`workspaces/<key>/`) removed: no session used them any more.
     pub workspaces_removed: usize,
+    /// Unreferenced members dropped from packs (a pack all dead removed, or one mostly
+    /// dead rewritten with its live members).
+    pub pack_members_dropped: usize,
 }
 
 impl Store {
@@ -128,6 +131,7 @@ impl Store {
                 first = false;
             }
         }
+        report.pack_members_dropped = self.collect_packs_locked(&live)?;
         Ok(report)
     }
 }

@@ -66,6 +66,7 @@ mod journal;
 mod log;
 mod offline;
 mod outcome;
+mod pack;
 mod path;
 mod plan;
 mod prune;
@@ -82,13 +83,13 @@ pub use capture::CaptureOutcome;
 pub use chain::{ChainLink, ChainPlanError};
 pub use commit::CommitOutcome;
 pub use diff_view::{
-    ChangeOrigin, DiffLimits, FileDiff, SelectionError, SelectionFault, SideState, choose, diff_texts,
-    path_matches,
+    ChangeOrigin, DiffLimits, FileDiff, SelectionError, SelectionFault, SideState, choose,
+    diff_texts, path_matches,
 };
 pub use error::{
-    CaptureError, ClearError, CommitError, CorruptFile, DiffError, FsFailure, JournalError,
-    NewerVersion, OpenError, PlanError, PruneError, QueryError, RecheckError, ReconcileError,
-    RestoreError, SessionError,
+    CaptureError, ClearError, CommitError, CompactError, CorruptFile, DiffError, FsFailure,
+    JournalError, NewerVersion, OpenError, PlanError, PruneError, QueryError, RecheckError,
+    ReconcileError, RestoreError, SessionError,
 };
 pub use format::{BeforeState, EntrySource, RECORD_VERSION, STORE_VERSION, SkipReason};
 pub use fsio::{DiskMeta, FileKind};
@@ -101,6 +102,7 @@ pub use offline::{
     RecordsLost, SessionHold, SessionUsage, VerifyReport, Warning, WorkspaceUsage,
 };
 pub use outcome::{JournalState, PathFailure};
+pub use pack::{CHUNK_TARGET, CompactReport, PACK_DEAD_PERCENT, PACK_MEMBER_MAX, PACK_TARGET};
 pub use path::{HEX_SPELLING, IdError, MAX_ID_LEN, RelPath, RelPathError, decode_id, encode_id};
 pub use plan::{Action, Current, PlannedAction, RestorePlan, SkippedPath, UncoveredPath};
 pub use prune::{FormatOutcome, PruneOptions, PruneReport};

@@ -124,6 +124,16 @@ pub enum CrashPoint {
     MigrateLogWritten,
     /// `store.json` says layout 2, the sessions not yet migrated.
     MigrateMarkerWritten,
+    /// A new pack is written and synced under its temporary name, not yet renamed.
+    PackWritten,
+    /// A new pack and its index are in place and durable; the loose copies of its
+    /// members not yet removed (or, in a rewrite, the old pack not yet removed).
+    PackIndexed,
+    /// One loose blob the new pack holds was removed.
+    PackLooseRemoved,
+    /// The index of a pack a garbage collection drops or rewrote was removed, the pack
+    /// file not yet.
+    PackOldUnindexed,
 }
 
 impl CrashPoint {
@@ -150,6 +160,10 @@ impl CrashPoint {
             CrashPoint::CompactReplaced => "compact-replaced",
             CrashPoint::MigrateLogWritten => "migrate-log-written",
             CrashPoint::MigrateMarkerWritten => "migrate-marker-written",
+            CrashPoint::PackWritten => "pack-written",
+            CrashPoint::PackIndexed => "pack-indexed",
+            CrashPoint::PackLooseRemoved => "pack-loose-removed",
+            CrashPoint::PackOldUnindexed => "pack-old-unindexed",
         }
     }
 
@@ -175,6 +189,10 @@ impl CrashPoint {
         "compact-replaced",
         "migrate-log-written",
         "migrate-marker-written",
+        "pack-written",
+        "pack-indexed",
+        "pack-loose-removed",
+        "pack-old-unindexed",
     ];
 }
 

@@ -169,6 +169,7 @@ impl Store {
             dir,
             io,
             blobs: None,
+            packs: Default::default(),
         };
         let marker = Path::new(MARKER);
         let found = match fs.read_opt(marker)? {
@@ -358,6 +359,13 @@ impl Store {
     /// Exclusive lock: held while unreferenced blobs are swept.
     pub(crate) fn lock_exclusive(&self) -> Result<LockGuard, FsFailure> {
         self.lock(FlockOperation::LockExclusive)?
+            .ok_or_else(would_block)
+    }
+
+    /// Shared lock: held while a compaction packs blobs (captures go on; a blob sweep,
+    /// which takes it exclusively, waits).
+    pub(crate) fn lock_shared(&self) -> Result<LockGuard, FsFailure> {
+        self.lock(FlockOperation::LockShared)?
             .ok_or_else(would_block)
     }
 

@@ -7,9 +7,14 @@
 //! descriptor, always with a single component), so a symlink anywhere in the
 //! path is seen and refused, never followed.
 
+mod pack;
 mod store;
 mod workspace;
 
+pub(crate) use pack::{
+    BlobSrc, CHUNK_HEADER, IdxEntry, PACK_MAGIC, PACKS_DIR, PackLoc, Packs, decode_chunk_header,
+    decode_idx, encode_chunk, encode_idx, idx_id, idx_path, inflate_chunk, pack_path,
+};
 pub(crate) use store::StoreFs;
 pub(crate) use workspace::{Beneath, Walk, WsDir, WsFs, by_directory};
 

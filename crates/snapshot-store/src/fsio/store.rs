@@ -9,6 +9,8 @@ pub(crate) struct StoreFs {
     pub io: Io,
     /// `blobs/`, opened once: blob lookups are single-component calls on it.
     pub blobs: Option<Dir>,
+    /// The packs' indexes and the last chunk read (see `fsio/pack.rs`).
+    pub packs: Packs,
 }
 
 /// `path` relative to the store's directory, the directory itself (`.`) for an empty one.
@@ -21,7 +23,7 @@ fn or_root(path: &Path) -> &Path {
 }
 
 impl StoreFs {
-    fn check(&self, op: FsOp, path: &Path) -> Result<(), FsFailure> {
+    pub(super) fn check(&self, op: FsOp, path: &Path) -> Result<(), FsFailure> {
         self.io.check(op, Area::Store, path)
     }
 
@@ -54,8 +56,17 @@ impl StoreFs {
         }
     }
 
-    /// Size of blob `sha` (a validated hex name); `None` when absent.
+    /// Size of blob `sha` (a validated hex name): the loose file's, else the packed
+    /// member's; `None` when absent from both.
     pub fn blob_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
+        match self.loose_size(sha)? {
+            Some(n) => Ok(Some(n)),
+            None => Ok(self.packed(sha)?.map(|l| u64::from(l.size))),
+        }
+    }
+
+    /// Size of the loose blob file `blobs/<sha>`; `None` when there is none.
+    pub fn loose_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
         if !crate::path::valid_sha(sha) {
             return Ok(None);
         }
@@ -71,8 +82,35 @@ impl StoreFs {
         }
     }
 
-    /// Opens blob `sha` (a validated hex name) for reading; `None` when absent.
-    pub fn blob_open(&self, sha: &str) -> Result<Option<File>, FsFailure> {
+    /// Opens blob `sha` (a validated hex name) for reading: the loose file, else the packed
+    /// member (read into memory); `None` when absent from both. The bytes are not checked
+    /// here: every reader hashes what it reads against the name.
+    pub fn blob_open(&self, sha: &str) -> Result<Option<BlobSrc>, FsFailure> {
+        if let Some(f) = self.loose_open(sha)? {
+            return Ok(Some(BlobSrc::Loose(f)));
+        }
+        let Some(loc) = self.packed(sha)? else {
+            return Ok(None);
+        };
+        match self.read_packed(&loc) {
+            Ok(b) => Ok(Some(BlobSrc::Packed(io::Cursor::new(b)))),
+            // The pack was rewritten by a garbage collection since its index was read: read
+            // the indexes again and look once more.
+            Err(e) if e.source.kind() == io::ErrorKind::NotFound => {
+                self.refresh_packs(true)?;
+                match self.packed(sha)? {
+                    Some(loc) => Ok(Some(BlobSrc::Packed(io::Cursor::new(
+                        self.read_packed(&loc)?,
+                    )))),
+                    None => Ok(self.loose_open(sha)?.map(BlobSrc::Loose)),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the loose blob file `blobs/<sha>`; `None` when there is none.
+    pub fn loose_open(&self, sha: &str) -> Result<Option<File>, FsFailure> {
         // A name that is not a SHA-256 (e.g. from a hostile plan) is never resolved.
         if !crate::path::valid_sha(sha) {
             return Ok(None);
@@ -579,7 +617,7 @@ impl StoreFs {
     /// Reads one chunk from an open store file.
     pub fn read_chunk(
         &self,
-        f: &mut File,
+        f: &mut impl Read,
         path: &Path,
         buf: &mut [u8],
     ) -> Result<usize, FsFailure> {

@@ -163,6 +163,18 @@ pub enum Problem {
         /// Its length.
         size: u64,
     },
+    /// A member of a pack does not read back as its name says: its chunk is damaged
+    /// (torn, a flipped byte: the checksum or the decompression fails) or its bytes do not
+    /// hash to its name. Not moved by a quarantine (the pack holds sound members too); a
+    /// loose copy of the same content, if any, still serves it.
+    CorruptPackMember {
+        /// Store-relative path of the pack (`packs/pack-<id>.pack`).
+        pack: String,
+        /// The member's name.
+        sha256: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A record references a blob that is not in the store.
     MissingBlob {
         /// The missing blob's name.
@@ -189,6 +201,7 @@ impl Problem {
             Problem::CorruptBlob { sha256, .. } | Problem::MissingBlob { sha256, .. } => {
                 format!("blobs/{sha256}")
             }
+            Problem::CorruptPackMember { pack, sha256, .. } => format!("{pack}#{sha256}"),
         }
     }
 
@@ -221,6 +234,11 @@ impl std::fmt::Display for Problem {
                 f,
                 "corrupt blob blobs/{sha256}: its {size} bytes hash to {actual}"
             ),
+            Problem::CorruptPackMember {
+                pack,
+                sha256,
+                detail,
+            } => write!(f, "corrupt pack member {sha256} in {pack}: {detail}"),
             Problem::MissingBlob {
                 sha256,
                 referenced_by,
@@ -612,7 +630,7 @@ impl Store {
             Ok(None) => return Ok(None),
             Err(e) => return Err(e.source),
         };
-        let mut f = f.into_std();
+        let mut f = f;
         hash_reader(&mut f, |_| {}).map(Some)
     }
 }

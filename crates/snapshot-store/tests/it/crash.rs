@@ -115,6 +115,12 @@ fn crash_child() {
             })
             .expect("prune");
         }
+        "compact" => {
+            store.compact().expect("compact");
+        }
+        "gc" => {
+            store.collect_garbage().expect("gc");
+        }
         other => panic!("unknown scenario {other}"),
     }
     println!("CRASH-POINT-NOT-REACHED");
@@ -131,7 +137,7 @@ fn run_child_with(dir: &Path, scenario: &str, point: &str, hit: usize, durable: 
 
 /// [`run_child_with`]; with `blob_files`, the child's store puts every content in a blob
 /// file of its own.
-fn run_child_as(
+pub(crate) fn run_child_as(
     dir: &Path,
     scenario: &str,
     point: &str,

@@ -10,6 +10,7 @@ mod hostile;
 mod log_compat;
 mod migrate;
 mod model;
+mod pack;
 mod prepared;
 mod repair;
 mod scan;
