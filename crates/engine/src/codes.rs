@@ -9,8 +9,25 @@
 
 use std::fmt;
 
-/// A stable, machine-readable error code such as `rewind/stale-undo`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use strum::{EnumCount, IntoEnumIterator};
+
+/// A stable, machine-readable error code such as `rewind/stale-undo`: `rewind/` and the
+/// variant's name in kebab-case, derived (`strum`), so that a new variant is in the table,
+/// in [`ErrorCode::all`] and in [`ErrorCode::parse`] without a list to keep by hand.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::EnumIter,
+    strum::EnumCount,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case", prefix = "rewind/")]
 #[non_exhaustive]
 pub enum ErrorCode {
     // --- the RPC surface (seed 000 §7) ---
@@ -107,91 +124,16 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 39] = [
-        Self::BadRequest,
-        Self::AgentsUnavailable,
-        Self::SessionNotFound,
-        Self::UnknownEntry,
-        Self::UndoCrossWorkspace,
-        Self::UndoOtherSession,
-        Self::AlreadyUndone,
-        Self::NotUndoable,
-        Self::UndoNotTop,
-        Self::StaleUndo,
-        Self::UndoFailed,
-        Self::UnknownEndpoint,
-        Self::Failed,
-        Self::BadTarget,
-        Self::UnknownSeq,
-        Self::NotHumanMessage,
-        Self::NotOnSurface,
-        Self::IndexOutOfRange,
-        Self::NoCandidates,
-        Self::InvalidLog,
-        Self::InFlight,
-        Self::StopFailed,
-        Self::StoreNewer,
-        Self::StoreCorrupt,
-        Self::BackupsOff,
-        Self::RestoreFailed,
-        Self::SubagentSession,
-        Self::ForkInsideTurn,
-        Self::ForkSourceNotLive,
-        Self::Interrupted,
-        Self::HistoryCorrupt,
-        Self::FlushFailed,
-        Self::ScanBudget,
-        Self::BadSelection,
-        Self::NotPlanned,
-        Self::NotRedoable,
-        Self::NativeUnavailable,
-        Self::HostUnsupported,
-        Self::GitInProgress,
-    ];
+    pub fn all() -> impl Iterator<Item = ErrorCode> {
+        <Self as IntoEnumIterator>::iter()
+    }
+
+    /// How many codes there are.
+    pub const COUNT: usize = <Self as EnumCount>::COUNT;
 
     /// The stable string form, e.g. `rewind/bad-request`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::BadRequest => "rewind/bad-request",
-            Self::AgentsUnavailable => "rewind/agents-unavailable",
-            Self::SessionNotFound => "rewind/session-not-found",
-            Self::UnknownEntry => "rewind/unknown-entry",
-            Self::UndoCrossWorkspace => "rewind/undo-cross-workspace",
-            Self::UndoOtherSession => "rewind/undo-other-session",
-            Self::AlreadyUndone => "rewind/already-undone",
-            Self::NotUndoable => "rewind/not-undoable",
-            Self::UndoNotTop => "rewind/undo-not-top",
-            Self::StaleUndo => "rewind/stale-undo",
-            Self::UndoFailed => "rewind/undo-failed",
-            Self::UnknownEndpoint => "rewind/unknown-endpoint",
-            Self::Failed => "rewind/failed",
-            Self::BadTarget => "rewind/bad-target",
-            Self::UnknownSeq => "rewind/unknown-seq",
-            Self::NotHumanMessage => "rewind/not-human-message",
-            Self::NotOnSurface => "rewind/not-on-surface",
-            Self::IndexOutOfRange => "rewind/index-out-of-range",
-            Self::NoCandidates => "rewind/no-candidates",
-            Self::InvalidLog => "rewind/invalid-log",
-            Self::InFlight => "rewind/in-flight",
-            Self::StopFailed => "rewind/stop-failed",
-            Self::StoreNewer => "rewind/store-newer",
-            Self::StoreCorrupt => "rewind/store-corrupt",
-            Self::BackupsOff => "rewind/backups-off",
-            Self::RestoreFailed => "rewind/restore-failed",
-            Self::SubagentSession => "rewind/subagent-session",
-            Self::ForkInsideTurn => "rewind/fork-inside-turn",
-            Self::ForkSourceNotLive => "rewind/fork-source-not-live",
-            Self::Interrupted => "rewind/interrupted",
-            Self::HistoryCorrupt => "rewind/history-corrupt",
-            Self::FlushFailed => "rewind/flush-failed",
-            Self::ScanBudget => "rewind/scan-budget",
-            Self::BadSelection => "rewind/bad-selection",
-            Self::NotPlanned => "rewind/not-planned",
-            Self::NotRedoable => "rewind/not-redoable",
-            Self::NativeUnavailable => "rewind/native-unavailable",
-            Self::HostUnsupported => "rewind/host-unsupported",
-            Self::GitInProgress => "rewind/git-in-progress",
-        }
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 
     /// Whether the code names an expected refusal (a rule said no; nothing changed) rather
@@ -214,7 +156,7 @@ impl ErrorCode {
 
     /// Parses a stable string form back into its code.
     pub fn parse(code: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.as_str() == code)
+        Self::all().find(|c| c.as_str() == code)
     }
 }
 
@@ -232,7 +174,7 @@ mod tests {
     #[test]
     fn codes_are_unique_prefixed_and_round_trip() {
         let mut seen = HashSet::new();
-        for code in ErrorCode::ALL {
+        for code in ErrorCode::all() {
             let s = code.as_str();
             assert!(s.starts_with("rewind/"), "{s}");
             assert!(seen.insert(s), "duplicate {s}");
@@ -244,7 +186,7 @@ mod tests {
 
     #[test]
     fn the_thirteen_rpc_codes_of_the_spec() {
-        let rpc: Vec<&str> = ErrorCode::ALL[..13].iter().map(|c| c.as_str()).collect();
+        let rpc: Vec<&str> = ErrorCode::all().take(13).map(ErrorCode::as_str).collect();
         assert_eq!(
             rpc,
             [
@@ -263,5 +205,30 @@ mod tests {
                 "rewind/failed",
             ]
         );
+    }
+
+    /// The derived names are the contract's strings, letter for letter.
+    #[test]
+    fn every_code_is_spelled_as_the_contract_spells_it() {
+        let all: Vec<&str> = ErrorCode::all().map(ErrorCode::as_str).collect();
+        assert_eq!(all.len(), ErrorCode::COUNT);
+        for code in [
+            "rewind/undo-cross-workspace",
+            "rewind/not-human-message",
+            "rewind/index-out-of-range",
+            "rewind/in-flight",
+            "rewind/store-newer",
+            "rewind/fork-inside-turn",
+            "rewind/fork-source-not-live",
+            "rewind/history-corrupt",
+            "rewind/scan-budget",
+            "rewind/bad-selection",
+            "rewind/not-planned",
+            "rewind/not-redoable",
+            "rewind/native-unavailable",
+            "rewind/host-unsupported",
+        ] {
+            assert!(all.contains(&code), "{code} missing from {all:?}");
+        }
     }
 }

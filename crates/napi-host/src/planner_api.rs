@@ -98,8 +98,7 @@ pub fn check_target(env: Env, target: String) -> napi::Result<String> {
 /// Every stable error code this build knows (the engine's table, in its order).
 #[napi]
 pub fn error_codes() -> Vec<String> {
-    rewind_engine::ErrorCode::ALL
-        .iter()
+    rewind_engine::ErrorCode::all()
         .map(|c| c.as_str().to_owned())
         .collect()
 }
