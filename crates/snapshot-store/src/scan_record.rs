@@ -267,16 +267,63 @@ impl WorkspaceScan<'_> {
                 .as_ref()
                 .and_then(|v| Some((v.index_at, v.absence.as_ref()?))),
         };
-        let out = run(&mut locked, &self.s.ws, &root, &limits)?;
+        let mut out = run(&mut locked, &self.s.ws, &root, &limits)?;
+        let in_flight = self.pins(&mut locked, req, &mut out);
         // The index's entries kept in this log were checked against it (`run`): so they
         // stay, unless the scan stops before its index is saved.
         st.idx.scan_checked = out.refused.is_none();
-        let recorded = self.record(&mut st, &mut locked, out, req, key.clone(), t0);
+        let recorded = self
+            .record(&mut st, &mut locked, out, req, key.clone(), t0)
+            .map(|mut r| {
+                r.in_flight = in_flight;
+                r
+            });
         if recorded.is_err() {
             st.idx.scan_checked = false;
         }
         st.ws_lock = locked.into_kept().map(|f| (key, f));
         recorded
+    }
+
+    /// The pins of the workspace's calls in flight (see `crate::scan::pin`) after scan `out`:
+    /// the changes it found are kept from moving the before-state of another session's call
+    /// in flight; a scan after a call compares the paths another session moved on meanwhile
+    /// with the state its call started from (`out.changes` rebased on the call's pin); a
+    /// scan before a call pins the index for it, one after a call for the session's next
+    /// call (the host may skip that one's scan before it), and one at a message boundary
+    /// drops the session's pins. Returns the paths moved on in the index (by this scan or an
+    /// earlier one) while a call of another session, still in flight, ran.
+    fn pins(&self, locked: &mut Locked<'_>, req: &ScanRequest, out: &mut Outcome) -> Vec<RelPath> {
+        if out.refused.is_some() {
+            return Vec::new();
+        }
+        let me = self.s.id.as_str();
+        let call = req.call_id.as_deref();
+        let cached = &mut *locked.cached;
+        let pins = &mut cached.pins;
+        let in_flight = pins
+            .moved_by(me, &out.changes)
+            .iter()
+            .filter_map(|p| RelPath::from_bytes(p).ok())
+            .collect();
+        match req.phase {
+            ScanPhase::After => {
+                if let Some(pin) = pins.take(me, call) {
+                    if let Some(now) = out.save.as_ref().or(cached.index.as_ref()) {
+                        crate::scan::pin::rebase(&mut out.changes, pin, now);
+                    }
+                }
+                pins.pin(me, None);
+            }
+            ScanPhase::Before => {
+                pins.unpin_standing(me);
+                if call.is_some() {
+                    pins.pin(me, call);
+                }
+            }
+            ScanPhase::Boundary => pins.drop_session(me),
+        }
+        in_flight
     }
 
     /// Records what scan `out` found (see [`Session::scan`]) and saves the index.
@@ -438,5 +485,108 @@ impl WorkspaceScan<'_> {
         }
         report.elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
         Ok(report)
+    }
+}
+
+impl Session {
+    /// Notes in the workspace's index what a restore of this session wrote and deleted
+    /// (`done`: each path with the content written, SHA-256 hex and size, `None` for a
+    /// deletion) as known content: the path's entry becomes the file as the restore left it
+    /// (its content named when a blob file of the store holds it, else read again by the
+    /// next scan), so that no later scan, of this session or another, takes the restore's
+    /// writes for a change of its own, and no call in flight keeps an older state of them
+    /// (`crate::scan::pin`). A path that is not what the restore left any more (changed
+    /// again already) is left to the next scan. Best effort: a failure leaves the index as
+    /// it was (the next scan then finds the restore's writes as changes, as it always did).
+    pub(crate) fn note_restored(&self, done: &[(&RelPath, Option<(&str, u64)>)]) {
+        if done.is_empty() {
+            return;
+        }
+        let Some((key, slot)) = self.workspace_index() else {
+            return;
+        };
+        let Ok(mut locked) = lock(&self.store, key, slot, None) else {
+            return;
+        };
+        if !matches!(locked.load(), Ok(crate::scan::workspace::Loaded::Present)) {
+            return;
+        }
+        let Some(mut ix) = locked.cached.index.take() else {
+            return;
+        };
+        let mut changed = false;
+        for (rel, wrote) in done {
+            let now = match self.ws.walk_parent(rel, false, &mut Vec::new()) {
+                Ok(crate::fsio::Walk::Parent(dir)) => {
+                    let (_, name) = rel.split_last();
+                    match self.ws.lstat(&dir, name, rel) {
+                        Ok(m) => m,
+                        Err(_) => continue,
+                    }
+                }
+                Ok(_) => None,
+                Err(_) => continue,
+            };
+            match (wrote, now) {
+                (None, None) => {
+                    if ix.entries().contains_key(rel.as_bytes()) {
+                        ix.remove(rel.as_bytes());
+                        changed = true;
+                    }
+                }
+                (Some((sha, size)), Some(m))
+                    if m.kind == FileKind::File && m.nlink == 1 && m.size == *size =>
+                {
+                    let named = hex::decode(sha)
+                        .ok()
+                        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                        .filter(|_| {
+                            matches!(self.store.inner.fs.blob_size(sha), Ok(Some(n)) if n == *size)
+                        });
+                    let entry = IdxEntry {
+                        stat: crate::scan::index::Stat::from_disk(&m),
+                        cov: named.map_or(Coverage::Pending, Coverage::Hashed),
+                    };
+                    ix.insert(rel.as_bytes().into(), entry);
+                    changed = true;
+                }
+                _ => continue,
+            }
+        }
+        locked
+            .cached
+            .pins
+            .known(done.iter().map(|(rel, _)| rel.as_bytes()));
+        if !changed {
+            locked.cached.index = Some(ix);
+            return;
+        }
+        if locked.save(ix).is_err() {
+            // The cached copy is dropped: the next scan reads the file as it is on disk.
+            locked.cached.index = None;
+        }
+    }
+}
+
+impl crate::journal::Journal<'_> {
+    /// What a restore pass (`out`) wrote and deleted, noted as known content in the
+    /// workspace's index ([`Session::note_restored`]): `states` names each action's path
+    /// and the state the pass puts there.
+    pub(crate) fn note_known<'a>(
+        &self,
+        out: &crate::journal::RestoreOutcome,
+        states: impl Iterator<Item = (&'a RelPath, &'a crate::journal::Desired)>,
+    ) {
+        use crate::journal::Desired;
+        let done: std::collections::HashSet<&RelPath> =
+            out.written.iter().chain(&out.deleted).collect();
+        let list: Vec<(&RelPath, Option<(&str, u64)>)> = states
+            .filter(|(p, _)| done.contains(p))
+            .map(|(p, d)| match d {
+                Desired::Absent => (p, None),
+                Desired::File { sha256, size, .. } => (p, Some((sha256.as_str(), *size))),
+            })
+            .collect();
+        self.s.note_restored(&list);
     }
 }

@@ -344,6 +344,11 @@ impl Journal<'_> {
             remove_made(i, &mut out);
         }
         self.sync_touched(&out)?;
+        let rescued = which.iter().map(|&i| &l.intent.actions[i]);
+        self.note_known(
+            &out,
+            rescued.filter_map(|a| Some((&a.path, a.rescue.as_ref()?))),
+        );
         if out.failed.is_empty() {
             if phase == Phase::Rollback {
                 fs.io.crash(CrashPoint::RollbackBeforeComplete);

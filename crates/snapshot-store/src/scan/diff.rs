@@ -141,7 +141,8 @@ fn direct(stat: Stat) -> Option<Uncovered> {
     }
 }
 
-fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
+/// The change from `old` to `new`, both entries of one path (`None`: no change).
+pub(crate) fn classify(old: &IdxEntry, new: &IdxEntry) -> Option<ChangeKind> {
     if old.stat.kind() != new.stat.kind() {
         return Some(ChangeKind::Modified);
     }

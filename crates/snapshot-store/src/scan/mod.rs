@@ -18,6 +18,7 @@ mod absence;
 pub(crate) mod diff;
 mod hash;
 pub(crate) mod index;
+pub(crate) mod pin;
 mod walk;
 pub(crate) mod workspace;
 
@@ -148,6 +149,10 @@ pub struct ScanReport {
     pub mode_changed: Vec<RelPath>,
     /// Changed outside the agent (recorded as notes, never restored).
     pub outside: Vec<RelPath>,
+    /// The paths changed, as this scan or an earlier one found, since a tool call of another
+    /// session of the workspace started that still runs in this process (that call may have
+    /// made them; its own scan after it records them as its call's), sorted.
+    pub in_flight: Vec<RelPath>,
     /// Paths whose content the store does not hold.
     pub not_covered: Vec<NotCovered>,
     /// Set when the scan stopped at the file-count limit (nothing was recorded).

@@ -39,6 +39,9 @@ pub(crate) struct Cached {
     /// that scan left: the planner lists them while that index is the one in place. Kept in
     /// memory only (a scan in another process, or after a restart, finds them again).
     pub unreadable: Option<(u64, Vec<(Box<[u8]>, String)>)>,
+    /// The before-states of the calls in flight in this process, kept from other sessions'
+    /// scans and from restores (see `super::pin`).
+    pub pins: super::pin::Pins,
 }
 
 type Registry = Mutex<HashMap<(u64, u64, String), Arc<Mutex<Cached>>>>;

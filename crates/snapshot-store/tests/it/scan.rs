@@ -2370,3 +2370,53 @@ fn a_scan_waiting_for_a_workspace_the_sweep_removes_locks_it_anew() {
     restore_to(&s, 2, "op");
     assert_eq!(env.read("a").as_deref(), Some(&b"baseline"[..]));
 }
+
+#[test]
+fn a_call_in_flight_keeps_its_before_state_from_another_sessions_scan_and_restore() {
+    let env = Env::new();
+    env.write("shared.txt", b"base\n");
+    env.write("a.txt", b"a0\n");
+    let store = env.store();
+    let a = store.session("a", &env.cwd).expect("a");
+    let b = store.session("b", &env.cwd).expect("b");
+    assert!(scan(&a, ScanPhase::Boundary, 1, None).baseline);
+    scan(&b, ScanPhase::Boundary, 1, None);
+    // A's turn at message 2 changes a.txt; A's next message is 3.
+    scan(&a, ScanPhase::Boundary, 2, None);
+    call(&a, 2, "a-1", || env.write("a.txt", b"a1\n"));
+    scan(&a, ScanPhase::Boundary, 3, None);
+    // B's command (message 5) starts: shared.txt half written, new.txt made.
+    scan(&b, ScanPhase::Boundary, 5, None);
+    scan(&b, ScanPhase::Before, 5, Some("b-1"));
+    env.write("shared.txt", b"B half\n");
+    env.write("new.txt", b"by B\n");
+    // A rewinds to message 2 meanwhile: its scan first takes B's files into the index.
+    let ra = scan(&a, ScanPhase::Boundary, 3, None);
+    assert_eq!(names(&ra.outside), ["new.txt", "shared.txt"]);
+    assert_eq!(
+        names(&ra.in_flight),
+        ["new.txt", "shared.txt"],
+        "B's command runs"
+    );
+    restore_to(&a, 2, "op-a");
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a0\n"[..]));
+    // B's command ends; its scan after it records its own changes from their state at its start,
+    // and not A's restored a.txt.
+    env.write("shared.txt", b"B half\nB done\n");
+    let rb = scan(&b, ScanPhase::After, 5, Some("b-1"));
+    assert_eq!(names(&rb.created), ["new.txt"]);
+    assert_eq!(names(&rb.modified), ["shared.txt"]);
+    assert!(rb.in_flight.is_empty(), "no call of another session runs");
+    // B's rewind to its message: what its command changed comes back; A's rewind stays.
+    restore_to(&b, 5, "op-b");
+    assert_eq!(env.read("shared.txt").as_deref(), Some(&b"base\n"[..]));
+    assert_eq!(env.read("new.txt"), None);
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"a0\n"[..]));
+    // A's next scan finds nothing of its own restore to note.
+    let ra = scan(&a, ScanPhase::Boundary, 6, None);
+    assert!(
+        !names(&ra.outside).contains(&"a.txt".to_string()),
+        "{:?}",
+        ra.outside
+    );
+}
