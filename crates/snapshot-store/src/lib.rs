@@ -55,7 +55,6 @@ mod capture;
 mod chain;
 mod codec;
 mod commit;
-mod crc32;
 mod diff_view;
 mod error;
 mod format;
