@@ -645,6 +645,7 @@ impl Journal<'_> {
         }
         self.remove_emptied_dirs(&remove_dirs, &mut out);
         self.sync_touched(&out)?;
+        self.note_known(&out, intent.actions.iter().map(|a| (&a.path, &a.target)));
         if hard_failures == 0 {
             self.complete(&mut lpath, &mut out)?;
         }
@@ -702,6 +703,7 @@ impl Journal<'_> {
                 .crash(CrashPoint::RestoreActionLogged(i));
         }
         self.sync_touched(&out)?;
+        self.note_known(&out, l.intent.actions.iter().map(|a| (&a.path, &a.target)));
         if out.failed.is_empty() {
             self.complete(&mut lpath, &mut out)?;
         }
