@@ -39,9 +39,9 @@ fn now_ms() -> u64 {
 
 fn emit(ctx: &Ctx, value: Value, text: String) {
     if ctx.json {
-        println!("{value:#}");
+        crate::out::stdout(&format!("{value:#}\n"));
     } else {
-        print!("{text}");
+        crate::out::stdout(&text);
     }
 }
 

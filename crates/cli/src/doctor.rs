@@ -168,9 +168,9 @@ pub fn run(home: &Path, logs: &Logs, json_out: bool) -> Result<u8, Fail> {
         "history": f.history,
     });
     if json_out {
-        println!("{value:#}");
+        crate::out::stdout(&format!("{value:#}\n"));
     } else {
-        print!("{text}");
+        crate::out::stdout(&text);
     }
     Ok(code.map_or(0, Code::exit))
 }

@@ -9,6 +9,7 @@ mod cmd;
 mod doctor;
 mod fail;
 mod home;
+mod out;
 mod show;
 
 use std::path::PathBuf;
@@ -167,9 +168,9 @@ fn main() -> ExitCode {
                     "ok": false,
                     "error": {"code": f.code.name(), "exit": f.code.exit(), "message": f.message},
                 });
-                println!("{v:#}");
+                out::stdout(&format!("{v:#}\n"));
             } else {
-                eprintln!("dsh-rewind: {}", f.message);
+                out::stderr(&format!("dsh-rewind: {}\n", f.message));
             }
             ExitCode::from(f.code.exit())
         }
