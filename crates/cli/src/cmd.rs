@@ -39,6 +39,7 @@ fn now_ms() -> u64 {
 
 fn emit(ctx: &Ctx, value: Value, text: String) {
     if ctx.json {
+        let value = crate::show::camel_keys(value);
         crate::out::stdout(&format!("{value:#}\n"));
     } else {
         crate::out::stdout(&text);

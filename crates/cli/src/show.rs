@@ -43,6 +43,39 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * mult as f64) as u64)
 }
 
+/// `--json` output in one case style: every object key in camelCase (`blob_bytes` →
+/// `blobBytes`), the keys of the store's own records (snake_case fields) included. Values are
+/// left alone; no object the tool prints is keyed by data (paths, ids are values).
+pub fn camel_keys(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (camel(&k), camel_keys(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(camel_keys).collect()),
+        other => other,
+    }
+}
+
+/// `snake_case` → `snakeCase`; a key without `_` is kept as it is.
+fn camel(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut up = false;
+    for c in key.chars() {
+        if c == '_' && !out.is_empty() {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `2026-11-30 15:20 UTC` from ms since the Unix epoch.
 pub fn time(ms: u64) -> String {
     rewind_durable::utc_minute(ms)
@@ -97,6 +130,15 @@ pub fn json_spelled(spelling: &str) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_keys_are_camel_case() {
+        let v = serde_json::json!({"blob_bytes": 1, "sessions": [{"session_id": "s_1", "lastActivityMs": 2}], "ok": true});
+        assert_eq!(
+            camel_keys(v),
+            serde_json::json!({"blobBytes": 1, "sessions": [{"sessionId": "s_1", "lastActivityMs": 2}], "ok": true})
+        );
+    }
 
     #[test]
     fn sizes_round_trip_through_units() {

@@ -944,7 +944,7 @@ fn after_a_repair_that_lost_records_commands_say_so() {
     }
     let v: serde_json::Value =
         serde_json::from_str(&h.run(&["--json", "preview", "s1", "@1"]).stdout).unwrap();
-    assert_eq!(v["recordsLost"][0]["session_id"], "s1");
+    assert_eq!(v["recordsLost"][0]["sessionId"], "s1");
 }
 
 #[test]
