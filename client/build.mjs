@@ -53,7 +53,7 @@ if (process.argv.includes('--tests')) {
   const testOut = join(here, '.test-build')
   mkdirSync(testOut, { recursive: true })
   await build({
-    entryPoints: ['hidden', 'picker', 'i18n', 'history', 'store', 'escape', 'chat', 'host', 'services', 'doctor', 'rpc'].map(n => join(here, 'src', `${n}.ts`)),
+    entryPoints: ['hidden', 'picker', 'i18n', 'history', 'store', 'escape', 'chat', 'host', 'services', 'doctor', 'rpc', 'warnings'].map(n => join(here, 'src', `${n}.ts`)),
     bundle: true,
     format: 'esm',
     platform: 'node',

@@ -16,6 +16,7 @@ export const de: Dict = {
   'dialog.skipped': 'Übersprungen ({count}):',
   'dialog.outside': 'Außerhalb des Agenten geändert, bleiben unverändert ({count}):',
   'dialog.notCovered': 'Nicht vom Arbeitsbereich-Scan erfasst ({count}):',
+  'dialog.unreadable': 'Nicht lesbar, daher nicht wiederhergestellt — bleiben, wie sie sind ({count}):',
   'dialog.more': '…und {count} weitere',
   'dialog.backupOff': 'Sicherungen sind aus: Änderungen aus dieser Zeit lassen sich nicht wiederherstellen.',
   'dialog.storeUnavailable': 'Die Dateisicherungen sind nicht lesbar ({reason}); nur die Unterhaltung wird zurückgesetzt.',

@@ -14,6 +14,7 @@ export const en = {
   'dialog.skipped': 'Skipped ({count}):',
   'dialog.outside': 'Changed outside the agent, left as they are ({count}):',
   'dialog.notCovered': 'Not covered by the workspace scan ({count}):',
+  'dialog.unreadable': 'Cannot be read, so not restored — left as they are ({count}):',
   'dialog.more': '…and {count} more',
   'dialog.backupOff': 'Backups are off: changes made while they are off cannot be restored.',
   'dialog.storeUnavailable': 'File backups cannot be read ({reason}); only the conversation will be rewound.',

@@ -16,6 +16,7 @@ export const es: Dict = {
   'dialog.skipped': 'Omitidos ({count}):',
   'dialog.outside': 'Cambiados fuera del agente; se quedan como están ({count}):',
   'dialog.notCovered': 'No cubiertos por el escaneo del espacio de trabajo ({count}):',
+  'dialog.unreadable': 'No se pueden leer, así que no se restauran; se quedan como están ({count}):',
   'dialog.more': '…y {count} más',
   'dialog.backupOff': 'Las copias de seguridad están desactivadas: los cambios hechos mientras lo estén no se pueden restaurar.',
   'dialog.storeUnavailable': 'No se pueden leer las copias de los archivos ({reason}); solo se retrocederá la conversación.',

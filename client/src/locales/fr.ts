@@ -16,6 +16,7 @@ export const fr: Dict = {
   'dialog.skipped': 'Ignorés ({count}) :',
   'dialog.outside': 'Modifiés hors de l’agent, laissés tels quels ({count}) :',
   'dialog.notCovered': 'Non couverts par l’analyse de l’espace de travail ({count}) :',
+  'dialog.unreadable': 'Illisibles, donc non restaurés — laissés tels quels ({count}) :',
   'dialog.more': '…et {count} de plus',
   'dialog.backupOff': 'Les sauvegardes sont désactivées : les modifications faites pendant ce temps ne peuvent pas être restaurées.',
   'dialog.storeUnavailable': 'Les sauvegardes de fichiers sont illisibles ({reason}) ; seule la conversation sera ramenée en arrière.',

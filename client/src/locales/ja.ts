@@ -16,6 +16,7 @@ export const ja: Dict = {
   'dialog.skipped': 'スキップ（{count}）：',
   'dialog.outside': 'エージェント以外で変更され、そのまま残るファイル（{count}）：',
   'dialog.notCovered': 'ワークスペースのスキャン対象外（{count}）：',
+  'dialog.unreadable': '読み取れないため復元されず、そのまま残ります（{count}）：',
   'dialog.more': '…ほか {count} 件',
   'dialog.backupOff': 'バックアップはオフです。オフの間の変更は復元できません。',
   'dialog.storeUnavailable': 'ファイルのバックアップを読めません（{reason}）。会話だけが巻き戻されます。',

@@ -16,6 +16,7 @@ export const ptBR: Dict = {
   'dialog.skipped': 'Ignorados ({count}):',
   'dialog.outside': 'Alterados fora do agente; ficam como estão ({count}):',
   'dialog.notCovered': 'Não cobertos pela varredura do espaço de trabalho ({count}):',
+  'dialog.unreadable': 'Não podem ser lidos, por isso não são restaurados e ficam como estão ({count}):',
   'dialog.more': '…e mais {count}',
   'dialog.backupOff': 'Os backups estão desligados: alterações feitas enquanto estiverem desligados não podem ser restauradas.',
   'dialog.storeUnavailable': 'Os backups de arquivos não podem ser lidos ({reason}); só a conversa será voltada.',

@@ -16,6 +16,7 @@ export const zhCN: Dict = {
   'dialog.skipped': '已跳过（{count}）：',
   'dialog.outside': '在代理之外改动、保持原样的文件（{count}）：',
   'dialog.notCovered': '工作区扫描未覆盖（{count}）：',
+  'dialog.unreadable': '无法读取，因此不会恢复，保持原样（{count}）：',
   'dialog.more': '……另有 {count} 项',
   'dialog.backupOff': '备份已关闭：关闭期间的改动无法恢复。',
   'dialog.storeUnavailable': '无法读取文件备份（{reason}）；只会回退对话。',
