@@ -74,6 +74,8 @@ fn choice_paths(
 ) -> Result<Vec<RelPath>, EngineError> {
     let mut out = Vec::with_capacity(list.len());
     for choice in list {
+        // Not a path at all (`../x`, a `hex:` spelling that is not hex): a bad request.
+        rel_paths(std::slice::from_ref(choice))?;
         match snapshot_store::choose(choice, changed.iter(), false) {
             Ok(bytes) => out.push(
                 changed
