@@ -13,6 +13,7 @@
  *
  * Run with Node 24 after `scripts/build.sh` and `cargo build --release -p dsh-rewind-cli`:
  *   LARGE_REWIND_FILES=50000 node benches/large-rewind.mjs [<build dir> ...]
+ * (`LARGE_REWIND_CLI=<path>`: another `dsh-rewind` binary, e.g. one built with the builds compared.)
  * Prints one Markdown row per build. Invariant checkers are off.
  */
 import { mkdtemp } from 'node:fs/promises'
@@ -26,7 +27,7 @@ import { startHost, turn, text, bash, write, read, edit } from '../tests/host/li
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const FILES = Number(process.env.LARGE_REWIND_FILES ?? 50_000)
-const CLI = join(ROOT, 'target', 'release', 'dsh-rewind')
+const CLI = process.env.LARGE_REWIND_CLI ?? join(ROOT, 'target', 'release', 'dsh-rewind')
 const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2).map(d => resolve(d)) : [ROOT]
 
 function cli(home, ...args) {
