@@ -185,6 +185,10 @@ impl EngineSession {
             && (j == JournalState::Completed || (!has_cwd && j == JournalState::Missing))
         {
             // The paths of such an entry are in its journal, not known here; counts stay 0.
+            // A git step killed before or while it ran is finished first (idempotent).
+            if j == JournalState::Completed {
+                self.continue_git(&entry.op_id);
+            }
             return settle(Outcome::Done);
         }
         Ok((Judgement::Open, found))

@@ -232,3 +232,72 @@ fn a_rebase_in_progress_refuses_the_rewind_with_nothing_changed() {
     assert_eq!(std::fs::read(f.ws.join("f1.txt")).expect("read"), before, "files untouched");
     assert!(es.entries().expect("entries").is_empty(), "no entry began");
 }
+
+/// A rewind whose process stops at a seam of the git step: the seam panics there (what is on
+/// disk is what a kill leaves: every write before it is synced), and a new engine over the same
+/// home settles it.
+mod crash {
+    use super::*;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    fn engine_crashing_at(home: &Path, at: &'static str) -> Arc<Engine> {
+        let mut o = EngineOptions::default();
+        o.crash = Some(Arc::new(move |step: &'static str| {
+            if step == at {
+                panic!("crash at {step}");
+            }
+        }));
+        Engine::open(home, o)
+    }
+
+    fn fixture_at(at: &'static str) -> (Fixture, EngineSession, String) {
+        let mut f = Fixture::new();
+        let home = f._home.path().to_path_buf();
+        f.engine = engine_crashing_at(&home, at);
+        let es = f.session();
+        let agent = two_turns(&f, &es);
+        (f, es, agent)
+    }
+
+    fn restart(f: &mut Fixture) -> EngineSession {
+        f.engine = Engine::open(f._home.path(), EngineOptions::default());
+        f.session()
+    }
+
+    #[test]
+    fn killed_before_or_after_the_git_step_the_reconcile_finishes_it() {
+        for at in ["rewind:git-planned", "rewind:git-done"] {
+            let (mut f, es, agent) = fixture_at(at);
+            let r = catch_unwind(AssertUnwindSafe(|| f.rewind(&es, "op-c", 20, false)));
+            assert!(r.is_err(), "{at}: the seam was reached");
+            if at == "rewind:git-planned" {
+                assert_eq!(f.head(), "HEAD", "{at}: the git step had not begun");
+            }
+            let es = restart(&mut f);
+            let entry = es.entry("op-c").expect("entry");
+            let (j, _) = es.judge(&entry, true).expect("judge");
+            assert!(matches!(j, rewind_engine::Judgement::Settled(rewind_engine::Outcome::Done)), "{at}: {j:?}");
+            assert_eq!(f.head(), "agent-work", "{at}");
+            assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent, "{at}");
+            assert_eq!(f.status(), "", "{at}");
+        }
+    }
+
+    #[test]
+    fn an_undo_killed_in_its_git_step_is_finished_after_a_restart() {
+        let (mut f, es, agent) = fixture_at("undo:git-planned");
+        f.rewind(&es, "op-1", 10, false).expect("rewind");
+        assert_eq!(f.head(), "main");
+        let check = es.undo_check("op-1", &Choices::default()).expect("check");
+        es.undo_start("op-1", None).expect("start");
+        let r = catch_unwind(AssertUnwindSafe(|| es.undo_files(&check, &Choices::default())));
+        assert!(r.is_err(), "the seam was reached");
+        assert_eq!(f.head(), "main", "the git step of the undo had not begun");
+        let es = restart(&mut f);
+        let entry = es.entry("op-1").expect("entry");
+        es.undo_finish_interrupted(&entry).expect("finish");
+        assert_eq!(f.head(), "HEAD", "the state after turn two");
+        assert_eq!(git(&f.ws, &["rev-parse", "agent-work"]), agent);
+        assert_eq!(f.status(), "");
+    }
+}
