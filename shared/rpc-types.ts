@@ -38,6 +38,14 @@ export type Preview = Omit<Addon.BindingPreview, 'unreadable'> & {
  */
 export type RestoreOutcome = Omit<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>
   & Partial<Pick<Addon.BindingRestoreOutcome, 'outside' | 'notCovered' | 'kept'>>
+  & {
+    /**
+     * Of the files changed outside the agent (left as they are), those changed while a command
+     * of another conversation in the same folder was still running (listed apart, not in
+     * `outside`): that command's own rewind brings them back.
+     */
+    inFlight?: string[]
+  }
 
 /** One history entry, with what this session may do with it and where its marker is. */
 export type HistoryEntry = Addon.BindingHistoryEntry & {

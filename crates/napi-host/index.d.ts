@@ -822,6 +822,11 @@ export interface BindingScanReport {
   modeChanged: Array<string>
   /** Paths changed outside the agent (noted, never restored). */
   outside: Array<string>
+  /**
+   * Paths changed, as this scan or an earlier one found, since a tool call of another
+   * session of the workspace started that is still running (it may have made them).
+   */
+  inFlight: Array<string>
   /** Workspace paths whose content the store does not hold. */
   notCovered: Array<BindingNotCovered>
   /** Set when the scan refused to run to the end (nothing was recorded). */

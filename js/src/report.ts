@@ -150,6 +150,7 @@ export function reportText(report: RewindReport, locale: Locale): string {
   // (left as they are), and what the scan does not cover (a budget, the per-file cap).
   const o = report.outcome
   if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(showPath)))
+  if ((o.inFlight ?? []).length > 0) lines.push(...section(locale, format(locale, 'inFlight'), o.inFlight!.map(showPath)))
   if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
   return lines.join('\n')
 }

@@ -27,6 +27,12 @@ export interface PreparedFiles {
 
 /** The file half's steps of a rewind, an in-place one or a fork. */
 export class RewindFiles {
+  /**
+   * Per session, the paths its latest pre-rewind scan found changed while a command of another
+   * session of the workspace was still running (`ScanReport.inFlight`).
+   */
+  private readonly inFlight = new Map<string, string[]>()
+
   constructor(private readonly deps: RewindDeps) {}
 
   /**
@@ -38,6 +44,7 @@ export class RewindFiles {
     const files = this.deps.files()
     if (cwd === undefined || files.unavailable() !== undefined) return
     const sessionId = session.header.id
+    this.inFlight.delete(sessionId)
     const settings = this.deps.settings.get()
     const anchor = this.deps.state.anchor(session)
     if (!settings.backups || anchor === undefined) return
@@ -55,6 +62,7 @@ export class RewindFiles {
     try {
       const report = await this.deps.state.run(sessionId, () => files.scan(sessionId, cwd, scanRequest(settings, 'boundary', anchor)))
       noteRefusal(this.deps.state, sessionId, report)
+      if ((report.inFlight ?? []).length > 0) this.inFlight.set(sessionId, report.inFlight)
     } catch (error) {
       this.deps.logger.warn('workspace scan of %s failed: %s', sessionId, (error as Error).message)
     }
@@ -137,7 +145,16 @@ export class RewindFiles {
       const request = prepared.request ?? { targetSeq, opId, selection }
       const restored = await this.deps.state.run(sessionId, () => step(() => es.restoreFiles(request)))
       if (restored.notRecorded != null) this.deps.logger.warn('history entry for %s not finished: %s', opId, restored.notRecorded.message)
-      const outcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
+      const outcome: RestoreOutcome = { ...restored.outcome, notCovered: notCoveredOf(this.deps.state, sessionId, restored.outcome) }
+      // The files another conversation's command, still running, may have changed are listed
+      // apart: they are that command's, and its own rewind brings them back.
+      const moving = new Set(this.inFlight.get(sessionId) ?? [])
+      this.inFlight.delete(sessionId)
+      const inFlight = (outcome.outside ?? []).filter(p => moving.has(p))
+      if (inFlight.length > 0) {
+        outcome.outside = outcome.outside!.filter(p => !moving.has(p))
+        outcome.inFlight = inFlight
+      }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
       return { outcome, notRestored: undefined }
     } catch (error) {

@@ -701,6 +701,7 @@ impl BindingStore {
                 deleted: spellings(&r.deleted),
                 mode_changed: spellings(&r.mode_changed),
                 outside: spellings(&r.outside),
+                in_flight: spellings(&r.in_flight),
                 not_covered: not_covered(&r.not_covered),
                 refused: r.refused.map(|f| BindingScanRefusal {
                     code: f.code.to_owned(),

@@ -12,6 +12,7 @@ export const en = {
   skipped: 'Skipped',
   failed: 'Failed',
   outside: 'Changed outside the agent, left as is',
+  inFlight: 'Changed by a command of another conversation that was still running, left as is',
   notCovered: 'Not covered by the backups',
   none: 'none',
   andMore: '… and {n} more',

@@ -24,6 +24,9 @@ pub struct BindingScanReport {
     pub mode_changed: Vec<String>,
     /// Paths changed outside the agent (noted, never restored).
     pub outside: Vec<String>,
+    /// Paths changed, as this scan or an earlier one found, since a tool call of another
+    /// session of the workspace started that is still running (it may have made them).
+    pub in_flight: Vec<String>,
     /// Workspace paths whose content the store does not hold.
     pub not_covered: Vec<BindingNotCovered>,
     /// Set when the scan refused to run to the end (nothing was recorded).
