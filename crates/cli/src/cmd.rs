@@ -105,6 +105,7 @@ pub fn run(cli: Cli) -> Result<u8, Fail> {
             max_size,
             apply,
         } => gc(&ctx, max_age_days, max_size, apply),
+        Command::Compact => compact(&ctx),
         Command::Verify => verify(&ctx),
         Command::Repair => repair(&ctx),
     }
@@ -1228,6 +1229,19 @@ fn du(ctx: &Ctx) -> Result<u8, Fail> {
         bytes(inv.unreferenced_bytes),
         inv.unreferenced_blobs,
     );
+    let logical = inv.logical_bytes();
+    let ratio = if logical == 0 {
+        0.0
+    } else {
+        inv.disk_bytes as f64 / logical as f64
+    };
+    text.push_str(&format!(
+        "  logical      {}\n  on disk      {} (blocks; ratio {:.2}; {} blob(s) packed, `dsh-rewind compact` packs the rest)\n",
+        bytes(logical),
+        bytes(inv.disk_bytes),
+        ratio,
+        inv.packed_blobs,
+    ));
     let mut by_size: Vec<_> = inv.sessions.iter().collect();
     by_size.sort_by(|a, b| {
         (b.record_bytes + b.blob_bytes)
@@ -1254,7 +1268,56 @@ fn du(ctx: &Ctx) -> Result<u8, Fail> {
     let ok = inv.problems.is_empty();
     emit(
         ctx,
-        json!({"ok": ok, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "inventory": inv}),
+        json!({"ok": ok, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "logicalBytes": logical, "diskBytes": inv.disk_bytes, "ratio": ratio, "inventory": inv}),
+        text,
+    );
+    Ok(if ok { 0 } else { Code::Corrupt.exit() })
+}
+
+fn compact(ctx: &Ctx) -> Result<u8, Fail> {
+    let store = ctx.writable_store()?;
+    let before = store.inventory()?;
+    let r = store.compact().map_err(|e| {
+        let code = match e {
+            snapshot_store::CompactError::NewerStore(_) => Code::Newer,
+            snapshot_store::CompactError::Corrupt(_) => Code::Corrupt,
+            _ => Code::Failed,
+        };
+        Fail::new(code, e.to_string())
+    })?;
+    let after = store.inventory()?;
+    let mut text = format!(
+        "Packed {} blob(s) ({}) into {} pack(s) of {}.\nOn disk: {} before, {} after (logical {}).\n",
+        r.blobs_packed,
+        bytes(r.bytes_packed),
+        r.packs_written,
+        bytes(r.pack_bytes),
+        bytes(before.disk_bytes),
+        bytes(after.disk_bytes),
+        bytes(after.logical_bytes()),
+    );
+    if r.duplicates_removed > 0 {
+        text.push_str(&format!(
+            "Removed {} loose copy(ies) of packed blobs.\n",
+            r.duplicates_removed
+        ));
+    }
+    if r.large_left > 0 {
+        text.push_str(&format!(
+            "Left {} blob(s) over {} loose.\n",
+            r.large_left,
+            bytes(snapshot_store::PACK_MEMBER_MAX)
+        ));
+    }
+    for sha in &r.corrupt_left {
+        text.push_str(&format!(
+            "warning: blobs/{sha} does not hash to its name; left loose (see `dsh-rewind verify`)\n"
+        ));
+    }
+    let ok = r.corrupt_left.is_empty();
+    emit(
+        ctx,
+        json!({"ok": ok, "report": r, "diskBytesBefore": before.disk_bytes, "diskBytesAfter": after.disk_bytes, "logicalBytes": after.logical_bytes()}),
         text,
     );
     Ok(if ok { 0 } else { Code::Corrupt.exit() })
@@ -1277,6 +1340,15 @@ fn gc(ctx: &Ctx, max_age_days: u32, max_size: Option<u64>, apply: bool) -> Resul
                 pins.insert(l.session_id);
             }
         }
+    }
+    // Sessions an undo or redo listed in the rewind history needs are never swept either.
+    let history = HistoryStore::open(ctx.home.join(rewind_engine::HISTORY_DIR))
+        .map_err(|e| Fail::new(Code::Failed, e.to_string()))?;
+    for id in rewind_engine::undo_pins_of(&history)
+        .map_err(|e| Fail::new(Code::Failed, format!("rewind history: {}", e.message)))?
+        .iter()
+    {
+        pins.insert(id.clone());
     }
     let cleaner = Cleaner::open_with(&ctx.home, ctx.store_root())
         .map_err(|e| Fail::new(Code::Failed, e.to_string()))?;

@@ -139,6 +139,9 @@ pub enum Command {
         #[arg(long)]
         apply: bool,
     },
+    /// Pack loose blobs into zstd-compressed packs (small ones share chunks); the loose copies
+    /// go once each pack and its index are durable.
+    Compact,
     /// Check every record and re-hash every blob; non-zero exit when anything is wrong.
     Verify,
     /// Move what `verify` finds corrupt into the store's quarantine/ (nothing is deleted).

@@ -29,6 +29,26 @@ pub struct AutoSwept {
     pub quota: Option<QuotaReport>,
     /// Why the quota failed or its result was not recorded, if so.
     pub quota_error: Option<String>,
+    /// The compaction that followed (loose blobs packed), or why it failed.
+    pub compacted: Option<Result<snapshot_store::CompactReport, String>>,
+}
+
+/// The sessions whose backups a rewind listed in `history` still needs ([`Engine::undo_pins`];
+/// for tools that read the history without an engine, such as `dsh-rewind gc`).
+pub fn undo_pins_of(history: &rewind_history::HistoryStore) -> Result<Pins, EngineError> {
+    let mut pins = Pins::none();
+    for key in history.partition_keys()? {
+        let (partition, _) = history.read_salvaged(&key)?;
+        for e in &partition.entries {
+            if matches!(
+                e.outcome,
+                Outcome::Done | Outcome::Partial | Outcome::Failed
+            ) {
+                pins.insert(e.session_id.clone());
+            }
+        }
+    }
+    Ok(pins)
 }
 
 impl Engine {
@@ -83,17 +103,7 @@ impl Engine {
     /// history file is read for what can be salvaged; one that cannot be read at all (a
     /// newer version, a disk error) is an error: the size quota then removes nothing.
     pub fn undo_pins(&self) -> Result<Pins, EngineError> {
-        let history = self.history(None)?;
-        let mut pins = Pins::none();
-        for key in history.partition_keys()? {
-            let (partition, _) = history.read_salvaged(&key)?;
-            for e in &partition.entries {
-                if matches!(e.outcome, Outcome::Done | Outcome::Partial | Outcome::Failed) {
-                    pins.insert(e.session_id.clone());
-                }
-            }
-        }
-        Ok(pins)
+        undo_pins_of(&self.history(None)?)
     }
 
     /// The size quota: the oldest idle sessions removed until the store takes at most
@@ -151,6 +161,13 @@ impl Engine {
         Ok(report)
     }
 
+    /// Packs the store's loose blobs (zstd-compressed, small ones sharing chunks): see
+    /// `snapshot_store::Store::compact`. Never on a tool call's path: the automatic sweep
+    /// runs it after its size quota, `dsh-rewind compact` by hand.
+    pub fn compact(&self) -> Result<snapshot_store::CompactReport, EngineError> {
+        self.with_store(|store| store.compact().map_err(EngineError::from))?
+    }
+
     /// The size quota's last run that removed sessions, if one was recorded and can be read.
     pub fn last_quota(&self) -> Result<Option<LastQuota>, EngineError> {
         Ok(self.cleaner()?.last_quota()?)
@@ -183,10 +200,12 @@ impl Engine {
             AutoSweep::Disabled | AutoSweep::NotDue { .. } => None,
         };
         if max_bytes == 0 {
+            let compacted = age.as_ref().map(|_| self.compact().map_err(|e| e.message));
             return Ok(age.map(|age| AutoSwept {
                 age: Some(age),
                 quota: None,
                 quota_error: None,
+                compacted,
             }));
         }
         let removed: Vec<String> = age
@@ -217,10 +236,13 @@ impl Engine {
                 }
                 Err(e) => (None, Some(e.message)),
             };
+        // After the quota, the loose blobs that stay are packed (off every tool call's path).
+        let compacted = Some(self.compact().map_err(|e| e.message));
         Ok(Some(AutoSwept {
             age,
             quota,
             quota_error,
+            compacted,
         }))
     }
 }

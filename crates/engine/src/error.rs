@@ -294,6 +294,7 @@ store_error!(RestoreError, |e| {
 });
 store_error!(ReconcileError, |e| {});
 store_error!(PruneError, |e| {});
+store_error!(CompactError, |e| {});
 store_error!(ClearError, |e| {});
 store_error!(QueryError, |e| {});
 store_error!(DiffError, |e| {});

@@ -39,7 +39,7 @@ mod session;
 mod storage;
 mod undo;
 
-pub use cleanup::{AutoSwept, Swept};
+pub use cleanup::{AutoSwept, Swept, undo_pins_of};
 pub use codes::ErrorCode;
 pub use engine::{
     Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, LOCKS_KEPT_FOR, SNAPSHOTS_DIR,

@@ -44,6 +44,30 @@ pub struct Storage {
     pub biggest: Vec<SessionStorage>,
     /// Records that could not be read: the figures are then lower bounds.
     pub problems: usize,
+    /// What the whole store holds uncompressed (`total_bytes` with each packed blob at its
+    /// own length).
+    pub logical_bytes: u64,
+    /// What the whole store takes on disk: every file's allocated blocks.
+    pub disk_bytes: u64,
+    /// The workspace's share uncompressed (its records, its scan index, the blobs only it
+    /// references, at their own lengths).
+    pub workspace_logical_bytes: u64,
+    /// The workspace's share on disk (the same, each loose blob rounded up to a 4 KiB block,
+    /// each packed one at its part of its pack).
+    pub workspace_disk_bytes: u64,
+    /// Blobs held in packs only.
+    pub packed_blobs: usize,
+}
+
+impl Storage {
+    /// `disk_bytes / logical_bytes` (0 for an empty store): below 1 once blobs are packed.
+    pub fn ratio(&self) -> f64 {
+        if self.logical_bytes == 0 {
+            0.0
+        } else {
+            self.disk_bytes as f64 / self.logical_bytes as f64
+        }
+    }
 }
 
 /// The figures of `inv` for the workspace made of the sessions `members` and the scan states
@@ -60,11 +84,14 @@ pub fn storage_of(
     let mut blobs: HashMap<&str, (u64, bool, bool)> = HashMap::new();
     let mut workspace_bytes = 0u64;
     let mut workspace_sessions = 0usize;
+    // The workspace's records and scan index (counted alike, logical and on disk).
+    let mut workspace_files = 0u64;
     for s in &inv.sessions {
         let inside = member(&s.session_id);
         if inside {
             workspace_sessions += 1;
             workspace_bytes += s.record_bytes;
+            workspace_files += s.record_bytes;
         }
         for (sha, size) in &s.referenced {
             let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
@@ -79,6 +106,7 @@ pub fn storage_of(
         let inside = scanned(&w.key);
         if inside {
             workspace_bytes += w.index_bytes;
+            workspace_files += w.index_bytes;
         }
         for (sha, size) in &w.referenced {
             let e = blobs.entry(sha.as_str()).or_insert((*size, false, false));
@@ -90,9 +118,18 @@ pub fn storage_of(
         }
     }
     let mut shared = 0u64;
-    for (size, inside, outside) in blobs.values() {
+    let (mut workspace_logical, mut workspace_disk) = (workspace_files, workspace_files);
+    for (sha, (size, inside, outside)) in &blobs {
         match (inside, outside) {
-            (true, false) => workspace_bytes += size,
+            (true, false) => {
+                workspace_bytes += size;
+                workspace_logical += inv.logical_of(sha, *size);
+                workspace_disk += if inv.packed_share.contains_key(*sha) {
+                    *size
+                } else {
+                    size.div_ceil(4096) * 4096
+                };
+            }
             (true, true) => shared += size,
             _ => {}
         }
@@ -123,6 +160,11 @@ pub fn storage_of(
         workspace_sessions,
         biggest,
         problems: inv.problems.len(),
+        logical_bytes: inv.logical_bytes(),
+        disk_bytes: inv.disk_bytes,
+        workspace_logical_bytes: workspace_logical,
+        workspace_disk_bytes: workspace_disk,
+        packed_blobs: inv.packed_blobs,
     }
 }
 

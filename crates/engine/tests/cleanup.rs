@@ -178,3 +178,77 @@ fn the_size_quota_runs_with_the_age_rule_off_and_keeps_what_an_undo_needs() {
     assert!(last.freed >= 16 * 1024, "{last:?}");
     assert!(last.at > 0);
 }
+
+#[test]
+fn compaction_shrinks_the_store_and_the_storage_figures_say_so() {
+    let home = tempfile::tempdir().expect("home");
+    let ws = tempfile::tempdir().expect("ws");
+    let options = EngineOptions {
+        store: snapshot_store::StoreOptions {
+            keep_in_log_bytes: 0,
+            ..snapshot_store::StoreOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(home.path(), options);
+    let key = WorkspaceKey::for_workspace("w").expect("key");
+    let es = engine.session("s1", Some(ws.path()), key);
+    let files = es.files_of("s1").expect("files");
+    files.recheck_tracked(1).expect("boundary");
+    for i in 0..300 {
+        let text: String = (0..50)
+            .map(|l| format!("let value_{i}_{l} = compute({l}, \"{i}\");\n"))
+            .collect();
+        let rel = format!("f{i}.txt");
+        std::fs::write(ws.path().join(&rel), text).expect("write");
+        files
+            .capture_before(&format!("c{i}"), Path::new(&rel))
+            .expect("capture");
+        std::fs::write(ws.path().join(&rel), "after").expect("write");
+        files.commit(&format!("c{i}"), 1, true).expect("commit");
+    }
+    drop(files);
+    let members = ["s1".to_string()];
+    let cwds = [ws.path()];
+    let before = engine.storage(&members, &cwds, 5).expect("storage");
+    assert!(before.logical_bytes > 300 * 2000, "{before:?}");
+    assert!(
+        before.disk_bytes >= before.logical_bytes,
+        "loose: every blob takes a block: {before:?}"
+    );
+    assert_eq!(before.packed_blobs, 0);
+
+    let report = engine.compact().expect("compact");
+    assert_eq!(report.blobs_packed, 300);
+    let after = engine.storage(&members, &cwds, 5).expect("storage");
+    assert_eq!(after.packed_blobs, 300);
+    assert_eq!(
+        after.logical_bytes, before.logical_bytes,
+        "the same content: {after:?}"
+    );
+    assert!(
+        report.pack_bytes * 4 < report.bytes_packed,
+        "compressed: {report:?}"
+    );
+    // The rest is the store's fixed part (directories, the record log) at this small size.
+    assert!(
+        after.ratio() < 0.5,
+        "packed: {} on disk for {} logical",
+        after.disk_bytes,
+        after.logical_bytes
+    );
+    assert!(after.workspace_disk_bytes < after.workspace_logical_bytes / 2);
+    assert!(after.total_bytes < before.total_bytes / 2, "the quota sees the packed size");
+
+    // Every file comes back from the packed backups.
+    let es = engine.session("s1", Some(ws.path()), WorkspaceKey::for_workspace("w").expect("key"));
+    let files = es.files_of("s1").expect("files");
+    let plan = files.plan_restore(1).expect("plan");
+    let out = files.restore(&plan, "op").expect("restore");
+    assert!(out.failed.is_empty(), "{:?}", out.failed);
+    assert!(
+        std::fs::read_to_string(ws.path().join("f7.txt"))
+            .expect("read")
+            .starts_with("let value_7_0")
+    );
+}

@@ -13,9 +13,9 @@ use rewind_engine::{Engine, EngineOptions};
 use crate::error::BindingError;
 use crate::task::Job;
 use crate::types::{
-    BindingAutoSweep, BindingCleanupPolicy, BindingLastQuota, BindingLastSweep, BindingQuotaRecord,
-    BindingSkippedPath, BindingStorage, BindingStorageSession, BindingSweepItem,
-    BindingSweepReport,
+    BindingAutoSweep, BindingCleanupPolicy, BindingCompact, BindingLastQuota, BindingLastSweep,
+    BindingQuotaRecord, BindingSkippedPath, BindingStorage, BindingStorageSession,
+    BindingSweepItem, BindingSweepReport,
 };
 
 /// The snapshot auto-cleanup of one DSH home. The policy comes from the host's settings on every
@@ -133,6 +133,7 @@ fn report(r: rewind_cleanup::SweepReport) -> BindingSweepReport {
 
 /// The binding of the engine's storage figures.
 fn storage(s: rewind_engine::Storage) -> BindingStorage {
+    let ratio = s.ratio();
     BindingStorage {
         total_bytes: s.total_bytes as f64,
         unreferenced_bytes: s.unreferenced_bytes as f64,
@@ -152,6 +153,21 @@ fn storage(s: rewind_engine::Storage) -> BindingStorage {
             })
             .collect(),
         problems: u32::try_from(s.problems).unwrap_or(u32::MAX),
+        ratio,
+        logical_bytes: s.logical_bytes as f64,
+        disk_bytes: s.disk_bytes as f64,
+        workspace_logical_bytes: s.workspace_logical_bytes as f64,
+        workspace_disk_bytes: s.workspace_disk_bytes as f64,
+        packed_blobs: u32::try_from(s.packed_blobs).unwrap_or(u32::MAX),
+    }
+}
+
+fn compact_report(c: snapshot_store::CompactReport) -> BindingCompact {
+    BindingCompact {
+        blobs_packed: c.blobs_packed as f64,
+        bytes_packed: c.bytes_packed as f64,
+        packs_written: u32::try_from(c.packs_written).unwrap_or(u32::MAX),
+        pack_bytes: c.pack_bytes as f64,
     }
 }
 
@@ -267,6 +283,15 @@ impl BindingCleanup {
         }))
     }
 
+    /// Packs the store's loose backups (zstd-compressed; small ones share chunks, so they stop
+    /// costing a disk block each). Runs beside captures and restores; the loose copies go only
+    /// once the pack and its index are durable.
+    #[napi(ts_return_type = "Promise<BindingCompact>")]
+    pub fn compact(&self) -> AsyncTask<Job<BindingCompact>> {
+        let engine = Arc::clone(&self.engine);
+        AsyncTask::new(Job::new(move || Ok(compact_report(engine.compact()?))))
+    }
+
     /// How much the store takes: in all, for the workspace made of the sessions `members` and
     /// the workspace scan states of the directories `cwds` (a directory that no longer exists
     /// has none), and the `top` biggest sessions.
@@ -308,6 +333,12 @@ impl BindingCleanup {
                     age: a.age.map(swept),
                     quota: a.quota.map(quota_report),
                     quota_error: a.quota_error,
+                    compacted: a
+                        .compacted
+                        .as_ref()
+                        .and_then(|c| c.clone().ok())
+                        .map(compact_report),
+                    compact_error: a.compacted.and_then(|c| c.err()),
                 }))
         }))
     }

@@ -398,3 +398,35 @@ mod tests {
         ));
     }
 }
+
+/// The bytes the filesystem allocates to everything under `root` (its blocks, `st_blocks`
+/// × 512): what the store takes on disk, block rounding included. Symlinks are counted as
+/// themselves, never followed; what cannot be read counts nothing. At most 16 levels deep.
+pub fn disk_bytes(root: &Dir) -> u64 {
+    fn walk(dir: &Dir, depth: usize) -> u64 {
+        let Ok(entries) = dir.entries() else {
+            return 0;
+        };
+        let mut total = 0u64;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Ok(st) = rustix::fs::statat(dir, &*name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            else {
+                continue;
+            };
+            #[allow(clippy::unnecessary_cast)]
+            {
+                total = total.saturating_add((st.st_blocks as u64).saturating_mul(512));
+            }
+            let is_dir =
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory;
+            if is_dir && depth < 16 {
+                if let Ok(sub) = dir.open_dir(&name) {
+                    total = total.saturating_add(walk(&sub, depth + 1));
+                }
+            }
+        }
+        total
+    }
+    walk(root, 0)
+}

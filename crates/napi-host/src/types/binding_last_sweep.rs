@@ -62,4 +62,8 @@ pub struct BindingAutoSweep {
     pub quota: Option<super::BindingSweepReport>,
     /// Why the size quota could not run (the age rule's removals stand).
     pub quota_error: Option<String>,
+    /// The compaction after the sweep (loose backups packed), when it ran.
+    pub compacted: Option<super::BindingCompact>,
+    /// Why that compaction failed, if it did.
+    pub compact_error: Option<String>,
 }

@@ -41,4 +41,33 @@ pub struct BindingStorage {
     pub biggest: Vec<BindingStorageSession>,
     /// Records that could not be read: the figures are then lower bounds.
     pub problems: u32,
+    /// What the whole store holds uncompressed (`total_bytes` with each packed backup at its
+    /// own length).
+    pub logical_bytes: f64,
+    /// What the whole store takes on disk: every file's allocated blocks.
+    pub disk_bytes: f64,
+    /// `disk_bytes / logical_bytes` (0 for an empty store): below 1 once backups are packed.
+    pub ratio: f64,
+    /// The workspace's share uncompressed (its records, its scan index, the backups only it
+    /// references, at their own lengths).
+    pub workspace_logical_bytes: f64,
+    /// The workspace's share on disk (the same, each loose backup rounded up to a 4 KiB block,
+    /// each packed one at its part of its pack).
+    pub workspace_disk_bytes: f64,
+    /// Backups held in packs only.
+    pub packed_blobs: u32,
+}
+
+/// What a compaction did.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct BindingCompact {
+    /// Loose backups now packed.
+    pub blobs_packed: f64,
+    /// Their bytes, uncompressed.
+    pub bytes_packed: f64,
+    /// Packs written.
+    pub packs_written: u32,
+    /// Their bytes on disk.
+    pub pack_bytes: f64,
 }

@@ -55,7 +55,7 @@ pub use binding_scan_refusal::BindingScanRefusal;
 pub use binding_scan_report::BindingScanReport;
 pub use binding_scan_request::BindingScanRequest;
 pub use binding_skipped_path::BindingSkippedPath;
-pub use binding_storage::{BindingStorage, BindingStorageSession};
+pub use binding_storage::{BindingCompact, BindingStorage, BindingStorageSession};
 pub use binding_sweep_item::BindingSweepItem;
 pub use binding_sweep_report::BindingSweepReport;
 pub use binding_undo_outcome::{BindingUndoChoices, BindingUndoOutcome};

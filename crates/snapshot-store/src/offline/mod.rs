@@ -122,9 +122,33 @@ pub struct Inventory {
     pub unreferenced_bytes: u64,
     /// Records that could not be read; the usage of their session is then a lower bound.
     pub problems: Vec<Problem>,
+    /// Blobs held by packs only (no loose copy); they are among `blobs`, and their
+    /// `blob_bytes` share is their part of the packs' bytes on disk.
+    pub packed_blobs: usize,
+    /// The uncompressed length of every packed-only blob (by name): what it holds, where
+    /// `blob_bytes` and the sessions' sizes count what it takes on disk.
+    pub packed_logical: std::collections::BTreeMap<String, u64>,
+    /// The bytes on disk counted for every packed-only blob: its share of its pack.
+    pub packed_share: std::collections::BTreeMap<String, u64>,
+    /// Bytes of every file under the store root as the filesystem allocates them (blocks),
+    /// packs, loose blobs, records, indexes, journals and spares alike.
+    pub disk_bytes: u64,
 }
 
 impl Inventory {
+    /// The logical size of the store: what [`Inventory::total_bytes`] counts, with each
+    /// packed blob at its uncompressed length.
+    pub fn logical_bytes(&self) -> u64 {
+        let share: u64 = self.packed_share.values().sum();
+        let logical: u64 = self.packed_logical.values().sum();
+        self.total_bytes().saturating_sub(share) + logical
+    }
+
+    /// The uncompressed length of blob `sha` given the size the inventory counts for it.
+    pub fn logical_of(&self, sha: &str, counted: u64) -> u64 {
+        self.packed_logical.get(sha).copied().unwrap_or(counted)
+    }
+
     /// Bytes the whole store takes: session records, workspace indexes and every blob
     /// (each counted once).
     pub fn total_bytes(&self) -> u64 {
@@ -521,9 +545,14 @@ impl Store {
         let mut sizes: HashMap<String, u64> = HashMap::new();
         for name in fs.list(Path::new("blobs"))? {
             let sha = name.to_string_lossy().into_owned();
-            if let Some(size) = fs.blob_size(&sha)? {
+            if let Some(size) = fs.loose_size(&sha)? {
                 sizes.insert(sha, size);
             }
+        }
+        // Packed-only blobs count their share of their pack's bytes on disk.
+        let (packed_logical, packed_share) = self.packed_sizes(&sizes)?;
+        for (sha, share) in &packed_share {
+            sizes.insert(sha.clone(), *share);
         }
         // Workspace indexes keep their baseline blobs alive (garbage collection spares them).
         let spaces = crate::scan::workspace_refs(self)?;
@@ -543,6 +572,10 @@ impl Store {
         let mut inv = Inventory {
             blobs: sizes.len(),
             blob_bytes: sizes.values().sum(),
+            packed_blobs: packed_share.len(),
+            packed_logical,
+            packed_share,
+            disk_bytes: crate::usage::disk_bytes(&fs.dir),
             ..Inventory::default()
         };
         for (sha, size) in &sizes {
@@ -596,6 +629,42 @@ impl Store {
         problems.sort_by_key(|p| p.subject());
         inv.problems = problems;
         Ok(inv)
+    }
+
+    /// The packed blobs without a loose copy in `loose`: their uncompressed lengths, and
+    /// their shares of their packs' bytes (a pack's length spread over its members by
+    /// their lengths, at least one byte each).
+    #[allow(clippy::type_complexity)]
+    fn packed_sizes(
+        &self,
+        loose: &HashMap<String, u64>,
+    ) -> Result<(BTreeMap<String, u64>, BTreeMap<String, u64>), QueryError> {
+        let fs = &self.inner.fs;
+        let packed = fs.packed_all()?;
+        let mut raw_of: HashMap<&str, u64> = HashMap::new();
+        for (_, loc) in &packed {
+            *raw_of.entry(&loc.pack).or_default() += u64::from(loc.size);
+        }
+        let mut len_of: HashMap<&str, u64> = HashMap::new();
+        for id in raw_of.keys() {
+            let len = fs.size(&crate::fsio::pack_path(id))?.unwrap_or(0);
+            len_of.insert(id, len);
+        }
+        let (mut logical, mut share) = (BTreeMap::new(), BTreeMap::new());
+        for (sha, loc) in &packed {
+            if loose.contains_key(sha) {
+                continue;
+            }
+            let size = u64::from(loc.size);
+            let raw = raw_of.get(&*loc.pack).copied().unwrap_or(1).max(1);
+            let len = len_of.get(&*loc.pack).copied().unwrap_or(0);
+            let part = u64::try_from(u128::from(len) * u128::from(size) / u128::from(raw))
+                .unwrap_or(u64::MAX)
+                .max(1);
+            logical.insert(sha.clone(), size);
+            share.insert(sha.clone(), part);
+        }
+        Ok((logical, share))
     }
 
     /// Reads blob `sha256` whole when it is at most `limit` bytes, verifying its hash.
