@@ -324,6 +324,17 @@ impl EngineSession {
             }
         })?
         .clone();
+        if entry.is_undo_interrupted() {
+            // As the history page, which offers no "Undo" on it: the undo begun is finished
+            // (the next reconcile, or `--continue`), never begun again over it.
+            return Err(EngineError::new(
+                ErrorCode::Interrupted,
+                format!(
+                    "the undo of rewind {op_id} began and did not finish; it is finished when the session is reconciled (or continue it) — nothing was changed"
+                ),
+            )
+            .with_details(json!({ "opId": op_id })));
+        }
         let files = journal == JournalState::Completed;
         let mut resolved = None;
         if !files && touched_files(&entry) {
