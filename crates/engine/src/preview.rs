@@ -22,8 +22,10 @@ pub const PREVIEW_COUNT_FILES: usize = 500;
 /// Time a preview spends on line counts.
 pub const PREVIEW_COUNT_BUDGET: Duration = Duration::from_secs(2);
 
-/// Who made the change a planned file's restore undoes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who made the change a planned file's restore undoes. Its name (`agent`, `outside`,
+/// `other-session`) is derived (`strum`).
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Origin {
     /// This session's agent.
     Agent,
@@ -36,11 +38,7 @@ pub enum Origin {
 impl Origin {
     /// The origin's name (`agent`, `outside`, `other-session`).
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::Agent => "agent",
-            Self::Outside => "outside",
-            Self::OtherSession(_) => "other-session",
-        }
+        self.into()
     }
 
     /// The other session's id, for [`Origin::OtherSession`].

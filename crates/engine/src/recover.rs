@@ -13,8 +13,9 @@ use crate::error::{EngineError, ErrorCode};
 use crate::session::{EngineSession, history_paths};
 use crate::undo::{FilesDone, touched_files};
 
-/// What was interrupted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What was interrupted. Its name (`rewind`, `fork`, `undo`) is derived (`strum`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "kebab-case")]
 pub enum InterruptedKind {
     /// An in-place rewind.
     Rewind,
@@ -27,11 +28,7 @@ pub enum InterruptedKind {
 impl InterruptedKind {
     /// The kind's name (`rewind`, `fork`, `undo`).
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Rewind => "rewind",
-            Self::Fork => "fork",
-            Self::Undo => "undo",
-        }
+        self.into()
     }
 
     /// The kind of a rewind that is over but left its journal open (never an undo).
@@ -472,6 +469,13 @@ pub fn continued_paths(o: &RestoreOutcome) -> Paths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_are_named_as_the_host_names_them() {
+        use strum::IntoEnumIterator;
+        let names: Vec<&str> = InterruptedKind::iter().map(InterruptedKind::name).collect();
+        assert_eq!(names, ["rewind", "fork", "undo"]);
+    }
 
     #[test]
     fn temp_names_are_recognized_exactly() {
