@@ -302,7 +302,7 @@ impl WorkspaceScan<'_> {
         let cached = &mut *locked.cached;
         let pins = &mut cached.pins;
         let in_flight = pins
-            .moved_by(me, &out.changes)
+            .moved_by(me, req.phase == ScanPhase::After, &out.changes)
             .iter()
             .filter_map(|p| RelPath::from_bytes(p).ok())
             .collect();
@@ -505,6 +505,13 @@ impl Session {
         let Some((key, slot)) = self.workspace_index() else {
             return;
         };
+        // A workspace never scanned (the setting off) gets no directory of its own here.
+        let index = std::path::Path::new(crate::scan::workspace::WORKSPACES)
+            .join(key)
+            .join("index.bin");
+        if !matches!(self.store.inner.fs.exists(&index), Ok(true)) {
+            return;
+        }
         let Ok(mut locked) = lock(&self.store, key, slot, None) else {
             return;
         };

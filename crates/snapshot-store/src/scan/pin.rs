@@ -77,14 +77,25 @@ impl Pins {
     }
 
     /// A scan of `session` moved the index on by `changes`: every pin of another session keeps
-    /// the entry each changed path had before (the first move since the pin only). Returns
-    /// the paths moved on since a call of another session started that is still in flight
-    /// (a call's pin, not a standing one), by this scan or an earlier one: that call may have
-    /// made those changes. Sorted.
-    pub(crate) fn moved_by(&mut self, session: &str, changes: &[Change]) -> Vec<Box<[u8]>> {
+    /// the entry each changed path had before (the first move since the pin only). A standing
+    /// pin keeps nothing of a scan after a call (`after_call`): those changes are that call's,
+    /// made while no call of the pin's session is known to run (a call's pin, taken when its
+    /// scan before it runs, keeps them: the two calls ran at once, either may have made them).
+    /// Returns the paths moved on since a call of another session started that is still in
+    /// flight (a call's pin, not a standing one), by this scan or an earlier one: that call may
+    /// have made those changes. Sorted.
+    pub(crate) fn moved_by(
+        &mut self,
+        session: &str,
+        after_call: bool,
+        changes: &[Change],
+    ) -> Vec<Box<[u8]>> {
         let mut in_flight: Vec<Box<[u8]>> = Vec::new();
         self.live.retain(|k, pin| {
             if k.session == session {
+                return true;
+            }
+            if k.call.is_none() && after_call {
                 return true;
             }
             for c in changes {
@@ -217,6 +228,7 @@ mod tests {
         // A's scan takes B's half-written shared.txt and B's new.txt into the index.
         let in_flight = pins.moved_by(
             "a",
+            false,
             &[
                 change("new.txt", ChangeKind::Created, None, Some(entry(9, 9))),
                 change(
@@ -233,9 +245,11 @@ mod tests {
             vec![&b"new.txt"[..], &b"shared.txt"[..]],
             "B's call is in flight"
         );
-        // A second move of shared.txt keeps the first state: the one at the pin.
+        // A second move of shared.txt (by a scan after A's own call, run at once) keeps the
+        // first state: the one at the pin.
         pins.moved_by(
             "a",
+            true,
             &[change(
                 "shared.txt",
                 ChangeKind::Modified,
@@ -279,12 +293,14 @@ mod tests {
         assert!(
             pins.moved_by(
                 "b",
+                false,
                 &[change("x", ChangeKind::Created, None, Some(entry(1, 1)))]
             )
             .is_empty()
         );
         pins.moved_by(
             "a",
+            false,
             &[change(
                 "a.txt",
                 ChangeKind::Modified,
@@ -313,10 +329,20 @@ mod tests {
     {
         let mut pins = Pins::default();
         pins.pin("b", None);
+        // A scan after another session's call keeps nothing in a standing pin: that call's.
+        assert!(
+            pins.moved_by(
+                "a",
+                true,
+                &[change("g", ChangeKind::Created, None, Some(entry(5, 5)))]
+            )
+            .is_empty()
+        );
         // A standing pin is no call in flight.
         assert!(
             pins.moved_by(
                 "a",
+                false,
                 &[change(
                     "f",
                     ChangeKind::Modified,
@@ -328,6 +354,7 @@ mod tests {
         );
         let mut now = Index::default();
         now.insert("f".as_bytes().into(), entry(1, 1));
+        now.insert("g".as_bytes().into(), entry(5, 5));
         // f is back to what it was: no change, and the scan's own change there is dropped.
         let mut changes = vec![change(
             "f",
