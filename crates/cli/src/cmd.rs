@@ -606,8 +606,20 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     let preview = rewind_engine::preview_of(&session, plan).map_err(engine_error)?;
     let plan = &preview.plan;
     let (v, body) = plan_text(plan, Some(&preview));
+    // What the restore would do to the workspace's git repository (docs/git.md).
+    let git = {
+        let key = ctx.history_key(id, &cwd)?;
+        let engine = Engine::open(&ctx.home, EngineOptions::default());
+        engine.session(id, Some(&cwd), key).git_preview(seq, false)
+    };
+    let git_lines = match (&git.refusal, git.changes || !git.flagged.is_empty(), &git.untracked) {
+        (Some(r), _, _) => format!("Git: {}\n", safe(r)),
+        (None, true, _) => format!("Git: {}\nKeep git as it is with --keep-git.\n", safe(&git.summary)),
+        (None, false, Some(u)) => format!("Git: left as it is: {}\n", safe(u)),
+        (None, false, None) => String::new(),
+    };
     let text = format!(
-        "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}{lost_text}",
+        "Restoring session {} to @{seq} in {} would change {} file(s) ({} already as they were):\n{body}{git_lines}{lost_text}",
         safe(id),
         safe(&cwd.to_string_lossy()),
         plan.actions.len(),
@@ -615,7 +627,8 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     );
     emit(
         ctx,
-        json!({"ok": true, "session": id, "workspace": cwd, "plan": v, "recordsLost": lost}),
+        json!({"ok": true, "session": id, "workspace": cwd, "plan": v, "recordsLost": lost,
+               "git": {"summary": git.summary, "changes": git.changes, "flagged": git.flagged, "refusal": git.refusal, "untracked": git.untracked}}),
         text,
     );
     Ok(0)
