@@ -23,7 +23,7 @@ export type FileDiff = Addon.BindingFileDiff
 
 /**
  * `preview` answer: the store's preview, the target, and whether backups are off. Without a
- * usable store the lists are empty, `storeUnavailable` says why and `unreadable` is absent.
+ * usable store every list (`unreadable` too) is empty and `storeUnavailable` says why.
  */
 export type Preview = Omit<Addon.BindingPreview, 'unreadable'> & {
   targetSeq: number

@@ -55,6 +55,8 @@ test('a store written by a newer build: no capture, no restore, the conversation
   assert.equal(caps.json.value.fileCheckpointing, false)
   const preview = await rpc(host, 'preview', { sessionId: 'newer-store', seq: humanSeq(agent, 'second') })
   assert.match(preview.json.value.storeUnavailable, /^rewind\/store-newer/)
+  // The same shape as any preview: the client reads every list, the warning one included.
+  assert.deepEqual(preview.json.value.unreadable, [])
   const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'second')}`)
   assert.equal(result.kind, 'success', result.text)
   assert.match(result.text, /Files not restored: the snapshot store was written by a newer version/)
