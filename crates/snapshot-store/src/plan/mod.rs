@@ -721,6 +721,15 @@ impl Planner<'_> {
     }
 }
 
+/// Whether a failure is a refused access (`EACCES`, `EPERM`): a directory on the way, or the
+/// workspace itself, that this process may not search or list.
+fn denied(e: &FsFailure) -> bool {
+    matches!(
+        e.source.raw_os_error(),
+        Some(n) if n == rustix::io::Errno::ACCESS.raw_os_error() || n == rustix::io::Errno::PERM.raw_os_error()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::codec::{Record, Shared};
@@ -778,13 +787,4 @@ mod tests {
         assert!(!root.join("blobs").join(&sha).exists());
         assert!(!cwd.join("a.txt").exists());
     }
-}
-
-/// Whether a failure is a refused access (`EACCES`, `EPERM`): a directory on the way, or the
-/// workspace itself, that this process may not search or list.
-fn denied(e: &FsFailure) -> bool {
-    matches!(
-        e.source.raw_os_error(),
-        Some(n) if n == rustix::io::Errno::ACCESS.raw_os_error() || n == rustix::io::Errno::PERM.raw_os_error()
-    )
 }

@@ -30,6 +30,10 @@ pub fn workspace_key(canonical: &Path) -> String {
 /// mtime and the file's last 32 bytes (see `file_id`).
 type FileId = (u64, u64, i64, i64, [u8; 32]);
 
+/// The `scanned_at` of the index a scan left, and the directories that scan could not list
+/// with the files under them, each with why (see [`Cached::unreadable`]).
+pub(crate) type UnreadableSeen = (u64, Vec<(Box<[u8]>, String)>);
+
 #[derive(Default)]
 pub(crate) struct Cached {
     pub index: Option<Index>,
@@ -38,7 +42,7 @@ pub(crate) struct Cached {
     /// them, with why (`diff::unreadable_dirs`), stamped with the `scanned_at` of the index
     /// that scan left: the planner lists them while that index is the one in place. Kept in
     /// memory only (a scan in another process, or after a restart, finds them again).
-    pub unreadable: Option<(u64, Vec<(Box<[u8]>, String)>)>,
+    pub unreadable: Option<UnreadableSeen>,
     /// The before-states of the calls in flight in this process, kept from other sessions'
     /// scans and from restores (see `super::pin`).
     pub pins: super::pin::Pins,
@@ -474,7 +478,7 @@ pub(crate) fn read_index(store: &Store, name: &std::ffi::OsStr) -> Result<Option
 
 /// What the last scan of workspace `key` in this process could not list
 /// ([`Cached::unreadable`]), with the `scanned_at` of the index it left.
-pub(crate) fn unreadable_seen(store: &Store, key: &str) -> Option<(u64, Vec<(Box<[u8]>, String)>)> {
+pub(crate) fn unreadable_seen(store: &Store, key: &str) -> Option<UnreadableSeen> {
     let slot = slot(store, key);
     let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
     cached.unreadable.clone()
