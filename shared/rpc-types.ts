@@ -148,6 +148,8 @@ export type Storage = Addon.BindingStorage & {
   workspace: string
   quota: { enabled: boolean; maxSizeBytes: number }
   lastSweep: Addon.BindingLastSweep | null
+  /** What the size quota removed last, and when (absent from hosts of older builds). */
+  lastQuota?: Addon.BindingLastQuota | null
 }
 
 /** Endpoint → [request extras, answer]. */

@@ -487,6 +487,7 @@ function StorageView({ t, tag, storage }: { t: T; tag: string; storage: Load<Sto
       <p data-testid="dsh-prompt-rewind-storage-workspace" data-bytes={s.workspaceBytes}>{t('storage.workspace', { size: size(s.workspaceBytes), n: s.workspaceSessions })}</p>
       {s.workspaceSharedBytes > 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-shared" data-bytes={s.workspaceSharedBytes}>{t('storage.shared', { size: size(s.workspaceSharedBytes) })}</p>}
       <p data-testid="dsh-prompt-rewind-storage-all" data-bytes={s.totalBytes}>{t('storage.all', { size: size(s.totalBytes), n: s.sessions })}</p>
+      {typeof s.ratio === 'number' && s.logicalBytes > 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-disk" data-disk={s.diskBytes} data-logical={s.logicalBytes}>{t('storage.disk', { disk: size(s.diskBytes), logical: size(s.logicalBytes), ratio: s.ratio.toFixed(2) })}</p>}
       <p data-testid="dsh-prompt-rewind-storage-quota">
         {s.quota.maxSizeBytes === 0 ? t('storage.quotaNone') : t('storage.quota', { size: size(s.quota.maxSizeBytes) })}
         {s.quota.maxSizeBytes !== 0 && !s.quota.enabled && <> <span className="dshpr-muted">{t('storage.quotaInactive')}</span></>}
@@ -494,6 +495,7 @@ function StorageView({ t, tag, storage }: { t: T; tag: string; storage: Load<Sto
       <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-last">
         {last === null ? t('storage.neverSwept') : t('storage.lastSweep', { time: formatTime(last.at, tag), size: size(last.bytes + (last.quota?.freed ?? 0)), age: last.removed, quota: last.quota?.removed ?? 0 })}
       </p>
+      {s.lastQuota != null && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-storage-last-quota">{t('storage.lastQuota', { n: s.lastQuota.sessions.length, time: formatTime(s.lastQuota.at, tag), size: size(s.lastQuota.freed) })}</p>}
       {s.problems > 0 && <p className="dshpr-warn">{t('storage.lowerBound', { n: s.problems })}</p>}
       {s.biggest.length > 0 && <>
         <h4 className="dshpr-card-title">{t('storage.biggest')}</h4>

@@ -28,16 +28,28 @@ export declare class BindingCleanup {
   /** The last recorded sweep (with what its size quota did), `null` when none. */
   lastSweep(): Promise<BindingLastSweep | null>
   /**
+   * The size quota's last run that removed sessions (when, which, what it freed), `null`
+   * when none was recorded.
+   */
+  lastQuota(): Promise<BindingLastQuota | null>
+  /**
+   * Packs the store's loose backups (zstd-compressed; small ones share chunks, so they stop
+   * costing a disk block each). Runs beside captures and restores; the loose copies go only
+   * once the pack and its index are durable.
+   */
+  compact(): Promise<BindingCompact>
+  /**
    * How much the store takes: in all, for the workspace made of the sessions `members` and
    * the workspace scan states of the directories `cwds` (a directory that no longer exists
    * has none), and the `top` biggest sessions.
    */
   storage(members: Array<string>, cwds: Array<string>, top: number): Promise<BindingStorage>
   /**
-   * The automatic sweep: runs (applied) only when the policy is enabled and the last sweep is
-   * a day old or more; then, when `max_bytes` is set (non-zero), the size quota removes the
-   * oldest idle sessions until the store fits, and the last-sweep record notes what it
-   * freed. Resolves with both reports, or `null` when the sweep did not run.
+   * The automatic sweep: the age rule (applied) only when the policy is enabled and the last
+   * sweep is a day old or more; then, whenever `max_bytes` is set (non-zero, whatever the
+   * age rule's switch), the size quota removes the oldest idle sessions until the store fits
+   * (never a live one, one an open journal or an undo in the history needs), and records
+   * what it removed. Resolves with both reports, or `null` when neither ran.
    */
   autoSweep(policy: BindingCleanupPolicy | undefined | null, active: Array<string>, maxBytes?: number | undefined | null): Promise<BindingAutoSweep | null>
 }
@@ -286,14 +298,18 @@ export declare class BindingStore {
 /** Version of this addon (the crate version). */
 export declare function addonVersion(): string
 
-/** The automatic sweep's result: the age rule, then the size quota. */
+/** The automatic sweep's result: the age rule (when it ran), then the size quota. */
 export interface BindingAutoSweep {
-  /** The age rule. */
-  age: BindingSweepReport
+  /** The age rule (absent when it is off or ran less than a day ago). */
+  age?: BindingSweepReport
   /** The size quota (absent when no quota is set). */
   quota?: BindingSweepReport
   /** Why the size quota could not run (the age rule's removals stand). */
   quotaError?: string
+  /** The compaction after the sweep (loose backups packed), when it ran. */
+  compacted?: BindingCompact
+  /** Why that compaction failed, if it did. */
+  compactError?: string
 }
 
 /** One message a rewind can target (newest first; `index` 1 = newest). */
@@ -342,6 +358,18 @@ export interface BindingCleanupPolicy {
   enabled: boolean
   /** Idle days after which a session's snapshots are removed. */
   maxAgeDays: number
+}
+
+/** What a compaction did. */
+export interface BindingCompact {
+  /** Loose backups now packed. */
+  blobsPacked: number
+  /** Their bytes, uncompressed. */
+  bytesPacked: number
+  /** Packs written. */
+  packsWritten: number
+  /** Their bytes on disk. */
+  packBytes: number
 }
 
 /** One side of a file diff. */
@@ -542,6 +570,22 @@ export interface BindingJudged {
   journal: JournalState
   /** Where its restore stands, when it has a journal. */
   restore?: BindingRestoreStatus
+}
+
+/** The size quota's last run that removed sessions. */
+export interface BindingLastQuota {
+  /** When, ms since the Unix epoch. */
+  at: number
+  /** `auto` or `manual`. */
+  trigger: 'auto' | 'manual'
+  /** The budget in bytes. */
+  maxBytes: number
+  /** The sessions removed, oldest activity first. */
+  sessions: Array<string>
+  /** Bytes freed. */
+  freed: number
+  /** The store's size afterwards. */
+  bytesAfter: number
 }
 
 /** The last recorded (applied) sweep. */
@@ -890,6 +934,27 @@ export interface BindingStorage {
   biggest: Array<BindingStorageSession>
   /** Records that could not be read: the figures are then lower bounds. */
   problems: number
+  /**
+   * What the whole store holds uncompressed (`total_bytes` with each packed backup at its
+   * own length).
+   */
+  logicalBytes: number
+  /** What the whole store takes on disk: every file's allocated blocks. */
+  diskBytes: number
+  /** `disk_bytes / logical_bytes` (0 for an empty store): below 1 once backups are packed. */
+  ratio: number
+  /**
+   * The workspace's share uncompressed (its records, its scan index, the backups only it
+   * references, at their own lengths).
+   */
+  workspaceLogicalBytes: number
+  /**
+   * The workspace's share on disk (the same, each loose backup rounded up to a 4 KiB block,
+   * each packed one at its part of its pack).
+   */
+  workspaceDiskBytes: number
+  /** Backups held in packs only. */
+  packedBlobs: number
 }
 
 /** One session's storage. */

@@ -66,6 +66,11 @@ export async function cleanupCommand(
         const quotaFreed = last.quota?.freed ?? 0
         lines.push(format(locale, 'cleanupLastFreed', { size: formatBytes(last.bytes + quotaFreed), n: last.removed + (last.quota?.removed ?? 0), quota: formatBytes(quotaFreed) }))
       }
+      // What the size quota removed last, and when (it runs whether or not the age rule is on).
+      const lastQuota = await deps.cleanup().lastQuota().catch(() => undefined)
+      if (lastQuota !== undefined) {
+        lines.push(format(locale, 'cleanupLastQuota', { time: new Date(lastQuota.at).toISOString(), n: lastQuota.sessions.length, size: formatBytes(lastQuota.freed), sessions: lastQuota.sessions.join(', ') }))
+      }
       return { kind: 'success', text: lines.join('\n') }
     }
     if ((sub === 'on' || sub === 'off') && words.length === 1) {

@@ -41,11 +41,16 @@ export function openCleanup(engine: () => Addon.BindingEngine, settings: Setting
       if (r === null || r === undefined) return undefined
       return { at: r.at, trigger: r.trigger, removed: r.removed, bytes: r.bytes, ...(r.quota != null ? { quota: { ...r.quota } } : {}) }
     },
+    lastQuota: async () => {
+      const r = await awaitNative(() => binding.lastQuota())
+      if (r === null || r === undefined) return undefined
+      return { ...r, sessions: [...r.sessions] }
+    },
     autoSweep: async (o) => {
       const r = await awaitNative(() => binding.autoSweep(policy(), o.active, o.maxBytes))
       if (r === null || r === undefined) return undefined
       return {
-        age: shape(r.age),
+        ...(r.age != null ? { age: shape(r.age) } : {}),
         ...(r.quota != null ? { quota: shape(r.quota) } : {}),
         ...(r.quotaError != null ? { quotaError: r.quotaError } : {}),
       }

@@ -33,12 +33,20 @@ export const name = 'dsh-rewind'
 /** Required services; everything else is optional and looked up when used. */
 export const inject = ['commands']
 
+/**
+ * How often this process attempts the automatic sweep at most (ms): its size quota reads the
+ * whole store's inventory, so it is not run at every message.
+ */
+export const QUOTA_CHECK_MS = 10 * 60_000
+
 /** Plugin config (all optional; DSH's settings service overrides the settings part). */
 export interface Config extends Partial<RewindSettings> {
   /** DSH home (default `$DSH_HOME` or `~/.dsh`). */
   dshHome?: string
   /** How long a rewind waits for a cancelled turn to stop (ms, default 10000). */
   stopTimeoutMs?: number
+  /** How often the automatic sweep (its size quota) is attempted at most, in ms (default {@link QUOTA_CHECK_MS}). */
+  quotaCheckMs?: number
 }
 
 /** The DSH home: config, `$DSH_HOME`, or `~/.dsh`. */
@@ -142,26 +150,41 @@ export function apply(rawCtx: unknown, config: Config = {}): void {
     }, (error: unknown) => logger.warn('reconcile of %s failed: %s', agent.session?.header?.id, (error as Error).message))
   }, { global: true })
 
-  // The automatic sweep (at most once a day, only when enabled and a settings service backs it):
-  // the age rule, then the size quota (oldest idle sessions first until the store fits).
+  // The automatic sweep (only when a settings service backs the policy): the age rule when it is
+  // on (at most once a day), and the size quota whenever it is set — on by default (4 GiB) and
+  // independent of the age rule's switch (oldest idle sessions first until the store fits; never
+  // a live session, one an open restore journal needs, or one an undo in the history needs).
+  // Attempted when a session starts and at each human message, at most every QUOTA_CHECK_MS in
+  // this process (the quota reads the whole store's inventory); never on a tool call's path.
+  let lastAutoSweep: number | undefined
+  let sweeping = false
   const autoSweep = (): void => {
     const s = settings.get()
-    if (!s.cleanup.enabled || !settings.persistent) return
     const maxBytes = s.cleanup.maxSizeBytes
+    if ((!s.cleanup.enabled && maxBytes === 0) || !settings.persistent) return
+    const now = Date.now()
+    if (sweeping || (lastAutoSweep !== undefined && now - lastAutoSweep < (config.quotaCheckMs ?? QUOTA_CHECK_MS))) return
+    sweeping = true
+    lastAutoSweep = now
     void keptSessions(ctx).then(active => getCleanup().autoSweep({ maxAgeDays: s.cleanup.maxAgeDays, active, maxBytes })).then((report) => {
       if (report === undefined) return
       const { age, quota, quotaError } = report
-      logger.info('automatic snapshot cleanup: the age rule removed %d session(s), %s', age.items.length, formatBytes(age.bytes))
-      if (quota !== undefined) {
+      if (age !== undefined) logger.info('automatic snapshot cleanup: the age rule removed %d session(s), %s', age.items.length, formatBytes(age.bytes))
+      if (quota !== undefined && quota.items.length > 0) {
         const freed = quota.items.reduce((sum, i) => sum + i.bytes, 0)
         logger.info('automatic snapshot cleanup: the size quota (%s) removed %d session(s) (%s), freed %s; the store now takes %s', formatBytes(maxBytes), quota.items.length, quota.items.map(i => i.sessionId).join(', ') || 'none', formatBytes(freed), formatBytes(quota.bytes))
-        if (quota.bytes > maxBytes) logger.warn('snapshot store still over its size quota (%s of %s): the remaining sessions are live, pinned or needed by an interrupted restore', formatBytes(quota.bytes), formatBytes(maxBytes))
       }
-      for (const f of [...age.failed, ...(quota?.failed ?? [])]) logger.warn('automatic snapshot cleanup: %s not removed: %s', f.path, f.reason)
+      if (quota !== undefined && quota.bytes > maxBytes) logger.warn('snapshot store still over its size quota (%s of %s): the remaining sessions are live, pinned, needed by an interrupted restore or by an undo in the rewind history', formatBytes(quota.bytes), formatBytes(maxBytes))
+      for (const f of [...(age?.failed ?? []), ...(quota?.failed ?? [])]) logger.warn('automatic snapshot cleanup: %s not removed: %s', f.path, f.reason)
       if (quotaError !== undefined) logger.warn('automatic snapshot cleanup: the size quota did not run: %s', quotaError)
     }).catch((error: unknown) => {
       logger.warn('automatic snapshot cleanup failed: %s', (error as Error).message)
+    }).finally(() => {
+      sweeping = false
     })
   }
   ctx.on('agent/created', () => autoSweep(), { global: true })
+  ctx.on('session/event', (_session: unknown, event: { type?: unknown } | undefined) => {
+    if (event?.type === 'user/message') autoSweep()
+  }, { global: true })
 }

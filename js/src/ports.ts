@@ -107,9 +107,12 @@ export interface CleanupPort {
   quotaSweep(opts: { maxBytes: number; active: string[]; apply: boolean; already: string[] }): Promise<SweepReport>
   /** The last recorded sweep (with what its size quota did), if any. */
   lastSweep(): Promise<LastSweep | undefined>
+  /** The size quota's last run that removed sessions (when, which, what it freed), if any. */
+  lastQuota(): Promise<LastQuota | undefined>
   /**
-   * Run the automatic sweep when the last one is older than a day; then, with `maxBytes` (non-zero),
-   * the size quota. `undefined` when it did not run.
+   * The automatic sweep: the age rule when it is on and the last one is older than a day; then,
+   * with `maxBytes` (non-zero, whatever the age rule's switch), the size quota. `undefined` when
+   * neither ran.
    */
   autoSweep(opts: { maxAgeDays: number; active: string[]; maxBytes: number }): Promise<AutoSweepReport | undefined>
   /**
@@ -122,9 +125,13 @@ export interface CleanupPort {
 /** The last recorded sweep. */
 export type LastSweep = import('../../crates/napi-host/index.d.ts').BindingLastSweep
 
+/** The size quota's last run that removed sessions. */
+export type LastQuota = import('../../crates/napi-host/index.d.ts').BindingLastQuota
+
 /** The automatic sweep's result. */
 export interface AutoSweepReport {
-  age: SweepReport
+  /** The age rule, when it ran. */
+  age?: SweepReport
   quota?: SweepReport
   /** Why the quota could not run (the age rule's removals stand). */
   quotaError?: string
@@ -166,6 +173,7 @@ export function unavailableCleanup(code: string, message: string): CleanupPort {
       throw new RewindError(code, message)
     },
     lastSweep: async () => undefined,
+    lastQuota: async () => undefined,
     autoSweep: async () => undefined,
     storage: async () => {
       throw new RewindError(code, message)

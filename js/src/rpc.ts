@@ -253,11 +253,15 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       const { key, members, cwds } = await workspaceSessions(ctx, agent.session)
       const report = await cleanup.storage({ members, cwds, top: STORAGE_TOP })
       const last = await cleanup.lastSweep().catch(() => undefined)
+      const lastQuota = await cleanup.lastQuota().catch(() => undefined)
       return {
         workspace: key,
         ...report,
-        quota: { enabled: s.cleanup.enabled, maxSizeBytes: s.cleanup.maxSizeBytes },
+        // The quota is enforced whenever it is set, whatever the age rule's switch.
+        quota: { enabled: s.cleanup.maxSizeBytes > 0, maxSizeBytes: s.cleanup.maxSizeBytes },
         lastSweep: last ?? null,
+        // What the size quota removed last, and when.
+        lastQuota: lastQuota ?? null,
       }
     },
 

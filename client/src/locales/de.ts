@@ -110,6 +110,8 @@ export const de: Dict = {
   'storage.quotaInactive': '(gilt bei aktiver automatischer Bereinigung)',
   'storage.lastSweep': 'Letzter Lauf ({time}): {size} freigegeben — {age} Sitzung(en) nach Alter, {quota} durch das Größenlimit',
   'storage.neverSwept': 'Noch kein Lauf.',
+  'storage.disk': 'Auf dem Datenträger: {disk} für {logical} an Sicherungen (Verhältnis {ratio}).',
+  'storage.lastQuota': 'Das Größenlimit hat zuletzt {n} Sitzung(en) entfernt ({time}) und {size} freigegeben.',
   'storage.biggest': 'Größte Sitzungen',
   'storage.session': '{size}, letzte Aktivität {time}',
   'storage.here': 'dieser Arbeitsbereich',

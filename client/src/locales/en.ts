@@ -108,6 +108,8 @@ export const en = {
   'storage.quotaInactive': '(applies when auto-cleanup is on)',
   'storage.lastSweep': 'Last sweep ({time}): freed {size} — {age} session(s) by age, {quota} by the size quota',
   'storage.neverSwept': 'No sweep has run yet.',
+  'storage.disk': 'On disk: {disk} for {logical} of backups (ratio {ratio}).',
+  'storage.lastQuota': 'The size quota last removed {n} session(s) ({time}), freeing {size}.',
   'storage.biggest': 'Biggest sessions',
   'storage.session': '{size}, last activity {time}',
   'storage.here': 'this workspace',

@@ -110,6 +110,8 @@ export const es: Dict = {
   'storage.quotaInactive': '(se aplica con la limpieza automática activa)',
   'storage.lastSweep': 'Último barrido ({time}): liberó {size} — {age} sesión(es) por antigüedad, {quota} por la cuota de tamaño',
   'storage.neverSwept': 'Aún no se ha ejecutado ningún barrido.',
+  'storage.disk': 'En disco: {disk} para {logical} de copias (proporción {ratio}).',
+  'storage.lastQuota': 'La cuota de tamaño eliminó por última vez {n} sesión(es) ({time}) y liberó {size}.',
   'storage.biggest': 'Sesiones más grandes',
   'storage.session': '{size}, última actividad {time}',
   'storage.here': 'este espacio de trabajo',

@@ -110,6 +110,8 @@ export const fr: Dict = {
   'storage.quotaInactive': '(appliqué quand le nettoyage automatique est activé)',
   'storage.lastSweep': 'Dernier passage ({time}) : {size} libérés — {age} session(s) par ancienneté, {quota} par le quota de taille',
   'storage.neverSwept': 'Aucun passage pour l’instant.',
+  'storage.disk': 'Sur le disque : {disk} pour {logical} de sauvegardes (rapport {ratio}).',
+  'storage.lastQuota': 'Le quota de taille a supprimé en dernier {n} session(s) ({time}), libérant {size}.',
   'storage.biggest': 'Sessions les plus volumineuses',
   'storage.session': '{size}, dernière activité {time}',
   'storage.here': 'cet espace de travail',

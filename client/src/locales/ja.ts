@@ -110,6 +110,8 @@ export const ja: Dict = {
   'storage.quotaInactive': '（自動クリーンアップがオンのとき適用）',
   'storage.lastSweep': '前回の実行（{time}）：{size} を解放 — 期間で {age} セッション、サイズ上限で {quota} セッション',
   'storage.neverSwept': 'まだ実行されていません。',
+  'storage.disk': 'ディスク上: バックアップ {logical} に対して {disk}（比率 {ratio}）。',
+  'storage.lastQuota': 'サイズ上限が最後に {n} セッションを削除しました（{time}）。解放: {size}。',
   'storage.biggest': '最も大きいセッション',
   'storage.session': '{size}、最終アクティビティ {time}',
   'storage.here': 'このワークスペース',

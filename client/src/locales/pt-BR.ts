@@ -110,6 +110,8 @@ export const ptBR: Dict = {
   'storage.quotaInactive': '(vale com a limpeza automática ativa)',
   'storage.lastSweep': 'Última varredura ({time}): liberou {size} — {age} sessão(ões) por idade, {quota} pela cota de tamanho',
   'storage.neverSwept': 'Nenhuma varredura executada ainda.',
+  'storage.disk': 'Em disco: {disk} para {logical} de backups (razão {ratio}).',
+  'storage.lastQuota': 'A cota de tamanho removeu por último {n} sessão(ões) ({time}), liberando {size}.',
   'storage.biggest': 'Maiores sessões',
   'storage.session': '{size}, última atividade {time}',
   'storage.here': 'este workspace',

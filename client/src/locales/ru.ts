@@ -110,6 +110,8 @@ export const ru: Dict = {
   'storage.quotaInactive': '(действует при включённой автоочистке)',
   'storage.lastSweep': 'Последняя очистка ({time}): освобождено {size} — по возрасту сеансов: {age}, по лимиту размера: {quota}',
   'storage.neverSwept': 'Очистка ещё не запускалась.',
+  'storage.disk': 'На диске: {disk} на {logical} резервных копий (отношение {ratio}).',
+  'storage.lastQuota': 'Квота размера в последний раз удалила сеансов: {n} ({time}), освободив {size}.',
   'storage.biggest': 'Самые большие сеансы',
   'storage.session': '{size}, последняя активность {time}',
   'storage.here': 'это рабочее пространство',

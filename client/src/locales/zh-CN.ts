@@ -110,6 +110,8 @@ export const zhCN: Dict = {
   'storage.quotaInactive': '（开启自动清理时生效）',
   'storage.lastSweep': '上次清理（{time}）：释放 {size} — 按闲置时间 {age} 个会话，按大小配额 {quota} 个',
   'storage.neverSwept': '尚未运行过清理。',
+  'storage.disk': '磁盘占用：{disk}，备份原始大小 {logical}（比率 {ratio}）。',
+  'storage.lastQuota': '大小配额上次（{time}）移除了 {n} 个会话，释放 {size}。',
   'storage.biggest': '占用最大的会话',
   'storage.session': '{size}，最近活动 {time}',
   'storage.here': '此工作区',

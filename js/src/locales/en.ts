@@ -43,6 +43,7 @@ export const en = {
   cleanupQuotaApplied: 'Size quota {max}: removed {n} more session snapshot director(ies), oldest activity first ({size}); {after} remain.',
   cleanupQuotaOver: 'Still over the size quota: the remaining sessions are live, pinned by a live fork, or needed by an interrupted restore.',
   cleanupQuotaStatus: 'Size quota: {max}.',
+  cleanupLastQuota: 'The size quota last removed {n} session(s) at {time}, freeing {size}: {sessions}.',
   cleanupQuotaNone: 'none',
   cleanupLastFreed: 'The last sweep freed {size} ({n} session(s); {quota} of it by the size quota).',
   cleanupMaxSize: 'Size quota set to {size}.',

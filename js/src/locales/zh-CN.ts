@@ -45,6 +45,7 @@ export const zhCN: Dictionary = {
   cleanupQuotaApplied: '大小配额 {max}：按最早活动优先，又删除了 {n} 个会话快照目录（{size}）；剩余 {after}。',
   cleanupQuotaOver: '仍超出大小配额：其余会话正在使用、被活动分支固定，或被中断的恢复所需要。',
   cleanupQuotaStatus: '大小配额：{max}。',
+  cleanupLastQuota: '大小配额上次于 {time} 移除了 {n} 个会话，释放 {size}：{sessions}。',
   cleanupQuotaNone: '无',
   cleanupLastFreed: '上次清理释放了 {size}（{n} 个会话；其中 {quota} 由大小配额释放）。',
   cleanupMaxSize: '大小配额已设为 {size}。',

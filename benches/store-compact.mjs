@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+/**
+ * A compact store: what 20,000 small files (about 3 KiB of source text each) cost the snapshot
+ * store after the workspace scan's baseline stored them, before and after a compaction, against
+ * their logical size; and what a write-tool call (the plugin's `capture` before the write and
+ * `commit` after it, through the packed addon) costs on a store whose baseline is loose and on
+ * one whose baseline is packed, alternated call by call in the same run.
+ *
+ * Two workspaces and stores are built alike (the same files, a baseline scan each); one is then
+ * compacted (`BindingCleanup.compact`). Sizes: the logical size is the files' bytes; the store's
+ * size on disk is every file's allocated blocks under the store root (`du`'s measure), before and
+ * after; the storage figures the plugin shows (`storage`: logical, on disk, ratio) are reported
+ * too. The calls then edit files the baseline stored (the first edit of a project file, the most
+ * common first call of a session), one on each store in turn, in the opposite order every other
+ * round.
+ *
+ * `STORE_COMPACT_FILES` (20000), `STORE_COMPACT_CALLS` (300), `STORE_COMPACT_NATIVE` (another
+ * build of the addon). Run with Node 24 after `scripts/build.sh`, on an idle machine:
+ * `node benches/store-compact.mjs`. Writes target/bench-results/store-compact.md.
+ */
+import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { ROOT, numbers } from './support/options.mjs'
+
+const require = createRequire(import.meta.url)
+const NATIVE = process.env.STORE_COMPACT_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
+const addon = require(NATIVE)
+const [FILES] = numbers('STORE_COMPACT_FILES', '20000')
+const [CALLS] = numbers('STORE_COMPACT_CALLS', '300')
+const CAP = 8 * 1024 * 1024
+const request = (phase, anchorSeq) => ({ phase, anchorSeq, maxFileBytes: CAP, maxBaselineBytes: 1024 ** 3, maxFiles: 1_000_000 })
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
+const p90 = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length * 0.9)] }
+const us = (ms) => `${(ms * 1000).toFixed(1)} µs`
+const mib = (b) => `${(b / 1048576).toFixed(1)} MiB`
+
+/** A deterministic pseudo-random generator (the same files for both workspaces). */
+function rng(seed) {
+  let x = seed >>> 0 || 1
+  return () => {
+    x ^= x << 13; x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5; x >>>= 0
+    return x
+  }
+}
+
+const WORDS = ['value', 'count', 'index', 'result', 'buffer', 'offset', 'length', 'name', 'path', 'entry', 'items', 'state', 'config', 'error', 'handle', 'reader', 'writer', 'token', 'parse', 'render']
+
+/** About 3 KiB of source-like text: lines of identifiers, numbers and punctuation. */
+function sourceText(i) {
+  const r = rng(i * 2654435761 + 1)
+  let out = `// file ${i}\nimport { ${WORDS[r() % 20]}, ${WORDS[r() % 20]} } from './m${r() % 97}'\n\n`
+  while (out.length < 3000) {
+    const a = WORDS[r() % 20]
+    const b = WORDS[r() % 20]
+    switch (r() % 4) {
+      case 0: out += `export function ${a}${i % 100}_${r() % 1000}(${b}: number): number {\n  return ${b} * ${r() % 100} + ${r() % 10000}\n}\n`; break
+      case 1: out += `  const ${a}${r() % 50} = ${b}.${WORDS[r() % 20]}(${r() % 256}, '${WORDS[r() % 20]}')\n`; break
+      case 2: out += `  if (${a} > ${r() % 4096}) throw new Error('${b} ${WORDS[r() % 20]} out of range')\n`; break
+      default: out += `  // ${a} ${b} ${WORDS[r() % 20]} ${r().toString(16)}\n`
+    }
+  }
+  return out
+}
+
+/** Allocated bytes (blocks) and files under `dir`. */
+function du(dir) {
+  let bytes = 0
+  let files = 0
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name)
+    const st = lstatSync(p)
+    bytes += st.blocks * 512
+    if (e.isDirectory()) {
+      const sub = du(p)
+      bytes += sub.bytes
+      files += sub.files
+    } else files += 1
+  }
+  return { bytes, files }
+}
+
+async function setUp(name) {
+  const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), `store-compact-${name}-`))
+  const cwd = join(base, 'ws')
+  let logical = 0
+  for (let i = 0; i < FILES; i++) {
+    const dir = join(cwd, `d${Math.floor(i / 1000)}`, `e${Math.floor(i / 50) % 20}`)
+    if (i % 50 === 0) mkdirSync(dir, { recursive: true })
+    const text = sourceText(i)
+    logical += Buffer.byteLength(text)
+    writeFileSync(join(dir, `f${i}.ts`), text)
+  }
+  // Past the scan's racy window: the baseline trusts the files' metadata.
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const root = join(base, 'store')
+  const store = addon.BindingStore.open(root)
+  const sid = `compact-${name}`
+  const r = await store.scan(sid, cwd, request('boundary', 1))
+  if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
+  await store.flush(sid, cwd)
+  const cleanup = addon.BindingCleanup.open(join(base, 'home'), root)
+  return { name, base, cwd, root, store, cleanup, sid, logical, times: [], next: 0 }
+}
+
+/** One write-tool call on `s`: capture, the tool's write, commit. */
+async function call(s, round) {
+  const i = s.next++
+  const path = join(s.cwd, `d${Math.floor(i / 1000)}`, `e${Math.floor(i / 50) % 20}`, `f${i}.ts`)
+  const id = `call-${round}`
+  const t0 = performance.now()
+  await s.store.capture(s.sid, s.cwd, id, path, CAP, 2)
+  const t1 = performance.now()
+  writeFileSync(path, `edited in round ${round}\n`)
+  const t2 = performance.now()
+  await s.store.commit(s.sid, s.cwd, id, 2, true)
+  const t3 = performance.now()
+  s.times.push((t1 - t0) + (t3 - t2))
+}
+
+const loose = await setUp('loose')
+const packed = await setUp('packed')
+const beforeDu = du(packed.root)
+const t0 = performance.now()
+const report = await packed.cleanup.compact()
+const compactMs = performance.now() - t0
+const afterDu = du(packed.root)
+const figures = await packed.cleanup.storage([packed.sid], [packed.cwd], 1)
+const looseFigures = await loose.cleanup.storage([loose.sid], [loose.cwd], 1)
+
+for (let round = 0; round < CALLS; round++) {
+  const order = round % 2 === 0 ? [loose, packed] : [packed, loose]
+  for (const s of order) await call(s, round)
+}
+
+const lines = [
+  '## A compact store: 20,000 small files, before and after compaction',
+  '',
+  `\`benches/store-compact.mjs\`: ${FILES.toLocaleString('en')} files of about 3 KiB of source text (${mib(packed.logical)} logical), stored by the workspace scan's baseline; then one of two such stores compacted. Sizes are allocated blocks under the store root.`,
+  '',
+  '| | files in the store | on disk | × logical |',
+  '|---|---|---|---|',
+  `| baseline stored (loose blobs) | ${beforeDu.files.toLocaleString('en')} | ${mib(beforeDu.bytes)} | ${(beforeDu.bytes / packed.logical).toFixed(2)} |`,
+  `| after \`compact\` | ${afterDu.files.toLocaleString('en')} | ${mib(afterDu.bytes)} | ${(afterDu.bytes / packed.logical).toFixed(2)} |`,
+  '',
+  `The compaction packed ${report.blobsPacked.toLocaleString('en')} blobs (${mib(report.bytesPacked)}) into ${report.packsWritten} pack(s) of ${mib(report.packBytes)} in ${(compactMs / 1000).toFixed(1)} s. The storage view then says: logical ${mib(figures.logicalBytes)}, on disk ${mib(figures.diskBytes)}, ratio ${figures.ratio.toFixed(2)} (the loose store: ${mib(looseFigures.diskBytes)}, ratio ${looseFigures.ratio.toFixed(2)}).`,
+  '',
+  `A write-tool call (capture + commit, the first edit of a file the baseline stored), ${CALLS} per store, alternated:`,
+  '',
+  '| store | median | p90 |',
+  '|---|---|---|',
+  `| baseline loose | ${us(median(loose.times))} | ${us(p90(loose.times))} |`,
+  `| baseline packed | ${us(median(packed.times))} | ${us(p90(packed.times))} |`,
+  '',
+]
+const text = lines.join('\n')
+mkdirSync(join(ROOT, 'target', 'bench-results'), { recursive: true })
+writeFileSync(join(ROOT, 'target', 'bench-results', 'store-compact.md'), text)
+process.stdout.write(text + '\n')
+await rm(loose.base, { recursive: true, force: true })
+await rm(packed.base, { recursive: true, force: true })
