@@ -15,10 +15,12 @@
  * round.
  *
  * `STORE_COMPACT_FILES` (20000), `STORE_COMPACT_CALLS` (300), `STORE_COMPACT_NATIVE` (another
- * build of the addon). Run with Node 24 after `scripts/build.sh`, on an idle machine:
+ * build of the addon), `STORE_COMPACT_TREE` (a directory whose files make the workspace instead
+ * of the generated ones, e.g. a checkout of git.git; the calls then edit its files in turn). Run with Node 24 after `scripts/build.sh`, on an idle machine:
  * `node benches/store-compact.mjs`. Writes target/bench-results/store-compact.md.
  */
 import { lstatSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -31,6 +33,7 @@ const NATIVE = process.env.STORE_COMPACT_NATIVE ?? join(ROOT, 'native', 'dsh-pro
 const addon = require(NATIVE)
 const [FILES] = numbers('STORE_COMPACT_FILES', '20000')
 const [CALLS] = numbers('STORE_COMPACT_CALLS', '300')
+const TREE = process.env.STORE_COMPACT_TREE
 const CAP = 8 * 1024 * 1024
 const request = (phase, anchorSeq) => ({ phase, anchorSeq, maxFileBytes: CAP, maxBaselineBytes: 1024 ** 3, maxFiles: 1_000_000 })
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
@@ -89,7 +92,22 @@ async function setUp(name) {
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), `store-compact-${name}-`))
   const cwd = join(base, 'ws')
   let logical = 0
-  for (let i = 0; i < FILES; i++) {
+  const paths = []
+  if (TREE !== undefined) {
+    execFileSync('cp', ['-a', TREE, cwd])
+    const walk = (dir) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name)
+        if (e.isDirectory()) walk(p)
+        else if (e.isFile()) {
+          logical += lstatSync(p).size
+          paths.push(p)
+        }
+      }
+    }
+    walk(cwd)
+  }
+  for (let i = 0; TREE === undefined && i < FILES; i++) {
     const dir = join(cwd, `d${Math.floor(i / 1000)}`, `e${Math.floor(i / 50) % 20}`)
     if (i % 50 === 0) mkdirSync(dir, { recursive: true })
     const text = sourceText(i)
@@ -105,13 +123,13 @@ async function setUp(name) {
   if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
   await store.flush(sid, cwd)
   const cleanup = addon.BindingCleanup.open(join(base, 'home'), root)
-  return { name, base, cwd, root, store, cleanup, sid, logical, times: [], next: 0 }
+  return { name, base, cwd, root, store, cleanup, sid, logical, paths, times: [], next: 0 }
 }
 
 /** One write-tool call on `s`: capture, the tool's write, commit. */
 async function call(s, round) {
   const i = s.next++
-  const path = join(s.cwd, `d${Math.floor(i / 1000)}`, `e${Math.floor(i / 50) % 20}`, `f${i}.ts`)
+  const path = TREE !== undefined ? s.paths[i % s.paths.length] : join(s.cwd, `d${Math.floor(i / 1000)}`, `e${Math.floor(i / 50) % 20}`, `f${i}.ts`)
   const id = `call-${round}`
   const t0 = performance.now()
   await s.store.capture(s.sid, s.cwd, id, path, CAP, 2)
@@ -139,9 +157,11 @@ for (let round = 0; round < CALLS; round++) {
 }
 
 const lines = [
-  '## A compact store: 20,000 small files, before and after compaction',
+  TREE === undefined ? `## A compact store: ${FILES.toLocaleString('en')} small files, before and after compaction` : `## A compact store: ${TREE}, before and after compaction`,
   '',
-  `\`benches/store-compact.mjs\`: ${FILES.toLocaleString('en')} files of about 3 KiB of source text (${mib(packed.logical)} logical), stored by the workspace scan's baseline; then one of two such stores compacted. Sizes are allocated blocks under the store root.`,
+  TREE === undefined
+    ? `\`benches/store-compact.mjs\`: ${FILES.toLocaleString('en')} files of about 3 KiB of source text (${mib(packed.logical)} logical), stored by the workspace scan's baseline; then one of two such stores compacted. Sizes are allocated blocks under the store root.`
+    : `\`STORE_COMPACT_TREE=${TREE} benches/store-compact.mjs\`: ${packed.paths.length.toLocaleString('en')} files (${mib(packed.logical)} logical), stored by the workspace scan's baseline; then one of two such stores compacted. Sizes are allocated blocks under the store root.`,
   '',
   '| | files in the store | on disk | × logical |',
   '|---|---|---|---|',
@@ -160,7 +180,7 @@ const lines = [
 ]
 const text = lines.join('\n')
 mkdirSync(join(ROOT, 'target', 'bench-results'), { recursive: true })
-writeFileSync(join(ROOT, 'target', 'bench-results', 'store-compact.md'), text)
+writeFileSync(join(ROOT, 'target', 'bench-results', TREE === undefined ? 'store-compact.md' : 'store-compact-tree.md'), text)
 process.stdout.write(text + '\n')
 await rm(loose.base, { recursive: true, force: true })
 await rm(packed.base, { recursive: true, force: true })

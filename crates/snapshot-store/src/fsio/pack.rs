@@ -159,6 +159,9 @@ pub(crate) fn inflate_chunk(comp: &[u8], raw: u64, crc: u32) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// The most raw chunk bytes a handle keeps inflated.
+pub(crate) const CHUNK_CACHE_BYTES: usize = 16 << 20;
+
 /// A chunk: its pack's id and its offset there.
 type ChunkKey = (Arc<str>, u64);
 
@@ -173,8 +176,10 @@ pub(crate) struct PackSet {
     by_sha: HashMap<[u8; 32], PackLoc>,
     /// Open pack files.
     files: HashMap<Arc<str>, Arc<File>>,
-    /// The last chunk inflated, and its raw bytes.
-    last: Option<(ChunkKey, Arc<Vec<u8>>)>,
+    /// The chunks inflated last, newest at the back, with their raw bytes (at most
+    /// [`CHUNK_CACHE_BYTES`] in all): a restore of many small files reads each chunk once
+    /// or a few times, not once per member.
+    recent: std::collections::VecDeque<(ChunkKey, Arc<Vec<u8>>)>,
 }
 
 /// The packs and the chunk cache of a store handle.
@@ -255,7 +260,7 @@ impl StoreFs {
         }
         set.by_sha = by_sha;
         set.files.clear();
-        set.last = None;
+        set.recent.clear();
         set.seen = id;
         set.loaded = true;
         Ok(())
@@ -311,10 +316,13 @@ impl StoreFs {
     pub fn read_pack_chunk(&self, pack: &Arc<str>, chunk: u64) -> Result<Arc<Vec<u8>>, FsFailure> {
         {
             let set = self.packs.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(((p, c), bytes)) = &set.last {
-                if p == pack && *c == chunk {
-                    return Ok(Arc::clone(bytes));
-                }
+            if let Some((_, bytes)) = set
+                .recent
+                .iter()
+                .rev()
+                .find(|((p, c), _)| p == pack && *c == chunk)
+            {
+                return Ok(Arc::clone(bytes));
             }
         }
         let path = pack_path(pack);
@@ -332,7 +340,14 @@ impl StoreFs {
         let bytes = self.read_at(&f, &path, chunk + CHUNK_HEADER as u64, comp)?;
         let raw = Arc::new(inflate_chunk(&bytes, raw, crc).map_err(bad)?);
         let mut set = self.packs.lock().unwrap_or_else(|p| p.into_inner());
-        set.last = Some(((Arc::clone(pack), chunk), Arc::clone(&raw)));
+        set.recent
+            .push_back(((Arc::clone(pack), chunk), Arc::clone(&raw)));
+        let mut held: usize = set.recent.iter().map(|(_, b)| b.len()).sum();
+        while held > CHUNK_CACHE_BYTES && set.recent.len() > 1 {
+            if let Some((_, b)) = set.recent.pop_front() {
+                held -= b.len();
+            }
+        }
         Ok(raw)
     }
 
