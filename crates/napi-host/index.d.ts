@@ -398,7 +398,10 @@ export interface BindingEntryActions {
 
 /** A path that failed, with why. */
 export interface BindingFailedPath {
-  /** Workspace-relative path. */
+  /**
+   * Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+   * valid UTF-8).
+   */
   path: string
   /** What went wrong. */
   message: string
@@ -418,7 +421,10 @@ export interface BindingFault {
  * each side.
  */
 export interface BindingFileDiff {
-  /** Workspace-relative path. */
+  /**
+   * Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+   * valid UTF-8).
+   */
   path: string
   /** `write`, `create` or `delete`. */
   action: 'write' | 'create' | 'delete'
@@ -614,7 +620,10 @@ export interface BindingMarker {
 
 /** A workspace path whose content the store does not hold, with why. */
 export interface BindingNotCovered {
-  /** Workspace-relative path (a directory for an unreadable directory). */
+  /**
+   * Workspace-relative path (a directory for an unreadable directory), spelled exactly
+   * (`hex:…` for a name that is not valid UTF-8).
+   */
   path: string
   /** Why (over a budget, unreadable, changing while read, a symlink, ...). */
   reason: string
@@ -674,7 +683,10 @@ export interface BindingPreview {
  * change it undoes.
  */
 export interface BindingPreviewFile {
-  /** Workspace-relative path. */
+  /**
+   * Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+   * valid UTF-8).
+   */
   path: string
   /** `write` (replace content), `create` (recreate a missing file) or `delete`. */
   action: 'write' | 'create' | 'delete'
@@ -901,7 +913,10 @@ export interface BindingScanRequest {
 
 /** A path left alone, with why. */
 export interface BindingSkippedPath {
-  /** Workspace-relative path. */
+  /**
+   * Workspace-relative path, spelled exactly (`hex:` and its bytes for a name that is not
+   * valid UTF-8).
+   */
   path: string
   /** Why it was left alone. */
   reason: string

@@ -1,8 +1,9 @@
 /**
  * An undo choice for a file whose name is not valid UTF-8, on the real rc.8 host. The store knows
- * the name as bytes; the stale-undo refusal names it in its display form (the invalid byte shown
- * as U+FFFD), which is all a person or the client can send back. That form must decide that very
- * file — byte-exact, never another file, never a refusal that the name "matches nothing".
+ * the name as bytes; the stale-undo refusal names it in the JSON path form (`{hex, lossy}`, the
+ * display form with the invalid byte shown as U+FFFD beside its bytes). Its display form alone,
+ * all a person may have seen, must still decide that very file when no other file shows so —
+ * byte-exact, never another file, never a refusal that the name "matches nothing".
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -13,6 +14,7 @@ import { bootWithPlugin, humanSeq, rpc } from './plugin-support.mjs'
 
 const NAME = Buffer.concat([Buffer.from('bad'), Buffer.from([0xff]), Buffer.from('.txt')])
 const SHOWN = 'bad\uFFFD.txt'
+const EXACT = { hex: NAME.toString('hex'), lossy: SHOWN }
 
 test('a file name that is not UTF-8 is decided by its display form in an undo, byte-exact', async (t) => {
   const host = await bootWithPlugin({
@@ -38,12 +40,12 @@ test('a file name that is not UTF-8 is decided by its display form in an undo, b
   await writeFile(path, 'made again\n')
   const stale = (await rpc(host, 'undo', { sessionId: 'undo-bytes', opId: entry.opId })).json
   assert.equal(stale.error?.code, 'rewind/stale-undo', JSON.stringify(stale))
-  assert.deepEqual(stale.error.details.paths, [SHOWN])
+  assert.deepEqual(stale.error.details.paths, [EXACT])
 
   // Kept by its display form: the undo runs, that file is left as it is, the rest comes back.
   const undone = (await rpc(host, 'undo', { sessionId: 'undo-bytes', opId: entry.opId, choices: { keep: [SHOWN] } })).json
   assert.equal(undone.ok, true, JSON.stringify(undone))
-  assert.deepEqual(undone.value.kept, [SHOWN])
+  assert.deepEqual(undone.value.kept, [EXACT])
   assert.deepEqual(undone.value.changedDuring ?? [], [])
   assert.equal(await readFile(path, 'utf8'), 'made again\n', 'kept as it is')
   assert.equal(await readFile(join(host.workspace, 'plain.txt'), 'utf8'), 'plain\n', 'the rest is undone')
