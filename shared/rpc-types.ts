@@ -45,6 +45,11 @@ export type RestoreOutcome = Omit<Addon.BindingRestoreOutcome, 'outside' | 'notC
      * `outside`): that command's own rewind brings them back.
      */
     inFlight?: string[]
+    /**
+     * What the rewind did to the workspace's git repository (HEAD, index, the branches the agent
+     * moved; see docs/git.md), or `kept` when it was left as it is; absent without a repository.
+     */
+    git?: Addon.BindingGitReport
   }
 
 /** One history entry, with what this session may do with it and where its marker is. */

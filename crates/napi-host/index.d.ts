@@ -94,6 +94,16 @@ export declare class BindingEngineSession {
    * object, runs what was prepared.
    */
   prepareRestore(req: BindingRewindRestore): Promise<BindingPrepared | BindingRefusal>
+  /**
+   * What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
+   * is), changing nothing.
+   */
+  gitPreview(targetSeq: number, keepGit?: boolean | undefined | null): Promise<BindingGitReport | BindingRefusal>
+  /**
+   * What the git step of rewind `opId` (its journal in session `owner`'s store) did;
+   * `null` when the rewind changed nothing of git.
+   */
+  gitReport(owner: string, opId: string): Promise<BindingGitReport | null | BindingRefusal>
   /** Forgets the restore prepared for `op_id` (the rewind was given up before it ran). */
   discardPrepared(opId: string): void
   /**
@@ -466,6 +476,26 @@ export interface BindingForkPlan {
   surfaceMismatch?: BindingSurfaceMismatch
 }
 
+/** What the git half of a rewind will do (`gitPreview`) or did (`gitReport`). */
+export interface BindingGitReport {
+  /** One line: `HEAD: detached at v2.40.0 → agent-work @ 3fce3b5; …`. */
+  summary: string
+  /** Why the repository is left alone (not tracked, nothing recorded), if so. */
+  untracked?: string
+  /** Why the rewind would be refused (an operation in progress), if so. */
+  refusal?: string
+  /** Kept as it is at the user's choice. */
+  kept: boolean
+  /** Whether anything of git changes (or changed). */
+  changes: boolean
+  /** What is (was) left as it is, one line each. */
+  flagged: Array<string>
+  /** The keep-refs written (full names). */
+  keepRefs: Array<string>
+  /** Why applying stopped, if it failed. */
+  error?: string
+}
+
 /** A damaged history file: why, and how many entries could not be read. */
 export interface BindingHistoryDamage {
   /** What is wrong with the file. */
@@ -836,6 +866,8 @@ export interface BindingRewindRestore {
   selection?: BindingRestoreSelection
   /** Paths the host knows the scan does not cover, for the record. */
   notCovered?: Array<BindingNotCovered>
+  /** Leave the workspace's git repository as it is (the files alone are restored). */
+  keepGit?: boolean
 }
 
 /** The history entry a rewind starts with (`begin`). */

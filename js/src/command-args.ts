@@ -7,7 +7,13 @@ import { Codes, RewindError } from './errors.ts'
 import type { RestoreSelection } from './ports.ts'
 import { escapeControl } from '../../shared/format.ts'
 
-/** The arguments of `/rewind [preview] <target> [--only <paths>] [--keep <paths>]`. */
+/**
+ * A selection of files, and whether the workspace's git repository is kept as it is
+ * (`--keep-git`: the files alone are restored).
+ */
+export type GitSelection = RestoreSelection & { keepGit?: boolean }
+
+/** The arguments of `/rewind [preview] <target> [--only <paths>] [--keep <paths>] [--keep-git]`. */
 export interface RewindArgs {
   target: string
   preview: boolean
@@ -41,10 +47,16 @@ export function parseRewindArgs(input: string): RewindArgs {
   let target: string | undefined
   let preview = false
   let fork = false
+  let keepGit = false
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!
     if (t === '--fork') {
       fork = true
+      continue
+    }
+    if (t === '--keep-git') {
+      // The workspace's git repository (HEAD, index, branches) is left as it is.
+      keepGit = true
       continue
     }
     const flag = /^--(only|keep)(?:=(.*))?$/s.exec(t)
@@ -62,12 +74,15 @@ export function parseRewindArgs(input: string): RewindArgs {
       // One target only: `1 extra` is a malformed target, as the planner would say.
       throw new RewindError(Codes.badTarget, `the target is @<seq> or <n>, got "${escapeControl(`${target} ${t}`)}"`)
     } else {
-      throw new RewindError(Codes.badRequest, `unknown option "${escapeControl(t)}" (use --only, --keep or --fork)`)
+      throw new RewindError(Codes.badRequest, `unknown option "${escapeControl(t)}" (use --only, --keep, --keep-git or --fork)`)
     }
   }
   if (target === undefined) throw new RewindError(Codes.badTarget, 'no rewind target given: use @<seq>')
   if (preview && (only.length > 0 || keep.length > 0)) throw new RewindError(Codes.badRequest, '`preview` takes no --only / --keep')
-  return { target, preview, fork, selection: only.length > 0 || keep.length > 0 ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}) } : undefined }
+  const selection: GitSelection | undefined = only.length > 0 || keep.length > 0 || keepGit
+    ? { ...(only.length > 0 ? { only } : {}), ...(keep.length > 0 ? { keep } : {}), ...(keepGit ? { keepGit } : {}) }
+    : undefined
+  return { target, preview, fork, selection }
 }
 
 /**

@@ -16,6 +16,28 @@ export interface RewindPreview {
   preview: string
   files: FilesPreview | undefined
   unavailable?: { code: string; message: string }
+  /** What the rewind would do to the workspace's git repository (docs/git.md). */
+  git?: GitReport
+}
+
+/** What a rewind does (or did) to the workspace's git repository (`BindingGitReport`). */
+export type GitReport = import('../../crates/napi-host/index.d.ts').BindingGitReport
+
+/**
+ * The lines saying what happens to git: `Git: HEAD: detached at v2.40.0 → agent-work @ 3fce3b5;
+ * …`, or that it is kept or left as it is and why; the keep-refs of the agent's commits.
+ */
+export function gitLines(locale: Locale, git: GitReport | undefined, preview = false): string[] {
+  if (git === undefined) return []
+  if (git.kept) return [format(locale, 'gitKept')]
+  const lines: string[] = []
+  if (git.refusal != null) lines.push(format(locale, 'gitLine', { summary: escapeControl(git.refusal) }))
+  else if (git.changes || git.flagged.length > 0) lines.push(format(locale, 'gitLine', { summary: escapeControl(git.summary) }))
+  else if (git.untracked != null && !preview) lines.push(format(locale, 'gitLeft', { why: escapeControl(git.untracked) }))
+  if (git.keepRefs.length > 0) lines.push(format(locale, 'gitKeepRefs', { refs: git.keepRefs.map(escapeControl).join(', ') }))
+  if (git.error != null) lines.push(format(locale, 'gitError', { why: escapeControl(git.error) }))
+  if (preview && git.changes && git.refusal == null) lines.push(format(locale, 'gitHint'))
+  return lines
 }
 
 /** What a rewind did. */
@@ -152,6 +174,7 @@ export function reportText(report: RewindReport, locale: Locale): string {
   if ((o.outside ?? []).length > 0) lines.push(...section(locale, format(locale, 'outside'), o.outside!.map(showPath)))
   if ((o.inFlight ?? []).length > 0) lines.push(...section(locale, format(locale, 'inFlight'), o.inFlight!.map(showPath)))
   if ((o.notCovered ?? []).length > 0) lines.push(...section(locale, format(locale, 'notCovered'), o.notCovered!.map(skippedLine)))
+  lines.push(...gitLines(locale, o.git))
   return lines.join('\n')
 }
 
@@ -189,6 +212,7 @@ export function previewText(p: RewindPreview, locale: Locale): string {
   const unreadable = f.unreadable ?? []
   if (unreadable.length > 0) lines.push(...section(locale, format(locale, 'unreadable'), unreadable.map(u => `${showPath(u.path)}: ${escapeControl(u.message)}`)))
   if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
+  lines.push(...gitLines(locale, p.git, true))
   return lines.join('\n')
 }
 

@@ -17,6 +17,32 @@ import { planRewind, targetPreview } from './marker.ts'
 import type { RewindPreview, RewindReport } from './report.ts'
 import { type RewindDeps, resyncObservations } from './host-steps.ts'
 
+/**
+ * What a rewind to `targetSeq` would do to the workspace's git repository (see docs/git.md);
+ * `undefined` when the engine cannot say (never throws: the preview goes on without it).
+ */
+export async function gitPreview(deps: Pick<RewindDeps, 'engine' | 'state' | 'logger'>, agent: HostAgent, targetSeq: number, keepGit = false): Promise<Addon.BindingGitReport | undefined> {
+  try {
+    const es = await deps.engine.session(agent.session)
+    if (typeof es.gitPreview !== 'function') return undefined
+    return await deps.state.run(agent.session.header.id, () => step(() => es.gitPreview(targetSeq, keepGit)))
+  } catch (error) {
+    deps.logger.warn('git preview of %s failed: %s', agent.session.header.id, (error as Error).message)
+    return undefined
+  }
+}
+
+/** What the git step of rewind `opId` did (`kept` when `--keep-git` left it); never throws. */
+export async function gitReport(es: Addon.BindingEngineSession, owner: string, opId: string, keepGit: boolean): Promise<Addon.BindingGitReport | undefined> {
+  if (keepGit) return { summary: '', kept: true, changes: false, flagged: [], keepRefs: [] }
+  try {
+    if (typeof es.gitReport !== 'function') return undefined
+    return (await step(() => es.gitReport(owner, opId))) ?? undefined
+  } catch {
+    return undefined
+  }
+}
+
 export const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
 /** What {@link RewindFiles.prepareFiles} found: the restore to run, or why none runs. */
@@ -81,7 +107,8 @@ export class RewindFiles {
     await this.recordPending(session)
     const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
     const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
-    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) } }
+    const git = await gitPreview(this.deps, agent, plan.targetSeq)
+    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) }, ...(git !== undefined ? { git } : {}) }
   }
 
   /**
@@ -122,7 +149,9 @@ export class RewindFiles {
     await this.recordPending(session)
     const ancestors: ChainLink[] = await forkAncestors(this.deps.ctx, session.header, session)
     const notCovered = refusedScope(this.deps.state, sessionId)
-    const request = { targetSeq, opId, ancestors, selection, notCovered }
+    // `--keep-git`: the workspace's git repository is left as it is (see docs/git.md).
+    const keepGit = (selection as { keepGit?: boolean } | undefined)?.keepGit === true
+    const request = { targetSeq, opId, ancestors, selection, notCovered, keepGit }
     try {
       await this.deps.state.run(sessionId, () => step(() => es.prepareRestore(request)))
     } catch (error) {
@@ -156,6 +185,7 @@ export class RewindFiles {
         outcome.inFlight = inFlight
       }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
+      outcome.git = await gitReport(es, sessionId, opId, request.keepGit === true)
       return { outcome, notRestored: undefined }
     } catch (error) {
       const e = toRewindError(error, Codes.restoreFailed)

@@ -15,6 +15,7 @@ import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey, workspaceSessions } from './history.ts'
 import { type Rewinder, candidates, settleJournal } from './rewind.ts'
 import { type EnginePort, step } from './engine.ts'
+import { gitPreview } from './rewind-files.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
@@ -144,8 +145,11 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       await deps.rewinder?.recordPending(agent.session)
       const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
+      // What the rewind would do to the workspace's git repository (docs/git.md); `keepGit` in
+      // the rewind command (`--keep-git`) leaves it as it is.
+      const git = await gitPreview({ engine: deps.engine, state, logger: deps.logger }, agent, seq)
       // Paths in the JSON form: a name that is not UTF-8 as `{hex, lossy}`, so each can be chosen.
-      return withJsonPaths({ targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff })
+      return withJsonPaths({ targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff, ...(git !== undefined ? { git } : {}) })
     },
 
     async diff(agent, body) {

@@ -78,4 +78,10 @@ export const de: Dictionary = {
   undoForkParent: 'Dieses Zurückspulen war eine Abzweigung: das Gespräch davor ist die Sitzung {session}, die die Abzweigung nie geändert hat.',
   redoneTo: 'Das Zurückspulen zu @{seq} wurde wiederholt.',
   redoSession: 'Das Gespräch nach diesem Zurückspulen ist die Sitzung {session}, die das Rückgängigmachen nie geändert hat.',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: bleibt unverändert (--keep-git); nur die Dateien kommen zurück.',
+  gitLeft: 'Git: bleibt unverändert: {why}',
+  gitKeepRefs: 'Die Commits des Agenten bleiben erreichbar über: {refs}',
+  gitError: 'Der Git-Schritt wurde angehalten: {why}',
+  gitHint: 'Git (HEAD, Index, Branches) mit --keep-git unverändert lassen.',
 }

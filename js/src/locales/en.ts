@@ -78,6 +78,12 @@ export const en = {
   undoForkParent: 'That rewind was a fork: the conversation before it is the session {session}, which the fork never changed.',
   redoneTo: 'Did the rewind to @{seq} again.',
   redoSession: 'The conversation after that rewind is the session {session}, which the undo never changed.',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: kept as it is (--keep-git); only the files come back.',
+  gitLeft: 'Git: left as it is: {why}',
+  gitKeepRefs: "The agent's commits stay reachable from: {refs}",
+  gitError: 'The git step stopped: {why}',
+  gitHint: 'Keep git as it is (HEAD, index, branches) with --keep-git.',
 }
 
 /** The copy keys. */

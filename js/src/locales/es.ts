@@ -78,4 +78,10 @@ export const es: Dictionary = {
   undoForkParent: 'Ese retroceso fue una bifurcación: la conversación anterior es la sesión {session}, que la bifurcación nunca cambió.',
   redoneTo: 'Se rehízo el retroceso a @{seq}.',
   redoSession: 'La conversación tras ese retroceso es la sesión {session}, que deshacer nunca cambió.',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: se deja como está (--keep-git); solo vuelven los archivos.',
+  gitLeft: 'Git: se deja como está: {why}',
+  gitKeepRefs: 'Los commits del agente siguen alcanzables desde: {refs}',
+  gitError: 'El paso de git se detuvo: {why}',
+  gitHint: 'Deja git como está (HEAD, índice, ramas) con --keep-git.',
 }

@@ -78,4 +78,10 @@ export const fr: Dictionary = {
   undoForkParent: 'Ce retour était un embranchement : la conversation d’avant est la session {session}, que l’embranchement n’a jamais modifiée.',
   redoneTo: 'Le retour à @{seq} est refait.',
   redoSession: 'La conversation après ce retour est la session {session}, que l’annulation n’a jamais modifiée.',
+  gitLine: 'Git : {summary}',
+  gitKept: 'Git : laissé tel quel (--keep-git) ; seuls les fichiers reviennent.',
+  gitLeft: 'Git : laissé tel quel : {why}',
+  gitKeepRefs: 'Les commits de l’agent restent atteignables depuis : {refs}',
+  gitError: 'L’étape git s’est arrêtée : {why}',
+  gitHint: 'Laissez git tel quel (HEAD, index, branches) avec --keep-git.',
 }

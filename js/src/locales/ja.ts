@@ -78,4 +78,10 @@ export const ja: Dictionary = {
   undoForkParent: 'その巻き戻しはフォークでした。それ以前の会話はセッション {session} で、フォークはそれを変更していません。',
   redoneTo: '@{seq} への巻き戻しをやり直しました。',
   redoSession: 'その巻き戻しの後の会話はセッション {session} で、取り消しはそれを変更していません。',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: そのまま残します（--keep-git）。ファイルだけが戻ります。',
+  gitLeft: 'Git: そのまま残します: {why}',
+  gitKeepRefs: 'エージェントのコミットは次から到達可能なままです: {refs}',
+  gitError: 'git の手順が止まりました: {why}',
+  gitHint: '--keep-git で git（HEAD、インデックス、ブランチ）をそのまま残せます。',
 }

@@ -78,4 +78,10 @@ export const ptBR: Dictionary = {
   undoForkParent: 'Esse retrocesso foi uma bifurcação: a conversa anterior é a sessão {session}, que a bifurcação nunca alterou.',
   redoneTo: 'O retrocesso para @{seq} foi refeito.',
   redoSession: 'A conversa depois desse retrocesso é a sessão {session}, que o desfazer nunca alterou.',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: mantido como está (--keep-git); só os arquivos voltam.',
+  gitLeft: 'Git: mantido como está: {why}',
+  gitKeepRefs: 'Os commits do agente continuam alcançáveis por: {refs}',
+  gitError: 'A etapa do git parou: {why}',
+  gitHint: 'Mantenha o git como está (HEAD, índice, branches) com --keep-git.',
 }

@@ -78,4 +78,10 @@ export const ru: Dictionary = {
   undoForkParent: 'Тот откат был ответвлением: разговор до него — это сессия {session}, которую ответвление не меняло.',
   redoneTo: 'Откат к @{seq} выполнен снова.',
   redoSession: 'Разговор после того отката — это сессия {session}, которую отмена не меняла.',
+  gitLine: 'Git: {summary}',
+  gitKept: 'Git: остаётся как есть (--keep-git); возвращаются только файлы.',
+  gitLeft: 'Git: остаётся как есть: {why}',
+  gitKeepRefs: 'Коммиты агента остаются достижимыми из: {refs}',
+  gitError: 'Шаг git остановлен: {why}',
+  gitHint: 'Оставьте git как есть (HEAD, индекс, ветки) с --keep-git.',
 }

@@ -80,4 +80,10 @@ export const zhCN: Dictionary = {
   undoForkParent: '该回退是一次分叉：之前的对话就是会话 {session}，分叉从未改动它。',
   redoneTo: '已重新执行回退到 @{seq} 的操作。',
   redoSession: '该回退之后的对话就是会话 {session}，撤销从未改动它。',
+  gitLine: 'Git：{summary}',
+  gitKept: 'Git：保持原样（--keep-git）；只恢复文件。',
+  gitLeft: 'Git：保持原样：{why}',
+  gitKeepRefs: '智能体的提交仍可从以下引用访问：{refs}',
+  gitError: 'git 步骤已停止：{why}',
+  gitHint: '用 --keep-git 保持 git（HEAD、索引、分支）原样。',
 }

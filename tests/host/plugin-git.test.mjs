@@ -1,0 +1,133 @@
+/**
+ * Git-aware rewind on the real host with DSH's real `bash` tool: turn one makes a branch and
+ * commits to it, turn two checks out a tag. A rewind to each turn brings the files back and the
+ * repository with them — HEAD on the branch (or commit) it named at that message, the index,
+ * the branches the agent made — so `git status --porcelain` is empty; the agent's commits stay
+ * reachable from `refs/dsh-rewind/<op>/…`; the undo returns the repository as it was before the
+ * rewind; `--keep-git` restores the files alone; a rebase left in progress refuses the rewind
+ * with the files untouched. See docs/git.md.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { join } from 'node:path'
+import { readFile } from 'node:fs/promises'
+import { turn, text, bash } from './lib/harness.mjs'
+import { bootWithPlugin, humanSeq, put, rpc } from './plugin-support.mjs'
+
+// Commits made by the tests and by the agent's shell name a fixed identity; no user config.
+Object.assign(process.env, {
+  GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t',
+  GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1',
+})
+
+function git(ws, ...args) {
+  return execFileSync('git', args, { cwd: ws, encoding: 'utf8' }).trim()
+}
+
+/** A small repository: 30 files, v1 tagged, two commits after it. */
+async function seedRepo(ws) {
+  git(ws, 'init', '-q', '-b', 'main')
+  for (let i = 0; i < 30; i++) await put(join(ws, `src/f${i}.txt`), `v1 ${i}\n`)
+  git(ws, 'add', '.')
+  git(ws, 'commit', '-qm', 'one')
+  git(ws, 'tag', 'v1')
+  for (let i = 0; i < 30; i++) await put(join(ws, `src/f${i}.txt`), `v2 ${i}\n`)
+  await put(join(ws, 'NEWS'), 'v2\n')
+  git(ws, 'add', '.')
+  git(ws, 'commit', '-qm', 'two')
+}
+
+const head = ws => git(ws, 'rev-parse', '--abbrev-ref', 'HEAD')
+const status = ws => git(ws, 'status', '--porcelain')
+
+const twoTurns = () => [
+  turn(bash('git switch -q -c agent-work && echo agent > agent.txt && git add agent.txt && git commit -qm agent'), text('one done')),
+  turn(bash('git checkout -q v1'), text('two done')),
+]
+
+test('rewinds to each turn bring HEAD, the index and the agent\'s branch back; the undo returns them', async (t) => {
+  const host = await bootWithPlugin({ shell: true, script: twoTurns() })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  const main = git(ws, 'rev-parse', 'main')
+  const agent = await host.createAgent('git-rewind')
+  await host.sendUser(agent, 'one')
+  const agentWork = git(ws, 'rev-parse', 'agent-work')
+  await host.sendUser(agent, 'two')
+  assert.equal(head(ws), 'HEAD', 'turn two left HEAD detached at v1')
+  assert.equal(git(ws, 'rev-parse', 'agent-work'), agentWork, 'the agent\'s branch is there')
+
+  // The preview (command and RPC) says what happens to git.
+  const two = humanSeq(agent, 'two')
+  const preview = await host.runCommand(agent, `/rewind preview @${two}`)
+  assert.match(preview.result.text, new RegExp(`Git: HEAD: detached at v1 → agent-work @ ${agentWork.slice(0, 7)}`))
+  const rpcPreview = await rpc(host, 'preview', { sessionId: agent.id, seq: two })
+  assert.equal(rpcPreview.json.ok, true, JSON.stringify(rpcPreview.json))
+  assert.equal(rpcPreview.json.value.git.changes, true)
+  assert.match(rpcPreview.json.value.git.summary, /^HEAD: detached at v1 → agent-work @/)
+
+  const r2 = await host.runCommand(agent, `/rewind @${two}`)
+  assert.equal(r2.result.kind, 'success', r2.result.text)
+  assert.match(r2.result.text, /Git: HEAD: detached at v1 → agent-work/)
+  assert.equal(status(ws), '', 'git status is clean after the rewind to turn two')
+  assert.equal(head(ws), 'agent-work')
+  assert.equal(git(ws, 'rev-parse', 'HEAD'), agentWork)
+
+  const one = humanSeq(agent, 'one')
+  const r1 = await host.runCommand(agent, `/rewind @${one}`)
+  assert.equal(r1.result.kind, 'success', r1.result.text)
+  assert.equal(status(ws), '', 'git status is clean after the rewind to turn one')
+  assert.equal(head(ws), 'main')
+  assert.equal(git(ws, 'rev-parse', 'HEAD'), main)
+  assert.equal(git(ws, 'branch', '--list', 'agent-work'), '', 'the branch the agent made is gone')
+  const keep = git(ws, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/dsh-rewind/')
+  assert.match(keep, new RegExp(`refs/dsh-rewind/[^ ]+/heads/agent-work ${agentWork}`), 'the agent\'s commit stays reachable')
+  assert.match(r1.result.text, /refs\/dsh-rewind\//)
+
+  // Undo the rewind to turn one: the state after the rewind to turn two.
+  const u1 = await host.runCommand(agent, '/rewind undo')
+  assert.equal(u1.result.kind, 'success', u1.result.text)
+  assert.equal(head(ws), 'agent-work')
+  assert.equal(git(ws, 'rev-parse', 'HEAD'), agentWork)
+  assert.equal(status(ws), '')
+  // Undo the rewind to turn two: the state after turn two, detached at v1.
+  const u2 = await host.runCommand(agent, '/rewind undo')
+  assert.equal(u2.result.kind, 'success', u2.result.text)
+  assert.equal(head(ws), 'HEAD')
+  assert.equal(git(ws, 'rev-parse', 'HEAD'), git(ws, 'rev-parse', 'v1'))
+  assert.equal(await readFile(join(ws, 'src/f3.txt'), 'utf8'), 'v1 3\n')
+  assert.equal(status(ws), '', 'the state after turn two is back, clean')
+  git(ws, 'fsck', '--no-progress')
+})
+
+test('--keep-git restores the files alone; a rebase in progress refuses the rewind, files untouched', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      ...twoTurns(),
+      turn(bash('git stash -q -u && git switch -q -c side v1 && echo side > src/f1.txt && git commit -qam side && (git rebase main || true)'), text('three done')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  const agent = await host.createAgent('git-keep')
+  for (const m of ['one', 'two']) await host.sendUser(agent, m)
+  const two = humanSeq(agent, 'two')
+  const kept = await host.runCommand(agent, `/rewind @${two} --keep-git`)
+  assert.equal(kept.result.kind, 'success', kept.result.text)
+  assert.match(kept.result.text, /Git: kept as it is \(--keep-git\)/)
+  assert.equal(head(ws), 'HEAD', 'HEAD is left detached')
+  assert.equal(await readFile(join(ws, 'src/f3.txt'), 'utf8'), 'v2 3\n', 'the files came back')
+
+  await host.sendUser(agent, 'three')
+  assert.ok(git(ws, 'status').includes('rebase'), 'the rebase stopped on a conflict')
+  const before = await readFile(join(ws, 'src/f1.txt'), 'utf8')
+  const three = humanSeq(agent, 'three')
+  const refused = await host.runCommand(agent, `/rewind @${three}`)
+  assert.notEqual(refused.result.kind, 'success', refused.result.text)
+  assert.match(refused.result.text, /rebase is in progress[\s\S]*git rebase --abort/)
+  assert.equal(await readFile(join(ws, 'src/f1.txt'), 'utf8'), before, 'files untouched')
+})
