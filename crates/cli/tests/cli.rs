@@ -1050,12 +1050,14 @@ fn names_that_are_not_utf8_are_told_apart_and_chosen_by_hex() {
     let r = h.run(&["preview", "s1", "@0"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("n\u{fffd}.txt (n\\xff.txt, hex:6eff2e747874)"),
+        r.stdout
+            .contains("n\u{fffd}.txt (n\\xff.txt, hex:6eff2e747874)"),
         "{}",
         r.stdout
     );
     assert!(
-        r.stdout.contains("n\u{fffd}.txt (n\\xfe.txt, hex:6efe2e747874)"),
+        r.stdout
+            .contains("n\u{fffd}.txt (n\\xfe.txt, hex:6efe2e747874)"),
         "{}",
         r.stdout
     );
@@ -1086,7 +1088,14 @@ fn names_that_are_not_utf8_are_told_apart_and_chosen_by_hex() {
     assert_eq!(r.code, 2, "odd hex: {}{}", r.stdout, r.stderr);
 
     // Kept by its exact spelling: only that file stays; the other goes.
-    let r = h.run(&["--json", "restore", "s1", "@0", "--keep", "hex:6eff2e747874"]);
+    let r = h.run(&[
+        "--json",
+        "restore",
+        "s1",
+        "@0",
+        "--keep",
+        "hex:6eff2e747874",
+    ]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(std::fs::read(h.ws.join(ff)).unwrap(), b"ff\n");
     assert!(!h.ws.join(fe).exists(), "n\\xfe.txt deleted");
@@ -1101,7 +1110,11 @@ fn names_that_are_not_utf8_are_told_apart_and_chosen_by_hex() {
     std::fs::write(h.ws.join(fe), "again\n").unwrap();
     let r = h.run(&["undo", &op]);
     assert_eq!(r.code, 7, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("n\\xfe.txt (hex:6efe2e747874)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("n\\xfe.txt (hex:6efe2e747874)"),
+        "{}",
+        r.stderr
+    );
     let r = h.run(&["undo", &op, "--keep", "hex:6efe2e747874"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
@@ -1121,14 +1134,16 @@ fn preview_counts_origins_and_a_restore_recorded_as_the_plugin_records_it() {
         serde_json::from_str(&h.run(&["--json", "preview", "s1", "@0"]).stdout).unwrap();
     let a = &v["plan"]["actions"][0];
     assert_eq!(a["path"], "a.txt");
-    assert_eq!((a["added"].as_u64(), a["removed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (a["added"].as_u64(), a["removed"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(a["origin"], "agent");
     // The restore is the engine's rewind file half: the entry names the message, the paths it
     // restored and those the selection kept, and ends `done`.
     let r = h.run(&["--json", "restore", "s1", "@0", "--keep", "new.txt"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let v: serde_json::Value =
-        serde_json::from_str(&h.run(&["--json", "history"]).stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&h.run(&["--json", "history"]).stdout).unwrap();
     let e = &v["entries"][0];
     assert_eq!(e["outcome"], "done");
     assert_eq!(e["targetSeq"], 0);
@@ -1166,7 +1181,10 @@ fn compact_packs_the_loose_blobs_and_every_command_still_reads_them() {
     let r = h.run(&["verify"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // The plan reads the packed backups as it read the loose ones.
-    assert_eq!(h.run(&["--json", "preview", "s1", "@0"]).stdout, preview_before);
+    assert_eq!(
+        h.run(&["--json", "preview", "s1", "@0"]).stdout,
+        preview_before
+    );
     let r = h.run(&["restore", "s1", "@0"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }

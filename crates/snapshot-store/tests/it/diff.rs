@@ -2,8 +2,8 @@
 //! change it undoes, and restoring a selection of the planned files.
 
 use snapshot_store::{
-    Action, ChangeOrigin, DiffLimits, PlannedAction, RelPath, ScanPhase, ScanRequest, Session,
-    SelectionFault, SideState,
+    Action, ChangeOrigin, DiffLimits, PlannedAction, RelPath, ScanPhase, ScanRequest,
+    SelectionFault, Session, SideState,
 };
 
 use crate::common::{Env, tool_edit};
@@ -203,7 +203,11 @@ fn a_selection_names_a_file_that_is_not_utf8_exactly() {
     let store = env.store();
     let s = env.session(&store);
     let name = |b: &'static [u8]| std::path::Path::new(std::ffi::OsStr::from_bytes(b));
-    for (call, b) in [("c1", &b"n\xff.txt"[..]), ("c2", &b"n\xfe.txt"[..]), ("c3", &b"d\xfd/x"[..])] {
+    for (call, b) in [
+        ("c1", &b"n\xff.txt"[..]),
+        ("c2", &b"n\xfe.txt"[..]),
+        ("c3", &b"d\xfd/x"[..]),
+    ] {
         s.capture_before(call, name(b)).expect("capture");
         std::fs::create_dir_all(env.cwd.join(name(b)).parent().expect("parent")).expect("mkdir");
         std::fs::write(env.cwd.join(name(b)), b"made\n").expect("write");
@@ -213,12 +217,17 @@ fn a_selection_names_a_file_that_is_not_utf8_exactly() {
     assert_eq!(plan.actions.len(), 3);
 
     let mut p = plan.clone();
-    let e = p.select(&[], &["n\u{fffd}.txt".into()]).expect_err("ambiguous");
+    let e = p
+        .select(&[], &["n\u{fffd}.txt".into()])
+        .expect_err("ambiguous");
     let SelectionFault::Ambiguous(paths) = &e.fault else {
         panic!("{e:?}")
     };
     assert_eq!(paths.len(), 2);
-    assert!(e.to_string().contains("hex:6eff2e747874") && e.to_string().contains("hex:6efe2e747874"), "{e}");
+    assert!(
+        e.to_string().contains("hex:6eff2e747874") && e.to_string().contains("hex:6efe2e747874"),
+        "{e}"
+    );
     assert_eq!(p.actions.len(), 3, "nothing narrowed");
 
     let mut p = plan.clone();
@@ -235,9 +244,13 @@ fn a_selection_names_a_file_that_is_not_utf8_exactly() {
     assert_eq!(left.len(), 2);
 
     let mut p = plan.clone();
-    let e = p.select(&["hex:6eff"].map(String::from), &[]).expect_err("no match");
+    let e = p
+        .select(&["hex:6eff"].map(String::from), &[])
+        .expect_err("no match");
     assert_eq!(e.fault, SelectionFault::NoMatch);
-    let e = p.select(&["hex:6ef"].map(String::from), &[]).expect_err("bad hex");
+    let e = p
+        .select(&["hex:6ef"].map(String::from), &[])
+        .expect_err("bad hex");
     assert_eq!(e.fault, SelectionFault::BadSpelling);
 }
 
