@@ -18,7 +18,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
@@ -30,7 +34,11 @@ fn run(home: &Path, args: &[&str]) -> (i32, String) {
         .env_remove("DSH_HOME")
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -96,15 +104,30 @@ fn restore_brings_the_repository_back_and_undo_returns_it() {
     let agent = git(&ws, &["rev-parse", "agent-work"]);
     let (code, text) = run(&home, &["preview", "s1", "@1"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains(&format!("Git: HEAD: detached at v1 → agent-work @ {}", &agent[..7])), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Git: HEAD: detached at v1 → agent-work @ {}",
+            &agent[..7]
+        )),
+        "{text}"
+    );
     assert!(text.contains("--keep-git"), "{text}");
 
     let (code, text) = run(&home, &["--json", "restore", "s1", "@1"]);
     assert_eq!(code, 0, "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert!(v["git"]["summary"].as_str().unwrap().starts_with("HEAD: detached at v1 → agent-work"), "{v}");
+    assert!(
+        v["git"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("HEAD: detached at v1 → agent-work"),
+        "{v}"
+    );
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
-    assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "agent-work");
+    assert_eq!(
+        git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "agent-work"
+    );
 
     let (code, text) = run(&home, &["restore", "s1", "@0"]);
     assert_eq!(code, 0, "{text}");
@@ -119,7 +142,10 @@ fn restore_brings_the_repository_back_and_undo_returns_it() {
         .to_owned();
     let (code, text) = run(&home, &["undo", &op]);
     assert_eq!(code, 0, "{text}");
-    assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "agent-work");
+    assert_eq!(
+        git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "agent-work"
+    );
     assert_eq!(git(&ws, &["rev-parse", "HEAD"]), agent);
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
 }
@@ -130,6 +156,14 @@ fn keep_git_restores_the_files_alone() {
     let (code, text) = run(&home, &["restore", "s1", "@1", "--keep-git"]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("Git: kept as it is (--keep-git)"), "{text}");
-    assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "HEAD", "HEAD left detached");
-    assert_eq!(std::fs::read_to_string(ws.join("f3.txt")).unwrap(), "v2 3\n", "the files came back");
+    assert_eq!(
+        git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "HEAD",
+        "HEAD left detached"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("f3.txt")).unwrap(),
+        "v2 3\n",
+        "the files came back"
+    );
 }

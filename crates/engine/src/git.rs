@@ -10,7 +10,9 @@
 
 use std::path::Path;
 
-use git_state::{Applied, Found, GitPlan, GitState, Handles, agent_moves, apply, plan_git_restore, target_point};
+use git_state::{
+    Applied, Found, GitPlan, GitState, Handles, agent_moves, apply, plan_git_restore, target_point,
+};
 use serde::{Deserialize, Serialize};
 use snapshot_store::{GitBlobKind, Session};
 
@@ -158,7 +160,12 @@ impl EngineSession {
     /// (`planned`) for `op_id`, nothing changed in the repository; an operation in progress
     /// refuses the rewind here, before anything changed ([`ErrorCode::GitInProgress`]).
     /// `keep_git` (or a fork rewind): git is left as it is, no journal.
-    pub(crate) fn prepare_git(&self, op_id: &str, target_seq: u64, keep_git: bool) -> Result<(), EngineError> {
+    pub(crate) fn prepare_git(
+        &self,
+        op_id: &str,
+        target_seq: u64,
+        keep_git: bool,
+    ) -> Result<(), EngineError> {
         let (Ok(cwd), Ok(files)) = (self.files_usable(), self.files_of(&self.id)) else {
             return Ok(());
         };
@@ -182,7 +189,10 @@ impl EngineSession {
             error: None,
         };
         write_op(&files, &op).map_err(|()| {
-            EngineError::new(ErrorCode::RestoreFailed, "the git step's journal cannot be written; nothing was changed")
+            EngineError::new(
+                ErrorCode::RestoreFailed,
+                "the git step's journal cannot be written; nothing was changed",
+            )
         })
     }
 
@@ -230,7 +240,11 @@ impl EngineSession {
         let result = match Handles::find(cwd) {
             Ok(Some(Ok(h))) => {
                 let (plan, tag, msg) = if undo {
-                    (op.plan.reversed(), format!("{}-undo", op.op_id), "dsh-rewind: undo of a rewind")
+                    (
+                        op.plan.reversed(),
+                        format!("{}-undo", op.op_id),
+                        "dsh-rewind: undo of a rewind",
+                    )
                 } else {
                     (op.plan.clone(), op.op_id.clone(), "dsh-rewind: rewind")
                 };
@@ -267,7 +281,11 @@ impl EngineSession {
     pub fn git_report(&self, owner: &str, op_id: &str) -> Option<GitReport> {
         let op = self.git_op(owner, op_id)?;
         let mut r = report_of(&op.plan);
-        let done = if op.state == GitOpState::Undone { &op.undone } else { &op.applied };
+        let done = if op.state == GitOpState::Undone {
+            &op.undone
+        } else {
+            &op.applied
+        };
         if let Some(a) = done {
             r.flagged.extend(a.flagged.iter().map(|f| f.message()));
             r.keep_refs = a.kept.clone();

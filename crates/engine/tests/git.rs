@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use rewind_engine::{Choices, Engine, EngineOptions, EngineSession, ErrorCode, RestoreRequest, Start, WorkspaceKey};
+use rewind_engine::{
+    Choices, Engine, EngineOptions, EngineSession, ErrorCode, RestoreRequest, Start, WorkspaceKey,
+};
 use snapshot_store::{ScanPhase, ScanRequest};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -20,7 +22,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
@@ -61,8 +67,11 @@ impl Fixture {
     }
 
     fn session(&self) -> EngineSession {
-        self.engine
-            .session("s1", Some(&self.ws), WorkspaceKey::for_workspace("w").expect("key"))
+        self.engine.session(
+            "s1",
+            Some(&self.ws),
+            WorkspaceKey::for_workspace("w").expect("key"),
+        )
     }
 
     fn scan(&self, es: &EngineSession, phase: ScanPhase, anchor: u64, call: Option<&str>) {
@@ -79,7 +88,13 @@ impl Fixture {
         self.scan(es, ScanPhase::After, anchor, Some(id));
     }
 
-    fn rewind(&self, es: &EngineSession, op: &str, target: u64, keep_git: bool) -> Result<(), rewind_engine::EngineError> {
+    fn rewind(
+        &self,
+        es: &EngineSession,
+        op: &str,
+        target: u64,
+        keep_git: bool,
+    ) -> Result<(), rewind_engine::EngineError> {
         let req = RestoreRequest {
             target_seq: target,
             op_id: op.into(),
@@ -138,38 +153,59 @@ fn rewinds_to_each_turn_bring_head_index_and_branches_back_and_undo_returns_them
 
     // The preview says what happens to git.
     let p = es.git_preview(20, false);
-    assert_eq!(p.summary, format!("HEAD: detached at v1 → agent-work @ {}; index restored", &agent[..7]));
+    assert_eq!(
+        p.summary,
+        format!(
+            "HEAD: detached at v1 → agent-work @ {}; index restored",
+            &agent[..7]
+        )
+    );
     assert!(p.changes && p.refusal.is_none());
     assert!(es.git_preview(20, true).kept);
 
-    f.rewind(&es, "op-2", 20, false).expect("rewind to turn two");
+    f.rewind(&es, "op-2", 20, false)
+        .expect("rewind to turn two");
     assert_eq!(f.status(), "");
     assert_eq!(f.head(), "agent-work");
     assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent);
     let r = es.git_report("s1", "op-2").expect("a git journal");
     assert!(r.error.is_none() && r.flagged.is_empty(), "{r:?}");
 
-    f.rewind(&es, "op-1", 10, false).expect("rewind to turn one");
+    f.rewind(&es, "op-1", 10, false)
+        .expect("rewind to turn one");
     assert_eq!(f.status(), "");
     assert_eq!(f.head(), "main");
     assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), main);
     // The agent's commit stays reachable from a ref of the plugin's own.
-    assert_eq!(git(&f.ws, &["rev-parse", "refs/dsh-rewind/op-1/heads/agent-work"]), agent);
+    assert_eq!(
+        git(
+            &f.ws,
+            &["rev-parse", "refs/dsh-rewind/op-1/heads/agent-work"]
+        ),
+        agent
+    );
     assert!(git(&f.ws, &["branch", "--list", "agent-work"]).is_empty());
 
     // Undo of the rewind to turn one: agent-work, its commit and its files are back.
-    let check = es.undo_check("op-1", &Choices::default()).expect("undo check");
+    let check = es
+        .undo_check("op-1", &Choices::default())
+        .expect("undo check");
     es.undo_start("op-1", None).expect("undo start");
     es.undo_files(&check, &Choices::default()).expect("undo");
     assert_eq!(f.head(), "agent-work");
     assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent);
     assert_eq!(f.status(), "");
     // Undo of the rewind to turn two: the state after turn two (detached at v1).
-    let check = es.undo_check("op-2", &Choices::default()).expect("undo check");
+    let check = es
+        .undo_check("op-2", &Choices::default())
+        .expect("undo check");
     es.undo_start("op-2", None).expect("undo start");
     es.undo_files(&check, &Choices::default()).expect("undo");
     assert_eq!(f.head(), "HEAD");
-    assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), git(&f.ws, &["rev-parse", "v1"]));
+    assert_eq!(
+        git(&f.ws, &["rev-parse", "HEAD"]),
+        git(&f.ws, &["rev-parse", "v1"])
+    );
     assert_eq!(f.status(), "");
     git(&f.ws, &["fsck", "--no-progress"]);
 }
@@ -182,7 +218,10 @@ fn keep_git_restores_the_files_alone() {
     f.rewind(&es, "op-k", 20, true).expect("rewind");
     assert_eq!(f.head(), "HEAD", "HEAD left detached");
     assert!(es.git_report("s1", "op-k").is_none());
-    assert!(!f.status().is_empty(), "the files are back, git is not: git sees them changed");
+    assert!(
+        !f.status().is_empty(),
+        "the files are back, git is not: git sees them changed"
+    );
 }
 
 #[test]
@@ -202,9 +241,18 @@ fn a_commit_by_hand_after_the_agents_keeps_its_branch_and_is_flagged() {
     let mine = git(&f.ws, &["rev-parse", "main"]);
     f.scan(&es, ScanPhase::Boundary, 20, None);
     let p = es.git_preview(10, false);
-    assert!(p.flagged.iter().any(|l| l.contains("main changed outside the agent")), "{p:?}");
+    assert!(
+        p.flagged
+            .iter()
+            .any(|l| l.contains("main changed outside the agent")),
+        "{p:?}"
+    );
     f.rewind(&es, "op-1", 10, false).expect("rewind");
-    assert_eq!(git(&f.ws, &["rev-parse", "main"]), mine, "the hand-made commit stays on main");
+    assert_eq!(
+        git(&f.ws, &["rev-parse", "main"]),
+        mine,
+        "the hand-made commit stays on main"
+    );
 }
 
 #[test]
@@ -229,7 +277,11 @@ fn a_rebase_in_progress_refuses_the_rewind_with_nothing_changed() {
     let e = f.rewind(&es, "op-1", 10, false).expect_err("refused");
     assert_eq!(e.code, ErrorCode::GitInProgress);
     assert!(e.message.contains("git rebase --abort"), "{}", e.message);
-    assert_eq!(std::fs::read(f.ws.join("f1.txt")).expect("read"), before, "files untouched");
+    assert_eq!(
+        std::fs::read(f.ws.join("f1.txt")).expect("read"),
+        before,
+        "files untouched"
+    );
     assert!(es.entries().expect("entries").is_empty(), "no entry began");
 }
 
@@ -241,12 +293,14 @@ mod crash {
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     fn engine_crashing_at(home: &Path, at: &'static str) -> Arc<Engine> {
-        let mut o = EngineOptions::default();
-        o.crash = Some(Arc::new(move |step: &'static str| {
-            if step == at {
-                panic!("crash at {step}");
-            }
-        }));
+        let o = EngineOptions {
+            crash: Some(Arc::new(move |step: &'static str| {
+                if step == at {
+                    panic!("crash at {step}");
+                }
+            })),
+            ..EngineOptions::default()
+        };
         Engine::open(home, o)
     }
 
@@ -276,7 +330,13 @@ mod crash {
             let es = restart(&mut f);
             let entry = es.entry("op-c").expect("entry");
             let (j, _) = es.judge(&entry, true).expect("judge");
-            assert!(matches!(j, rewind_engine::Judgement::Settled(rewind_engine::Outcome::Done)), "{at}: {j:?}");
+            assert!(
+                matches!(
+                    j,
+                    rewind_engine::Judgement::Settled(rewind_engine::Outcome::Done)
+                ),
+                "{at}: {j:?}"
+            );
             assert_eq!(f.head(), "agent-work", "{at}");
             assert_eq!(git(&f.ws, &["rev-parse", "HEAD"]), agent, "{at}");
             assert_eq!(f.status(), "", "{at}");
@@ -290,7 +350,9 @@ mod crash {
         assert_eq!(f.head(), "main");
         let check = es.undo_check("op-1", &Choices::default()).expect("check");
         es.undo_start("op-1", None).expect("start");
-        let r = catch_unwind(AssertUnwindSafe(|| es.undo_files(&check, &Choices::default())));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            es.undo_files(&check, &Choices::default())
+        }));
         assert!(r.is_err(), "the seam was reached");
         assert_eq!(f.head(), "main", "the git step of the undo had not begun");
         let es = restart(&mut f);

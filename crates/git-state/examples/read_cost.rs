@@ -18,5 +18,8 @@ fn main() {
     for _ in 0..rounds {
         std::hint::black_box(git_state::GitState::read(&dir).expect("read"));
     }
-    println!("{:.3} ms per read", t.elapsed().as_secs_f64() * 1000.0 / f64::from(rounds));
+    println!(
+        "{:.3} ms per read",
+        t.elapsed().as_secs_f64() * 1000.0 / f64::from(rounds)
+    );
 }

@@ -36,7 +36,13 @@ pub struct Applied {
 pub fn ref_component(op: &str) -> String {
     let s: String = op
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     if s.is_empty() { "op".into() } else { s }
 }
@@ -70,14 +76,19 @@ pub fn apply(
         let refs = std::collections::BTreeMap::new();
         let cur = h.head(&refs)?;
         let place = |x: &Head| match x {
-            Head::Branch { name, .. } => Head::Branch { name: name.clone(), oid: None },
+            Head::Branch { name, .. } => Head::Branch {
+                name: name.clone(),
+                oid: None,
+            },
             d => d.clone(),
         };
         if place(&cur) == place(to) {
             drop(lock);
         } else if place(&cur) != place(from) {
             drop(lock);
-            out.flagged.push(Flag::ChangedOutside { name: "HEAD".into() });
+            out.flagged.push(Flag::ChangedOutside {
+                name: "HEAD".into(),
+            });
         } else {
             let old = head_oid(h, &cur)?;
             lock.commit(to.file_text().as_bytes())?;
@@ -91,14 +102,20 @@ pub fn apply(
                 "HEAD",
                 old.as_deref(),
                 new.as_deref(),
-                &format!("checkout: moving from {} to {} ({message})", what(&cur), what(to)),
+                &format!(
+                    "checkout: moving from {} to {} ({message})",
+                    what(&cur),
+                    what(to)
+                ),
                 true,
             );
             out.head = true;
         }
     }
     if let Some(edit) = &plan.index {
-        let bytes = stored(&edit.to.id).ok_or_else(|| ApplyError::MissingIndex { id: edit.to.id.clone() })?;
+        let bytes = stored(&edit.to.id).ok_or_else(|| ApplyError::MissingIndex {
+            id: edit.to.id.clone(),
+        })?;
         let lock = Lock::take(&h.git, Path::new("index"))?;
         let cur = read_opt(&h.git, Path::new("index"))?;
         let want = content_of(&bytes);
@@ -110,18 +127,29 @@ pub fn apply(
         let cur_id = cur.as_deref().map(crate::index::index_id);
         if cur_content.as_deref() == Some(want.as_str()) {
             drop(lock);
-        } else if cur_content != from_content && cur_id != edit.from.as_ref().map(|f| f.id.clone()) {
+        } else if cur_content != from_content && cur_id != edit.from.as_ref().map(|f| f.id.clone())
+        {
             drop(lock);
-            out.flagged.push(Flag::ChangedOutside { name: "index".into() });
+            out.flagged.push(Flag::ChangedOutside {
+                name: "index".into(),
+            });
         } else {
             lock.commit(&bytes)?;
             out.index = true;
         }
     }
     for r in &plan.refs {
-        match update_ref(&h.common, &r.name, r.from.as_deref(), r.to.as_deref(), message)? {
+        match update_ref(
+            &h.common,
+            &r.name,
+            r.from.as_deref(),
+            r.to.as_deref(),
+            message,
+        )? {
             Update::Done => out.refs.push(r.name.clone()),
-            Update::Moved(_) => out.flagged.push(Flag::ChangedOutside { name: r.name.clone() }),
+            Update::Moved(_) => out.flagged.push(Flag::ChangedOutside {
+                name: r.name.clone(),
+            }),
         }
     }
     Ok(out)

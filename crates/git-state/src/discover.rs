@@ -77,7 +77,12 @@ pub struct Repo {
 }
 
 /// The environment variables that redirect git away from the repository found by walking up.
-pub const GIT_ENV: [&str; 4] = ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"];
+pub const GIT_ENV: [&str; 4] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+];
 
 fn io(path: &Path, source: std::io::Error) -> ReadError {
     ReadError::Io {
@@ -135,7 +140,8 @@ pub fn discover(
                     dir = d.parent();
                     continue;
                 }
-                let (common_dir, layout) = match std::fs::read_to_string(git_dir.join("commondir")) {
+                let (common_dir, layout) = match std::fs::read_to_string(git_dir.join("commondir"))
+                {
                     Ok(c) => {
                         let c = Path::new(c.trim());
                         let common = if c.is_absolute() {
@@ -176,13 +182,18 @@ fn unsupported_config(common: &Path) -> Option<Untracked> {
     for line in text.lines() {
         let l = line.trim();
         if l.starts_with('[') {
-            section = l.trim_matches(|c| c == '[' || c == ']').trim().to_ascii_lowercase();
+            section = l
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_ascii_lowercase();
             continue;
         }
         if section != "extensions" {
             continue;
         }
-        let Some((k, v)) = l.split_once('=') else { continue };
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
         if k == "refstorage" && v == "reftable" {
             return Some(Untracked::Reftable);

@@ -34,10 +34,11 @@ pub use discover::{GIT_ENV, Layout, Repo, Untracked, discover};
 pub use error::{ApplyError, ReadError};
 pub use index::{index_content, index_id};
 pub use plan::{
-    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, agent_moves, plan_git_restore,
-    short_ref, target_point,
+    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, agent_moves,
+    plan_git_restore, short_ref, target_point,
 };
 pub use refs::{IDENT, Packed, Update, is_oid, read_packed, resolve, update_ref};
 pub use state::{
-    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, describe_head, packed_id, parse_packed_refs, tracked_ref,
+    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, describe_head,
+    packed_id, parse_packed_refs, tracked_ref,
 };

@@ -62,7 +62,8 @@ pub fn agent_moves(points: &[Point], from: usize) -> AgentMoves {
         if w[1].phase != Phase::After {
             continue;
         }
-        let names: std::collections::BTreeSet<&String> = a.refs.keys().chain(b.refs.keys()).collect();
+        let names: std::collections::BTreeSet<&String> =
+            a.refs.keys().chain(b.refs.keys()).collect();
         for n in names {
             let (x, y) = (a.refs.get(n), b.refs.get(n));
             if x != y {
@@ -128,11 +129,18 @@ impl Flag {
     pub fn message(&self) -> String {
         let short = |n: &str| n.strip_prefix("refs/heads/").unwrap_or(n).to_owned();
         match self {
-            Flag::ChangedOutside { name } => format!("{} changed outside the agent: left as is", short(name)),
-            Flag::CheckedOutElsewhere { name } => {
-                format!("branch {} is checked out in another worktree: left as is", short(name))
+            Flag::ChangedOutside { name } => {
+                format!("{} changed outside the agent: left as is", short(name))
             }
-            Flag::BranchGone { name } => format!("branch {} no longer exists: HEAD left as is", short(name)),
+            Flag::CheckedOutElsewhere { name } => {
+                format!(
+                    "branch {} is checked out in another worktree: left as is",
+                    short(name)
+                )
+            }
+            Flag::BranchGone { name } => {
+                format!("branch {} no longer exists: HEAD left as is", short(name))
+            }
             Flag::IndexNotStored => "the index of that point was not stored: left as is".into(),
         }
     }
@@ -269,7 +277,12 @@ pub fn short_ref(name: &str) -> String {
 /// a commit made outside the agent stays on its branch); HEAD goes back to its branch or
 /// commit; the index to its stored bytes (`target_stored`: whether they are in the store).
 /// `refs/stash` is never planned (a stash entry stays in the stash list).
-pub fn plan_git_restore(now: &GitState, target: &GitState, moves: &AgentMoves, target_stored: bool) -> GitPlan {
+pub fn plan_git_restore(
+    now: &GitState,
+    target: &GitState,
+    moves: &AgentMoves,
+    target_stored: bool,
+) -> GitPlan {
     let mut plan = GitPlan {
         head_before: now.describe_head(),
         ..GitPlan::default()
@@ -286,11 +299,13 @@ pub fn plan_git_restore(now: &GitState, target: &GitState, moves: &AgentMoves, t
             continue;
         }
         if cur != agent_left.as_ref() {
-            plan.flagged.push(Flag::ChangedOutside { name: name.clone() });
+            plan.flagged
+                .push(Flag::ChangedOutside { name: name.clone() });
             continue;
         }
         if now.elsewhere.contains(name) {
-            plan.flagged.push(Flag::CheckedOutElsewhere { name: name.clone() });
+            plan.flagged
+                .push(Flag::CheckedOutElsewhere { name: name.clone() });
             continue;
         }
         if let Some(c) = cur {
@@ -329,7 +344,11 @@ pub fn plan_git_restore(now: &GitState, target: &GitState, moves: &AgentMoves, t
                 plan.flagged.push(Flag::BranchGone { name: name.clone() });
             }
         }
-        if !plan.flagged.iter().any(|f| matches!(f, Flag::BranchGone { .. })) {
+        if !plan
+            .flagged
+            .iter()
+            .any(|f| matches!(f, Flag::BranchGone { .. }))
+        {
             if let Head::Detached { oid } = &now_head {
                 if !now.refs.values().any(|v| v == oid) {
                     plan.keep.push(("HEAD".into(), oid.clone()));

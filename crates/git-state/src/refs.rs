@@ -12,7 +12,9 @@ use crate::error::{ApplyError, ReadError};
 
 /// Whether `s` is a full SHA-1 object name in lowercase hex.
 pub fn is_oid(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 40
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 pub(crate) fn read_opt(dir: &Dir, path: &Path) -> Result<Option<Vec<u8>>, ReadError> {
@@ -83,7 +85,11 @@ pub fn parse_packed(bytes: &[u8]) -> Packed {
 }
 
 /// Adds every loose ref under `prefix` (e.g. `refs/heads`) to `out`, overriding packed ones.
-pub fn read_loose(common: &Dir, prefix: &str, out: &mut BTreeMap<String, String>) -> Result<(), ReadError> {
+pub fn read_loose(
+    common: &Dir,
+    prefix: &str,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), ReadError> {
     let dir = match common.open_dir(prefix) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -233,7 +239,14 @@ fn sync_parent(dir: &Dir, path: &Path) {
 
 /// Appends one reflog line to `logs/<name>` in `dir`; `create` makes the log when it does not
 /// exist (branches and HEAD, as `core.logAllRefUpdates` does by default in a work tree).
-pub(crate) fn append_reflog(dir: &Dir, name: &str, old: Option<&str>, new: Option<&str>, message: &str, create: bool) {
+pub(crate) fn append_reflog(
+    dir: &Dir,
+    name: &str,
+    old: Option<&str>,
+    new: Option<&str>,
+    message: &str,
+    create: bool,
+) {
     let path = PathBuf::from("logs").join(name);
     let exists = dir.symlink_metadata(&path).is_ok();
     if !exists && !create {
@@ -268,7 +281,13 @@ pub enum Update {
 /// Sets ref `name` in `common` from `old` to `new` (`None`: absent / delete), checking under
 /// its lock that it still is `old`. A deletion also rewrites `packed-refs` without it (under
 /// `packed-refs.lock`).
-pub fn update_ref(common: &Dir, name: &str, old: Option<&str>, new: Option<&str>, message: &str) -> Result<Update, ApplyError> {
+pub fn update_ref(
+    common: &Dir,
+    name: &str,
+    old: Option<&str>,
+    new: Option<&str>,
+    message: &str,
+) -> Result<Update, ApplyError> {
     let lock = Lock::take(common, Path::new(name))?;
     let now = resolve(common, name)?;
     if now.as_deref() == new {
@@ -294,7 +313,10 @@ pub fn update_ref(common: &Dir, name: &str, old: Option<&str>, new: Option<&str>
                         }
                         continue;
                     }
-                    skipping = line.trim_end().split_once(' ').is_some_and(|(_, n)| n == name);
+                    skipping = line
+                        .trim_end()
+                        .split_once(' ')
+                        .is_some_and(|(_, n)| n == name);
                     if !skipping {
                         out.push_str(line);
                     }
@@ -310,6 +332,13 @@ pub fn update_ref(common: &Dir, name: &str, old: Option<&str>, new: Option<&str>
             sync_parent(common, Path::new(name));
         }
     }
-    append_reflog(common, name, old, new, message, name.starts_with("refs/heads/") && new.is_some());
+    append_reflog(
+        common,
+        name,
+        old,
+        new,
+        message,
+        name.starts_with("refs/heads/") && new.is_some(),
+    );
     Ok(Update::Done)
 }

@@ -310,7 +310,14 @@ impl Handles {
     #[allow(clippy::type_complexity)]
     fn packed(
         &self,
-    ) -> Result<(Option<String>, Option<Arc<BTreeMap<String, String>>>, Option<Arc<Vec<u8>>>), ReadError> {
+    ) -> Result<
+        (
+            Option<String>,
+            Option<Arc<BTreeMap<String, String>>>,
+            Option<Arc<Vec<u8>>>,
+        ),
+        ReadError,
+    > {
         use std::os::unix::fs::MetadataExt;
         let path = self.repo.common_dir.join("packed-refs");
         let meta = match std::fs::metadata(&path) {
@@ -318,10 +325,21 @@ impl Handles {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None, None)),
             Err(e) => return Err(ReadError::Io { path, source: e }),
         };
-        let key: StatKey = (meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec());
+        let key: StatKey = (
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        );
         let mut cache = packed_cache().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache.get(&path).filter(|c| c.key == key) {
-            return Ok((Some(c.id.clone()), Some(c.packed.clone()), Some(c.bytes.clone())));
+            return Ok((
+                Some(c.id.clone()),
+                Some(c.packed.clone()),
+                Some(c.bytes.clone()),
+            ));
         }
         let Some(bytes) = read_opt(&self.common, Path::new("packed-refs"))? else {
             return Ok((None, None, None));
@@ -425,7 +443,10 @@ impl GitState {
     pub fn from_json(s: &str) -> Result<Self, String> {
         let v: GitState = serde_json::from_str(s).map_err(|e| e.to_string())?;
         if v.version > STATE_VERSION {
-            return Err(format!("git state version {} is newer than {STATE_VERSION}", v.version));
+            return Err(format!(
+                "git state version {} is newer than {STATE_VERSION}",
+                v.version
+            ));
         }
         Ok(v)
     }

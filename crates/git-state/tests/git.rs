@@ -18,7 +18,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
@@ -101,13 +105,26 @@ impl Rec {
             self.stored.insert(i.id.clone(), b);
         }
         let target = self.points[t].state.clone();
-        let stored = target.index.as_ref().is_some_and(|i| self.stored.contains_key(&i.id));
+        let stored = target
+            .index
+            .as_ref()
+            .is_some_and(|i| self.stored.contains_key(&i.id));
         let plan = plan_git_restore(&now.state, &target, &moves, stored);
         assert!(plan.refusal.is_none(), "{:?}", plan.refusal);
         put_files(d, &self.files[t]);
-        let h = Handles::find(d).expect("find").expect("repo").expect("tracked");
+        let h = Handles::find(d)
+            .expect("find")
+            .expect("repo")
+            .expect("tracked");
         let st = &self.stored;
-        let applied = apply(&h, &plan, op, &|id| st.get(id).cloned(), "dsh-rewind: rewind").expect("apply");
+        let applied = apply(
+            &h,
+            &plan,
+            op,
+            &|id| st.get(id).cloned(),
+            "dsh-rewind: rewind",
+        )
+        .expect("apply");
         (plan, applied)
     }
 }
@@ -122,11 +139,23 @@ fn reads_head_refs_index_and_describes() {
     let r = read(&d);
     assert_eq!(r.state.layout, Layout::Plain);
     let main = git(&d, &["rev-parse", "main"]);
-    assert_eq!(r.state.head, Head::Branch { name: "refs/heads/main".into(), oid: Some(main.clone()) });
-    assert_eq!(r.state.refs.get("refs/tags/v1").map(String::as_str), Some(git(&d, &["rev-parse", "v1"]).as_str()));
+    assert_eq!(
+        r.state.head,
+        Head::Branch {
+            name: "refs/heads/main".into(),
+            oid: Some(main.clone())
+        }
+    );
+    assert_eq!(
+        r.state.refs.get("refs/tags/v1").map(String::as_str),
+        Some(git(&d, &["rev-parse", "v1"]).as_str())
+    );
     assert_eq!(r.state.describe_head(), format!("main @ {}", &main[..7]));
     let bytes = std::fs::read(d.join(".git/index")).expect("index");
-    assert_eq!(r.state.index.as_ref().map(|i| i.id.clone()), Some(index_id(&bytes)));
+    assert_eq!(
+        r.state.index.as_ref().map(|i| i.id.clone()),
+        Some(index_id(&bytes))
+    );
     assert_eq!(r.state.operation, None);
     git(&d, &["checkout", "-q", "v1"]);
     let r = read(&d);
@@ -140,7 +169,10 @@ fn reads_head_refs_index_and_describes() {
     assert!(back.refs.is_empty(), "the full map is not serialized");
     assert!(back.loose.is_empty(), "every ref is packed");
     let packed = r2.packed_bytes.clone().expect("packed-refs");
-    assert_eq!(r2.state.packed.as_deref(), Some(packed_id(&packed).as_str()));
+    assert_eq!(
+        r2.state.packed.as_deref(),
+        Some(packed_id(&packed).as_str())
+    );
     back.hydrate(Some(&packed));
     assert_eq!(back, r2.state);
 }
@@ -149,7 +181,11 @@ fn reads_head_refs_index_and_describes() {
 fn index_content_ignores_a_status_refresh() {
     let (_t, d) = repo();
     let before = std::fs::read(d.join(".git/index")).expect("index");
-    Command::new("touch").args(["-d", "2020-01-01", "a.txt"]).current_dir(&d).status().expect("touch");
+    Command::new("touch")
+        .args(["-d", "2020-01-01", "a.txt"])
+        .current_dir(&d)
+        .status()
+        .expect("touch");
     git(&d, &["update-index", "--really-refresh"]);
     let after = std::fs::read(d.join(".git/index")).expect("index");
     assert_ne!(before, after, "the refresh rewrote the stat data");
@@ -185,36 +221,79 @@ fn rewind_of_a_branch_switch_commit_and_tag_checkout_then_undo() {
 
     // Rewind to turn two: back on agent-work at its commit, clean.
     let (plan, applied) = rec.rewind(&d, 20, "op1");
-    assert_eq!(plan.summary(), format!("HEAD: detached at v1 → agent-work @ {}; index restored", &agent[..7]));
+    assert_eq!(
+        plan.summary(),
+        format!(
+            "HEAD: detached at v1 → agent-work @ {}; index restored",
+            &agent[..7]
+        )
+    );
     assert!(applied.head && applied.flagged.is_empty(), "{applied:?}");
     assert_eq!(git(&d, &["status", "--porcelain"]), "");
     assert_eq!(head(&d), "agent-work");
-    assert!(applied.kept.contains(&"refs/dsh-rewind/op1/HEAD".to_owned()) || plan.keep.is_empty());
+    assert!(
+        applied
+            .kept
+            .contains(&"refs/dsh-rewind/op1/HEAD".to_owned())
+            || plan.keep.is_empty()
+    );
 
     // Rewind to turn one: main, the agent's branch removed, its commit kept.
     let (plan, applied) = rec.rewind(&d, 10, "op2");
-    assert!(plan.summary().contains("branch agent-work removed"), "{}", plan.summary());
+    assert!(
+        plan.summary().contains("branch agent-work removed"),
+        "{}",
+        plan.summary()
+    );
     assert_eq!(git(&d, &["status", "--porcelain"]), "");
     assert_eq!(head(&d), "main");
     assert_eq!(git(&d, &["rev-parse", "HEAD"]), main);
     assert!(git(&d, &["branch", "--list", "agent-work"]).is_empty());
-    assert_eq!(git(&d, &["rev-parse", "refs/dsh-rewind/op2/heads/agent-work"]), agent);
-    assert!(applied.kept.iter().any(|k| k == "refs/dsh-rewind/op2/heads/agent-work"));
+    assert_eq!(
+        git(&d, &["rev-parse", "refs/dsh-rewind/op2/heads/agent-work"]),
+        agent
+    );
+    assert!(
+        applied
+            .kept
+            .iter()
+            .any(|k| k == "refs/dsh-rewind/op2/heads/agent-work")
+    );
     git(&d, &["fsck", "--no-progress"]);
 
     // Undo of the second rewind: the plan reversed brings agent-work and HEAD back.
-    let h = Handles::find(&d).expect("find").expect("repo").expect("tracked");
+    let h = Handles::find(&d)
+        .expect("find")
+        .expect("repo")
+        .expect("tracked");
     let st = &rec.stored;
     let undo = plan.reversed();
-    let a = apply(&h, &undo, "op2-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo").expect("undo");
+    let a = apply(
+        &h,
+        &undo,
+        "op2-undo",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: undo",
+    )
+    .expect("undo");
     assert!(a.flagged.is_empty(), "{a:?}");
     put_files(&d, &rec.files[2]);
     assert_eq!(head(&d), "agent-work");
     assert_eq!(git(&d, &["rev-parse", "agent-work"]), agent);
     assert_eq!(git(&d, &["status", "--porcelain"]), "");
     // Applying it again changes nothing and flags nothing (idempotent after a crash).
-    let again = apply(&h, &undo, "op2-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo").expect("again");
-    assert!(!again.head && !again.index && again.flagged.is_empty(), "{again:?}");
+    let again = apply(
+        &h,
+        &undo,
+        "op2-undo",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: undo",
+    )
+    .expect("again");
+    assert!(
+        !again.head && !again.index && again.flagged.is_empty(),
+        "{again:?}"
+    );
     let _ = after_two;
     // The reflog names the writer.
     assert!(git(&d, &["reflog", "-1", "--format=%gs", "HEAD"]).contains("dsh-rewind"));
@@ -236,10 +315,24 @@ fn a_commit_made_by_hand_after_the_agents_keeps_its_branch() {
     let mine = git(&d, &["rev-parse", "main"]);
     rec.point(&d, 20, Phase::Boundary);
     let t = target_point(&rec.points, 10).expect("point");
-    let plan = plan_git_restore(&read(&d).state, &rec.points[t].state, &agent_moves(&rec.points, t), true);
-    assert_eq!(plan.flagged, vec![Flag::ChangedOutside { name: "refs/heads/main".into() }]);
+    let plan = plan_git_restore(
+        &read(&d).state,
+        &rec.points[t].state,
+        &agent_moves(&rec.points, t),
+        true,
+    );
+    assert_eq!(
+        plan.flagged,
+        vec![Flag::ChangedOutside {
+            name: "refs/heads/main".into()
+        }]
+    );
     assert!(plan.refs.is_empty());
-    assert!(plan.summary().contains("main changed outside the agent"), "{}", plan.summary());
+    assert!(
+        plan.summary().contains("main changed outside the agent"),
+        "{}",
+        plan.summary()
+    );
     let (_, applied) = rec.rewind(&d, 10, "op");
     assert!(applied.refs.is_empty());
     assert_eq!(git(&d, &["rev-parse", "main"]), mine);
@@ -262,8 +355,15 @@ fn a_deleted_branch_comes_back_and_packed_refs_are_rewritten() {
     assert_eq!(applied.refs.len(), 2, "{plan:?}");
     assert_eq!(git(&d, &["rev-parse", "feature"]), feature);
     assert!(git(&d, &["branch", "--list", "made"]).is_empty());
-    assert!(!std::fs::read_to_string(d.join(".git/packed-refs")).expect("packed").contains("refs/heads/made"));
-    assert_eq!(git(&d, &["rev-parse", "scratch"]), git(&d, &["rev-parse", "v1"]));
+    assert!(
+        !std::fs::read_to_string(d.join(".git/packed-refs"))
+            .expect("packed")
+            .contains("refs/heads/made")
+    );
+    assert_eq!(
+        git(&d, &["rev-parse", "scratch"]),
+        git(&d, &["rev-parse", "v1"])
+    );
     git(&d, &["fsck", "--no-progress"]);
 }
 
@@ -287,9 +387,18 @@ fn a_rebase_in_progress_is_refused() {
     let now = read(&d).state;
     assert_eq!(now.operation, Some(Operation::Rebase));
     let t = target_point(&rec.points, 10).expect("point");
-    let plan = plan_git_restore(&now, &rec.points[t].state, &agent_moves(&rec.points, t), true);
+    let plan = plan_git_restore(
+        &now,
+        &rec.points[t].state,
+        &agent_moves(&rec.points, t),
+        true,
+    );
     let refusal = plan.refusal.expect("refused");
-    assert!(refusal.message().contains("git rebase --abort"), "{}", refusal.message());
+    assert!(
+        refusal.message().contains("git rebase --abort"),
+        "{}",
+        refusal.message()
+    );
 }
 
 #[test]
@@ -301,12 +410,23 @@ fn a_held_lock_fails_the_step_and_leaves_the_file() {
     rec.point(&d, 10, Phase::After);
     std::fs::write(d.join(".git/HEAD.lock"), "").expect("lock");
     let t = target_point(&rec.points, 10).expect("point");
-    let plan = plan_git_restore(&read(&d).state, &rec.points[t].state, &agent_moves(&rec.points, t), true);
-    let h = Handles::find(&d).expect("find").expect("repo").expect("tracked");
+    let plan = plan_git_restore(
+        &read(&d).state,
+        &rec.points[t].state,
+        &agent_moves(&rec.points, t),
+        true,
+    );
+    let h = Handles::find(&d)
+        .expect("find")
+        .expect("repo")
+        .expect("tracked");
     let err = apply(&h, &plan, "op", &|_| None, "m").expect_err("locked");
     assert!(matches!(err, ApplyError::Locked { .. }), "{err}");
     assert_eq!(head(&d), "x");
-    assert!(d.join(".git/HEAD.lock").exists(), "someone else's lock is never removed");
+    assert!(
+        d.join(".git/HEAD.lock").exists(),
+        "someone else's lock is never removed"
+    );
 }
 
 #[test]
@@ -314,7 +434,17 @@ fn layouts_and_the_environment() {
     let (t, d) = repo();
     // A linked worktree: its own HEAD and index; the main worktree's branch is elsewhere.
     let wt = t.path().join("wt");
-    git(&d, &["worktree", "add", "-q", "-b", "wtb", wt.to_str().expect("utf8")]);
+    git(
+        &d,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "wtb",
+            wt.to_str().expect("utf8"),
+        ],
+    );
     let r = read(&wt);
     assert_eq!(r.state.layout, Layout::LinkedWorktree);
     assert_eq!(r.state.head.branch(), Some("refs/heads/wtb"));
@@ -324,22 +454,48 @@ fn layouts_and_the_environment() {
     let sep = t.path().join("sep");
     let gd = t.path().join("sep.git");
     std::fs::create_dir(&sep).expect("mkdir");
-    git(&sep, &["init", "-q", "-b", "main", "--separate-git-dir", gd.to_str().expect("utf8")]);
+    git(
+        &sep,
+        &[
+            "init",
+            "-q",
+            "-b",
+            "main",
+            "--separate-git-dir",
+            gd.to_str().expect("utf8"),
+        ],
+    );
     assert_eq!(read(&sep).state.layout, Layout::GitFile);
     // A subdirectory of a repository is not tracked; no repository is nothing.
     std::fs::create_dir(d.join("sub")).expect("mkdir");
-    assert!(matches!(GitState::read(&d.join("sub")), Ok(Found::Untracked(Untracked::WorkspaceIsSubdirectory { .. }))));
+    assert!(matches!(
+        GitState::read(&d.join("sub")),
+        Ok(Found::Untracked(Untracked::WorkspaceIsSubdirectory { .. }))
+    ));
     let plain = tempfile::tempdir().expect("tmp");
     let found = discover(plain.path(), |_| None).expect("discover");
-    assert!(found.is_none() || matches!(found, Some(Err(Untracked::WorkspaceIsSubdirectory { .. }))));
+    assert!(
+        found.is_none() || matches!(found, Some(Err(Untracked::WorkspaceIsSubdirectory { .. })))
+    );
     // GIT_DIR set: git would use another repository.
     let env = discover(&d, |k| (k == "GIT_DIR").then(|| "/elsewhere".into())).expect("discover");
-    assert_eq!(env, Some(Err(Untracked::GitEnv { variable: "GIT_DIR".into() })));
+    assert_eq!(
+        env,
+        Some(Err(Untracked::GitEnv {
+            variable: "GIT_DIR".into()
+        }))
+    );
     // Reftable is not read.
     std::fs::write(
         d.join(".git/config"),
-        format!("{}\n[extensions]\n\trefStorage = reftable\n", std::fs::read_to_string(d.join(".git/config")).expect("cfg")),
+        format!(
+            "{}\n[extensions]\n\trefStorage = reftable\n",
+            std::fs::read_to_string(d.join(".git/config")).expect("cfg")
+        ),
     )
     .expect("cfg");
-    assert!(matches!(discover(&d, |_| None), Ok(Some(Err(Untracked::Reftable)))));
+    assert!(matches!(
+        discover(&d, |_| None),
+        Ok(Some(Err(Untracked::Reftable)))
+    ));
 }

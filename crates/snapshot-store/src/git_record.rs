@@ -53,7 +53,9 @@ fn git_dir(s: &Session) -> PathBuf {
 }
 
 fn blob_path(s: &Session, kind: GitBlobKind, id: &str) -> Option<PathBuf> {
-    let ok = !id.is_empty() && id.len() <= 80 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let ok = !id.is_empty()
+        && id.len() <= 80
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     ok.then(|| {
         git_dir(s)
             .join(match kind {
@@ -172,7 +174,10 @@ impl Session {
                     out.push(rec);
                     continue;
                 }
-                let packed = st.packed.clone().map(|id| self.git_blob(GitBlobKind::Packed, &id));
+                let packed = st
+                    .packed
+                    .clone()
+                    .map(|id| self.git_blob(GitBlobKind::Packed, &id));
                 match packed {
                     Some(None) => {
                         rec.state = None;

@@ -18,7 +18,11 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn req(phase: ScanPhase, anchor: u64, call: Option<&str>) -> ScanRequest {
@@ -43,12 +47,14 @@ fn each_scan_records_head_refs_and_the_index_of_the_repository() {
     git(&env.cwd, &["commit", "-qm", "one"]);
     git(&env.cwd, &["pack-refs", "--all"]);
     s.scan(&req(ScanPhase::Boundary, 10, None)).expect("scan");
-    s.scan(&req(ScanPhase::Before, 10, Some("c1"))).expect("scan");
+    s.scan(&req(ScanPhase::Before, 10, Some("c1")))
+        .expect("scan");
     git(&env.cwd, &["switch", "-q", "-c", "agent-work"]);
     env.write("b.txt", b"b\n");
     git(&env.cwd, &["add", "b.txt"]);
     git(&env.cwd, &["commit", "-qm", "two"]);
-    s.scan(&req(ScanPhase::After, 10, Some("c1"))).expect("scan");
+    s.scan(&req(ScanPhase::After, 10, Some("c1")))
+        .expect("scan");
 
     let points = s.git_known_points().expect("points");
     assert_eq!(points.len(), 3);
@@ -65,7 +71,10 @@ fn each_scan_records_head_refs_and_the_index_of_the_repository() {
         assert_eq!(git_state::index_id(&bytes), i.id);
     }
     let now = std::fs::read(env.p(".git/index")).expect("index");
-    assert_eq!(s.git_blob(GitBlobKind::Index, &git_state::index_id(&now)), Some(now));
+    assert_eq!(
+        s.git_blob(GitBlobKind::Index, &git_state::index_id(&now)),
+        Some(now)
+    );
     // A hostile id never leaves the store's directory.
     assert_eq!(s.git_blob(GitBlobKind::Index, "../../store.json"), None);
 
@@ -91,6 +100,12 @@ fn a_workspace_inside_a_repository_records_why_it_is_not_tracked() {
     s.scan(&req(ScanPhase::Boundary, 1, None)).expect("scan");
     let recs = s.git_points().expect("points");
     assert_eq!(recs.len(), 1);
-    assert!(recs[0].untracked.as_deref().is_some_and(|m| m.contains("not its root")), "{recs:?}");
+    assert!(
+        recs[0]
+            .untracked
+            .as_deref()
+            .is_some_and(|m| m.contains("not its root")),
+        "{recs:?}"
+    );
     assert!(s.git_known_points().expect("points").is_empty());
 }
