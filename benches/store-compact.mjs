@@ -148,6 +148,8 @@ const t0 = performance.now()
 const report = await packed.cleanup.compact()
 const compactMs = performance.now() - t0
 const afterDu = du(packed.root)
+const indexDu = du(join(packed.root, 'workspaces'))
+const packDu = du(join(packed.root, 'packs'))
 const figures = await packed.cleanup.storage([packed.sid], [packed.cwd], 1)
 const looseFigures = await loose.cleanup.storage([loose.sid], [loose.cwd], 1)
 
@@ -167,6 +169,8 @@ const lines = [
   '|---|---|---|---|',
   `| baseline stored (loose blobs) | ${beforeDu.files.toLocaleString('en')} | ${mib(beforeDu.bytes)} | ${(beforeDu.bytes / packed.logical).toFixed(2)} |`,
   `| after \`compact\` | ${afterDu.files.toLocaleString('en')} | ${mib(afterDu.bytes)} | ${(afterDu.bytes / packed.logical).toFixed(2)} |`,
+  '',
+  `Of the compacted store, the packs take ${mib(packDu.bytes)} and the workspace scan's index ${mib(indexDu.bytes)}.`,
   '',
   `The compaction packed ${report.blobsPacked.toLocaleString('en')} blobs (${mib(report.bytesPacked)}) into ${report.packsWritten} pack(s) of ${mib(report.packBytes)} in ${(compactMs / 1000).toFixed(1)} s. The storage view then says: logical ${mib(figures.logicalBytes)}, on disk ${mib(figures.diskBytes)}, ratio ${figures.ratio.toFixed(2)} (the loose store: ${mib(looseFigures.diskBytes)}, ratio ${looseFigures.ratio.toFixed(2)}).`,
   '',
