@@ -49,6 +49,17 @@ impl Store {
     }
 
     pub(crate) fn collect_garbage_locked(&self) -> Result<GcReport, Fault> {
+        self.collect_garbage_locked_with(true)
+    }
+
+    /// [`Store::collect_garbage_locked`]; without `rewrite_packs`, a pack with some live
+    /// members is left as it is (a prune at a message boundary drops packs wholly dead,
+    /// a cheap unlink, and leaves the rewrite, which reads and compresses again, to an
+    /// explicit collection: it never holds the exclusive lock for that long).
+    pub(crate) fn collect_garbage_locked_with(
+        &self,
+        rewrite_packs: bool,
+    ) -> Result<GcReport, Fault> {
         let fs = &self.inner.fs;
         let mut live: HashSet<String> = HashSet::new();
         // The workspaces the sessions' scans name (`None`: one could not be told).
@@ -131,7 +142,7 @@ impl Store {
                 first = false;
             }
         }
-        report.pack_members_dropped = self.collect_packs_locked(&live)?;
+        report.pack_members_dropped = self.collect_packs_locked(&live, rewrite_packs)?;
         Ok(report)
     }
 }

@@ -330,14 +330,15 @@ impl Store {
 
     /// The packs' side of a garbage collection (under the store's exclusive lock):
     /// temporary files and packs without an index (a compaction killed before its index)
-    /// are removed; a pack whose members are all dead goes (index first); one with at
-    /// least [`PACK_DEAD_PERCENT`] of its bytes dead is rewritten with its live members
+    /// are removed; a pack whose members are all dead goes (index first); with `rewrite`,
+    /// one with at least [`PACK_DEAD_PERCENT`] of its bytes dead is rewritten with its live members
     /// (the new pack durable before the old one's index goes). A pack whose index cannot
     /// be read, or a live member that does not read back whole, is left as it is
     /// (`verify` names it). Returns the members dropped.
     pub(crate) fn collect_packs_locked(
         &self,
         live: &std::collections::HashSet<String>,
+        rewrite: bool,
     ) -> Result<usize, Fault> {
         let fs = &self.inner.fs;
         let names = fs.list(Path::new(PACKS_DIR))?;
@@ -375,7 +376,7 @@ impl Store {
             if dead_n == 0 {
                 continue;
             }
-            if dead_n < entries.len() && dead * 100 < total * PACK_DEAD_PERCENT {
+            if dead_n < entries.len() && (!rewrite || dead * 100 < total * PACK_DEAD_PERCENT) {
                 continue;
             }
             if dead_n < entries.len() && !self.rewrite_live(id, &entries, live)? {

@@ -143,7 +143,8 @@ impl Pruner<'_> {
         // dropped references. Blobs left by dropped captures wait for the next sweep that runs
         // (a prune that removes something, `Store::collect_garbage`, `clear_session`).
         if report.groups_removed > 0 || report.journals_removed > 0 {
-            report.gc = self.s.store.collect_garbage_locked()?;
+            // Packs mostly dead are rewritten by an explicit collection, not at a message.
+            report.gc = self.s.store.collect_garbage_locked_with(false)?;
         }
         Ok(report)
     }
