@@ -358,8 +358,8 @@ pub fn plan_git_restore(
         }
     }
     plan.head_after = match &plan.head {
-        Some((_, h)) => describe_head(h, &after),
-        None => describe_head(&now.head, &after),
+        Some((_, h)) => describe_head(h, &after, &now.peeled),
+        None => describe_head(&now.head, &after, &now.peeled),
     };
     if let Some(to) = &target.index {
         if now.index.as_ref() != Some(to) {

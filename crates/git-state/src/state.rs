@@ -130,6 +130,11 @@ pub struct GitState {
     /// [`GitState::loose`] and the stored `packed-refs` bytes named by [`GitState::packed`].
     #[serde(skip)]
     pub refs: BTreeMap<String, String>,
+    /// The commits annotated tags point at, as `packed-refs` records them (`^<oid>` lines):
+    /// tag → commit. Not serialized (rebuilt by [`GitState::hydrate`]); used to name a
+    /// detached HEAD after the tag it was checked out from.
+    #[serde(skip)]
+    pub peeled: Arc<BTreeMap<String, String>>,
     /// The loose refs among them (a handful, usually).
     #[serde(default)]
     pub loose: BTreeMap<String, String>,
@@ -165,6 +170,7 @@ struct PackedCache {
     key: StatKey,
     id: String,
     packed: Arc<BTreeMap<String, String>>,
+    peeled: Arc<BTreeMap<String, String>>,
     bytes: Arc<Vec<u8>>,
 }
 
@@ -185,6 +191,15 @@ pub fn parse_packed_refs(bytes: &[u8]) -> BTreeMap<String, String> {
         .refs
         .into_iter()
         .filter(|(k, _)| tracked_ref(k))
+        .collect()
+}
+
+/// The peeled commits of the annotated tags `packed-refs` bytes record (tag → commit).
+pub fn parse_packed_peeled(bytes: &[u8]) -> BTreeMap<String, String> {
+    crate::refs::parse_packed(bytes)
+        .peeled
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("refs/tags/"))
         .collect()
 }
 
@@ -270,7 +285,7 @@ impl Handles {
 
     /// Reads the whole state.
     pub fn read(&self) -> Result<Read, ReadError> {
-        let (packed, packed_map, packed_bytes) = self.packed()?;
+        let (packed, packed_map, packed_bytes, peeled) = self.packed()?;
         let mut loose = BTreeMap::new();
         read_loose(&self.common, "refs/heads", &mut loose)?;
         read_loose(&self.common, "refs/tags", &mut loose)?;
@@ -295,6 +310,7 @@ impl Handles {
                 layout: self.repo.layout,
                 head,
                 refs,
+                peeled: peeled.unwrap_or_default(),
                 loose,
                 packed,
                 index,
@@ -315,6 +331,7 @@ impl Handles {
             Option<String>,
             Option<Arc<BTreeMap<String, String>>>,
             Option<Arc<Vec<u8>>>,
+            Option<Arc<BTreeMap<String, String>>>,
         ),
         ReadError,
     > {
@@ -322,7 +339,9 @@ impl Handles {
         let path = self.repo.common_dir.join("packed-refs");
         let meta = match std::fs::metadata(&path) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None, None)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((None, None, None, None));
+            }
             Err(e) => return Err(ReadError::Io { path, source: e }),
         };
         let key: StatKey = (
@@ -339,13 +358,15 @@ impl Handles {
                 Some(c.id.clone()),
                 Some(c.packed.clone()),
                 Some(c.bytes.clone()),
+                Some(c.peeled.clone()),
             ));
         }
         let Some(bytes) = read_opt(&self.common, Path::new("packed-refs"))? else {
-            return Ok((None, None, None));
+            return Ok((None, None, None, None));
         };
         let id = packed_id(&bytes);
         let packed = Arc::new(parse_packed_refs(&bytes));
+        let peeled = Arc::new(parse_packed_peeled(&bytes));
         let bytes = Arc::new(bytes);
         cache.insert(
             path,
@@ -353,10 +374,11 @@ impl Handles {
                 key,
                 id: id.clone(),
                 packed: packed.clone(),
+                peeled: peeled.clone(),
                 bytes: bytes.clone(),
             },
         );
-        Ok((Some(id), Some(packed), Some(bytes)))
+        Ok((Some(id), Some(packed), Some(bytes), Some(peeled)))
     }
 
     /// Branches that HEADs of the repository's other worktrees are on.
@@ -425,6 +447,7 @@ impl GitState {
     /// refs are then missing and the state should not be planned from).
     pub fn hydrate(&mut self, packed_bytes: Option<&[u8]>) {
         let mut refs = packed_bytes.map(parse_packed_refs).unwrap_or_default();
+        self.peeled = Arc::new(packed_bytes.map(parse_packed_peeled).unwrap_or_default());
         refs.extend(self.loose.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Head::Branch { name, oid } = &mut self.head {
             if let Some(v) = refs.get(name.as_str()) {
@@ -454,12 +477,16 @@ impl GitState {
     /// A short name for HEAD's place: `agent-work @ 3fce3b5`, `detached at v2.40.0`,
     /// `detached at 3fce3b5`.
     pub fn describe_head(&self) -> String {
-        describe_head(&self.head, &self.refs)
+        describe_head(&self.head, &self.refs, &self.peeled)
     }
 }
 
 /// See [`GitState::describe_head`].
-pub fn describe_head(head: &Head, refs: &BTreeMap<String, String>) -> String {
+pub fn describe_head(
+    head: &Head,
+    refs: &BTreeMap<String, String>,
+    peeled: &BTreeMap<String, String>,
+) -> String {
     match head {
         Head::Branch { name, oid } => {
             let short = name.strip_prefix("refs/heads/").unwrap_or(name);
@@ -471,7 +498,10 @@ pub fn describe_head(head: &Head, refs: &BTreeMap<String, String>) -> String {
         Head::Detached { oid } => {
             let tag = refs
                 .iter()
-                .find(|(k, v)| k.starts_with("refs/tags/") && *v == oid)
+                .find(|(k, v)| {
+                    k.starts_with("refs/tags/")
+                        && (*v == oid || peeled.get(k.as_str()).is_some_and(|p| p == oid))
+                })
                 .map(|(k, _)| k.trim_start_matches("refs/tags/").to_owned());
             match tag {
                 Some(t) => format!("detached at {t}"),

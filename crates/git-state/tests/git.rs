@@ -161,7 +161,26 @@ fn reads_head_refs_index_and_describes() {
     let r = read(&d);
     assert!(matches!(r.state.head, Head::Detached { .. }));
     assert_eq!(r.state.describe_head(), "detached at v1");
+    // A detached HEAD checked out from an annotated tag is named after it once the tag is
+    // packed (git records the commit it peels to).
+    git(&d, &["tag", "-a", "-m", "annotated", "v1a", "v1"]);
+    git(&d, &["pack-refs", "--all"]);
+    let r = read(&d);
+    assert!(
+        matches!(
+            r.state.describe_head().as_str(),
+            "detached at v1" | "detached at v1a"
+        ),
+        "{}",
+        r.state.describe_head()
+    );
+    git(&d, &["tag", "-d", "v1"]);
+    assert_eq!(read(&d).state.describe_head(), "detached at v1a");
+    git(&d, &["tag", "v1", "v1a^{}"]);
     // Packed refs are read as loose ones.
+    git(&d, &["branch", "loose-one"]);
+    let r = read(&d);
+    assert!(r.state.loose.contains_key("refs/heads/loose-one"));
     git(&d, &["pack-refs", "--all"]);
     let r2 = read(&d);
     assert_eq!(r2.state.refs, r.state.refs);
