@@ -40,5 +40,5 @@ pub use plan::{
 pub use refs::{IDENT, Packed, Update, is_oid, read_packed, resolve, update_ref};
 pub use state::{
     Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, describe_head,
-    packed_id, parse_packed_refs, tracked_ref,
+    packed_id, parse_packed_peeled, parse_packed_refs, tracked_ref,
 };
