@@ -399,6 +399,64 @@ fn main() {
         report.row(&label, subject, baseline, Some(1.5));
     }
 
+    // Plan + journaled restore of 1,000 × 16 KiB files whose before-states are packed (a
+    // compacted store) vs the same restore from loose blob files, alternated
+    // (`STORE_BENCH_ONLY=restore-packed`).
+    if want("restore") && only.as_deref().is_none_or(|o| o == "restore" || o == "restore-packed") {
+        let n = 1000;
+        let setup = |pack: bool| {
+            let b = Bench::new();
+            let store = Store::open(
+                &b.base.join("store"),
+                StoreOptions {
+                    keep_in_log_bytes: 0,
+                    ..StoreOptions::default()
+                },
+            )
+            .unwrap();
+            let s = b.session(&store);
+            for i in 0..n {
+                std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, i)).unwrap();
+            }
+            s.recheck_tracked(1).unwrap();
+            for i in 0..n {
+                s.capture_before("bulk", Path::new(&format!("f{i}"))).unwrap();
+            }
+            for i in 0..n {
+                std::fs::write(b.cwd.join(format!("f{i}")), content(16 << 10, 10_000 + i)).unwrap();
+            }
+            s.commit("bulk", 1, true).unwrap();
+            s.recheck_tracked(2).unwrap();
+            if pack {
+                let r = store.compact().unwrap();
+                assert!(r.blobs_packed >= n, "{r:?}");
+            }
+            (b, store, s)
+        };
+        let (_pb, _ps, packed) = setup(true);
+        let (_lb, _ls, loose) = setup(false);
+        let (mut kp, mut kl) = (0usize, 0usize);
+        let run = |s: &Session, k: &mut usize| {
+            let target = if *k % 2 == 0 { 1 } else { 2 };
+            let plan = s.plan_restore(target).unwrap();
+            assert_eq!(plan.actions.len(), n);
+            let out = s.restore(&plan, &format!("op{k}")).unwrap();
+            assert!(out.failed.is_empty());
+            *k += 1;
+        };
+        let (subject, baseline) = timing::pair(
+            6,
+            || run(&packed, &mut kp),
+            || run(&loose, &mut kl),
+        );
+        report.row(
+            "plan + journaled restore 1,000 × 16 KiB from packs vs from loose blob files",
+            subject,
+            baseline,
+            Some(1.5),
+        );
+    }
+
     // Capture of new content, per size (`STORE_BENCH_ONLY=capture`, with the dedup hits).
     if want("capture") {
         for (label, size, rounds) in [
