@@ -432,4 +432,47 @@ impl Store {
         w.finish()?;
         Ok(true)
     }
+
+    /// Copies every member of pack `id` that reads back whole into a new pack (durable
+    /// before this returns); the damaged ones are left out. Returns how many members were
+    /// copied and how many were left out. For a repair, which then moves the damaged pack
+    /// and its index into the quarantine.
+    pub(crate) fn salvage_pack(&self, id: &str) -> Result<(usize, usize), Fault> {
+        let fs = &self.inner.fs;
+        let Some(bytes) = fs.read_opt(&idx_path(id))? else {
+            return Ok((0, 0));
+        };
+        let Ok((entries, _)) = decode_idx(&bytes) else {
+            return Ok((0, 0));
+        };
+        let pack: std::sync::Arc<str> = std::sync::Arc::from(id);
+        let mut w: Option<PackWriter<'_>> = None;
+        let (mut copied, mut lost) = (0, 0);
+        for e in &entries {
+            let loc = crate::fsio::PackLoc {
+                pack: std::sync::Arc::clone(&pack),
+                chunk: e.chunk,
+                offset: e.offset,
+                size: e.size,
+            };
+            match fs.read_packed(&loc) {
+                Ok(b) if hex::encode(Sha256::digest(&b)) == e.sha => {
+                    let writer = match w.as_mut() {
+                        Some(w) => w,
+                        None => w.insert(PackWriter::new(fs)?),
+                    };
+                    writer.add(&e.sha, &b)?;
+                    copied += 1;
+                }
+                Ok(_) => lost += 1,
+                Err(err) if err.source.kind() == std::io::ErrorKind::InvalidData => lost += 1,
+                Err(err) if err.source.kind() == std::io::ErrorKind::UnexpectedEof => lost += 1,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        if let Some(w) = w {
+            w.finish()?;
+        }
+        Ok((copied, lost))
+    }
 }

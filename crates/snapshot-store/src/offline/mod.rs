@@ -189,8 +189,9 @@ pub enum Problem {
     },
     /// A member of a pack does not read back as its name says: its chunk is damaged
     /// (torn, a flipped byte: the checksum or the decompression fails) or its bytes do not
-    /// hash to its name. Not moved by a quarantine (the pack holds sound members too); a
-    /// loose copy of the same content, if any, still serves it.
+    /// hash to its name. A quarantine copies the pack's sound members into a new pack and
+    /// moves the pack and its index aside; a loose copy of the same content, if any, still
+    /// serves the damaged one.
     CorruptPackMember {
         /// Store-relative path of the pack (`packs/pack-<id>.pack`).
         pack: String,
@@ -233,7 +234,9 @@ impl Problem {
     pub fn quarantinable(&self) -> bool {
         matches!(
             self,
-            Problem::CorruptRecord { .. } | Problem::CorruptBlob { .. }
+            Problem::CorruptRecord { .. }
+                | Problem::CorruptBlob { .. }
+                | Problem::CorruptPackMember { .. }
         )
     }
 }

@@ -142,6 +142,7 @@ impl Store {
         let mut to_move: Vec<PathBuf> = Vec::new();
         // What was wrong with each record moved (for the note of a damaged log).
         let mut details: HashMap<PathBuf, String> = HashMap::new();
+        let mut damaged_packs: BTreeSet<String> = BTreeSet::new();
         for p in &report.problems {
             match p {
                 Problem::CorruptRecord { path, detail } => {
@@ -172,8 +173,39 @@ impl Store {
                     }
                     _ => out.gone.push(format!("blobs/{sha256}")),
                 },
+                Problem::CorruptPackMember { pack, .. } => {
+                    damaged_packs.insert(pack.clone());
+                }
                 other => out.left.push(other.clone()),
             }
+        }
+        // A damaged pack: the members that read back whole are copied into a new pack
+        // (durable first), then the pack and its index move into the quarantine; the
+        // damaged members are then missing unless a loose copy holds them.
+        for pack in &damaged_packs {
+            let Some(id) = pack
+                .strip_prefix("packs/pack-")
+                .and_then(|r| r.strip_suffix(".pack"))
+            else {
+                continue;
+            };
+            let idx = crate::fsio::idx_path(id);
+            if !fs.exists(&idx)? {
+                out.gone.push(pack.clone());
+                continue;
+            }
+            self.salvage_pack(id)?;
+            fs.create_dir_all(&stamp.join(crate::fsio::PACKS_DIR))?;
+            fs.rename(&idx, &stamp.join(&idx))?;
+            out.moved.push(show(&idx));
+            let rel = PathBuf::from(pack);
+            if fs.exists(&rel)? {
+                fs.rename(&rel, &stamp.join(&rel))?;
+                out.moved.push(pack.clone());
+            }
+        }
+        if !damaged_packs.is_empty() {
+            fs.refresh_packs(true)?;
         }
         to_move.sort();
         to_move.dedup();

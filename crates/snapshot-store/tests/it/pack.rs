@@ -401,3 +401,61 @@ fn a_fault_on_every_filesystem_call_of_a_compaction_loses_nothing() {
     assert!(n > 30, "every call of the compaction was failed once ({n})");
     let _ = count_files;
 }
+
+#[test]
+fn a_repair_keeps_the_sound_members_of_a_damaged_pack_and_moves_it_aside() {
+    let env = Env::new();
+    small_files(&env, "src", 200);
+    let store = store_blob_files(&env);
+    let s = env.session(&store);
+    edit_all(&env, &s, "src", 200);
+    store.compact().expect("compact");
+    let pack = packs(&env)
+        .into_iter()
+        .find(|n| n.ends_with(".pack"))
+        .expect("a pack");
+    let path = env.root.join("packs").join(&pack);
+    let mut bytes = std::fs::read(&path).expect("read pack");
+    // A flipped byte in the first chunk only (the pack holds several).
+    bytes[100] ^= 0x01;
+    std::fs::write(&path, &bytes).expect("write pack");
+
+    let fresh = env.store();
+    let report = fresh.verify(&mut |_, _| {}).expect("verify");
+    let damaged: Vec<String> = report
+        .problems
+        .iter()
+        .filter_map(|p| match p {
+            Problem::CorruptPackMember { sha256, .. } => Some(sha256.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !damaged.is_empty() && damaged.len() < 200,
+        "{}",
+        damaged.len()
+    );
+    let q = fresh.quarantine(&report).expect("quarantine");
+    assert!(q.moved.iter().any(|m| m.ends_with(&pack)), "{q:?}");
+    assert!(q.dir.is_some());
+    assert!(!path.exists(), "the damaged pack moved aside");
+
+    // Afterwards: the damaged members are missing (named), every other one reads back.
+    let again = fresh.verify(&mut |_, _| {}).expect("verify");
+    assert!(
+        again
+            .problems
+            .iter()
+            .all(|p| matches!(p, Problem::MissingBlob { sha256, .. } if damaged.contains(sha256))),
+        "{:?}",
+        again.problems
+    );
+    let s = env.session(&fresh);
+    let plan = s.plan_restore(1).expect("plan");
+    let out = s.restore(&plan, "op").expect("restore");
+    assert!(
+        !out.failed.is_empty() && out.failed.len() <= damaged.len(),
+        "{:?}",
+        out.failed.len()
+    );
+}
