@@ -458,7 +458,9 @@ try {
   const biggest = storage.getByTestId('dsh-prompt-rewind-storage-session')
   fileCheck(await biggest.count() >= 1 && Number(await biggest.first().getAttribute('data-bytes')) > 0, 'the biggest sessions are listed with their size')
   fileCheck(/last activity/.test(await biggest.first().innerText()), 'each with its last activity')
-  check(/^Size quota: 4 GiB \(applies when auto-cleanup is on\)$/.test(await storage.getByTestId('dsh-prompt-rewind-storage-quota').innerText()), 'the default size quota is shown, and that it applies with auto-cleanup')
+  check(/^Size quota: 4 GiB$/.test(await storage.getByTestId('dsh-prompt-rewind-storage-quota').innerText()), 'the default size quota is shown, enforced with auto-cleanup off')
+  const disk = storage.getByTestId('dsh-prompt-rewind-storage-disk')
+  check(/^On disk: [\d.]+ (B|KiB|MiB) for [\d.]+ (B|KiB|MiB) of backups \(ratio \d+\.\d\d\)\.$/.test(await disk.innerText()) && Number(await disk.getAttribute('data-disk')) > 0, 'the storage view shows the bytes on disk, the logical bytes and their ratio')
   // The quota is edited in the config card (MiB) and the view follows the saved value.
   const quotaCard = history.getByTestId('dsh-prompt-rewind-config-history')
   const maxSize = quotaCard.getByTestId('dsh-prompt-rewind-max-size')
