@@ -364,3 +364,37 @@ fn a_workspace_goes_with_the_last_session_that_scanned_it_once_idle_an_hour() {
     assert!(!wdir(&ws).exists(), "no session uses it any more");
     assert!(wdir(&other).is_dir(), "session b still uses it");
 }
+
+#[test]
+fn the_quota_record_round_trips_and_a_newer_one_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let cleaner = Cleaner::open(&home).unwrap();
+    assert_eq!(cleaner.last_quota().unwrap(), None);
+    let run = rewind_cleanup::LastQuota {
+        version: rewind_cleanup::QUOTA_RECORD_VERSION,
+        at: 1_795_977_964_371,
+        trigger: rewind_cleanup::Trigger::Auto,
+        max_bytes: 4 << 30,
+        sessions: vec!["a".into(), "b".into()],
+        freed: 1234,
+        bytes_after: 99,
+    };
+    cleaner.record_quota_run(&run).unwrap();
+    assert_eq!(cleaner.last_quota().unwrap(), Some(run.clone()));
+    let text = std::fs::read_to_string(home.join(rewind_cleanup::LAST_QUOTA_FILE)).unwrap();
+    assert!(text.contains("\"maxBytes\"") && text.contains("\"bytesAfter\""), "{text}");
+    // A record written by a newer build is not read as this build's.
+    std::fs::write(
+        home.join(rewind_cleanup::LAST_QUOTA_FILE),
+        text.replace("\"version\": 1", "\"version\": 99"),
+    )
+    .unwrap();
+    assert!(matches!(
+        cleaner.last_quota(),
+        Err(rewind_cleanup::RecordError::NewerVersion { found: 99 })
+    ));
+    // The quota is on by default: its budget is not zero.
+    assert_eq!(rewind_cleanup::DEFAULT_MAX_SIZE_BYTES, 4 << 30);
+}
