@@ -63,6 +63,11 @@ export type HistoryEntry = Addon.BindingHistoryEntry & {
   undoable: boolean
   /** An undone rewind this session may do again (absent from hosts of older builds). */
   redoable?: boolean
+  /**
+   * What the rewind did to the workspace's git repository (or, once undone, what its undo did);
+   * absent when it changed nothing of git (docs/git.md).
+   */
+  git?: Addon.BindingGitReport
 }
 
 /** `history` answer; `damaged` when history.json is damaged (the entries are what could be read). */

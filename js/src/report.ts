@@ -234,6 +234,8 @@ export interface UndoReport {
    * exist): the undo was finished as a restart finishes one, and these were kept as they are.
    */
   changedDuring?: string[]
+  /** What the undo (or redo) did to the workspace's git repository (docs/git.md). */
+  git?: GitReport
 }
 
 /** The durable report of `/rewind undo`. */
@@ -251,6 +253,7 @@ export function undoText(report: UndoReport, locale: Locale, how: 'undo' | 'redo
   list(format(locale, 'kept'), (report.files.kept ?? []).map(showPath))
   list(format(locale, 'failed'), report.files.failed.map(f => `${showPath(f.path)}: ${escapeControl(f.message)}`))
   if ((report.changedDuring ?? []).length > 0) list(format(locale, 'undoRaced'), report.changedDuring!.map(showPath))
+  lines.push(...gitLines(locale, report.git))
   if (how === 'redo' && report.conversation !== undefined) lines.push(format(locale, 'redoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation?.created) lines.push(format(locale, 'undoSession', { session: escapeControl(report.conversation.sessionId) }))
   else if (report.conversation !== undefined) lines.push(format(locale, 'undoForkParent', { session: escapeControl(report.conversation.sessionId) }))

@@ -15,7 +15,7 @@ import type { SettingsModel, SettingsPatch } from './settings.ts'
 import { HistoryPort, partitionKey, workspaceSessions } from './history.ts'
 import { type Rewinder, candidates, settleJournal } from './rewind.ts'
 import { type EnginePort, step } from './engine.ts'
-import { gitPreview } from './rewind-files.ts'
+import { gitPreview, gitReport } from './rewind-files.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import type { SessionState } from './state.ts'
@@ -124,7 +124,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
     const choices = undoChoicesOf(body.choices)
     if (deps.rewinder === undefined) throw new RewindError(how === 'undo' ? Codes.notUndoable : Codes.notRedoable, `${how} is unavailable on this host`)
     const report = how === 'undo' ? await deps.rewinder.undoer.undo(agent, opId, choices) : await deps.rewinder.undoer.redo(agent, opId, choices)
-    return withJsonPaths({ ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}) })
+    return withJsonPaths({ ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}), ...(report.git !== undefined ? { git: report.git } : {}) })
   }
   return {
     async preview(agent, body) {
@@ -196,8 +196,17 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       } catch {
         // A log this host does not let the plugin read: no marker positions.
       }
+      // What each rewind did to the workspace's git repository (docs/git.md), when it changed any.
+      const gits = new Map<string, Awaited<ReturnType<typeof gitReport>>>()
+      try {
+        const es = await deps.engine.session(agent.session)
+        for (const entry of entries) gits.set(entry.opId, await gitReport(es, entry.sessionId, entry.opId, false))
+      } catch (error) {
+        deps.logger.warn('git reports of the history entries not read: %s', (error as Error).message)
+      }
       const out = entries.map(entry => ({
         ...entry,
+        ...(gits.get(entry.opId) !== undefined ? { git: gits.get(entry.opId) } : {}),
         // The history keeps paths spelled exactly; the client gets the JSON form.
         ...(entry.paths != null ? { paths: withJsonPaths(entry.paths) } : {}),
         markerSeq: entry.markerId != null ? markers.get(entry.markerId) ?? null : null,

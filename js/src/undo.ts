@@ -18,6 +18,7 @@ import type { UndoReport } from './report.ts'
 import { markerSeq } from './marker.ts'
 import { type RewindDeps, childOptions, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
 import { step } from './engine.ts'
+import { gitReport } from './rewind-files.ts'
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
 
@@ -118,7 +119,9 @@ export class Undoer {
       if (done.notRecorded != null) logger.warn('undo of %s not recorded in history: %s', opId, done.notRecorded.message)
       if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
       const files = done.files as UndoOutcome
-      return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation }
+      // What the undo did to the workspace's git repository (docs/git.md).
+      const git = await gitReport(es, check.owner, opId, false)
+      return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation, ...(git !== undefined ? { git } : {}) }
     } finally {
       releaseChild?.()
       state.end(sessionId)
@@ -145,10 +148,12 @@ export class Undoer {
       const outcome = done.outcome
       if (cwd !== undefined) await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
       const kind = outcome.failed.length === 0 ? 'ok' : 'partial'
+      const git = await gitReport(es, done.owner, done.opId, false)
       return {
         opId: done.opId, targetSeq: done.targetSeq, kind,
         files: { kind, restored: [...outcome.written], deleted: [...outcome.deleted], failed: [...outcome.failed], kept: [] },
         conversation: { sessionId: done.owner, created: false },
+        ...(git !== undefined ? { git } : {}),
       }
     } finally {
       state.end(sessionId)

@@ -85,10 +85,16 @@ test('rewinds to each turn bring HEAD, the index and the agent\'s branch back; t
   const keep = git(ws, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/dsh-rewind/')
   assert.match(keep, new RegExp(`refs/dsh-rewind/[^ ]+/heads/agent-work ${agentWork}`), 'the agent\'s commit stays reachable')
   assert.match(r1.result.text, /refs\/dsh-rewind\//)
+  // The history entry says it too.
+  const hist = await rpc(host, 'history', { sessionId: agent.id })
+  const entry = hist.json.value.entries[0]
+  assert.match(entry.git.summary, /^HEAD: agent-work @ \w+ → main @/, JSON.stringify(entry.git))
+  assert.ok(entry.git.keepRefs.some(r => r.endsWith('/heads/agent-work')), JSON.stringify(entry.git))
 
   // Undo the rewind to turn one: the state after the rewind to turn two.
   const u1 = await host.runCommand(agent, '/rewind undo')
   assert.equal(u1.result.kind, 'success', u1.result.text)
+  assert.match(u1.result.text, /Git: HEAD: main @ \w+ → agent-work @/, 'the undo says what it did to git')
   assert.equal(head(ws), 'agent-work')
   assert.equal(git(ws, 'rev-parse', 'HEAD'), agentWork)
   assert.equal(status(ws), '')

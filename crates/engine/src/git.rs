@@ -280,7 +280,12 @@ impl EngineSession {
     /// What the git step of rewind `op_id` did, for a report.
     pub fn git_report(&self, owner: &str, op_id: &str) -> Option<GitReport> {
         let op = self.git_op(owner, op_id)?;
-        let mut r = report_of(&op.plan);
+        // An undone rewind is reported as what its undo did: the plan reversed.
+        let mut r = if op.state == GitOpState::Undone {
+            report_of(&op.plan.reversed())
+        } else {
+            report_of(&op.plan)
+        };
         let done = if op.state == GitOpState::Undone {
             &op.undone
         } else {
