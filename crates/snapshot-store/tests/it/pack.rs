@@ -380,12 +380,17 @@ fn a_fault_on_every_filesystem_call_of_a_compaction_loses_nothing() {
         seam.arm(n, [5, 28, 13][n % 3]);
         let r = store.compact();
         let fired = seam.fired();
+        let hit = seam.hit.lock().expect("lock").clone();
         seam.disarm();
         if !fired {
             r.expect("a compaction no fault reached succeeds");
             break;
         }
-        assert!(r.is_err(), "call {n}: the fault is reported");
+        // A fault reading the workspace indexes costs only the members' order.
+        let ordering = hit
+            .as_ref()
+            .is_some_and(|(_, _, p)| p.starts_with("workspaces"));
+        assert!(r.is_err() || ordering, "call {n}: the fault is reported ({hit:?})");
         drop(store);
         let store = env.store_with_blob_files();
         clean_verify(&store, &format!("fault at call {n}"));
