@@ -30,6 +30,11 @@ export type Preview = Omit<Addon.BindingPreview, 'unreadable'> & {
   backupOff: boolean
   storeUnavailable?: string
   unreadable?: Addon.BindingFailedPath[]
+  /**
+   * What the rewind would do to the workspace's git repository (HEAD, index, the branches the
+   * agent moved; docs/git.md); absent without a repository or from hosts of older builds.
+   */
+  git?: Addon.BindingGitReport
 }
 
 /**

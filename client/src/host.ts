@@ -261,9 +261,11 @@ export type RewindOutcome =
  *   that command line while the command UI settles; a draft matching this pattern is waited out
  *   (and then counts as empty) instead of being kept as the user's draft.
  * @param keep - planned files to leave as they are (unticked in the dialog).
+ * @param keepGit - leave the workspace's git repository as it is (`--keep-git`): the files alone
+ *   come back.
  * @returns the outcome.
  */
-export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp, keep: readonly string[] = []): Promise<RewindOutcome> {
+export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo, pendingCommand?: RegExp, keep: readonly string[] = [], keepGit = false): Promise<RewindOutcome> {
   const seq = target.seq
   const own = ownRewindKey(sessionId, seq)
   ownRewinds.add(own)
@@ -274,7 +276,7 @@ export async function runRewind(ctx: Ctx, sessionId: string, target: MessageInfo
   }
   let answer
   try {
-    answer = await commands.execute(sessionId, `/prompt-rewind @${seq}${keepArgs(keep)}`, [])
+    answer = await commands.execute(sessionId, `/prompt-rewind @${seq}${keepArgs(keep)}${keepGit ? ' --keep-git' : ''}`, [])
   } catch (error) {
     ownRewinds.delete(own)
     return { ok: false, message: String((error as Error)?.message ?? error) }

@@ -143,6 +143,10 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
   const [keep, setKeep] = useState<ReadonlySet<string>>(new Set())
   const keepRef = useRef<ReadonlySet<string>>(keep)
   keepRef.current = keep
+  // "Keep git as it is": the workspace's repository (HEAD, index, branches) is left alone.
+  const [keepGit, setKeepGit] = useState(false)
+  const keepGitRef = useRef(keepGit)
+  keepGitRef.current = keepGit
   const cancelRef = useRef<HTMLButtonElement>(null)
   const dialogRef = useRef<HTMLDivElement>(null)
   const runningRef = useRef(false)
@@ -168,7 +172,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
     setRunning('rewind')
     setFailure(undefined)
     const kept = [...keepRef.current]
-    void runRewind(env.ctx, sessionId, target, undefined, kept).then((outcome: RewindOutcome) => {
+    void runRewind(env.ctx, sessionId, target, undefined, kept, keepGitRef.current).then((outcome: RewindOutcome) => {
       runningRef.current = false
       setRunning(false)
       env.report({ type: 'rewind', via: 'dialog', sessionId, seq, kept, ...outcome })
@@ -220,6 +224,7 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
         <p className="dshpr-body">{t('dialog.body')}</p>
         {text !== '' && <blockquote className="dshpr-quote" aria-label={t('dialog.message')}>{text.length > 400 ? `${text.slice(0, 399)}…` : text}</blockquote>}
         <Impact t={t} state={preview} sessionId={sessionId} seq={seq} keep={keep} setKeep={setKeep} />
+        {preview.status === 'ready' && preview.preview.git !== undefined && <GitImpact t={t} git={preview.preview.git} keepGit={keepGit} setKeepGit={setKeepGit} />}
         {failure !== undefined && <p className="dshpr-error" role="alert" data-testid="dsh-prompt-rewind-failure">{failure}</p>}
         <p className="dshpr-muted" data-testid="dsh-prompt-rewind-fork-hint">{t('dialog.forkHint')}</p>
         <p className="dshpr-hint">{t('dialog.hint')}</p>
@@ -233,6 +238,26 @@ function DialogBody({ env, sessionId, target }: { env: Env; sessionId: string; t
           </button>
         </div>
       </div>
+    </div>
+  )
+}
+
+/**
+ * What the rewind does to the workspace's git repository (`HEAD: detached at v2.40.0 →
+ * agent-work @ 3fce3b5; …`, a refusal while a rebase or merge is in progress), and the box that
+ * keeps git as it is (the files alone come back).
+ */
+function GitImpact({ t, git, keepGit, setKeepGit }: { t: T; git: NonNullable<Preview['git']>; keepGit: boolean; setKeepGit: (keep: boolean) => void }): ReactNode {
+  if (git.refusal == null && !git.changes && git.flagged.length === 0) return null
+  return (
+    <div className="dshpr-git" data-testid="dsh-prompt-rewind-git">
+      {git.refusal != null
+        ? <p className="dshpr-warn" role="alert" data-testid="dsh-prompt-rewind-git-refusal">{escapeControl(git.refusal)}</p>
+        : <p data-testid="dsh-prompt-rewind-git-summary">{t('dialog.git', { summary: escapeControl(git.summary) })}</p>}
+      <label className="dshpr-row">
+        <input type="checkbox" data-testid="dsh-prompt-rewind-keep-git" checked={keepGit} onChange={(e) => { setKeepGit(e.target.checked) }} />
+        {' '}{t('dialog.keepGit')}
+      </label>
     </div>
   )
 }

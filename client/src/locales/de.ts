@@ -153,6 +153,8 @@ export const de: Dict = {
   'banner.dismiss': 'Schließen',
   'dialog.chosen': '{chosen} von {total} Dateien werden wiederhergestellt',
   'dialog.keepOutside': 'Änderungen behalten, die nicht von diesem Agenten stammen ({count})',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'Git unverändert lassen (HEAD, Index, Branches): nur die Dateien wiederherstellen',
   'dialog.restoreFile': '{path} wiederherstellen',
   'dialog.originOutside': 'außerhalb dieses Agenten geändert',
   'dialog.originOutsideHint': 'Die jüngste Änderung dieser Datei seit dieser Nachricht stammt nicht vom Agenten dieser Sitzung: von Ihnen zwischen zwei Runden oder von einem anderen Programm. Das Zurückspulen überschreibt sie.',

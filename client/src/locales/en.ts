@@ -151,6 +151,8 @@ export const en = {
   'banner.dismiss': 'Dismiss',
   'dialog.chosen': '{chosen} of {total} files will be restored',
   'dialog.keepOutside': 'Keep changes not made by this agent ({count})',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'Keep git as it is (HEAD, index, branches): restore the files only',
   'dialog.restoreFile': 'Restore {path}',
   'dialog.originOutside': 'changed outside this agent',
   'dialog.originOutsideHint': 'The newest change to this file since that message was not made by this session\'s agent: by you between turns, or by another program. Rewinding overwrites it.',

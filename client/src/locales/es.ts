@@ -153,6 +153,8 @@ export const es: Dict = {
   'banner.dismiss': 'Cerrar',
   'dialog.chosen': 'Se restaurarán {chosen} de {total} archivos',
   'dialog.keepOutside': 'Conservar los cambios no hechos por este agente ({count})',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'Dejar git como está (HEAD, índice, ramas): restaurar solo los archivos',
   'dialog.restoreFile': 'Restaurar {path}',
   'dialog.originOutside': 'cambiado fuera de este agente',
   'dialog.originOutsideHint': 'El cambio más reciente de este archivo desde ese mensaje no lo hizo el agente de esta sesión: lo hiciste tú entre turnos u otro programa. Retroceder lo sobrescribe.',

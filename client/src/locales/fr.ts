@@ -153,6 +153,8 @@ export const fr: Dict = {
   'banner.dismiss': 'Fermer',
   'dialog.chosen': '{chosen} fichier(s) sur {total} seront restaurés',
   'dialog.keepOutside': 'Garder les changements qui ne viennent pas de cet agent ({count})',
+  'dialog.git': 'Git : {summary}',
+  'dialog.keepGit': 'Laisser git tel quel (HEAD, index, branches) : ne restaurer que les fichiers',
   'dialog.restoreFile': 'Restaurer {path}',
   'dialog.originOutside': 'modifié hors de cet agent',
   'dialog.originOutsideHint': 'La dernière modification de ce fichier depuis ce message ne vient pas de l’agent de cette session : de vous entre deux tours, ou d’un autre programme. Revenir en arrière l’écrase.',

@@ -153,6 +153,8 @@ export const ja: Dict = {
   'banner.dismiss': '閉じる',
   'dialog.chosen': '{total} 個中 {chosen} 個のファイルを復元します',
   'dialog.keepOutside': 'このエージェント以外の変更を残す（{count}）',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'git をそのまま残す（HEAD、インデックス、ブランチ）：ファイルだけを復元',
   'dialog.restoreFile': '{path} を復元',
   'dialog.originOutside': 'このエージェント以外で変更',
   'dialog.originOutsideHint': 'このメッセージ以降の最新の変更は、このセッションのエージェントによるものではありません（ターンの合間のあなたの編集、または別のプログラム）。巻き戻すと上書きされます。',

@@ -153,6 +153,8 @@ export const ptBR: Dict = {
   'banner.dismiss': 'Fechar',
   'dialog.chosen': '{chosen} de {total} arquivos serão restaurados',
   'dialog.keepOutside': 'Manter as mudanças não feitas por este agente ({count})',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'Manter o git como está (HEAD, índice, branches): restaurar só os arquivos',
   'dialog.restoreFile': 'Restaurar {path}',
   'dialog.originOutside': 'alterado fora deste agente',
   'dialog.originOutsideHint': 'A mudança mais recente deste arquivo desde essa mensagem não foi feita pelo agente desta sessão: por você entre turnos ou por outro programa. Retroceder a sobrescreve.',

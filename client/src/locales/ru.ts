@@ -153,6 +153,8 @@ export const ru: Dict = {
   'banner.dismiss': 'Закрыть',
   'dialog.chosen': 'Будет восстановлено файлов: {chosen} из {total}',
   'dialog.keepOutside': 'Сохранить изменения, сделанные не этим агентом ({count})',
+  'dialog.git': 'Git: {summary}',
+  'dialog.keepGit': 'Оставить git как есть (HEAD, индекс, ветки): восстановить только файлы',
   'dialog.restoreFile': 'Восстановить {path}',
   'dialog.originOutside': 'изменён вне этого агента',
   'dialog.originOutsideHint': 'Последнее изменение этого файла после того сообщения сделал не агент этой сессии: вы между ходами или другая программа. Откат его перезапишет.',

@@ -153,6 +153,8 @@ export const zhCN: Dict = {
   'banner.dismiss': '关闭',
   'dialog.chosen': '将恢复 {total} 个文件中的 {chosen} 个',
   'dialog.keepOutside': '保留非此代理所做的更改（{count}）',
+  'dialog.git': 'Git：{summary}',
+  'dialog.keepGit': '保持 git 原样（HEAD、索引、分支）：只恢复文件',
   'dialog.restoreFile': '恢复 {path}',
   'dialog.originOutside': '在此代理之外更改',
   'dialog.originOutsideHint': '自该消息以来对此文件的最新更改不是此会话的代理所做：可能是你在两轮之间所改，或其他程序。回退会覆盖它。',
