@@ -244,9 +244,9 @@ impl GitPlan {
         for r in &self.refs {
             let short = short_ref(&r.name);
             parts.push(match (&r.from, &r.to) {
-                (None, Some(to)) => format!("{short} restored at {}", &to[..7]),
+                (None, Some(to)) => format!("{short} restored at {}", to.get(..7).unwrap_or(to)),
                 (Some(_), None) => format!("{short} removed (tip kept under refs/dsh-rewind/)"),
-                (_, Some(to)) => format!("{short} back to {}", &to[..7]),
+                (_, Some(to)) => format!("{short} back to {}", to.get(..7).unwrap_or(to)),
                 (None, None) => continue,
             });
         }
@@ -344,10 +344,18 @@ pub fn plan_git_restore(
                 plan.flagged.push(Flag::BranchGone { name: name.clone() });
             }
         }
+        // Two worktrees are never on one branch: HEAD is left when its branch at the target is
+        // checked out in another worktree now.
+        if let Head::Branch { name, .. } = &target.head {
+            if now.elsewhere.contains(name) {
+                plan.flagged
+                    .push(Flag::CheckedOutElsewhere { name: name.clone() });
+            }
+        }
         if !plan
             .flagged
             .iter()
-            .any(|f| matches!(f, Flag::BranchGone { .. }))
+            .any(|f| matches!(f, Flag::BranchGone { .. }) || matches!(f, Flag::CheckedOutElsewhere { name } if Some(name.as_str()) == target.head.branch()))
         {
             if let Head::Detached { oid } = &now_head {
                 if !now.refs.values().any(|v| v == oid) {
@@ -376,4 +384,86 @@ pub fn plan_git_restore(
     plan.keep.sort();
     plan.keep.dedup();
     plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discover::Layout;
+    use std::collections::BTreeMap;
+
+    fn oid(c: char) -> String {
+        std::iter::repeat_n(c, 40).collect()
+    }
+
+    fn state(head: Head, refs: &[(&str, String)]) -> GitState {
+        GitState {
+            version: crate::state::STATE_VERSION,
+            layout: Layout::LinkedWorktree,
+            head,
+            refs: refs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+            peeled: Default::default(),
+            loose: BTreeMap::new(),
+            packed: None,
+            index: None,
+            operation: None,
+            elsewhere: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn head_is_left_when_its_branch_is_checked_out_in_another_worktree() {
+        let target = state(
+            Head::Branch {
+                name: "refs/heads/main".into(),
+                oid: Some(oid('a')),
+            },
+            &[("refs/heads/main", oid('a'))],
+        );
+        let mut now = state(
+            Head::Detached { oid: oid('b') },
+            &[("refs/heads/main", oid('a'))],
+        );
+        now.elsewhere = vec!["refs/heads/main".into()];
+        let plan = plan_git_restore(
+            &now,
+            &target,
+            &AgentMoves {
+                head: true,
+                ..AgentMoves::default()
+            },
+            false,
+        );
+        assert!(plan.head.is_none(), "{plan:?}");
+        assert_eq!(
+            plan.flagged,
+            vec![Flag::CheckedOutElsewhere {
+                name: "refs/heads/main".into()
+            }]
+        );
+        now.elsewhere.clear();
+        let plan = plan_git_restore(&now, &target, &AgentMoves::default(), false);
+        assert!(plan.head.is_some());
+        assert_eq!(
+            plan.keep,
+            vec![("HEAD".to_owned(), oid('b'))],
+            "the detached commit is kept"
+        );
+    }
+
+    #[test]
+    fn a_summary_of_a_short_or_hostile_id_does_not_panic() {
+        let plan = GitPlan {
+            refs: vec![RefEdit {
+                name: "refs/heads/x".into(),
+                from: None,
+                to: Some("ab".into()),
+            }],
+            ..GitPlan::default()
+        };
+        assert!(plan.summary().contains("branch x restored at ab"));
+    }
 }
