@@ -42,7 +42,7 @@ pub struct RestoreRequest {
     /// Paths the host knows the scan does not cover (a refused scan's scope), for the record.
     pub not_covered: Vec<(String, String)>,
     /// Leave the workspace's git repository as it is (HEAD, index, branches): the files
-    /// alone are restored. A fork rewind always does.
+    /// alone are restored. A session with ancestors (itself a fork) always does.
     pub keep_git: bool,
 }
 
