@@ -159,7 +159,7 @@ impl EngineSession {
     /// The git half of [`EngineSession::prepare_restore`]: plans it and writes its journal
     /// (`planned`) for `op_id`, nothing changed in the repository; an operation in progress
     /// refuses the rewind here, before anything changed ([`ErrorCode::GitInProgress`]).
-    /// `keep_git` (or a fork rewind): git is left as it is, no journal.
+    /// `keep_git` (also set for a session that is itself a fork): git is left as it is, no journal.
     pub(crate) fn prepare_git(
         &self,
         op_id: &str,
