@@ -137,3 +137,38 @@ test('--keep-git restores the files alone; a rebase in progress refuses the rewi
   assert.match(refused.result.text, /rebase is in progress[\s\S]*git rebase --abort/)
   assert.equal(await readFile(join(ws, 'src/f1.txt'), 'utf8'), before, 'files untouched')
 })
+
+test('a commit made by hand after the agent\'s keeps its branch, flagged; a branch the agent deleted comes back', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(bash('echo agent > agent.txt && git add agent.txt && git commit -qm agent'), text('one done')),
+      turn(bash('git branch -D feature'), text('two done')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  git(ws, 'branch', 'feature', 'v1')
+  const feature = git(ws, 'rev-parse', 'feature')
+  const agent = await host.createAgent('git-by-hand')
+  await host.sendUser(agent, 'one')
+  // By hand, between the turns: a commit on top of the agent's.
+  await put(join(ws, 'mine.txt'), 'mine\n')
+  git(ws, 'add', 'mine.txt')
+  git(ws, 'commit', '-qm', 'mine')
+  const mine = git(ws, 'rev-parse', 'main')
+  await host.sendUser(agent, 'two')
+  assert.equal(git(ws, 'branch', '--list', 'feature'), '', 'the agent deleted feature')
+
+  const one = humanSeq(agent, 'one')
+  const preview = await host.runCommand(agent, `/rewind preview @${one}`)
+  assert.match(preview.result.text, /main changed outside the agent: left as is/)
+  const r = await host.runCommand(agent, `/rewind @${one}`)
+  assert.equal(r.result.kind, 'success', r.result.text)
+  assert.match(r.result.text, /main changed outside the agent: left as is/)
+  assert.equal(git(ws, 'rev-parse', 'main'), mine, 'the commit made by hand stays on main')
+  assert.equal(git(ws, 'rev-parse', 'feature'), feature, 'the branch the agent deleted is back')
+  assert.equal(head(ws), 'main')
+  assert.equal(await readFile(join(ws, 'mine.txt'), 'utf8'), 'mine\n', 'the file made by hand is left')
+})
