@@ -122,6 +122,9 @@ pub enum Flag {
     },
     /// The stored bytes of the index to restore are missing: the index is left.
     IndexNotStored,
+    /// HEAD does not go back to the target's commit (its branch was left): the index is left
+    /// with it, so it still matches HEAD.
+    IndexLeft,
 }
 
 impl Flag {
@@ -142,6 +145,7 @@ impl Flag {
                 format!("branch {} no longer exists: HEAD left as is", short(name))
             }
             Flag::IndexNotStored => "the index of that point was not stored: left as is".into(),
+            Flag::IndexLeft => "the index is left as is, with HEAD".into(),
         }
     }
 }
@@ -369,9 +373,19 @@ pub fn plan_git_restore(
         Some((_, h)) => describe_head(h, &after, &now.peeled),
         None => describe_head(&now.head, &after, &now.peeled),
     };
+    // The commit HEAD names after the plan: the index goes back only with it.
+    let head_after = match &plan.head {
+        Some((_, h)) => h.oid().map(str::to_owned),
+        None => match &now.head {
+            Head::Branch { name, .. } => after.get(name).cloned(),
+            Head::Detached { oid } => Some(oid.clone()),
+        },
+    };
     if let Some(to) = &target.index {
         if now.index.as_ref() != Some(to) {
-            if target_stored {
+            if head_after.as_deref() != target.head.oid() {
+                plan.flagged.push(Flag::IndexLeft);
+            } else if target_stored {
                 plan.index = Some(IndexEdit {
                     from: now.index.clone(),
                     to: to.clone(),

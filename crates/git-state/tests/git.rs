@@ -342,10 +342,14 @@ fn a_commit_made_by_hand_after_the_agents_keeps_its_branch() {
     );
     assert_eq!(
         plan.flagged,
-        vec![Flag::ChangedOutside {
-            name: "refs/heads/main".into()
-        }]
+        vec![
+            Flag::ChangedOutside {
+                name: "refs/heads/main".into()
+            },
+            Flag::IndexLeft
+        ]
     );
+    assert!(plan.index.is_none(), "the index stays with HEAD");
     assert!(plan.refs.is_empty());
     assert!(
         plan.summary().contains("main changed outside the agent"),
@@ -354,6 +358,11 @@ fn a_commit_made_by_hand_after_the_agents_keeps_its_branch() {
     );
     let (_, applied) = rec.rewind(&d, 10, "op");
     assert!(applied.refs.is_empty());
+    assert_eq!(
+        git(&d, &["diff", "--cached", "--name-only"]),
+        "",
+        "the index still matches HEAD"
+    );
     assert_eq!(git(&d, &["rev-parse", "main"]), mine);
 }
 
