@@ -61,8 +61,16 @@ impl StoreFs {
     pub fn blob_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
         match self.loose_size(sha)? {
             Some(n) => Ok(Some(n)),
-            None => Ok(self.packed(sha)?.map(|l| u64::from(l.size))),
+            None => self.packed_size(sha),
         }
+    }
+
+    /// [`StoreFs::blob_size`] of a blob not found loose (kept out of line: the hot paths
+    /// find their blobs loose or not at all).
+    #[cold]
+    #[inline(never)]
+    fn packed_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
+        Ok(self.packed(sha)?.map(|l| u64::from(l.size)))
     }
 
     /// Size of the loose blob file `blobs/<sha>`; `None` when there is none.
@@ -89,6 +97,13 @@ impl StoreFs {
         if let Some(f) = self.loose_open(sha)? {
             return Ok(Some(BlobSrc::Loose(f)));
         }
+        self.packed_open(sha)
+    }
+
+    /// [`StoreFs::blob_open`] of a blob not found loose (kept out of line).
+    #[cold]
+    #[inline(never)]
+    fn packed_open(&self, sha: &str) -> Result<Option<BlobSrc>, FsFailure> {
         let Some(loc) = self.packed(sha)? else {
             return Ok(None);
         };
