@@ -168,6 +168,8 @@ test('a commit made by hand after the agent\'s keeps its branch, flagged; a bran
   assert.equal(r.result.kind, 'success', r.result.text)
   assert.match(r.result.text, /main changed outside the agent: left as is/)
   assert.equal(git(ws, 'rev-parse', 'main'), mine, 'the commit made by hand stays on main')
+  assert.equal(git(ws, 'diff', '--cached', '--name-only'), '', 'the index is left with HEAD')
+  assert.match(r.result.text, /the index is left as is, with HEAD/)
   assert.equal(git(ws, 'rev-parse', 'feature'), feature, 'the branch the agent deleted is back')
   assert.equal(head(ws), 'main')
   assert.equal(await readFile(join(ws, 'mine.txt'), 'utf8'), 'mine\n', 'the file made by hand is left')
