@@ -1107,6 +1107,10 @@ fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
                 .map(|c| safe(&c.to_string_lossy()))
                 .unwrap_or_else(|| format!("? ({})", k.as_str())),
         ));
+        let git = git_line(ctx, &e);
+        if let Some(g) = &git {
+            text.push_str(&format!("    git: {}\n", safe(g)));
+        }
         let mut v = serde_json::to_value(&e).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {
             m.insert("partition".into(), json!(k.as_str()));
@@ -1119,6 +1123,29 @@ fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
     }
     emit(ctx, json!({"ok": true, "entries": rows}), text);
     Ok(0)
+}
+
+/// What a rewind's git step did (what its undo did, once undone), read from its journal
+/// `sessions/<id>/git/ops/<op>.json` without opening the store (docs/git.md).
+fn git_line(ctx: &Ctx, e: &Entry) -> Option<String> {
+    let dir = snapshot_store::encode_id(&e.session_id).ok()?;
+    let op = snapshot_store::encode_id(&e.op_id).ok()?;
+    let path = ctx
+        .store_root()
+        .join("sessions")
+        .join(dir)
+        .join("git")
+        .join("ops")
+        .join(format!("{op}.json"));
+    let op: rewind_engine::GitOp = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    if op.v > rewind_engine::GIT_OP_VERSION {
+        return None;
+    }
+    Some(if op.state == rewind_engine::GitOpState::Undone {
+        op.plan.reversed().summary()
+    } else {
+        op.plan.summary()
+    })
 }
 
 /// A session handle for reading journals: the workspace when known, else the store

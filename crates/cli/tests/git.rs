@@ -140,6 +140,10 @@ fn restore_brings_the_repository_back_and_undo_returns_it() {
         .expect("the op id")
         .trim()
         .to_owned();
+    // The history says what the rewind did to git.
+    let (code, text) = run(&home, &["history"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("git: HEAD: agent-work @"), "{text}");
     let (code, text) = run(&home, &["undo", &op]);
     assert_eq!(code, 0, "{text}");
     assert_eq!(
