@@ -19,6 +19,7 @@ import { markerSeq } from './marker.ts'
 import { type RewindDeps, childOptions, crashPoint, makeDurable, resyncObservations, testPause } from './host-steps.ts'
 import { step } from './engine.ts'
 import { gitReport } from './rewind-files.ts'
+import { spellingOfRequest } from '../../shared/names.ts'
 
 type Entry = Awaited<ReturnType<RewindDeps['history']['listChecked']>>['entries'][number]
 
@@ -109,7 +110,8 @@ export class Undoer {
         // session, which exists): a refusal here would not be one — the next reconcile would
         // finish the undo unasked. It is finished now, as a restart finishes one (a file
         // changed since is kept, never overwritten), and the answer says so.
-        const raced = Array.isArray(e.details.paths) ? (e.details.paths as unknown[]).filter((p): p is string => typeof p === 'string') : []
+        // `details.paths` in the JSON path form (`{hex, lossy}` for a name that is not UTF-8).
+        const raced = Array.isArray(e.details.paths) ? (e.details.paths as unknown[]).map(spellingOfRequest).filter((p): p is string => p !== undefined) : []
         logger.warn('undo %s: %d file(s) changed after its check; finished keeping them: %s', opId, raced.length, raced.join(', '))
         const outcome = await state.run(check.owner, () => step(() => es.undoFinishInterrupted(opId)))
         if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)

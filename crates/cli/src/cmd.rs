@@ -1115,6 +1115,9 @@ fn history(ctx: &Ctx, ws: Option<PathBuf>) -> Result<u8, Fail> {
         if let Value::Object(m) = &mut v {
             m.insert("partition".into(), json!(k.as_str()));
             m.insert("cwd".into(), json!(cwd));
+            if let Some(g) = git {
+                m.insert("git".into(), json!(g));
+            }
         }
         rows.push(v);
     }

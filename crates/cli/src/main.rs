@@ -66,7 +66,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
-    /// Restore the workspace files to a message (files only; journaled; recorded in history).
+    /// Restore the workspace files to a message, and the workspace repository's HEAD, index
+    /// and the branches the agent moved (journaled; recorded in history).
     Restore {
         /// Session id.
         session: String,

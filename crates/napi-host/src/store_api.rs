@@ -331,6 +331,8 @@ fn not_covered(list: &[snapshot_store::NotCovered]) -> Vec<BindingNotCovered> {
         .collect()
 }
 
+/// Paths as they cross to the host: each its exact spelling (`hex:…` for a name that is not
+/// valid UTF-8; see `RelPath::spelling`).
 fn spellings(paths: &[snapshot_store::RelPath]) -> Vec<String> {
     paths.iter().map(|p| p.spelling()).collect()
 }
