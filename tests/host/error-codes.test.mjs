@@ -47,7 +47,7 @@ test('an engine step returns an expected refusal as data, with its code and deta
   assert.equal(refusal.code, 'rewind/unknown-entry')
   assert.equal(typeof refusal.message, 'string')
   assert.equal(typeof refusal.details, 'object')
-  const bad = await session.resolve('op-nope', 'sideways', null)
+  const bad = await session.resolveEntry('op-nope', 'sideways', null)
   assert.equal(bad.code, 'rewind/bad-request')
   // A result is not mistaken for one.
   assert.equal(await session.journalState('s1', 'op-nope'), 'missing')
