@@ -9,37 +9,29 @@ import { forkAncestors } from './fork.ts'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { basename } from 'node:path'
 import { Codes, RewindError, toRewindError } from './errors.ts'
-import type { HostAgent, HostAgents, HostContext, HostLogger } from './host.ts'
-import type { CleanupPort, FilesPort, UndoChoices } from './ports.ts'
-import type { SettingsModel, SettingsPatch } from './settings.ts'
-import { HistoryPort, partitionKey, workspaceSessions } from './history.ts'
+import type { HostAgent, HostAgents } from './host.ts'
+import type { CleanupPort, UndoChoices } from './ports.ts'
+import type { SettingsPatch } from './settings.ts'
+import { partitionKey, workspaceSessions } from './history.ts'
 import { type Rewinder, candidates, settleJournal } from './rewind.ts'
-import { type EnginePort, step } from './engine.ts'
+import { step } from './engine.ts'
 import { gitPreview, gitReport } from './rewind-files.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
-import type { SessionState } from './state.ts'
 import { addonAvailable } from './native.ts'
 import type { Health } from './contract/guard.ts'
 import { type DoctorDeps, doctor } from './contract/doctor.ts'
 import { eventsOf } from './contract/session.ts'
 import { readBody, send, trustedRequest } from './rpc-route.ts'
+import type { RewindDeps } from './host-steps.ts'
 import type { Endpoints, ResolveResult, UndoResult } from '../../shared/rpc-types.ts'
 import { jsonPath, mapPathFields, spellingOfRequest } from '../../shared/names.ts'
 
 /** The route prefix. */
 export const RPC_PREFIX = '/dsh-rewind/api'
 
-/** Dependencies. */
-export interface RpcDeps {
-  ctx: HostContext
-  state: SessionState
-  files: () => FilesPort
-  /** The engine: the undo, redo and recovery sequences. */
-  engine: EnginePort
-  history: HistoryPort
-  settings: SettingsModel
-  logger: HostLogger
+/** Dependencies: the rewind's own, and what only the endpoints need. */
+export interface RpcDeps extends Pick<RewindDeps, 'ctx' | 'state' | 'files' | 'engine' | 'history' | 'settings' | 'logger'> {
   /** Settles interrupted rewinds (reconcile, continue, roll back). */
   rewinder?: Rewinder
   /** Faults contained at the host boundary and missing host contracts (`doctor`). */
