@@ -59,6 +59,21 @@ pub struct GitOp {
     pub error: Option<String>,
 }
 
+impl GitOp {
+    /// A journal of `plan`, not applied yet, for the rewind (or redo) `op_id`.
+    fn planned(op_id: &str, plan: GitPlan) -> Self {
+        GitOp {
+            v: GIT_OP_VERSION,
+            op_id: op_id.to_owned(),
+            state: GitOpState::Planned,
+            plan,
+            applied: None,
+            undone: None,
+            error: None,
+        }
+    }
+}
+
 /// What the git half of a rewind will do (its preview) or did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GitReport {
@@ -179,15 +194,7 @@ impl EngineSession {
         if let Some(r) = &plan.refusal {
             return Err(EngineError::new(ErrorCode::GitInProgress, r.message()));
         }
-        let op = GitOp {
-            v: GIT_OP_VERSION,
-            op_id: op_id.to_owned(),
-            state: GitOpState::Planned,
-            plan,
-            applied: None,
-            undone: None,
-            error: None,
-        };
+        let op = GitOp::planned(op_id, plan);
         write_op(&files, &op).map_err(|()| {
             EngineError::new(
                 ErrorCode::RestoreFailed,
@@ -216,15 +223,7 @@ impl EngineSession {
                 let Some(plan) = p.plan.filter(|p| !p.is_empty() && p.refusal.is_none()) else {
                     return;
                 };
-                let op = GitOp {
-                    v: GIT_OP_VERSION,
-                    op_id: op_id.to_owned(),
-                    state: GitOpState::Planned,
-                    plan,
-                    applied: None,
-                    undone: None,
-                    error: None,
-                };
+                let op = GitOp::planned(op_id, plan);
                 if write_op(&files, &op).is_err() {
                     return;
                 }
@@ -340,15 +339,7 @@ impl EngineSession {
         let Some(old) = read_op(&files, op_id).filter(|o| o.state == GitOpState::Undone) else {
             return;
         };
-        let mut op = GitOp {
-            v: GIT_OP_VERSION,
-            op_id: new_op.to_owned(),
-            state: GitOpState::Planned,
-            plan: old.plan,
-            applied: None,
-            undone: None,
-            error: None,
-        };
+        let mut op = GitOp::planned(new_op, old.plan);
         if write_op(&files, &op).is_err() {
             return;
         }
