@@ -128,14 +128,8 @@ export type LastSweep = import('../../crates/napi-host/index.d.ts').BindingLastS
 /** The size quota's last run that removed sessions. */
 export type LastQuota = import('../../crates/napi-host/index.d.ts').BindingLastQuota
 
-/** The automatic sweep's result. */
-export interface AutoSweepReport {
-  /** The age rule, when it ran. */
-  age?: SweepReport
-  quota?: SweepReport
-  /** Why the quota could not run (the age rule's removals stand). */
-  quotaError?: string
-}
+/** The automatic sweep's result (its sweeps as {@link SweepReport}). */
+export type AutoSweepReport = Omit<Addon.BindingAutoSweep, 'age' | 'quota'> & { age?: SweepReport; quota?: SweepReport }
 
 /** Storage figures of the snapshot store (bytes). */
 export type StorageReport = import('../../crates/napi-host/index.d.ts').BindingStorage

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
-import type { UndoChoices, UndoOutcome } from './ports.ts'
+import type { UndoChoices } from './ports.ts'
 import { isSubagentSession } from './state.ts'
 import { trackedCwd } from './capture.ts'
 import { partitionKey } from './history.ts'
@@ -115,12 +115,11 @@ export class Undoer {
         logger.warn('undo %s: %d file(s) changed after its check; finished keeping them: %s', opId, raced.length, raced.join(', '))
         const outcome = await state.run(check.owner, () => step(() => es.undoFinishInterrupted(opId)))
         if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, outcome.restored, outcome.deleted, logger)
-        const files = outcome as UndoOutcome
-        return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation, changedDuring: raced }
+        return { opId, targetSeq: entry.targetSeq, kind: outcome.kind, files: outcome, conversation, changedDuring: raced }
       }
       if (done.notRecorded != null) logger.warn('undo of %s not recorded in history: %s', opId, done.notRecorded.message)
       if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
-      const files = done.files as UndoOutcome
+      const files = done.files
       // What the undo did to the workspace's git repository (docs/git.md).
       const git = await gitReport(es, check.owner, opId, false)
       return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation, ...(git !== undefined ? { git } : {}) }

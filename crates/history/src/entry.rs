@@ -13,8 +13,9 @@ pub const MAX_PATHS_PER_LIST: usize = 200;
 /// How a rewind's file half ended.
 ///
 /// `Started`, `RolledBack` and `Abandoned` are new in format version 2.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Outcome {
     /// Every planned file action succeeded (the restore journal completed).
     Done,
@@ -34,6 +35,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name as written in the history file (`done`, `rolled-back`, …).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
     /// Whether the rewind is over (anything but [`Outcome::Started`]).
     pub fn is_settled(self) -> bool {
         self != Self::Started
@@ -41,8 +47,9 @@ impl Outcome {
 }
 
 /// How an undo of a rewind ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum UndoOutcome {
     /// Every file was put back.
     Ok,
@@ -50,6 +57,13 @@ pub enum UndoOutcome {
     Partial,
     /// The undo ran and failed.
     Failed,
+}
+
+impl UndoOutcome {
+    /// The outcome's name as written in the history file (`ok`, `partial`, `failed`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 }
 
 /// What an undo put back.

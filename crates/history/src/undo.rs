@@ -11,7 +11,8 @@ use crate::key::WorkspaceKey;
 use crate::store::Partition;
 
 /// The state of an entry's restore journal, as the snapshot store reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum JournalState {
     /// The restore finished without failures; the only undoable state.
     Completed,
@@ -30,14 +31,7 @@ pub enum JournalState {
 impl JournalState {
     /// The state's kebab-case name, for messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::Open => "open",
-            Self::RolledBack => "rolled-back",
-            Self::Undone => "undone",
-            Self::Missing => "missing",
-            Self::Unreadable => "unreadable",
-        }
+        self.into()
     }
 }
 

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::path::RelPath;
 
 /// The state of a restore operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum JournalState {
     /// Interrupted, or finished with failures: can be continued or rolled back.
     Open,
@@ -25,12 +26,7 @@ pub enum JournalState {
 impl JournalState {
     /// The state's name, as written in messages and on the napi boundary.
     pub fn name(self) -> &'static str {
-        match self {
-            JournalState::Open => "open",
-            JournalState::Completed => "completed",
-            JournalState::RolledBack => "rolled-back",
-            JournalState::Undone => "undone",
-        }
+        self.into()
     }
 }
 
