@@ -8,6 +8,9 @@
 //!   [`plan_git_restore`] makes a [`GitPlan`]: HEAD, the index and the moved refs back to a
 //!   target, a ref moved outside the agent flagged and left, keep-refs for every tip the
 //!   plan moves away from, a refusal when an operation is in progress.
+//! - [`read_entries`] reads an index's entries (path, stat data, object id) and [`Odb`]
+//!   reads blobs from the object store (loose and packed, deltas resolved, each checked
+//!   against its id): the before-state of a file that is its index blob is that blob.
 //! - [`apply`] writes it the way git does: `<file>.lock` created exclusively, written,
 //!   synced, renamed over the file; a reflog line per ref. It never runs `reset`, never
 //!   cleans, never writes an object, never touches a remote-tracking ref.
@@ -25,6 +28,8 @@ mod apply;
 mod discover;
 mod error;
 mod index;
+mod index_entries;
+mod odb;
 mod plan;
 mod refs;
 mod state;
@@ -33,12 +38,15 @@ pub use apply::{Applied, KEEP_NAMESPACE, apply, ref_component};
 pub use discover::{GIT_ENV, Layout, Repo, Untracked, discover};
 pub use error::{ApplyError, ReadError};
 pub use index::{index_content, index_id};
+pub use index_entries::{BlobHasher, EntriesError, IndexEntries, IndexEntry, blob_oid, read_entries};
+pub use odb::{Odb, OdbError};
 pub use plan::{
-    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, agent_moves,
+    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, StashEdit, agent_moves,
     plan_git_restore, short_ref, target_point,
 };
 pub use refs::{IDENT, Packed, Update, is_oid, read_packed, resolve, update_ref};
 pub use state::{
-    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, describe_head,
+    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, StashLog,
+    describe_head,
     packed_id, parse_packed_peeled, parse_packed_refs, tracked_ref,
 };
