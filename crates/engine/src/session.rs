@@ -11,6 +11,13 @@ use crate::JournalState;
 use crate::engine::Engine;
 use crate::error::{EngineError, ErrorCode};
 
+#[cfg(test)]
+thread_local! {
+    /// How many journal states this thread read ([`EngineSession::journal_state`]), for the
+    /// tests that a judgement reads no more journals than it needs.
+    pub(crate) static JOURNAL_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// One session as the sequences see it: its id, its working directory (none: its rewinds
 /// never touch files), and the history partition of its workspace.
 #[derive(Clone)]
@@ -137,6 +144,8 @@ impl EngineSession {
     /// when there is none or files are not usable here, [`JournalState::Unreadable`] when it
     /// cannot be read (never guessed).
     pub fn journal_state(&self, owner: &str, op_id: &str) -> JournalState {
+        #[cfg(test)]
+        JOURNAL_READS.with(|n| n.set(n.get() + 1));
         let Ok(files) = self.files_of(owner) else {
             return if self.files_usable().is_ok() {
                 JournalState::Unreadable

@@ -202,42 +202,54 @@ pub struct EntryActions {
 }
 
 impl EngineSession {
-    /// For every entry of the partition (newest first), whether this session may undo or redo
-    /// it now — the rules [`EngineSession::undo_check`] and [`EngineSession::redo`] apply,
-    /// read without changing anything (the journal's state decides where files are involved).
-    pub fn entry_actions(&self) -> Result<Vec<EntryActions>, EngineError> {
-        let entries = self.entries()?;
-        let usable = self.files_usable().is_ok();
+    /// Whether this session may take `pick` on `e` now — the rules [`EngineSession::undo_check`]
+    /// and [`EngineSession::redo`] apply, read without changing anything. Every rule the entry
+    /// itself decides is judged first; the entry's restore journal (read whole by the store) is
+    /// read last, and only when it decides — at most once per call, never for the other action.
+    fn offers(&self, pick: Pick, e: &Entry, entries: &[Entry], usable: bool) -> bool {
         let me = self.id.as_str();
-        Ok(entries
-            .iter()
-            .map(|e| {
-                let mine =
-                    e.session_id == me || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
+        let mine = e.session_id == me || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
+        match pick {
+            Pick::Undo => {
                 let settled = matches!(
                     e.outcome,
                     Outcome::Done | Outcome::Partial | Outcome::Failed
                 );
-                let undoable = settled
+                settled
                     && mine
                     && e.undone_at.is_none()
                     && e.undo_started_at.is_none()
                     && (!touched_files(e)
                         || (usable
                             && self.journal_state(&e.session_id, &e.op_id)
-                                == JournalState::Completed));
+                                == JournalState::Completed))
+            }
+            Pick::Redo => {
                 let near = mine || e.undo_session_id.as_deref() == Some(me);
-                let redoable = e.undone_at.is_some()
+                e.undone_at.is_some()
                     && near
                     && usable
                     && e.counts.restored + e.counts.deleted > 0
-                    && standing_redo(&entries, &e.op_id).is_none()
-                    && self.journal_state(&e.session_id, &e.op_id) == JournalState::Undone;
-                EntryActions {
-                    op_id: e.op_id.clone(),
-                    undoable,
-                    redoable,
-                }
+                    && standing_redo(entries, &e.op_id).is_none()
+                    && self.journal_state(&e.session_id, &e.op_id) == JournalState::Undone
+            }
+        }
+    }
+
+    /// For every entry of the partition (newest first), whether this session may undo or redo
+    /// it now — the rules [`EngineSession::undo_check`] and [`EngineSession::redo`] apply,
+    /// read without changing anything (the journal's state decides where files are involved;
+    /// an entry's journal is read at most once: an entry that may be undone is not undone, so
+    /// never judged by its journal for both).
+    pub fn entry_actions(&self) -> Result<Vec<EntryActions>, EngineError> {
+        let entries = self.entries()?;
+        let usable = self.files_usable().is_ok();
+        Ok(entries
+            .iter()
+            .map(|e| EntryActions {
+                op_id: e.op_id.clone(),
+                undoable: self.offers(Pick::Undo, e, &entries, usable),
+                redoable: self.offers(Pick::Redo, e, &entries, usable),
             })
             .collect())
     }
@@ -248,8 +260,12 @@ impl EngineSession {
     /// `/rewind undo <n>` and the page never disagree about an entry. `@<op id>` (or an op id)
     /// names the entry as it is; the undo or redo itself then applies its rules and says why
     /// not. [`ErrorCode::UnknownEntry`] when there is no n-th such entry.
+    ///
+    /// Only the action asked for is judged, newest entry first, stopping at the n-th entry
+    /// offering it: no entry older than the one picked is judged (its journal is not read).
     pub fn pick_entry(&self, pick: Pick, reference: Option<&str>) -> Result<String, EngineError> {
-        if let Some(r) = reference.filter(|r| r.is_empty() || !r.bytes().all(|b| b.is_ascii_digit()))
+        if let Some(r) =
+            reference.filter(|r| r.is_empty() || !r.bytes().all(|b| b.is_ascii_digit()))
         {
             return Ok(r.strip_prefix('@').unwrap_or(r).to_owned());
         }
@@ -257,37 +273,35 @@ impl EngineSession {
             None => 1,
             Some(r) => r.parse().unwrap_or(usize::MAX),
         };
-        let list: Vec<String> = self
-            .entry_actions()?
-            .into_iter()
-            .filter(|a| match pick {
-                Pick::Undo => a.undoable,
-                Pick::Redo => a.redoable,
-            })
-            .map(|a| a.op_id)
-            .collect();
+        let entries = self.entries()?;
+        let usable = self.files_usable().is_ok();
+        // Newest first; with no n-th entry, the error counts them all (every entry judged once).
+        let mut count = 0;
+        for e in &entries {
+            if self.offers(pick, e, &entries, usable) {
+                count += 1;
+                if count == n {
+                    return Ok(e.op_id.clone());
+                }
+            }
+        }
         let what = match pick {
             Pick::Undo => "rewind(s) to undo",
             Pick::Redo => "undone rewind(s) to redo",
         };
-        n.checked_sub(1)
-            .and_then(|i| list.get(i).cloned())
-            .ok_or_else(|| {
-                let message = if list.is_empty() {
-                    match pick {
-                        Pick::Undo => "this session has no rewind to undo".to_owned(),
-                        Pick::Redo => "no undone rewind to redo here".to_owned(),
-                    }
-                } else {
-                    format!(
-                        "there are {} {what} here; #{} is not one of them",
-                        list.len(),
-                        reference.unwrap_or("1")
-                    )
-                };
-                EngineError::new(ErrorCode::UnknownEntry, message)
-                    .with_details(json!({ "count": list.len() }))
-            })
+        let message = if count == 0 {
+            match pick {
+                Pick::Undo => "this session has no rewind to undo".to_owned(),
+                Pick::Redo => "no undone rewind to redo here".to_owned(),
+            }
+        } else {
+            format!(
+                "there are {count} {what} here; #{} is not one of them",
+                reference.unwrap_or("1")
+            )
+        };
+        Err(EngineError::new(ErrorCode::UnknownEntry, message)
+            .with_details(json!({ "count": count })))
     }
 
     /// Checks that this session may undo the rewind `op_id` now, changing nothing: the
@@ -649,6 +663,93 @@ impl EngineSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::path::Path;
+
+    use crate::session::JOURNAL_READS;
+    use crate::{Engine, EngineOptions, RestoreRequest, Start, WorkspaceKey};
+
+    fn journal_reads() -> usize {
+        JOURNAL_READS.with(std::cell::Cell::get)
+    }
+
+    /// A rewind of `es` to `seq` that changes a file (its journal `completed`).
+    fn rewind(es: &EngineSession, op: &str, seq: u64) {
+        let request = RestoreRequest {
+            target_seq: seq,
+            op_id: op.into(),
+            ..RestoreRequest::default()
+        };
+        es.prepare_restore(&request).expect("prepare");
+        let start = Start {
+            op_id: op.into(),
+            target_seq: seq,
+            ..Start::default()
+        };
+        es.begin(&start, 100).expect("begin");
+        let r = es.restore_files(&request).expect("restore");
+        assert!(r.outcome.failed.is_empty() && r.outcome.written.len() == 1);
+    }
+
+    /// `/rewind undo` picks the newest undoable rewind reading that rewind's journal alone:
+    /// an older rewind's journal (read whole by the store: 50,000 actions for a large rewind)
+    /// is not read, nor is any journal read for the redo the undo did not ask about.
+    #[test]
+    fn picking_reads_only_the_journals_it_needs() {
+        let home = tempfile::tempdir().expect("home");
+        let ws = tempfile::tempdir().expect("ws");
+        let key = WorkspaceKey::for_workspace("w").expect("key");
+        let engine = Engine::open(home.path(), EngineOptions::default());
+        let es = engine.session("s", Some(ws.path()), key);
+        let write = |text: &str| std::fs::write(ws.path().join("a.txt"), text).expect("write");
+        write("one");
+        let files = es.files_of("s").expect("files");
+        files.recheck_tracked(1).expect("boundary");
+        files
+            .capture_before("c1", Path::new("a.txt"))
+            .expect("capture");
+        write("two");
+        files.commit("c1", 1, true).expect("commit");
+        rewind(&es, "r-old", 1);
+        write("three");
+        rewind(&es, "r-new", 1);
+
+        let before = journal_reads();
+        assert_eq!(es.pick_entry(Pick::Undo, None).expect("pick"), "r-new");
+        assert_eq!(
+            journal_reads() - before,
+            1,
+            "only the picked rewind's journal"
+        );
+
+        let before = journal_reads();
+        assert_eq!(
+            es.pick_entry(Pick::Undo, Some("2")).expect("pick 2"),
+            "r-old"
+        );
+        assert_eq!(journal_reads() - before, 2);
+
+        // No undone rewind: no journal decides a redo.
+        let before = journal_reads();
+        let e = es
+            .pick_entry(Pick::Redo, None)
+            .expect_err("nothing to redo");
+        assert_eq!(e.code, ErrorCode::UnknownEntry);
+        assert_eq!(journal_reads() - before, 0);
+
+        // No third rewind: every entry judged once, and counted.
+        let before = journal_reads();
+        let e = es.pick_entry(Pick::Undo, Some("3")).expect_err("no #3");
+        assert_eq!(e.code, ErrorCode::UnknownEntry);
+        assert_eq!(e.details["count"], 2);
+        assert_eq!(journal_reads() - before, 2);
+
+        // The page's list reads each entry's journal once (undo or redo, never both).
+        let before = journal_reads();
+        let actions = es.entry_actions().expect("actions");
+        assert_eq!(actions.iter().filter(|a| a.undoable).count(), 2);
+        assert_eq!(journal_reads() - before, 2);
+    }
 
     #[test]
     fn choices_default_to_none() {
