@@ -3,10 +3,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rewind_history::{Entry, Outcome, Paths};
-use snapshot_store::{ChainLink, JournalState as StoreState, RestoreOutcome, RestoreStatus};
+use snapshot_store::{
+    ChainLink, JournalState as StoreState, RelPath, RestoreOutcome, RestoreStatus,
+};
 
 use crate::JournalState;
 use crate::error::{EngineError, ErrorCode};
@@ -106,6 +108,16 @@ fn empty_outcome(op_id: &str) -> RestoreOutcome {
     RestoreOutcome {
         state: StoreState::Completed,
         ..RestoreOutcome::new(op_id)
+    }
+}
+
+/// A path as the reports name it to people: as it is when valid UTF-8, else its escaped form
+/// and its spelling (`n\xff.txt (hex:6eff2e747874)`), so no two read alike.
+fn told(path: &RelPath) -> String {
+    if path.is_utf8() {
+        path.display()
+    } else {
+        format!("{} ({})", path.escaped(), path.spelling())
     }
 }
 
@@ -214,7 +226,7 @@ impl EngineSession {
         // The paths the restore plans: a kill mid-write left a temp file beside one of them.
         let planned: Vec<String> = self
             .plan(entry.target_seq, ancestors)
-            .map(|p| p.actions.iter().map(|a| a.display.clone()).collect())
+            .map(|p| p.actions.iter().map(|a| a.path.spelling()).collect())
             .unwrap_or_default();
         let session = self.files_of(&self.id)?;
         let open = found.journal == JournalState::Open;
@@ -254,12 +266,14 @@ impl EngineSession {
                 self.undo_git(&self.id, op_id);
                 if !o.failed.is_empty() {
                     let mut left = planned.clone();
-                    left.extend(o.failed.iter().map(|f| f.display.clone()));
+                    left.extend(o.failed.iter().map(|f| f.path.spelling()));
                     self.remove_restore_temps(&left);
+                    // Named so that no two read alike (`n\xff.txt (hex:6eff2e747874)`), as
+                    // every report names them; `details.paths` in the JSON path form.
                     let list: Vec<String> = o
                         .failed
                         .iter()
-                        .map(|f| format!("{}: {}", f.display, f.error))
+                        .map(|f| format!("{}: {}", told(&f.path), f.error))
                         .collect();
                     return Err(EngineError::new(
                         ErrorCode::RestoreFailed,
@@ -270,7 +284,7 @@ impl EngineSession {
                         ),
                     )
                     .with_details(serde_json::json!({
-                        "paths": o.failed.iter().map(|f| f.display.clone()).collect::<Vec<_>>()
+                        "paths": o.failed.iter().map(|f| &f.path).collect::<Vec<_>>()
                     })));
                 }
                 self.settle(
@@ -282,9 +296,9 @@ impl EngineSession {
             }
         };
         let mut touched = planned;
-        touched.extend(outcome.written.iter().map(|p| p.display()));
-        touched.extend(outcome.deleted.iter().map(|p| p.display()));
-        touched.extend(outcome.failed.iter().map(|f| f.display.clone()));
+        touched.extend(outcome.written.iter().map(RelPath::spelling));
+        touched.extend(outcome.deleted.iter().map(RelPath::spelling));
+        touched.extend(outcome.failed.iter().map(|f| f.path.spelling()));
         let temps_removed = self.remove_restore_temps(&touched);
         Ok(Resolved {
             kind: found.kind,
@@ -310,9 +324,9 @@ impl EngineSession {
             Resolution::Continue => self.continue_git(op_id),
             Resolution::Rollback => self.undo_git(&self.id, op_id),
         }
-        let mut touched: Vec<String> = outcome.written.iter().map(|p| p.display()).collect();
-        touched.extend(outcome.deleted.iter().map(|p| p.display()));
-        touched.extend(outcome.failed.iter().map(|f| f.display.clone()));
+        let mut touched: Vec<String> = outcome.written.iter().map(RelPath::spelling).collect();
+        touched.extend(outcome.deleted.iter().map(RelPath::spelling));
+        touched.extend(outcome.failed.iter().map(|f| f.path.spelling()));
         let temps_removed = self.remove_restore_temps(&touched);
         let recorded = match how {
             Resolution::Continue => self
@@ -409,24 +423,28 @@ impl EngineSession {
         }
     }
 
-    /// Removes the temp files a killed restore left beside `paths` (workspace-relative): only
-    /// names of the store's exact temp shape whose name part is the start of one of those
-    /// paths' names. Returns the removed paths. Never fails; a directory that cannot be read
-    /// is skipped.
+    /// Removes the temp files a killed restore left beside `paths` (workspace-relative, each
+    /// its spelling — [`RelPath::spelling`]: `hex:…` for a name that is not valid UTF-8; a
+    /// spelling that names no path is skipped): only names of the store's exact temp shape
+    /// whose name part is the start of one of those paths' names. Returns the removed paths,
+    /// spelled the same way. Never fails; a directory that cannot be read is skipped.
     pub fn remove_restore_temps(&self, paths: &[String]) -> Vec<String> {
         let Some(cwd) = self.cwd.as_deref() else {
             return Vec::new();
         };
-        let mut by_dir: BTreeMap<&Path, BTreeSet<Vec<u8>>> = BTreeMap::new();
+        let mut by_dir: BTreeMap<PathBuf, BTreeSet<Vec<u8>>> = BTreeMap::new();
         for path in paths {
-            let path = Path::new(path.as_str());
+            let Ok(rel) = RelPath::from_spelling(path) else {
+                continue;
+            };
+            let path = rel.as_path();
             let (Some(name), dir) = (path.file_name(), path.parent().unwrap_or(Path::new("")))
             else {
                 continue;
             };
             let bytes = name.as_bytes();
             by_dir
-                .entry(dir)
+                .entry(dir.to_path_buf())
                 .or_default()
                 .insert(bytes[..bytes.len().min(100)].to_vec());
         }
@@ -438,7 +456,7 @@ impl EngineSession {
             let listed = if dir.as_os_str().is_empty() {
                 root.entries()
             } else {
-                root.read_dir(dir)
+                root.read_dir(&dir)
             };
             let Ok(listed) = listed else { continue };
             for item in listed.flatten() {
@@ -452,7 +470,11 @@ impl EngineSession {
                 let rel = dir.join(&entry);
                 let is_file = item.file_type().is_ok_and(|t| t.is_file());
                 if is_file && root.remove_file(&rel).is_ok() {
-                    removed.push(rel.to_string_lossy().into_owned());
+                    removed.extend(
+                        RelPath::from_bytes(rel.as_os_str().as_bytes())
+                            .map(|r| r.spelling())
+                            .ok(),
+                    );
                 }
             }
         }
