@@ -476,7 +476,7 @@ test('a workspace over the file-count limit is not scanned, and the rewind says 
   const { result } = await host.runCommand(agent, `/rewind @${humanSeq(agent, 'two')}`)
   assert.equal(result.kind, 'success', result.text)
   assert.equal(existsSync(join(ws, 'shell.txt')), true, 'not covered, so not restored')
-  assert.match(result.text, /Not covered by the backups \(\d+\):/)
+  assert.match(result.text, /Not covered by the workspace scan \(\d+\):/)
 })
 
 test('a subagent run by a tool this plugin does not know: its changes belong to that call', async (t) => {

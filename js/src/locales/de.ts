@@ -14,7 +14,7 @@ export const de: Dictionary = {
   skipped: 'Übersprungen',
   failed: 'Fehlgeschlagen',
   outside: 'Außerhalb des Agenten geändert, unverändert gelassen',
-  notCovered: 'Nicht von den Sicherungen erfasst',
+  notCovered: 'Nicht vom Arbeitsbereich-Scan erfasst',
   none: 'keine',
   andMore: '… und {n} weitere',
   unreadable: 'Nicht lesbar, daher nicht wiederhergestellt',

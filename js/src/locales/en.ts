@@ -13,7 +13,7 @@ export const en = {
   failed: 'Failed',
   outside: 'Changed outside the agent, left as is',
   inFlight: 'Changed by a command of another conversation that was still running, left as is',
-  notCovered: 'Not covered by the backups',
+  notCovered: 'Not covered by the workspace scan',
   none: 'none',
   andMore: '… and {n} more',
   unreadable: 'Cannot be read, so not restored',

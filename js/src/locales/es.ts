@@ -14,7 +14,7 @@ export const es: Dictionary = {
   skipped: 'Omitidos',
   failed: 'Fallidos',
   outside: 'Cambiados fuera del agente, se dejan como están',
-  notCovered: 'No cubiertos por las copias',
+  notCovered: 'No cubiertos por el escaneo del espacio de trabajo',
   none: 'ninguno',
   andMore: '… y {n} más',
   unreadable: 'No se pueden leer, así que no se restauran',

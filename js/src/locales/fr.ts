@@ -14,7 +14,7 @@ export const fr: Dictionary = {
   skipped: 'Ignorés',
   failed: 'En échec',
   outside: 'Modifiés hors de l’agent, laissés tels quels',
-  notCovered: 'Non couverts par les sauvegardes',
+  notCovered: 'Non couverts par l’analyse de l’espace de travail',
   none: 'aucun',
   andMore: '… et {n} de plus',
   unreadable: 'Illisibles, donc non restaurés',

@@ -14,7 +14,7 @@ export const ja: Dictionary = {
   skipped: 'スキップ',
   failed: '失敗',
   outside: 'エージェント以外で変更（そのまま）',
-  notCovered: 'バックアップの対象外',
+  notCovered: 'ワークスペースのスキャン対象外',
   none: 'なし',
   andMore: '… ほか {n} 件',
   unreadable: '読み取れないため復元されません',

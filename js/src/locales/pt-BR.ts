@@ -14,7 +14,7 @@ export const ptBR: Dictionary = {
   skipped: 'Ignorados',
   failed: 'Com falha',
   outside: 'Alterados fora do agente, mantidos como estão',
-  notCovered: 'Não cobertos pelos backups',
+  notCovered: 'Não cobertos pela varredura do espaço de trabalho',
   none: 'nenhum',
   andMore: '… e mais {n}',
   unreadable: 'Não podem ser lidos, por isso não são restaurados',

@@ -15,7 +15,7 @@ export const zhCN: Dictionary = {
   failed: '失败',
   outside: '在代理之外更改，保持原样',
   inFlight: '由另一个仍在运行的对话命令更改，保持原样',
-  notCovered: '未被备份覆盖',
+  notCovered: '工作区扫描未覆盖',
   none: '无',
   andMore: '… 另有 {n} 个',
   unreadable: '无法读取，因此不会恢复',
