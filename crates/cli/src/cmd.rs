@@ -554,11 +554,7 @@ fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
         ));
     }
     for s in &plan.skipped {
-        text.push_str(&format!(
-            "  skipped   {}  ({})\n",
-            shown(&s.path),
-            s.reason
-        ));
+        text.push_str(&format!("  skipped   {}  ({})\n", shown(&s.path), s.reason));
     }
     let v = json!({
         "target": plan.target_seq,
@@ -612,9 +608,16 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
         let engine = Engine::open(&ctx.home, EngineOptions::default());
         engine.session(id, Some(&cwd), key).git_preview(seq, false)
     };
-    let git_lines = match (&git.refusal, git.changes || !git.flagged.is_empty(), &git.untracked) {
+    let git_lines = match (
+        &git.refusal,
+        git.changes || !git.flagged.is_empty(),
+        &git.untracked,
+    ) {
         (Some(r), _, _) => format!("Git: {}\n", safe(r)),
-        (None, true, _) => format!("Git: {}\nKeep git as it is with --keep-git.\n", safe(&git.summary)),
+        (None, true, _) => format!(
+            "Git: {}\nKeep git as it is with --keep-git.\n",
+            safe(&git.summary)
+        ),
         (None, false, Some(u)) => format!("Git: left as it is: {}\n", safe(u)),
         (None, false, None) => String::new(),
     };
@@ -659,45 +662,8 @@ fn diff(
     let Planned {
         session, seq, plan, ..
     } = planned(ctx, id, target, ws)?;
-    // The path's spelling (`hex:…` for a name that is not UTF-8), or a display form only one
-    // planned file (or directory) shows; a display form several share is refused.
-    let chosen = match path {
-        None => None,
-        Some(p) => match snapshot_store::choose(p, plan.actions.iter().map(|a| &a.path), true) {
-            Ok(bytes) => Some(bytes),
-            Err(snapshot_store::SelectionFault::NoMatch) => Some(Vec::new()),
-            Err(fault) => {
-                return Err(Fail::new(
-                    Code::Usage,
-                    snapshot_store::SelectionError {
-                        filter: p.to_owned(),
-                        fault,
-                    }
-                    .to_string(),
-                ));
-            }
-        },
-    };
-    let actions: Vec<_> = plan
-        .actions
-        .iter()
-        .filter(|a| {
-            chosen.as_ref().is_none_or(|root| {
-                let b = a.path.as_bytes();
-                !root.is_empty()
-                    && (b == root.as_slice()
-                        || (b.starts_with(root) && b.get(root.len()) == Some(&b'/')))
-            })
-        })
-        .collect();
-    if let Some(p) = path {
-        if actions.is_empty() {
-            return Err(Fail::new(
-                Code::NotFound,
-                format!("`{}` would not change when restoring to @{seq}", safe(p)),
-            ));
-        }
-    }
+    // The planned files at or below the path (the engine decides what it names).
+    let actions = rewind_engine::planned_under(&plan, path).map_err(engine_error)?;
     let mut text = String::new();
     let mut files = Vec::new();
     let limits = DiffLimits::default();
@@ -714,7 +680,9 @@ fn diff(
                 if d.truncated {
                     text.push_str("  (diff cut here)\n");
                 }
-                files.push(json!({"path": a.path, "diff": udiff, "added": d.added, "removed": d.removed}));
+                files.push(
+                    json!({"path": a.path, "diff": udiff, "added": d.added, "removed": d.removed}),
+                );
             }
             None => {
                 let line = format!(
@@ -801,9 +769,14 @@ fn git_text(done: Option<&rewind_engine::GitReport>, planned: &rewind_engine::Gi
 }
 
 /// [`git_text`] as JSON.
-fn git_json(done: Option<&rewind_engine::GitReport>, planned: &rewind_engine::GitReport) -> serde_json::Value {
+fn git_json(
+    done: Option<&rewind_engine::GitReport>,
+    planned: &rewind_engine::GitReport,
+) -> serde_json::Value {
     match done {
-        Some(r) => json!({"summary": r.summary, "flagged": r.flagged, "keepRefs": r.keep_refs, "error": r.error}),
+        Some(r) => {
+            json!({"summary": r.summary, "flagged": r.flagged, "keepRefs": r.keep_refs, "error": r.error})
+        }
         None => json!({"kept": planned.kept, "untracked": planned.untracked}),
     }
 }
@@ -846,10 +819,15 @@ fn restore(
     let git = {
         let key = ctx.history_key(id, &cwd)?;
         let engine = Engine::open(&ctx.home, EngineOptions::default());
-        engine.session(id, Some(&cwd), key).git_preview(seq, keep_git)
+        engine
+            .session(id, Some(&cwd), key)
+            .git_preview(seq, keep_git)
     };
     if let Some(refusal) = &git.refusal {
-        return Err(Fail::new(Code::Refused, format!("{refusal} ({})", ErrorCode::GitInProgress)));
+        return Err(Fail::new(
+            Code::Refused,
+            format!("{refusal} ({})", ErrorCode::GitInProgress),
+        ));
     }
     if plan.actions.is_empty() && !git.changes {
         let text = if lost.is_empty() {
@@ -984,7 +962,7 @@ fn engine_fail(e: EngineError) -> Fail {
 fn engine_error(e: EngineError) -> Fail {
     let kind = match e.code {
         // A choice matching no file: as `restore --only/--keep` of a path no action matches.
-        ErrorCode::UnknownEntry | ErrorCode::BadSelection => Code::NotFound,
+        ErrorCode::UnknownEntry | ErrorCode::BadSelection | ErrorCode::NotPlanned => Code::NotFound,
         ErrorCode::BadRequest => Code::Usage,
         ErrorCode::StoreNewer => Code::Newer,
         ErrorCode::StoreCorrupt => Code::Corrupt,
@@ -1260,46 +1238,39 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
 fn du(ctx: &Ctx) -> Result<u8, Fail> {
     let store = ctx.store()?;
     let inv = store.inventory()?;
+    // The figures are the engine's (the plugin's storage view shows the same ones).
+    let st = rewind_engine::storage_of(&inv, &[], &[], inv.sessions.len());
     let records: u64 = inv.sessions.iter().map(|s| s.record_bytes).sum();
+    let indexes: u64 = inv.workspaces.iter().map(|w| w.index_bytes).sum();
     let mut text = format!(
-        "Store {}\n  total        {}\n  blobs        {} in {} file(s)\n  records      {} in {} session(s)\n  unreferenced {} in {} blob(s) (freed by `dsh-rewind gc --apply`)\n",
+        "Store {}\n  total        {}\n  blobs        {} in {} file(s)\n  records      {} in {} session(s)\n  scan indexes {} in {} workspace(s)\n  unreferenced {} in {} blob(s) (freed by `dsh-rewind gc --apply`)\n",
         safe(&ctx.store_root().to_string_lossy()),
-        bytes(records + inv.blob_bytes),
+        bytes(st.total_bytes),
         bytes(inv.blob_bytes),
         inv.blobs,
         bytes(records),
-        inv.sessions.len(),
-        bytes(inv.unreferenced_bytes),
+        st.sessions,
+        bytes(indexes),
+        inv.workspaces.len(),
+        bytes(st.unreferenced_bytes),
         inv.unreferenced_blobs,
     );
-    let logical = inv.logical_bytes();
-    let ratio = if logical == 0 {
-        0.0
-    } else {
-        inv.disk_bytes as f64 / logical as f64
-    };
     text.push_str(&format!(
         "  logical      {}\n  on disk      {} (blocks; ratio {:.2}; {} blob(s) packed, `dsh-rewind compact` packs the rest)\n",
-        bytes(logical),
-        bytes(inv.disk_bytes),
-        ratio,
-        inv.packed_blobs,
+        bytes(st.logical_bytes),
+        bytes(st.disk_bytes),
+        st.ratio(),
+        st.packed_blobs,
     ));
-    let mut by_size: Vec<_> = inv.sessions.iter().collect();
-    by_size.sort_by(|a, b| {
-        (b.record_bytes + b.blob_bytes)
-            .cmp(&(a.record_bytes + a.blob_bytes))
-            .then_with(|| a.session_id.cmp(&b.session_id))
-    });
-    if !by_size.is_empty() {
+    if !st.biggest.is_empty() {
         text.push_str("Sessions, biggest first (own = freed if the session went):\n");
     }
-    for s in &by_size {
+    for s in &st.biggest {
         text.push_str(&format!(
             "  {}  {}  (own {})\n",
             safe(&s.session_id),
-            bytes(s.record_bytes + s.blob_bytes),
-            bytes(s.record_bytes + s.exclusive_blob_bytes)
+            bytes(s.bytes),
+            bytes(s.own_bytes)
         ));
     }
     for p in &inv.problems {
@@ -1311,7 +1282,7 @@ fn du(ctx: &Ctx) -> Result<u8, Fail> {
     let ok = inv.problems.is_empty();
     emit(
         ctx,
-        json!({"ok": ok, "totalBytes": records + inv.blob_bytes, "recordBytes": records, "logicalBytes": logical, "diskBytes": inv.disk_bytes, "ratio": ratio, "inventory": inv}),
+        json!({"ok": ok, "totalBytes": st.total_bytes, "recordBytes": records, "indexBytes": indexes, "logicalBytes": st.logical_bytes, "diskBytes": st.disk_bytes, "ratio": st.ratio(), "inventory": inv}),
         text,
     );
     Ok(if ok { 0 } else { Code::Corrupt.exit() })

@@ -204,7 +204,7 @@ fn diff_shows_lines_and_summarizes_binary_files() {
     let r = h.run(&["diff", "s1", "@0", "b.txt"]);
     assert_eq!(r.code, 3);
     assert!(
-        r.stderr.contains("`b.txt` would not change"),
+        r.stderr.contains("would not change `b.txt`"),
         "{}",
         r.stderr
     );

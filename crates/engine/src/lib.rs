@@ -48,7 +48,7 @@ pub use error::EngineError;
 pub use git::{GIT_OP_VERSION, GitOp, GitOpState, GitReport};
 pub use preview::{
     Origin, PREVIEW_COUNT_BUDGET, PREVIEW_COUNT_FILES, Preview, PreviewFile, action_name, diff_of,
-    plan_of, preview_of, select,
+    plan_of, planned_under, preview_of, select,
 };
 pub use recover::{
     Interrupted, InterruptedKind, Judgement, Resolution, Resolved, continued_paths, is_interrupted,

@@ -142,6 +142,34 @@ pub fn preview_of(session: &Session, plan: RestorePlan) -> Result<Preview, Engin
     })
 }
 
+/// The bytes of the planned path `path` names — its spelling (`hex:…` for a name that is
+/// not valid UTF-8), or a display form only one planned path shows (with `dirs`, a
+/// directory above planned files too) — `None` when it names none; a display form several
+/// share is refused.
+fn chosen(plan: &RestorePlan, path: &str, dirs: bool) -> Result<Option<Vec<u8>>, EngineError> {
+    let planned = plan.actions.iter().map(|a| &a.path);
+    match snapshot_store::choose(path, planned, dirs) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(snapshot_store::SelectionFault::NoMatch) => Ok(None),
+        Err(fault) => Err(snapshot_store::SelectionError {
+            filter: path.to_owned(),
+            fault,
+        }
+        .into()),
+    }
+}
+
+fn not_planned(plan: &RestorePlan, path: &str) -> EngineError {
+    EngineError::new(
+        ErrorCode::NotPlanned,
+        format!(
+            "restoring to @{} would not change `{path}`",
+            plan.target_seq
+        ),
+    )
+    .with_details(json!({ "path": path }))
+}
+
 /// The diff of the planned file `path` of `plan` (now → after the restore):
 /// [`ErrorCode::NotPlanned`] when the restore leaves that path alone.
 pub fn diff_of(
@@ -149,33 +177,40 @@ pub fn diff_of(
     plan: &RestorePlan,
     path: &str,
 ) -> Result<(PlannedAction, FileDiff), EngineError> {
-    // The path's spelling (`hex:…` for a name that is not valid UTF-8), or a display form
-    // only one planned file shows.
-    let planned = plan.actions.iter().map(|a| &a.path);
-    let chosen = match snapshot_store::choose(path, planned, false) {
-        Ok(bytes) => Some(bytes),
-        Err(snapshot_store::SelectionFault::NoMatch) => None,
-        Err(fault) => {
-            return Err(snapshot_store::SelectionError {
-                filter: path.to_owned(),
-                fault,
-            }
-            .into());
-        }
-    };
-    let found = chosen.and_then(|b| plan.actions.iter().find(|a| a.path.as_bytes() == b));
+    let found = chosen(plan, path, false)?
+        .and_then(|b| plan.actions.iter().find(|a| a.path.as_bytes() == b));
     let Some(action) = found else {
-        return Err(EngineError::new(
-            ErrorCode::NotPlanned,
-            format!(
-                "restoring to @{} would not change `{path}`",
-                plan.target_seq
-            ),
-        )
-        .with_details(json!({ "path": path })));
+        return Err(not_planned(plan, path));
     };
     let d = session.diff_action(action, &DiffLimits::default())?;
     Ok((action.clone(), d))
+}
+
+/// The planned actions of `plan` at or below `path` (a file, or a directory above planned
+/// files; every action without a path), in plan order: [`ErrorCode::NotPlanned`] when the
+/// restore changes nothing there.
+pub fn planned_under<'p>(
+    plan: &'p RestorePlan,
+    path: Option<&str>,
+) -> Result<Vec<&'p PlannedAction>, EngineError> {
+    let Some(path) = path else {
+        return Ok(plan.actions.iter().collect());
+    };
+    let root = chosen(plan, path, true)?.unwrap_or_default();
+    let under: Vec<_> = plan
+        .actions
+        .iter()
+        .filter(|a| {
+            let b = a.path.as_bytes();
+            !root.is_empty()
+                && (b == root.as_slice()
+                    || (b.starts_with(&root) && b.get(root.len()) == Some(&b'/')))
+        })
+        .collect();
+    if under.is_empty() {
+        return Err(not_planned(plan, path));
+    }
+    Ok(under)
 }
 
 /// Narrows `plan` to a `--only` / `--keep` selection, the store's path matcher deciding
