@@ -174,3 +174,47 @@ test('a commit made by hand after the agent\'s keeps its branch, flagged; a bran
   assert.equal(head(ws), 'main')
   assert.equal(await readFile(join(ws, 'mine.txt'), 'utf8'), 'mine\n', 'the file made by hand is left')
 })
+
+test('a stash pushed in one turn and popped in the next: a rewind brings the stash list back as it was, the undo returns it', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [
+      turn(bash('echo wip > src/f2.txt && git stash push -q -m agent-wip'), text('one done')),
+      turn(bash('git stash pop -q'), text('two done')),
+    ],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  // A stash entry made by hand before the session.
+  await put(join(ws, 'src/f9.txt'), 'mine\n')
+  git(ws, 'stash', 'push', '-q', '-m', 'by-hand')
+  const list = () => git(ws, 'stash', 'list', '--format=%H %gs')
+  const agent = await host.createAgent('git-stash')
+  await host.sendUser(agent, 'one')
+  const atTwo = list()
+  const pushed = git(ws, 'rev-parse', 'refs/stash')
+  assert.match(atTwo, /agent-wip[\s\S]*by-hand/, 'the agent\'s entry on top of the one made by hand')
+  await host.sendUser(agent, 'two')
+  const afterTwo = list()
+  assert.doesNotMatch(afterTwo, /agent-wip/, 'popped')
+  assert.equal(await readFile(join(ws, 'src/f2.txt'), 'utf8'), 'wip\n')
+
+  const two = humanSeq(agent, 'two')
+  const preview = await rpc(host, 'preview', { sessionId: agent.id, seq: two })
+  assert.match(preview.json.value.git.summary, /stash list: 1 entry → 2 entries/, JSON.stringify(preview.json.value.git))
+  const r = await host.runCommand(agent, `/rewind @${two}`)
+  assert.equal(r.result.kind, 'success', r.result.text)
+  assert.equal(list(), atTwo, 'git stash list as it was at the start of turn two')
+  assert.equal(await readFile(join(ws, 'src/f2.txt'), 'utf8'), 'v2 2\n', 'the popped change is back in the stash, not in the file')
+  assert.equal(status(ws), '', 'clean')
+  assert.equal(git(ws, 'stash', 'show', '-p', 'stash@{0}').includes('+wip'), true, 'the entry holds the agent\'s change')
+  const keep = git(ws, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/dsh-rewind/')
+  assert.match(keep, new RegExp(`refs/dsh-rewind/[^ ]+/stash/${pushed} ${pushed}`), 'the entry\'s commit is kept by a ref of the plugin\'s own')
+
+  const u = await host.runCommand(agent, '/rewind undo')
+  assert.equal(u.result.kind, 'success', u.result.text)
+  assert.equal(list(), afterTwo, 'the undo: the stash list as after turn two')
+  assert.equal(await readFile(join(ws, 'src/f2.txt'), 'utf8'), 'wip\n')
+  git(ws, 'fsck', '--no-progress')
+})

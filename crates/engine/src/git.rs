@@ -103,7 +103,12 @@ struct Prepared {
 }
 
 fn stored_lookup(files: &Session) -> impl Fn(&str) -> Option<Vec<u8>> + '_ {
-    move |id: &str| files.git_blob(GitBlobKind::Index, id)
+    // Index ids and stash-list ids are digests of different bytes: one lookup serves both.
+    move |id: &str| {
+        files
+            .git_blob(GitBlobKind::Index, id)
+            .or_else(|| files.git_blob(GitBlobKind::Stash, id))
+    }
 }
 
 fn report_of(plan: &GitPlan) -> GitReport {
@@ -142,12 +147,27 @@ impl EngineSession {
                 return none(Some(format!("the index cannot be kept for an undo: {e}")));
             }
         }
+        if let (Some(l), Some(b)) = (&read.state.stash, &read.stash_bytes) {
+            if let Err(e) = files.put_git_blob(GitBlobKind::Stash, &l.id, b) {
+                return none(Some(format!("the stash list cannot be kept for an undo: {e}")));
+            }
+        }
         let target = &points[t].state;
         let stored = target
             .index
             .as_ref()
             .is_some_and(|i| files.git_blob(GitBlobKind::Index, &i.id).is_some());
-        let plan = plan_git_restore(&read.state, target, &agent_moves(&points, t), stored);
+        let mut plan = plan_git_restore(&read.state, target, &agent_moves(&points, t), stored);
+        let stash_missing = plan
+            .stash
+            .as_ref()
+            .and_then(|s| s.to.as_ref())
+            .is_some_and(|l| files.git_blob(GitBlobKind::Stash, &l.id).is_none());
+        if stash_missing {
+            plan.stash = None;
+            plan.keep.retain(|(k, _)| !k.starts_with("stash/"));
+            plan.flagged.push(git_state::Flag::StashNotStored);
+        }
         Prepared {
             plan: Some(plan),
             untracked: None,

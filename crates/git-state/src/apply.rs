@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ApplyError;
 use crate::index::index_content;
-use crate::plan::{Flag, GitPlan};
-use crate::refs::{Lock, Update, append_reflog, read_opt, resolve, update_ref};
-use crate::state::{Handles, Head};
+use crate::plan::{Flag, GitPlan, StashEdit};
+use crate::refs::{Lock, Update, append_reflog, read_opt, resolve, update_ref, update_ref_with};
+use crate::state::{Handles, Head, StashLog};
 
 /// The namespace of the keep-refs: `refs/dsh-rewind/<op>/…`.
 pub const KEEP_NAMESPACE: &str = "refs/dsh-rewind";
@@ -28,6 +28,9 @@ pub struct Applied {
     pub index: bool,
     /// Refs set or removed.
     pub refs: Vec<String>,
+    /// Whether the stash list was written.
+    #[serde(default)]
+    pub stash: bool,
     /// What was left as it is because it changed since the plan.
     pub flagged: Vec<Flag>,
 }
@@ -138,6 +141,14 @@ pub fn apply(
             out.index = true;
         }
     }
+    if let Some(edit) = &plan.stash {
+        match apply_stash(h, edit, stored)? {
+            true => out.stash = true,
+            false => out.flagged.push(Flag::ChangedOutside {
+                name: "refs/stash".into(),
+            }),
+        }
+    }
     for r in &plan.refs {
         match update_ref(
             &h.common,
@@ -153,6 +164,69 @@ pub fn apply(
         }
     }
     Ok(out)
+}
+
+/// Writes the stash list of `edit`: its reflog (`logs/refs/stash`, under its lock, or
+/// removed), then `refs/stash` without a reflog line of its own. Both are checked first to be
+/// as planned or already as wanted (a crash between the two: applying again finishes it);
+/// `false`: the stash list changed since the plan and is left.
+fn apply_stash(
+    h: &Handles,
+    edit: &StashEdit,
+    stored: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<bool, ApplyError> {
+    const LOG: &str = "logs/refs/stash";
+    let id = |l: &Option<StashLog>| l.as_ref().map(|l| l.id.clone());
+    let cur_log = read_opt(&h.common, Path::new(LOG))?
+        .as_deref()
+        .and_then(StashLog::of)
+        .map(|l| l.id);
+    let cur_ref = resolve(&h.common, "refs/stash")?;
+    let (want_log, from_log) = (id(&edit.to), id(&edit.from));
+    if cur_log == want_log && cur_ref == edit.ref_to {
+        return Ok(true);
+    }
+    if (cur_log != want_log && cur_log != from_log)
+        || (cur_ref != edit.ref_to && cur_ref != edit.ref_from)
+    {
+        return Ok(false);
+    }
+    if cur_log != want_log {
+        match &edit.to {
+            Some(to) => {
+                let bytes = stored(&to.id).ok_or_else(|| ApplyError::MissingStash {
+                    id: to.id.clone(),
+                })?;
+                Lock::take(&h.common, Path::new(LOG))?.commit(&bytes)?;
+            }
+            None => {
+                let lock = Lock::take(&h.common, Path::new(LOG))?;
+                match h.common.remove_file(LOG) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(ApplyError::Io {
+                            path: LOG.into(),
+                            source: e,
+                        });
+                    }
+                }
+                drop(lock);
+            }
+        }
+    }
+    Ok(
+        match update_ref_with(
+            &h.common,
+            "refs/stash",
+            edit.ref_from.as_deref(),
+            edit.ref_to.as_deref(),
+            None,
+        )? {
+            Update::Done => true,
+            Update::Moved(_) => false,
+        },
+    )
 }
 
 fn head_oid(h: &Handles, head: &Head) -> Result<Option<String>, ApplyError> {

@@ -47,6 +47,12 @@ pub enum ApplyError {
         /// The index's id.
         id: String,
     },
+    /// The stored bytes of the stash list the plan names are missing.
+    #[error("the stored stash list {id} is missing")]
+    MissingStash {
+        /// The stash list's id.
+        id: String,
+    },
     /// The repository could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),

@@ -41,11 +41,12 @@ pub use index::{index_content, index_id};
 pub use index_entries::{BlobHasher, EntriesError, IndexEntries, IndexEntry, blob_oid, read_entries};
 pub use odb::{Odb, OdbError};
 pub use plan::{
-    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, agent_moves,
+    AgentMoves, Flag, GitPlan, IndexEdit, Phase, Point, RefEdit, Refusal, StashEdit, agent_moves,
     plan_git_restore, short_ref, target_point,
 };
 pub use refs::{IDENT, Packed, Update, is_oid, read_packed, resolve, update_ref};
 pub use state::{
-    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, describe_head,
+    Found, GitState, Handles, Head, IndexRef, Operation, Read, STATE_VERSION, StashLog,
+    describe_head,
     packed_id, parse_packed_peeled, parse_packed_refs, tracked_ref,
 };

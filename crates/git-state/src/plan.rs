@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::{GitState, Head, IndexRef, Operation, describe_head};
+use crate::state::{GitState, Head, IndexRef, Operation, StashLog, describe_head};
 
 /// When a state was recorded, relative to a scanned tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +51,9 @@ pub struct AgentMoves {
     pub head: bool,
     /// Whether a call changed the index.
     pub index: bool,
+    /// The stash list a call last left (its [`StashLog::id`]; `Some(None)`: emptied), when a
+    /// call changed it.
+    pub stash: Option<Option<String>>,
 }
 
 /// Folds the points after `from`: a change between a point and the `after` point that
@@ -75,6 +78,10 @@ pub fn agent_moves(points: &[Point], from: usize) -> AgentMoves {
         }
         if a.index != b.index {
             m.index = true;
+        }
+        let id = |s: &GitState| s.stash.as_ref().map(|l| l.id.clone());
+        if id(a) != id(b) {
+            m.stash = Some(id(b));
         }
     }
     m
@@ -101,6 +108,33 @@ pub struct IndexEdit {
     pub to: IndexRef,
 }
 
+/// The stash list to write: `refs/stash` and its reflog (`logs/refs/stash`), from what they
+/// are now to what they were at the target (`None`: no stash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StashEdit {
+    /// The stash list now (its bytes are stored under its id before anything is written).
+    pub from: Option<StashLog>,
+    /// The stash list to write (stored bytes).
+    pub to: Option<StashLog>,
+    /// `refs/stash` now.
+    pub ref_from: Option<String>,
+    /// `refs/stash` after.
+    pub ref_to: Option<String>,
+}
+
+impl StashEdit {
+    /// The edit that undoes this one.
+    pub fn reversed(&self) -> StashEdit {
+        StashEdit {
+            from: self.to.clone(),
+            to: self.from.clone(),
+            ref_from: self.ref_to.clone(),
+            ref_to: self.ref_from.clone(),
+        }
+    }
+}
+
 /// Why something of the repository is left as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "why")]
@@ -125,6 +159,8 @@ pub enum Flag {
     /// HEAD does not go back to the target's commit (its branch was left): the index is left
     /// with it, so it still matches HEAD.
     IndexLeft,
+    /// The stored bytes of the stash list to restore are missing: the stash list is left.
+    StashNotStored,
 }
 
 impl Flag {
@@ -132,6 +168,9 @@ impl Flag {
     pub fn message(&self) -> String {
         let short = |n: &str| n.strip_prefix("refs/heads/").unwrap_or(n).to_owned();
         match self {
+            Flag::ChangedOutside { name } if name == "refs/stash" => {
+                "the stash list changed outside the agent: left as is".into()
+            }
             Flag::ChangedOutside { name } => {
                 format!("{} changed outside the agent: left as is", short(name))
             }
@@ -146,6 +185,9 @@ impl Flag {
             }
             Flag::IndexNotStored => "the index of that point was not stored: left as is".into(),
             Flag::IndexLeft => "the index is left as is, with HEAD".into(),
+            Flag::StashNotStored => {
+                "the stash list of that point was not stored: left as is".into()
+            }
         }
     }
 }
@@ -187,6 +229,9 @@ pub struct GitPlan {
     /// Refs to set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refs: Vec<RefEdit>,
+    /// The stash list to write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash: Option<StashEdit>,
     /// Keep-refs to create (`<suffix>` under `refs/dsh-rewind/<op>/`, object id): every tip
     /// the plan moves away from stays reachable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -206,7 +251,7 @@ pub struct GitPlan {
 impl GitPlan {
     /// Whether the plan changes nothing.
     pub fn is_empty(&self) -> bool {
-        self.head.is_none() && self.index.is_none() && self.refs.is_empty()
+        self.head.is_none() && self.index.is_none() && self.refs.is_empty() && self.stash.is_none()
     }
 
     /// The plan that undoes this one once applied: each edit reversed.
@@ -228,6 +273,7 @@ impl GitPlan {
                     to: r.from.clone(),
                 })
                 .collect(),
+            stash: self.stash.as_ref().map(StashEdit::reversed),
             keep: Vec::new(),
             flagged: Vec::new(),
             refusal: None,
@@ -257,11 +303,54 @@ impl GitPlan {
         if self.index.is_some() {
             parts.push("index restored".into());
         }
+        if let Some(s) = &self.stash {
+            let n = |l: &Option<StashLog>| l.as_ref().map_or(0, |l| l.commits.len());
+            let entries = |k: usize| if k == 1 { "1 entry".to_owned() } else { format!("{k} entries") };
+            parts.push(format!(
+                "stash list: {} → {}",
+                entries(n(&s.from)),
+                entries(n(&s.to))
+            ));
+        }
         for f in &self.flagged {
             parts.push(f.message());
         }
         parts.join("; ")
     }
+}
+
+/// The stash half of [`plan_git_restore`].
+fn plan_stash(plan: &mut GitPlan, now: &GitState, target: &GitState, moves: &AgentMoves) {
+    const STASH: &str = "refs/stash";
+    let id = |s: &GitState| s.stash.as_ref().map(|l| l.id.clone());
+    let moved = moves.stash.is_some() || moves.refs.contains_key(STASH);
+    if !moved || (id(now) == id(target) && now.refs.get(STASH) == target.refs.get(STASH)) {
+        return;
+    }
+    let log_ok = moves.stash.as_ref().is_none_or(|left| *left == id(now));
+    let ref_ok = moves
+        .refs
+        .get(STASH)
+        .is_none_or(|left| left.as_ref() == now.refs.get(STASH));
+    if !(log_ok && ref_ok) {
+        plan.flagged.push(Flag::ChangedOutside { name: STASH.into() });
+        return;
+    }
+    let commits = |s: &GitState| -> Vec<String> {
+        let mut v: Vec<String> = s.stash.as_ref().map(|l| l.commits.clone()).unwrap_or_default();
+        v.extend(s.refs.get(STASH).cloned());
+        v
+    };
+    let (a, b) = (commits(now), commits(target));
+    for c in a.iter().filter(|c| !b.contains(c)).chain(b.iter().filter(|c| !a.contains(c))) {
+        plan.keep.push((format!("stash/{c}"), c.clone()));
+    }
+    plan.stash = Some(StashEdit {
+        from: now.stash.clone(),
+        to: target.stash.clone(),
+        ref_from: now.refs.get(STASH).cloned(),
+        ref_to: target.refs.get(STASH).cloned(),
+    });
 }
 
 /// `refs/heads/x` → `branch x`, `refs/tags/v` → `tag v`.
@@ -280,7 +369,9 @@ pub fn short_ref(name: &str) -> String {
 /// their value at the target unless they moved since the agent last left them (flagged:
 /// a commit made outside the agent stays on its branch); HEAD goes back to its branch or
 /// commit; the index to its stored bytes (`target_stored`: whether they are in the store).
-/// `refs/stash` is never planned (a stash entry stays in the stash list).
+/// The stash list (`refs/stash` and its reflog) goes back when a call pushed, popped or
+/// dropped a stash since the target, unless it changed since the agent last left it; every
+/// stash commit the list gains or loses either way is kept under a keep-ref.
 pub fn plan_git_restore(
     now: &GitState,
     target: &GitState,
@@ -322,6 +413,7 @@ pub fn plan_git_restore(
             to: want.cloned(),
         });
     }
+    plan_stash(&mut plan, now, target, moves);
     // The refs as they will be, for HEAD's commit and description.
     let mut after = now.refs.clone();
     for r in &plan.refs {
@@ -425,6 +517,7 @@ mod tests {
             index: None,
             operation: None,
             elsewhere: Vec::new(),
+            stash: None,
         }
     }
 

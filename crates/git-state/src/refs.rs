@@ -288,6 +288,18 @@ pub fn update_ref(
     new: Option<&str>,
     message: &str,
 ) -> Result<Update, ApplyError> {
+    update_ref_with(common, name, old, new, Some(message))
+}
+
+/// [`update_ref`], with a reflog line only when `message` is given (`refs/stash`, whose
+/// reflog is the stash list, is written without one).
+pub(crate) fn update_ref_with(
+    common: &Dir,
+    name: &str,
+    old: Option<&str>,
+    new: Option<&str>,
+    message: Option<&str>,
+) -> Result<Update, ApplyError> {
     let lock = Lock::take(common, Path::new(name))?;
     let now = resolve(common, name)?;
     if now.as_deref() == new {
@@ -332,13 +344,15 @@ pub fn update_ref(
             sync_parent(common, Path::new(name));
         }
     }
-    append_reflog(
-        common,
-        name,
-        old,
-        new,
-        message,
-        name.starts_with("refs/heads/") && new.is_some(),
-    );
+    if let Some(message) = message {
+        append_reflog(
+            common,
+            name,
+            old,
+            new,
+            message,
+            name.starts_with("refs/heads/") && new.is_some(),
+        );
+    }
     Ok(Update::Done)
 }

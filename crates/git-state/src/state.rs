@@ -115,6 +115,36 @@ pub struct IndexRef {
     pub len: u64,
 }
 
+/// The stash list: the reflog of `refs/stash` (`logs/refs/stash`), as `git stash list` reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StashLog {
+    /// [`packed_id`] of the reflog's bytes: the key its bytes are stored under.
+    pub id: String,
+    /// The stash commits, `stash@{0}` first.
+    pub commits: Vec<String>,
+}
+
+impl StashLog {
+    /// The stash list of a `logs/refs/stash` file's bytes (`None`: empty).
+    pub fn of(bytes: &[u8]) -> Option<StashLog> {
+        let text = String::from_utf8_lossy(bytes);
+        let mut commits: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.split(' ').nth(1))
+            .filter(|o| is_oid(o))
+            .map(str::to_owned)
+            .collect();
+        if commits.is_empty() {
+            return None;
+        }
+        commits.reverse();
+        Some(StashLog {
+            id: packed_id(bytes),
+            commits,
+        })
+    }
+}
+
 /// The state of a workspace's repository at one point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -149,6 +179,9 @@ pub struct GitState {
     /// Branches checked out in other worktrees of the same repository (never moved).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elsewhere: Vec<String>,
+    /// The stash list, when it has entries (its bytes stored under its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash: Option<StashLog>,
 }
 
 /// A state with the bytes of its index and of `packed-refs` (to be stored under
@@ -161,6 +194,8 @@ pub struct Read {
     pub index_bytes: Option<Vec<u8>>,
     /// The `packed-refs` file's bytes, when there is one.
     pub packed_bytes: Option<Arc<Vec<u8>>>,
+    /// The stash list's bytes (`logs/refs/stash`), when it has entries.
+    pub stash_bytes: Option<Vec<u8>>,
 }
 
 /// The stat of a file that tells a rewritten file (git replaces `packed-refs` by rename).
@@ -304,6 +339,9 @@ impl Handles {
             len: b.len() as u64,
         });
         let elsewhere = self.branches_elsewhere();
+        let stash_bytes = read_opt(&self.common, Path::new("logs/refs/stash"))?;
+        let stash = stash_bytes.as_deref().and_then(StashLog::of);
+        let stash_bytes = stash_bytes.filter(|_| stash.is_some());
         Ok(Read {
             state: GitState {
                 version: STATE_VERSION,
@@ -316,9 +354,11 @@ impl Handles {
                 index,
                 operation: self.operation(),
                 elsewhere,
+                stash,
             },
             index_bytes,
             packed_bytes,
+            stash_bytes,
         })
     }
 

@@ -87,6 +87,9 @@ impl Rec {
         if let (Some(i), Some(b)) = (&r.state.index, r.index_bytes) {
             self.stored.insert(i.id.clone(), b);
         }
+        if let (Some(l), Some(b)) = (&r.state.stash, r.stash_bytes) {
+            self.stored.insert(l.id.clone(), b);
+        }
         self.points.push(Point {
             anchor,
             phase,
@@ -103,6 +106,9 @@ impl Rec {
         let now = read(d);
         if let (Some(i), Some(b)) = (&now.state.index, now.index_bytes) {
             self.stored.insert(i.id.clone(), b);
+        }
+        if let (Some(l), Some(b)) = (&now.state.stash, now.stash_bytes) {
+            self.stored.insert(l.id.clone(), b);
         }
         let target = self.points[t].state.clone();
         let stored = target
@@ -316,6 +322,125 @@ fn rewind_of_a_branch_switch_commit_and_tag_checkout_then_undo() {
     let _ = after_two;
     // The reflog names the writer.
     assert!(git(&d, &["reflog", "-1", "--format=%gs", "HEAD"]).contains("dsh-rewind"));
+}
+
+/// `git stash list`, one `<commit> <subject>` line per entry.
+fn stash_list(d: &Path) -> String {
+    git(d, &["stash", "list", "--format=%H %gs"])
+}
+
+#[test]
+fn a_stash_pushed_then_popped_comes_back_as_it_was_and_its_commits_are_kept() {
+    let (_t, d) = repo();
+    let mut rec = Rec::default();
+    // By hand before the session: one stash entry.
+    std::fs::write(d.join("a.txt"), "mine\n").expect("write");
+    git(&d, &["stash", "push", "-q", "-m", "by hand"]);
+    rec.point(&d, 10, Phase::Boundary);
+    let at_ten = stash_list(&d);
+    // Turn one: the agent stashes an edit.
+    rec.point(&d, 10, Phase::Before);
+    std::fs::write(d.join("b.txt"), "agent\n").expect("write");
+    git(&d, &["stash", "push", "-q", "-m", "agent one"]);
+    rec.point(&d, 10, Phase::After);
+    let pushed = git(&d, &["rev-parse", "refs/stash"]);
+    // Turn two: the agent pops it, and drops the entry made by hand.
+    rec.point(&d, 20, Phase::Boundary);
+    let at_twenty = stash_list(&d);
+    rec.point(&d, 20, Phase::Before);
+    git(&d, &["stash", "pop", "-q"]);
+    git(&d, &["stash", "drop", "-q"]);
+    rec.point(&d, 20, Phase::After);
+    assert_eq!(stash_list(&d), "");
+    git(&d, &["checkout", "-q", "--", "."]);
+
+    // Rewind to turn two: both entries back, in order.
+    let (plan, applied) = rec.rewind(&d, 20, "op1");
+    assert!(
+        plan.summary().contains("stash list: 0 entries → 2 entries"),
+        "{}",
+        plan.summary()
+    );
+    assert!(applied.stash && applied.flagged.is_empty(), "{applied:?}");
+    assert!(
+        applied
+            .kept
+            .contains(&format!("refs/dsh-rewind/op1/stash/{pushed}")),
+        "{applied:?}"
+    );
+    assert_eq!(stash_list(&d), at_twenty);
+    assert_eq!(git(&d, &["rev-parse", "refs/stash"]), pushed);
+    git(&d, &["stash", "show", "-p", "stash@{1}"]);
+    git(&d, &["fsck", "--no-progress"]);
+
+    // Its undo: the list empty again, as the agent left it.
+    let h = Handles::find(&d).expect("find").expect("repo").expect("tracked");
+    let st = rec.stored.clone();
+    let a = apply(&h, &plan.reversed(), "op1-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo")
+        .expect("undo");
+    assert!(a.stash && a.flagged.is_empty(), "{a:?}");
+    assert_eq!(stash_list(&d), "");
+    git(&d, &["checkout", "-q", "--", "."]);
+
+    // Rewind to turn one: the agent's entry leaves the list; its commit is kept.
+    let (plan, applied) = rec.rewind(&d, 10, "op2");
+    assert!(applied.stash, "{applied:?}");
+    assert_eq!(stash_list(&d), at_ten);
+    // The agent's entry, popped, stays reachable from the keep-ref the first rewind wrote.
+    assert_eq!(
+        git(&d, &["rev-parse", &format!("refs/dsh-rewind/op1/stash/{pushed}")]),
+        pushed
+    );
+    // Applying it again changes nothing (idempotent after a crash).
+    let st = &rec.stored;
+    let again = apply(&h, &plan, "op2", &|id| st.get(id).cloned(), "dsh-rewind: rewind")
+        .expect("again");
+    assert!(again.stash && again.flagged.is_empty(), "{again:?}");
+    assert_eq!(stash_list(&d), at_ten);
+
+    // Its undo: the list empty again.
+    let a = apply(&h, &plan.reversed(), "op2-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo")
+        .expect("undo");
+    assert!(a.stash && a.flagged.is_empty(), "{a:?}");
+    assert_eq!(stash_list(&d), "");
+
+    // A stash pushed by hand since: the undo of the undo leaves the list, flagged.
+    std::fs::write(d.join("a.txt"), "later\n").expect("write");
+    git(&d, &["stash", "push", "-q", "-m", "later by hand"]);
+    let by_hand = stash_list(&d);
+    let a = apply(&h, &plan, "op3", &|id| st.get(id).cloned(), "dsh-rewind: redo").expect("redo");
+    assert!(!a.stash, "{a:?}");
+    assert_eq!(
+        a.flagged,
+        vec![Flag::ChangedOutside {
+            name: "refs/stash".into()
+        }]
+    );
+    assert_eq!(stash_list(&d), by_hand);
+    git(&d, &["fsck", "--no-progress"]);
+}
+
+#[test]
+fn a_stash_pushed_by_hand_after_the_agents_is_flagged_and_left() {
+    let (_t, d) = repo();
+    let mut rec = Rec::default();
+    rec.point(&d, 10, Phase::Boundary);
+    rec.point(&d, 10, Phase::Before);
+    std::fs::write(d.join("b.txt"), "agent\n").expect("write");
+    git(&d, &["stash", "push", "-q"]);
+    rec.point(&d, 10, Phase::After);
+    std::fs::write(d.join("b.txt"), "mine\n").expect("write");
+    git(&d, &["stash", "push", "-q", "-m", "mine"]);
+    let before = stash_list(&d);
+    let (plan, applied) = rec.rewind(&d, 10, "op1");
+    assert!(plan.stash.is_none(), "{plan:?}");
+    assert!(
+        plan.summary().contains("the stash list changed outside the agent"),
+        "{}",
+        plan.summary()
+    );
+    assert!(!applied.stash);
+    assert_eq!(stash_list(&d), before);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The git state of the workspace's repository beside the files: one point per scan
-//! (`sessions/<id>/git/points.jsonl`, a JSON line each), the bytes of each index and
-//! `packed-refs` a point names (`git/index/<id>`, `git/packed/<id>`, written once), and
+//! (`sessions/<id>/git/points.jsonl`, a JSON line each), the bytes of each index,
+//! `packed-refs` and stash list a point names (`git/index/<id>`, `git/packed/<id>`,
+//! `git/stash/<id>`, written once), and
 //! the journal of each rewind's git step (`git/ops/<op>.json`). See `docs/git.md`.
 
 use std::io::Write;
@@ -39,13 +40,15 @@ pub struct GitPointRecord {
     pub untracked: Option<String>,
 }
 
-/// What the store keeps for a point: the index, or `packed-refs`.
+/// What the store keeps for a point: the index, `packed-refs`, or the stash list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GitBlobKind {
     /// `git/index/<id>`.
     Index,
     /// `git/packed/<id>`.
     Packed,
+    /// `git/stash/<id>`: the bytes of `logs/refs/stash`.
+    Stash,
 }
 
 fn git_dir(s: &Session) -> PathBuf {
@@ -61,6 +64,7 @@ fn blob_path(s: &Session, kind: GitBlobKind, id: &str) -> Option<PathBuf> {
             .join(match kind {
                 GitBlobKind::Index => "index",
                 GitBlobKind::Packed => "packed",
+                GitBlobKind::Stash => "stash",
             })
             .join(id)
     })
@@ -91,6 +95,9 @@ impl Session {
                 }
                 if let (Some(id), Some(b)) = (&read.state.packed, &read.packed_bytes) {
                     self.put_git_blob(GitBlobKind::Packed, id, b)?;
+                }
+                if let (Some(l), Some(b)) = (&read.state.stash, &read.stash_bytes) {
+                    self.put_git_blob(GitBlobKind::Stash, &l.id, b)?;
                 }
                 (Some(read.state), None)
             }
@@ -123,7 +130,7 @@ impl Session {
         f.write_all(&line).map_err(|e| fail(FsOp::Write, e))
     }
 
-    /// Stores the bytes of an index or `packed-refs` under its id (once).
+    /// Stores the bytes of an index, `packed-refs` or a stash list under its id (once).
     pub fn put_git_blob(&self, kind: GitBlobKind, id: &str, bytes: &[u8]) -> Result<(), FsFailure> {
         let Some(path) = blob_path(self, kind, id) else {
             return Ok(());
@@ -146,7 +153,7 @@ impl Session {
         })
     }
 
-    /// The stored bytes of an index or `packed-refs` (`None`: not stored).
+    /// The stored bytes of an index, `packed-refs` or a stash list (`None`: not stored).
     pub fn git_blob(&self, kind: GitBlobKind, id: &str) -> Option<Vec<u8>> {
         let path = blob_path(self, kind, id)?;
         self.store.inner.fs.read_opt(&path).ok().flatten()
