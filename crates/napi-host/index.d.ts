@@ -921,6 +921,13 @@ export interface BindingScanReport {
   refused?: BindingScanRefusal
   /** Every in-scope file has been read once (the baseline is done). */
   baselineComplete: boolean
+  /**
+   * How the scan looked at the workspace: `full` (a walk of the whole workspace) or
+   * `watched` (only the paths the change watcher reported).
+   */
+  mode: 'full' | 'watched'
+  /** Why the scan walked in full (with mode `full`). */
+  fullReason?: string
   /** Wall time of the scan in milliseconds. */
   elapsedMs: number
 }

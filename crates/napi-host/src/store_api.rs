@@ -710,6 +710,12 @@ impl BindingStore {
                     message: f.message,
                 }),
                 baseline_complete: r.baseline_complete,
+                mode: match r.mode {
+                    snapshot_store::ScanMode::Full => "full",
+                    snapshot_store::ScanMode::Watched => "watched",
+                }
+                .to_owned(),
+                full_reason: r.full_reason,
                 elapsed_ms: r.elapsed_ms,
             })
         }))

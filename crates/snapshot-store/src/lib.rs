@@ -108,7 +108,8 @@ pub use prune::{FormatOutcome, PruneOptions, PruneReport};
 pub use recheck::{RecheckOutcome, RecordedChange};
 pub use scan::{
     DEFAULT_MAX_BASELINE_BYTES, DEFAULT_MAX_FILES, NotCovered, SCAN_BUDGET_CODE, ScanError,
-    ScanPhase, ScanRefusal, ScanReport, ScanRequest, WORKSPACE_UNUSED_GRACE, workspace_key,
+    ScanMode, ScanPhase, ScanRefusal, ScanReport, ScanRequest, WATCH_ENV, WORKSPACE_UNUSED_GRACE,
+    workspace_key,
 };
 pub use seam::{Area, CrashPoint, FaultSeam, FsOp, NoFaults};
 pub use session::{LOOK_LATER_AFTER, Session};

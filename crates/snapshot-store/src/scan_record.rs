@@ -111,6 +111,18 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Makes the next scan of the workspace this handle last scanned walk in full, as after
+    /// the change watcher's queue overflowed (a hook for tests and diagnostics; nothing when
+    /// the handle holds no watcher).
+    pub fn mark_watch_overflowed(&self) {
+        let st = self.lock_state();
+        if let Some(w) = &st.ws_watch {
+            w.mark_overflowed();
+        }
+    }
+}
+
 impl WorkspaceScan<'_> {
     pub(crate) fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
         // Only tells whether the last scan was in this turn; a torn one means "unknown".
@@ -247,6 +259,13 @@ impl WorkspaceScan<'_> {
                 _ => Default::default(),
             }
         };
+        // The workspace's change watcher (kept alive by this handle while it scans the
+        // workspace), or why there is none: then the scan walks in full.
+        let watcher = if req.watch {
+            crate::scan::watch::for_scan(&mut locked.cached.watch, &mut st.ws_watch, &root)
+        } else {
+            Err("turned off for this scan".to_string())
+        };
         let changes = (req.phase == ScanPhase::After).then(|| self.s.log_sink(&st));
         let limits = Limits {
             keep: Keep {
@@ -266,6 +285,7 @@ impl WorkspaceScan<'_> {
                 .scan_seen
                 .as_ref()
                 .and_then(|v| Some((v.index_at, v.absence.as_ref()?))),
+            watch: watcher.as_deref().map_err(|why| why.as_str()),
         };
         let mut out = run(&mut locked, &self.s.ws, &root, &limits)?;
         let in_flight = self.pins(&mut locked, req, &mut out);
@@ -341,6 +361,8 @@ impl WorkspaceScan<'_> {
             baseline_complete: out.baseline_complete,
             baseline: out.baseline,
             index_rebuilt: out.rebuilt.clone(),
+            mode: out.mode,
+            full_reason: out.full_reason.clone(),
             not_covered: out
                 .not_covered
                 .iter()

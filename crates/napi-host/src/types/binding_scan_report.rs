@@ -33,6 +33,12 @@ pub struct BindingScanReport {
     pub refused: Option<BindingScanRefusal>,
     /// Every in-scope file has been read once (the baseline is done).
     pub baseline_complete: bool,
+    /// How the scan looked at the workspace: `full` (a walk of the whole workspace) or
+    /// `watched` (only the paths the change watcher reported).
+    #[napi(ts_type = "'full' | 'watched'")]
+    pub mode: String,
+    /// Why the scan walked in full (with mode `full`).
+    pub full_reason: Option<String>,
     /// Wall time of the scan in milliseconds.
     pub elapsed_ms: f64,
 }

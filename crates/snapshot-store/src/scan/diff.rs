@@ -10,7 +10,8 @@ use crate::fsio::{FileKind, WsFs};
 
 use super::hash::{Hashed, hash_all};
 use super::index::{Coverage, IdxEntry, Index, Stat, Uncovered};
-use super::walk::{Sink, WalkOptions, walk};
+use super::walk::{Sink, WalkOptions, walk, walk_some};
+use super::watch::{Plan, ScanMode, Watcher};
 use super::workspace::{Loaded, Locked};
 
 /// Entries whose status changed less than this before the previous scan started are
@@ -75,6 +76,8 @@ pub(crate) struct Limits<'a> {
     /// end and the names in them), with the `scanned_at` of the index it left; used only
     /// when the index loaded is that one (see [`change_kind`]).
     pub prev: Option<(u64, &'a super::Absence)>,
+    /// The workspace's change watcher, or why there is none.
+    pub watch: Result<&'a Watcher, &'a str>,
 }
 
 /// The result of [`run`].
@@ -101,6 +104,10 @@ pub(crate) struct Outcome {
     /// write. Only content a change's new entry names is kept so: any other file the scan
     /// read goes to a blob file, as the index alone would name it.
     pub kept: Vec<crate::codec::Record>,
+    /// How the scan looked at the workspace.
+    pub mode: ScanMode,
+    /// Why it walked the workspace in full (with [`ScanMode::Full`]).
+    pub full_reason: Option<String>,
 }
 
 fn now_ns() -> u64 {
@@ -220,9 +227,18 @@ struct Compare<'a> {
     /// Every path walked, end to end (`ends`: where each one ends).
     seen: Vec<u8>,
     ends: Vec<usize>,
+    /// The change watcher: watches each directory before the walk lists it.
+    watch: Option<&'a Watcher>,
 }
 
 impl Sink for Compare<'_> {
+    fn dir(&mut self, rel: &[u8]) -> bool {
+        match self.watch {
+            Some(w) => w.watch_dir(rel),
+            None => true,
+        }
+    }
+
     fn file(&mut self, rel: &[u8], stat: Stat) {
         self.seen.extend_from_slice(rel);
         self.ends.push(self.seen.len());
@@ -279,9 +295,25 @@ pub(crate) fn run(
         #[allow(clippy::unnecessary_cast)]
         (s.st_dev as u64, s.st_ino as u64)
     });
-    // Each walking thread compares what it sees with the index as it goes: only new
-    // and changed entries are copied out.
-    let (mut walked, sinks) = walk(root, &wopts, || Compare {
+    // What the change watcher says this scan is to do: walk in full, or look only at the
+    // paths it reported.
+    let plan = match limits.watch {
+        Ok(w) => {
+            let unsure = if !had_index {
+                Some("no index yet (the baseline)")
+            } else if !ix.baseline_complete {
+                Some("the baseline is not complete")
+            } else if taken_over {
+                Some("the index was taken over from another session")
+            } else {
+                None
+            };
+            w.plan(had_index.then_some(ix.scanned_at), unsure)
+        }
+        Err(why) => Plan::Full(format!("no change watcher: {why}")),
+    };
+    let watch = limits.watch.ok();
+    let make = || Compare {
         ix: &ix,
         had_index,
         racy_before,
@@ -290,9 +322,30 @@ pub(crate) fn run(
         work: Vec::new(),
         seen: Vec::new(),
         ends: Vec::new(),
-    });
+        watch,
+    };
+    // Each walking thread compares what it sees with the index as it goes: only new
+    // and changed entries are copied out.
+    let (mut walked, sinks, partial) = match plan {
+        Plan::Full(why) => {
+            out.full_reason = Some(why);
+            let (w, s) = walk(root, &wopts, make);
+            (w, s, None)
+        }
+        Plan::Partial(paths, mut scope) => {
+            out.mode = ScanMode::Watched;
+            let (w, s) = walk_some(root, &wopts, &mut scope, &paths, make);
+            (w, s, Some((paths, scope)))
+        }
+    };
+    let finish = |index_at: Option<u64>, clean: bool, scope: Option<super::walk::Scope>| {
+        if let Some(w) = watch {
+            w.finish(index_at, clean, scope);
+        }
+    };
     if walked.over_limit {
         drop(sinks);
+        finish(None, true, None);
         // An index taken over from another session is not kept unsaved: the blob files it
         // names would be unreferenced on disk until it is (the next scan takes it over again).
         locked.cached.index = (had_index && !taken_over).then_some(ix);
@@ -303,7 +356,12 @@ pub(crate) fn run(
         ));
         return Ok(out);
     }
-    let mut absence = super::Absence::of(&mut walked);
+    // A partial scan's walk listed no directory to its end but those it walked: it tells
+    // nothing of what was absent elsewhere.
+    let mut absence = match partial {
+        Some(_) => None,
+        None => super::Absence::of(&mut walked),
+    };
     let found: usize = sinks.iter().map(|c| c.found).sum();
     out.files = sinks.iter().map(|c| c.ends.len() as u64).sum();
     let mut work: Vec<(Box<[u8]>, Stat, Option<IdxEntry>)> = Vec::new();
@@ -315,9 +373,11 @@ pub(crate) fn run(
 
     // Paths no longer seen: deleted, unless under an unreadable directory (kept as
     // they were) or still on disk but out of scope now (dropped without a change).
+    // A partial scan looks only at the indexed paths it was given and those under the
+    // directories it was given to walk.
     let mut deleted: Vec<(Box<[u8]>, IdxEntry)> = Vec::new();
     let mut dropped: Vec<Box<[u8]>> = Vec::new();
-    if found != ix.entries().len() {
+    if partial.is_some() || found != ix.entries().len() {
         let mut seen: HashSet<&[u8]> = HashSet::with_capacity(out.files as usize);
         for (bytes, ends) in &seen_paths {
             let mut at = 0;
@@ -326,14 +386,14 @@ pub(crate) fn run(
                 at = end;
             }
         }
-        for (k, e) in ix.entries() {
+        let mut gone = |k: &Box<[u8]>, e: &IdxEntry| {
             if seen.contains(&k[..]) {
-                continue;
+                return;
             }
             if walked.dir_errors.iter().any(|(d, _)| under(k, d))
                 || walked.entry_errors.iter().any(|(p, _)| p == k)
             {
-                continue;
+                return;
             }
             // Still there as a file (not a directory that replaced it): out of scope now.
             let on_disk = std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes_ext(k)))
@@ -342,6 +402,42 @@ pub(crate) fn run(
                 dropped.push(k.clone());
             } else {
                 deleted.push((k.clone(), e.clone()));
+            }
+        };
+        match &partial {
+            Some((paths, _)) => {
+                let subtrees: HashSet<&[u8]> = paths
+                    .iter()
+                    .filter(|(_, sub)| *sub)
+                    .map(|(p, _)| &p[..])
+                    .collect();
+                let mut asked: Vec<(&Box<[u8]>, &IdxEntry)> = paths
+                    .iter()
+                    .filter_map(|(p, _)| ix.entries().get_key_value(&p[..]))
+                    .collect();
+                if !subtrees.is_empty() {
+                    // One pass over the index, only when a directory was created, moved or
+                    // removed: its entries below such a directory.
+                    for (k, e) in ix.entries() {
+                        let below = k
+                            .iter()
+                            .enumerate()
+                            .any(|(i, &b)| b == b'/' && subtrees.contains(&k[..i]));
+                        if below {
+                            asked.push((k, e));
+                        }
+                    }
+                }
+                asked.sort_by(|a, b| a.0.cmp(b.0));
+                asked.dedup_by(|a, b| a.0 == b.0);
+                for (k, e) in asked {
+                    gone(k, e);
+                }
+            }
+            None => {
+                for (k, e) in ix.entries() {
+                    gone(k, e);
+                }
             }
         }
     }
@@ -373,9 +469,12 @@ pub(crate) fn run(
     let moved_in: Vec<bool> = work
         .iter()
         .map(|(p, st, old)| {
+            // A partial scan's new path is one the watcher saw come: created or moved in
+            // (out of scope before would need an ignore file's change, which walks in full).
             old.is_none()
                 && st.ctime_total() < racy_before
-                && prev.is_some_and(|a| a.absent(p, |q| ix.entries().contains_key(q)).is_some())
+                && (partial.is_some()
+                    || prev.is_some_and(|a| a.absent(p, |q| ix.entries().contains_key(q)).is_some()))
         })
         .collect();
     let mut results: Vec<Option<Hashed>> = vec![None; work.len()];
@@ -606,6 +705,15 @@ pub(crate) fn run(
     out.not_covered.sort();
     out.absence = absence;
     let dirty = !had_index || !work.is_empty() || removed_any || taken_over;
+    if partial.is_some() {
+        out.files = ix.entries().len() as u64;
+    }
+    let clean = walked.dir_errors.is_empty() && walked.entry_errors.is_empty();
+    finish(
+        Some(if dirty { started } else { ix.scanned_at }),
+        clean,
+        partial.map(|(_, scope)| scope),
+    );
     // What the planner lists besides the index's own not-covered entries, for as long as the
     // index this scan leaves is the one in place (see `workspace::Cached::unreadable`).
     let stamp = if dirty { started } else { ix.scanned_at };

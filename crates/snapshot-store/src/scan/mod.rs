@@ -20,6 +20,7 @@ mod hash;
 pub(crate) mod index;
 pub(crate) mod pin;
 mod walk;
+pub(crate) mod watch;
 pub(crate) mod workspace;
 
 use std::collections::HashSet;
@@ -34,6 +35,7 @@ use diff::referenced;
 use workspace::{WORKSPACES, dir_files, index_path_of, read_for_gc, read_index};
 
 pub(crate) use absence::Absence;
+pub use watch::{ScanMode, WATCH_ENV};
 pub use workspace::{UNUSED_GRACE as WORKSPACE_UNUSED_GRACE, workspace_key};
 
 /// The stable code of a scan that stopped at the file-count limit.
@@ -91,10 +93,13 @@ pub struct ScanRequest {
     pub progress_batch: usize,
     /// Threads of the walk and of hashing (0 = the number of CPUs).
     pub threads: usize,
+    /// Use the workspace's change watcher when it can vouch for what changed (`false`: walk
+    /// in full, as with `DSH_REWIND_WATCH=0`).
+    pub watch: bool,
 }
 
 impl ScanRequest {
-    /// A request with the default budgets (2 GiB baseline, 200,000 files).
+    /// A request with the default budgets (2 GiB baseline, 1,000,000 files).
     pub fn new(phase: ScanPhase, anchor_seq: u64) -> Self {
         ScanRequest {
             phase,
@@ -105,6 +110,7 @@ impl ScanRequest {
             max_files: DEFAULT_MAX_FILES,
             progress_batch: 8192,
             threads: 0,
+            watch: true,
         }
     }
 }
@@ -112,7 +118,7 @@ impl ScanRequest {
 /// Default baseline byte budget per workspace.
 pub const DEFAULT_MAX_BASELINE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// Default file-count limit.
-pub const DEFAULT_MAX_FILES: u64 = 200_000;
+pub const DEFAULT_MAX_FILES: u64 = 1_000_000;
 
 /// A path the store does not hold the content of, with why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -163,6 +169,11 @@ pub struct ScanReport {
     pub baseline: bool,
     /// Set when the index was torn or corrupt and rebuilt by this scan.
     pub index_rebuilt: Option<String>,
+    /// How the scan looked at the workspace: a full walk, or only the paths the change
+    /// watcher reported.
+    pub mode: ScanMode,
+    /// Why the scan walked the workspace in full (set with [`ScanMode::Full`]).
+    pub full_reason: Option<String>,
     /// Wall time of the scan, milliseconds.
     pub elapsed_ms: f64,
 }

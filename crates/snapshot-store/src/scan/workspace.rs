@@ -46,6 +46,8 @@ pub(crate) struct Cached {
     /// The before-states of the calls in flight in this process, kept from other sessions'
     /// scans and from restores (see `super::pin`).
     pub pins: super::pin::Pins,
+    /// The workspace's change watcher while a session handle keeps it (see `super::watch`).
+    pub watch: std::sync::Weak<super::watch::Watcher>,
 }
 
 type Registry = Mutex<HashMap<(u64, u64, String), Arc<Mutex<Cached>>>>;

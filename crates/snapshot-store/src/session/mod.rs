@@ -98,6 +98,9 @@ pub(crate) struct State {
     /// The lock file of the workspace (by key) this handle last scanned, kept open and
     /// unlocked for its next scan (see `scan::workspace::Locked::into_kept`).
     pub(crate) ws_lock: Option<(String, cap_std::fs::File)>,
+    /// The change watcher of the workspace this handle last scanned: alive while a handle
+    /// keeps it (see `scan::watch`).
+    pub(crate) ws_watch: Option<std::sync::Arc<crate::scan::watch::Watcher>>,
 }
 
 /// A session handle's last workspace scan: while the index it left is still the one in
@@ -296,6 +299,7 @@ impl Session {
                 last_quick_commit: None,
                 scan_seen: None,
                 ws_lock: None,
+                ws_watch: None,
             }),
             lock_file: OnceLock::new(),
             keep_locks: AtomicBool::new(false),

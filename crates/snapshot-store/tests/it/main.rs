@@ -15,5 +15,6 @@ mod prepared;
 mod repair;
 mod scan;
 mod scan_model;
+mod scan_watch;
 mod undo;
 mod unreadable_dirs;

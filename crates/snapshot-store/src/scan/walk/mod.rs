@@ -39,6 +39,12 @@ use super::index::Stat;
 /// walking thread: its path relative to the root and its `lstat`.
 pub(crate) trait Sink: Send {
     fn file(&mut self, rel: &[u8], stat: Stat);
+    /// Called before the in-scope directory `rel` (empty: the root) is opened and listed
+    /// (the change watcher adds its watch here, so that a change made after the listing
+    /// is reported). A directory the hook refuses (`false`) is not walked.
+    fn dir(&mut self, _rel: &[u8]) -> bool {
+        true
+    }
 }
 
 /// What the walk saw besides the files.
@@ -199,7 +205,7 @@ impl Queue {
 struct Ctx<'a> {
     root: &'a Path,
     opts: &'a WalkOptions,
-    outer: Outer,
+    outer: &'a Outer,
     queue: Queue,
     files: AtomicU64,
     dirs: AtomicU64,
@@ -293,6 +299,10 @@ impl<S: Sink> Worker<S> {
 
     /// Lists one directory: files go to the sink, subdirectories to `children`.
     fn list(&mut self, ctx: &Ctx<'_>, job: &Job) {
+        if !self.sink.dir(&job.rel) {
+            self.out.unlisted.push(job.rel.clone());
+            return;
+        }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let opened = match &job.parent {
             Some(p) => rustix::fs::openat(
@@ -301,7 +311,7 @@ impl<S: Sink> Worker<S> {
                 flags,
                 Mode::empty(),
             ),
-            None => rustix::fs::open(ctx.root, flags, Mode::empty()),
+            None => rustix::fs::open(Self::full(ctx, &job.rel), flags, Mode::empty()),
         };
         let fd = match opened {
             Ok(fd) => Arc::new(fd),
@@ -532,6 +542,27 @@ pub(crate) fn walk<S: Sink>(
             global: Gitignore::empty(),
         }
     };
+    let first = vec![Task::List(Job {
+        rel: Box::default(),
+        name_at: 0,
+        parent: None,
+        chain: None,
+    })];
+    run_tasks(root, opts, &outer, first, errs, Vec::new(), sink)
+}
+
+/// Runs the walk's threads over the tasks `first` (the ignore errors `errs` and the directly
+/// examined files `direct` go to the first worker).
+fn run_tasks<S: Sink>(
+    root: &Path,
+    opts: &WalkOptions,
+    outer: &Outer,
+    first: Vec<Task>,
+    errs: Vec<ignore::Error>,
+    direct: Vec<(Box<[u8]>, Stat)>,
+    sink: impl Fn() -> S + Sync,
+) -> (Walked, Vec<S>) {
+    let mut out = Walked::default();
     let threads = match opts.threads {
         0 => crate::cpus().min(12),
         n => n,
@@ -541,15 +572,7 @@ pub(crate) fn walk<S: Sink>(
         opts,
         outer,
         queue: Queue {
-            state: Mutex::new((
-                vec![Task::List(Job {
-                    rel: Box::default(),
-                    name_at: 0,
-                    parent: None,
-                    chain: None,
-                })],
-                0,
-            )),
+            state: Mutex::new((first, 0)),
             more: Condvar::new(),
         },
         files: AtomicU64::new(0),
@@ -558,11 +581,14 @@ pub(crate) fn walk<S: Sink>(
         split: threads > 1,
     };
     let mut workers: Vec<Worker<S>> = Vec::with_capacity(threads);
+    let mut here = Worker::new(sink());
+    for (rel, st) in &direct {
+        here.sink.file(rel, *st);
+    }
     if threads <= 1 {
-        let mut w = Worker::new(sink());
-        w.push_ignore_errors(&ctx, errs);
-        w.run(&ctx);
-        workers.push(w);
+        here.push_ignore_errors(&ctx, errs);
+        here.run(&ctx);
+        workers.push(here);
     } else {
         std::thread::scope(|sc| {
             let ctx = &ctx;
@@ -577,7 +603,6 @@ pub(crate) fn walk<S: Sink>(
                     })
                 })
                 .collect();
-            let mut here = Worker::new(sink());
             here.run(ctx);
             workers.push(here);
             for h in handles {
@@ -601,6 +626,163 @@ pub(crate) fn walk<S: Sink>(
         sinks.push(w.sink);
     }
     (out, sinks)
+}
+
+/// The ignore rules of a workspace kept between partial walks ([`walk_some`]): the rules
+/// from outside it and those in force in each directory asked about. Valid as long as no
+/// ignore file changed (the change watcher sends the scan to a full walk then).
+pub(crate) struct Scope {
+    outer: Outer,
+    /// Per directory: `None` when it is out of scope (ignored, `.git`, not a directory),
+    /// else the rules in force in it.
+    dirs: std::collections::HashMap<Box<[u8]>, Option<Option<Arc<Chain>>>>,
+    /// Ignore-file errors met building the rules (reported once by the next partial walk).
+    errs: Vec<ignore::Error>,
+}
+
+impl Scope {
+    /// The rules of workspace `root` from outside it (the directories above, the global
+    /// excludes); the directories' own are read when first asked for.
+    pub(crate) fn new(root: &Path) -> Scope {
+        let mut errs = Vec::new();
+        let outer = Outer::new(root, &mut errs);
+        Scope {
+            outer,
+            dirs: std::collections::HashMap::new(),
+            errs,
+        }
+    }
+
+    /// The rules in force in directory `rel` (`None`: out of scope). Its ancestors are
+    /// checked as the walk would: each an in-scope directory, never `.git`, never `skip`.
+    fn chain(&mut self, root: &Path, rel: &[u8], skip: Option<(u64, u64)>) -> Option<Option<Arc<Chain>>> {
+        if let Some(c) = self.dirs.get(rel) {
+            return c.clone();
+        }
+        let here = if rel.is_empty() {
+            Some(None)
+        } else {
+            let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&rel[..i], &rel[i + 1..]),
+                None => (&b""[..], rel),
+            };
+            match self.chain(root, parent, skip) {
+                None => None,
+                Some(pchain) => {
+                    let mut buf = Vec::new();
+                    let full = root.join(OsStr::from_bytes(rel));
+                    let is_dir = std::fs::symlink_metadata(&full).map(|m| {
+                        use std::os::unix::fs::MetadataExt;
+                        (m.is_dir(), (m.dev(), m.ino()))
+                    });
+                    match is_dir {
+                        Ok((true, id))
+                            if name != b".git"
+                                && Some(id) != skip
+                                && !ignored(pchain.as_ref(), &self.outer, rel, true, &mut buf) =>
+                        {
+                            Some(pchain)
+                        }
+                        _ => None,
+                    }
+                }
+            }
+        };
+        // This directory's own rules.
+        let out = here.map(|chain| {
+            let dir = if rel.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(OsStr::from_bytes(rel))
+            };
+            let has = [
+                dir.join(".ignore").exists(),
+                dir.join(".gitignore").exists(),
+                dir.join(".git").exists(),
+            ];
+            if !has.iter().any(|h| *h) {
+                return chain;
+            }
+            let rules = rules_of(as_path(rel), &dir, has, &mut self.errs);
+            if rules.is_empty() {
+                chain
+            } else {
+                Some(Arc::new(Chain {
+                    rules,
+                    parent: chain,
+                }))
+            }
+        });
+        self.dirs.insert(rel.into(), out.clone());
+        out
+    }
+}
+
+/// A partial walk of workspace `root`: each of `paths` (workspace-relative, sorted, none
+/// under another one given with `subtree`) is looked at as the full walk would look at it:
+/// out of scope (ignored, `.git`, the store's directory, under a directory out of scope)
+/// or gone, it is passed over; an in-scope file goes to the sink; an in-scope directory
+/// is walked to its end when its `subtree` flag is set (created or moved in), else passed
+/// over (its entries are among `paths` when they changed). Returns what the walk saw and
+/// the sinks, as [`walk`] does.
+pub(crate) fn walk_some<S: Sink>(
+    root: &Path,
+    opts: &WalkOptions,
+    scope: &mut Scope,
+    paths: &[(Box<[u8]>, bool)],
+    sink: impl Fn() -> S + Sync,
+) -> (Walked, Vec<S>) {
+    let mut first = Vec::new();
+    let mut direct = Vec::new();
+    let mut buf = Vec::new();
+    let mut out_errs = Vec::new();
+    for (rel, subtree) in paths {
+        if rel.is_empty() {
+            continue;
+        }
+        let (parent, name_at) = match rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&rel[..i], i + 1),
+            None => (&b""[..], 0),
+        };
+        if &rel[name_at..] == b".git" {
+            continue;
+        }
+        let Some(chain) = scope.chain(root, parent, opts.skip_dir) else {
+            continue;
+        };
+        let full = root.join(OsStr::from_bytes(rel));
+        let st = match rustix::fs::lstat(&full) {
+            Ok(s) => s,
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => continue,
+            Err(e) => {
+                out_errs.push((rel.clone(), io_text(&full, e)));
+                continue;
+            }
+        };
+        let kind = FileType::from_raw_mode(st.st_mode as _);
+        let is_dir = kind == FileType::Directory;
+        if opts.filters && ignored(chain.as_ref(), &scope.outer, rel, is_dir, &mut buf) {
+            continue;
+        }
+        if is_dir {
+            #[allow(clippy::unnecessary_cast)]
+            let id = (st.st_dev as u64, st.st_ino as u64);
+            if *subtree && Some(id) != opts.skip_dir {
+                first.push(Task::List(Job {
+                    rel: rel.clone(),
+                    name_at,
+                    parent: None,
+                    chain,
+                }));
+            }
+            continue;
+        }
+        direct.push((rel.clone(), Stat::from_raw(&st)));
+    }
+    let errs = std::mem::take(&mut scope.errs);
+    let (mut walked, sinks) = run_tasks(root, opts, &scope.outer, first, errs, direct, sink);
+    walked.entry_errors.extend(out_errs);
+    (walked, sinks)
 }
 
 #[cfg(test)]
