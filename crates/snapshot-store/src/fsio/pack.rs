@@ -107,9 +107,19 @@ pub(crate) fn decode_idx(bytes: &[u8]) -> Result<(Vec<IdxEntry>, u64), String> {
     Ok((entries, pack_len))
 }
 
-/// Encodes a chunk: header then the compressed bytes.
+/// The zstd level chunks are written at. On generated source text in 64 KiB chunks:
+/// level 3 compresses to 0.233 of the raw bytes at about 200 MB/s, level 9 to 0.209 at
+/// about 33 MB/s (`ruzstd`'s fastest level: 0.32). A compaction runs off the tool calls,
+/// when the host is idle, so the slower, smaller level; inflating is as fast at either
+/// (about 700 MB/s).
+pub(crate) const CHUNK_LEVEL: i32 = 9;
+
+/// Encodes a chunk: header then the compressed bytes (one zstd frame; any encoder's
+/// frame reads, so the level can change without a new pack version).
 pub(crate) fn encode_chunk(raw: &[u8], members: u32) -> Vec<u8> {
-    let comp = ruzstd::encoding::compress_to_vec(raw, ruzstd::encoding::CompressionLevel::Fastest);
+    // Compressing from memory into memory fails only on an allocation failure; stored
+    // as a raw zstd frame then (still a frame every reader accepts).
+    let comp = zstd::bulk::compress(raw, CHUNK_LEVEL).unwrap_or_else(|_| raw_frame(raw));
     let mut out = Vec::with_capacity(CHUNK_HEADER + comp.len());
     out.extend_from_slice(CHUNK_MAGIC);
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
@@ -118,6 +128,27 @@ pub(crate) fn encode_chunk(raw: &[u8], members: u32) -> Vec<u8> {
     out.extend_from_slice(&members.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.extend_from_slice(&comp);
+    out
+}
+
+/// `raw` as one zstd frame of raw blocks (no compression): magic, a frame header with the
+/// content size and no window, then blocks of at most 128 KiB, the last one flagged.
+fn raw_frame(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 16 + raw.len() / (128 << 10) * 3);
+    out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    // Frame header descriptor: single segment, 8-byte content size.
+    out.push(0b1110_0000);
+    out.extend_from_slice(&(raw.len() as u64).to_le_bytes());
+    let mut blocks = raw.chunks(128 << 10).peekable();
+    if blocks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0]);
+    }
+    while let Some(b) = blocks.next() {
+        let last = u32::from(blocks.peek().is_none());
+        let head = last | ((b.len() as u32) << 3);
+        out.extend_from_slice(&head.to_le_bytes()[..3]);
+        out.extend_from_slice(b);
+    }
     out
 }
 
@@ -142,13 +173,9 @@ pub(crate) fn inflate_chunk(comp: &[u8], raw: u64, crc: u32) -> Result<Vec<u8>, 
     if crc32fast::hash(comp) != crc {
         return Err("chunk checksum mismatch".into());
     }
-    let mut dec = ruzstd::decoding::StreamingDecoder::new(comp)
-        .map_err(|e| format!("chunk is not a zstd frame: {e}"))?;
-    let mut out = Vec::with_capacity(raw as usize);
-    // One byte more than expected, to see a longer chunk.
-    (&mut dec)
-        .take(raw + 1)
-        .read_to_end(&mut out)
+    // Room for one byte more than expected, to see a longer chunk (a longer one fails as
+    // not fitting).
+    let out = zstd::bulk::decompress(comp, raw as usize + 1)
         .map_err(|e| format!("chunk does not decompress: {e}"))?;
     if out.len() as u64 != raw {
         return Err(format!(
@@ -428,6 +455,45 @@ mod tests {
             assert!(decode_idx(&b).is_err(), "flipped byte {i} accepted");
         }
         assert!(decode_idx(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn a_chunk_written_by_the_earlier_encoder_still_reads() {
+        // Packs written before libzstd hold frames of `ruzstd`'s fastest level: same header,
+        // same checks.
+        let raw: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("let v{} = {};\n", i % 97, i * 7).into_bytes())
+            .collect();
+        let comp = ruzstd::encoding::compress_to_vec(
+            &raw[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let crc = crc32fast::hash(&comp);
+        assert_eq!(inflate_chunk(&comp, raw.len() as u64, crc).unwrap(), raw);
+        // And this build's chunks are smaller than that encoder's on the same text.
+        let ours = encode_chunk(&raw, 1);
+        assert!(
+            ours.len() - CHUNK_HEADER < comp.len(),
+            "{} >= {}",
+            ours.len() - CHUNK_HEADER,
+            comp.len()
+        );
+    }
+
+    #[test]
+    fn the_uncompressed_fallback_is_a_frame_both_decoders_read() {
+        for len in [0usize, 1, 1000, 128 << 10, (128 << 10) + 1, 300_000] {
+            let raw: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let frame = raw_frame(&raw);
+            let crc = crc32fast::hash(&frame);
+            assert_eq!(inflate_chunk(&frame, len as u64, crc).unwrap(), raw, "{len}");
+            let mut back = Vec::new();
+            ruzstd::decoding::StreamingDecoder::new(&frame[..])
+                .unwrap()
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, raw, "{len} (ruzstd)");
+        }
     }
 
     #[test]
