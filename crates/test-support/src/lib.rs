@@ -1,6 +1,6 @@
 //! The SIGKILL crash harness shared by the crash tests of the dsh-prompt-rewind
 //! crates (a dev-dependency only; never published), and what their model-based
-//! tests share ([`model`]).
+//! tests share ([`model`]), and real git repositories for the git tests ([`git`]).
 //!
 //! A crash test runs its own test binary again as a child process, naming a
 //! crash point (and which hit of it) in the environment. The child installs the
@@ -33,6 +33,7 @@
 //! }
 //! ```
 
+pub mod git;
 pub mod model;
 
 use std::io::{BufRead as _, BufReader, Write as _};

@@ -1,28 +1,13 @@
 //! The git state recorded at each scan of a workspace that is a git repository.
 
 use std::path::Path;
-use std::process::Command;
 
 use snapshot_store::{GitBlobKind, ScanPhase, ScanRequest};
 
 use crate::common::Env;
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rewind_test_support::git::git(dir, args);
 }
 
 fn req(phase: ScanPhase, anchor: u64, call: Option<&str>) -> ScanRequest {
