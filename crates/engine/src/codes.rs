@@ -120,6 +120,9 @@ pub enum ErrorCode {
     /// An operation (merge, rebase, cherry-pick, …) is in progress in the workspace's git
     /// repository: the rewind is refused, nothing changed (or rewind with git kept as it is).
     GitInProgress,
+    /// A file's before-state is a blob of the workspace's git repository that its object
+    /// store no longer holds (pruned): the rewind is refused, naming the file; nothing changed.
+    GitObjectGone,
 }
 
 impl ErrorCode {

@@ -291,6 +291,7 @@ store_error!(RestoreError, |e| {
     E::DuplicateOp { .. } => ErrorCode::BadRequest,
     E::Fs(_) => ErrorCode::RestoreFailed,
     E::Rescue { .. } => ErrorCode::RestoreFailed,
+    E::GitObjectGone { .. } => ErrorCode::GitObjectGone,
 });
 store_error!(ReconcileError, |e| {});
 store_error!(PruneError, |e| {});

@@ -188,6 +188,12 @@ op_error! {
         /// Saving the rescue bytes of a planned path failed; nothing was changed.
         #[error("saving the rescue copy of `{path}` failed: {source}")]
         Rescue { /** Workspace path. */ path: String, /** Cause. */ #[source] source: FsFailure },
+        /// A file's before-state is a blob of the workspace's git repository that its object
+        /// store no longer holds (pruned, e.g. by `git gc --prune=now` after the commit holding
+        /// it was amended away): the rewind is refused, nothing changed. Code
+        /// `rewind/git-object-gone`.
+        #[error("cannot rewind `{path}`: its before-state is git blob {oid} of the repository at `{repo}`, which is gone from the repository's object store (pruned); the rewind is refused and nothing changed")]
+        GitObjectGone { /** Workspace path. */ path: String, /** The blob's object id. */ oid: String, /** The repository's work tree. */ repo: String },
     }
 }
 

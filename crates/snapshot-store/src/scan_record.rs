@@ -177,6 +177,24 @@ impl WorkspaceScan<'_> {
                     }
                     _ => BeforeState::Uncovered { size: e.stat.size },
                 },
+                // Its index blob in the workspace's git repository: named by its SHA-256
+                // once read from there, with a reference instead of a copy.
+                Coverage::Git(oid) => match self.s.workspace_root().map(|root| {
+                    crate::scan::git_baseline::before_state(
+                        &self.s.store.inner.fs,
+                        root,
+                        oid,
+                        e.stat.size,
+                    )
+                }) {
+                    Some(Ok(Some(sha256))) => BeforeState::File {
+                        sha256,
+                        size: e.stat.size,
+                        mode: e.stat.perm(),
+                    },
+                    Some(Err(err)) => return Err(err.into()),
+                    _ => BeforeState::Uncovered { size: e.stat.size },
+                },
                 Coverage::Not(Uncovered::HardLink) => BeforeState::Skipped {
                     reason: SkipReason::HardLink {
                         nlink: u64::from(e.stat.nlink),

@@ -57,7 +57,8 @@ impl StoreFs {
     }
 
     /// Size of blob `sha` (a validated hex name): the loose file's, else the packed
-    /// member's; `None` when absent from both.
+    /// member's, else that of the git blob a reference `gitrefs/<sha>` names when the
+    /// repository still holds it; `None` when absent from all.
     pub fn blob_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
         match self.loose_size(sha)? {
             Some(n) => Ok(Some(n)),
@@ -70,7 +71,11 @@ impl StoreFs {
     #[cold]
     #[inline(never)]
     fn packed_size(&self, sha: &str) -> Result<Option<u64>, FsFailure> {
-        Ok(self.packed(sha)?.map(|l| u64::from(l.size)))
+        match self.packed(sha)? {
+            Some(l) => Ok(Some(u64::from(l.size))),
+            // Else a reference to a git blob the repository still holds.
+            None => crate::scan::git_baseline::ref_size(self, sha),
+        }
     }
 
     /// Size of the loose blob file `blobs/<sha>`; `None` when there is none.
@@ -91,7 +96,9 @@ impl StoreFs {
     }
 
     /// Opens blob `sha` (a validated hex name) for reading: the loose file, else the packed
-    /// member (read into memory); `None` when absent from both. The bytes are not checked
+    /// member (read into memory), else the git blob a reference `gitrefs/<sha>` names (read
+    /// from the repository into memory, checked against its object id); `None` when absent
+    /// from all. The bytes are not checked
     /// here: every reader hashes what it reads against the name.
     pub fn blob_open(&self, sha: &str) -> Result<Option<BlobSrc>, FsFailure> {
         if let Some(f) = self.loose_open(sha)? {
@@ -105,7 +112,9 @@ impl StoreFs {
     #[inline(never)]
     fn packed_open(&self, sha: &str) -> Result<Option<BlobSrc>, FsFailure> {
         let Some(loc) = self.packed(sha)? else {
-            return Ok(None);
+            // Else a reference to a git blob, read from the repository.
+            return Ok(crate::scan::git_baseline::ref_bytes(self, sha)?
+                .map(|b| BlobSrc::Packed(io::Cursor::new(b))));
         };
         match self.read_packed(&loc) {
             Ok(b) => Ok(Some(BlobSrc::Packed(io::Cursor::new(b)))),

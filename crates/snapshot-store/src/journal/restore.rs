@@ -398,6 +398,9 @@ impl Journal<'_> {
                 session: self.s.id.clone(),
             });
         }
+        // A before-state that is a git blob the repository no longer holds: refused, named,
+        // before anything is saved or changed.
+        crate::scan::git_baseline::check_plan(&self.s.store.inner.fs, plan)?;
         let mut actions = Vec::with_capacity(plan.actions.len());
         // The paths the plan deletes, when an action depends on one of them (only then).
         let depends = plan.actions.iter().any(|a| match &a.action {

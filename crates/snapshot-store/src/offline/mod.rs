@@ -207,6 +207,19 @@ pub enum Problem {
         /// Store-relative paths of the records naming it (at most 10).
         referenced_by: Vec<String>,
     },
+    /// A record references a before-state held as a reference to a git blob
+    /// (`gitrefs/<sha256>`) whose object the repository no longer holds (pruned): a rewind
+    /// that needs it is refused, naming the file.
+    MissingGitObject {
+        /// The before-state's name (its SHA-256).
+        sha256: String,
+        /// The git object id (hex SHA-1).
+        oid: String,
+        /// The repository's work tree.
+        repo: String,
+        /// Store-relative paths of the records naming it (at most 10).
+        referenced_by: Vec<String>,
+    },
     /// A file or directory could not be read at all.
     Unreadable {
         /// Store-relative path.
@@ -227,6 +240,7 @@ impl Problem {
                 format!("blobs/{sha256}")
             }
             Problem::CorruptPackMember { pack, sha256, .. } => format!("{pack}#{sha256}"),
+            Problem::MissingGitObject { sha256, .. } => format!("gitrefs/{sha256}"),
         }
     }
 
@@ -272,6 +286,16 @@ impl std::fmt::Display for Problem {
             } => write!(
                 f,
                 "missing blob blobs/{sha256}, named by {}",
+                referenced_by.join(", ")
+            ),
+            Problem::MissingGitObject {
+                sha256,
+                oid,
+                repo,
+                referenced_by,
+            } => write!(
+                f,
+                "missing git object {oid} of the repository at {repo} (gitrefs/{sha256}), named by {}",
                 referenced_by.join(", ")
             ),
             Problem::Unreadable { path, detail } => write!(f, "unreadable {path}: {detail}"),

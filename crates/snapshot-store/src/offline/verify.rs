@@ -97,6 +97,16 @@ impl Store {
             report.blob_bytes += size;
             present.insert(sha);
         }
+        // Before-states held as references to git blobs: present while the repository holds
+        // the object; a reference whose object is gone is named with it.
+        let mut gone_git = BTreeMap::new();
+        for (sha, r, held) in crate::scan::git_baseline::all_refs(fs)? {
+            if held {
+                present.insert(sha);
+            } else {
+                gone_git.insert(sha, r);
+            }
+        }
         let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
         // The content any log keeps, gathered once (not looked up per session for each ref).
         let kept_any: HashSet<&String> = kept_by.values().flatten().collect();
@@ -114,9 +124,17 @@ impl Store {
             by.sort();
             by.dedup();
             by.truncate(10);
-            blob_problems.push(Problem::MissingBlob {
-                sha256: sha,
-                referenced_by: by,
+            blob_problems.push(match gone_git.remove(&sha) {
+                Some(r) => Problem::MissingGitObject {
+                    sha256: sha,
+                    oid: r.oid,
+                    repo: r.work_tree.to_string_lossy().into_owned(),
+                    referenced_by: by,
+                },
+                None => Problem::MissingBlob {
+                    sha256: sha,
+                    referenced_by: by,
+                },
             });
         }
         problems.sort_by_key(|p| p.subject());

@@ -206,7 +206,7 @@ fn needs_read(old: &IdxEntry, now: &Stat, had_index: bool, racy_before: u64, cap
         Coverage::Pending => true,
         Coverage::Not(Uncovered::OverFileCap) => cap == 0 || now.size <= cap,
         Coverage::Not(u) => u.retry(),
-        Coverage::Hashed(_) | Coverage::Kept(_) => {
+        Coverage::Hashed(_) | Coverage::Kept(_) | Coverage::Git(_) => {
             had_index && old.stat.ctime_total() >= racy_before
         }
     };
@@ -479,7 +479,17 @@ pub(crate) fn run(
         .collect();
     let mut results: Vec<Option<Hashed>> = vec![None; work.len()];
     let mut to_hash: Vec<usize> = Vec::new();
-    for (i, (_, st, _)) in work.iter().enumerate() {
+    // A baseline read of a file that is its blob in the workspace's git index copies
+    // nothing (see `git_baseline`).
+    let mut git = None;
+    for (i, (p, st, old)) in work.iter().enumerate() {
+        if let Some(e) =
+            super::git_baseline::entry_for(&mut git, root, had_index, p, st, old.as_ref())
+        {
+            ix.insert(p.clone(), e.clone());
+            results[i] = Some(Hashed::Entry(e));
+            continue;
+        }
         let direct = direct(*st).or_else(|| {
             if limits.cap != 0 && st.size > limits.cap {
                 Some(Uncovered::OverFileCap)

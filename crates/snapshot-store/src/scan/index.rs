@@ -17,8 +17,9 @@ use crate::path::BytesHasher;
 /// The file's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
 /// The newest index version this build reads. It writes version 1 when no entry is
-/// [`Coverage::Kept`] (so a build that reads only version 1 still reads it), else 2.
-pub(crate) const INDEX_VERSION: u32 = 2;
+/// [`Coverage::Kept`] or [`Coverage::Git`] (so a build that reads only version 1 still reads
+/// it), 2 when one is kept and none is a git blob, else 3.
+pub(crate) const INDEX_VERSION: u32 = 3;
 const FLAG_BASELINE_COMPLETE: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8 + 8;
 const TRAILER: usize = 32;
@@ -173,6 +174,10 @@ pub(crate) enum Coverage {
     /// session tracks with this very content. Only that session reads it from there;
     /// the first scan by another session writes it to a blob file first.
     Kept([u8; 32]),
+    /// The content is the blob with this SHA-1 object id in the index of the git
+    /// repository whose work tree is the workspace (no copy is in the store; see
+    /// `scan::git_baseline`). Its SHA-256 is known once a change of it is recorded.
+    Git([u8; 20]),
     /// Not hashed yet (an interrupted baseline continues with it).
     Pending,
     /// Not in the store, and why.
@@ -432,6 +437,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
                     Coverage::Not(Uncovered::from_code(c, e)?)
                 }
                 3 if version >= 2 => Coverage::Kept(r.take(32)?.try_into().ok()?),
+                4 if version >= 3 => Coverage::Git(r.take(20)?.try_into().ok()?),
                 _ => return None,
             };
             Some((p, IdxEntry { stat, cov }))
@@ -468,7 +474,17 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
     out.extend_from_slice(MAGIC);
     // Version 2 only when an entry needs it (a keeper without one is not worth saving).
     let keeper = ix.keeper.as_deref().filter(|_| ix.has_kept());
-    let version: u32 = if keeper.is_some() { 2 } else { 1 };
+    let git = ix
+        .entries
+        .values()
+        .any(|e| matches!(e.cov, Coverage::Git(_)));
+    let version: u32 = if git {
+        3
+    } else if keeper.is_some() {
+        2
+    } else {
+        1
+    };
     out.extend_from_slice(&version.to_le_bytes());
     let flags = if ix.baseline_complete {
         FLAG_BASELINE_COMPLETE
@@ -482,6 +498,8 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
         let id = &id.as_bytes()[..id.len().min(usize::from(u16::MAX))];
         out.extend_from_slice(&(id.len() as u16).to_le_bytes());
         out.extend_from_slice(id);
+    } else if version >= 2 {
+        out.extend_from_slice(&0u16.to_le_bytes());
     }
     out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
     for k in keys {
@@ -509,6 +527,10 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
             Coverage::Kept(sha) => {
                 out.push(3);
                 out.extend_from_slice(sha);
+            }
+            Coverage::Git(oid) => {
+                out.push(4);
+                out.extend_from_slice(oid);
             }
             Coverage::Not(u) => {
                 let (c, errno) = u.code();
@@ -699,9 +721,49 @@ mod tests {
     }
 
     #[test]
+    fn a_git_blob_entry_is_written_as_version_3() {
+        let mut ix = sample();
+        ix.insert(
+            b"g".to_vec().into(),
+            IdxEntry {
+                stat: ix.entries[&b"a/b"[..]].stat,
+                cov: Coverage::Git([5; 20]),
+            },
+        );
+        let bytes = encode(&ix);
+        assert_eq!(&bytes[8..12], &3u32.to_le_bytes());
+        let back = decode(Path::new("i"), &bytes).expect("decode");
+        assert_eq!(back.entries, ix.entries);
+        assert_eq!(back.keeper, None);
+        assert_eq!(encode(&back), bytes);
+        // With an entry kept in a log too: its keeper is written.
+        ix.keeper = Some("s".into());
+        ix.insert(
+            b"k".to_vec().into(),
+            IdxEntry {
+                stat: ix.entries[&b"a/b"[..]].stat,
+                cov: Coverage::Kept([9; 32]),
+            },
+        );
+        let bytes = encode(&ix);
+        let back = decode(Path::new("i"), &bytes).expect("decode");
+        assert_eq!((back.entries, back.keeper), (ix.entries.clone(), ix.keeper.clone()));
+        for n in 0..bytes.len() {
+            assert!(decode(Path::new("i"), &bytes[..n]).is_err(), "truncated at {n}");
+        }
+        // Such an entry in a version-2 file is malformed.
+        let mut b = bytes.clone();
+        b[8] = 2;
+        let body = b.len() - TRAILER;
+        let sum = Sha256::digest(&b[..body]);
+        b[body..].copy_from_slice(&sum);
+        assert!(matches!(decode(Path::new("i"), &b), Err(Fault::Corrupt(_))));
+    }
+
+    #[test]
     fn newer_version_fails_closed() {
         let mut bytes = encode(&sample());
-        bytes[8] = 3;
+        bytes[8] = 4;
         assert!(matches!(
             decode(Path::new("i"), &bytes),
             Err(Fault::Newer(_))

@@ -16,6 +16,7 @@
 
 mod absence;
 pub(crate) mod diff;
+pub(crate) mod git_baseline;
 mod hash;
 pub(crate) mod index;
 pub(crate) mod pin;
@@ -229,7 +230,7 @@ pub(crate) fn index_contents(store: &Store) -> Result<Vec<Result<IndexContent, F
             match &e.cov {
                 Coverage::Hashed(sha) => hashed.push(hex::encode(sha)),
                 Coverage::Kept(sha) => kept.push(hex::encode(sha)),
-                Coverage::Pending | Coverage::Not(_) => {}
+                Coverage::Pending | Coverage::Not(_) | Coverage::Git(_) => {}
             }
         }
         out.push(Ok(IndexContent {

@@ -6,6 +6,7 @@ mod crash;
 mod diff;
 mod faults;
 mod git;
+mod git_baseline;
 mod hostile;
 mod log_compat;
 mod migrate;

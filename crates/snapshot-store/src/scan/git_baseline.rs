@@ -1,0 +1,346 @@
+//! Before-states from git: in a workspace that is a git repository's work tree, a file
+//! identical to its blob in the repository's index needs no copy in the store.
+//!
+//! - At the baseline (a path's first read), [`GitBaseline::blob_of`] tells whether the file
+//!   is the blob its index entry names — git's own rule: its `lstat` matches the entry's
+//!   stat data (size, modification and status-change times, inode) and the entry is not
+//!   racily clean (its modification time is before the index file's), or else the file
+//!   hashed as a git blob has the entry's id. Such an entry is [`Coverage::Git`]: nothing is
+//!   copied.
+//! - When a scan records a change of such a file, its before-state is that blob:
+//!   [`before_state`] reads it from the object store (checked against its id), names it by
+//!   its SHA-256 as every before-state is, and writes a reference `gitrefs/<sha256>` (the
+//!   object id, the repository's common directory, the size) instead of a blob file.
+//! - A reader of a blob the store does not hold loose or packed falls back to the
+//!   reference ([`ref_size`], [`ref_bytes`]): the object is read from the repository and
+//!   checked against its id (the caller checks the SHA-256). An object that is gone (a
+//!   `git gc --prune=now` after the commit that held it was dropped) makes the blob missing:
+//!   the planner refuses the rewind naming the file ([`check_plan`]), and `verify` names it.
+//!
+//! Anything uncertain — no repository, `GIT_DIR` and friends set, a split or sparse index,
+//! an unknown required extension, SHA-256 object names — leaves the scan copying as it
+//! does without git.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use git_state::{BlobHasher, IndexEntries, Odb};
+use serde::{Deserialize, Serialize};
+
+use crate::error::FsFailure;
+use crate::fsio::{FileKind, StoreFs};
+
+use super::index::{Coverage, IdxEntry, Stat};
+
+/// The store directory holding the references to git blobs.
+pub(crate) const GITREFS: &str = "gitrefs";
+/// The newest reference version this build reads and writes.
+pub(crate) const GITREF_VERSION: u32 = 1;
+
+/// `gitrefs/<sha256>`: a before-state whose bytes are a blob of a git repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GitRef {
+    /// Record version ([`GITREF_VERSION`]).
+    pub v: u32,
+    /// The blob's git object id (hex SHA-1).
+    pub oid: String,
+    /// The content's length in bytes.
+    pub size: u64,
+    /// The repository's common directory (its `objects/` is read), absolute.
+    pub common_dir: PathBuf,
+    /// The work tree the scan found it in (for messages).
+    pub work_tree: PathBuf,
+}
+
+/// What a workspace's git index says of its files, for one scan's baseline reads.
+pub(crate) struct GitBaseline {
+    entries: IndexEntries,
+    /// The index file's modification time (seconds, nanoseconds): an entry modified at or
+    /// after it is racily clean and is hashed.
+    index_mtime: (i64, u32),
+    root: PathBuf,
+}
+
+/// The repository whose work tree is `root` exactly, when its git state can be read.
+fn repo_of(root: &Path) -> Option<git_state::Repo> {
+    match git_state::discover(root, |k| std::env::var_os(k)) {
+        Ok(Some(Ok(repo))) => Some(repo),
+        _ => None,
+    }
+}
+
+impl GitBaseline {
+    /// The index of the repository whose work tree is `root`; `None` when there is none
+    /// or it cannot be read with certainty (the scan then copies as without git).
+    pub(crate) fn load(root: &Path) -> Option<GitBaseline> {
+        let repo = repo_of(root)?;
+        let path = repo.git_dir.join("index");
+        let meta = std::fs::metadata(&path).ok()?;
+        let bytes = std::fs::read(&path).ok()?;
+        // The index replaced while it was read (a `git add` now): not trusted.
+        let after = std::fs::metadata(&path).ok()?;
+        if meta.len() != after.len() || meta.modified().ok()? != after.modified().ok()? {
+            return None;
+        }
+        let entries = git_state::read_entries(&bytes).ok()?;
+        use std::os::unix::fs::MetadataExt;
+        Some(GitBaseline {
+            entries,
+            index_mtime: (after.mtime(), u32::try_from(after.mtime_nsec()).unwrap_or(0)),
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The blob id of `path` when the file, as the walk saw it (`st`), is that blob.
+    pub(crate) fn blob_of(&self, path: &[u8], st: &Stat) -> Option<[u8; 20]> {
+        let e = self.entries.get(path)?;
+        if st.kind() != FileKind::File || st.nlink != 1 || st.size != u64::from(e.size) {
+            return None;
+        }
+        // Git keeps the low 32 bits of the seconds, the device and the inode.
+        let stat_same = st.mtime_s as u32 == e.mtime_s
+            && st.mtime_ns == e.mtime_ns
+            && st.ctime_s as u32 == e.ctime_s
+            && st.ctime_ns == e.ctime_ns
+            && st.ino as u32 == e.ino;
+        let racy = (i64::from(e.mtime_s), e.mtime_ns) >= self.index_mtime;
+        if stat_same && !racy {
+            return Some(e.oid);
+        }
+        (self.hash(path, st)? == e.oid).then_some(e.oid)
+    }
+
+    /// The git blob id of the file at `path`, read once; `None` when it cannot be read or
+    /// its metadata is not what the walk saw, before or after the read.
+    fn hash(&self, path: &[u8], st: &Stat) -> Option<[u8; 20]> {
+        use rustix::fs::{Mode, OFlags};
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        let full = self.root.join(std::ffi::OsStr::from_bytes(path));
+        let fd = rustix::fs::open(
+            &full,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .ok()?;
+        let same = |s: &rustix::fs::Stat| {
+            let now = Stat::from_raw(s);
+            now.size == st.size
+                && now.mtime_s == st.mtime_s
+                && now.mtime_ns == st.mtime_ns
+                && now.ctime_s == st.ctime_s
+                && now.ctime_ns == st.ctime_ns
+                && now.ino == st.ino
+        };
+        if !same(&rustix::fs::fstat(&fd).ok()?) {
+            return None;
+        }
+        let mut f = std::fs::File::from(fd);
+        let mut h = BlobHasher::new(st.size);
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = f.read(&mut buf).ok()?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            h.update(&buf[..n]);
+        }
+        if total != st.size || !same(&rustix::fs::fstat(&f).ok()?) {
+            return None;
+        }
+        Some(h.finish())
+    }
+}
+
+/// Whether a path to read is a baseline read (no entry before, or one still pending) that a
+/// git blob may stand for.
+pub(crate) fn eligible(had_index: bool, old: Option<&IdxEntry>) -> bool {
+    !had_index || matches!(old, Some(IdxEntry { cov: Coverage::Pending, .. }))
+}
+
+/// The object stores opened by this process, by common directory: their pack indexes are
+/// read once.
+fn odb_for(common_dir: &Path) -> Arc<Odb> {
+    static ODBS: OnceLock<Mutex<HashMap<PathBuf, Arc<Odb>>>> = OnceLock::new();
+    let mut m = ODBS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    m.entry(common_dir.to_path_buf())
+        .or_insert_with(|| Arc::new(Odb::open(common_dir)))
+        .clone()
+}
+
+fn ref_path(sha: &str) -> PathBuf {
+    Path::new(GITREFS).join(sha)
+}
+
+/// The before-state of an entry whose content is the git blob `oid` (`size` bytes) of the
+/// repository whose work tree is `root`: the content's SHA-256, once the blob was read
+/// (checked against its id) and a reference to it written (unless the store holds that
+/// content already). `None` when the repository or the blob cannot be read: the
+/// before-state is not covered.
+pub(crate) fn before_state(
+    fs: &StoreFs,
+    root: &Path,
+    oid: &[u8; 20],
+    size: u64,
+) -> Result<Option<String>, FsFailure> {
+    let Some(repo) = repo_of(root) else {
+        return Ok(None);
+    };
+    let odb = odb_for(&repo.common_dir);
+    let bytes = match odb.read_blob(oid) {
+        Ok(Some(b)) if b.len() as u64 == size => b,
+        _ => return Ok(None),
+    };
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+    if fs.blob_size(&sha)? == Some(size) {
+        return Ok(Some(sha));
+    }
+    let r = GitRef {
+        v: GITREF_VERSION,
+        oid: hex::encode(oid),
+        size,
+        common_dir: std::fs::canonicalize(&repo.common_dir).unwrap_or(repo.common_dir),
+        work_tree: repo.work_tree,
+    };
+    let json = serde_json::to_vec(&r).unwrap_or_default();
+    fs.create_dir_all(Path::new(GITREFS))?;
+    fs.write_atomic(&ref_path(&sha), &json)?;
+    Ok(Some(sha))
+}
+
+/// The reference `gitrefs/<sha>`, when there is one this build reads (a torn, corrupt or
+/// newer one is none: the blob is missing, fail closed).
+pub(crate) fn read_ref(fs: &StoreFs, sha: &str) -> Result<Option<GitRef>, FsFailure> {
+    if !crate::path::valid_sha(sha) {
+        return Ok(None);
+    }
+    let Some(bytes) = fs.read_opt(&ref_path(sha))? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_slice::<GitRef>(&bytes)
+        .ok()
+        .filter(|r| r.v <= GITREF_VERSION && git_state::is_oid(&r.oid)))
+}
+
+fn oid_bytes(r: &GitRef) -> Option<[u8; 20]> {
+    let mut o = [0u8; 20];
+    hex::decode_to_slice(&r.oid, &mut o).ok().map(|_| o)
+}
+
+/// The size of blob `sha` held as a reference to a git blob that the repository still
+/// has; `None` when there is no such reference or the object is gone.
+pub(crate) fn ref_size(fs: &StoreFs, sha: &str) -> Result<Option<u64>, FsFailure> {
+    let Some(r) = read_ref(fs, sha)? else {
+        return Ok(None);
+    };
+    let Some(oid) = oid_bytes(&r) else {
+        return Ok(None);
+    };
+    Ok(match odb_for(&r.common_dir).contains(&oid) {
+        Ok(true) => Some(r.size),
+        _ => None,
+    })
+}
+
+/// The bytes of blob `sha` held as a reference to a git blob, read from the repository and
+/// checked against the object id (the caller checks them against `sha`); `None` when there
+/// is no such reference or the object is gone or damaged.
+pub(crate) fn ref_bytes(fs: &StoreFs, sha: &str) -> Result<Option<Vec<u8>>, FsFailure> {
+    let Some(r) = read_ref(fs, sha)? else {
+        return Ok(None);
+    };
+    let Some(oid) = oid_bytes(&r) else {
+        return Ok(None);
+    };
+    Ok(match odb_for(&r.common_dir).read_blob(&oid) {
+        Ok(Some(b)) if b.len() as u64 == r.size => Some(b),
+        _ => None,
+    })
+}
+
+/// A blob a plan needs that is a reference to a git object the repository no longer holds:
+/// the reference, when `sha` is one (and not held loose or packed).
+pub(crate) fn gone(fs: &StoreFs, sha: &str) -> Result<Option<GitRef>, FsFailure> {
+    if fs.loose_size(sha)?.is_some() || fs.blob_size(sha)?.is_some() {
+        return Ok(None);
+    }
+    read_ref(fs, sha)
+}
+
+/// Every reference of the store, for `verify`: the blob name it stands for, the reference,
+/// and whether the repository still holds its object.
+pub(crate) fn all_refs(fs: &StoreFs) -> Result<Vec<(String, GitRef, bool)>, FsFailure> {
+    let mut out = Vec::new();
+    if !fs.exists(Path::new(GITREFS))? {
+        return Ok(out);
+    }
+    for name in fs.list(Path::new(GITREFS))? {
+        let Some(sha) = name.to_str() else { continue };
+        if !crate::path::valid_sha(sha) {
+            continue;
+        }
+        if let Some(r) = read_ref(fs, sha)? {
+            let present = oid_bytes(&r)
+                .is_some_and(|o| matches!(odb_for(&r.common_dir).contains(&o), Ok(true)));
+            out.push((sha.to_string(), r, present));
+        }
+    }
+    Ok(out)
+}
+
+/// The entry of a path a scan is about to read, when a git blob stands for its content:
+/// a baseline read ([`eligible`]) of a regular file with one link that is its index blob.
+/// `git` is the workspace's index, loaded by the first path that asks.
+pub(crate) fn entry_for(
+    git: &mut Option<Option<GitBaseline>>,
+    root: &Path,
+    had_index: bool,
+    path: &[u8],
+    st: &Stat,
+    old: Option<&IdxEntry>,
+) -> Option<IdxEntry> {
+    if st.kind() != FileKind::File || st.nlink != 1 || !eligible(had_index, old) {
+        return None;
+    }
+    let oid = git
+        .get_or_insert_with(|| GitBaseline::load(root))
+        .as_ref()?
+        .blob_of(path, st)?;
+    Some(IdxEntry {
+        stat: *st,
+        cov: Coverage::Git(oid),
+    })
+}
+
+/// Refuses a restore of a plan that writes a file whose before-state is a reference to a
+/// git blob the repository no longer holds, naming the first such file (nothing is changed).
+pub(crate) fn check_plan(
+    fs: &StoreFs,
+    plan: &crate::plan::RestorePlan,
+) -> Result<(), crate::error::RestoreError> {
+    if !fs.exists(Path::new(GITREFS))? {
+        return Ok(());
+    }
+    for a in &plan.actions {
+        let sha = match &a.action {
+            crate::plan::Action::Write { sha256, .. }
+            | crate::plan::Action::Recreate { sha256, .. } => sha256,
+            crate::plan::Action::Delete => continue,
+        };
+        if let Some(r) = gone(fs, sha)? {
+            return Err(crate::error::RestoreError::GitObjectGone {
+                path: a.display.clone(),
+                oid: r.oid,
+                repo: r.work_tree.to_string_lossy().into_owned(),
+            });
+        }
+    }
+    Ok(())
+}
