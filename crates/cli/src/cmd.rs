@@ -24,6 +24,25 @@ use crate::home::{self, Logs};
 use crate::show::{bytes, json_spelled, safe, shown, shown_spelled, time};
 use crate::{Cli, Command};
 
+/// The engine's options. A test seam: when `DSH_REWIND_PAUSE` names a step of the engine's
+/// crash order (`rewind:git-planned`, `undo:git-planned`, …), the process writes
+/// `@@rewind-pause <step>` on stderr at that step and waits there, for a crash test to kill it
+/// (SIGKILL) at exactly that point.
+fn engine_options() -> EngineOptions {
+    let mut o = EngineOptions::default();
+    if let Some(at) = std::env::var_os("DSH_REWIND_PAUSE") {
+        o.crash = Some(std::sync::Arc::new(move |step: &'static str| {
+            if at.to_str() == Some(step) {
+                eprintln!("@@rewind-pause {step}");
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+        }));
+    }
+    o
+}
+
 /// Restores with more actions than this show a spinner on a terminal.
 const BIG_RESTORE: usize = 200;
 
@@ -605,7 +624,7 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     // What the restore would do to the workspace's git repository (docs/git.md).
     let git = {
         let key = ctx.history_key(id, &cwd)?;
-        let engine = Engine::open(&ctx.home, EngineOptions::default());
+        let engine = Engine::open(&ctx.home, engine_options());
         engine.session(id, Some(&cwd), key).git_preview(seq, false)
     };
     let git_lines = match (
@@ -818,7 +837,7 @@ fn restore(
     // What happens to the workspace's git repository (nothing when it is kept as it is).
     let git = {
         let key = ctx.history_key(id, &cwd)?;
-        let engine = Engine::open(&ctx.home, EngineOptions::default());
+        let engine = Engine::open(&ctx.home, engine_options());
         engine
             .session(id, Some(&cwd), key)
             .git_preview(seq, keep_git)
@@ -857,7 +876,7 @@ fn restore(
         .flatten()
         .and_then(|c| c.into_iter().find(|c| c.seq == seq))
         .map(|c| c.preview);
-    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let engine = Engine::open(&ctx.home, engine_options());
     let es = engine.session(id, Some(&cwd), key.clone());
     let request = RestoreRequest {
         target_seq: seq,
@@ -989,7 +1008,7 @@ fn undo(ctx: &Ctx, op: &str, ws: Option<PathBuf>, choices: Choices) -> Result<u8
     let _hold = ctx.claim(&store, &id)?;
     // The engine's undo: its rules, every file changed since decided (`--keep` / `--take`),
     // `undoStartedAt`, the journaled undo, `undoneAt`. The conversation is not touched.
-    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let engine = Engine::open(&ctx.home, engine_options());
     let es = engine.session(&id, Some(&cwd), key);
     let check = es.undo_check(op, &choices).map_err(engine_fail)?;
     es.undo_start(op, None).map_err(engine_fail)?;
@@ -1202,7 +1221,7 @@ fn finish(ctx: &Ctx, op: &str, ws: Option<PathBuf>, rollback: bool) -> Result<u8
     };
     // The engine's recovery: an interrupted rewind (or undo) is settled as a whole; a journal
     // left open by a rewind that is over is finished or rolled back and its entry updated.
-    let engine = Engine::open(&ctx.home, EngineOptions::default());
+    let engine = Engine::open(&ctx.home, engine_options());
     let es = engine.session(&id, Some(&cwd), key);
     let how = if rollback {
         Resolution::Rollback

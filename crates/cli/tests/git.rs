@@ -3,6 +3,7 @@
 //! leaves it, the undo returns it.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -181,7 +182,15 @@ fn repo_state(ws: &Path) -> String {
     }
     format!(
         "HEAD {head}\nrefs:\n{}\nindex:\n{}\nstatus: {:?}\nfiles: {files:?}",
-        git(ws, &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"]),
+        git(
+            ws,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags"
+            ]
+        ),
         git(ws, &["ls-files", "-s"]),
         git(ws, &["status", "--porcelain"]),
     )
@@ -224,7 +233,10 @@ fn newest_op(home: &Path) -> String {
     assert_eq!(code, 0, "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let entries = v["entries"].as_array().unwrap_or_else(|| panic!("{v}"));
-    entries[0]["opId"].as_str().unwrap_or_else(|| panic!("{v}")).to_owned()
+    entries[0]["opId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned()
 }
 
 #[test]
@@ -268,5 +280,139 @@ fn undo_killed_at_its_git_seam_then_continued_leaves_git_and_files_exact() {
     killed_at(&home, "undo:git-planned", &["undo", &op]);
     let (code, text) = run(&home, &["continue", &op]);
     assert_eq!(code, 0, "{text}");
-    assert_eq!(repo_state(&ws), before, "the undo finished: as before the restore");
+    assert_eq!(
+        repo_state(&ws),
+        before,
+        "the undo finished: as before the restore"
+    );
+}
+
+/// What a crash test compares: where HEAD is, every branch and tag, the index's entries, what
+/// `git status` says, and every file of the work tree.
+fn repo_state(ws: &Path) -> String {
+    let head = Command::new("git")
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    let head = if head.status.success() {
+        String::from_utf8_lossy(&head.stdout).trim().to_owned()
+    } else {
+        format!("detached {}", git(ws, &["rev-parse", "HEAD"]))
+    };
+    let mut files = BTreeMap::new();
+    for e in std::fs::read_dir(ws).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            files.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            );
+        }
+    }
+    format!(
+        "HEAD {head}\nrefs:\n{}\nindex:\n{}\nstatus: {:?}\nfiles: {files:?}",
+        git(
+            ws,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags"
+            ]
+        ),
+        git(ws, &["ls-files", "-s"]),
+        git(ws, &["status", "--porcelain"]),
+    )
+}
+
+/// Runs `dsh-rewind <args>` paused at crash step `step` and kills it there with SIGKILL.
+fn killed_at(home: &Path, step: &str, args: &[&str]) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dsh-rewind"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("DSH_HOME")
+        .env("DSH_REWIND_PAUSE", step)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("dsh-rewind {args:?} ended before {step}: {seen}");
+        }
+        seen.push_str(&line);
+        if line.trim() == format!("@@rewind-pause {step}") {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed");
+}
+
+/// The op id of the newest history entry.
+fn newest_op(home: &Path) -> String {
+    let (code, text) = run(home, &["--json", "history"]);
+    assert_eq!(code, 0, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let entries = v["entries"].as_array().unwrap_or_else(|| panic!("{v}"));
+    entries[0]["opId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned()
+}
+
+#[test]
+fn restore_killed_at_each_git_seam_then_continue_or_roll_back_leaves_git_and_files_exact() {
+    for step in ["rewind:git-planned", "rewind:git-done"] {
+        for rollback in [false, true] {
+            let (_tmp, home, ws) = fixture();
+            let before = repo_state(&ws);
+            // The state a restore that is not killed reaches.
+            let after = {
+                let (_t2, home2, ws2) = fixture();
+                let (code, text) = run(&home2, &["restore", "s1", "@0"]);
+                assert_eq!(code, 0, "{text}");
+                repo_state(&ws2).replace(&*ws2.to_string_lossy(), &ws.to_string_lossy())
+            };
+            assert_ne!(before, after);
+            killed_at(&home, step, &["restore", "s1", "@0"]);
+            let op = newest_op(&home);
+            let how = if rollback { "rollback" } else { "continue" };
+            let (code, text) = run(&home, &[how, &op]);
+            assert_eq!(code, 0, "{step} {how}: {text}");
+            let want = if rollback { &before } else { &after };
+            assert_eq!(&repo_state(&ws), want, "killed at {step}, then {how}");
+            assert!(
+                !git(&ws, &["for-each-ref", "refs/heads", "refs/tags"]).contains(".lock"),
+                "no lock left"
+            );
+            git(&ws, &["fsck", "--no-progress"]);
+        }
+    }
+}
+
+#[test]
+fn undo_killed_at_its_git_seam_then_continued_leaves_git_and_files_exact() {
+    let (_tmp, home, ws) = fixture();
+    let before = repo_state(&ws);
+    let (code, text) = run(&home, &["restore", "s1", "@0"]);
+    assert_eq!(code, 0, "{text}");
+    assert_ne!(repo_state(&ws), before);
+    let op = newest_op(&home);
+    killed_at(&home, "undo:git-planned", &["undo", &op]);
+    let (code, text) = run(&home, &["continue", &op]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        repo_state(&ws),
+        before,
+        "the undo finished: as before the restore"
+    );
 }

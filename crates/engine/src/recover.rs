@@ -237,13 +237,24 @@ impl EngineSession {
                 ));
             }
             (InterruptedKind::Undo, Resolution::Continue) => {
-                let o = session.undo_restore_with(op_id, &[], &[])?;
+                // Killed after its files were undone (in its git step): the files are done.
+                let o = if found.journal == JournalState::Undone {
+                    empty_outcome(op_id)
+                } else {
+                    session.undo_restore_with(op_id, &[], &[])?
+                };
+                self.undo_git(&self.id, op_id);
                 self.mark_undone(op_id, &FilesDone::of(&o))?;
                 (o, "undone")
             }
             (_, Resolution::Continue) => {
+                // Killed after its file restore completed (in its git step): the files are
+                // done; their paths are in the journal, the entry's counts stay as they are.
+                let completed = found.journal == JournalState::Completed;
                 let o = if open {
                     session.continue_restore(op_id)?
+                } else if completed {
+                    empty_outcome(op_id)
                 } else {
                     let plan = self.plan(entry.target_seq, ancestors)?;
                     session.restore(&plan, op_id)?
@@ -254,12 +265,17 @@ impl EngineSession {
                 } else {
                     (Outcome::Partial, "partial")
                 };
-                self.settle(op_id, outcome, Some(&history_paths(&o, &[], &[], &[])))?;
+                let paths = history_paths(&o, &[], &[], &[]);
+                self.settle(op_id, outcome, (!completed).then_some(&paths))?;
                 (o, name)
             }
             (_, Resolution::Rollback) => {
                 let o = if open {
                     session.rollback_restore(op_id)?
+                } else if found.journal == JournalState::Completed {
+                    // Killed after its file restore completed: every file put back as it was
+                    // (a path changed since refuses it, naming the path).
+                    session.undo_restore_with(op_id, &[], &[])?
                 } else {
                     empty_outcome(op_id)
                 };
