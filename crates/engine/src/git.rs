@@ -149,7 +149,9 @@ impl EngineSession {
         }
         if let (Some(l), Some(b)) = (&read.state.stash, &read.stash_bytes) {
             if let Err(e) = files.put_git_blob(GitBlobKind::Stash, &l.id, b) {
-                return none(Some(format!("the stash list cannot be kept for an undo: {e}")));
+                return none(Some(format!(
+                    "the stash list cannot be kept for an undo: {e}"
+                )));
             }
         }
         let target = &points[t].state;

@@ -194,9 +194,8 @@ fn apply_stash(
     if cur_log != want_log {
         match &edit.to {
             Some(to) => {
-                let bytes = stored(&to.id).ok_or_else(|| ApplyError::MissingStash {
-                    id: to.id.clone(),
-                })?;
+                let bytes =
+                    stored(&to.id).ok_or_else(|| ApplyError::MissingStash { id: to.id.clone() })?;
                 Lock::take(&h.common, Path::new(LOG))?.commit(&bytes)?;
             }
             None => {

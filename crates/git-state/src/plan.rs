@@ -305,7 +305,13 @@ impl GitPlan {
         }
         if let Some(s) = &self.stash {
             let n = |l: &Option<StashLog>| l.as_ref().map_or(0, |l| l.commits.len());
-            let entries = |k: usize| if k == 1 { "1 entry".to_owned() } else { format!("{k} entries") };
+            let entries = |k: usize| {
+                if k == 1 {
+                    "1 entry".to_owned()
+                } else {
+                    format!("{k} entries")
+                }
+            };
             parts.push(format!(
                 "stash list: {} → {}",
                 entries(n(&s.from)),
@@ -333,16 +339,25 @@ fn plan_stash(plan: &mut GitPlan, now: &GitState, target: &GitState, moves: &Age
         .get(STASH)
         .is_none_or(|left| left.as_ref() == now.refs.get(STASH));
     if !(log_ok && ref_ok) {
-        plan.flagged.push(Flag::ChangedOutside { name: STASH.into() });
+        plan.flagged
+            .push(Flag::ChangedOutside { name: STASH.into() });
         return;
     }
     let commits = |s: &GitState| -> Vec<String> {
-        let mut v: Vec<String> = s.stash.as_ref().map(|l| l.commits.clone()).unwrap_or_default();
+        let mut v: Vec<String> = s
+            .stash
+            .as_ref()
+            .map(|l| l.commits.clone())
+            .unwrap_or_default();
         v.extend(s.refs.get(STASH).cloned());
         v
     };
     let (a, b) = (commits(now), commits(target));
-    for c in a.iter().filter(|c| !b.contains(c)).chain(b.iter().filter(|c| !a.contains(c))) {
+    for c in a
+        .iter()
+        .filter(|c| !b.contains(c))
+        .chain(b.iter().filter(|c| !a.contains(c)))
+    {
         plan.keep.push((format!("stash/{c}"), c.clone()));
     }
     plan.stash = Some(StashEdit {

@@ -374,10 +374,19 @@ fn a_stash_pushed_then_popped_comes_back_as_it_was_and_its_commits_are_kept() {
     git(&d, &["fsck", "--no-progress"]);
 
     // Its undo: the list empty again, as the agent left it.
-    let h = Handles::find(&d).expect("find").expect("repo").expect("tracked");
+    let h = Handles::find(&d)
+        .expect("find")
+        .expect("repo")
+        .expect("tracked");
     let st = rec.stored.clone();
-    let a = apply(&h, &plan.reversed(), "op1-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo")
-        .expect("undo");
+    let a = apply(
+        &h,
+        &plan.reversed(),
+        "op1-undo",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: undo",
+    )
+    .expect("undo");
     assert!(a.stash && a.flagged.is_empty(), "{a:?}");
     assert_eq!(stash_list(&d), "");
     git(&d, &["checkout", "-q", "--", "."]);
@@ -388,19 +397,34 @@ fn a_stash_pushed_then_popped_comes_back_as_it_was_and_its_commits_are_kept() {
     assert_eq!(stash_list(&d), at_ten);
     // The agent's entry, popped, stays reachable from the keep-ref the first rewind wrote.
     assert_eq!(
-        git(&d, &["rev-parse", &format!("refs/dsh-rewind/op1/stash/{pushed}")]),
+        git(
+            &d,
+            &["rev-parse", &format!("refs/dsh-rewind/op1/stash/{pushed}")]
+        ),
         pushed
     );
     // Applying it again changes nothing (idempotent after a crash).
     let st = &rec.stored;
-    let again = apply(&h, &plan, "op2", &|id| st.get(id).cloned(), "dsh-rewind: rewind")
-        .expect("again");
+    let again = apply(
+        &h,
+        &plan,
+        "op2",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: rewind",
+    )
+    .expect("again");
     assert!(again.stash && again.flagged.is_empty(), "{again:?}");
     assert_eq!(stash_list(&d), at_ten);
 
     // Its undo: the list empty again.
-    let a = apply(&h, &plan.reversed(), "op2-undo", &|id| st.get(id).cloned(), "dsh-rewind: undo")
-        .expect("undo");
+    let a = apply(
+        &h,
+        &plan.reversed(),
+        "op2-undo",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: undo",
+    )
+    .expect("undo");
     assert!(a.stash && a.flagged.is_empty(), "{a:?}");
     assert_eq!(stash_list(&d), "");
 
@@ -408,7 +432,14 @@ fn a_stash_pushed_then_popped_comes_back_as_it_was_and_its_commits_are_kept() {
     std::fs::write(d.join("a.txt"), "later\n").expect("write");
     git(&d, &["stash", "push", "-q", "-m", "later by hand"]);
     let by_hand = stash_list(&d);
-    let a = apply(&h, &plan, "op3", &|id| st.get(id).cloned(), "dsh-rewind: redo").expect("redo");
+    let a = apply(
+        &h,
+        &plan,
+        "op3",
+        &|id| st.get(id).cloned(),
+        "dsh-rewind: redo",
+    )
+    .expect("redo");
     assert!(!a.stash, "{a:?}");
     assert_eq!(
         a.flagged,
@@ -435,7 +466,8 @@ fn a_stash_pushed_by_hand_after_the_agents_is_flagged_and_left() {
     let (plan, applied) = rec.rewind(&d, 10, "op1");
     assert!(plan.stash.is_none(), "{plan:?}");
     assert!(
-        plan.summary().contains("the stash list changed outside the agent"),
+        plan.summary()
+            .contains("the stash list changed outside the agent"),
         "{}",
         plan.summary()
     );
