@@ -126,7 +126,9 @@ pub fn read_entries(bytes: &[u8]) -> Result<IndexEntries, EntriesError> {
         let mut ext = 0u16;
         if flags & EXTENDED != 0 {
             if version < 3 {
-                return Err(EntriesError::Malformed("extended flags in a version-2 index"));
+                return Err(EntriesError::Malformed(
+                    "extended flags in a version-2 index",
+                ));
             }
             let b = bytes
                 .get(at..at + 2)
@@ -165,7 +167,9 @@ pub fn read_entries(bytes: &[u8]) -> Result<IndexEntries, EntriesError> {
             let keep = prev
                 .len()
                 .checked_sub(strip)
-                .ok_or(EntriesError::Malformed("path prefix longer than the previous path"))?;
+                .ok_or(EntriesError::Malformed(
+                    "path prefix longer than the previous path",
+                ))?;
             let mut p = prev[..keep].to_vec();
             p.extend_from_slice(&bytes[at..at + nul]);
             at += nul + 1;
@@ -187,8 +191,7 @@ pub fn read_entries(bytes: &[u8]) -> Result<IndexEntries, EntriesError> {
         let mode = f(24);
         let stage = (flags >> 12) & 0x3;
         let regular = mode == 0o100644 || mode == 0o100755;
-        let unreliable =
-            flags & ASSUME_VALID != 0 || ext & (SKIP_WORKTREE | INTENT_TO_ADD) != 0;
+        let unreliable = flags & ASSUME_VALID != 0 || ext & (SKIP_WORKTREE | INTENT_TO_ADD) != 0;
         if stage == 0 && regular && !unreliable {
             out.push(IndexEntry {
                 path: path.clone(),
@@ -218,12 +221,18 @@ pub fn read_entries(bytes: &[u8]) -> Result<IndexEntries, EntriesError> {
             b"link" => return Err(EntriesError::Split),
             b"sdir" => return Err(EntriesError::Sparse),
             s if s[0].is_ascii_uppercase() => {}
-            s => return Err(EntriesError::Extension(String::from_utf8_lossy(s).into_owned())),
+            s => {
+                return Err(EntriesError::Extension(
+                    String::from_utf8_lossy(s).into_owned(),
+                ));
+            }
         }
         at = next;
     }
     if at != end {
-        return Err(EntriesError::Malformed("trailing bytes before the checksum"));
+        return Err(EntriesError::Malformed(
+            "trailing bytes before the checksum",
+        ));
     }
     // Git sorts by path, then stage; stage-0 entries alone stay sorted. Checked, as
     // [`IndexEntries::get`] relies on it.

@@ -255,7 +255,9 @@ impl Odb {
             if again || g.is_none() {
                 *g = Some(self.load_packs()?);
             }
-            if g.as_ref().is_some_and(|ps| ps.iter().any(|p| p.find(oid).is_some())) {
+            if g.as_ref()
+                .is_some_and(|ps| ps.iter().any(|p| p.find(oid).is_some()))
+            {
                 return Ok(true);
             }
         }
@@ -327,7 +329,9 @@ impl Odb {
             .position(|b| *b == 0)
             .ok_or_else(|| bad("no header".into()))?;
         let head = std::str::from_utf8(&all[..nul]).map_err(|_| bad("bad header".into()))?;
-        let (kind, len) = head.split_once(' ').ok_or_else(|| bad("bad header".into()))?;
+        let (kind, len) = head
+            .split_once(' ')
+            .ok_or_else(|| bad("bad header".into()))?;
         let kind = match kind {
             "commit" => 1,
             "tree" => 2,
@@ -419,7 +423,11 @@ impl Odb {
         }
         let head = pack.read_at(pos, 32)?;
         let mut i = 0usize;
-        let byte = |i: usize| head.get(i).copied().ok_or_else(|| bad("truncated entry".into()));
+        let byte = |i: usize| {
+            head.get(i)
+                .copied()
+                .ok_or_else(|| bad("truncated entry".into()))
+        };
         let mut c = byte(i)?;
         i += 1;
         let kind = (c >> 4) & 7;

@@ -41,7 +41,9 @@ fn repo() -> tempfile::TempDir {
     std::fs::create_dir_all(d.join("src/deep")).unwrap();
     let mut text = String::new();
     for i in 0..400 {
-        text.push_str(&format!("line {i} of a file that grows a little at every revision\n"));
+        text.push_str(&format!(
+            "line {i} of a file that grows a little at every revision\n"
+        ));
     }
     for rev in 0..30 {
         text.push_str(&format!("revision {rev}\n"));
@@ -51,7 +53,9 @@ fn repo() -> tempfile::TempDir {
         git(d, &["add", "-A"]);
         git(d, &["commit", "-q", "-m", &format!("r{rev}")]);
     }
-    let bin: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let bin: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     std::fs::write(d.join("bin.dat"), &bin).unwrap();
     std::fs::write(d.join("empty"), b"").unwrap();
     git(d, &["add", "-A"]);

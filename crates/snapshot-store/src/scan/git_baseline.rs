@@ -88,7 +88,10 @@ impl GitBaseline {
         use std::os::unix::fs::MetadataExt;
         Some(GitBaseline {
             entries,
-            index_mtime: (after.mtime(), u32::try_from(after.mtime_nsec()).unwrap_or(0)),
+            index_mtime: (
+                after.mtime(),
+                u32::try_from(after.mtime_nsec()).unwrap_or(0),
+            ),
             root: root.to_path_buf(),
         })
     }
@@ -159,7 +162,14 @@ impl GitBaseline {
 /// Whether a path to read is a baseline read (no entry before, or one still pending) that a
 /// git blob may stand for.
 pub(crate) fn eligible(had_index: bool, old: Option<&IdxEntry>) -> bool {
-    !had_index || matches!(old, Some(IdxEntry { cov: Coverage::Pending, .. }))
+    !had_index
+        || matches!(
+            old,
+            Some(IdxEntry {
+                cov: Coverage::Pending,
+                ..
+            })
+        )
 }
 
 /// The object stores opened by this process, by common directory: their pack indexes are

@@ -747,9 +747,15 @@ mod tests {
         );
         let bytes = encode(&ix);
         let back = decode(Path::new("i"), &bytes).expect("decode");
-        assert_eq!((back.entries, back.keeper), (ix.entries.clone(), ix.keeper.clone()));
+        assert_eq!(
+            (back.entries, back.keeper),
+            (ix.entries.clone(), ix.keeper.clone())
+        );
         for n in 0..bytes.len() {
-            assert!(decode(Path::new("i"), &bytes[..n]).is_err(), "truncated at {n}");
+            assert!(
+                decode(Path::new("i"), &bytes[..n]).is_err(),
+                "truncated at {n}"
+            );
         }
         // Such an entry in a version-2 file is malformed.
         let mut b = bytes.clone();

@@ -39,9 +39,12 @@ fn req(phase: ScanPhase, anchor: u64, call: Option<&str>) -> ScanRequest {
 
 /// A shell-like tool call: scan before, change the workspace, scan after.
 fn call(s: &Session, anchor: u64, id: &str, f: impl FnOnce()) {
-    s.scan(&req(ScanPhase::Before, anchor, Some(id))).expect("scan before");
+    s.scan(&req(ScanPhase::Before, anchor, Some(id)))
+        .expect("scan before");
     f();
-    let r = s.scan(&req(ScanPhase::After, anchor, Some(id))).expect("scan after");
+    let r = s
+        .scan(&req(ScanPhase::After, anchor, Some(id)))
+        .expect("scan after");
     assert!(r.not_covered.is_empty(), "{:?}", r.not_covered);
 }
 
@@ -109,10 +112,13 @@ fn a_clean_checkout_copies_nothing_and_a_shell_edit_of_a_tracked_file_comes_back
     let work_tree = bytes_under(&env.cwd, &[".git"]);
     let store = store(&env);
     let s = env.session(&store);
-    let first = s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    let first = s
+        .scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     assert!(first.baseline && first.baseline_complete, "{first:?}");
     assert_eq!(first.files, 300);
-    let content = bytes_under(&env.root.join("blobs"), &[]) + bytes_under(&env.root.join("packs"), &[]);
+    let content =
+        bytes_under(&env.root.join("blobs"), &[]) + bytes_under(&env.root.join("packs"), &[]);
     let whole = bytes_under(&env.root, &[]);
     assert!(
         content * 100 <= work_tree,
@@ -162,7 +168,8 @@ fn restores_read_packed_objects_with_deltas_after_git_gc() {
     }
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     assert!(!stored_loose(&env, &body));
     call(&s, 10, "bash-1", || {
         env.write("lib/grow.rs", b"truncated by a shell");
@@ -188,12 +195,16 @@ fn a_blob_the_repository_lost_refuses_the_rewind_naming_the_file() {
     let env = Env::new();
     git(&env.cwd, &["init", "-q", "-b", "main"]);
     env.write("keep.txt", b"kept\n");
-    env.write("f.txt", b"first version, only in the commit about to be amended\n");
+    env.write(
+        "f.txt",
+        b"first version, only in the commit about to be amended\n",
+    );
     git(&env.cwd, &["add", "-A"]);
     git(&env.cwd, &["commit", "-q", "-m", "one"]);
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     call(&s, 10, "bash-1", || {
         env.write("f.txt", b"second version\n");
         env.write("keep.txt", b"changed by the call\n");
@@ -252,7 +263,8 @@ fn modified_untracked_and_touched_files_at_the_baseline() {
     env.write("touched.txt", b"same content, new times\n");
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     assert!(stored_loose(&env, b"edited, not committed\n"));
     assert!(stored_loose(&env, b"never added\n"));
     assert!(!stored_loose(&env, b"clean content\n"));
@@ -267,7 +279,10 @@ fn modified_untracked_and_touched_files_at_the_baseline() {
     assert!(out.failed.is_empty(), "{:?}", out.failed);
     assert_eq!(env.read("clean.txt").unwrap(), b"clean content\n");
     assert_eq!(env.read("dirty.txt").unwrap(), b"edited, not committed\n");
-    assert_eq!(env.read("touched.txt").unwrap(), b"same content, new times\n");
+    assert_eq!(
+        env.read("touched.txt").unwrap(),
+        b"same content, new times\n"
+    );
     assert_eq!(env.read("untracked.txt").unwrap(), b"never added\n");
 }
 
@@ -276,10 +291,14 @@ fn an_index_of_version_4_is_read() {
     let env = Env::new();
     clean_repo(&env, 40);
     git(&env.cwd, &["update-index", "--index-version", "4"]);
-    assert_eq!(&std::fs::read(env.cwd.join(".git/index")).unwrap()[4..8], &[0, 0, 0, 4]);
+    assert_eq!(
+        &std::fs::read(env.cwd.join(".git/index")).unwrap()[4..8],
+        &[0, 0, 0, 4]
+    );
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     for i in 0..40 {
         assert!(!stored_loose(&env, &text(i, 8192)), "file {i} copied");
     }
@@ -296,7 +315,8 @@ fn without_a_repository_everything_is_copied() {
     env.write("a.txt", b"plain workspace\n");
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     assert!(stored_loose(&env, b"plain workspace\n"));
     assert!(!env.root.join("gitrefs").exists());
 }
