@@ -3,7 +3,6 @@
 //! leaves it, the undo returns it.
 
 use std::collections::BTreeMap;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
