@@ -14,8 +14,20 @@
  * common first call of a session), one on each store in turn, in the opposite order every other
  * round.
  *
+ * The compacted store's bytes are broken down by what holds them: the packs, their indexes, the
+ * `blobs/` directory itself (its entries' blocks: a directory that held the baseline's 20,000
+ * names keeps their blocks on ext4 once they are gone), the loose blobs left, the workspace
+ * index (`index.bin` and its spare), the sessions' files (record logs, `scan.json`) and the rest.
+ *
+ * The generated files are source-like text: lines of functions, constants, checks and comments
+ * built from a small vocabulary, varied identifiers and numbers, and a 32-bit hex word in a
+ * quarter of the lines — about as compressible as real source (zstd compresses them to about a
+ * fifth to a quarter), never random bytes.
+ *
  * `STORE_COMPACT_FILES` (20000), `STORE_COMPACT_CALLS` (300), `STORE_COMPACT_NATIVE` (another
- * build of the addon), `STORE_COMPACT_TREE` (a directory whose files make the workspace instead
+ * build of the addon), `STORE_COMPACT_BEFORE` (a previous build of the addon: a third store is
+ * built and compacted by it in the same run, and its calls alternate with the others'),
+ * `STORE_COMPACT_TREE` (a directory whose files make the workspace instead
  * of the generated ones, e.g. a checkout of git.git; the calls then edit its files in turn). Run with Node 24 after `scripts/build.sh`, on an idle machine:
  * `node benches/store-compact.mjs`. Writes target/bench-results/store-compact.md.
  */
@@ -31,6 +43,8 @@ import { ROOT, numbers } from './support/options.mjs'
 const require = createRequire(import.meta.url)
 const NATIVE = process.env.STORE_COMPACT_NATIVE ?? join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node')
 const addon = require(NATIVE)
+const BEFORE = process.env.STORE_COMPACT_BEFORE
+const before = BEFORE === undefined ? undefined : require(BEFORE)
 const [FILES] = numbers('STORE_COMPACT_FILES', '20000')
 const [CALLS] = numbers('STORE_COMPACT_CALLS', '300')
 const TREE = process.env.STORE_COMPACT_TREE
@@ -88,7 +102,29 @@ function du(dir) {
   return { bytes, files }
 }
 
-async function setUp(name) {
+/** Allocated bytes of the compacted store `root`, by what holds them. */
+function breakdown(root) {
+  const b = { packs: 0, packIdx: 0, blobsDir: 0, loose: 0, index: 0, sessions: 0, other: 0 }
+  const walk = (dir, rel) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name)
+      const r = rel === '' ? e.name : `${rel}/${e.name}`
+      const bytes = lstatSync(p).blocks * 512
+      if (r === 'blobs') b.blobsDir += bytes
+      else if (r.startsWith('blobs/')) b.loose += bytes
+      else if (r.startsWith('packs/') && r.endsWith('.idx')) b.packIdx += bytes
+      else if (r.startsWith('packs/') && r.endsWith('.pack')) b.packs += bytes
+      else if (/^workspaces\/[^/]+\/\.?index\.bin(\.spare)?$/.test(r)) b.index += bytes
+      else if (r.startsWith('sessions/') && !e.isDirectory()) b.sessions += bytes
+      else b.other += bytes
+      if (e.isDirectory()) walk(p, r)
+    }
+  }
+  walk(root, '')
+  return b
+}
+
+async function setUp(name, lib = addon) {
   const base = await mkdtemp(join(process.env.BENCH_TMP ?? tmpdir(), `store-compact-${name}-`))
   const cwd = join(base, 'ws')
   let logical = 0
@@ -117,12 +153,12 @@ async function setUp(name) {
   // Past the scan's racy window: the baseline trusts the files' metadata.
   await new Promise((resolve) => setTimeout(resolve, 100))
   const root = join(base, 'store')
-  const store = addon.BindingStore.open(root)
+  const store = lib.BindingStore.open(root)
   const sid = `compact-${name}`
   const r = await store.scan(sid, cwd, request('boundary', 1))
   if (!r.baselineComplete || r.refused) throw new Error(`baseline scan: ${JSON.stringify(r)}`)
   await store.flush(sid, cwd)
-  const cleanup = addon.BindingCleanup.open(join(base, 'home'), root)
+  const cleanup = lib.BindingCleanup.open(join(base, 'home'), root)
   return { name, base, cwd, root, store, cleanup, sid, logical, paths, times: [], next: 0 }
 }
 
@@ -150,13 +186,29 @@ const compactMs = performance.now() - t0
 const afterDu = du(packed.root)
 const indexDu = du(join(packed.root, 'workspaces'))
 const packDu = du(join(packed.root, 'packs'))
+const parts = breakdown(packed.root)
 const figures = await packed.cleanup.storage([packed.sid], [packed.cwd], 1)
 const looseFigures = await loose.cleanup.storage([loose.sid], [loose.cwd], 1)
+let prev
+if (before !== undefined) {
+  prev = await setUp('previous', before)
+  const t = performance.now()
+  prev.report = await prev.cleanup.compact()
+  prev.compactMs = performance.now() - t
+  prev.du = du(prev.root)
+  prev.parts = breakdown(prev.root)
+}
 
+const stores = prev === undefined ? [loose, packed] : [loose, packed, prev]
 for (let round = 0; round < CALLS; round++) {
-  const order = round % 2 === 0 ? [loose, packed] : [packed, loose]
+  const order = round % 2 === 0 ? stores : [...stores].reverse()
   for (const s of order) await call(s, round)
 }
+
+const ratio = (b, logical) => (b / logical).toFixed(3)
+const partRow = (label, key) =>
+  `| ${label} | ${mib(parts[key])} | ${ratio(parts[key], packed.logical)} |` +
+  (prev === undefined ? '' : ` ${mib(prev.parts[key])} | ${ratio(prev.parts[key], prev.logical)} |`)
 
 const lines = [
   TREE === undefined ? `## A compact store: ${FILES.toLocaleString('en')} small files, before and after compaction` : `## A compact store: ${TREE}, before and after compaction`,
@@ -170,7 +222,21 @@ const lines = [
   `| baseline stored (loose blobs) | ${beforeDu.files.toLocaleString('en')} | ${mib(beforeDu.bytes)} | ${(beforeDu.bytes / packed.logical).toFixed(2)} |`,
   `| after \`compact\` | ${afterDu.files.toLocaleString('en')} | ${mib(afterDu.bytes)} | ${(afterDu.bytes / packed.logical).toFixed(2)} |`,
   '',
-  `Of the compacted store, the packs take ${mib(packDu.bytes)} and the workspace scan's index ${mib(indexDu.bytes)}.`,
+  `Of the compacted store, the packs take ${mib(packDu.bytes)} and the workspace scan's index ${mib(indexDu.bytes)}:`,
+  '',
+  prev === undefined ? '| compacted store: held by | on disk | × logical |' : '| compacted store: held by | this build | × logical | previous build | × logical |',
+  prev === undefined ? '|---|---:|---:|' : '|---|---:|---:|---:|---:|',
+  partRow('packs (`.pack`)', 'packs'),
+  partRow('pack indexes (`.idx`)', 'packIdx'),
+  partRow('`blobs/` directory itself', 'blobsDir'),
+  partRow('loose blobs left', 'loose'),
+  partRow('workspace index and its spare', 'index'),
+  partRow('session files (record logs, `scan.json`)', 'sessions'),
+  partRow('the rest (directories, `store.json`, locks)', 'other'),
+  `| **whole store** | **${mib(afterDu.bytes)}** | **${ratio(afterDu.bytes, packed.logical)}** |` +
+    (prev === undefined ? '' : ` **${mib(prev.du.bytes)}** | **${ratio(prev.du.bytes, prev.logical)}** |`),
+  '',
+  prev === undefined ? '' : `The previous build (\`STORE_COMPACT_BEFORE\`) compacted its store of the same files in ${(prev.compactMs / 1000).toFixed(1)} s (packs of ${mib(prev.report.packBytes)}).`,
   '',
   `The compaction packed ${report.blobsPacked.toLocaleString('en')} blobs (${mib(report.bytesPacked)}) into ${report.packsWritten} pack(s) of ${mib(report.packBytes)} in ${(compactMs / 1000).toFixed(1)} s. The storage view then says: logical ${mib(figures.logicalBytes)}, on disk ${mib(figures.diskBytes)}, ratio ${figures.ratio.toFixed(2)} (the loose store: ${mib(looseFigures.diskBytes)}, ratio ${looseFigures.ratio.toFixed(2)}).`,
   '',
@@ -180,6 +246,7 @@ const lines = [
   '|---|---|---|',
   `| baseline loose | ${us(median(loose.times))} | ${us(p90(loose.times))} |`,
   `| baseline packed | ${us(median(packed.times))} | ${us(p90(packed.times))} |`,
+  ...(prev === undefined ? [] : [`| baseline packed, previous build | ${us(median(prev.times))} | ${us(p90(prev.times))} |`]),
   '',
 ]
 const text = lines.join('\n')
@@ -188,3 +255,4 @@ writeFileSync(join(ROOT, 'target', 'bench-results', TREE === undefined ? 'store-
 process.stdout.write(text + '\n')
 await rm(loose.base, { recursive: true, force: true })
 await rm(packed.base, { recursive: true, force: true })
+if (prev !== undefined) await rm(prev.base, { recursive: true, force: true })
