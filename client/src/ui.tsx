@@ -673,6 +673,12 @@ export function HistorySection({ env }: { env: Env }): ReactNode {
               {entry.sessionId !== sessionId && <span className="dshpr-muted">({t('settings.otherSession')})</span>}
             </div>
             <div className="dshpr-muted">{t('settings.counts', { restored: entry.restored, deleted: entry.deleted, skipped: entry.skipped, failed: entry.failed })}{(entry.kept ?? 0) > 0 && <> · <span data-testid="dsh-prompt-rewind-entry-kept">{t('settings.countKept', { kept: entry.kept ?? 0 })}</span></>}</div>
+            {entry.git !== undefined && entry.git.summary !== '' && (
+              <div className="dshpr-muted" data-testid="dsh-prompt-rewind-entry-git" title={entry.git.keepRefs.join('\n')}>
+                {t('dialog.git', { summary: escapeControl(entry.git.summary) })}
+                {entry.git.error != null && <> · <span className="dshpr-error">{escapeControl(entry.git.error)}</span></>}
+              </div>
+            )}
             <EntryPaths t={t} paths={entry.paths} />
             {entry.undoneAt !== undefined && <div className="dshpr-muted" data-testid="dsh-prompt-rewind-undone">{t('settings.undone', { time: formatTime(entry.undoneAt, tag) })}</div>}
             <EntryTree t={t} entry={entry} sessionId={sessionId} open={(id) => { void open(id) }} />

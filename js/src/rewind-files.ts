@@ -43,6 +43,16 @@ export async function gitReport(es: Addon.BindingEngineSession, owner: string, o
   }
 }
 
+/**
+ * What a rewind of a session that is itself a fork does to git: nothing. Its git states before the
+ * fork are its parent's, which this session does not read; the files alone come back, and the
+ * report, the preview and the dialog say so.
+ */
+export function forkGit(): Addon.BindingGitReport {
+  const why = 'left as it is: this session is a fork, and the git states before the fork are its parent\'s'
+  return { summary: why, kept: false, changes: false, flagged: [why], keepRefs: [] }
+}
+
 export const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
 /** What {@link RewindFiles.prepareFiles} found: the restore to run, or why none runs. */
@@ -107,7 +117,9 @@ export class RewindFiles {
     await this.recordPending(session)
     const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
     const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
-    const git = await gitPreview(this.deps, agent, plan.targetSeq)
+    // A session that is itself a fork: its git states before the fork are its parent's, so git
+    // is left as it is, and the preview says so (docs/git.md).
+    const git = ancestors.length > 0 ? forkGit() : await gitPreview(this.deps, agent, plan.targetSeq)
     return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) }, ...(git !== undefined ? { git } : {}) }
   }
 
@@ -185,7 +197,9 @@ export class RewindFiles {
         outcome.inFlight = inFlight
       }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
-      outcome.git = await gitReport(es, sessionId, opId, request.keepGit === true)
+      outcome.git = request.keepGit !== true && (prepared.request?.ancestors?.length ?? 0) > 0
+        ? forkGit()
+        : await gitReport(es, sessionId, opId, request.keepGit === true)
       return { outcome, notRestored: undefined }
     } catch (error) {
       const e = toRewindError(error, Codes.restoreFailed)

@@ -15,7 +15,7 @@ import type { SettingsPatch } from './settings.ts'
 import { partitionKey, workspaceSessions } from './history.ts'
 import { type Rewinder, candidates, settleJournal } from './rewind.ts'
 import { step } from './engine.ts'
-import { gitPreview, gitReport } from './rewind-files.ts'
+import { forkGit, gitPreview, gitReport } from './rewind-files.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf } from './scan.ts'
 import { addonAvailable } from './native.ts'
@@ -139,7 +139,8 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
       // What the rewind would do to the workspace's git repository (docs/git.md); `keepGit` in
       // the rewind command (`--keep-git`) leaves it as it is.
-      const git = await gitPreview({ engine: deps.engine, state, logger: deps.logger }, agent, seq)
+      // A session that is itself a fork leaves git as it is (docs/git.md): the preview says so.
+      const git = ancestors.length > 0 ? forkGit() : await gitPreview({ engine: deps.engine, state, logger: deps.logger }, agent, seq)
       // Paths in the JSON form: a name that is not UTF-8 as `{hex, lossy}`, so each can be chosen.
       return withJsonPaths({ targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff, ...(git !== undefined ? { git } : {}) })
     },

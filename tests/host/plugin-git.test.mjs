@@ -218,3 +218,34 @@ test('a stash pushed in one turn and popped in the next: a rewind brings the sta
   assert.equal(await readFile(join(ws, 'src/f2.txt'), 'utf8'), 'wip\n')
   git(ws, 'fsck', '--no-progress')
 })
+
+test('a fork rewind brings git back with the files; a rewind inside the fork leaves git and says so', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [...twoTurns(), turn(bash('git switch -q -c in-child'), text('child one done'))],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  const agent = await host.createAgent('git-fork')
+  for (const m of ['one', 'two']) await host.sendUser(agent, m)
+  const agentWork = git(ws, 'rev-parse', 'agent-work')
+  const fork = await host.runCommand(agent, `/rewind --fork @${humanSeq(agent, 'two')}`)
+  assert.equal(fork.result.kind, 'success', fork.result.text)
+  assert.match(fork.result.text, /Git: HEAD: detached at v1 → agent-work/, 'the fork rewind restores git as an in-place rewind does')
+  assert.equal(head(ws), 'agent-work')
+  assert.equal(status(ws), '')
+  const m = /new session (session-[0-9a-f-]+)/.exec(fork.result.text)
+  assert.ok(m, fork.result.text)
+  const child = host.ctx.agents.get(m[1])
+  await host.sendUser(child, 'child one')
+  assert.equal(head(ws), 'in-child')
+  const childOne = humanSeq(child, 'child one')
+  const preview = await rpc(host, 'preview', { sessionId: child.id, seq: childOne })
+  assert.match(preview.json.value.git.summary, /left as it is: this session is a fork/, JSON.stringify(preview.json.value.git))
+  const r = await host.runCommand(child, `/rewind @${childOne}`)
+  assert.equal(r.result.kind, 'success', r.result.text)
+  assert.match(r.result.text, /Git: left as it is: this session is a fork/)
+  assert.equal(head(ws), 'in-child', 'git is left as it is')
+  assert.equal(git(ws, 'rev-parse', 'HEAD'), agentWork)
+})
