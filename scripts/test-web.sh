@@ -12,7 +12,7 @@
 #                   keeps DSH_HOME, workspace, logs (its home/ and ws/ are emptied at the start of a run)
 #   DSH_WEB_SHOTS   screenshot directory (default: artifacts/web)
 #   CHROMIUM        browser binary (default: chromium on PATH, installed with apt-get when missing)
-#   DSH_WEB_SCENARIOS  which scenarios to run (default: "full degraded crash")
+#   DSH_WEB_SCENARIOS  which scenarios to run (default: "full degraded crash git"; e.g. "git" alone)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEB="$ROOT/tests/web"
@@ -175,8 +175,8 @@ crash_scenario() {
 }
 
 rm -f "$SHOTS"/*.png "$SHOTS"/*.html "$SHOTS"/*.json
-SCENARIOS=${DSH_WEB_SCENARIOS:-full degraded crash}
-FULL_RC=0; DEGRADED_RC=0; CRASH_RC=0
+SCENARIOS=${DSH_WEB_SCENARIOS:-full degraded crash git}
+FULL_RC=0; DEGRADED_RC=0; CRASH_RC=0; GIT_RC=0
 case " $SCENARIOS " in *" full "*)
 scenario full full
 FULL_RC=$RC;; esac
@@ -190,13 +190,18 @@ DEGRADED_RC=$RC;; esac
 case " $SCENARIOS " in *" crash "*)
 crash_scenario
 CRASH_RC=$RC;; esac
+# git: the workspace is a git repository; the dialog's git line and its "Keep git as it is" box.
+case " $SCENARIOS " in *" git "*)
+scenario git git
+GIT_RC=$RC;; esac
 trap - EXIT
-say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, crash rc=$CRASH_RC (scenarios: $SCENARIOS), ${SECONDS} s total; screenshots in $SHOTS"
-if [ "$FULL_RC" = 0 ] && [ "$DEGRADED_RC" = 0 ] && [ "$CRASH_RC" = 0 ] && [ "$OWN_RUN" = 1 ]; then
+say "full rc=$FULL_RC, degraded rc=$DEGRADED_RC, crash rc=$CRASH_RC, git rc=$GIT_RC (scenarios: $SCENARIOS), ${SECONDS} s total; screenshots in $SHOTS"
+if [ "$FULL_RC" = 0 ] && [ "$DEGRADED_RC" = 0 ] && [ "$CRASH_RC" = 0 ] && [ "$GIT_RC" = 0 ] && [ "$OWN_RUN" = 1 ]; then
   rm -rf "$RUN"
 else
   say "run directory kept: $RUN"
 fi
 [ "$FULL_RC" != 0 ] && exit "$FULL_RC"
 [ "$DEGRADED_RC" != 0 ] && exit "$DEGRADED_RC"
-exit "$CRASH_RC"
+[ "$CRASH_RC" != 0 ] && exit "$CRASH_RC"
+exit "$GIT_RC"

@@ -13,7 +13,8 @@ fs.mkdirSync(shots, { recursive: true })
 // full: the whole feature; degraded: DSH without the command-UI and Plugins-settings client plugins, with
 // the plugin run against a uiConversation-shaped chat service (tests/web/ui-conversation-shim.js, a shim
 // over the real rc.8 services; E2E_CHAT_SHIM=0 leaves it out);
-// crash-setup / crash-banner: a rewind killed by the crash seam, then the banner after a restart
+// crash-setup / crash-banner: a rewind killed by the crash seam, then the banner after a restart;
+// git: the workspace is a git repository (the dialog's git line and its "Keep git as it is" box)
 const MODE = process.env.E2E_MODE ?? 'full'
 const CHAT_SHIM = MODE === 'degraded' && process.env.E2E_CHAT_SHIM !== '0'
 
@@ -271,6 +272,87 @@ async function crashBanner(page) {
   check(page.pageErrors.length === 0, 'no page errors')
 }
 
+/**
+ * Git-aware rewind in the browser: the workspace is a git repository; turn one makes a branch with
+ * a commit (the real `bash` tool), turn two checks out a tag. The confirm dialog says what happens
+ * to git; with "Keep git as it is" unchecked the rewind brings HEAD back to the branch, checked it
+ * leaves HEAD where it is (the files come back either way); the history page shows each entry's git
+ * line.
+ */
+async function gitScenario(page) {
+  const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' }
+  const git = (...args) => {
+    const r = spawnSync('git', args, { cwd: ws, encoding: 'utf8', env })
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout.trim()
+  }
+  git('init', '-q', '-b', 'main')
+  for (let i = 0; i < 5; i++) fs.writeFileSync(path.join(ws, `f${i}.txt`), `v1 ${i}\n`)
+  git('add', '.')
+  git('commit', '-qm', 'one')
+  git('tag', 'v1')
+  for (let i = 0; i < 5; i++) fs.writeFileSync(path.join(ws, `f${i}.txt`), `v2 ${i}\n`)
+  git('commit', '-qam', 'two')
+  const head = () => git('rev-parse', '--abbrev-ref', 'HEAD')
+  const G1 = 'bash git switch -q -c agent-work && echo agent > agent.txt && git add agent.txt && git commit -qm agent'
+  const G2 = 'bash git checkout -q v1'
+  const G3 = 'bash git checkout -q --detach v1'
+
+  await page.goto(baseUrl)
+  await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
+  await dismissModals(page)
+  const composer = await openWorkspace(page)
+  await send(page, composer, G1, 'DONE: bash')
+  const agentWork = git('rev-parse', 'agent-work')
+  await composer.fill(G2)
+  await composer.press('Enter')
+  check(await untilAnswered(G2), 'turn two answered')
+  await page.waitForFunction(() => { const c = document.querySelector('textarea[data-phase]'); return c && c.value === '' }, null, { timeout: 10000 })
+  check(head() === 'HEAD' && read('f1.txt') === 'v1 1\n', 'turn two left HEAD detached at v1')
+
+  // Unchecked (the default): the rewind brings HEAD back to the branch.
+  let dialog = await openRewindDialog(page, G2)
+  const summary = dialog.getByTestId('dsh-prompt-rewind-git-summary')
+  await summary.waitFor({ timeout: 10000 })
+  log('git line:', JSON.stringify(await summary.innerText()))
+  check((await summary.innerText()).startsWith(`Git: HEAD: detached at v1 → agent-work @ ${agentWork.slice(0, 7)}`), 'the dialog says what happens to git')
+  const box = dialog.getByTestId('dsh-prompt-rewind-keep-git')
+  check(await box.isVisible() && !(await box.isChecked()), '"Keep git as it is" is offered, unchecked')
+  await shot(page, 'git-dialog')
+  await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+  await dialog.waitFor({ state: 'detached', timeout: 20000 })
+  check(head() === 'agent-work' && git('rev-parse', 'HEAD') === agentWork, 'unchecked: HEAD is back on agent-work')
+  check(git('status', '--porcelain') === '' && read('f1.txt') === 'v2 1\n', 'unchecked: the files came back, git status is clean')
+
+  // Checked: the files come back, HEAD stays where the agent left it.
+  await composer.fill('')
+  await composer.fill(G3)
+  await composer.press('Enter')
+  check(await untilAnswered(G3), 'turn three answered')
+  await page.waitForFunction(() => { const c = document.querySelector('textarea[data-phase]'); return c && c.value === '' }, null, { timeout: 10000 })
+  check(head() === 'HEAD', 'turn three left HEAD detached again')
+  dialog = await openRewindDialog(page, G3)
+  await dialog.getByTestId('dsh-prompt-rewind-git-summary').waitFor({ timeout: 10000 })
+  await dialog.getByTestId('dsh-prompt-rewind-keep-git').check()
+  check(await dialog.getByTestId('dsh-prompt-rewind-keep-git').isChecked(), 'the box is checked')
+  await shot(page, 'git-dialog-keep')
+  await dialog.getByTestId('dsh-prompt-rewind-confirm').click()
+  await dialog.waitFor({ state: 'detached', timeout: 20000 })
+  check(head() === 'HEAD' && git('rev-parse', 'HEAD') === git('rev-parse', 'v1'), 'checked: HEAD is left detached at v1')
+  check(read('f1.txt') === 'v2 1\n' && read('agent.txt') === 'agent\n', 'checked: the files came back all the same')
+
+  // The history page: the in-place rewind's entry carries its git line.
+  await page.getByText('Settings', { exact: true }).last().click()
+  await page.getByText('Rewind history', { exact: true }).first().click()
+  const entries = page.getByTestId('dsh-prompt-rewind-history').getByTestId('dsh-prompt-rewind-entry')
+  await entries.first().waitFor({ timeout: 10000 })
+  const lines = await page.getByTestId('dsh-prompt-rewind-entry-git').allInnerTexts()
+  log('history git lines:', JSON.stringify(lines))
+  check(lines.length === 1 && lines[0].startsWith('Git: HEAD: detached at v1 → agent-work @'), 'the history shows the git line of the rewind that moved HEAD (none for the one that kept git)')
+  await shot(page, 'git-history')
+  check(page.pageErrors.length === 0, 'no page errors')
+}
+
 let failed = null
 const main = await launch('en-US')
 const { page } = main
@@ -278,6 +360,7 @@ try {
   if (MODE === 'degraded') await degraded(page)
   else if (MODE === 'crash-setup') await crashSetup(page)
   else if (MODE === 'crash-banner') await crashBanner(page)
+  else if (MODE === 'git') await gitScenario(page)
   else {
   await page.goto(baseUrl)
   await page.getByText('Choose workspace').or(page.getByRole('button', { name: 'Continue', exact: true })).first().waitFor({ timeout: 30000 })
