@@ -7,6 +7,7 @@ mod diff;
 mod faults;
 mod git;
 mod git_baseline;
+mod git_sweep;
 mod hostile;
 mod log_compat;
 mod migrate;
