@@ -142,6 +142,9 @@ impl Store {
                 first = false;
             }
         }
+        // References to git blobs (`gitrefs/`) no record names any more; the git objects
+        // themselves are the repository's.
+        crate::scan::git_baseline::sweep_refs(fs, &live)?;
         report.pack_members_dropped = self.collect_packs_locked(&live, rewrite_packs)?;
         Ok(report)
     }

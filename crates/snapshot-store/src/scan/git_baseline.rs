@@ -354,3 +354,27 @@ pub(crate) fn check_plan(
     }
     Ok(())
 }
+
+/// Removes the references no record names any more (`live`: every blob name the store's
+/// records, journals and workspace indexes name), for garbage collection under the store's
+/// exclusive lock. Git objects themselves are never looked at. Returns how many went.
+pub(crate) fn sweep_refs(
+    fs: &StoreFs,
+    live: &std::collections::HashSet<String>,
+) -> Result<usize, FsFailure> {
+    if !fs.exists(Path::new(GITREFS))? {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for name in fs.list(Path::new(GITREFS))? {
+        let Some(sha) = name.to_str() else { continue };
+        // Not a name this store wrote (a temporary file): left alone.
+        if !crate::path::valid_sha(sha) || live.contains(sha) {
+            continue;
+        }
+        if fs.remove_file(&ref_path(sha))? {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}

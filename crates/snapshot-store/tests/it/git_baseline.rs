@@ -320,3 +320,22 @@ fn without_a_repository_everything_is_copied() {
     assert!(stored_loose(&env, b"plain workspace\n"));
     assert!(!env.root.join("gitrefs").exists());
 }
+
+#[test]
+fn garbage_collection_drops_the_references_no_record_names_and_keeps_the_rest() {
+    let env = Env::new();
+    clean_repo(&env, 5);
+    let store = store(&env);
+    let s = env.session(&store);
+    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    call(&s, 10, "bash-1", || env.write("src/m1/f1.rs", b"edited"));
+    let r = env.root.join("gitrefs").join(sha(&text(1, 8192)));
+    assert!(r.exists());
+    store.collect_garbage().expect("gc");
+    assert!(r.exists(), "a record names it");
+    s.clear_session().expect("clear");
+    store.collect_garbage().expect("gc");
+    assert!(!r.exists(), "no record names it any more");
+    // The repository is untouched.
+    git(&env.cwd, &["fsck", "--no-progress"]);
+}
