@@ -12,8 +12,23 @@ import type * as Addon from '../crates/napi-host/index.d.ts'
 /** One message a rewind can target (`candidates`). */
 export type Candidate = Addon.BindingCandidate
 
+/**
+ * Who made the change a planned file's restore undoes: the store's origins, and `in-flight` —
+ * set by the host for a file changed outside this agent while a command of another conversation
+ * in the same folder was still running (that command's own rewind brings it back).
+ */
+export type PreviewOrigin = Addon.BindingPreviewFile['origin'] | 'in-flight'
+
 /** One file of the preview: its action, `+added / −removed` lines when known, and who made the change it undoes. */
-export type PreviewFile = Addon.BindingPreviewFile
+export type PreviewFile = Omit<Addon.BindingPreviewFile, 'origin'> & { origin: PreviewOrigin }
+
+/**
+ * The store's preview as the host answers it: every planned file's origin as the host knows it,
+ * and, of the files changed outside the agent (left as they are), those changed while a command
+ * of another conversation in the same folder was still running listed apart (`inFlight`, not in
+ * `outside`), as the rewind's report lists them.
+ */
+export type FilesPreview = Omit<Addon.BindingPreview, 'files'> & { files: PreviewFile[]; inFlight?: string[] }
 
 /** One side of a file diff. */
 export type DiffSide = Addon.BindingDiffSide
@@ -25,7 +40,7 @@ export type FileDiff = Addon.BindingFileDiff
  * `preview` answer: the store's preview, the target, and whether backups are off. Without a
  * usable store every list (`unreadable` too) is empty and `storeUnavailable` says why.
  */
-export type Preview = Omit<Addon.BindingPreview, 'unreadable'> & {
+export type Preview = Omit<FilesPreview, 'unreadable'> & {
   targetSeq: number
   backupOff: boolean
   storeUnavailable?: string

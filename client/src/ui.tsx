@@ -285,11 +285,13 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
   const creates = byAction('create')
   const deletes = byAction('delete')
   const outside = p.outside ?? []
+  // Changed while a command of another conversation was still running: that command's, left as they are.
+  const inFlight = p.inFlight ?? []
   const notCovered = p.notCovered ?? []
   // Files the restore cannot read (a file it may not open, a directory it may not list): left as
   // they are and reported as failed; warned about here, before the rewind runs.
   const unreadable = unreadableRows(p)
-  const foreign = p.files.filter(f => f.origin === 'outside' || f.origin === 'other-session').map(f => f.path)
+  const foreign = p.files.filter(f => f.origin === 'outside' || f.origin === 'in-flight' || f.origin === 'other-session').map(f => f.path)
   const { keep, setKeep } = selection
   const chosen = p.files.length - p.files.filter(f => keep.has(f.path)).length
   return (
@@ -316,6 +318,7 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
       {p.skipped.length > 0 && <><h3 className="dshpr-sub">{t('dialog.skipped', { count: p.skipped.length })}</h3>
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-skipped">{p.skipped.map(s => <li key={s.path}><code>{showPath(s.path)}</code> — {escapeControl(s.reason)}</li>)}</ul></>}
       {outside.length > 0 && <><h3 className="dshpr-sub">{t('dialog.outside', { count: outside.length })}</h3><PathList paths={outside} testid="dsh-prompt-rewind-outside" /></>}
+      {inFlight.length > 0 && <><h3 className="dshpr-sub">{t('dialog.inFlight', { count: inFlight.length })}</h3><PathList paths={inFlight} testid="dsh-prompt-rewind-in-flight" /></>}
       {notCovered.length > 0 && <><h3 className="dshpr-sub dshpr-warn">{t('dialog.notCovered', { count: notCovered.length })}</h3>
         <ul className="dshpr-paths" data-testid="dsh-prompt-rewind-not-covered">{notCovered.slice(0, LIST_CAP).map(s => <li key={s.path}><code>{showPath(s.path)}</code> — {escapeControl(s.reason)}</li>)}{notCovered.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: notCovered.length - LIST_CAP })}</li>}</ul></>}
     </div>
@@ -353,8 +356,8 @@ function FileRow({ t, file, sessionId, seq, keep, setKeep }: { t: T; file: Previ
           <span className="dshpr-counts" data-testid="dsh-prompt-rewind-file-counts"><span className="dshpr-add">+{file.added}</span> <span className="dshpr-del">−{file.removed}</span></span>
         )}
         {origin !== 'agent' && (
-          <span className="dshpr-origin" data-testid="dsh-prompt-rewind-file-origin" title={t(origin === 'outside' ? 'dialog.originOutsideHint' : 'dialog.originSessionHint')}>
-            {origin === 'outside' ? t('dialog.originOutside') : t('dialog.originSession', { session: shortId(file.originSession ?? '') })}
+          <span className="dshpr-origin" data-testid="dsh-prompt-rewind-file-origin" title={t(origin === 'outside' ? 'dialog.originOutsideHint' : origin === 'in-flight' ? 'dialog.originInFlightHint' : 'dialog.originSessionHint')}>
+            {origin === 'outside' ? t('dialog.originOutside') : origin === 'in-flight' ? t('dialog.originInFlight') : t('dialog.originSession', { session: shortId(file.originSession ?? '') })}
           </span>
         )}
         <button type="button" className="dshpr-btn dshpr-small" data-testid="dsh-prompt-rewind-file-diff-toggle" aria-expanded={open} aria-controls={diffId} onClick={() => setOpen(o => !o)}>

@@ -6,8 +6,8 @@
 import type * as Addon from '../../crates/napi-host/index.d.ts'
 import { RewindError } from './errors.ts'
 
-/** One planned restore action (preview). */
-export type PreviewFile = import('../../crates/napi-host/index.d.ts').BindingPreviewFile
+/** One planned restore action (preview), its origin as the host knows it (`shared/rpc-types.ts`). */
+export type { PreviewFile } from '../../shared/rpc-types.ts'
 
 /** Which planned files a restore takes: all, minus `keep`, limited to `only` (paths or directories). */
 export type RestoreSelection = import('../../crates/napi-host/index.d.ts').BindingRestoreSelection
@@ -24,8 +24,8 @@ export type FailedPath = import('../../crates/napi-host/index.d.ts').BindingFail
 /** A path the workspace scan does not cover (a budget, a per-file cap, an unreadable file). */
 export type NotCoveredPath = import('../../crates/napi-host/index.d.ts').BindingNotCovered
 
-/** Impact of a rewind on the files, without mutation. */
-export type FilesPreview = import('../../crates/napi-host/index.d.ts').BindingPreview
+/** Impact of a rewind on the files, without mutation (the store's, or as the host tells it: `shared/rpc-types.ts`). */
+export type { FilesPreview } from '../../shared/rpc-types.ts'
 
 /** When a workspace scan runs. */
 export type ScanPhase = import('../../crates/napi-host/index.d.ts').BindingScanRequest['phase']
@@ -72,7 +72,7 @@ export interface FilesPort {
   /** Scan the session's workspace (before / after a tool call, at a message boundary). */
   scan(sessionId: string, cwd: string, request: ScanRequest): Promise<ScanReport>
   /** `ancestors`: the fork chain of the session (empty for a session that is not a fork). */
-  preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<FilesPreview>
+  preview(sessionId: string, cwd: string, targetSeq: number, ancestors?: ChainLink[]): Promise<Addon.BindingPreview>
   /** What restoring `path` would change inside it; rejects `rewind/not-planned` for a path the restore leaves alone. */
   diff(sessionId: string, cwd: string, targetSeq: number, path: string, ancestors?: ChainLink[]): Promise<FileDiff>
   /** Record DSH's session format for this session; a different recorded format clears its snapshots. */

@@ -184,9 +184,11 @@ function previewLine(f: PreviewFile, locale: Locale): string {
   const counts = f.added != null && f.removed != null ? ` (+${f.added} −${f.removed})` : ''
   const origin = f.origin === 'outside'
     ? ` [${format(locale, 'originOutside')}]`
-    : f.origin === 'other-session'
-      ? ` [${format(locale, 'originSession', { session: escapeControl(f.originSession ?? '?') })}]`
-      : ''
+    : f.origin === 'in-flight'
+      ? ` [${format(locale, 'originInFlight')}]`
+      : f.origin === 'other-session'
+        ? ` [${format(locale, 'originSession', { session: escapeControl(f.originSession ?? '?') })}]`
+        : ''
   return `${act} ${showPath(f.path)}${counts}${origin}`
 }
 
@@ -207,6 +209,7 @@ export function previewText(p: RewindPreview, locale: Locale): string {
     lines.push(...section(locale, format(locale, 'skipped'), [...f.skipped.map(skippedLine), ...f.uncovered.map(showPath)]))
   }
   if (f.outside.length > 0) lines.push(...section(locale, format(locale, 'outside'), f.outside.map(showPath)))
+  if ((f.inFlight ?? []).length > 0) lines.push(...section(locale, format(locale, 'inFlight'), f.inFlight!.map(showPath)))
   if (f.notCovered.length > 0) lines.push(...section(locale, format(locale, 'notCovered'), f.notCovered.map(skippedLine)))
   // Warned before anything runs: files the restore cannot read for its copy of them stay as they are.
   const unreadable = f.unreadable ?? []

@@ -9,7 +9,7 @@ import type { Addon } from './native.ts'
 import { step } from './engine.ts'
 import { Codes, RewindError, toRewindError } from './errors.ts'
 import type { HostAgent, HostSession } from './host.ts'
-import type { ChainLink, RestoreOutcome, RestoreSelection } from './ports.ts'
+import type { ChainLink, FilesPreview, RestoreOutcome, RestoreSelection } from './ports.ts'
 import { trackedCwd } from './capture.ts'
 import { notCoveredOf, noteRefusal, refusedScope, scanRequest } from './scan.ts'
 import { forkAncestors } from './fork.ts'
@@ -104,6 +104,25 @@ export class RewindFiles {
     }
   }
 
+  /**
+   * The store's preview of a rewind of `sessionId` as the rewind's report will tell it (call
+   * after {@link RewindFiles.recordPending}): of the files changed outside the agent, those its
+   * latest scan found changed while a command of another conversation of the workspace was still
+   * running are listed apart (`inFlight`), and a planned file among them shows that origin
+   * (`in-flight`) instead of `outside` — that command's own rewind brings them back.
+   */
+  inFlightOf(sessionId: string, preview: Addon.BindingPreview): FilesPreview {
+    const moving = new Set(this.inFlight.get(sessionId) ?? [])
+    if (moving.size === 0) return preview
+    const inFlight = preview.outside.filter(p => moving.has(p))
+    return {
+      ...preview,
+      files: preview.files.map(f => f.origin === 'outside' && moving.has(f.path) ? { ...f, origin: 'in-flight' as const } : f),
+      outside: preview.outside.filter(p => !moving.has(p)),
+      ...(inFlight.length > 0 ? { inFlight } : {}),
+    }
+  }
+
   /** What rewinding to `target` would do to the files, with counts and who made each change. */
   async preview(agent: HostAgent, target: string): Promise<RewindPreview> {
     const session = agent.session
@@ -116,7 +135,7 @@ export class RewindFiles {
     const sessionId = session.header.id
     await this.recordPending(session)
     const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-    const files = await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors))
+    const files = this.inFlightOf(sessionId, await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors)))
     // A session that is itself a fork: its git states before the fork are its parent's, so git
     // is left as it is, and the preview says so (docs/git.md).
     const git = ancestors.length > 0 ? forkGit() : await gitPreview(this.deps, agent, plan.targetSeq)

@@ -136,7 +136,9 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       // who made each change (this agent, someone outside it, another session).
       await deps.rewinder?.recordPending(agent.session)
       const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
-      const preview = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
+      const stored = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
+      // Changes of another conversation's command still running are told apart, as the rewind's report tells them.
+      const preview = deps.rewinder?.files.inFlightOf(sessionId, stored) ?? stored
       // What the rewind would do to the workspace's git repository (docs/git.md); `keepGit` in
       // the rewind command (`--keep-git`) leaves it as it is.
       // A session that is itself a fork leaves git as it is (docs/git.md): the preview says so.

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { turn, text, write, bash } from './lib/harness.mjs'
-import { bootWithPlugin, bytes, humanSeq, put } from './plugin-support.mjs'
+import { bootWithPlugin, bytes, humanSeq, put, rpc } from './plugin-support.mjs'
 
 /** Resolves once `path` exists (polled), or rejects after `ms`. */
 async function appears(path, ms = 20_000) {
@@ -61,8 +61,21 @@ test('a rewind in one conversation while the other\'s shell command runs: the co
   await appears(started)
   assert.equal((await bytes(join(ws, 'shared.txt')))?.toString(), 'B half\n')
 
+  // A's preview (the dialog's RPC, the command) tells B's files apart before anything runs, as
+  // A's report does: changed by another conversation's command still running, not "outside".
+  const target = humanSeq(a, 'A two')
+  const pv = (await rpc(host, 'preview', { sessionId: 'two-sessions-a', seq: target })).json
+  assert.equal(pv.ok, true, JSON.stringify(pv))
+  assert.ok((pv.value.inFlight ?? []).includes('shared.txt'), `the preview lists shared.txt as in flight: ${JSON.stringify(pv.value)}`)
+  assert.ok(!pv.value.outside.includes('shared.txt'), `the preview does not list shared.txt as changed outside the agent: ${JSON.stringify(pv.value)}`)
+  assert.ok(pv.value.files.every(f => f.origin !== 'outside'), JSON.stringify(pv.value.files))
+  const { result: pa } = await host.runCommand(a, `/rewind preview @${target}`)
+  assert.equal(pa.kind, 'success', pa.text)
+  assert.match(pa.text, /Changed by a command of another conversation that was still running, left as is \(\d+\):[^]*shared\.txt/, pa.text)
+  assert.doesNotMatch(pa.text, /Changed outside the agent/, pa.text)
+
   // A rewinds meanwhile: a.txt back to "a1"; B's files are not A's and are left as they are.
-  const { result: ra } = await host.runCommand(a, `/rewind @${humanSeq(a, 'A two')}`)
+  const { result: ra } = await host.runCommand(a, `/rewind @${target}`)
   assert.equal(ra.kind, 'success', ra.text)
   assert.equal((await bytes(join(ws, 'a.txt')))?.toString(), 'a1\n', 'A\'s rewind restored a.txt')
   assert.equal((await bytes(join(ws, 'shared.txt')))?.toString(), 'B half\n', 'B\'s half-written file left alone')

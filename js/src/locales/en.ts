@@ -72,6 +72,7 @@ export const en = {
   actDelete: 'delete',
   originOutside: 'changed outside this agent',
   originSession: 'changed by session {session}',
+  originInFlight: "another conversation's command is changing this file",
   previewHint: 'Rewind with /rewind @{seq}. Keep files as they are with --keep <path>[,…]; restore only some with --only <path>[,…].',
   undoneTo: 'Undid the rewind to @{seq}.',
   undoSession: 'The conversation as it was before that rewind continues in the new session {session}; the rewound session is unchanged.',

@@ -74,6 +74,7 @@ export const zhCN: Dictionary = {
   actDelete: '删除',
   originOutside: '在此代理之外更改',
   originSession: '由会话 {session} 更改',
+  originInFlight: '另一个对话的命令正在更改此文件',
   previewHint: '使用 /rewind @{seq} 回退。用 --keep <路径>[,…] 保留文件原样；用 --only <路径>[,…] 只恢复部分文件。',
   undoneTo: '已撤销回退到 @{seq} 的操作。',
   undoSession: '回退之前的对话在新会话 {session} 中继续；被回退的会话保持不变。',

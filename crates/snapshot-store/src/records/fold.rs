@@ -289,13 +289,7 @@ pub(super) fn fold_frames_one(
     let r = for_each_frame(bytes, start, |payload, len, o| {
         idx.fold_frame(all, payload, len, o, &mut deferred, &mut buf, &mut refused)
     });
-    let corrupt = |detail: String| -> Fault {
-        CorruptFile {
-            path: path.to_string_lossy().into_owned(),
-            detail,
-        }
-        .into()
-    };
+    let corrupt = |detail: String| corrupt_log(path, detail);
     let (valid, torn) = r.map_err(|e| decode_fault(path, e))?;
     if let Some(detail) = refused {
         return Err(corrupt(detail));
@@ -385,13 +379,7 @@ pub(super) fn fold_frames_split(
         (Ok(_), Err(h)) => Err(h),
         (Ok(m), Ok(_)) => Ok(m),
     };
-    let corrupt = |detail: String| -> Fault {
-        CorruptFile {
-            path: path.to_string_lossy().into_owned(),
-            detail,
-        }
-        .into()
-    };
+    let corrupt = |detail: String| corrupt_log(path, detail);
     let (valid, torn) = r.map_err(|e| decode_fault(path, e))?;
     if let Some(detail) = refused {
         return Err(corrupt(detail));
@@ -450,4 +438,13 @@ pub(crate) fn readable_prefix(path: &Path, bytes: &[u8]) -> Option<usize> {
         }
     }
     Some(ends[lo])
+}
+
+/// The log at `path` is corrupt: `detail` says how.
+fn corrupt_log(path: &Path, detail: String) -> Fault {
+    CorruptFile {
+        path: path.to_string_lossy().into_owned(),
+        detail,
+    }
+    .into()
 }
