@@ -502,6 +502,13 @@ impl WorkspaceScan<'_> {
         if let Some(ix) = out.save.take() {
             locked.save(ix)?;
         }
+        // A scan that looked only at what the change watcher reported keeps what the walk
+        // before it saw (see `Outcome::keep_absence`).
+        let absence = if out.keep_absence {
+            st.scan_seen.take().and_then(|v| v.absence)
+        } else {
+            out.absence.take()
+        };
         st.scan_seen = locked
             .cached
             .index
@@ -509,7 +516,7 @@ impl WorkspaceScan<'_> {
             .map(|ix| crate::session::ScanSeen {
                 anchor: req.anchor_seq,
                 index_at: ix.scanned_at,
-                absence: out.absence.take(),
+                absence,
             });
         if !in_turn {
             let rec = ScanSessionState {

@@ -104,6 +104,10 @@ pub(crate) struct Outcome {
     /// write. Only content a change's new entry names is kept so: any other file the scan
     /// read goes to a blob file, as the index alone would name it.
     pub kept: Vec<crate::codec::Record>,
+    /// A partial scan's walk tells nothing of what was absent: what the walk of the scan
+    /// before it saw (`Limits::prev`, valid for the index this scan started from) stays
+    /// the session handle's, now for the index this scan leaves.
+    pub keep_absence: bool,
     /// How the scan looked at the workspace.
     pub mode: ScanMode,
     /// Why it walked the workspace in full (with [`ScanMode::Full`]).
@@ -308,11 +312,32 @@ pub(crate) fn run(
             } else {
                 None
             };
-            w.plan(had_index.then_some(ix.scanned_at), unsure)
+            w.plan(
+                had_index.then_some((ix.scanned_at, locked.cached.edits)),
+                unsure,
+            )
         }
         Err(why) => Plan::Full(format!("no change watcher: {why}")),
     };
     let watch = limits.watch.ok();
+    // A partial scan starts from the tally the last scan left (the bytes the index keeps, its
+    // not-covered entries, its entries changed within `RACY_NS` before it: looked at again as
+    // the full walk would, see `needs_read`).
+    let (plan, tally) = match (plan, watch) {
+        (Plan::Partial(mut paths, scope), Some(w)) => {
+            match w.take_tally(ix.scanned_at, limits.cap) {
+                Some(t) => {
+                    add_racy(&mut paths, &t.racy);
+                    (Plan::Partial(paths, scope), Some(t))
+                }
+                None => (
+                    Plan::Full("no tally of the index from the last scan".into()),
+                    None,
+                ),
+            }
+        }
+        (p, _) => (p, None),
+    };
     let make = || Compare {
         ix: &ix,
         had_index,
@@ -338,7 +363,7 @@ pub(crate) fn run(
             (w, s, Some((paths, scope)))
         }
     };
-    let finish = |index_at: Option<u64>, clean: bool, scope: Option<super::walk::Scope>| {
+    let finish = |index_at: Option<(u64, u64)>, clean: bool, scope: Option<super::walk::Scope>| {
         if let Some(w) = watch {
             w.finish(index_at, clean, scope);
         }
@@ -443,12 +468,17 @@ pub(crate) fn run(
     }
     drop(seen_paths);
 
-    // The budget: bytes of content kept in the store for this workspace.
-    let mut covered: u64 = ix
-        .entries()
-        .values()
-        .filter_map(|e| e.cov.sha().map(|_| e.stat.size))
-        .sum();
+    // The budget: bytes of content kept in the store for this workspace (kept up to date by
+    // the watcher from one partial scan to the next: not summed over the index each time).
+    let covered_start: u64 = match &tally {
+        Some(t) => t.covered,
+        None => ix
+            .entries()
+            .values()
+            .filter_map(|e| e.cov.sha().map(|_| e.stat.size))
+            .sum(),
+    };
+    let mut covered = covered_start;
     for (_, _, old) in &work {
         if let Some(e) = old.as_ref().filter(|e| e.cov.sha().is_some()) {
             covered = covered.saturating_sub(e.stat.size);
@@ -466,6 +496,7 @@ pub(crate) fn run(
         .prev
         .filter(|(at, _)| had_index && *at == ix.scanned_at)
         .map(|(_, a)| a);
+    out.keep_absence = partial.is_some() && prev.is_some();
     let moved_in: Vec<bool> = work
         .iter()
         .map(|(p, st, old)| {
@@ -661,12 +692,26 @@ pub(crate) fn run(
             None => {}
         }
     }
+    let sha_size = |e: &IdxEntry| e.cov.sha().map_or(0, |_| e.stat.size);
+    let mut covered_end = covered_start;
     for k in &dropped {
+        if let Some(e) = ix.entries().get(k) {
+            covered_end = covered_end.saturating_sub(sha_size(e));
+        }
         ix.remove(k);
     }
-    for (k, _) in &deleted {
+    for (k, e) in &deleted {
+        covered_end = covered_end.saturating_sub(sha_size(e));
         ix.remove(k);
     }
+    let removed: Vec<Box<[u8]>> = match &tally {
+        Some(_) => dropped
+            .iter()
+            .chain(deleted.iter().map(|(k, _)| k))
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
 
     // The changes (none for a baseline: there is nothing to compare with).
     if had_index {
@@ -695,17 +740,64 @@ pub(crate) fn run(
         out.changes.sort_by(|a, b| a.path.cmp(&b.path));
     }
 
-    ix.baseline_complete = !ix.entries().values().any(|e| e.cov == Coverage::Pending);
+    // A partial scan starts from a complete baseline and reads nothing into `Pending`.
+    if partial.is_none() {
+        ix.baseline_complete = !ix.entries().values().any(|e| e.cov == Coverage::Pending);
+    }
     out.baseline_complete = ix.baseline_complete;
     let unreadable = unreadable_dirs(&ix, &walked.dir_errors);
-    for (k, e) in ix.entries() {
-        if let Coverage::Not(u) = &e.cov {
-            if walked.dir_errors.iter().any(|(d, _)| under(k, d)) {
-                continue; // listed with its directory's error below
+    // The index's not-covered entries and the bytes it keeps: from the tally of the previous
+    // scan updated with the paths this one looked at, or counted over the whole index.
+    let tally = match tally {
+        Some(mut t) => {
+            for (p, _, old) in &work {
+                if let Some(o) = old {
+                    covered_end = covered_end.saturating_sub(sha_size(o));
+                }
+                t.not_cov.remove(p);
+                if let Some(e) = ix.entries().get(p) {
+                    covered_end += sha_size(e);
+                    if let Coverage::Not(u) = &e.cov {
+                        t.not_cov
+                            .insert(p.clone(), reason_text(u, e.stat.size, limits.cap));
+                    }
+                }
             }
-            out.not_covered
-                .push((k.clone(), reason_text(u, e.stat.size, limits.cap)));
+            for k in &removed {
+                t.not_cov.remove(k);
+            }
+            t.covered = covered_end;
+            t.racy.extend(work.iter().map(|(p, _, _)| p.clone()));
+            t
         }
+        None => {
+            let mut t = super::watch::Tally {
+                index_at: 0,
+                cap: limits.cap,
+                covered: 0,
+                not_cov: Default::default(),
+                racy: Vec::new(),
+            };
+            // Racy for the index this scan leaves, whichever `scanned_at` it keeps.
+            let racy_from = started.min(ix.scanned_at).saturating_sub(RACY_NS);
+            for (k, e) in ix.entries() {
+                t.covered += sha_size(e);
+                if e.stat.ctime_total() >= racy_from {
+                    t.racy.push(k.clone());
+                }
+                if let Coverage::Not(u) = &e.cov {
+                    t.not_cov
+                        .insert(k.clone(), reason_text(u, e.stat.size, limits.cap));
+                }
+            }
+            t
+        }
+    };
+    for (k, r) in &tally.not_cov {
+        if walked.dir_errors.iter().any(|(d, _)| under(k, d)) {
+            continue; // listed with its directory's error below
+        }
+        out.not_covered.push((k.clone(), r.clone()));
     }
     out.not_covered.extend(unreadable.iter().cloned());
     for (p, err) in &walked.entry_errors {
@@ -719,11 +811,25 @@ pub(crate) fn run(
         out.files = ix.entries().len() as u64;
     }
     let clean = walked.dir_errors.is_empty() && walked.entry_errors.is_empty();
-    finish(
-        Some(if dirty { started } else { ix.scanned_at }),
-        clean,
-        partial.map(|(_, scope)| scope),
-    );
+    let index_at = if dirty { started } else { ix.scanned_at };
+    // The index this scan leaves: saved once its changes are recorded (one more save).
+    let edits = locked.cached.edits + u64::from(dirty);
+    // The entries the next scan reads again even when their metadata looks unchanged.
+    let mut tally = tally;
+    let racy_next = index_at.saturating_sub(RACY_NS);
+    let mut racy = std::mem::take(&mut tally.racy);
+    racy.retain(|p| {
+        ix.entries()
+            .get(p)
+            .is_some_and(|e| e.stat.ctime_total() >= racy_next)
+    });
+    racy.sort_unstable();
+    racy.dedup();
+    tally.racy = racy;
+    if let Some(w) = watch {
+        w.put_tally(super::watch::Tally { index_at, ..tally });
+    }
+    finish(Some((index_at, edits)), clean, partial.map(|(_, scope)| scope));
     // What the planner lists besides the index's own not-covered entries, for as long as the
     // index this scan leaves is the one in place (see `workspace::Cached::unreadable`).
     let stamp = if dirty { started } else { ix.scanned_at };
@@ -735,6 +841,27 @@ pub(crate) fn run(
         locked.cached.index = Some(ix);
     }
     Ok(out)
+}
+
+/// Adds the `racy` paths to a partial scan's `paths` (sorted; `true`: walked to its end),
+/// except those a given path or a directory walked to its end covers.
+fn add_racy(paths: &mut Vec<(Box<[u8]>, bool)>, racy: &[Box<[u8]>]) {
+    if racy.is_empty() {
+        return;
+    }
+    let walked: Vec<&[u8]> = paths
+        .iter()
+        .filter(|(_, sub)| *sub)
+        .map(|(p, _)| &p[..])
+        .collect();
+    let given: HashSet<&[u8]> = paths.iter().map(|(p, _)| &p[..]).collect();
+    let extra: Vec<(Box<[u8]>, bool)> = racy
+        .iter()
+        .filter(|r| !given.contains(&r[..]) && !walked.iter().any(|d| under(r, d)))
+        .map(|r| (r.clone(), false))
+        .collect();
+    paths.extend(extra);
+    paths.sort();
 }
 
 /// The not-covered entries of the directories a walk could not list (`dir_errors`: the

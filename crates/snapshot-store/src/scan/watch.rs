@@ -80,8 +80,22 @@ fn mask() -> WatchMask {
         | WatchMask::DONT_FOLLOW
 }
 
+/// What the index a scan left keeps, for the next partial scan: the bytes of content the
+/// store keeps for it (the baseline budget's count) and its not-covered entries with why.
+pub(crate) struct Tally {
+    /// The `scanned_at` of that index.
+    pub index_at: u64,
+    /// The per-file cap the reasons were written with.
+    pub cap: u64,
+    pub covered: u64,
+    pub not_cov: HashMap<Box<[u8]>, String>,
+    /// Its entries whose status changed within `diff::RACY_NS` before it was scanned.
+    pub racy: Vec<Box<[u8]>>,
+}
+
 struct Inner {
     root: PathBuf,
+    tally: Option<Tally>,
     /// `None` once the watcher gave up (the reason in `gone`).
     ino: Option<Inotify>,
     gone: Option<String>,
@@ -91,8 +105,9 @@ struct Inner {
     dirty: HashMap<Box<[u8]>, bool>,
     /// Why the next scan must walk in full (`None`: the dirty set can be trusted).
     resync: Option<String>,
-    /// The `scanned_at` of the index the last scan left (`None`: no scan yet).
-    synced_at: Option<u64>,
+    /// The index the last scan left: its `scanned_at` and the workspace slot's count of
+    /// index loads and saves then (`None`: no scan yet, or it did not finish).
+    synced_at: Option<(u64, u64)>,
     /// The workspace's `.git/info/exclude` as the last scan saw it (not watched: `.git`
     /// is never entered).
     exclude: Option<(i64, i64, u64)>,
@@ -152,6 +167,7 @@ impl Watcher {
         Ok(Watcher {
             inner: Mutex::new(Inner {
                 root: root.to_path_buf(),
+                tally: None,
                 ino: Some(ino),
                 gone: None,
                 by_wd: HashMap::new(),
@@ -176,11 +192,14 @@ impl Watcher {
     }
 
     /// What the scan about to run is to do. `index_at`: the `scanned_at` of the index it
-    /// compares with (`None`: no usable index, or one whose baseline is not complete, or
-    /// taken over from another session: walk in full). Reads every queued event first (the
+    /// compares with and the slot's count of index loads and saves (`None`: no usable
+    /// index); `unsure`: why that index cannot be trusted anyway (an incomplete baseline,
+    /// one taken over from another session): walk in full. An index saved or read from
+    /// disk by anything but the last scan (a restore's bookkeeping, another process) is not
+    /// the one the dirty set is relative to: walk in full. Reads every queued event first (the
     /// barrier, see the module doc). After [`Plan::Full`] the dirty set is empty: the walk
     /// sees what changed so far, the events from now on are the next scan's.
-    pub(crate) fn plan(&self, index_at: Option<u64>, unsure: Option<&str>) -> Plan {
+    pub(crate) fn plan(&self, index_at: Option<(u64, u64)>, unsure: Option<&str>) -> Plan {
         let mut g = self.lock();
         g.drain();
         if let Some(why) = &g.gone {
@@ -192,7 +211,7 @@ impl Watcher {
         } else if let Some(u) = unsure {
             Some(u.to_string())
         } else if index_at.is_none() || index_at != g.synced_at {
-            Some("the index is not the one this process's last scan left".into())
+            Some("the index is not the one this process's last scan left, untouched".into())
         } else if stamp != g.exclude {
             Some("the workspace's .git/info/exclude changed".into())
         } else {
@@ -223,10 +242,11 @@ impl Watcher {
         Plan::Partial(kept, scope)
     }
 
-    /// Ends a scan: `index_at`: the `scanned_at` of the index it left (`None`: it failed or
-    /// stopped, the next scan walks in full); `clean`: no directory or entry could not be
-    /// read; `scope`: the rules a partial scan used, kept for the next one.
-    pub(crate) fn finish(&self, index_at: Option<u64>, clean: bool, scope: Option<Scope>) {
+    /// Ends a scan: `index_at`: the `scanned_at` of the index it left and the slot's count of
+    /// index loads and saves once it is saved (`None`: it failed or stopped, the next scan
+    /// walks in full); `clean`: no directory or entry could not be read; `scope`: the rules
+    /// a partial scan used, kept for the next one.
+    pub(crate) fn finish(&self, index_at: Option<(u64, u64)>, clean: bool, scope: Option<Scope>) {
         let mut g = self.lock();
         g.synced_at = index_at;
         if index_at.is_none() {
@@ -282,10 +302,18 @@ impl Watcher {
         true
     }
 
-    /// How many directories are watched.
-    #[cfg(test)]
-    pub(crate) fn watched(&self) -> usize {
-        self.lock().by_dir.len()
+    /// The tally the last scan left, when it is that of the index at `index_at` under the
+    /// per-file cap `cap`.
+    pub(crate) fn take_tally(&self, index_at: u64, cap: u64) -> Option<Tally> {
+        self.lock()
+            .tally
+            .take()
+            .filter(|t| t.index_at == index_at && t.cap == cap)
+    }
+
+    /// Keeps the tally of the index a scan left.
+    pub(crate) fn put_tally(&self, t: Tally) {
+        self.lock().tally = Some(t);
     }
 }
 
@@ -356,6 +384,11 @@ impl Inner {
                 && mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF)
             {
                 self.resync = Some("the workspace directory itself moved or was removed".into());
+            } else if dir.is_empty() && mask.contains(EventMask::ATTRIB) {
+                // Its permissions may have changed (a workspace no longer readable): no
+                // watch above it reports that by name.
+                self.resync
+                    .get_or_insert_with(|| "the workspace directory's status changed".into());
             }
             return; // the directory itself: its parent's watch reports it by name
         };

@@ -46,6 +46,10 @@ pub(crate) struct Cached {
     /// The before-states of the calls in flight in this process, kept from other sessions'
     /// scans and from restores (see `super::pin`).
     pub pins: super::pin::Pins,
+    /// Counts every index this process put in `index` from disk or saved (see
+    /// `super::watch`: a watcher trusts its dirty set only against the index its last scan
+    /// left, untouched since).
+    pub edits: u64,
     /// The workspace's change watcher while a session handle keeps it (see `super::watch`).
     pub watch: std::sync::Weak<super::watch::Watcher>,
 }
@@ -407,6 +411,7 @@ impl Locked<'_> {
             Ok(ix) => {
                 self.cached.index = Some(ix);
                 self.cached.file = id;
+                self.cached.edits += 1;
                 Ok(Loaded::Present)
             }
             Err(Fault::Corrupt(c)) => Ok(Loaded::Rebuilt(c.detail)),
@@ -430,6 +435,7 @@ impl Locked<'_> {
         let (secs, nanos) = written.mtime;
         self.cached.file = Some((written.ino, written.size, secs, nanos, tail));
         self.cached.index = Some(ix);
+        self.cached.edits += 1;
         Ok(())
     }
 }
@@ -519,6 +525,7 @@ pub(crate) fn peek<R>(
             Ok(ix) if still => {
                 cached.index = Some(ix);
                 cached.file = id;
+                cached.edits += 1;
                 break;
             }
             Ok(ix) => return Ok(Some(f(&ix))),
