@@ -6,7 +6,9 @@
 //!   stat data (size, modification and status-change times, inode) and the entry is not
 //!   racily clean (its modification time is before the index file's), or else the file
 //!   hashed as a git blob has the entry's id. Such an entry is [`Coverage::Git`]: nothing is
-//!   copied.
+//!   copied. Where git may convert content between a blob and its work-tree file (line
+//!   endings, a filter such as Git LFS, `ident`: set by an attributes file or the config),
+//!   the stat data are not trusted: every file is hashed, and a converted one is copied.
 //! - When a scan records a change of such a file, its before-state is that blob:
 //!   [`before_state`] reads it from the object store (checked against its id), names it by
 //!   its SHA-256 as every before-state is, and writes a reference `gitrefs/<sha256>` (the
@@ -61,6 +63,112 @@ pub(crate) struct GitBaseline {
     /// after it is racily clean and is hashed.
     index_mtime: (i64, u32),
     root: PathBuf,
+    /// Whether a file whose stat data match its entry is taken for its blob without reading
+    /// it: only when no conversion between the blob and the work-tree file can apply (see
+    /// [`conversions_possible`]). Otherwise every file is hashed: a converted file (line
+    /// endings, a filter such as Git LFS, `ident`) does not hash to its blob and is copied.
+    trust_stat: bool,
+}
+
+/// The attributes that make git convert a file between its blob and the work tree.
+const CONVERTING: [&str; 6] = [
+    "text",
+    "eol",
+    "crlf",
+    "filter",
+    "ident",
+    "working-tree-encoding",
+];
+
+/// Whether an attributes file's text sets (or defines a macro with) an attribute that may
+/// convert content: any of [`CONVERTING`] named other than unset (`-text`).
+fn attributes_convert(text: &str) -> bool {
+    text.lines().any(|line| {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            return false;
+        }
+        // The pattern first (a `[attr]` macro name for a definition), then the attributes.
+        l.split_whitespace().skip(1).any(|a| {
+            if a.starts_with('-') {
+                return false;
+            }
+            let name = a.trim_start_matches('!').split('=').next().unwrap_or("");
+            CONVERTING.contains(&name)
+        })
+    })
+}
+
+/// Whether a git config file's text may make git convert content: `core.autocrlf` set to
+/// anything but false, an attributes file named (`core.attributesFile`), or an include
+/// (what it includes is not read).
+fn config_converts(text: &str) -> bool {
+    text.lines().any(|line| {
+        let l = line.trim().to_ascii_lowercase();
+        if l.starts_with("[include") {
+            return true;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            return false;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        (k == "autocrlf" && !matches!(v, "false" | "no" | "off" | "0")) || k == "attributesfile"
+    })
+}
+
+/// Whether git may convert content between blobs and work-tree files in this repository:
+/// a tracked `.gitattributes` or `info/attributes` (or the user's attributes file) that sets
+/// a converting attribute, or a config (the repository's, the user's, the system's) that
+/// may. Unreadable means possible.
+fn conversions_possible(repo: &git_state::Repo, entries: &IndexEntries) -> bool {
+    let read = |p: &Path| match std::fs::read_to_string(p) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some("[include]".into()),
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut configs = vec![
+        repo.common_dir.join("config"),
+        repo.git_dir.join("config.worktree"),
+    ];
+    match std::env::var_os("GIT_CONFIG_GLOBAL") {
+        Some(g) => configs.push(PathBuf::from(g)),
+        None => {
+            configs.extend(home.as_ref().map(|h| h.join(".gitconfig")));
+            configs.extend(xdg.as_ref().map(|x| x.join("git").join("config")));
+        }
+    }
+    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none() {
+        configs.push(PathBuf::from("/etc/gitconfig"));
+    }
+    // Settings given in the environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_PARAMETERS`).
+    if std::env::var_os("GIT_CONFIG_COUNT").is_some()
+        || std::env::var_os("GIT_CONFIG_PARAMETERS").is_some()
+    {
+        return true;
+    }
+    if configs
+        .iter()
+        .filter_map(|p| read(p))
+        .any(|t| config_converts(&t))
+    {
+        return true;
+    }
+    let mut attributes = vec![repo.common_dir.join("info").join("attributes")];
+    attributes.extend(xdg.as_ref().map(|x| x.join("git").join("attributes")));
+    for e in &entries.entries {
+        if e.path.rsplit(|b| *b == b'/').next() == Some(b".gitattributes".as_slice()) {
+            use std::os::unix::ffi::OsStrExt;
+            attributes.push(repo.work_tree.join(std::ffi::OsStr::from_bytes(&e.path)));
+        }
+    }
+    attributes
+        .iter()
+        .filter_map(|p| read(p))
+        .any(|t| attributes_convert(&t))
 }
 
 /// The repository whose work tree is `root` exactly, when its git state can be read.
@@ -85,6 +193,7 @@ impl GitBaseline {
             return None;
         }
         let entries = git_state::read_entries(&bytes).ok()?;
+        let trust_stat = !conversions_possible(&repo, &entries);
         use std::os::unix::fs::MetadataExt;
         Some(GitBaseline {
             entries,
@@ -93,6 +202,7 @@ impl GitBaseline {
                 u32::try_from(after.mtime_nsec()).unwrap_or(0),
             ),
             root: root.to_path_buf(),
+            trust_stat,
         })
     }
 
@@ -109,7 +219,7 @@ impl GitBaseline {
             && st.ctime_ns == e.ctime_ns
             && st.ino as u32 == e.ino;
         let racy = (i64::from(e.mtime_s), e.mtime_ns) >= self.index_mtime;
-        if stat_same && !racy {
+        if stat_same && !racy && self.trust_stat {
             return Some(e.oid);
         }
         (self.hash(path, st)? == e.oid).then_some(e.oid)
@@ -377,4 +487,34 @@ pub(crate) fn sweep_refs(
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converting_attributes_and_config_are_told_apart() {
+        assert!(attributes_convert("*.txt text eol=crlf\n"));
+        assert!(attributes_convert(
+            "*.bin filter=lfs diff=lfs merge=lfs -text\n"
+        ));
+        assert!(attributes_convert("[attr]mine text\n"));
+        assert!(attributes_convert("*.c ident\n"));
+        assert!(attributes_convert("* text=auto\n"));
+        assert!(!attributes_convert(
+            "# *.txt text\n*.rs diff=rust\n*.png -text -diff\n"
+        ));
+        assert!(!attributes_convert(
+            "docs/** linguist-documentation export-ignore\n"
+        ));
+        assert!(config_converts("[core]\n\tautocrlf = input\n"));
+        assert!(config_converts("[core]\n\tattributesFile = ~/.attrs\n"));
+        assert!(config_converts(
+            "[includeIf \"gitdir:~/w/\"]\n\tpath = w.inc\n"
+        ));
+        assert!(!config_converts(
+            "[core]\n\tautocrlf = false\n\tbare = false\n"
+        ));
+    }
 }

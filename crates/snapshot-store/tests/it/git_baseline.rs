@@ -327,7 +327,8 @@ fn garbage_collection_drops_the_references_no_record_names_and_keeps_the_rest() 
     clean_repo(&env, 5);
     let store = store(&env);
     let s = env.session(&store);
-    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("baseline");
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
     call(&s, 10, "bash-1", || env.write("src/m1/f1.rs", b"edited"));
     let r = env.root.join("gitrefs").join(sha(&text(1, 8192)));
     assert!(r.exists());
@@ -338,4 +339,45 @@ fn garbage_collection_drops_the_references_no_record_names_and_keeps_the_rest() 
     assert!(!r.exists(), "no record names it any more");
     // The repository is untouched.
     git(&env.cwd, &["fsck", "--no-progress"]);
+}
+
+#[test]
+fn a_file_git_converts_is_copied_and_comes_back_as_it_was_on_disk() {
+    // `eol=crlf`: the work-tree file has CRLF line endings, its blob LF. Its stat data match
+    // the index, but the blob is not its content: it is hashed, found to differ, and copied.
+    let env = Env::new();
+    git(&env.cwd, &["init", "-q", "-b", "main"]);
+    env.write(".gitattributes", b"*.txt text eol=crlf\n");
+    env.write("a.txt", b"one\ntwo\n");
+    env.write("b.rs", b"fn main() {}\n");
+    git(&env.cwd, &["add", "-A"]);
+    git(&env.cwd, &["commit", "-q", "-m", "one"]);
+    env.remove("a.txt");
+    git(&env.cwd, &["checkout", "--", "a.txt"]);
+    assert_eq!(env.read("a.txt").unwrap(), b"one\r\ntwo\r\n");
+    // The index written again after the file's clock tick: its entry is not racily clean,
+    // and its stat data match the file.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    git(&env.cwd, &["update-index", "--really-refresh"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let store = store(&env);
+    let s = env.session(&store);
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
+    assert!(
+        stored_loose(&env, b"one\r\ntwo\r\n"),
+        "the converted file is copied"
+    );
+    assert!(
+        !stored_loose(&env, b"fn main() {}\n"),
+        "b.rs is its blob: hashed, not copied"
+    );
+    call(&s, 10, "bash-1", || {
+        env.write("a.txt", b"changed\n");
+        env.write("b.rs", b"changed\n");
+    });
+    let plan = s.plan_restore(10).expect("plan");
+    assert!(s.restore(&plan, "op-1").expect("restore").failed.is_empty());
+    assert_eq!(env.read("a.txt").unwrap(), b"one\r\ntwo\r\n");
+    assert_eq!(env.read("b.rs").unwrap(), b"fn main() {}\n");
 }
