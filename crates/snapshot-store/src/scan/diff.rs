@@ -512,11 +512,9 @@ pub(crate) fn run(
     let mut to_hash: Vec<usize> = Vec::new();
     // A baseline read of a file that is its blob in the workspace's git index copies
     // nothing (see `git_baseline`).
-    let mut git = None;
-    for (i, (p, st, old)) in work.iter().enumerate() {
-        if let Some(e) =
-            super::git_baseline::entry_for(&mut git, root, had_index, p, st, old.as_ref())
-        {
+    let git = super::git_baseline::entries_for(root, had_index, &work, limits.threads);
+    for (i, (p, st, _)) in work.iter().enumerate() {
+        if let Some(e) = git.get(i).cloned().flatten() {
             ix.insert(p.clone(), e.clone());
             results[i] = Some(Hashed::Entry(e));
             continue;

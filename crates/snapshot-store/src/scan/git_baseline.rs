@@ -415,28 +415,61 @@ pub(crate) fn all_refs(fs: &StoreFs) -> Result<Vec<(String, GitRef, bool)>, FsFa
     Ok(out)
 }
 
-/// The entry of a path a scan is about to read, when a git blob stands for its content:
-/// a baseline read ([`eligible`]) of a regular file with one link that is its index blob.
-/// `git` is the workspace's index, loaded by the first path that asks.
-pub(crate) fn entry_for(
-    git: &mut Option<Option<GitBaseline>>,
+/// Paths a scan is about to read (path, `lstat`, index entry before), in the scan's order.
+pub(crate) type Work = [(Box<[u8]>, Stat, Option<IdxEntry>)];
+
+/// For each path a scan is about to read, its entry when a git blob stands for its content:
+/// a baseline read ([`eligible`]) of a regular file with one link that is its blob in the
+/// workspace's git index. Empty when no path is such a read or the index cannot be read with
+/// certainty; otherwise one slot per path. Files that must be hashed are read on up to
+/// `threads` threads (0: one per CPU).
+pub(crate) fn entries_for(
     root: &Path,
     had_index: bool,
-    path: &[u8],
-    st: &Stat,
-    old: Option<&IdxEntry>,
-) -> Option<IdxEntry> {
-    if st.kind() != FileKind::File || st.nlink != 1 || !eligible(had_index, old) {
-        return None;
+    work: &Work,
+    threads: usize,
+) -> Vec<Option<IdxEntry>> {
+    let candidates: Vec<usize> = work
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, st, old))| {
+            st.kind() == FileKind::File && st.nlink == 1 && eligible(had_index, old.as_ref())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if candidates.is_empty() {
+        return Vec::new();
     }
-    let oid = git
-        .get_or_insert_with(|| GitBaseline::load(root))
-        .as_ref()?
-        .blob_of(path, st)?;
-    Some(IdxEntry {
-        stat: *st,
-        cov: Coverage::Git(oid),
-    })
+    let Some(g) = GitBaseline::load(root) else {
+        return Vec::new();
+    };
+    let threads = if threads == 0 { crate::cpus() } else { threads }.max(1);
+    let per = candidates.len().div_ceil(threads).max(256);
+    let one = |i: usize| (i, g.blob_of(&work[i].0, &work[i].1));
+    let found: Vec<(usize, Option<[u8; 20]>)> = if candidates.len() <= per {
+        candidates.iter().map(|&i| one(i)).collect()
+    } else {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = candidates
+                .chunks(per)
+                .map(|c| s.spawn(move || c.iter().map(|&i| one(i)).collect::<Vec<_>>()))
+                .collect();
+            // A run that panicked finds nothing: its files are read into the store.
+            runs.into_iter()
+                .flat_map(|r| r.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    let mut out = vec![None; work.len()];
+    for (i, oid) in found {
+        if let Some(oid) = oid {
+            out[i] = Some(IdxEntry {
+                stat: work[i].1,
+                cov: Coverage::Git(oid),
+            });
+        }
+    }
+    out
 }
 
 /// Refuses a restore of a plan that writes a file whose before-state is a reference to a
