@@ -160,6 +160,28 @@ impl EngineSession {
         }
     }
 
+    /// [`EngineSession::journal_state`] as the end of the journal's progress log says it
+    /// ([`snapshot_store::Session::restore_state`]): neither the journal's intent (every
+    /// planned action) nor its earlier lines are read, so a 50,000-file rewind's journal costs
+    /// what a one-file one does. For judging which entries an action is offered on; the action
+    /// itself reads the whole journal, and names any damage there.
+    pub fn journal_state_quick(&self, owner: &str, op_id: &str) -> JournalState {
+        #[cfg(test)]
+        JOURNAL_READS.with(|n| n.set(n.get() + 1));
+        let Ok(files) = self.files_of(owner) else {
+            return if self.files_usable().is_ok() {
+                JournalState::Unreadable
+            } else {
+                JournalState::Missing
+            };
+        };
+        match files.restore_state(op_id) {
+            Ok(state) => crate::journal_state(state),
+            Err(JournalError::UnknownOp { .. }) => JournalState::Missing,
+            Err(_) => JournalState::Unreadable,
+        }
+    }
+
     /// Where the restore journal `op_id` of this session stands, when it has one.
     pub fn restore_status(&self, op_id: &str) -> Option<snapshot_store::RestoreStatus> {
         self.files_of(&self.id).ok()?.restore_status(op_id).ok()

@@ -204,8 +204,10 @@ pub struct EntryActions {
 impl EngineSession {
     /// Whether this session may take `pick` on `e` now — the rules [`EngineSession::undo_check`]
     /// and [`EngineSession::redo`] apply, read without changing anything. Every rule the entry
-    /// itself decides is judged first; the entry's restore journal (read whole by the store) is
-    /// read last, and only when it decides — at most once per call, never for the other action.
+    /// itself decides is judged first; the entry's restore journal is read last, and only when
+    /// it decides — at most once per call, never for the other action — and then only the state
+    /// its progress log ends with ([`EngineSession::journal_state_quick`]). A journal damaged
+    /// before that line is judged by it; the undo or redo then reads it whole and says why not.
     fn offers(&self, pick: Pick, e: &Entry, entries: &[Entry], usable: bool) -> bool {
         let me = self.id.as_str();
         let mine = e.session_id == me || e.fork.as_ref().is_some_and(|f| f.child_session_id == me);
@@ -221,7 +223,7 @@ impl EngineSession {
                     && e.undo_started_at.is_none()
                     && (!touched_files(e)
                         || (usable
-                            && self.journal_state(&e.session_id, &e.op_id)
+                            && self.journal_state_quick(&e.session_id, &e.op_id)
                                 == JournalState::Completed))
             }
             Pick::Redo => {
@@ -231,7 +233,7 @@ impl EngineSession {
                     && usable
                     && e.counts.restored + e.counts.deleted > 0
                     && standing_redo(entries, &e.op_id).is_none()
-                    && self.journal_state(&e.session_id, &e.op_id) == JournalState::Undone
+                    && self.journal_state_quick(&e.session_id, &e.op_id) == JournalState::Undone
             }
         }
     }
@@ -692,8 +694,8 @@ mod tests {
     }
 
     /// `/rewind undo` picks the newest undoable rewind reading that rewind's journal alone:
-    /// an older rewind's journal (read whole by the store: 50,000 actions for a large rewind)
-    /// is not read, nor is any journal read for the redo the undo did not ask about.
+    /// an older rewind's journal is not read, nor is any journal read for the redo the undo
+    /// did not ask about.
     #[test]
     fn picking_reads_only_the_journals_it_needs() {
         let home = tempfile::tempdir().expect("home");

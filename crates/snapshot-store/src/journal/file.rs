@@ -79,6 +79,17 @@ impl Session {
         self.journal().restore_status(op_id)
     }
 
+    /// The state of restore `op_id` as the end of its progress log says it — its last
+    /// `completed`, `rolled-back` or `undone` line, else `open` — without reading its intent
+    /// (every planned action) or checking the lines before that one: for an intact journal,
+    /// the state [`Session::restore_status`] reports, at a cost that does not grow with the
+    /// journal's actions once it is over. A journal damaged before its last state line reads as
+    /// that line says; [`Session::restore_status`] (which every pass reads) names the damage.
+    /// [`JournalError::UnknownOp`] when the journal has no intent file.
+    pub fn restore_state(&self, op_id: &str) -> Result<JournalState, JournalError> {
+        self.journal().restore_state(op_id)
+    }
+
     /// Status of every journal of this session, oldest first.
     pub fn restore_statuses(&self) -> Result<Vec<RestoreStatus>, ReconcileError> {
         self.journal().restore_statuses()
@@ -297,6 +308,50 @@ impl Journal<'_> {
             .into_iter()
             .filter(|s| s.state == JournalState::Open)
             .collect())
+    }
+
+    pub(crate) fn restore_state(&self, op_id: &str) -> Result<JournalState, JournalError> {
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        let (ipath, lpath) = self.journal_paths(&enc);
+        let fs = &self.s.store.inner.fs;
+        if !fs.exists(&ipath).map_err(Fault::from)? {
+            return Err(JournalError::UnknownOp {
+                op_id: op_id.into(),
+                path: ipath.to_string_lossy().into_owned(),
+            });
+        }
+        let bytes = fs
+            .read_opt(&lpath)
+            .map_err(Fault::from)?
+            .unwrap_or_default();
+        // A torn final line (crash mid-append) has no newline: it is ignored, as the fold does.
+        let complete_len = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        // The fold's state is the last state line's: read from the end, the first one found.
+        for raw in bytes[..complete_len]
+            .rsplit(|b| *b == b'\n')
+            .filter(|r| !r.is_empty())
+        {
+            let line: LogLine = serde_json::from_slice(raw).map_err(|e| {
+                Fault::from(CorruptFile {
+                    path: lpath.to_string_lossy().into_owned(),
+                    detail: format!("bad progress line: {e}"),
+                })
+            })?;
+            match line.s {
+                Status::Completed => return Ok(JournalState::Completed),
+                Status::RolledBack => return Ok(JournalState::RolledBack),
+                Status::Undone => return Ok(JournalState::Undone),
+                _ => {}
+            }
+        }
+        Ok(JournalState::Open)
     }
 
     pub(crate) fn restore_status(&self, op_id: &str) -> Result<RestoreStatus, JournalError> {

@@ -336,9 +336,19 @@ fn undo_restores_pre_rewind_state_and_refuses_when_stale() {
     s.restore(&s.plan_restore(1).expect("plan"), "op")
         .expect("restore");
     assert_ne!(env.snapshot(), pre);
+    // The state read from the log's end alone agrees with the whole journal's.
+    assert_eq!(
+        s.restore_state("op").expect("state"),
+        JournalState::Completed
+    );
+    assert!(matches!(
+        s.restore_state("never"),
+        Err(JournalError::UnknownOp { .. })
+    ));
     // Undo twice is refused the second time.
     let out = s.undo_restore("op").expect("undo");
     assert_eq!(out.state, JournalState::Undone);
+    assert_eq!(s.restore_state("op").expect("state"), JournalState::Undone);
     assert_eq!(env.snapshot(), pre);
     assert!(matches!(
         s.undo_restore("op"),

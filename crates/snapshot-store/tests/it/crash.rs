@@ -514,6 +514,12 @@ fn kill_during_continue_and_rollback_is_recoverable() {
                     let store = env.store();
                     let s = env.session(&store);
                     let st = s.restore_status("op").expect("status");
+                    // Read from the log's end alone, the state is the whole journal's.
+                    assert_eq!(
+                        s.restore_state("op").expect("state"),
+                        st.state,
+                        "{what}: state from the log's end"
+                    );
                     if st.state == JournalState::Open {
                         let rb = s.rollback_restore("op").expect("rollback");
                         assert_eq!(rb.state, JournalState::RolledBack, "{what}: {rb:?}");
