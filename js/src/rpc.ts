@@ -270,6 +270,9 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
         lastSweep: last ?? null,
         // What the size quota removed last, and when.
         lastQuota: lastQuota ?? null,
+        // How this session's latest workspace scan looked at the workspace (change watcher or
+        // full walk, and why).
+        scan: state.lastScan.get(agent.session.header.id) ?? null,
       }
     },
 

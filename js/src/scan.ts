@@ -145,6 +145,7 @@ export function registerScan(deps: ScanDeps): void {
       const report = await state.run(sessionId, () => deps.files().scan(sessionId, cwd, request))
       if (phase === 'after' && report.refused == null) afterAt.set(sessionId, anchorSeq)
       const refused = noteRefusal(state, sessionId, report)
+      state.lastScan.set(sessionId, { mode: report.mode ?? 'full', fullReason: report.fullReason ?? null, elapsedMs: report.elapsedMs })
       if (refused === undefined) refusedLogged.delete(sessionId)
       else if (!refusedLogged.has(sessionId)) {
         refusedLogged.add(sessionId)
@@ -236,6 +237,7 @@ export function registerScan(deps: ScanDeps): void {
     if (id !== undefined) {
       scans.forget(id)
       state.scanRefused.delete(id)
+      state.lastScan.delete(id)
     }
   }, { global: true })
 

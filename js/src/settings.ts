@@ -17,8 +17,8 @@ export const DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024
 /** Default per-workspace budget of the scan baseline: 1 GiB of file contents. */
 export const DEFAULT_MAX_BASELINE_BYTES = 1024 * 1024 * 1024
 
-/** Default per-workspace file-count limit of the scan: 100,000 files in scope. */
-export const DEFAULT_MAX_FILES = 100_000
+/** Default per-workspace file-count limit of the scan: 1,000,000 files in scope. */
+export const DEFAULT_MAX_FILES = 1_000_000
 
 /** Largest accepted `maxBaselineBytes`: 1 TiB. */
 export const MAX_BASELINE_BYTES_LIMIT = 1024 ** 4

@@ -45,6 +45,11 @@ export class SessionState {
   private readonly inFlight = new Set<string>()
   /** Sessions whose latest workspace scan a budget refused: the code and message, for reports. */
   readonly scanRefused = new Map<string, { code: string; message: string }>()
+  /**
+   * Sessions' latest workspace scan: `watched` (only what the change watcher reported) or
+   * `full` (a walk of the workspace) with why, and its wall time — for the storage view.
+   */
+  readonly lastScan = new Map<string, { mode: 'full' | 'watched'; fullReason: string | null; elapsedMs: number }>()
   /** `<sessionId>\0<callId>` → cwd of a capture awaiting commit. */
   readonly pending = new Map<string, { sessionId: string; cwd: string; callId: string }>()
 
