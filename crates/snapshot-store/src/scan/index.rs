@@ -16,10 +16,12 @@ use crate::path::BytesHasher;
 
 /// The file's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
-/// The newest index version this build reads. It writes version 1 when no entry is
-/// [`Coverage::Kept`] or [`Coverage::Git`] (so a build that reads only version 1 still reads
-/// it), 2 when one is kept and none is a git blob, else 3.
-pub(crate) const INDEX_VERSION: u32 = 3;
+/// The newest index version this build reads, and the one it writes: version 4, the compact
+/// entry encoding (paths after the shared prefix with the previous path, integers as
+/// varints, times and inodes as differences; about half the bytes of versions 1–3). Versions
+/// 1–3 (fixed-width entries: 1 without [`Coverage::Kept`] or [`Coverage::Git`] entries, 2 with
+/// kept ones, 3 with git ones) still read.
+pub(crate) const INDEX_VERSION: u32 = 4;
 const FLAG_BASELINE_COMPLETE: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8 + 8;
 const TRAILER: usize = 32;
@@ -354,6 +356,115 @@ impl Reader<'_> {
     fn i64(&mut self) -> Option<i64> {
         self.u64().map(|v| v as i64)
     }
+    /// A LEB128 varint of at most 10 bytes that fits a `u64`.
+    fn var(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = self.u8()?;
+            if i == 9 && b > 1 {
+                return None;
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    /// A zigzag-encoded varint.
+    fn ivar(&mut self) -> Option<i64> {
+        self.var().map(unzig)
+    }
+}
+
+fn put_var(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zig(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzig(u: u64) -> i64 {
+    ((u >> 1) as i64) ^ -((u & 1) as i64)
+}
+
+/// The longest path an entry holds (the walk never yields one over `PATH_MAX`, 4096).
+const PATH_LEN_MAX: usize = u16::MAX as usize;
+
+/// What a version-4 entry is encoded against: the entry before it (zero for the first).
+#[derive(Default)]
+struct Prev {
+    path: Vec<u8>,
+    mtime_s: i64,
+    ino: u64,
+    dev: u64,
+}
+
+/// Reads a version-4 entry (see [`put_compact`]).
+fn read_compact(r: &mut Reader<'_>, prev: &mut Prev) -> Option<(Box<[u8]>, Stat)> {
+    let shared = usize::try_from(r.var()?).ok()?;
+    let rest = usize::try_from(r.var()?).ok()?;
+    if shared > prev.path.len() || shared.checked_add(rest)? > PATH_LEN_MAX {
+        return None;
+    }
+    prev.path.truncate(shared);
+    prev.path.extend_from_slice(r.take(rest)?);
+    let mode = u32::try_from(r.var()?).ok()?;
+    let nlink = u32::try_from(r.var()?).ok()?;
+    let size = r.var()?;
+    let mtime_s = prev.mtime_s.wrapping_add(r.ivar()?);
+    let mtime_ns = r.u32()?;
+    let ctime_s = mtime_s.wrapping_add(r.ivar()?);
+    let ctime_ns = u32::try_from(i64::from(mtime_ns).checked_add(r.ivar()?)?).ok()?;
+    let ino = prev.ino.wrapping_add(r.ivar()? as u64);
+    let dev = prev.dev.wrapping_add(r.ivar()? as u64);
+    (prev.mtime_s, prev.ino, prev.dev) = (mtime_s, ino, dev);
+    let stat = Stat {
+        mode,
+        nlink,
+        size,
+        mtime_s,
+        mtime_ns,
+        ctime_s,
+        ctime_ns,
+        ino,
+        dev,
+    };
+    Some((prev.path.as_slice().into(), stat))
+}
+
+/// Writes a version-4 entry's path and metadata: the length of the prefix it shares with
+/// the previous path and the rest of it (varint, varint, bytes); mode, link count and size
+/// (varints); the mtime's seconds as the difference from the previous entry's (zigzag
+/// varint) and its nanoseconds (`u32`); the ctime as differences from the mtime, seconds and
+/// nanoseconds (zigzag varints); inode and device as differences from the previous entry's
+/// (zigzag varints of the wrapping difference).
+fn put_compact(out: &mut Vec<u8>, path: &[u8], s: &Stat, prev: &mut Prev) {
+    let shared = path
+        .iter()
+        .zip(prev.path.iter())
+        .take_while(|(a, b)| a == b)
+        .count();
+    put_var(out, shared as u64);
+    put_var(out, (path.len() - shared) as u64);
+    out.extend_from_slice(&path[shared..]);
+    put_var(out, u64::from(s.mode));
+    put_var(out, u64::from(s.nlink));
+    put_var(out, s.size);
+    put_var(out, zig(s.mtime_s.wrapping_sub(prev.mtime_s)));
+    out.extend_from_slice(&s.mtime_ns.to_le_bytes());
+    put_var(out, zig(s.ctime_s.wrapping_sub(s.mtime_s)));
+    put_var(out, zig(i64::from(s.ctime_ns) - i64::from(s.mtime_ns)));
+    put_var(out, zig(s.ino.wrapping_sub(prev.ino) as i64));
+    put_var(out, zig(s.dev.wrapping_sub(prev.dev) as i64));
+    prev.path.clear();
+    prev.path.extend_from_slice(path);
+    (prev.mtime_s, prev.ino, prev.dev) = (s.mtime_s, s.ino, s.dev);
 }
 
 /// Bytes of an index file's head: its magic and its version.
@@ -413,20 +524,26 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
         usize::try_from(count).unwrap_or(0).min(1 << 24),
         BuildHasherDefault::default(),
     );
+    let mut prev = Prev::default();
     for _ in 0..count {
         let e = (|| {
-            let len = usize::from(r.u16()?);
-            let p: Box<[u8]> = r.take(len)?.into();
-            let stat = Stat {
-                mode: r.u32()?,
-                nlink: r.u32()?,
-                size: r.u64()?,
-                mtime_s: r.i64()?,
-                mtime_ns: r.u32()?,
-                ctime_s: r.i64()?,
-                ctime_ns: r.u32()?,
-                ino: r.u64()?,
-                dev: r.u64()?,
+            let (p, stat) = if version >= 4 {
+                read_compact(&mut r, &mut prev)?
+            } else {
+                let len = usize::from(r.u16()?);
+                let p: Box<[u8]> = r.take(len)?.into();
+                let stat = Stat {
+                    mode: r.u32()?,
+                    nlink: r.u32()?,
+                    size: r.u64()?,
+                    mtime_s: r.i64()?,
+                    mtime_ns: r.u32()?,
+                    ctime_s: r.i64()?,
+                    ctime_ns: r.u32()?,
+                    ino: r.u64()?,
+                    dev: r.u64()?,
+                };
+                (p, stat)
             };
             let cov = match r.u8()? {
                 0 => Coverage::Hashed(r.take(32)?.try_into().ok()?),
@@ -466,19 +583,35 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
     })
 }
 
-/// Serializes an index (entries sorted by path, so equal indexes are equal bytes).
+/// Serializes an index as version 4, the compact encoding (entries sorted by path, so
+/// equal indexes are equal bytes).
 pub(crate) fn encode(ix: &Index) -> Vec<u8> {
+    encode_as(ix, true)
+}
+
+/// Serializes an index as a build before version 4 did (fixed-width entries; version 1, 2
+/// or 3 by what its entries need): what an older store holds.
+#[cfg(test)]
+pub(crate) fn encode_fixed(ix: &Index) -> Vec<u8> {
+    encode_as(ix, false)
+}
+
+fn encode_as(ix: &Index, compact: bool) -> Vec<u8> {
     let mut keys: Vec<&Box<[u8]>> = ix.entries.keys().collect();
     keys.sort_unstable();
-    let mut out = Vec::with_capacity(HEADER + TRAILER + ix.entries.len() * 110);
+    let per_entry = if compact { 64 } else { 110 };
+    let mut out = Vec::with_capacity(HEADER + TRAILER + ix.entries.len() * per_entry);
     out.extend_from_slice(MAGIC);
-    // Version 2 only when an entry needs it (a keeper without one is not worth saving).
+    // Fixed-width: version 2 only when an entry needs it (a keeper without one is not worth
+    // saving), 3 when an entry is a git blob.
     let keeper = ix.keeper.as_deref().filter(|_| ix.has_kept());
     let git = ix
         .entries
         .values()
         .any(|e| matches!(e.cov, Coverage::Git(_)));
-    let version: u32 = if git {
+    let version: u32 = if compact {
+        4
+    } else if git {
         3
     } else if keeper.is_some() {
         2
@@ -502,12 +635,18 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
         out.extend_from_slice(&0u16.to_le_bytes());
     }
     out.extend_from_slice(&(keys.len() as u64).to_le_bytes());
+    let mut prev = Prev::default();
     for k in keys {
         let e = &ix.entries[k];
         // Paths are at most PATH_MAX (4096) bytes; the walk never yields longer ones.
-        let len = u16::try_from(k.len()).unwrap_or(u16::MAX);
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&k[..usize::from(len)]);
+        let k = &k[..k.len().min(PATH_LEN_MAX)];
+        if compact {
+            put_compact(&mut out, k, &e.stat, &mut prev);
+            put_cov(&mut out, &e.cov);
+            continue;
+        }
+        out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+        out.extend_from_slice(k);
         let s = &e.stat;
         out.extend_from_slice(&s.mode.to_le_bytes());
         out.extend_from_slice(&s.nlink.to_le_bytes());
@@ -518,31 +657,36 @@ pub(crate) fn encode(ix: &Index) -> Vec<u8> {
         out.extend_from_slice(&s.ctime_ns.to_le_bytes());
         out.extend_from_slice(&s.ino.to_le_bytes());
         out.extend_from_slice(&s.dev.to_le_bytes());
-        match &e.cov {
-            Coverage::Hashed(sha) => {
-                out.push(0);
-                out.extend_from_slice(sha);
-            }
-            Coverage::Pending => out.push(1),
-            Coverage::Kept(sha) => {
-                out.push(3);
-                out.extend_from_slice(sha);
-            }
-            Coverage::Git(oid) => {
-                out.push(4);
-                out.extend_from_slice(oid);
-            }
-            Coverage::Not(u) => {
-                let (c, errno) = u.code();
-                out.push(2);
-                out.push(c);
-                out.extend_from_slice(&(errno as u32).to_le_bytes());
-            }
-        }
+        put_cov(&mut out, &e.cov);
     }
     let sum = Sha256::digest(&out);
     out.extend_from_slice(&sum);
     out
+}
+
+/// An entry's coverage: the same bytes in every version.
+fn put_cov(out: &mut Vec<u8>, cov: &Coverage) {
+    match cov {
+        Coverage::Hashed(sha) => {
+            out.push(0);
+            out.extend_from_slice(sha);
+        }
+        Coverage::Pending => out.push(1),
+        Coverage::Kept(sha) => {
+            out.push(3);
+            out.extend_from_slice(sha);
+        }
+        Coverage::Git(oid) => {
+            out.push(4);
+            out.extend_from_slice(oid);
+        }
+        Coverage::Not(u) => {
+            let (c, errno) = u.code();
+            out.push(2);
+            out.push(c);
+            out.extend_from_slice(&(errno as u32).to_le_bytes());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -669,12 +813,13 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_kept_in_a_log_is_written_as_version_2_with_its_keeper() {
+    fn an_entry_kept_in_a_log_was_written_as_version_2_with_its_keeper() {
+        // As builds before version 4 wrote it (what an older store holds, still read).
         let mut ix = sample();
         // No entry kept in a log: version 1, readable by a build that knows only that one;
         // a keeper without such an entry is not written.
         ix.keeper = Some("sess-a".into());
-        let v1 = encode(&ix);
+        let v1 = encode_fixed(&ix);
         assert_eq!(&v1[8..12], &1u32.to_le_bytes());
         assert_eq!(decode(Path::new("i"), &v1).expect("v1").keeper, None);
         ix.insert(
@@ -684,7 +829,7 @@ mod tests {
                 cov: Coverage::Kept([9; 32]),
             },
         );
-        let bytes = encode(&ix);
+        let bytes = encode_fixed(&ix);
         assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
         let back = decode(Path::new("i"), &bytes).expect("decode");
         assert_eq!(back.entries, ix.entries);
@@ -721,7 +866,8 @@ mod tests {
     }
 
     #[test]
-    fn a_git_blob_entry_is_written_as_version_3() {
+    fn a_git_blob_entry_was_written_as_version_3() {
+        // As builds before version 4 wrote it (what an older store holds, still read).
         let mut ix = sample();
         ix.insert(
             b"g".to_vec().into(),
@@ -730,12 +876,12 @@ mod tests {
                 cov: Coverage::Git([5; 20]),
             },
         );
-        let bytes = encode(&ix);
+        let bytes = encode_fixed(&ix);
         assert_eq!(&bytes[8..12], &3u32.to_le_bytes());
         let back = decode(Path::new("i"), &bytes).expect("decode");
         assert_eq!(back.entries, ix.entries);
         assert_eq!(back.keeper, None);
-        assert_eq!(encode(&back), bytes);
+        assert_eq!(encode_fixed(&back), bytes);
         // With an entry kept in a log too: its keeper is written.
         ix.keeper = Some("s".into());
         ix.insert(
@@ -745,7 +891,7 @@ mod tests {
                 cov: Coverage::Kept([9; 32]),
             },
         );
-        let bytes = encode(&ix);
+        let bytes = encode_fixed(&ix);
         let back = decode(Path::new("i"), &bytes).expect("decode");
         assert_eq!(
             (back.entries, back.keeper),
@@ -766,10 +912,122 @@ mod tests {
         assert!(matches!(decode(Path::new("i"), &b), Err(Fault::Corrupt(_))));
     }
 
+    /// An index of `n` entries shaped like a scanned tree: sorted paths in nested
+    /// directories, times and inodes close together but for a few outliers.
+    fn tree(n: u64) -> Index {
+        let mut ix = Index {
+            baseline_complete: true,
+            scanned_at: 1_700_000_000_000_000_000,
+            keeper: Some("keeper-1".into()),
+            ..Index::default()
+        };
+        for i in 0..n {
+            let odd = i % 97 == 5;
+            let stat = Stat {
+                mode: if i % 13 == 0 { 0o100755 } else { 0o100644 },
+                nlink: 1,
+                size: 2000 + (i * 7919) % 4000,
+                mtime_s: if odd {
+                    -3
+                } else {
+                    1_700_000_000 + (i % 50) as i64
+                },
+                mtime_ns: (i * 123_456_789 % 1_000_000_000) as u32,
+                ctime_s: 1_700_000_000 + (i % 50) as i64 + i64::from(i % 3 == 0),
+                ctime_ns: if i % 5 == 0 {
+                    0
+                } else {
+                    (i * 123_456_789 % 1_000_000_000) as u32
+                },
+                ino: if odd { u64::MAX - i } else { 5_000_000 + i * 3 },
+                dev: if i % 211 == 7 { 64_768 } else { 2049 },
+            };
+            let cov = match i % 29 {
+                0 => Coverage::Pending,
+                1 => Coverage::Not(Uncovered::Unreadable(13)),
+                2 => Coverage::Kept([(i % 251) as u8; 32]),
+                3 => Coverage::Git([(i % 241) as u8; 20]),
+                _ => Coverage::Hashed([(i % 253) as u8; 32]),
+            };
+            let path = format!("src/d{}/e{}/file_{i}.rs", i / 1000, (i / 50) % 20);
+            ix.insert(path.into_bytes().into(), IdxEntry { stat, cov });
+        }
+        ix
+    }
+
+    #[test]
+    fn the_compact_encoding_reads_back_what_the_fixed_one_held_in_about_half_the_bytes() {
+        let ix = tree(3000);
+        let compact = encode(&ix);
+        let fixed = encode_fixed(&ix);
+        assert_eq!(&compact[8..12], &4u32.to_le_bytes());
+        assert_eq!(&fixed[8..12], &3u32.to_le_bytes());
+        let a = decode(Path::new("i"), &compact).expect("version 4");
+        let b = decode(Path::new("i"), &fixed).expect("version 3");
+        assert_eq!(a.entries, ix.entries);
+        assert_eq!(b.entries, ix.entries);
+        assert_eq!(
+            (a.keeper.as_deref(), a.scanned_at, a.baseline_complete),
+            (Some("keeper-1"), ix.scanned_at, true)
+        );
+        assert_eq!(encode(&b), compact, "an older index rewritten is version 4");
+        assert!(
+            compact.len() * 10 < fixed.len() * 6,
+            "{} bytes compact, {} fixed",
+            compact.len(),
+            fixed.len()
+        );
+        // Truncated anywhere in the entries: refused.
+        for n in (HEADER..compact.len()).step_by(997) {
+            assert!(
+                decode(Path::new("i"), &compact[..n]).is_err(),
+                "truncated at {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_compact_entry_that_does_not_parse_is_malformed() {
+        // Resealed (a valid checksum), so only the entry's own checks can refuse them.
+        let reseal = |mut b: Vec<u8>| {
+            let body = b.len() - TRAILER;
+            let sum = Sha256::digest(&b[..body]);
+            b[body..].copy_from_slice(&sum);
+            b
+        };
+        let mut ix = Index::default();
+        let stat = sample().entries[&b"a/b"[..]].stat;
+        ix.insert(
+            b"a".to_vec().into(),
+            IdxEntry {
+                stat,
+                cov: Coverage::Pending,
+            },
+        );
+        let bytes = encode(&ix);
+        // The first entry starts after magic, version, flags, time, keeper length, count.
+        let at = 8 + 4 + 4 + 8 + 2 + 8;
+        assert_eq!(&bytes[at..at + 3], &[0, 1, b'a']);
+        let bad = |b: Vec<u8>| matches!(decode(Path::new("i"), &reseal(b)), Err(Fault::Corrupt(_)));
+        // A prefix shared with a previous path longer than it (the first has none).
+        let mut b = bytes.clone();
+        b[at] = 1;
+        assert!(bad(b));
+        // A varint of eleven bytes.
+        let mut b = bytes.clone();
+        b.splice(at..at + 1, [0x80; 10].into_iter().chain([0]));
+        assert!(bad(b));
+        // An empty path (no prefix, nothing after it).
+        let mut b = bytes.clone();
+        b.splice(at + 1..at + 3, [0]);
+        assert!(bad(b));
+        assert!(decode(Path::new("i"), &bytes).is_ok());
+    }
+
     #[test]
     fn newer_version_fails_closed() {
         let mut bytes = encode(&sample());
-        bytes[8] = 4;
+        bytes[8] = 5;
         assert!(matches!(
             decode(Path::new("i"), &bytes),
             Err(Fault::Newer(_))
