@@ -156,7 +156,8 @@ fn keep_git_restores_the_files_alone() {
     );
 }
 
-/// What a crash test compares: where HEAD is, every branch and tag, the index's entries, what
+/// What a crash test compares: where HEAD is, every branch and tag (by the subject of its
+/// commit: two fixtures made a second apart have other commit ids), the index's entries, what
 /// `git status` says, and every file of the work tree.
 fn repo_state(ws: &Path) -> String {
     let head = Command::new("git")
@@ -167,7 +168,10 @@ fn repo_state(ws: &Path) -> String {
     let head = if head.status.success() {
         String::from_utf8_lossy(&head.stdout).trim().to_owned()
     } else {
-        format!("detached {}", git(ws, &["rev-parse", "HEAD"]))
+        format!(
+            "detached {}",
+            git(ws, &["log", "-1", "--format=%s", "HEAD"])
+        )
     };
     let mut files = BTreeMap::new();
     for e in std::fs::read_dir(ws).unwrap() {
@@ -185,7 +189,7 @@ fn repo_state(ws: &Path) -> String {
             ws,
             &[
                 "for-each-ref",
-                "--format=%(refname) %(objectname)",
+                "--format=%(refname) %(subject)",
                 "refs/heads",
                 "refs/tags"
             ]
