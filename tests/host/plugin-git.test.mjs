@@ -190,6 +190,7 @@ test('a stash pushed in one turn and popped in the next: a rewind brings the sta
   await put(join(ws, 'src/f9.txt'), 'mine\n')
   git(ws, 'stash', 'push', '-q', '-m', 'by-hand')
   const list = () => git(ws, 'stash', 'list', '--format=%H %gs')
+  const atOne = list()
   const agent = await host.createAgent('git-stash')
   await host.sendUser(agent, 'one')
   const atTwo = list()
@@ -212,9 +213,22 @@ test('a stash pushed in one turn and popped in the next: a rewind brings the sta
   const keep = git(ws, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/dsh-rewind/')
   assert.match(keep, new RegExp(`refs/dsh-rewind/[^ ]+/stash/${pushed} ${pushed}`), 'the entry\'s commit is kept by a ref of the plugin\'s own')
 
-  const u = await host.runCommand(agent, '/rewind undo')
-  assert.equal(u.result.kind, 'success', u.result.text)
-  assert.equal(list(), afterTwo, 'the undo: the stash list as after turn two')
+  // Straight on to turn one: what the first rewind set back is the session's own change, so the
+  // second rewind moves it again (the stash list as at turn one), not "changed outside the agent".
+  const one = humanSeq(agent, 'one')
+  const r1 = await host.runCommand(agent, `/rewind @${one}`)
+  assert.equal(r1.result.kind, 'success', r1.result.text)
+  assert.doesNotMatch(r1.result.text, /changed outside the agent/)
+  assert.equal(list(), atOne, 'git stash list as it was at the start of turn one')
+  assert.equal(status(ws), '', 'clean')
+
+  // The undos, newest first: the stash list as at turn two, then as after turn two.
+  const u1 = await host.runCommand(agent, '/rewind undo')
+  assert.equal(u1.result.kind, 'success', u1.result.text)
+  assert.equal(list(), atTwo, 'the first undo: the stash list as at turn two')
+  const u2 = await host.runCommand(agent, '/rewind undo')
+  assert.equal(u2.result.kind, 'success', u2.result.text)
+  assert.equal(list(), afterTwo, 'the second undo: the stash list as after turn two')
   assert.equal(await readFile(join(ws, 'src/f2.txt'), 'utf8'), 'wip\n')
   git(ws, 'fsck', '--no-progress')
 })

@@ -14,7 +14,7 @@ use git_state::{
     Applied, Found, GitPlan, GitState, Handles, agent_moves, apply, plan_git_restore, target_point,
 };
 use serde::{Deserialize, Serialize};
-use snapshot_store::{GitBlobKind, Session};
+use snapshot_store::{GitBlobKind, ScanPhase, ScanRequest, Session};
 
 use crate::error::{EngineError, ErrorCode};
 use crate::session::EngineSession;
@@ -258,6 +258,8 @@ impl EngineSession {
     }
 
     fn apply_op(&self, files: &Session, cwd: &Path, op: &mut GitOp, undo: bool) {
+        let call = format!("dsh-rewind:{}{}", op.op_id, if undo { ":undo" } else { "" });
+        mark(files, ScanPhase::Before, &call);
         let result = match Handles::find(cwd) {
             Ok(Some(Ok(h))) => {
                 let (plan, tag, msg) = if undo {
@@ -289,6 +291,7 @@ impl EngineSession {
             }
             Err(e) => op.error = Some(e),
         }
+        mark(files, ScanPhase::After, &call);
         let _ = write_op(files, op);
     }
 
@@ -367,6 +370,23 @@ impl EngineSession {
         }
         self.apply_op(&files, cwd, &mut op, false);
     }
+}
+
+/// Records a git point around a git step as around a call of the session's own (`call`:
+/// `dsh-rewind:<op>`), so what the step sets — a branch back, the stash list back — counts as the
+/// session's change and a later rewind of the session moves it again, while a change made by
+/// hand before the step stays outside the agent. Anchored at the newest point's message: never
+/// the first point of an earlier message. Best effort: a point that cannot be recorded costs
+/// only that attribution.
+fn mark(files: &Session, phase: ScanPhase, call: &str) {
+    let anchor = files
+        .git_points()
+        .ok()
+        .and_then(|p| p.iter().map(|r| r.anchor).max())
+        .unwrap_or(0);
+    let mut req = ScanRequest::new(phase, anchor);
+    req.call_id = Some(call.to_owned());
+    let _ = files.record_git(&req);
 }
 
 fn write_op(files: &Session, op: &GitOp) -> Result<(), ()> {
