@@ -486,7 +486,11 @@ mod tests {
             let raw: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
             let frame = raw_frame(&raw);
             let crc = crc32fast::hash(&frame);
-            assert_eq!(inflate_chunk(&frame, len as u64, crc).unwrap(), raw, "{len}");
+            assert_eq!(
+                inflate_chunk(&frame, len as u64, crc).unwrap(),
+                raw,
+                "{len}"
+            );
             let mut back = Vec::new();
             ruzstd::decoding::StreamingDecoder::new(&frame[..])
                 .unwrap()
