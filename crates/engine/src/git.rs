@@ -379,11 +379,7 @@ impl EngineSession {
 /// the first point of an earlier message. Best effort: a point that cannot be recorded costs
 /// only that attribution.
 fn mark(files: &Session, phase: ScanPhase, call: &str) {
-    let anchor = files
-        .git_points()
-        .ok()
-        .and_then(|p| p.iter().map(|r| r.anchor).max())
-        .unwrap_or(0);
+    let anchor = files.git_newest_anchor().ok().flatten().unwrap_or(0);
     let mut req = ScanRequest::new(phase, anchor);
     req.call_id = Some(call.to_owned());
     let _ = files.record_git(&req);

@@ -199,6 +199,24 @@ impl Session {
         Ok(out)
     }
 
+    /// The message the newest recorded point belongs to (the largest anchor; `None`: no point),
+    /// read without rebuilding any state.
+    pub fn git_newest_anchor(&self) -> Result<Option<u64>, FsFailure> {
+        #[derive(Deserialize)]
+        struct Anchor {
+            anchor: u64,
+        }
+        let path = git_dir(self).join("points.jsonl");
+        let Some(bytes) = self.store.inner.fs.read_opt(&path)? else {
+            return Ok(None);
+        };
+        Ok(bytes
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<Anchor>(l).ok())
+            .map(|a| a.anchor)
+            .max())
+    }
+
     /// The known points among [`Session::git_points`], as the planner takes them. A point
     /// whose state is unknown ends the run: only the points after the last unknown one
     /// are returned, with the offset of the first of them in the full list.

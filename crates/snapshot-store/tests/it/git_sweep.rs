@@ -67,8 +67,12 @@ fn stored_git_indexes_count_in_the_session_and_go_with_it() {
     let dir = env.root.join("sessions").join(session_dir_name("s1"));
     assert!(dir.join("git/points.jsonl").is_file(), "{}", dir.display());
     let (git_bytes, git_files) = files_under(&dir.join("git"));
-    assert!(git_files >= 5, "points, two indexes, a stash list, a journal: {git_files}");
-    let open = cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).expect("open");
+    assert!(
+        git_files >= 5,
+        "points, two indexes, a stash list, a journal: {git_files}"
+    );
+    let open =
+        cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).expect("open");
     let (all_bytes, _) = files_under(&dir);
     let activity = session_activity(&open).expect("activity");
     assert_eq!(activity.bytes, all_bytes);
@@ -79,4 +83,19 @@ fn stored_git_indexes_count_in_the_session_and_go_with_it() {
     assert!(!dir.join("git").exists(), "git/ went with the session");
     assert!(s.git_points().expect("points").is_empty());
     assert!(s.git_blob(GitBlobKind::Index, &ids[0]).is_none());
+}
+
+#[test]
+fn the_newest_anchor_is_read_without_the_states() {
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    assert_eq!(s.git_newest_anchor().expect("anchor"), None);
+    git(&env.cwd, &["init", "-q", "-b", "main"]);
+    for anchor in [7, 12, 9] {
+        let mut r = ScanRequest::new(ScanPhase::Boundary, anchor);
+        r.threads = 1;
+        s.scan(&r).expect("scan");
+    }
+    assert_eq!(s.git_newest_anchor().expect("anchor"), Some(12));
 }
