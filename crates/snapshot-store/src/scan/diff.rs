@@ -804,7 +804,19 @@ pub(crate) fn run(
     }
     out.not_covered.sort();
     out.absence = absence;
-    let dirty = !had_index || !work.is_empty() || removed_any || taken_over;
+    // A partial scan whose every read found the entry as the index holds it (files changed
+    // just before the last scan, read again) moves the index's `scanned_at` on in memory
+    // only: the copy on disk stays as it was (older, so a scan from it reads more again),
+    // instead of saving the whole index for no entry changed. The next save writes it.
+    let same = partial.is_some()
+        && !work.is_empty()
+        && work.iter().enumerate().all(|(i, (_, _, old))| {
+            matches!((&results[i], old), (Some(Hashed::Entry(e)), Some(o)) if e == o)
+        });
+    let dirty = !had_index || (!work.is_empty() && !same) || removed_any || taken_over;
+    if same && !dirty {
+        ix.scanned_at = started;
+    }
     if partial.is_some() {
         out.files = ix.entries().len() as u64;
     }
