@@ -81,6 +81,10 @@ pub struct Preview {
     pub files: Vec<PreviewFile>,
     /// Planned files that cannot be read now (the restore would fail them), with why.
     pub unreadable: Vec<PathFailure>,
+    /// Planned files whose before-state is a git blob the workspace's repository no longer
+    /// holds, with why: the restore refuses the rewind (`rewind/git-object-gone`) unless they
+    /// are left out.
+    pub git_object_gone: Vec<PathFailure>,
 }
 
 /// The plan of a restore of `session` to `target_seq`, through the fork chain when `ancestors`
@@ -98,8 +102,8 @@ pub fn plan_of(
 }
 
 /// The preview of `plan` on `session`: counts (bounded by [`PREVIEW_COUNT_FILES`] and
-/// [`PREVIEW_COUNT_BUDGET`]; a file that cannot be read for them shows without), origins, and
-/// the planned files that cannot be read.
+/// [`PREVIEW_COUNT_BUDGET`]; a file that cannot be read for them shows without), origins, the
+/// planned files that cannot be read, and those whose git object is gone.
 pub fn preview_of(session: &Session, plan: RestorePlan) -> Result<Preview, EngineError> {
     let paths: Vec<_> = plan.actions.iter().map(|a| a.path.clone()).collect();
     let origins = session.change_origins(plan.target_seq, &paths)?;
@@ -135,10 +139,14 @@ pub fn preview_of(session: &Session, plan: RestorePlan) -> Result<Preview, Engin
         })
         .collect();
     let unreadable = session.unreadable(&plan);
+    let git_object_gone = session
+        .git_objects_gone(&plan)
+        .map_err(snapshot_store::RestoreError::from)?;
     Ok(Preview {
         plan,
         files,
         unreadable,
+        git_object_gone,
     })
 }
 

@@ -153,6 +153,28 @@ impl Session {
             .collect()
     }
 
+    /// The planned files whose before-state is a git blob of the workspace's repository
+    /// that the repository no longer holds (pruned after the commit that held it was
+    /// dropped), with why: a restore of `plan` would be refused
+    /// (`rewind/git-object-gone`) unless they are left out. What a preview warns about before
+    /// anything runs; changes nothing. A store whose references cannot be read is the error.
+    pub fn git_objects_gone(&self, plan: &RestorePlan) -> Result<Vec<PathFailure>, FsFailure> {
+        Ok(
+            crate::scan::git_baseline::gone_in_plan(&self.store.inner.fs, plan, false)?
+                .into_iter()
+                .map(|(a, r)| PathFailure {
+                    path: a.path.clone(),
+                    display: a.display.clone(),
+                    error: format!(
+                        "its earlier content is git object {} of the repository at {}, which no longer has it; the rewind is refused unless this file is left out (rewind/git-object-gone)",
+                        r.oid,
+                        r.work_tree.display()
+                    ),
+                })
+                .collect(),
+        )
+    }
+
     /// The second half: the intent journal, then the actions, as [`Session::restore`]
     /// runs them. A rescue copy that left the store in between (a sweep) refuses its
     /// action before any mutation; a path changed since its copy is refused by the

@@ -420,9 +420,11 @@ pub(crate) type Work = [(Box<[u8]>, Stat, Option<IdxEntry>)];
 
 /// For each path a scan is about to read, its entry when a git blob stands for its content:
 /// a baseline read ([`eligible`]) of a regular file with one link that is its blob in the
-/// workspace's git index. Empty when no path is such a read or the index cannot be read with
-/// certainty; otherwise one slot per path. Files that must be hashed are read on up to
-/// `threads` threads (0: one per CPU).
+/// workspace's git index, or a read again of an entry a git blob stood for (one changed just
+/// before the previous scan, see `needs_read`) whose file still hashes to that blob (it stays
+/// that blob; otherwise it is read into the store). Empty when no path is such a read or the
+/// index cannot be read with certainty; otherwise one slot per path. Files that must be
+/// hashed are read on up to `threads` threads (0: one per CPU).
 pub(crate) fn entries_for(
     root: &Path,
     had_index: bool,
@@ -433,7 +435,10 @@ pub(crate) fn entries_for(
         .iter()
         .enumerate()
         .filter(|(_, (_, st, old))| {
-            st.kind() == FileKind::File && st.nlink == 1 && eligible(had_index, old.as_ref())
+            st.kind() == FileKind::File
+                && st.nlink == 1
+                && (eligible(had_index, old.as_ref())
+                    || matches!(old, Some(e) if matches!(e.cov, Coverage::Git(_))))
         })
         .map(|(i, _)| i)
         .collect();
@@ -445,7 +450,14 @@ pub(crate) fn entries_for(
     };
     let threads = if threads == 0 { crate::cpus() } else { threads }.max(1);
     let per = candidates.len().div_ceil(threads).max(256);
-    let one = |i: usize| (i, g.blob_of(&work[i].0, &work[i].1));
+    let one = |i: usize| {
+        let (path, st, old) = &work[i];
+        match old.as_ref().map(|e| &e.cov) {
+            // Read again: still the blob it was (the git index may name another one now).
+            Some(Coverage::Git(was)) => (i, g.hash(path, st).filter(|now| now == was)),
+            _ => (i, g.blob_of(path, st)),
+        }
+    };
     let found: Vec<(usize, Option<[u8; 20]>)> = if candidates.len() <= per {
         candidates.iter().map(|&i| one(i)).collect()
     } else {
@@ -478,8 +490,27 @@ pub(crate) fn check_plan(
     fs: &StoreFs,
     plan: &crate::plan::RestorePlan,
 ) -> Result<(), crate::error::RestoreError> {
+    if let Some((a, r)) = gone_in_plan(fs, plan, true)?.into_iter().next() {
+        return Err(crate::error::RestoreError::GitObjectGone {
+            path: a.display.clone(),
+            oid: r.oid,
+            repo: r.work_tree.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The planned actions of `plan` that write a file whose before-state is a reference to a
+/// git blob the repository no longer holds, each with its reference, in the plan's order
+/// (`first`: stop at the first). What [`check_plan`] refuses and a preview warns about.
+pub(crate) fn gone_in_plan<'p>(
+    fs: &StoreFs,
+    plan: &'p crate::plan::RestorePlan,
+    first: bool,
+) -> Result<Vec<(&'p crate::plan::PlannedAction, GitRef)>, FsFailure> {
+    let mut out = Vec::new();
     if !fs.exists(Path::new(GITREFS))? {
-        return Ok(());
+        return Ok(out);
     }
     for a in &plan.actions {
         let sha = match &a.action {
@@ -488,14 +519,13 @@ pub(crate) fn check_plan(
             crate::plan::Action::Delete => continue,
         };
         if let Some(r) = gone(fs, sha)? {
-            return Err(crate::error::RestoreError::GitObjectGone {
-                path: a.display.clone(),
-                oid: r.oid,
-                repo: r.work_tree.to_string_lossy().into_owned(),
-            });
+            out.push((a, r));
+            if first {
+                break;
+            }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Removes the references no record names any more (`live`: every blob name the store's
