@@ -381,3 +381,25 @@ fn a_file_git_converts_is_copied_and_comes_back_as_it_was_on_disk() {
     assert_eq!(env.read("a.txt").unwrap(), b"one\r\ntwo\r\n");
     assert_eq!(env.read("b.rs").unwrap(), b"fn main() {}\n");
 }
+
+#[test]
+fn a_file_changed_just_before_the_baseline_stays_its_blob_when_read_again() {
+    // Files written just before the baseline are read again by the next scan (their
+    // timestamps may hide a same-size rewrite): one still its blob is not copied then
+    // either, and a shell edit of it names the blob by reference.
+    let env = Env::new();
+    clean_repo(&env, 3);
+    env.write("src/m1/f1.rs", &text(1, 8192));
+    let store = store(&env);
+    let s = env.session(&store);
+    s.scan(&req(ScanPhase::Boundary, 10, None))
+        .expect("baseline");
+    call(&s, 10, "bash-1", || env.write("src/m1/f1.rs", b"edited"));
+    for i in 0..3 {
+        assert!(!stored_loose(&env, &text(i, 8192)), "file {i} copied");
+    }
+    assert!(env.root.join("gitrefs").join(sha(&text(1, 8192))).exists());
+    let plan = s.plan_restore(10).expect("plan");
+    assert!(s.restore(&plan, "op-1").expect("restore").failed.is_empty());
+    assert_eq!(env.read("src/m1/f1.rs").unwrap(), text(1, 8192));
+}
