@@ -156,7 +156,7 @@ export function showPath(spelling: string): string {
 /** Keys of the RPC answers holding lists of paths. */
 const PATH_LISTS = ['written', 'deleted', 'restored', 'kept', 'outside', 'uncovered', 'changedDuring', 'inFlight']
 /** Keys of the RPC answers holding lists of rows with a `path` (or of paths). */
-const PATH_ROWS = ['files', 'skipped', 'failed', 'notCovered', 'unreadable']
+const PATH_ROWS = ['files', 'skipped', 'failed', 'notCovered', 'unreadable', 'gitObjectGone']
 
 /**
  * An RPC answer with `f` applied to each path it holds: the host turns the addon's spellings

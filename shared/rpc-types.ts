@@ -39,12 +39,15 @@ export type FileDiff = Addon.BindingFileDiff
 /**
  * `preview` answer: the store's preview, the target, and whether backups are off. Without a
  * usable store every list (`unreadable` too) is empty and `storeUnavailable` says why.
+ * `unreadable` and `gitObjectGone` are absent from hosts of older builds.
  */
-export type Preview = Omit<FilesPreview, 'unreadable'> & {
+export type Preview = Omit<FilesPreview, 'unreadable' | 'gitObjectGone'> & {
   targetSeq: number
   backupOff: boolean
   storeUnavailable?: string
   unreadable?: Addon.BindingFailedPath[]
+  /** Planned files whose earlier content is a git object the repository no longer has: the rewind is refused unless they are kept. */
+  gitObjectGone?: Addon.BindingFailedPath[]
   /**
    * What the rewind would do to the workspace's git repository (HEAD, index, the branches the
    * agent moved; docs/git.md); absent without a repository or from hosts of older builds.

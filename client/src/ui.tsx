@@ -11,7 +11,7 @@ import { missingCaps, undoableEntries } from './history.ts'
 import { compatView, loadDoctor, type DoctorState } from './doctor.ts'
 import { escapeControl, formatBytes, oneLine } from '../../shared/format.ts'
 import { showPath } from '../../shared/names.ts'
-import { unreadableRows } from './warnings.ts'
+import { gitObjectGoneRows, unreadableRows } from './warnings.ts'
 import { openSession, runFork } from './fork.ts'
 import { rpc, stalePaths, type UndoChoices, type Caps, type DiffSide, type FileDiff, type History, type HistoryEntry, type Interrupted, type Preview, type PreviewFile, type Storage } from './rpc.ts'
 import { dialogStore, rewindsSeen, Store, type LocaleState, type SettingsModel } from './store.ts'
@@ -291,6 +291,9 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
   // Files the restore cannot read (a file it may not open, a directory it may not list): left as
   // they are and reported as failed; warned about here, before the rewind runs.
   const unreadable = unreadableRows(p)
+  // Files whose earlier content the git repository no longer has: the rewind is refused unless
+  // they are kept as they are (`rewind/git-object-gone`); warned about here, before it runs.
+  const gone = gitObjectGoneRows(p)
   const foreign = p.files.filter(f => f.origin === 'outside' || f.origin === 'in-flight' || f.origin === 'other-session').map(f => f.path)
   const { keep, setKeep } = selection
   const chosen = p.files.length - p.files.filter(f => keep.has(f.path)).length
@@ -301,6 +304,8 @@ function Impact({ t, state, ...selection }: { t: T; state: PreviewState } & Sele
       {p.files.length === 0 && <p className="dshpr-muted" data-testid="dsh-prompt-rewind-no-files">{t('dialog.noFiles')}</p>}
       {unreadable.length > 0 && <div className="dshpr-warn" role="alert" data-testid="dsh-prompt-rewind-unreadable"><h3 className="dshpr-sub dshpr-warn">{t('dialog.unreadable', { count: unreadable.length })}</h3>
         <ul className="dshpr-paths">{unreadable.slice(0, LIST_CAP).map(u => <li key={u.key}><code>{u.path}</code> — {u.message}</li>)}{unreadable.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: unreadable.length - LIST_CAP })}</li>}</ul></div>}
+      {gone.length > 0 && <div className="dshpr-warn" role="alert" data-testid="dsh-prompt-rewind-git-object-gone"><h3 className="dshpr-sub dshpr-warn">{t('dialog.gitObjectGone', { count: gone.length })}</h3>
+        <ul className="dshpr-paths">{gone.slice(0, LIST_CAP).map(u => <li key={u.key}><code>{u.path}</code> — {u.message}</li>)}{gone.length > LIST_CAP && <li className="dshpr-muted">{t('dialog.more', { count: gone.length - LIST_CAP })}</li>}</ul></div>}
       {p.files.length > 0 && (
         <div className="dshpr-row dshpr-choice">
           <span className="dshpr-muted" data-testid="dsh-prompt-rewind-chosen" data-chosen={chosen} data-total={p.files.length}>{t('dialog.chosen', { chosen, total: p.files.length })}</span>

@@ -22,8 +22,23 @@ export interface UnreadableRow {
  * dropped; an absent list (an older host) is no warning.
  */
 export function unreadableRows(preview: { readonly unreadable?: readonly unknown[] | null }): UnreadableRow[] {
+  return failedRows(preview.unreadable)
+}
+
+/**
+ * The preview's `gitObjectGone` list as dialog rows: the planned files whose earlier content is a
+ * blob of the workspace's git repository that the repository no longer has (pruned after the
+ * commit that held it was dropped). The rewind is refused (`rewind/git-object-gone`) unless
+ * they are kept as they are; the dialog warns first. Malformed entries and an absent list (an
+ * older host) as for {@link unreadableRows}.
+ */
+export function gitObjectGoneRows(preview: { readonly gitObjectGone?: readonly unknown[] | null }): UnreadableRow[] {
+  return failedRows(preview.gitObjectGone)
+}
+
+function failedRows(list: readonly unknown[] | null | undefined): UnreadableRow[] {
   const rows: UnreadableRow[] = []
-  for (const u of preview.unreadable ?? []) {
+  for (const u of list ?? []) {
     if (typeof u !== 'object' || u === null) continue
     const { path, message } = u as { path?: unknown; message?: unknown }
     if (typeof path !== 'string' || path === '') continue

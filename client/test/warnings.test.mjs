@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { unreadableRows } from '../.test-build/warnings.mjs'
+import { gitObjectGoneRows, unreadableRows } from '../.test-build/warnings.mjs'
 import { DICTIONARIES, LOCALE_IDS } from '../.test-build/i18n.mjs'
 
 test('the preview\'s unreadable files become warning rows, path and why', () => {
@@ -28,4 +28,17 @@ test('no list, an empty list or malformed entries warn about nothing', () => {
 
 test('every locale has the warning heading with its count', () => {
   for (const id of LOCALE_IDS) assert.match(DICTIONARIES[id]['dialog.unreadable'], /\{count\}/, id)
+})
+
+test('the preview\'s files whose git object is gone become warning rows of their own', () => {
+  const preview = {
+    unreadable: [{ path: 'u.txt', message: 'cannot be read' }],
+    gitObjectGone: [{ path: 'f.txt', message: 'its earlier content is git object 0123 of the repository at /w, which no longer has it' }, { path: '' }],
+  }
+  assert.deepEqual(gitObjectGoneRows(preview).map(r => [r.key, r.path]), [['f.txt', 'f.txt']])
+  assert.match(gitObjectGoneRows(preview)[0].message, /no longer has it/)
+  assert.deepEqual(unreadableRows(preview).map(r => r.key), ['u.txt'])
+  assert.deepEqual(gitObjectGoneRows({}), [])
+  assert.deepEqual(gitObjectGoneRows({ gitObjectGone: null }), [])
+  for (const id of LOCALE_IDS) assert.match(DICTIONARIES[id]['dialog.gitObjectGone'], /\{count\}/, id)
 })

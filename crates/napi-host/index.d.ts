@@ -706,6 +706,12 @@ export interface BindingPreview {
    * the restore will leave them as they are and report them as failed.
    */
   unreadable: Array<BindingFailedPath>
+  /**
+   * Planned files whose before-state is a git blob the workspace's repository no longer
+   * holds (pruned after the commit that held it was dropped): the rewind is refused
+   * (`rewind/git-object-gone`) unless they are left out.
+   */
+  gitObjectGone: Array<BindingFailedPath>
 }
 
 /**

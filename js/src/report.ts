@@ -214,6 +214,10 @@ export function previewText(p: RewindPreview, locale: Locale): string {
   // Warned before anything runs: files the restore cannot read for its copy of them stay as they are.
   const unreadable = f.unreadable ?? []
   if (unreadable.length > 0) lines.push(...section(locale, format(locale, 'unreadable'), unreadable.map(u => `${showPath(u.path)}: ${escapeControl(u.message)}`)))
+  // Warned before anything runs: files whose earlier content is a git object the repository no
+  // longer has; the rewind is refused (`rewind/git-object-gone`) unless they are kept.
+  const gone = f.gitObjectGone ?? []
+  if (gone.length > 0) lines.push(...section(locale, format(locale, 'gitObjectGone'), gone.map(u => `${showPath(u.path)}: ${escapeControl(u.message)}`)))
   if (f.files.length > 0) lines.push(format(locale, 'previewHint', { seq: p.targetSeq }))
   lines.push(...gitLines(locale, p.git, true))
   return lines.join('\n')

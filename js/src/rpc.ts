@@ -129,7 +129,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       const port = files()
       const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
       if (unavailable !== undefined) {
-        return { targetSeq: seq, files: [], uncovered: [], skipped: [], outside: [], notCovered: [], unreadable: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
+        return { targetSeq: seq, files: [], uncovered: [], skipped: [], outside: [], notCovered: [], unreadable: [], gitObjectGone: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
       }
       const sessionId = agent.session.header.id
       // What changed since the last scan is recorded first: the preview then lists it, and says

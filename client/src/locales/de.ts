@@ -18,6 +18,7 @@ export const de: Dict = {
   'dialog.inFlight': 'Von einem noch laufenden Befehl einer anderen Unterhaltung geändert, bleiben unverändert ({count}):',
   'dialog.notCovered': 'Nicht vom Arbeitsbereich-Scan erfasst ({count}):',
   'dialog.unreadable': 'Nicht lesbar, daher nicht wiederhergestellt — bleiben, wie sie sind ({count}):',
+  'dialog.gitObjectGone': 'Früherer Inhalt nicht mehr im Git-Repository — das Zurücksetzen wird verweigert, solange diese nicht unverändert bleiben ({count}):',
   'dialog.more': '…und {count} weitere',
   'dialog.backupOff': 'Sicherungen sind aus: Änderungen aus dieser Zeit lassen sich nicht wiederherstellen.',
   'dialog.storeUnavailable': 'Die Dateisicherungen sind nicht lesbar ({reason}); nur die Unterhaltung wird zurückgesetzt.',

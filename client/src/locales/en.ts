@@ -16,6 +16,7 @@ export const en = {
   'dialog.inFlight': 'Changed by a command of another conversation that was still running, left as they are ({count}):',
   'dialog.notCovered': 'Not covered by the workspace scan ({count}):',
   'dialog.unreadable': 'Cannot be read, so not restored — left as they are ({count}):',
+  'dialog.gitObjectGone': 'Earlier content gone from the git repository — the rewind is refused unless these are kept as they are ({count}):',
   'dialog.more': '…and {count} more',
   'dialog.backupOff': 'Backups are off: changes made while they are off cannot be restored.',
   'dialog.storeUnavailable': 'File backups cannot be read ({reason}); only the conversation will be rewound.',

@@ -18,6 +18,7 @@ export const es: Dict = {
   'dialog.inFlight': 'Cambiados por un comando de otra conversación que aún se ejecutaba; se quedan como están ({count}):',
   'dialog.notCovered': 'No cubiertos por el escaneo del espacio de trabajo ({count}):',
   'dialog.unreadable': 'No se pueden leer, así que no se restauran; se quedan como están ({count}):',
+  'dialog.gitObjectGone': 'El contenido anterior ya no está en el repositorio git; no se retrocede salvo que estos se dejen como están ({count}):',
   'dialog.more': '…y {count} más',
   'dialog.backupOff': 'Las copias de seguridad están desactivadas: los cambios hechos mientras lo estén no se pueden restaurar.',
   'dialog.storeUnavailable': 'No se pueden leer las copias de los archivos ({reason}); solo se retrocederá la conversación.',

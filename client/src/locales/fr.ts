@@ -18,6 +18,7 @@ export const fr: Dict = {
   'dialog.inFlight': 'Modifiés par une commande d’une autre conversation encore en cours, laissés tels quels ({count}) :',
   'dialog.notCovered': 'Non couverts par l’analyse de l’espace de travail ({count}) :',
   'dialog.unreadable': 'Illisibles, donc non restaurés — laissés tels quels ({count}) :',
+  'dialog.gitObjectGone': 'Contenu antérieur disparu du dépôt git — le retour en arrière est refusé sauf si ceux-ci sont gardés tels quels ({count}) :',
   'dialog.more': '…et {count} de plus',
   'dialog.backupOff': 'Les sauvegardes sont désactivées : les modifications faites pendant ce temps ne peuvent pas être restaurées.',
   'dialog.storeUnavailable': 'Les sauvegardes de fichiers sont illisibles ({reason}) ; seule la conversation sera ramenée en arrière.',

@@ -18,6 +18,7 @@ export const ja: Dict = {
   'dialog.inFlight': '実行中だった別の会話のコマンドが変更、そのまま残るファイル（{count}）：',
   'dialog.notCovered': 'ワークスペースのスキャン対象外（{count}）：',
   'dialog.unreadable': '読み取れないため復元されず、そのまま残ります（{count}）：',
+  'dialog.gitObjectGone': '以前の内容が git リポジトリから失われています — これらをそのまま残さない限り巻き戻しは拒否されます（{count}）：',
   'dialog.more': '…ほか {count} 件',
   'dialog.backupOff': 'バックアップはオフです。オフの間の変更は復元できません。',
   'dialog.storeUnavailable': 'ファイルのバックアップを読めません（{reason}）。会話だけが巻き戻されます。',

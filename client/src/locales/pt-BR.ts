@@ -18,6 +18,7 @@ export const ptBR: Dict = {
   'dialog.inFlight': 'Alterados por um comando de outra conversa ainda em execução; ficam como estão ({count}):',
   'dialog.notCovered': 'Não cobertos pela varredura do espaço de trabalho ({count}):',
   'dialog.unreadable': 'Não podem ser lidos, por isso não são restaurados e ficam como estão ({count}):',
+  'dialog.gitObjectGone': 'O conteúdo anterior sumiu do repositório git; a volta é recusada a menos que estes sejam mantidos como estão ({count}):',
   'dialog.more': '…e mais {count}',
   'dialog.backupOff': 'Os backups estão desligados: alterações feitas enquanto estiverem desligados não podem ser restauradas.',
   'dialog.storeUnavailable': 'Os backups de arquivos não podem ser lidos ({reason}); só a conversa será voltada.',

@@ -18,6 +18,7 @@ export const zhCN: Dict = {
   'dialog.inFlight': '由另一个仍在运行的对话命令更改、保持原样的文件（{count}）：',
   'dialog.notCovered': '工作区扫描未覆盖（{count}）：',
   'dialog.unreadable': '无法读取，因此不会恢复，保持原样（{count}）：',
+  'dialog.gitObjectGone': '先前内容已不在 git 仓库中——除非保留这些文件原样，否则拒绝回退（{count}）：',
   'dialog.more': '……另有 {count} 项',
   'dialog.backupOff': '备份已关闭：关闭期间的改动无法恢复。',
   'dialog.storeUnavailable': '无法读取文件备份（{reason}）；只会回退对话。',

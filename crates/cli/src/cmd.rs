@@ -530,7 +530,8 @@ fn action_row(a: &snapshot_store::PlannedAction) -> (Value, String) {
 }
 
 /// A plan as rows and text; with the engine's preview of it, each file's `+/−` line counts and
-/// who made the change (as `/rewind preview` shows them), and the files that cannot be read.
+/// who made the change (as `/rewind preview` shows them), the files that cannot be read, and
+/// those whose git object the repository no longer has.
 fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
     let mut text = String::new();
     let mut actions = Vec::new();
@@ -565,6 +566,16 @@ fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
             safe(&u.error)
         ));
     }
+    let gone = preview
+        .map(|p| p.git_object_gone.as_slice())
+        .unwrap_or_default();
+    for g in gone {
+        text.push_str(&format!(
+            "  git object gone {}  ({}; --keep it to restore the rest)\n",
+            safe(&g.display),
+            safe(&g.error)
+        ));
+    }
     for u in &plan.uncovered {
         text.push_str(&format!(
             "  uncovered {}  ({} over the per-file cap: not restorable)\n",
@@ -582,6 +593,7 @@ fn plan_text(plan: &RestorePlan, preview: Option<&Preview>) -> (Value, String) {
         "skipped": plan.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason.to_string()})).collect::<Vec<_>>(),
         "unchanged": plan.unchanged,
         "unreadable": unreadable.iter().map(|u| json!({"path": u.path, "error": u.error})).collect::<Vec<_>>(),
+        "gitObjectGone": gone.iter().map(|g| json!({"path": g.path, "error": g.error})).collect::<Vec<_>>(),
     });
     (v, text)
 }

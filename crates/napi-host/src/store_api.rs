@@ -639,6 +639,14 @@ impl BindingStore {
                         message: f.error,
                     })
                     .collect(),
+                git_object_gone: p
+                    .git_object_gone
+                    .into_iter()
+                    .map(|f| BindingFailedPath {
+                        path: f.path.spelling(),
+                        message: f.error,
+                    })
+                    .collect(),
             })
         }))
     }

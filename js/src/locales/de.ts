@@ -19,6 +19,7 @@ export const de: Dictionary = {
   none: 'keine',
   andMore: '… und {n} weitere',
   unreadable: 'Nicht lesbar, daher nicht wiederhergestellt',
+  gitObjectGone: 'Ihr früherer Inhalt ist ein Git-Objekt, das das Repository nicht mehr hat: Das Zurückspulen wird verweigert, solange sie nicht unverändert bleiben (--keep)',
   undoRaced: 'Während des Rückgängigmachens geändert, so belassen (das Rückgängigmachen ist erledigt)',
   filesNotRestored: 'Dateien nicht wiederhergestellt: {reason}',
   forkedTo: 'Abgezweigt bei Nachricht @{seq}: {preview}',

@@ -17,6 +17,7 @@ export const en = {
   none: 'none',
   andMore: '… and {n} more',
   unreadable: 'Cannot be read, so not restored',
+  gitObjectGone: 'Their earlier content is a git object the repository no longer has: the rewind is refused unless they are kept as they are (--keep)',
   undoRaced: 'Changed while the undo ran, kept as they are (the undo is done)',
   filesNotRestored: 'Files not restored: {reason}',
   forkedTo: 'Forked at message @{seq}: {preview}',

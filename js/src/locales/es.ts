@@ -19,6 +19,7 @@ export const es: Dictionary = {
   none: 'ninguno',
   andMore: '… y {n} más',
   unreadable: 'No se pueden leer, así que no se restauran',
+  gitObjectGone: 'Su contenido anterior es un objeto de git que el repositorio ya no tiene: no se retrocede salvo que se dejen como están (--keep)',
   undoRaced: 'Cambiados mientras se deshacía, se dejan como están (el deshacer está hecho)',
   filesNotRestored: 'Archivos no restaurados: {reason}',
   forkedTo: 'Bifurcado en el mensaje @{seq}: {preview}',

@@ -19,6 +19,7 @@ export const fr: Dictionary = {
   none: 'aucun',
   andMore: '… et {n} de plus',
   unreadable: 'Illisibles, donc non restaurés',
+  gitObjectGone: 'Leur contenu antérieur est un objet git que le dépôt n’a plus : le retour en arrière est refusé sauf s’ils sont gardés tels quels (--keep)',
   undoRaced: 'Modifiés pendant l’annulation, laissés tels quels (l’annulation est faite)',
   filesNotRestored: 'Fichiers non restaurés : {reason}',
   forkedTo: 'Bifurcation au message @{seq} : {preview}',

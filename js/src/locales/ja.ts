@@ -19,6 +19,7 @@ export const ja: Dictionary = {
   none: 'なし',
   andMore: '… ほか {n} 件',
   unreadable: '読み取れないため復元されません',
+  gitObjectGone: '以前の内容はリポジトリにもう存在しない git オブジェクトです：そのまま残さない限り (--keep) 巻き戻しは拒否されます',
   undoRaced: '取り消し中に変更されたため、そのまま残しました（取り消しは完了しています）',
   filesNotRestored: 'ファイルは復元されませんでした：{reason}',
   forkedTo: 'メッセージ @{seq} で分岐しました：{preview}',

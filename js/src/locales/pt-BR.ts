@@ -19,6 +19,7 @@ export const ptBR: Dictionary = {
   none: 'nenhum',
   andMore: '… e mais {n}',
   unreadable: 'Não podem ser lidos, por isso não são restaurados',
+  gitObjectGone: 'O conteúdo anterior é um objeto git que o repositório não tem mais: a volta é recusada a menos que sejam mantidos como estão (--keep)',
   undoRaced: 'Alterados enquanto o desfazer corria, mantidos como estão (o desfazer está feito)',
   filesNotRestored: 'Arquivos não restaurados: {reason}',
   forkedTo: 'Bifurcado na mensagem @{seq}: {preview}',

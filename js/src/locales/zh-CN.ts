@@ -19,6 +19,7 @@ export const zhCN: Dictionary = {
   none: '无',
   andMore: '… 另有 {n} 个',
   unreadable: '无法读取，因此不会恢复',
+  gitObjectGone: '其先前内容是仓库中已不存在的 git 对象：除非保留原样（--keep），否则拒绝回退',
   undoRaced: '撤销进行时被修改，已保持原样（撤销已完成）',
   filesNotRestored: '文件未恢复：{reason}',
   forkedTo: '已在消息 @{seq} 处分叉：{preview}',

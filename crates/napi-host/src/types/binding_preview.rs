@@ -22,4 +22,8 @@ pub struct BindingPreview {
     /// Planned paths that cannot be read for the restore's copy of them (a refused open):
     /// the restore will leave them as they are and report them as failed.
     pub unreadable: Vec<super::BindingFailedPath>,
+    /// Planned files whose before-state is a git blob the workspace's repository no longer
+    /// holds (pruned after the commit that held it was dropped): the rewind is refused
+    /// (`rewind/git-object-gone`) unless they are left out.
+    pub git_object_gone: Vec<super::BindingFailedPath>,
 }
