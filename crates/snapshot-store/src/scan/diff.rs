@@ -309,6 +309,13 @@ pub(crate) fn run(
                 Some("the baseline is not complete")
             } else if taken_over {
                 Some("the index was taken over from another session")
+            } else if !limits.prev.is_some_and(|(at, _)| at == ix.scanned_at) {
+                // A partial walk tells nothing of what was absent and keeps only what the walk
+                // before it saw for this index: without that (a session handle that has not
+                // walked yet, as a fork's child or a reopened session, or one whose last walk
+                // left another index), a write tool's capture could not tell a file created
+                // since from one out of its view (see `Outcome::absence`).
+                Some("this session has no walk's listing of the index in place")
             } else {
                 None
             };

@@ -239,3 +239,33 @@ fn an_ignore_file_change_walks_in_full() {
     assert_eq!(r.mode, ScanMode::Full);
     assert!(r.full_reason.as_deref().is_some_and(|w| w.contains("ignore file")), "{:?}", r.full_reason);
 }
+
+#[test]
+fn a_session_handle_that_has_not_walked_yet_walks_in_full_and_a_file_created_since_is_removed_by_the_rewind() {
+    // A write tool's capture of a file no scan saw takes it for created only where the
+    // handle's last walk listed its directory without it; a watched scan lists nothing. A
+    // session that has not walked the workspace yet (a fork's child, a reopened session)
+    // has no listing of its own: its first scan walks in full, so a file created after it
+    // is recorded absent there and the rewind removes it.
+    let env = Env::new();
+    env.write("a.txt", b"one");
+    let store = env.store();
+    let first = env.session(&store);
+    first.scan(&req(ScanPhase::Boundary, 1, None, true)).expect("scan");
+    let r = first.scan(&req(ScanPhase::Boundary, 2, None, true)).expect("scan");
+    assert_eq!(r.mode, ScanMode::Watched, "{:?}", r.full_reason);
+    let s = store.session("s2", &env.cwd).expect("session");
+    let r = s.scan(&req(ScanPhase::Boundary, 3, None, true)).expect("scan");
+    assert_eq!(r.mode, ScanMode::Full, "{:?}", r.full_reason);
+    std::fs::write(env.p("new.txt"), b"").expect("create");
+    s.capture_before_at("c1", Path::new("new.txt"), 3).expect("capture");
+    s.commit("c1", 3, false).expect("commit");
+    let plan = s.plan_restore(3).expect("plan");
+    assert!(s.restore(&plan, "op1").expect("restore").failed.is_empty());
+    assert_eq!(env.read("new.txt"), None);
+    assert_eq!(env.read("a.txt").as_deref(), Some(&b"one"[..]));
+    // With its own walk's listing in place, the session's scans are watched again.
+    s.scan(&req(ScanPhase::Boundary, 4, None, true)).expect("scan");
+    let r = s.scan(&req(ScanPhase::Boundary, 5, None, true)).expect("scan");
+    assert_eq!(r.mode, ScanMode::Watched, "{:?}", r.full_reason);
+}
