@@ -7,8 +7,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cap_std::fs::OpenOptions;
-use git_state::{Found, GitState, Phase, Point};
+use cap_std::fs::{Dir, OpenOptions};
+use git_state::{GitState, Handles, Phase, Point};
 use serde::{Deserialize, Serialize};
 
 use crate::error::FsFailure;
@@ -86,12 +86,17 @@ impl Session {
         let Some(root) = self.workspace_root() else {
             return Ok(());
         };
-        let (state, untracked) = match GitState::read(root) {
-            Ok(Found::None) => return Ok(()),
-            Ok(Found::Untracked(u)) => (None, Some(u.message())),
-            Ok(Found::State(read)) => {
+        let found = Handles::find(root).and_then(|h| match h {
+            None => Ok(None),
+            Some(Err(u)) => Ok(Some(Err(u))),
+            Some(Ok(h)) => h.read().map(|r| Some(Ok((h, r)))),
+        });
+        let (state, untracked) = match found {
+            Ok(None) => return Ok(()),
+            Ok(Some(Err(u))) => (None, Some(u.message())),
+            Ok(Some(Ok((h, read)))) => {
                 if let (Some(i), Some(b)) = (&read.state.index, &read.index_bytes) {
-                    self.put_git_blob(GitBlobKind::Index, &i.id, b)?;
+                    self.put_git_index(&h.git, &i.id, b)?;
                 }
                 if let (Some(id), Some(b)) = (&read.state.packed, &read.packed_bytes) {
                     self.put_git_blob(GitBlobKind::Packed, id, b)?;
@@ -130,6 +135,39 @@ impl Session {
         f.write_all(&line).map_err(|e| fail(FsOp::Write, e))
     }
 
+    /// Stores the index whose bytes are `bytes` under its id (once): as a hard link to the
+    /// repository's `index` file when that file still is those bytes (git replaces its index
+    /// by renaming a new file over it, never by writing into it, so the linked file keeps them;
+    /// no copy of its few hundred KiB at each point that staged something), else — another
+    /// file system, links refused, the index replaced since it was read, a store kept durable
+    /// against power loss, an id that is not git's trailing checksum — as a copy of `bytes`.
+    /// [`Session::git_blob`] checks the stored index's checksum against its id when read.
+    fn put_git_index(&self, git: &Dir, id: &str, bytes: &[u8]) -> Result<(), FsFailure> {
+        let Some(path) = blob_path(self, GitBlobKind::Index, id) else {
+            return Ok(());
+        };
+        let fs = &self.store.inner.fs;
+        if fs.exists(&path)? {
+            return Ok(());
+        }
+        if !fs.io.durable && !id.starts_with("sha256-") {
+            if let Some(parent) = path.parent() {
+                fs.create_dir_all(parent)?;
+            }
+            let tmp = path.with_extension("link");
+            let _ = fs.dir.remove_file(&tmp);
+            if git.hard_link("index", &fs.dir, &tmp).is_ok() {
+                let same = fs.dir.open(&tmp).is_ok_and(|f| trailer_is(f, bytes, id));
+                // Linked only when the file is the bytes the state was read from.
+                if same && fs.dir.rename(&tmp, &fs.dir, &path).is_ok() {
+                    return Ok(());
+                }
+                let _ = fs.dir.remove_file(&tmp);
+            }
+        }
+        self.put_git_blob(GitBlobKind::Index, id, bytes)
+    }
+
     /// Stores the bytes of an index, `packed-refs` or a stash list under its id (once).
     pub fn put_git_blob(&self, kind: GitBlobKind, id: &str, bytes: &[u8]) -> Result<(), FsFailure> {
         let Some(path) = blob_path(self, kind, id) else {
@@ -153,10 +191,13 @@ impl Session {
         })
     }
 
-    /// The stored bytes of an index, `packed-refs` or a stash list (`None`: not stored).
+    /// The stored bytes of an index, `packed-refs` or a stash list (`None`: not stored, or an
+    /// index whose checksum is not its id any more).
     pub fn git_blob(&self, kind: GitBlobKind, id: &str) -> Option<Vec<u8>> {
         let path = blob_path(self, kind, id)?;
-        self.store.inner.fs.read_opt(&path).ok().flatten()
+        let bytes = self.store.inner.fs.read_opt(&path).ok().flatten()?;
+        (kind != GitBlobKind::Index || id.starts_with("sha256-") || index_checks(&bytes, id))
+            .then_some(bytes)
     }
 
     /// The session's recorded git points, oldest first (torn or newer lines skipped), each
@@ -252,6 +293,23 @@ impl Session {
             .fs
             .read_opt(&op_path(&git_dir(self).join("ops"), op_id))
     }
+}
+
+/// Whether the index file `f` is as long as `bytes` and ends with the checksum `id` names
+/// (its last 20 bytes read, not the whole file).
+fn trailer_is(mut f: cap_std::fs::File, bytes: &[u8], id: &str) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = [0u8; 20];
+    f.metadata().is_ok_and(|m| m.len() == bytes.len() as u64)
+        && bytes.len() >= 32
+        && f.seek(SeekFrom::End(-20)).is_ok()
+        && f.read_exact(&mut tail).is_ok()
+        && hex::encode(tail) == id
+}
+
+/// Whether index bytes end with the checksum `id` names (git's trailing SHA-1, in hex).
+fn index_checks(bytes: &[u8], id: &str) -> bool {
+    bytes.len() >= 32 && git_state::index_id(bytes) == id
 }
 
 fn op_path(dir: &Path, op_id: &str) -> PathBuf {

@@ -94,3 +94,63 @@ fn a_workspace_inside_a_repository_records_why_it_is_not_tracked() {
     );
     assert!(s.git_known_points().expect("points").is_empty());
 }
+
+#[test]
+fn a_new_index_is_kept_as_a_link_to_the_file_git_replaced_and_read_back_only_while_it_checks() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let store = env.store();
+    let s = env.session(&store);
+    git(&env.cwd, &["init", "-q", "-b", "main"]);
+    env.write("a.txt", b"a\n");
+    git(&env.cwd, &["add", "."]);
+    git(&env.cwd, &["commit", "-qm", "one"]);
+    s.scan(&req(ScanPhase::Boundary, 10, None)).expect("scan");
+    let first = std::fs::read(env.p(".git/index")).expect("index");
+    let id = git_state::index_id(&first);
+    let stored = |id: &str| {
+        walkdir(&env.root)
+            .into_iter()
+            .find(|p| p.ends_with(format!("git/index/{id}")))
+            .expect("stored index file")
+    };
+    // The same file as git's index (no copy), while git has not replaced it.
+    let linked = stored(&id);
+    assert_eq!(
+        std::fs::metadata(&linked).expect("meta").ino(),
+        std::fs::metadata(env.p(".git/index")).expect("meta").ino()
+    );
+    // git writes a new index by renaming a new file over it: the stored one keeps the old bytes.
+    env.write("b.txt", b"b\n");
+    git(&env.cwd, &["add", "b.txt"]);
+    s.scan(&req(ScanPhase::Boundary, 11, None)).expect("scan");
+    assert_eq!(s.git_blob(GitBlobKind::Index, &id), Some(first.clone()));
+    let second = std::fs::read(env.p(".git/index")).expect("index");
+    assert_ne!(second, first);
+    assert_eq!(
+        s.git_blob(GitBlobKind::Index, &git_state::index_id(&second)),
+        Some(second)
+    );
+    // A stored index whose bytes no longer end with its id's checksum is not handed out.
+    let mut changed = first.clone();
+    changed[12] ^= 1;
+    let n = changed.len();
+    changed[n - 1] ^= 1;
+    std::fs::remove_file(&linked).expect("rm");
+    std::fs::write(&linked, &changed).expect("write");
+    assert_eq!(s.git_blob(GitBlobKind::Index, &id), None);
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
