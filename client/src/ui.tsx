@@ -909,6 +909,8 @@ export function InterruptedBanner({ env }: { env: Env }): ReactNode {
       const text = targetTextOf(env, sessionId, first)
       const values = { seq: first.targetSeq, written: r.written.length, deleted: r.deleted.length, ...(text !== undefined ? { text } : {}) }
       setNotice({ kind: 'ok', text: t(`${how === 'continue' ? 'banner.continued' : 'banner.rolledBack'}${text !== undefined ? 'Text' : ''}`, values) })
+      // Settled: its buttons go at once (the list asked again below may answer later).
+      setFound(f => f === undefined ? f : { ...f, list: f.list.filter(i => i.opId !== first.opId) })
       env.report({ type: 'interrupted-settled', how, sessionId, opId: first.opId, outcome: r.entryOutcome, tempsRemoved: r.tempsRemoved?.length ?? 0 })
     } catch (error) {
       setNotice({ kind: 'error', text: t('banner.failed', { message: escapeControl((error as Error).message) }) })
