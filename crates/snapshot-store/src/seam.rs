@@ -134,6 +134,10 @@ pub enum CrashPoint {
     /// The index of a pack a garbage collection drops or rewrote was removed, the pack
     /// file not yet.
     PackOldUnindexed,
+    /// A frame of the workspace index's delta is written and synced, nothing after it yet
+    /// (the scan's records are committed before it; its session's `scan.json` not yet
+    /// written).
+    IndexDeltaAppended,
 }
 
 impl CrashPoint {
@@ -164,6 +168,7 @@ impl CrashPoint {
             CrashPoint::PackIndexed => "pack-indexed",
             CrashPoint::PackLooseRemoved => "pack-loose-removed",
             CrashPoint::PackOldUnindexed => "pack-old-unindexed",
+            CrashPoint::IndexDeltaAppended => "index-delta-appended",
         }
     }
 
@@ -193,6 +198,7 @@ impl CrashPoint {
         "pack-indexed",
         "pack-loose-removed",
         "pack-old-unindexed",
+        "index-delta-appended",
     ];
 }
 

@@ -88,7 +88,7 @@ pub struct SessionUsage {
 pub struct WorkspaceUsage {
     /// The workspace key ([`crate::workspace_key`] of its canonical path).
     pub key: String,
-    /// Bytes of the workspace directory's own files (the index, the lock).
+    /// Bytes of the workspace directory's own files (the index, its spare and delta, the lock).
     pub index_bytes: u64,
     /// Distinct present blobs the index references (the scan's baseline).
     pub blobs: usize,

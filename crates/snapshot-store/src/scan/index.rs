@@ -22,7 +22,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"DSHRWIX\n";
 /// 1–3 (fixed-width entries: 1 without [`Coverage::Kept`] or [`Coverage::Git`] entries, 2 with
 /// kept ones, 3 with git ones) still read.
 pub(crate) const INDEX_VERSION: u32 = 4;
-const FLAG_BASELINE_COMPLETE: u32 = 1;
+pub(crate) const FLAG_BASELINE_COMPLETE: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8 + 8;
 const TRAILER: usize = 32;
 
@@ -212,6 +212,14 @@ impl IdxEntry {
 /// Index entries by path.
 pub(crate) type Entries = HashMap<Box<[u8]>, IdxEntry, BuildHasherDefault<BytesHasher>>;
 
+/// The paths whose entries changed (set, replaced by a different entry, or removed) since
+/// the index was last read from or written to disk, for the delta frame of the next save
+/// (see `super::delta`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Touched {
+    pub paths: std::collections::HashSet<Box<[u8]>, BuildHasherDefault<BytesHasher>>,
+}
+
 /// How many entries of an index stand for each file, by (device, inode).
 type InodeCounts = HashMap<(u64, u64), u32, BuildHasherDefault<BytesHasher>>;
 
@@ -235,6 +243,9 @@ pub(crate) struct Index {
     /// Built by the first [`Index::knows_inode`], then kept up to date by every change of
     /// `entries`: an index read from disk, or one never asked, carries none.
     inodes: Option<InodeCounts>,
+    /// What changed since the index was read from or written to disk; `None` for an index
+    /// not known to be the one on disk (made in memory): its save writes it whole.
+    touched: Option<Touched>,
 }
 
 impl Index {
@@ -245,6 +256,11 @@ impl Index {
 
     /// Sets the entry of `path`.
     pub fn insert(&mut self, path: Box<[u8]>, entry: IdxEntry) {
+        if let Some(t) = self.touched.as_mut() {
+            if self.entries.get(&path) != Some(&entry) {
+                t.paths.insert(path.clone());
+            }
+        }
         if let Some(c) = self.inodes.as_mut() {
             count_in(c, &entry.stat);
         }
@@ -256,8 +272,33 @@ impl Index {
     /// Removes the entry of `path`.
     pub fn remove(&mut self, path: &[u8]) {
         if let Some(old) = self.entries.remove(path) {
+            if let Some(t) = self.touched.as_mut() {
+                t.paths.insert(path.into());
+            }
             self.forget_inode(old.stat);
         }
+    }
+
+    /// What changed since the index was last read from or written to disk (`None`: not
+    /// known to be the one on disk), leaving nothing changed.
+    pub fn take_touched(&mut self) -> Option<Touched> {
+        self.touched.replace(Touched::default())
+    }
+
+    /// Marks the index as the one on disk now (nothing changed since).
+    pub fn mark_on_disk(&mut self) {
+        self.touched = Some(Touched::default());
+    }
+
+    /// Sets `path` to `entry`, or removes it, as a delta frame says (not counted as a
+    /// change: the frame is on disk).
+    pub(crate) fn apply(&mut self, path: Box<[u8]>, entry: Option<IdxEntry>) {
+        let t = self.touched.take();
+        match entry {
+            Some(e) => self.insert(path, e),
+            None => self.remove(&path),
+        }
+        self.touched = t;
     }
 
     fn forget_inode(&mut self, stat: Stat) {
@@ -273,9 +314,21 @@ impl Index {
         }
     }
 
-    /// Every entry's metadata, with its coverage to change (the metadata stays as it is).
+    /// Every entry kept in a log ([`Coverage::Kept`]): its metadata, with its coverage to
+    /// change (the metadata stays as it is). Each one is counted as changed for the next
+    /// save's delta frame (whether its coverage is changed or not: they are few, the files a
+    /// session tracks).
     pub fn coverages_mut(&mut self) -> impl Iterator<Item = (&Stat, &mut Coverage)> {
-        self.entries.values_mut().map(|e| (&e.stat, &mut e.cov))
+        let mut touched = self.touched.as_mut();
+        self.entries
+            .iter_mut()
+            .filter(|(_, e)| matches!(e.cov, Coverage::Kept(_)))
+            .map(move |(k, e)| {
+                if let Some(t) = touched.as_deref_mut() {
+                    t.paths.insert(k.clone());
+                }
+                (&e.stat, &mut e.cov)
+            })
     }
 
     /// Whether an entry stands for the file `(dev, ino)`, under any path. The first
@@ -318,7 +371,7 @@ impl Index {
     }
 }
 
-fn corrupt(path: &Path, detail: &str) -> Fault {
+pub(crate) fn corrupt(path: &Path, detail: &str) -> Fault {
     CorruptFile {
         path: path.to_string_lossy().into_owned(),
         detail: detail.to_string(),
@@ -326,29 +379,29 @@ fn corrupt(path: &Path, detail: &str) -> Fault {
     .into()
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
+pub(crate) struct Reader<'a> {
+    pub b: &'a [u8],
+    pub at: usize,
 }
 
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
+    pub fn take(&mut self, n: usize) -> Option<&[u8]> {
         let s = self.b.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|s| s[0])
     }
-    fn u16(&mut self) -> Option<u16> {
+    pub fn u16(&mut self) -> Option<u16> {
         self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub fn u32(&mut self) -> Option<u32> {
         self.take(4)
             .and_then(|s| s.try_into().ok())
             .map(u32::from_le_bytes)
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub fn u64(&mut self) -> Option<u64> {
         self.take(8)
             .and_then(|s| s.try_into().ok())
             .map(u64::from_le_bytes)
@@ -357,7 +410,7 @@ impl Reader<'_> {
         self.u64().map(|v| v as i64)
     }
     /// A LEB128 varint of at most 10 bytes that fits a `u64`.
-    fn var(&mut self) -> Option<u64> {
+    pub fn var(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for i in 0..10 {
             let b = self.u8()?;
@@ -377,7 +430,7 @@ impl Reader<'_> {
     }
 }
 
-fn put_var(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_var(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -398,7 +451,7 @@ const PATH_LEN_MAX: usize = u16::MAX as usize;
 
 /// What a version-4 entry is encoded against: the entry before it (zero for the first).
 #[derive(Default)]
-struct Prev {
+pub(crate) struct Prev {
     path: Vec<u8>,
     mtime_s: i64,
     ino: u64,
@@ -406,7 +459,7 @@ struct Prev {
 }
 
 /// Reads a version-4 entry (see [`put_compact`]).
-fn read_compact(r: &mut Reader<'_>, prev: &mut Prev) -> Option<(Box<[u8]>, Stat)> {
+pub(crate) fn read_compact(r: &mut Reader<'_>, prev: &mut Prev) -> Option<(Box<[u8]>, Stat)> {
     let shared = usize::try_from(r.var()?).ok()?;
     let rest = usize::try_from(r.var()?).ok()?;
     if shared > prev.path.len() || shared.checked_add(rest)? > PATH_LEN_MAX {
@@ -444,7 +497,7 @@ fn read_compact(r: &mut Reader<'_>, prev: &mut Prev) -> Option<(Box<[u8]>, Stat)
 /// varint) and its nanoseconds (`u32`); the ctime as differences from the mtime, seconds and
 /// nanoseconds (zigzag varints); inode and device as differences from the previous entry's
 /// (zigzag varints of the wrapping difference).
-fn put_compact(out: &mut Vec<u8>, path: &[u8], s: &Stat, prev: &mut Prev) {
+pub(crate) fn put_compact(out: &mut Vec<u8>, path: &[u8], s: &Stat, prev: &mut Prev) {
     let shared = path
         .iter()
         .zip(prev.path.iter())
@@ -470,6 +523,9 @@ fn put_compact(out: &mut Vec<u8>, path: &[u8], s: &Stat, prev: &mut Prev) {
 /// Bytes of an index file's head: its magic and its version.
 pub(crate) const HEAD: usize = 12;
 
+/// The longest path an entry holds, for the delta frames (see `super::delta`).
+pub(crate) const PATH_MAX_LEN: usize = PATH_LEN_MAX;
+
 /// Checks an index file's head (its first [`HEAD`] bytes, or all of a shorter file) and
 /// returns its version: `Err(Newer)` for a newer version (fail closed), `Err(Corrupt)` for
 /// a bad magic, a version 0 or a file too short to hold them. The only part of a file that
@@ -494,6 +550,22 @@ pub(crate) fn check_head(path: &Path, bytes: &[u8]) -> Result<u32, Fault> {
         return Err(corrupt(path, "version 0"));
     }
     Ok(version)
+}
+
+/// Reads an entry's coverage as index version `version` writes it (see [`put_cov`]).
+pub(crate) fn read_cov(r: &mut Reader<'_>, version: u32) -> Option<Coverage> {
+    Some(match r.u8()? {
+        0 => Coverage::Hashed(r.take(32)?.try_into().ok()?),
+        1 => Coverage::Pending,
+        2 => {
+            let c = r.u8()?;
+            let e = r.u32()? as i32;
+            Coverage::Not(Uncovered::from_code(c, e)?)
+        }
+        3 if version >= 2 => Coverage::Kept(r.take(32)?.try_into().ok()?),
+        4 if version >= 3 => Coverage::Git(r.take(20)?.try_into().ok()?),
+        _ => return None,
+    })
 }
 
 /// Parses an index file. `Err(Newer)` for a newer version (fail closed),
@@ -545,18 +617,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
                 };
                 (p, stat)
             };
-            let cov = match r.u8()? {
-                0 => Coverage::Hashed(r.take(32)?.try_into().ok()?),
-                1 => Coverage::Pending,
-                2 => {
-                    let c = r.u8()?;
-                    let e = r.u32()? as i32;
-                    Coverage::Not(Uncovered::from_code(c, e)?)
-                }
-                3 if version >= 2 => Coverage::Kept(r.take(32)?.try_into().ok()?),
-                4 if version >= 3 => Coverage::Git(r.take(20)?.try_into().ok()?),
-                _ => return None,
-            };
+            let cov = read_cov(&mut r, version)?;
             Some((p, IdxEntry { stat, cov }))
         })()
         .ok_or_else(bad)?;
@@ -580,6 +641,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Index, Fault> {
         keeper,
         entries,
         inodes: None,
+        touched: Some(Touched::default()),
     })
 }
 
@@ -665,7 +727,7 @@ fn encode_as(ix: &Index, compact: bool) -> Vec<u8> {
 }
 
 /// An entry's coverage: the same bytes in every version.
-fn put_cov(out: &mut Vec<u8>, cov: &Coverage) {
+pub(crate) fn put_cov(out: &mut Vec<u8>, cov: &Coverage) {
     match cov {
         Coverage::Hashed(sha) => {
             out.push(0);
@@ -700,6 +762,7 @@ mod tests {
             keeper: None,
             entries: Entries::default(),
             inodes: None,
+            touched: None,
         };
         let stat = Stat {
             mode: 0o100755,

@@ -1,8 +1,9 @@
 //! The workspace scan: every change to an in-scope file comes back, whatever made it.
 //!
-//! A per-workspace index (`workspaces/<key>/index.bin`) holds the `lstat` metadata
-//! and the content hash of every in-scope regular file; the content itself is in the
-//! store's `blobs/` from the first scan on (the baseline). Around every tool call
+//! A per-workspace index (`workspaces/<key>/index.bin`, with the entries changed since it
+//! was written in `index.delta`) holds the `lstat` metadata and the content hash of every
+//! in-scope regular file; the content itself is in the store's `blobs/` from the first
+//! scan on (the baseline). Around every tool call
 //! that the fs-intent capture does not cover, and at every message boundary, the
 //! host calls [`Session::scan`](crate::Session::scan): a parallel stat walk compares
 //! the workspace with the index, reads only what changed, and records the changes
@@ -15,6 +16,7 @@
 //! restore's share in `crate::plan::scanned`. This module knows no session.
 
 mod absence;
+pub(crate) mod delta;
 pub(crate) mod diff;
 pub(crate) mod git_baseline;
 mod hash;

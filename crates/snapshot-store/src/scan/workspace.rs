@@ -15,6 +15,7 @@ use crate::error::{Fault, FsFailure};
 use crate::seam::{Area, FsOp};
 use crate::store::Store;
 
+use super::delta;
 use super::index::{Index, decode, encode};
 
 /// The store directory of workspace indexes.
@@ -34,10 +35,21 @@ type FileId = (u64, u64, i64, i64, [u8; 32]);
 /// with the files under them, each with why (see [`Cached::unreadable`]).
 pub(crate) type UnreadableSeen = (u64, Vec<(Box<[u8]>, String)>);
 
+/// The delta file (`index.delta`) as the cached copy knows it: its identity (`None`: no
+/// file) and the bytes and frames of it that apply to the base (0: the next frame starts
+/// a new file).
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+struct DeltaAt {
+    id: Option<FileId>,
+    len: u64,
+    frames: u64,
+}
+
 #[derive(Default)]
 pub(crate) struct Cached {
     pub index: Option<Index>,
     file: Option<FileId>,
+    delta: DeltaAt,
     /// The last scan's directories it could not list and the files the index holds under
     /// them, with why (`diff::unreadable_dirs`), stamped with the `scanned_at` of the index
     /// that scan left: the planner lists them while that index is the one in place. Kept in
@@ -315,9 +327,12 @@ pub(crate) fn settle_kept(
         }
         if changed {
             fs.write_replacing(&index_path_of(&name), &encode(&ix))?;
+            // The delta named the base just replaced: ignored from now on, removed.
+            fs.remove_file(&delta_path_of(&name))?;
             // A process's copy is told changed by the file's identity; this one's is dropped.
             cached.index = None;
             cached.file = None;
+            cached.delta = DeltaAt::default();
             rewritten += 1;
         }
         drop(lock);
@@ -395,22 +410,40 @@ impl Locked<'_> {
         self.dir.join("index.bin")
     }
 
-    /// Makes `cached.index` the index on disk (re-read only when the file changed).
+    /// The path of the index's delta file.
+    pub fn delta_path(&self) -> PathBuf {
+        self.dir.join(delta::FILE_NAME)
+    }
+
+    /// Makes `cached.index` the index on disk, its base file with the valid frames of its
+    /// delta applied (re-read only when either file changed).
     pub fn load(&mut self) -> Result<Loaded, Fault> {
         let path = self.index_path();
+        let dpath = self.delta_path();
         let id = file_id(self.store, &path)?;
-        if id.is_some() && id == self.cached.file && self.cached.index.is_some() {
+        let did = file_id(self.store, &dpath)?;
+        if id.is_some()
+            && id == self.cached.file
+            && did == self.cached.delta.id
+            && self.cached.index.is_some()
+        {
             return Ok(Loaded::Present);
         }
         self.cached.index = None;
         self.cached.file = None;
+        self.cached.delta = DeltaAt::default();
         let Some(bytes) = self.store.inner.fs.read_opt(&path)? else {
             return Ok(Loaded::Missing);
         };
-        match decode(&path, &bytes) {
-            Ok(ix) => {
+        match decode(&path, &bytes).and_then(|ix| with_delta(self.store, &dpath, &bytes, ix)) {
+            Ok((ix, applied)) => {
                 self.cached.index = Some(ix);
                 self.cached.file = id;
+                self.cached.delta = DeltaAt {
+                    id: did,
+                    len: applied.len,
+                    frames: applied.frames,
+                };
                 self.cached.edits += 1;
                 Ok(Loaded::Present)
             }
@@ -419,13 +452,32 @@ impl Locked<'_> {
         }
     }
 
-    /// Writes `ix` atomically (over the spare kept beside the file, see
-    /// [`StoreFs::write_replacing`](crate::fsio::StoreFs::write_replacing)) and keeps it as
-    /// the cached copy.
-    pub fn save(&mut self, ix: Index) -> Result<(), Fault> {
+    /// Saves `ix` and keeps it as the cached copy. An index read from the base on disk (the
+    /// one the cached copy knows) with some entries changed appends one frame with them to
+    /// the delta file, `fsync`ed as the whole index is, while the delta stays under
+    /// [`delta::fold_at`] of the base; otherwise the whole index is written atomically (over
+    /// the spare kept beside the file, see
+    /// [`StoreFs::write_replacing`](crate::fsio::StoreFs::write_replacing)) and the delta,
+    /// which named the old base, is removed.
+    pub fn save(&mut self, mut ix: Index) -> Result<(), Fault> {
+        let touched = ix.take_touched();
+        if let (Some(t), Some(base)) = (touched, self.cached.file) {
+            let mut paths: Vec<Box<[u8]>> = t.paths.into_iter().collect();
+            paths.sort_unstable();
+            let frame = delta::frame(self.cached.delta.frames + 1, &ix, &paths);
+            let at = self.cached.delta.len;
+            let end = at.max(delta::HEAD as u64) + frame.len() as u64;
+            if end <= delta::fold_at(base.1) {
+                return self.append_frame(ix, base.4, frame);
+            }
+        }
         let path = self.index_path();
         let bytes = encode(&ix);
         let written = self.store.inner.fs.write_replacing(&path, &bytes)?;
+        // The delta named the base just replaced: ignored from now on, removed.
+        self.store.inner.fs.remove_file(&self.delta_path())?;
+        self.cached.delta = DeltaAt::default();
+        ix.mark_on_disk();
         // What `file_id` would read back from the file just written (no other writer can
         // replace it while the workspace's lock is held).
         let mut tail = [0u8; 32];
@@ -438,6 +490,75 @@ impl Locked<'_> {
         self.cached.edits += 1;
         Ok(())
     }
+
+    /// Writes `frame` at the end of the delta's valid frames (cutting off what a torn
+    /// append left after them), or as the first frame of a new delta file for the base
+    /// whose checksum is `base_sum`; `fsync`s it (and, for a new file, its directory) in
+    /// durable mode; keeps `ix` as the cached copy.
+    fn append_frame(
+        &mut self,
+        mut ix: Index,
+        base_sum: [u8; 32],
+        frame: Vec<u8>,
+    ) -> Result<(), Fault> {
+        use std::os::unix::fs::FileExt;
+        let fs = &self.store.inner.fs;
+        let dpath = self.delta_path();
+        let at = self.cached.delta.len;
+        let mut bytes = if at == 0 {
+            delta::head(&base_sum)
+        } else {
+            Vec::new()
+        };
+        bytes.extend_from_slice(&frame);
+        fs.io.check(FsOp::Open, Area::Store, &dpath)?;
+        let mut o = OpenOptions::new();
+        o.write(true).create(true);
+        let f = fs
+            .dir
+            .open_with(&dpath, &o)
+            .map_err(|e| fail(FsOp::Open, &dpath, e))?
+            .into_std();
+        fs.io.check(FsOp::Write, Area::Store, &dpath)?;
+        let end = at + bytes.len() as u64;
+        f.write_all_at(&bytes, at)
+            .and_then(|()| f.set_len(end))
+            .map_err(|e| fail(FsOp::Write, &dpath, e))?;
+        let f = cap_std::fs::File::from_std(f);
+        fs.sync_file(&f, &dpath)?;
+        drop(f);
+        if at == 0 {
+            fs.sync_dir(&self.dir)?;
+        }
+        fs.io.crash(crate::seam::CrashPoint::IndexDeltaAppended);
+        self.cached.delta = DeltaAt {
+            id: file_id(self.store, &dpath)?,
+            len: end,
+            frames: self.cached.delta.frames + 1,
+        };
+        ix.mark_on_disk();
+        self.cached.index = Some(ix);
+        self.cached.edits += 1;
+        Ok(())
+    }
+}
+
+/// `ix`, the base index read from `base` (its file's bytes), with the valid frames of the
+/// delta file `dpath` applied, and what applying them found.
+fn with_delta(
+    store: &Store,
+    dpath: &Path,
+    base: &[u8],
+    mut ix: Index,
+) -> Result<(Index, delta::Applied), Fault> {
+    let Some(dbytes) = store.inner.fs.read_opt(dpath)? else {
+        return Ok((ix, delta::Applied::default()));
+    };
+    let sum: [u8; 32] = base[base.len().saturating_sub(32)..]
+        .try_into()
+        .unwrap_or([0; 32]);
+    let applied = delta::apply(dpath, &dbytes, &sum, &mut ix)?;
+    Ok((ix, applied))
 }
 
 /// Reads the index of workspace directory `name` for the blob sweep: `Ok(None)` when
@@ -453,6 +574,11 @@ pub(crate) fn read_for_gc(store: &Store, name: &std::ffi::OsStr) -> Result<Optio
 /// The store-relative path of workspace directory `name`'s index.
 pub(crate) fn index_path_of(name: &std::ffi::OsStr) -> PathBuf {
     Path::new(WORKSPACES).join(name).join("index.bin")
+}
+
+/// The store-relative path of workspace directory `name`'s index delta.
+pub(crate) fn delta_path_of(name: &std::ffi::OsStr) -> PathBuf {
+    Path::new(WORKSPACES).join(name).join(delta::FILE_NAME)
 }
 
 /// Reads the head of the index of workspace directory `name` and checks it
@@ -471,15 +597,33 @@ fn read_head(store: &Store, name: &std::ffi::OsStr) -> Result<(), Fault> {
             n => got += n,
         }
     }
-    super::index::check_head(&path, &head[..got]).map(|_| ())
+    super::index::check_head(&path, &head[..got])?;
+    // A delta a newer build wrote leaves the workspace alone too.
+    let dpath = delta_path_of(name);
+    let Some(mut f) = fs.open_read(&dpath)? else {
+        return Ok(());
+    };
+    let mut head = [0u8; super::index::HEAD];
+    let mut got = 0;
+    while got < head.len() {
+        match fs.read_chunk(&mut f, &dpath, &mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    delta::check_head(&dpath, &head[..got]).map(|_| ())
 }
 
-/// Reads and parses the index of workspace directory `name`: `Ok(None)` when it has
-/// none; `Err(Corrupt)`, `Err(Newer)` or an I/O error as they are.
+/// Reads and parses the index of workspace directory `name`, its base with its delta's
+/// valid frames applied: `Ok(None)` when it has none; `Err(Corrupt)`, `Err(Newer)` (of
+/// either file) or an I/O error as they are.
 pub(crate) fn read_index(store: &Store, name: &std::ffi::OsStr) -> Result<Option<Index>, Fault> {
     let path = index_path_of(name);
     match store.inner.fs.read_opt(&path)? {
-        Some(bytes) => decode(&path, &bytes).map(Some),
+        Some(bytes) => {
+            let ix = decode(&path, &bytes)?;
+            with_delta(store, &delta_path_of(name), &bytes, ix).map(|(ix, _)| Some(ix))
+        }
         None => Ok(None),
     }
 }
@@ -503,32 +647,41 @@ pub(crate) fn peek<R>(
     let slot = slot(store, key);
     let mut cached = slot.lock().unwrap_or_else(|p| p.into_inner());
     let path = Path::new(WORKSPACES).join(key).join("index.bin");
+    let dpath = Path::new(WORKSPACES).join(key).join(delta::FILE_NAME);
+    let ids = |store: &Store| -> Result<_, FsFailure> {
+        Ok((file_id(store, &path)?, file_id(store, &dpath)?))
+    };
     // A read that met a write (the file it opened was the spare of a later write, rewritten
     // meanwhile) fails its checksum, and the file's identity has moved on: read again.
     let mut attempts = 3;
     loop {
         attempts -= 1;
-        let id = file_id(store, &path)?;
-        if id.is_none() {
+        let id = ids(store)?;
+        if id.0.is_none() {
             return Ok(None);
         }
-        if id == cached.file && cached.index.is_some() {
+        if id.0 == cached.file && id.1 == cached.delta.id && cached.index.is_some() {
             break;
         }
         let Some(bytes) = store.inner.fs.read_opt(&path)? else {
             return Ok(None);
         };
-        let decoded = decode(&path, &bytes);
-        let still = file_id(store, &path)? == id;
+        let decoded = decode(&path, &bytes).and_then(|ix| with_delta(store, &dpath, &bytes, ix));
+        let still = ids(store)? == id;
         match decoded {
-            // Cached only when the file did not change while it was read.
-            Ok(ix) if still => {
+            // Cached only when neither file changed while they were read.
+            Ok((ix, applied)) if still => {
                 cached.index = Some(ix);
-                cached.file = id;
+                cached.file = id.0;
+                cached.delta = DeltaAt {
+                    id: id.1,
+                    len: applied.len,
+                    frames: applied.frames,
+                };
                 cached.edits += 1;
                 break;
             }
-            Ok(ix) => return Ok(Some(f(&ix))),
+            Ok((ix, _)) => return Ok(Some(f(&ix))),
             Err(Fault::Corrupt(_)) if !still && attempts > 0 => {}
             Err(Fault::Corrupt(_)) => return Ok(None),
             Err(e) => return Err(e),

@@ -121,6 +121,10 @@ fn crash_child() {
         "gc" => {
             store.collect_garbage().expect("gc");
         }
+        "scan" => {
+            let r = snapshot_store::ScanRequest::new(snapshot_store::ScanPhase::Boundary, 5);
+            s.scan(&r).expect("scan");
+        }
         other => panic!("unknown scenario {other}"),
     }
     println!("CRASH-POINT-NOT-REACHED");

@@ -9,6 +9,7 @@ mod git;
 mod git_baseline;
 mod git_sweep;
 mod hostile;
+mod index_delta;
 mod log_compat;
 mod migrate;
 mod model;

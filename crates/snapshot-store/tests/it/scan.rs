@@ -1323,11 +1323,11 @@ fn a_scan_that_fails_before_saving_its_index_leaves_the_check_of_kept_content_to
     // (EIO) leaves it naming content the log no longer keeps; once a blob sweep has run, the
     // next scan still finds that out and reads the file again.
     let env = Env::new();
-    // Every write to the index (its temporary file and its rename included); reads go through.
+    // Every write to the index or its delta (temporary file and rename included); reads go through.
     let seam = FailWhileArmed::new(|op, area, path: &Path| {
         matches!(op, FsOp::Create | FsOp::Write | FsOp::Rename)
             && area == Area::Store
-            && path.to_string_lossy().contains("index.bin")
+            && path.to_string_lossy().contains("index.")
     });
     let store = env.store_with(StoreOptions {
         seam: seam.clone(),
@@ -2086,35 +2086,45 @@ fn inode(p: &Path) -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_index_and_scan_state_are_rewritten_over_a_spare_without_a_new_file_each_time() {
-    // Each write goes over the spare kept beside the file and swaps the two: after the first
-    // writes, the index and `scan.json` take turns between the same two inodes, and the spare
-    // holds the content before.
+    // Each write of `scan.json` goes over the spare kept beside the file and swaps the two:
+    // after the first writes, it takes turns between the same two inodes, and the spare
+    // holds the content before. The index itself is not rewritten for a change of a few
+    // entries: each scan appends one frame to its delta file, and the base stays as it is.
     let env = Env::new();
     env.write("a", b"0");
     let store = env.store();
     let s = env.session(&store);
     scan(&s, ScanPhase::Boundary, 1, None);
     let idx = index_files(&env).remove(0);
-    let spare = idx.with_file_name(".index.bin.spare");
+    let delta = idx.with_file_name("index.delta");
+    let base = std::fs::read(&idx).expect("index");
+    let base_ino = inode(&idx);
     let state = env.root.join("sessions").join("s1").join("scan.json");
     let state_spare = state.with_file_name(".scan.json.spare");
     let mut seen = std::collections::BTreeSet::new();
     let mut state_seen = std::collections::BTreeSet::new();
     for k in 0..6u64 {
         env.write("a", format!("change {k}").as_bytes());
-        let before = std::fs::read(&idx).expect("index");
+        let before = std::fs::read(&delta).unwrap_or_default();
         let r = scan(&s, ScanPhase::Boundary, 2 + k, None);
         assert_eq!(names(&r.outside), ["a"], "{r:?}");
+        assert_eq!(std::fs::read(&idx).expect("index"), base, "the base as it was");
+        assert_eq!(inode(&idx), base_ino);
+        let now = std::fs::read(&delta).expect("delta");
+        assert!(
+            now.len() > before.len() && now.starts_with(&before),
+            "one frame appended: {} bytes, {} before",
+            now.len(),
+            before.len()
+        );
+        seen.insert(inode(&delta));
         if k >= 1 {
-            // From the second write on, the spare holds the index as it was before the write.
-            assert_eq!(std::fs::read(&spare).expect("spare"), before);
-            seen.insert(inode(&idx));
             state_seen.insert(inode(&state));
         }
         let rec = std::fs::read_to_string(&state).expect("scan.json");
         assert!(rec.contains(&format!("\"anchor_seq\":{}", 2 + k)), "{rec}");
     }
-    assert_eq!(seen.len(), 2, "the index's inodes: {seen:?}");
+    assert_eq!(seen.len(), 1, "the delta's inodes: {seen:?}");
     assert_eq!(state_seen.len(), 2, "scan.json's inodes: {state_seen:?}");
     assert!(state_spare.exists());
     // And the index is whole: a change is found against it, and comes back.
