@@ -17,7 +17,7 @@
  * The compacted store's bytes are broken down by what holds them: the packs, their indexes, the
  * `blobs/` directory itself (its entries' blocks: a directory that held the baseline's 20,000
  * names keeps their blocks on ext4 once they are gone), the loose blobs left, the workspace
- * index (`index.bin` and its spare), the sessions' files (record logs, `scan.json`) and the rest.
+ * index (`index.bin`, its spare and its delta), the sessions' files (record logs, `scan.json`) and the rest.
  *
  * The generated files are source-like text: lines of functions, constants, checks and comments
  * built from a small vocabulary, varied identifiers and numbers, and a 32-bit hex word in a
@@ -114,7 +114,7 @@ function breakdown(root) {
       else if (r.startsWith('blobs/')) b.loose += bytes
       else if (r.startsWith('packs/') && r.endsWith('.idx')) b.packIdx += bytes
       else if (r.startsWith('packs/') && r.endsWith('.pack')) b.packs += bytes
-      else if (/^workspaces\/[^/]+\/\.?index\.bin(\.spare)?$/.test(r)) b.index += bytes
+      else if (/^workspaces\/[^/]+\/(\.?index\.bin(\.spare)?|index\.delta)$/.test(r)) b.index += bytes
       else if (r.startsWith('sessions/') && !e.isDirectory()) b.sessions += bytes
       else b.other += bytes
       if (e.isDirectory()) walk(p, r)
