@@ -38,7 +38,7 @@ pub(crate) type UnreadableSeen = (u64, Vec<(Box<[u8]>, String)>);
 /// The delta file (`index.delta`) as the cached copy knows it: its identity (`None`: no
 /// file) and the bytes and frames of it that apply to the base (0: the next frame starts
 /// a new file).
-#[derive(Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct DeltaAt {
     id: Option<FileId>,
     len: u64,
@@ -721,6 +721,82 @@ mod tests {
             );
             assert!(matches!(locked.load().expect("load"), Loaded::Present));
         }
+    }
+
+    #[test]
+    fn a_frame_appended_is_known_as_the_delta_on_disk_and_a_fold_removes_the_delta() {
+        use super::super::index::{Coverage, IdxEntry, Stat};
+        let tmp = tempfile::tempdir().expect("tmp");
+        let store = store(&tmp);
+        let key = "00112233445566778899aabbccddeeff";
+        let slot = slot(&store, key);
+        let mut locked = lock(&store, key, &slot, None).expect("lock");
+        let entry = |size: u64| IdxEntry {
+            stat: Stat {
+                mode: 0o100644,
+                nlink: 1,
+                size,
+                mtime_s: 1,
+                mtime_ns: 2,
+                ctime_s: 3,
+                ctime_ns: 4,
+                ino: 5 + size,
+                dev: 6,
+            },
+            cov: Coverage::Pending,
+        };
+        let mut ix = Index::default();
+        ix.insert(b"a".to_vec().into(), entry(1));
+        // Made in memory: written whole.
+        locked.save(ix).expect("save");
+        let base = std::fs::read(tmp.path().join("store").join(locked.index_path())).expect("base");
+        let dpath = locked.delta_path();
+        assert!(file_id(&store, &dpath).expect("id").is_none());
+        for round in 0..3u64 {
+            let mut ix = locked.cached.index.take().expect("cached");
+            ix.insert(format!("f{round}").into_bytes().into(), entry(10 + round));
+            let edits = locked.cached.edits;
+            locked.save(ix).expect("save");
+            // A frame: the base as it was, the delta's identity known without reading it.
+            assert_eq!(
+                std::fs::read(tmp.path().join("store").join(locked.index_path())).expect("base"),
+                base
+            );
+            assert_eq!(locked.cached.delta.id, file_id(&store, &dpath).expect("id"));
+            assert_eq!(locked.cached.delta.frames, round + 1);
+            assert!(matches!(locked.load().expect("load"), Loaded::Present));
+            assert_eq!(
+                locked.cached.edits,
+                edits + 1,
+                "round {round}: not read again"
+            );
+        }
+        // Read back by a load that has no copy: the same entries.
+        let want = locked
+            .cached
+            .index
+            .as_ref()
+            .expect("cached")
+            .entries()
+            .clone();
+        locked.cached.index = None;
+        assert!(matches!(locked.load().expect("load"), Loaded::Present));
+        assert_eq!(locked.cached.index.as_ref().expect("read").entries(), &want);
+        assert_eq!(locked.cached.delta.frames, 3);
+        // A change past the delta's bound folds it: the base written whole, the delta gone.
+        let mut ix = locked.cached.index.take().expect("cached");
+        for i in 0..10_000u64 {
+            ix.insert(format!("bulk/{i:0>40}").into_bytes().into(), entry(100 + i));
+        }
+        locked.save(ix).expect("fold");
+        assert!(file_id(&store, &dpath).expect("id").is_none());
+        assert_eq!(locked.cached.delta, DeltaAt::default());
+        locked.cached.index = None;
+        assert!(matches!(locked.load().expect("load"), Loaded::Present));
+        assert_eq!(
+            locked.cached.index.as_ref().expect("read").entries().len(),
+            10_004
+        );
     }
 
     #[test]
