@@ -145,9 +145,17 @@ pub(crate) mod ambient {
     }
 }
 
-/// A held store lock (shared or exclusive); released on drop.
+/// A held store lock (shared or exclusive); released on drop, unlocked explicitly so that
+/// a child process forked by another thread (a copy of the descriptor until it execs) does
+/// not keep it held.
 pub(crate) struct LockGuard {
-    _file: cap_std::fs::File,
+    file: cap_std::fs::File,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.file, FlockOperation::Unlock);
+    }
 }
 
 impl Store {
@@ -350,7 +358,7 @@ impl Store {
         };
         let file = fs.dir.open_with(path, &o).map_err(fail)?;
         match rustix::fs::flock(&file, op) {
-            Ok(()) => Ok(Some(LockGuard { _file: file })),
+            Ok(()) => Ok(Some(LockGuard { file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(fail(e.into())),
         }

@@ -46,9 +46,21 @@ pub const QUARANTINE_DIR: &str = "quarantine";
 /// A host takes it shared ([`Store::hold_session`]) for as long as it keeps the
 /// session open; an offline tool takes it exclusively ([`Store::claim_session`])
 /// before changing anything, so the two never work on one session at once.
+///
+/// Dropping it unlocks the file explicitly before closing it: a child process forked by
+/// another thread holds a copy of the descriptor until it execs (close-on-exec applies only
+/// then), and a lock released by the close alone would stay held through that copy.
 #[derive(Debug)]
 pub struct SessionHold {
-    _file: cap_std::fs::File,
+    file: cap_std::fs::File,
+}
+
+impl Drop for SessionHold {
+    fn drop(&mut self) {
+        // flock's unlock releases the lock of the open file description, which a forked
+        // child's copy of the descriptor shares.
+        let _ = rustix::fs::flock(&self.file, FlockOperation::Unlock);
+    }
 }
 
 /// Storage used by one session of the store (see [`Store::inventory`]).
@@ -526,7 +538,7 @@ impl Store {
         o.read(true).write(true).create(true);
         let file = fs.dir.open_with(&path, &o).map_err(fail)?;
         match rustix::fs::flock(&file, op) {
-            Ok(()) => Ok(Some(SessionHold { _file: file })),
+            Ok(()) => Ok(Some(SessionHold { file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(fail(e.into()).into()),
         }
