@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -15,12 +16,12 @@ use snapshot_store::{Store, StoreOptions};
 /// Spawns `true` from another thread with a pre-exec step that waits: the returned
 /// function lets the child go on to exec. Returns once the child exists (forked, not exec'd).
 fn child_paused_before_exec() -> impl FnOnce() {
-    let (mut ready_r, ready_w) = std::io::pipe().unwrap();
-    let (go_r, mut go_w) = std::io::pipe().unwrap();
+    let (mut ready_r, ready_w) = UnixStream::pair().unwrap();
+    let (go_r, mut go_w) = UnixStream::pair().unwrap();
     let (rw, gr) = (ready_w.as_raw_fd(), go_r.as_raw_fd());
     let mut cmd = Command::new("true");
     // SAFETY: the closure only calls write(2) and read(2) on descriptors the parent keeps
-    // open until the child has exec'd (both pipes live until `go` returns).
+    // open until the child has exec'd (both socket pairs live until `go` returns).
     unsafe {
         cmd.pre_exec(move || {
             let (w, r) = (BorrowedFd::borrow_raw(rw), BorrowedFd::borrow_raw(gr));
