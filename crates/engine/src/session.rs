@@ -144,20 +144,9 @@ impl EngineSession {
     /// when there is none or files are not usable here, [`JournalState::Unreadable`] when it
     /// cannot be read (never guessed).
     pub fn journal_state(&self, owner: &str, op_id: &str) -> JournalState {
-        #[cfg(test)]
-        JOURNAL_READS.with(|n| n.set(n.get() + 1));
-        let Ok(files) = self.files_of(owner) else {
-            return if self.files_usable().is_ok() {
-                JournalState::Unreadable
-            } else {
-                JournalState::Missing
-            };
-        };
-        match files.restore_status(op_id) {
-            Ok(status) => crate::journal_state(status.state),
-            Err(JournalError::UnknownOp { .. }) => JournalState::Missing,
-            Err(_) => JournalState::Unreadable,
-        }
+        self.judge_journal(owner, |files| {
+            files.restore_status(op_id).map(|status| status.state)
+        })
     }
 
     /// [`EngineSession::journal_state`] as the end of the journal's progress log says it
@@ -166,6 +155,18 @@ impl EngineSession {
     /// what a one-file one does. For judging which entries an action is offered on; the action
     /// itself reads the whole journal, and names any damage there.
     pub fn journal_state_quick(&self, owner: &str, op_id: &str) -> JournalState {
+        self.judge_journal(owner, |files| files.restore_state(op_id))
+    }
+
+    /// A journal's state as `read` gives it from session `owner`'s files, in the history's
+    /// terms (a missing journal and an unreadable one told apart, never guessed).
+    fn judge_journal(
+        &self,
+        owner: &str,
+        read: impl FnOnce(
+            &snapshot_store::Session,
+        ) -> Result<snapshot_store::JournalState, JournalError>,
+    ) -> JournalState {
         #[cfg(test)]
         JOURNAL_READS.with(|n| n.set(n.get() + 1));
         let Ok(files) = self.files_of(owner) else {
@@ -175,7 +176,7 @@ impl EngineSession {
                 JournalState::Missing
             };
         };
-        match files.restore_state(op_id) {
+        match read(&files) {
             Ok(state) => crate::journal_state(state),
             Err(JournalError::UnknownOp { .. }) => JournalState::Missing,
             Err(_) => JournalState::Unreadable,
