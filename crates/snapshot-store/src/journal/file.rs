@@ -250,13 +250,7 @@ impl Journal<'_> {
             log: lpath.to_path_buf(),
         };
         let bytes = self.s.store.inner.fs.read_opt(lpath)?.unwrap_or_default();
-        let complete_len = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        // A torn final line (crash mid-append) has no newline: it is ignored.
-        for raw in bytes[..complete_len]
+        for raw in complete_lines(&bytes)
             .split(|b| *b == b'\n')
             .filter(|r| !r.is_empty())
         {
@@ -327,14 +321,8 @@ impl Journal<'_> {
             .read_opt(&lpath)
             .map_err(Fault::from)?
             .unwrap_or_default();
-        // A torn final line (crash mid-append) has no newline: it is ignored, as the fold does.
-        let complete_len = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map(|i| i + 1)
-            .unwrap_or(0);
         // The fold's state is the last state line's: read from the end, the first one found.
-        for raw in bytes[..complete_len]
+        for raw in complete_lines(&bytes)
             .rsplit(|b| *b == b'\n')
             .filter(|r| !r.is_empty())
         {
@@ -436,4 +424,15 @@ impl Journal<'_> {
         }
         Ok(n)
     }
+}
+
+/// A progress log's complete lines: a torn final line (a crash mid-append) has no newline and
+/// is left out.
+fn complete_lines(bytes: &[u8]) -> &[u8] {
+    let complete_len = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    &bytes[..complete_len]
 }
