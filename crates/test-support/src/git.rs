@@ -7,6 +7,11 @@ use std::process::Command;
 /// Runs `git <args>` in `dir` and returns its standard output, trimmed; panics, with git's
 /// standard error, when git fails.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_out(dir, args).trim().to_owned()
+}
+
+/// [`git`] with its standard output as git wrote it (not trimmed).
+pub fn git_out(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -23,5 +28,5 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -4,32 +4,13 @@
 //! refuses the rewind naming the file. Real repositories made with the `git` CLI.
 
 use std::path::Path;
-use std::process::Command;
 
 use sha2::{Digest, Sha256};
 use snapshot_store::{Problem, RestoreError, ScanPhase, ScanRequest, Session, Store};
 
 use crate::common::Env;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use rewind_test_support::git::git_out as git;
 
 fn req(phase: ScanPhase, anchor: u64, call: Option<&str>) -> ScanRequest {
     let mut r = ScanRequest::new(phase, anchor);
