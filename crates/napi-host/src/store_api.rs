@@ -701,7 +701,19 @@ impl BindingStore {
         AsyncTask::new(Job::new(move || {
             let req = scan_request(&request)?;
             let cap = cap_from(request.max_file_bytes)?;
-            let r = h.session(&session_id, &cwd, Some(cap))?.scan(&req)?;
+            let session = h.session(&session_id, &cwd, Some(cap))?;
+            let r = session.scan(&req)?;
+            // A delta past its bound is folded into a whole index on a thread of its own, so
+            // the call that crossed it does not wait for the whole-index write (a scan past
+            // the delta's hard cap folds itself). It takes the workspace's lock, as a scan
+            // does; a failure leaves the delta to a later fold.
+            if session.index_fold_due() {
+                let _ = std::thread::Builder::new()
+                    .name("rewind-index-fold".into())
+                    .spawn(move || {
+                        let _ = session.fold_index();
+                    });
+            }
             Ok(BindingScanReport {
                 phase: req.phase.as_str().to_owned(),
                 files: js_number(r.files),

@@ -123,6 +123,34 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Whether the workspace index's delta, as this process last saw it, is past its bound
+    /// and due to be folded ([`Session::fold_index`]). Reads only memory: a host asks it
+    /// after each scan to decide whether to start the fold on a thread of its own.
+    pub fn index_fold_due(&self) -> bool {
+        let Some((_, slot)) = self.workspace_index() else {
+            return false;
+        };
+        let cached = slot.lock().unwrap_or_else(|p| p.into_inner());
+        crate::scan::workspace::fold_due_of(&cached)
+    }
+
+    /// Folds the workspace index's delta into a whole index when it is past its bound
+    /// (`docs/format.md`, "Workspace index delta"); returns whether it folded. A scan only
+    /// appends to the delta (up to a hard cap, four times the bound, past which it folds
+    /// itself): this is the fold a host runs where no one waits, after a scan returned.
+    /// Takes the store's shared lock (on a descriptor of its own) and the workspace's lock,
+    /// as a scan does, so it never runs beside a scan or a blob sweep.
+    pub fn fold_index(&self) -> Result<bool, ScanError> {
+        let Some((key, slot)) = self.workspace_index() else {
+            return Ok(false);
+        };
+        let _g = self.store.lock_shared()?;
+        let mut locked = crate::scan::workspace::lock(&self.store, key, slot, None)?;
+        Ok(locked.fold()?)
+    }
+}
+
 impl WorkspaceScan<'_> {
     pub(crate) fn scan_state(&self) -> Result<Option<ScanSessionState>, Fault> {
         // Only tells whether the last scan was in this turn; a torn one means "unknown".

@@ -138,6 +138,9 @@ pub enum CrashPoint {
     /// (the scan's records are committed before it; its session's `scan.json` not yet
     /// written).
     IndexDeltaAppended,
+    /// A fold of the workspace index's delta wrote the new base (atomically, synced); the
+    /// delta, which names the old base and is ignored beside the new one, not yet removed.
+    IndexFoldWritten,
 }
 
 impl CrashPoint {
@@ -169,6 +172,7 @@ impl CrashPoint {
             CrashPoint::PackLooseRemoved => "pack-loose-removed",
             CrashPoint::PackOldUnindexed => "pack-old-unindexed",
             CrashPoint::IndexDeltaAppended => "index-delta-appended",
+            CrashPoint::IndexFoldWritten => "index-fold-written",
         }
     }
 
@@ -199,6 +203,7 @@ impl CrashPoint {
         "pack-loose-removed",
         "pack-old-unindexed",
         "index-delta-appended",
+        "index-fold-written",
     ];
 }
 

@@ -217,10 +217,19 @@ pub(crate) fn frame(seq: u64, ix: &Index, paths: &[Box<[u8]>]) -> Vec<u8> {
     out
 }
 
-/// How many bytes the delta may reach before the next save folds it into a whole index:
-/// a quarter of the base file's, at least 64 KiB and at most 4 MiB.
+/// How many bytes the delta may reach before it is due to be folded into a whole index: a
+/// quarter of the base file's, at least 64 KiB and at most 4 MiB. A save past it still
+/// appends (up to [`fold_cap`]); the fold runs later, off the scan's path
+/// (`Session::fold_index`).
 pub(crate) fn fold_at(base_len: u64) -> u64 {
     (base_len / 4).clamp(64 << 10, 4 << 20)
+}
+
+/// How many bytes the delta may reach at all: four times [`fold_at`] (256 KiB to 16 MiB).
+/// A save that would pass it folds at once, on the scan's path (when the later fold did
+/// not run: a host that exits right after its scans, a fold that keeps failing).
+pub(crate) fn fold_cap(base_len: u64) -> u64 {
+    fold_at(base_len) * 4
 }
 
 #[cfg(test)]
@@ -404,5 +413,7 @@ mod tests {
         assert_eq!(fold_at(1000), 64 << 10);
         assert_eq!(fold_at(8 << 20), 2 << 20);
         assert_eq!(fold_at(100 << 20), 4 << 20);
+        assert_eq!(fold_cap(1000), 256 << 10);
+        assert_eq!(fold_cap(100 << 20), 16 << 20);
     }
 }

@@ -395,6 +395,13 @@ fn file_id(store: &Store, path: &Path) -> Result<Option<FileId>, FsFailure> {
     Ok(Some((m.ino(), m.size(), m.mtime(), m.mtime_nsec(), tail)))
 }
 
+/// Whether the delta `cached` knows is past [`delta::fold_at`] of its base.
+pub(crate) fn fold_due_of(cached: &Cached) -> bool {
+    cached
+        .file
+        .is_some_and(|base| cached.delta.len > delta::fold_at(base.1))
+}
+
 /// What loading found.
 pub(crate) enum Loaded {
     /// No index yet: this scan is the baseline.
@@ -455,8 +462,9 @@ impl Locked<'_> {
     /// Saves `ix` and keeps it as the cached copy. An index read from the base on disk (the
     /// one the cached copy knows) with some entries changed appends one frame with them to
     /// the delta file, `fsync`ed as the whole index is, while the delta stays under
-    /// [`delta::fold_at`] of the base; otherwise the whole index is written atomically (over
-    /// the spare kept beside the file, see
+    /// [`delta::fold_cap`] of the base (past [`delta::fold_at`] it is due to be folded, by
+    /// [`Locked::fold`], off the scan's path); otherwise the whole index is written
+    /// atomically (over the spare kept beside the file, see
     /// [`StoreFs::write_replacing`](crate::fsio::StoreFs::write_replacing)) and the delta,
     /// which named the old base, is removed.
     pub fn save(&mut self, mut ix: Index) -> Result<(), Fault> {
@@ -467,13 +475,49 @@ impl Locked<'_> {
             let frame = delta::frame(self.cached.delta.frames + 1, &ix, &paths);
             let at = self.cached.delta.len;
             let end = at.max(delta::HEAD as u64) + frame.len() as u64;
-            if end <= delta::fold_at(base.1) {
+            if end <= delta::fold_cap(base.1) {
                 return self.append_frame(ix, base.4, frame);
             }
         }
+        self.write_whole(ix)
+    }
+
+    /// Whether the delta the cached copy knows is past [`delta::fold_at`] of its base: due
+    /// to be folded by [`Locked::fold`].
+    pub fn fold_due(&self) -> bool {
+        fold_due_of(&self.cached)
+    }
+
+    /// Folds the delta into a whole index when it is due ([`Locked::fold_due`], after making
+    /// the cached copy the index on disk): the new base is written atomically first, then
+    /// the delta removed. A crash between leaves the new base, which holds every change,
+    /// beside a delta that names the old base's checksum and so is ignored (and removed by
+    /// the next save that writes a whole index, or replaced by the next frame's new file).
+    /// Returns whether it folded.
+    pub fn fold(&mut self) -> Result<bool, Fault> {
+        if !matches!(self.load()?, Loaded::Present) || !self.fold_due() {
+            return Ok(false);
+        }
+        let Some(ix) = self.cached.index.take() else {
+            return Ok(false);
+        };
+        self.write_whole(ix)?;
+        Ok(true)
+    }
+
+    /// Writes `ix` as the whole index (the new base), then removes the delta, which named
+    /// the base just replaced; keeps `ix` as the cached copy.
+    fn write_whole(&mut self, mut ix: Index) -> Result<(), Fault> {
         let path = self.index_path();
         let bytes = encode(&ix);
         let written = self.store.inner.fs.write_replacing(&path, &bytes)?;
+        if self.cached.delta.len > 0 {
+            self.store
+                .inner
+                .fs
+                .io
+                .crash(crate::seam::CrashPoint::IndexFoldWritten);
+        }
         // The delta named the base just replaced: ignored from now on, removed.
         self.store.inner.fs.remove_file(&self.delta_path())?;
         self.cached.delta = DeltaAt::default();
@@ -783,11 +827,57 @@ mod tests {
         assert!(matches!(locked.load().expect("load"), Loaded::Present));
         assert_eq!(locked.cached.index.as_ref().expect("read").entries(), &want);
         assert_eq!(locked.cached.delta.frames, 3);
-        // A change past the delta's bound folds it: the base written whole, the delta gone.
+        // A change past the delta's bound but under its cap is appended: the fold is left
+        // due, for `fold` (off the scan's path).
         let mut ix = locked.cached.index.take().expect("cached");
-        for i in 0..10_000u64 {
+        for i in 0..4_000u64 {
+            ix.insert(format!("mid/{i:0>40}").into_bytes().into(), entry(50 + i));
+        }
+        locked.save(ix).expect("append past the bound");
+        let base_len = base.len() as u64;
+        assert!(
+            locked.cached.delta.len > delta::fold_at(base_len),
+            "{}",
+            locked.cached.delta.len
+        );
+        assert!(locked.cached.delta.len <= delta::fold_cap(base_len));
+        assert_eq!(
+            std::fs::read(tmp.path().join("store").join(locked.index_path())).expect("base"),
+            base,
+            "not folded inline"
+        );
+        assert!(locked.fold_due());
+        let want = locked
+            .cached
+            .index
+            .as_ref()
+            .expect("cached")
+            .entries()
+            .clone();
+        assert!(locked.fold().expect("fold"), "folded");
+        assert!(!locked.fold_due());
+        assert!(
+            file_id(&store, &dpath).expect("id").is_none(),
+            "delta removed"
+        );
+        assert_ne!(
+            std::fs::read(tmp.path().join("store").join(locked.index_path())).expect("base"),
+            base,
+            "a new base"
+        );
+        assert!(!locked.fold().expect("nothing due"));
+        locked.cached.index = None;
+        assert!(matches!(locked.load().expect("load"), Loaded::Present));
+        assert_eq!(locked.cached.index.as_ref().expect("read").entries(), &want);
+        // A change past the delta's cap folds it at once: the base written whole, the delta
+        // gone.
+        let mut ix = locked.cached.index.take().expect("cached");
+        for i in 0..30_000u64 {
             ix.insert(format!("bulk/{i:0>40}").into_bytes().into(), entry(100 + i));
         }
+        // The new base (4,004 entries) has a small delta bound: 30,000 more pass its cap.
+        let frame_base = locked.cached.file.expect("base").1;
+        assert!(delta::fold_cap(frame_base) < 30_000 * 20);
         locked.save(ix).expect("fold");
         assert!(file_id(&store, &dpath).expect("id").is_none());
         assert_eq!(locked.cached.delta, DeltaAt::default());
@@ -795,7 +885,7 @@ mod tests {
         assert!(matches!(locked.load().expect("load"), Loaded::Present));
         assert_eq!(
             locked.cached.index.as_ref().expect("read").entries().len(),
-            10_004
+            34_004
         );
     }
 

@@ -125,6 +125,10 @@ fn crash_child() {
             let r = snapshot_store::ScanRequest::new(snapshot_store::ScanPhase::Boundary, 5);
             s.scan(&r).expect("scan");
         }
+        "fold" => {
+            // The fold a host runs after a scan returned (the delta is past its bound).
+            s.fold_index().expect("fold");
+        }
         other => panic!("unknown scenario {other}"),
     }
     println!("CRASH-POINT-NOT-REACHED");

@@ -1,7 +1,10 @@
 //! The workspace index's delta file (`index.delta`): a scan that changes a few entries
 //! appends a frame instead of rewriting the index; the base with its frames read back from
 //! disk (by another store handle, which has no copy in memory) is the index the scans left;
-//! a delta grown past its threshold is folded into a new base; a torn last frame leaves the
+//! a delta grown past its threshold is left by the scan (up to its cap) and folded into a
+//! new base by `Session::fold_index`, run off the scan's path, or by the scan that would
+//! pass the cap; a SIGKILL between a fold's new base and its removal of the delta leaves
+//! the new base, the stale delta ignored; a torn last frame leaves the
 //! index as the scan before left it, and the next scan finds the rest again; a newer delta
 //! fails closed; a SIGKILL right after a frame is written leaves a consistent store.
 
@@ -160,36 +163,94 @@ fn scans_append_frames_and_the_index_read_back_from_disk_is_the_one_they_left() 
     }
 }
 
-#[test]
-fn a_delta_past_its_threshold_is_folded_into_a_new_base() {
-    let env = Env::new();
-    // Long paths: a frame that changes them all is some 30 KiB, past the 64 KiB threshold
-    // on the third.
-    let name = |i: usize| format!("a-rather-long-directory-name/{:0>120}.txt", i);
+/// Long paths: a frame that changes all 250 of them is some 14 KiB, past the 64 KiB
+/// threshold on the fifth, past the 256 KiB cap some fourteen frames later.
+fn long_name(i: usize) -> String {
+    format!("a-rather-long-directory-name/{:0>120}.txt", i)
+}
+
+/// Rewrites the 250 long-named files and scans (anchor `1 + round`).
+fn long_round(env: &Env, s: &snapshot_store::Session, round: u64) {
     for i in 0..250 {
-        env.write(name(i), b"0");
+        env.write(long_name(i), format!("round {round}").as_bytes());
+    }
+    let r = s.scan(&req(ScanPhase::Boundary, 1 + round)).expect("scan");
+    assert_eq!(r.outside.len(), 250, "round {round}");
+}
+
+#[test]
+fn a_delta_past_its_threshold_is_not_folded_by_the_scan_but_by_fold_index() {
+    let env = Env::new();
+    for i in 0..250 {
+        env.write(long_name(i), b"0");
+    }
+    let store = env.store();
+    let s = env.session(&store);
+    s.scan(&req(ScanPhase::Boundary, 1)).expect("baseline");
+    assert!(!s.fold_index().expect("nothing to fold"), "no delta yet");
+    let dir = ws_dir(&env.root);
+    let base = std::fs::read(dir.join("index.bin")).expect("base");
+    let mut last = 0;
+    for round in 1..=6u64 {
+        long_round(&env, &s, round);
+        // The scan only appended: the base as the baseline left it, the delta grown.
+        assert_eq!(
+            std::fs::read(dir.join("index.bin")).expect("base"),
+            base,
+            "round {round}"
+        );
+        let len = std::fs::metadata(dir.join("index.delta"))
+            .expect("delta")
+            .len();
+        assert!(len > last, "round {round}: {len} bytes");
+        last = len;
+        assert_eq!(
+            s.index_fold_due(),
+            len > 64 << 10,
+            "round {round}: {len} bytes"
+        );
+        on_disk_is_current(&env, 250, &format!("round {round}"));
+    }
+    assert!(last > 64 << 10, "past the threshold: {last} bytes");
+    // The fold a host runs after the scan returned: a new base, the delta gone, the same
+    // index read back by a copy of the store.
+    assert!(s.fold_index().expect("fold"), "folded");
+    assert!(!s.index_fold_due());
+    assert_ne!(std::fs::read(dir.join("index.bin")).expect("base"), base);
+    assert!(!dir.join("index.delta").exists());
+    on_disk_is_current(&env, 250, "after the fold");
+    assert!(!s.fold_index().expect("nothing to fold"), "once");
+    // The next scan appends to a new delta.
+    long_round(&env, &s, 7);
+    assert!(dir.join("index.delta").exists());
+    on_disk_is_current(&env, 250, "after the fold and a scan");
+}
+
+#[test]
+fn a_delta_past_its_cap_is_folded_by_the_scan() {
+    let env = Env::new();
+    for i in 0..250 {
+        env.write(long_name(i), b"0");
     }
     let store = env.store();
     let s = env.session(&store);
     s.scan(&req(ScanPhase::Boundary, 1)).expect("baseline");
     let dir = ws_dir(&env.root);
     let mut bases = vec![std::fs::read(dir.join("index.bin")).expect("base")];
-    for round in 1..=6u64 {
-        for i in 0..250 {
-            env.write(name(i), format!("round {round}").as_bytes());
-        }
-        let r = s.scan(&req(ScanPhase::Boundary, 1 + round)).expect("scan");
-        assert_eq!(r.outside.len(), 250, "round {round}");
+    // No fold is run between the scans: the delta grows to its cap (four times the
+    // threshold), and the scan that would pass it folds.
+    for round in 1..=24u64 {
+        long_round(&env, &s, round);
         let base = std::fs::read(dir.join("index.bin")).expect("base");
         if base != *bases.last().expect("base") {
             bases.push(base);
-            // The fold wrote the whole index; the delta that named the old base is gone.
             assert!(!dir.join("index.delta").exists(), "round {round}");
+            assert!(round > 6, "round {round}: folded before the cap");
         } else {
             let len = std::fs::metadata(dir.join("index.delta"))
                 .expect("delta")
                 .len();
-            assert!(len <= 64 << 10, "round {round}: {len} bytes");
+            assert!(len <= 256 << 10, "round {round}: {len} bytes");
         }
         on_disk_is_current(&env, 250, &format!("round {round}"));
     }
@@ -331,4 +392,65 @@ fn a_kill_right_after_a_frame_is_written_leaves_a_consistent_store() {
             ["f0", "f1", "f2", "g"]
         );
     }
+}
+
+#[test]
+fn a_kill_between_the_folds_new_base_and_the_delta_removal_leaves_a_consistent_index() {
+    for durable in [false, true] {
+        let env = Env::new();
+        for i in 0..250 {
+            env.write(long_name(i), b"0");
+        }
+        let dir = ws_dir_after_baseline(&env);
+        let old_base = std::fs::read(dir.join("index.bin")).expect("base");
+        {
+            let store = env.store();
+            let s = env.session(&store);
+            for round in 1..=6u64 {
+                long_round(&env, &s, round);
+            }
+            assert!(s.index_fold_due(), "durable {durable}");
+        }
+        // The child's fold writes the new base and is killed before it removes the delta.
+        assert!(crate::crash::run_child_as(
+            env.tmp.path(),
+            "fold",
+            "index-fold-written",
+            0,
+            durable,
+            false
+        ));
+        // The new base holds every change; the delta beside it names the old base.
+        assert_ne!(
+            std::fs::read(dir.join("index.bin")).expect("base"),
+            old_base
+        );
+        assert!(dir.join("index.delta").exists(), "durable {durable}");
+        on_disk_is_current(&env, 250, &format!("durable {durable}: after the kill"));
+        // A scan goes on from it: the stale delta is replaced by a frame for the new base,
+        // and the index read back is current.
+        let store = env.store();
+        let s = env.session(&store);
+        let r = s.scan(&req(ScanPhase::Boundary, 20)).expect("scan");
+        assert!(
+            !s.index_fold_due(),
+            "durable {durable}: the stale delta is not counted"
+        );
+        assert!(r.index_rebuilt.is_none(), "durable {durable}: {r:?}");
+        assert_eq!(found(&r), nothing(), "durable {durable}");
+        long_round(&env, &s, 20);
+        on_disk_is_current(
+            &env,
+            250,
+            &format!("durable {durable}: a frame after the kill"),
+        );
+    }
+}
+
+/// Scans `env`'s workspace once (the baseline) and returns its index directory.
+fn ws_dir_after_baseline(env: &Env) -> PathBuf {
+    let store = env.store();
+    let s = env.session(&store);
+    s.scan(&req(ScanPhase::Boundary, 1)).expect("baseline");
+    ws_dir(&env.root)
 }
