@@ -144,7 +144,7 @@ impl Store {
         }
         // References to git blobs (`gitrefs/`) no record names any more; the git objects
         // themselves are the repository's.
-        crate::scan::git_baseline::sweep_refs(fs, &live)?;
+        crate::fsio::gitref::sweep_refs(fs, &live)?;
         report.pack_members_dropped = self.collect_packs_locked(&live, rewrite_packs)?;
         Ok(report)
     }

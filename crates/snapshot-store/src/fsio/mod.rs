@@ -7,6 +7,7 @@
 //! descriptor, always with a single component), so a symlink anywhere in the
 //! path is seen and refused, never followed.
 
+pub(crate) mod gitref;
 mod pack;
 mod store;
 mod workspace;

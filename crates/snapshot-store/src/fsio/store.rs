@@ -74,7 +74,7 @@ impl StoreFs {
         match self.packed(sha)? {
             Some(l) => Ok(Some(u64::from(l.size))),
             // Else a reference to a git blob the repository still holds.
-            None => crate::scan::git_baseline::ref_size(self, sha),
+            None => super::gitref::ref_size(self, sha),
         }
     }
 
@@ -113,7 +113,7 @@ impl StoreFs {
     fn packed_open(&self, sha: &str) -> Result<Option<BlobSrc>, FsFailure> {
         let Some(loc) = self.packed(sha)? else {
             // Else a reference to a git blob, read from the repository.
-            return Ok(crate::scan::git_baseline::ref_bytes(self, sha)?
+            return Ok(super::gitref::ref_bytes(self, sha)?
                 .map(|b| BlobSrc::Packed(io::Cursor::new(b))));
         };
         match self.read_packed(&loc) {

@@ -160,7 +160,7 @@ impl Session {
     /// anything runs; changes nothing. A store whose references cannot be read is the error.
     pub fn git_objects_gone(&self, plan: &RestorePlan) -> Result<Vec<PathFailure>, FsFailure> {
         Ok(
-            crate::scan::git_baseline::gone_in_plan(&self.store.inner.fs, plan, false)?
+            crate::plan::git_gone::gone_in_plan(&self.store.inner.fs, plan, false)?
                 .into_iter()
                 .map(|(a, r)| PathFailure {
                     path: a.path.clone(),
@@ -422,7 +422,7 @@ impl Journal<'_> {
         }
         // A before-state that is a git blob the repository no longer holds: refused, named,
         // before anything is saved or changed.
-        crate::scan::git_baseline::check_plan(&self.s.store.inner.fs, plan)?;
+        crate::plan::git_gone::check_plan(&self.s.store.inner.fs, plan)?;
         let mut actions = Vec::with_capacity(plan.actions.len());
         // The paths the plan deletes, when an action depends on one of them (only then).
         let depends = plan.actions.iter().any(|a| match &a.action {

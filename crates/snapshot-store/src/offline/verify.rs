@@ -100,7 +100,7 @@ impl Store {
         // Before-states held as references to git blobs: present while the repository holds
         // the object; a reference whose object is gone is named with it.
         let mut gone_git = BTreeMap::new();
-        for (sha, r, held) in crate::scan::git_baseline::all_refs(fs)? {
+        for (sha, r, held) in crate::fsio::gitref::all_refs(fs)? {
             if held {
                 present.insert(sha);
             } else {

@@ -2,6 +2,7 @@
 //! compared with the disk. A plan is a preview: it changes nothing in the workspace (it
 //! may write into the store, as blob files, content a log keeps that the restore needs).
 
+pub(crate) mod git_gone;
 pub(crate) mod scanned;
 
 use std::collections::{BTreeMap, HashMap};

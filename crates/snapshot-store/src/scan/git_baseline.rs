@@ -14,47 +14,25 @@
 //!   its SHA-256 as every before-state is, and writes a reference `gitrefs/<sha256>` (the
 //!   object id, the repository's common directory, the size) instead of a blob file.
 //! - A reader of a blob the store does not hold loose or packed falls back to the
-//!   reference ([`ref_size`], [`ref_bytes`]): the object is read from the repository and
+//!   reference (`fsio::gitref`: `ref_size`, `ref_bytes`): the object is read from the repository and
 //!   checked against its id (the caller checks the SHA-256). An object that is gone (a
 //!   `git gc --prune=now` after the commit that held it was dropped) makes the blob missing:
-//!   the planner refuses the rewind naming the file ([`check_plan`]), and `verify` names it.
+//!   the restore refuses the rewind naming the file (`plan::git_gone::check_plan`), and
+//!   `verify` names it.
 //!
 //! Anything uncertain — no repository, `GIT_DIR` and friends set, a split or sparse index,
 //! an unknown required extension, SHA-256 object names — leaves the scan copying as it
 //! does without git.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
 
-use git_state::{BlobHasher, IndexEntries, Odb};
-use serde::{Deserialize, Serialize};
+use git_state::{BlobHasher, IndexEntries};
 
 use crate::error::FsFailure;
+use crate::fsio::gitref::{GITREF_VERSION, GITREFS, GitRef, odb_for, ref_path};
 use crate::fsio::{FileKind, StoreFs};
 
 use super::index::{Coverage, IdxEntry, Stat};
-
-/// The store directory holding the references to git blobs.
-pub(crate) const GITREFS: &str = "gitrefs";
-/// The newest reference version this build reads and writes.
-pub(crate) const GITREF_VERSION: u32 = 1;
-
-/// `gitrefs/<sha256>`: a before-state whose bytes are a blob of a git repository.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct GitRef {
-    /// Record version ([`GITREF_VERSION`]).
-    pub v: u32,
-    /// The blob's git object id (hex SHA-1).
-    pub oid: String,
-    /// The content's length in bytes.
-    pub size: u64,
-    /// The repository's common directory (its `objects/` is read), absolute.
-    pub common_dir: PathBuf,
-    /// The work tree the scan found it in (for messages).
-    pub work_tree: PathBuf,
-}
 
 /// What a workspace's git index says of its files, for one scan's baseline reads.
 pub(crate) struct GitBaseline {
@@ -282,23 +260,6 @@ pub(crate) fn eligible(had_index: bool, old: Option<&IdxEntry>) -> bool {
         )
 }
 
-/// The object stores opened by this process, by common directory: their pack indexes are
-/// read once.
-fn odb_for(common_dir: &Path) -> Arc<Odb> {
-    static ODBS: OnceLock<Mutex<HashMap<PathBuf, Arc<Odb>>>> = OnceLock::new();
-    let mut m = ODBS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    m.entry(common_dir.to_path_buf())
-        .or_insert_with(|| Arc::new(Odb::open(common_dir)))
-        .clone()
-}
-
-fn ref_path(sha: &str) -> PathBuf {
-    Path::new(GITREFS).join(sha)
-}
-
 /// The before-state of an entry whose content is the git blob `oid` (`size` bytes) of the
 /// repository whose work tree is `root`: the content's SHA-256, once the blob was read
 /// (checked against its id) and a reference to it written (unless the store holds that
@@ -333,86 +294,6 @@ pub(crate) fn before_state(
     fs.create_dir_all(Path::new(GITREFS))?;
     fs.write_atomic(&ref_path(&sha), &json)?;
     Ok(Some(sha))
-}
-
-/// The reference `gitrefs/<sha>`, when there is one this build reads (a torn, corrupt or
-/// newer one is none: the blob is missing, fail closed).
-pub(crate) fn read_ref(fs: &StoreFs, sha: &str) -> Result<Option<GitRef>, FsFailure> {
-    if !crate::path::valid_sha(sha) {
-        return Ok(None);
-    }
-    let Some(bytes) = fs.read_opt(&ref_path(sha))? else {
-        return Ok(None);
-    };
-    Ok(serde_json::from_slice::<GitRef>(&bytes)
-        .ok()
-        .filter(|r| r.v <= GITREF_VERSION && git_state::is_oid(&r.oid)))
-}
-
-fn oid_bytes(r: &GitRef) -> Option<[u8; 20]> {
-    let mut o = [0u8; 20];
-    hex::decode_to_slice(&r.oid, &mut o).ok().map(|_| o)
-}
-
-/// The size of blob `sha` held as a reference to a git blob that the repository still
-/// has; `None` when there is no such reference or the object is gone.
-pub(crate) fn ref_size(fs: &StoreFs, sha: &str) -> Result<Option<u64>, FsFailure> {
-    let Some(r) = read_ref(fs, sha)? else {
-        return Ok(None);
-    };
-    let Some(oid) = oid_bytes(&r) else {
-        return Ok(None);
-    };
-    Ok(match odb_for(&r.common_dir).contains(&oid) {
-        Ok(true) => Some(r.size),
-        _ => None,
-    })
-}
-
-/// The bytes of blob `sha` held as a reference to a git blob, read from the repository and
-/// checked against the object id (the caller checks them against `sha`); `None` when there
-/// is no such reference or the object is gone or damaged.
-pub(crate) fn ref_bytes(fs: &StoreFs, sha: &str) -> Result<Option<Vec<u8>>, FsFailure> {
-    let Some(r) = read_ref(fs, sha)? else {
-        return Ok(None);
-    };
-    let Some(oid) = oid_bytes(&r) else {
-        return Ok(None);
-    };
-    Ok(match odb_for(&r.common_dir).read_blob(&oid) {
-        Ok(Some(b)) if b.len() as u64 == r.size => Some(b),
-        _ => None,
-    })
-}
-
-/// A blob a plan needs that is a reference to a git object the repository no longer holds:
-/// the reference, when `sha` is one (and not held loose or packed).
-pub(crate) fn gone(fs: &StoreFs, sha: &str) -> Result<Option<GitRef>, FsFailure> {
-    if fs.loose_size(sha)?.is_some() || fs.blob_size(sha)?.is_some() {
-        return Ok(None);
-    }
-    read_ref(fs, sha)
-}
-
-/// Every reference of the store, for `verify`: the blob name it stands for, the reference,
-/// and whether the repository still holds its object.
-pub(crate) fn all_refs(fs: &StoreFs) -> Result<Vec<(String, GitRef, bool)>, FsFailure> {
-    let mut out = Vec::new();
-    if !fs.exists(Path::new(GITREFS))? {
-        return Ok(out);
-    }
-    for name in fs.list(Path::new(GITREFS))? {
-        let Some(sha) = name.to_str() else { continue };
-        if !crate::path::valid_sha(sha) {
-            continue;
-        }
-        if let Some(r) = read_ref(fs, sha)? {
-            let present = oid_bytes(&r)
-                .is_some_and(|o| matches!(odb_for(&r.common_dir).contains(&o), Ok(true)));
-            out.push((sha.to_string(), r, present));
-        }
-    }
-    Ok(out)
 }
 
 /// Paths a scan is about to read (path, `lstat`, index entry before), in the scan's order.
@@ -482,74 +363,6 @@ pub(crate) fn entries_for(
         }
     }
     out
-}
-
-/// Refuses a restore of a plan that writes a file whose before-state is a reference to a
-/// git blob the repository no longer holds, naming the first such file (nothing is changed).
-pub(crate) fn check_plan(
-    fs: &StoreFs,
-    plan: &crate::plan::RestorePlan,
-) -> Result<(), crate::error::RestoreError> {
-    if let Some((a, r)) = gone_in_plan(fs, plan, true)?.into_iter().next() {
-        return Err(crate::error::RestoreError::GitObjectGone {
-            path: a.display.clone(),
-            oid: r.oid,
-            repo: r.work_tree.to_string_lossy().into_owned(),
-        });
-    }
-    Ok(())
-}
-
-/// The planned actions of `plan` that write a file whose before-state is a reference to a
-/// git blob the repository no longer holds, each with its reference, in the plan's order
-/// (`first`: stop at the first). What [`check_plan`] refuses and a preview warns about.
-pub(crate) fn gone_in_plan<'p>(
-    fs: &StoreFs,
-    plan: &'p crate::plan::RestorePlan,
-    first: bool,
-) -> Result<Vec<(&'p crate::plan::PlannedAction, GitRef)>, FsFailure> {
-    let mut out = Vec::new();
-    if !fs.exists(Path::new(GITREFS))? {
-        return Ok(out);
-    }
-    for a in &plan.actions {
-        let sha = match &a.action {
-            crate::plan::Action::Write { sha256, .. }
-            | crate::plan::Action::Recreate { sha256, .. } => sha256,
-            crate::plan::Action::Delete => continue,
-        };
-        if let Some(r) = gone(fs, sha)? {
-            out.push((a, r));
-            if first {
-                break;
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Removes the references no record names any more (`live`: every blob name the store's
-/// records, journals and workspace indexes name), for garbage collection under the store's
-/// exclusive lock. Git objects themselves are never looked at. Returns how many went.
-pub(crate) fn sweep_refs(
-    fs: &StoreFs,
-    live: &std::collections::HashSet<String>,
-) -> Result<usize, FsFailure> {
-    if !fs.exists(Path::new(GITREFS))? {
-        return Ok(0);
-    }
-    let mut removed = 0;
-    for name in fs.list(Path::new(GITREFS))? {
-        let Some(sha) = name.to_str() else { continue };
-        // Not a name this store wrote (a temporary file): left alone.
-        if !crate::path::valid_sha(sha) || live.contains(sha) {
-            continue;
-        }
-        if fs.remove_file(&ref_path(sha))? {
-            removed += 1;
-        }
-    }
-    Ok(removed)
 }
 
 #[cfg(test)]
