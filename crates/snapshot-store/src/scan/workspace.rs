@@ -501,7 +501,11 @@ impl Locked<'_> {
         let Some(ix) = self.cached.index.take() else {
             return Ok(false);
         };
+        // The same index, written anew: not an edit (the change watcher's next scan still
+        // trusts what it reported since the last scan, see `super::watch`).
+        let edits = self.cached.edits;
         self.write_whole(ix)?;
+        self.cached.edits = edits;
         Ok(true)
     }
 
@@ -854,7 +858,9 @@ mod tests {
             .expect("cached")
             .entries()
             .clone();
+        let edits = locked.cached.edits;
         assert!(locked.fold().expect("fold"), "folded");
+        assert_eq!(locked.cached.edits, edits, "a fold is no edit of the index");
         assert!(!locked.fold_due());
         assert!(
             file_id(&store, &dpath).expect("id").is_none(),

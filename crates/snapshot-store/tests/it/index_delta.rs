@@ -10,7 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use snapshot_store::{ScanError, ScanPhase, ScanReport, ScanRequest, Store, StoreOptions};
+use snapshot_store::{
+    ScanError, ScanMode, ScanPhase, ScanReport, ScanRequest, Store, StoreOptions,
+};
 
 use crate::common::{Env, copy_tree};
 
@@ -170,12 +172,13 @@ fn long_name(i: usize) -> String {
 }
 
 /// Rewrites the 250 long-named files and scans (anchor `1 + round`).
-fn long_round(env: &Env, s: &snapshot_store::Session, round: u64) {
+fn long_round(env: &Env, s: &snapshot_store::Session, round: u64) -> ScanReport {
     for i in 0..250 {
         env.write(long_name(i), format!("round {round}").as_bytes());
     }
     let r = s.scan(&req(ScanPhase::Boundary, 1 + round)).expect("scan");
     assert_eq!(r.outside.len(), 250, "round {round}");
+    r
 }
 
 #[test]
@@ -192,7 +195,15 @@ fn a_delta_past_its_threshold_is_not_folded_by_the_scan_but_by_fold_index() {
     let base = std::fs::read(dir.join("index.bin")).expect("base");
     let mut last = 0;
     for round in 1..=6u64 {
-        long_round(&env, &s, round);
+        let r = long_round(&env, &s, round);
+        if round > 1 {
+            assert_eq!(
+                r.mode,
+                ScanMode::Watched,
+                "round {round}: {:?}",
+                r.full_reason
+            );
+        }
         // The scan only appended: the base as the baseline left it, the delta grown.
         assert_eq!(
             std::fs::read(dir.join("index.bin")).expect("base"),
@@ -220,8 +231,10 @@ fn a_delta_past_its_threshold_is_not_folded_by_the_scan_but_by_fold_index() {
     assert!(!dir.join("index.delta").exists());
     on_disk_is_current(&env, 250, "after the fold");
     assert!(!s.fold_index().expect("nothing to fold"), "once");
-    // The next scan appends to a new delta.
-    long_round(&env, &s, 7);
+    // The next scan appends to a new delta, still through the change watcher (the fold
+    // wrote the same index: the watcher's report since the last scan still holds).
+    let r = long_round(&env, &s, 7);
+    assert_eq!(r.mode, ScanMode::Watched, "{:?}", r.full_reason);
     assert!(dir.join("index.delta").exists());
     on_disk_is_current(&env, 250, "after the fold and a scan");
 }
