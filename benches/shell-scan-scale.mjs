@@ -13,10 +13,20 @@
  * $SCALE_BENCH_DIR (default: the temp dir) and reused. Sizes: SCALE_BENCH_SIZES (comma
  * separated), rounds: SCALE_BENCH_ROUNDS (alternated, median reported).
  *
+ * SCALE_BENCH_CALLS (default 0): after the rounds, that many watched calls in a row, each
+ * timed (scan before + edit + scan after): enough of them take the index's delta past its
+ * bound (some 12,500 at 150,000 files), so the worst single call shows whether a call waits
+ * for the fold (the whole index written anew). Reported: median, 99th and 99.9th percentile,
+ * worst, and how many times the base index file was replaced meanwhile. The calls come back
+ * to back, so the call right after the one that crossed the bound waits, at the workspace's
+ * lock, for the fold that call left running; SCALE_BENCH_SETTLE_MS (default 0) waits that
+ * long (not timed) after a call that left the delta past its bound, as a model's turn leaves
+ * time between calls.
+ *
  * Run with Node 24 after `scripts/build.sh`. Writes target/bench-results/shell-scale.md.
  */
 import { mkdir, writeFile, mkdtemp, rm, readFile } from 'node:fs/promises'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir, loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,6 +36,8 @@ import { performance } from 'node:perf_hooks'
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const SIZES = (process.env.SCALE_BENCH_SIZES ?? '20000,150000,1000000').split(',').map(Number)
 const ROUNDS = Number(process.env.SCALE_BENCH_ROUNDS ?? 15)
+const CALLS = Number(process.env.SCALE_BENCH_CALLS ?? 0)
+const SETTLE_MS = Number(process.env.SCALE_BENCH_SETTLE_MS ?? 0)
 const BASE = process.env.SCALE_BENCH_DIR ?? join(tmpdir(), 'bench-shell-scale')
 const PER_DIR = 1000
 const addon = createRequire(import.meta.url)(join(ROOT, 'native', 'dsh-prompt-rewind.linux-x64-gnu.node'))
@@ -96,18 +108,49 @@ async function measure(n) {
       await call(true)
     }
   }
+  if (CALLS > 0) {
+    // The base index file's identity: a new one each time the delta is folded.
+    const wsDir = join(home, 'rewind', 'workspaces')
+    const baseId = () => {
+      const st = statSync(join(wsDir, readdirSync(wsDir)[0], 'index.bin'))
+      return `${st.ino}:${st.mtimeMs}:${st.size}`
+    }
+    // Whether the delta is past its bound: a quarter of the base, 64 KiB to 4 MiB.
+    const due = () => {
+      const dir = join(wsDir, readdirSync(wsDir)[0])
+      const base = statSync(join(dir, 'index.bin')).size
+      const delta = existsSync(join(dir, 'index.delta')) ? statSync(join(dir, 'index.delta')).size : 0
+      return delta > Math.min(Math.max(Math.floor(base / 4), 64 << 10), 4 << 20)
+    }
+    let id = baseId()
+    out.calls = []
+    out.folds = 0
+    for (let i = 0; i < CALLS; i++) {
+      out.calls.push((await call(true)).ms)
+      if (SETTLE_MS > 0 && due()) await new Promise(res => setTimeout(res, SETTLE_MS))
+      const now = baseId()
+      if (now !== id) { out.folds++; id = now }
+    }
+  }
   await rm(home, { recursive: true, force: true })
   return out
 }
 
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(s.length * p))] }
+
 const watches = Number(readFileSync('/proc/sys/fs/inotify/max_user_watches', 'utf8'))
 const started = new Date()
 const rows = []
+const callRows = []
 for (const n of SIZES) {
   const r = await measure(n)
   const bare = median(r.bare)
   rows.push(`| ${n.toLocaleString('en')} | ${fmt(r.baselineMs)} | ${fmt(median(r.watched) - bare)} (${[...r.watchedModes].join('/')}) | ${fmt(median(r.full) - bare)} | ${fmt(bare)} |`)
   console.error(rows.at(-1))
+  if (r.calls) {
+    callRows.push(`| ${n.toLocaleString('en')} | ${r.calls.length} | ${fmt(median(r.calls))} | ${fmt(pct(r.calls, 0.99))} | ${fmt(pct(r.calls, 0.999))} | ${fmt(Math.max(...r.calls))} | ${r.folds} |`)
+    console.error(callRows.at(-1))
+  }
 }
 const md = [
   '## Shell call at any workspace size (benches/shell-scan-scale.mjs)',
@@ -121,6 +164,15 @@ const md = [
   '| ---: | ---: | ---: | ---: | ---: |',
   ...rows,
   '',
+  ...(callRows.length ? [
+    `${CALLS} watched calls in a row (scan before + edit + scan after, each timed; folds: times the base`,
+    `index file was replaced while they ran; ${SETTLE_MS > 0 ? `${SETTLE_MS} ms untimed after a call that left the delta past its bound` : 'back to back'}):`,
+    '',
+    '| files | calls | median | p99 | p99.9 | worst | folds |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...callRows,
+    '',
+  ] : []),
 ].join('\n')
 await mkdir(join(ROOT, 'target', 'bench-results'), { recursive: true })
 await writeFile(join(ROOT, 'target', 'bench-results', 'shell-scale.md'), md)
