@@ -633,33 +633,34 @@ pub(crate) fn delta_path_of(name: &std::ffi::OsStr) -> PathBuf {
 /// ([`super::index::check_head`]): `Ok(())` also when it has none.
 fn read_head(store: &Store, name: &std::ffi::OsStr) -> Result<(), Fault> {
     let path = index_path_of(name);
-    let fs = &store.inner.fs;
-    let Some(mut f) = fs.open_read(&path)? else {
+    let Some(head) = first_bytes(store, &path)? else {
         return Ok(());
     };
-    let mut head = [0u8; super::index::HEAD];
-    let mut got = 0;
-    while got < head.len() {
-        match fs.read_chunk(&mut f, &path, &mut head[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    super::index::check_head(&path, &head[..got])?;
+    super::index::check_head(&path, &head)?;
     // A delta a newer build wrote leaves the workspace alone too.
     let dpath = delta_path_of(name);
-    let Some(mut f) = fs.open_read(&dpath)? else {
+    let Some(head) = first_bytes(store, &dpath)? else {
         return Ok(());
+    };
+    delta::check_head(&dpath, &head).map(|_| ())
+}
+
+/// The first [`super::index::HEAD`] bytes of the store file `path` (fewer when it is
+/// shorter); `None` when there is no such file.
+fn first_bytes(store: &Store, path: &Path) -> Result<Option<Vec<u8>>, Fault> {
+    let fs = &store.inner.fs;
+    let Some(mut f) = fs.open_read(path)? else {
+        return Ok(None);
     };
     let mut head = [0u8; super::index::HEAD];
     let mut got = 0;
     while got < head.len() {
-        match fs.read_chunk(&mut f, &dpath, &mut head[got..])? {
+        match fs.read_chunk(&mut f, path, &mut head[got..])? {
             0 => break,
             n => got += n,
         }
     }
-    delta::check_head(&dpath, &head[..got]).map(|_| ())
+    Ok(Some(head[..got].to_vec()))
 }
 
 /// Reads and parses the index of workspace directory `name`, its base with its delta's
