@@ -16,13 +16,14 @@
  * plugin and would hide it).
  */
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises'
-import { cpSync, readdirSync, statSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import { startHost, turn, text, bash } from '../tests/host/lib/harness.mjs'
+import { humanSeq } from '../tests/host/plugin-support.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const ROUNDS = Number(process.env.SHELL_BENCH_ROUNDS ?? 7)
@@ -109,6 +110,19 @@ for (let turnNo = 0; turnNo < 50; turnNo++) {
 const storeAfter = du(storeDir)
 const wsBytes = du(ws)
 
+// At this size, a shell edit and a shell `rm` come back with /rewind (a failure stops the bench).
+const relA = 'm1/d0/e0/f1.txt'
+const relB = 'm2/d0/e0/f2.txt'
+const [oldA, oldB] = [readFileSync(join(ws, relA), 'utf8'), readFileSync(join(ws, relB), 'utf8')]
+withPlugin.host.addTurns(turn(bash(`sed -i 's/y/z/g' ${relA}`), bash(`rm ${relB}`), text('changed')))
+await withPlugin.host.sendUser(withPlugin.agent, 'edit and remove')
+if (readFileSync(join(ws, relA), 'utf8') === oldA || existsSync(join(ws, relB))) throw new Error('the shell calls did not change the files')
+const tRewind = performance.now()
+const { result: rewound } = await withPlugin.host.runCommand(withPlugin.agent, `/rewind @${humanSeq(withPlugin.agent, 'edit and remove')}`)
+const rewindMs = performance.now() - tRewind
+const cameBack = rewound.kind === 'success' && readFileSync(join(ws, relA), 'utf8') === oldA && existsSync(join(ws, relB)) && readFileSync(join(ws, relB), 'utf8') === oldB
+if (!cameBack) throw new Error(`a shell edit and rm at ${FILES} files did not come back: ${rewound.text}`)
+
 await withPlugin.host.dispose()
 await without.host.dispose()
 const perCall = (median(a) - median(b)) / CALLS
@@ -160,6 +174,7 @@ const lines = [
   `| one re-scan of the unchanged tree through the addon | ${fmt(rescan)} | ≤ 30 ms | ${rescan <= 30 ? 'yes' : 'no'} |`,
   `| first scan (baseline) through the addon, first run in this process | ${fmt(baselineMs)} | — | — |`,
   `| first scan on a fresh store vs \`fs.cpSync\` of the tree | ${fmt(median(firsts))} vs ${fmt(median(copies))} | ≤ 1.5× | ${firstRatio <= 1.5 ? 'yes' : 'no'} (${firstRatio.toFixed(2)}×) |`,
+  `| a shell edit and a shell \`rm\` come back with \`/rewind\` (the rewind's time) | ${fmt(rewindMs)} | they come back | yes |`,
   '',
   `Store growth over a 50-turn session, each turn editing 5 files with \`sed -i\` (workspace contents: ${(wsBytes / 1048576).toFixed(1)} MiB): the store held ${(storeBefore / 1048576).toFixed(1)} MiB after the baseline and the timed turns, and ${(storeAfter / 1048576).toFixed(1)} MiB after the 50 turns — ${((storeAfter - storeBefore) / 1024).toFixed(0)} KiB more for ${(changedBytes / 1024).toFixed(0)} KiB of edited files (${((storeAfter - storeBefore) / Math.max(1, changedBytes)).toFixed(1)}× what changed, records and new contents included).`,
   '',
