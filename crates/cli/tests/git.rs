@@ -6,32 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use snapshot_store::{ScanPhase, ScanRequest, Session, Store, StoreOptions};
+use snapshot_store::{ScanPhase, Store, StoreOptions};
 
 use rewind_test_support::git::git;
 
-fn run(home: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh-rewind"))
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_remove("DSH_HOME")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn scan(s: &Session, phase: ScanPhase, anchor: u64, call: Option<&str>) {
-    let mut r = ScanRequest::new(phase, anchor);
-    r.call_id = call.map(str::to_owned);
-    r.threads = 1;
-    s.scan(&r).unwrap();
-}
+mod common;
+use common::{run, scan};
 
 /// A home whose session `s1` has two messages: @0 made branch `agent-work` with a commit,
 /// @1 checked out tag `v1`.

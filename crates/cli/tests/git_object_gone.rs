@@ -3,35 +3,14 @@
 //! text and its `--json`; `restore` refuses the rewind (`rewind/git-object-gone`) until that
 //! file is kept.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-use snapshot_store::{ScanPhase, ScanRequest, Session, Store, StoreOptions};
+use snapshot_store::{ScanPhase, Store, StoreOptions};
 
 use rewind_test_support::git::git;
 
-fn run(home: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh-rewind"))
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_remove("DSH_HOME")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn scan(s: &Session, phase: ScanPhase, anchor: u64, call: Option<&str>) {
-    let mut r = ScanRequest::new(phase, anchor);
-    r.call_id = call.map(str::to_owned);
-    r.threads = 1;
-    s.scan(&r).unwrap();
-}
+mod common;
+use common::{run, scan};
 
 /// A home whose session `s1` has one message (@0) whose shell call changed `f.txt` and
 /// `keep.txt`, both clean in the repository before it; then `f.txt`'s first blob is pruned.
