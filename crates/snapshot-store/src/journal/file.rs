@@ -104,6 +104,15 @@ impl Session {
 }
 
 impl Journal<'_> {
+    /// The journal and progress-log paths of `op_id` (encoded; an id that cannot be is refused).
+    fn op_journal_paths(&self, op_id: &str) -> Result<(PathBuf, PathBuf), JournalError> {
+        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
+            id: op_id.into(),
+            reason,
+        })?;
+        Ok(self.journal_paths(&enc))
+    }
+
     pub(super) fn journal_paths(&self, enc_op: &str) -> (PathBuf, PathBuf) {
         let d = self.s.dir.join("journals");
         (
@@ -222,11 +231,7 @@ impl Journal<'_> {
     }
 
     pub(super) fn load_journal(&self, op_id: &str) -> Result<Loaded, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
-            id: op_id.into(),
-            reason,
-        })?;
-        let (ipath, lpath) = self.journal_paths(&enc);
+        let (ipath, lpath) = self.op_journal_paths(op_id)?;
         let fs = &self.s.store.inner.fs;
         let Some(bytes) = fs.read_opt(&ipath)? else {
             return Err(JournalError::UnknownOp {
@@ -305,11 +310,7 @@ impl Journal<'_> {
     }
 
     pub(crate) fn restore_state(&self, op_id: &str) -> Result<JournalState, JournalError> {
-        let enc = encode_id(op_id).map_err(|reason| JournalError::InvalidOpId {
-            id: op_id.into(),
-            reason,
-        })?;
-        let (ipath, lpath) = self.journal_paths(&enc);
+        let (ipath, lpath) = self.op_journal_paths(op_id)?;
         let fs = &self.s.store.inner.fs;
         if !fs.exists(&ipath).map_err(Fault::from)? {
             return Err(JournalError::UnknownOp {
