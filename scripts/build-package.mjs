@@ -16,7 +16,7 @@
  * Environment: CARGO_TARGET_DIR (default target/package).
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, copyFileSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, copyFileSync, renameSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -68,7 +68,11 @@ function buildNative() {
     // The host's target names the file (dsh-prompt-rewind.<target>.node); linux-x64-gnu here.
     const addon = readdirSync(out).find(f => f.endsWith('.node')) ?? ADDON
     mkdirSync(join(root, 'native'), { recursive: true })
-    copyFileSync(join(out, addon), join(root, 'native', addon))
+    // Copied beside it, then renamed over it: a process that has the old addon loaded (a DSH
+    // host, a bench) keeps its file; writing over it in place would fault that process.
+    const dest = join(root, 'native', addon)
+    copyFileSync(join(out, addon), `${dest}.tmp`)
+    renameSync(`${dest}.tmp`, dest)
     writeFileSync(DTS, readFileSync(join(out, 'index.d.ts')))
     log(`native/${addon} (${statSync(join(root, 'native', addon)).size} bytes), crates/napi-host/index.d.ts`)
   } finally {
