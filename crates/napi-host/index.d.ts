@@ -96,9 +96,10 @@ export declare class BindingEngineSession {
   prepareRestore(req: BindingRewindRestore): Promise<BindingPrepared | BindingRefusal>
   /**
    * What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
-   * is), changing nothing.
+   * is), changing nothing. `ancestors`: the session's fork chain, as for its restore (a
+   * session that is itself a fork leaves git as it is, and the report says so).
    */
-  gitPreview(targetSeq: number, keepGit?: boolean | undefined | null): Promise<BindingGitReport | BindingRefusal>
+  gitPreview(targetSeq: number, keepGit?: boolean | undefined | null, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingGitReport | BindingRefusal>
   /**
    * What the git step of rewind `opId` (its journal in session `owner`'s store) did;
    * `null` when the rewind changed nothing of git.
@@ -476,7 +477,7 @@ export interface BindingForkPlan {
   surfaceMismatch?: BindingSurfaceMismatch
 }
 
-/** What the git half of a rewind will do (`gitPreview`) or did (`gitReport`). */
+/** What the git half of a rewind will do (`gitPreview`) or did (`gitReport`, `restoreFiles`). */
 export interface BindingGitReport {
   /** One line: `HEAD: detached at v2.40.0 → agent-work @ 3fce3b5; …`. */
   summary: string
@@ -858,6 +859,11 @@ export interface BindingRewindFiles {
   outcome: BindingRestoreOutcome
   /** Why the history entry could not be finished, if so (the next reconcile settles it). */
   notRecorded?: BindingFault
+  /**
+   * What the rewind did to the workspace's git repository (its git step, git kept at the
+   * user's choice, or left as it is for a fork); absent when git did not change.
+   */
+  git?: BindingGitReport
 }
 
 /** A rewind's restore (`restoreFiles`). */

@@ -18,23 +18,23 @@ import type { RewindPreview, RewindReport } from './report.ts'
 import { type RewindDeps, resyncObservations } from './host-steps.ts'
 
 /**
- * What a rewind to `targetSeq` would do to the workspace's git repository (see docs/git.md);
- * `undefined` when the engine cannot say (never throws: the preview goes on without it).
+ * What a rewind to `targetSeq` would do to the workspace's git repository (see docs/git.md); the
+ * engine decides, a session that is itself a fork (`ancestors`) included. `undefined` when the
+ * engine cannot say (never throws: the preview goes on without it).
  */
-export async function gitPreview(deps: Pick<RewindDeps, 'engine' | 'state' | 'logger'>, agent: HostAgent, targetSeq: number, keepGit = false): Promise<Addon.BindingGitReport | undefined> {
+async function gitPreview(deps: Pick<RewindDeps, 'engine' | 'state' | 'logger'>, agent: HostAgent, targetSeq: number, ancestors: ChainLink[], keepGit = false): Promise<Addon.BindingGitReport | undefined> {
   try {
     const es = await deps.engine.session(agent.session)
     if (typeof es.gitPreview !== 'function') return undefined
-    return await deps.state.run(agent.session.header.id, () => step(() => es.gitPreview(targetSeq, keepGit)))
+    return await deps.state.run(agent.session.header.id, () => step(() => es.gitPreview(targetSeq, keepGit, ancestors)))
   } catch (error) {
     deps.logger.warn('git preview of %s failed: %s', agent.session.header.id, (error as Error).message)
     return undefined
   }
 }
 
-/** What the git step of rewind `opId` did (`kept` when `--keep-git` left it); never throws. */
-export async function gitReport(es: Addon.BindingEngineSession, owner: string, opId: string, keepGit: boolean): Promise<Addon.BindingGitReport | undefined> {
-  if (keepGit) return { summary: '', kept: true, changes: false, flagged: [], keepRefs: [] }
+/** What the git step of rewind `opId` (or of its undo) did, from its journal; never throws. */
+export async function gitReport(es: Addon.BindingEngineSession, owner: string, opId: string): Promise<Addon.BindingGitReport | undefined> {
   try {
     if (typeof es.gitReport !== 'function') return undefined
     return (await step(() => es.gitReport(owner, opId))) ?? undefined
@@ -43,15 +43,10 @@ export async function gitReport(es: Addon.BindingEngineSession, owner: string, o
   }
 }
 
-/**
- * What a rewind of a session that is itself a fork does to git: nothing. Its git states before the
- * fork are its parent's, which this session does not read; the files alone come back, and the
- * report, the preview and the dialog say so.
- */
-export function forkGit(): Addon.BindingGitReport {
-  const why = 'left as it is: this session is a fork, and the git states before the fork are its parent\'s'
-  return { summary: why, kept: false, changes: false, flagged: [why], keepRefs: [] }
-}
+/** A rewind's preview of the files and of git ({@link RewindFiles.previewOf}), or why there is none. */
+export type FilesAndGit =
+  | { files: FilesPreview & { notCovered: ReturnType<typeof notCoveredOf> }; git?: Addon.BindingGitReport; unavailable?: undefined }
+  | { unavailable: { code: string; message: string }; files?: undefined; git?: undefined }
 
 export const EMPTY_OUTCOME: RestoreOutcome = { written: [], deleted: [], skipped: [], failed: [], completed: true }
 
@@ -123,23 +118,35 @@ export class RewindFiles {
     }
   }
 
+  /**
+   * What a rewind of `agent`'s session to `targetSeq` would do, as the rewind will run it (the
+   * preview command, the dialog's `preview` request): what changed since the last scan recorded
+   * first, the store's plan through the fork chain, the changes of another conversation's running
+   * command told apart ({@link RewindFiles.inFlightOf}), what the scan does not cover, and the
+   * engine's git preview. `unavailable` when file restore cannot run for this session.
+   */
+  async previewOf(agent: HostAgent, targetSeq: number): Promise<FilesAndGit> {
+    const session = agent.session
+    const cwd = trackedCwd(session)
+    const port = this.deps.files()
+    const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+    if (unavailable !== undefined) return { unavailable }
+    const sessionId = session.header.id
+    await this.recordPending(session)
+    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
+    const files = this.inFlightOf(sessionId, await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, targetSeq, ancestors)))
+    const git = await gitPreview(this.deps, agent, targetSeq, ancestors)
+    return { files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) }, ...(git !== undefined ? { git } : {}) }
+  }
+
   /** What rewinding to `target` would do to the files, with counts and who made each change. */
   async preview(agent: HostAgent, target: string): Promise<RewindPreview> {
     const session = agent.session
     const plan = planRewind(session, target)
     const previewLine = targetPreview(session, plan.targetSeq, plan.targetText)
-    const cwd = trackedCwd(session)
-    const port = this.deps.files()
-    const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+    const { files, git, unavailable } = await this.previewOf(agent, plan.targetSeq)
     if (unavailable !== undefined) return { targetSeq: plan.targetSeq, preview: previewLine, files: undefined, unavailable }
-    const sessionId = session.header.id
-    await this.recordPending(session)
-    const ancestors = await forkAncestors(this.deps.ctx, session.header, session)
-    const files = this.inFlightOf(sessionId, await this.deps.state.run(sessionId, () => port.preview(sessionId, cwd!, plan.targetSeq, ancestors)))
-    // A session that is itself a fork: its git states before the fork are its parent's, so git
-    // is left as it is, and the preview says so (docs/git.md).
-    const git = ancestors.length > 0 ? forkGit() : await gitPreview(this.deps, agent, plan.targetSeq)
-    return { targetSeq: plan.targetSeq, preview: previewLine, files: { ...files, notCovered: notCoveredOf(this.deps.state, sessionId, files) }, ...(git !== undefined ? { git } : {}) }
+    return { targetSeq: plan.targetSeq, preview: previewLine, files, ...(git !== undefined ? { git } : {}) }
   }
 
   /**
@@ -216,9 +223,8 @@ export class RewindFiles {
         outcome.inFlight = inFlight
       }
       await resyncObservations(this.deps.ctx, session, cwd, [...outcome.written], [...outcome.deleted], this.deps.logger)
-      outcome.git = request.keepGit !== true && (prepared.request?.ancestors?.length ?? 0) > 0
-        ? forkGit()
-        : await gitReport(es, sessionId, opId, request.keepGit === true)
+      // What happened to git, as the engine decided it (its git step, `--keep-git`, or a fork's).
+      if (restored.git != null) outcome.git = restored.git
       return { outcome, notRestored: undefined }
     } catch (error) {
       const e = toRewindError(error, Codes.restoreFailed)

@@ -15,9 +15,8 @@ import type { SettingsPatch } from './settings.ts'
 import { partitionKey, workspaceSessions } from './history.ts'
 import { type Rewinder, candidates, settleJournal } from './rewind.ts'
 import { step } from './engine.ts'
-import { forkGit, gitPreview, gitReport } from './rewind-files.ts'
+import { gitReport } from './rewind-files.ts'
 import { trackedCwd } from './capture.ts'
-import { notCoveredOf } from './scan.ts'
 import { addonAvailable } from './native.ts'
 import type { Health } from './contract/guard.ts'
 import { type DoctorDeps, doctor } from './contract/doctor.ts'
@@ -32,8 +31,8 @@ export const RPC_PREFIX = '/dsh-rewind/api'
 
 /** Dependencies: the rewind's own, and what only the endpoints need. */
 export interface RpcDeps extends Pick<RewindDeps, 'ctx' | 'state' | 'files' | 'engine' | 'history' | 'settings' | 'logger'> {
-  /** Settles interrupted rewinds (reconcile, continue, roll back). */
-  rewinder?: Rewinder
+  /** The rewind: its preview, and the settling of interrupted rewinds (reconcile, continue, roll back). */
+  rewinder: Rewinder
   /** Faults contained at the host boundary and missing host contracts (`doctor`). */
   health?: Health
   /** What the `doctor` endpoint checks. */
@@ -98,12 +97,10 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
     if (state.rewinding(sessionId)) throw new RewindError(Codes.inFlight, 'a rewind of this session is running')
     // An interrupted rewind (its history entry `started`) is settled as a whole: files, temp
     // files and the history entry (see Rewinder.resolve).
-    if (deps.rewinder !== undefined) {
-      const interrupted = await deps.rewinder.reconcile(agent)
-      if (interrupted.some(i => i.opId === opId)) {
-        const report = await deps.rewinder.resolve(agent, opId, how)
-        return withJsonPaths({ ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved })
-      }
+    const interrupted = await deps.rewinder.reconcile(agent)
+    if (interrupted.some(i => i.opId === opId)) {
+      const report = await deps.rewinder.resolve(agent, opId, how)
+      return withJsonPaths({ ...report.outcome, entryOutcome: report.entryOutcome, tempsRemoved: report.tempsRemoved })
     }
     // A journal left open by a rewind that is over (a `partial` one): the engine finishes or
     // rolls it back, removes the temp files and updates the history entry.
@@ -114,7 +111,6 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
     const opId = body.opId
     if (typeof opId !== 'string' || opId === '') throw new RewindError(Codes.badRequest, '`opId` must be a non-empty string')
     const choices = undoChoicesOf(body.choices)
-    if (deps.rewinder === undefined) throw new RewindError(how === 'undo' ? Codes.notUndoable : Codes.notRedoable, `${how} is unavailable on this host`)
     const report = how === 'undo' ? await deps.rewinder.undoer.undo(agent, opId, choices) : await deps.rewinder.undoer.redo(agent, opId, choices)
     return withJsonPaths({ ...report.files, opId: report.opId, kind: report.kind, conversation: report.conversation ?? null, ...(report.changedDuring !== undefined ? { changedDuring: report.changedDuring } : {}), ...(report.git !== undefined ? { git: report.git } : {}) })
   }
@@ -125,26 +121,14 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
         throw new RewindError(Codes.badRequest, '`seq` must be a non-negative integer')
       }
       const backupOff = !settings.get().backups
-      const cwd = trackedCwd(agent.session)
-      const port = files()
-      const unavailable = cwd === undefined ? { code: 'no-cwd', message: 'the session has no working directory' } : port.unavailable()
+      // The rewind's own preview sequence (`RewindFiles.previewOf`): pending changes recorded,
+      // the plan through the fork chain, another conversation's running command told apart, git.
+      const { files: preview, git, unavailable } = await deps.rewinder.files.previewOf(agent, seq)
       if (unavailable !== undefined) {
         return { targetSeq: seq, files: [], uncovered: [], skipped: [], outside: [], notCovered: [], unreadable: [], gitObjectGone: [], backupOff, storeUnavailable: `${unavailable.code}: ${unavailable.message}` }
       }
-      const sessionId = agent.session.header.id
-      // What changed since the last scan is recorded first: the preview then lists it, and says
-      // who made each change (this agent, someone outside it, another session).
-      await deps.rewinder?.recordPending(agent.session)
-      const ancestors = await forkAncestors(ctx, agent.session.header, agent.session)
-      const stored = await state.run(sessionId, () => port.preview(sessionId, cwd!, seq, ancestors))
-      // Changes of another conversation's command still running are told apart, as the rewind's report tells them.
-      const preview = deps.rewinder?.files.inFlightOf(sessionId, stored) ?? stored
-      // What the rewind would do to the workspace's git repository (docs/git.md); `keepGit` in
-      // the rewind command (`--keep-git`) leaves it as it is.
-      // A session that is itself a fork leaves git as it is (docs/git.md): the preview says so.
-      const git = ancestors.length > 0 ? forkGit() : await gitPreview({ engine: deps.engine, state, logger: deps.logger }, agent, seq)
       // Paths in the JSON form: a name that is not UTF-8 as `{hex, lossy}`, so each can be chosen.
-      return withJsonPaths({ targetSeq: seq, ...preview, notCovered: notCoveredOf(state, sessionId, preview), backupOff, ...(git !== undefined ? { git } : {}) })
+      return withJsonPaths({ targetSeq: seq, ...preview, backupOff, ...(git !== undefined ? { git } : {}) })
     },
 
     async diff(agent, body) {
@@ -195,7 +179,7 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
       const gits = new Map<string, Awaited<ReturnType<typeof gitReport>>>()
       try {
         const es = await deps.engine.session(agent.session)
-        for (const entry of entries) gits.set(entry.opId, await gitReport(es, entry.sessionId, entry.opId, false))
+        for (const entry of entries) gits.set(entry.opId, await gitReport(es, entry.sessionId, entry.opId))
       } catch (error) {
         deps.logger.warn('git reports of the history entries not read: %s', (error as Error).message)
       }
@@ -225,7 +209,6 @@ export function endpoints(deps: RpcDeps): Record<string, Handler> & TypedEndpoin
     },
 
     async interrupted(agent) {
-      if (deps.rewinder === undefined) return { interrupted: [] }
       // The interrupted rewinds first, then those that could not restore some files.
       return { interrupted: [...await deps.rewinder.reconcile(agent), ...await deps.rewinder.partials(agent)] }
     },

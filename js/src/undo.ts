@@ -121,7 +121,7 @@ export class Undoer {
       if (check.files && cwd !== undefined) await resyncObservations(ctx, session, cwd, done.files.restored, done.files.deleted, logger)
       const files = done.files
       // What the undo did to the workspace's git repository (docs/git.md).
-      const git = await gitReport(es, check.owner, opId, false)
+      const git = await gitReport(es, check.owner, opId)
       return { opId, targetSeq: entry.targetSeq, kind: files.kind, files, conversation, ...(git !== undefined ? { git } : {}) }
     } finally {
       releaseChild?.()
@@ -149,7 +149,7 @@ export class Undoer {
       const outcome = done.outcome
       if (cwd !== undefined) await resyncObservations(ctx, session, cwd, [...outcome.written], [...outcome.deleted], logger)
       const kind = outcome.failed.length === 0 ? 'ok' : 'partial'
-      const git = await gitReport(es, done.owner, done.opId, false)
+      const git = await gitReport(es, done.owner, done.opId)
       return {
         opId: done.opId, targetSeq: done.targetSeq, kind,
         files: { kind, restored: [...outcome.written], deleted: [...outcome.deleted], failed: [...outcome.failed], kept: [] },

@@ -637,7 +637,9 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
     let git = {
         let key = ctx.history_key(id, &cwd)?;
         let engine = Engine::open(&ctx.home, engine_options());
-        engine.session(id, Some(&cwd), key).git_preview(seq, false)
+        engine
+            .session(id, Some(&cwd), key)
+            .git_preview(seq, false, &ctx.logs.chain(id))
     };
     let git_lines = match (
         &git.refusal,
@@ -645,10 +647,12 @@ fn preview(ctx: &Ctx, id: &str, target: &str, ws: Option<PathBuf>) -> Result<u8,
         &git.untracked,
     ) {
         (Some(r), _, _) => format!("Git: {}\n", safe(r)),
-        (None, true, _) => format!(
+        // Nothing to keep when git would not change (a fork leaves it as it is, and says why).
+        (None, true, _) if git.changes => format!(
             "Git: {}\nKeep git as it is with --keep-git.\n",
             safe(&git.summary)
         ),
+        (None, true, _) => format!("Git: {}\n", safe(&git.summary)),
         (None, false, Some(u)) => format!("Git: left as it is: {}\n", safe(u)),
         (None, false, None) => String::new(),
     };
@@ -780,6 +784,7 @@ fn outcome_text(o: &RestoreOutcome) -> (Value, String) {
 fn git_text(done: Option<&rewind_engine::GitReport>, planned: &rewind_engine::GitReport) -> String {
     let mut out = String::new();
     match done {
+        Some(r) if r.kept => out.push_str("Git: kept as it is (--keep-git)\n"),
         Some(r) => {
             out.push_str(&format!("Git: {}\n", safe(&r.summary)));
             for k in &r.keep_refs {
@@ -805,6 +810,7 @@ fn git_json(
     planned: &rewind_engine::GitReport,
 ) -> serde_json::Value {
     match done {
+        Some(r) if r.kept => json!({"kept": true, "untracked": planned.untracked}),
         Some(r) => {
             json!({"summary": r.summary, "flagged": r.flagged, "keepRefs": r.keep_refs, "error": r.error})
         }
@@ -852,7 +858,7 @@ fn restore(
         let engine = Engine::open(&ctx.home, engine_options());
         engine
             .session(id, Some(&cwd), key)
-            .git_preview(seq, keep_git)
+            .git_preview(seq, keep_git, &chain)
     };
     if let Some(refusal) = &git.refusal {
         return Err(Fail::new(
@@ -950,7 +956,7 @@ fn restore(
         }
     };
     let (v, body) = outcome_text(outcome);
-    let git_done = es.git_report(id, &op);
+    let git_done = restored.git.clone();
     let body = format!("{body}{}", git_text(git_done.as_ref(), &git));
     let text = format!(
         "Restored session {} to @{seq} (op {op}, {}).\n{body}{history_note}{lost_text}{}",

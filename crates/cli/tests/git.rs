@@ -269,3 +269,72 @@ fn undo_killed_at_its_git_seam_then_continued_leaves_git_and_files_exact() {
         "the undo finished: as before the restore"
     );
 }
+
+/// A session that is itself a fork leaves git as it is on a rewind (its git states before the
+/// fork are its parent's): the preview and the restore say so — neither offers `--keep-git` nor
+/// names a change of HEAD — and HEAD stays where it is, the files coming back alone.
+#[test]
+fn a_fork_leaves_git_and_its_preview_and_restore_say_so() {
+    let (_tmp, home, ws) = fixture();
+    // DSH's fork of s1 after both its messages; the child's own turn @2 switches to the agent's
+    // branch (from the detached v1) and edits a file, with its own git states recorded.
+    let store = Store::open(&home.join("rewind-snapshots"), StoreOptions::default()).unwrap();
+    let c = store.session("child", &ws).unwrap();
+    scan(&c, ScanPhase::Boundary, 2, None);
+    scan(&c, ScanPhase::Before, 2, Some("c3"));
+    git(&ws, &["switch", "-q", "agent-work"]);
+    std::fs::write(ws.join("f1.txt"), "child\n").unwrap();
+    scan(&c, ScanPhase::After, 2, Some("c3"));
+    scan(&c, ScanPhase::Boundary, 3, None);
+    drop(c);
+    drop(store);
+    let dir = home.join("sessions").join("--ws--").join("child");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = format!(
+        "{{\"type\":\"session\",\"version\":0,\"id\":\"child\",\"createdAt\":1795977964371,\"cwd\":{},\"parentSession\":\"s1\",\"seedLength\":2}}\n",
+        serde_json::to_string(&ws.to_string_lossy()).unwrap()
+    );
+    for (seq, m) in [
+        "make a branch",
+        "check out v1",
+        "back to the branch",
+        "more",
+    ]
+    .iter()
+    .enumerate()
+    {
+        text.push_str(&format!(
+            "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":{},\"data\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{m}\"}}],\"source\":{{\"kind\":\"user\"}},\"role\":\"user\",\"id\":\"c{seq}\"}},\"surfaceOp\":\"append\"}}\n",
+            1795977964372u64 + seq as u64
+        ));
+    }
+    std::fs::write(dir.join("session.jsonl"), text).unwrap();
+    let fork_line = "Git: left as it is: this session is a fork";
+
+    let (code, text) = run(&home, &["preview", "child", "@2"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(fork_line), "{text}");
+    assert!(!text.contains("--keep-git"), "{text}");
+    assert!(!text.contains("Git: HEAD"), "{text}");
+
+    let (code, text) = run(&home, &["--json", "restore", "child", "@2"]);
+    assert_eq!(code, 0, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        v["git"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("left as it is: this session is a fork")),
+        "{v}"
+    );
+    // The files as at @2: the detached v1's.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("f1.txt")).unwrap(),
+        "v1 1\n"
+    );
+    assert!(!ws.join("agent.txt").exists());
+    assert_eq!(
+        git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "agent-work",
+        "HEAD left where it is"
+    );
+}

@@ -111,6 +111,30 @@ fn stored_lookup(files: &Session) -> impl Fn(&str) -> Option<Vec<u8>> + '_ {
     }
 }
 
+impl GitReport {
+    /// A rewind of a session that is itself a fork leaves git as it is: the git states before
+    /// the fork are its parent's, which this session does not read; the files alone come back.
+    /// The preview, the dialog and the report say so with this.
+    pub fn of_fork() -> Self {
+        let why = "left as it is: this session is a fork, and the git states before the fork \
+                   are its parent's"
+            .to_owned();
+        GitReport {
+            summary: why.clone(),
+            flagged: vec![why],
+            ..GitReport::default()
+        }
+    }
+
+    /// Git kept as it is at the user's choice (`--keep-git` / `keepGit`).
+    pub fn kept_by_choice() -> Self {
+        GitReport {
+            kept: true,
+            ..GitReport::default()
+        }
+    }
+}
+
 fn report_of(plan: &GitPlan) -> GitReport {
     GitReport {
         summary: plan.summary(),
@@ -177,8 +201,18 @@ impl EngineSession {
     }
 
     /// What the git half of a rewind to `target_seq` would do, changing nothing (for the
-    /// preview); `keep_git`: the user keeps git as it is.
-    pub fn git_preview(&self, target_seq: u64, keep_git: bool) -> GitReport {
+    /// preview); `keep_git`: the user keeps git as it is. `ancestors`: the session's fork
+    /// chain, as for its restore — a session that is itself a fork leaves git as it is
+    /// ([`GitReport::of_fork`]).
+    pub fn git_preview(
+        &self,
+        target_seq: u64,
+        keep_git: bool,
+        ancestors: &[snapshot_store::ChainLink],
+    ) -> GitReport {
+        if !ancestors.is_empty() {
+            return GitReport::of_fork();
+        }
         let (Ok(cwd), Ok(files)) = (self.files_usable(), self.files_of(&self.id)) else {
             return GitReport::default();
         };

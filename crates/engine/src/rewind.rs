@@ -59,6 +59,18 @@ pub struct Restored {
     pub kept: Vec<String>,
     /// Why the history entry could not be finished, if so (the next reconcile settles it).
     pub not_recorded: Option<EngineError>,
+    /// What the rewind did to the workspace's git repository: its git step's report, git kept
+    /// at the user's choice, or left as it is for a fork; `None` when git did not change.
+    pub git: Option<crate::GitReport>,
+}
+
+impl RestoreRequest {
+    /// Whether this rewind leaves the workspace's git repository as it is: kept at the user's
+    /// choice, or the session is itself a fork (its git states before the fork are its
+    /// parent's).
+    pub fn leaves_git(&self) -> bool {
+        self.keep_git || !self.ancestors.is_empty()
+    }
 }
 
 /// What [`EngineSession::prepare_restore`] found: the restore can run.
@@ -161,7 +173,7 @@ impl EngineSession {
             return Err(why);
         }
         // The git half first: an operation in progress refuses the rewind before any copy.
-        self.prepare_git(&req.op_id, req.target_seq, req.keep_git || !req.ancestors.is_empty())?;
+        self.prepare_git(&req.op_id, req.target_seq, req.leaves_git())?;
         let (plan, kept) = self.selected_plan(req)?;
         let prepared = self
             .files_of(&self.id)?
@@ -234,7 +246,14 @@ impl EngineSession {
             }
         }
         // After the files, in the same crash order: the git step has its own journal.
-        self.run_git(&req.op_id, req.target_seq, req.keep_git || !req.ancestors.is_empty());
+        self.run_git(&req.op_id, req.target_seq, req.leaves_git());
+        let git = if !req.ancestors.is_empty() {
+            Some(crate::GitReport::of_fork())
+        } else if req.keep_git {
+            Some(crate::GitReport::kept_by_choice())
+        } else {
+            self.git_report(&self.id, &req.op_id)
+        };
         let paths = history_paths(&outcome, &outside, &not_covered, &kept);
         let not_recorded = self
             .settle(
@@ -249,6 +268,7 @@ impl EngineSession {
             not_covered,
             kept,
             not_recorded,
+            git,
         })
     }
 

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use rewind_engine::{
-    Choices, Engine, EngineOptions, EngineSession, ErrorCode, RestoreRequest, Start, WorkspaceKey,
+    ChainLink, Choices, Engine, EngineOptions, EngineSession, ErrorCode, GitReport, RestoreRequest,
+    Restored, Start, WorkspaceKey,
 };
 use snapshot_store::{ScanPhase, ScanRequest};
 
@@ -77,11 +78,24 @@ impl Fixture {
         op: &str,
         target: u64,
         keep_git: bool,
-    ) -> Result<(), rewind_engine::EngineError> {
+    ) -> Result<Restored, rewind_engine::EngineError> {
+        self.rewind_with(es, op, target, keep_git, Vec::new())
+    }
+
+    /// [`Fixture::rewind`] of a session whose fork chain is `ancestors`.
+    fn rewind_with(
+        &self,
+        es: &EngineSession,
+        op: &str,
+        target: u64,
+        keep_git: bool,
+        ancestors: Vec<ChainLink>,
+    ) -> Result<Restored, rewind_engine::EngineError> {
         let req = RestoreRequest {
             target_seq: target,
             op_id: op.into(),
             keep_git,
+            ancestors,
             ..RestoreRequest::default()
         };
         es.prepare_restore(&req)?;
@@ -96,7 +110,7 @@ impl Fixture {
         )?;
         let r = es.restore_files(&req)?;
         assert!(r.outcome.failed.is_empty(), "{:?}", r.outcome.failed);
-        Ok(())
+        Ok(r)
     }
 
     fn status(&self) -> String {
@@ -135,7 +149,7 @@ fn rewinds_to_each_turn_bring_head_index_and_branches_back_and_undo_returns_them
     assert_eq!(f.head(), "HEAD");
 
     // The preview says what happens to git.
-    let p = es.git_preview(20, false);
+    let p = es.git_preview(20, false, &[]);
     assert_eq!(
         p.summary,
         format!(
@@ -144,7 +158,7 @@ fn rewinds_to_each_turn_bring_head_index_and_branches_back_and_undo_returns_them
         )
     );
     assert!(p.changes && p.refusal.is_none());
-    assert!(es.git_preview(20, true).kept);
+    assert!(es.git_preview(20, true, &[]).kept);
 
     f.rewind(&es, "op-2", 20, false)
         .expect("rewind to turn two");
@@ -198,13 +212,51 @@ fn keep_git_restores_the_files_alone() {
     let f = Fixture::new();
     let es = f.session();
     two_turns(&f, &es);
-    f.rewind(&es, "op-k", 20, true).expect("rewind");
+    let r = f.rewind(&es, "op-k", 20, true).expect("rewind");
+    assert_eq!(
+        r.git,
+        Some(GitReport::kept_by_choice()),
+        "the report says git was kept"
+    );
     assert_eq!(f.head(), "HEAD", "HEAD left detached");
     assert!(es.git_report("s1", "op-k").is_none());
     assert!(
         !f.status().is_empty(),
         "the files are back, git is not: git sees them changed"
     );
+}
+
+/// A session that is itself a fork leaves git as it is (its git states before the fork are its
+/// parent's): the engine's preview and the restore's report say so, for the host and the CLI alike.
+#[test]
+fn a_session_that_is_a_fork_leaves_git_and_its_preview_and_report_say_so() {
+    let f = Fixture::new();
+    let es = f.session();
+    two_turns(&f, &es);
+    // The fork's parent is a session with nothing stored: the chain adds no record.
+    let chain = vec![ChainLink {
+        session_id: "parent".into(),
+        max_anchor: 0,
+    }];
+    assert!(
+        es.git_preview(20, false, &[]).changes,
+        "without the chain git would change"
+    );
+    let p = es.git_preview(20, false, &chain);
+    assert_eq!(p, GitReport::of_fork());
+    assert!(
+        !p.changes && p.summary.contains("this session is a fork"),
+        "{p:?}"
+    );
+    assert_eq!(es.git_preview(20, true, &chain), GitReport::of_fork());
+
+    let r = f
+        .rewind_with(&es, "op-f", 20, false, chain)
+        .expect("rewind");
+    assert_eq!(r.git, Some(GitReport::of_fork()));
+    assert_eq!(f.head(), "HEAD", "HEAD left detached");
+    assert!(es.git_report("s1", "op-f").is_none(), "no git journal");
+    assert!(!f.status().is_empty(), "the files came back, git did not");
 }
 
 #[test]
@@ -223,7 +275,7 @@ fn a_commit_by_hand_after_the_agents_keeps_its_branch_and_is_flagged() {
     git(&f.ws, &["commit", "-qm", "mine"]);
     let mine = git(&f.ws, &["rev-parse", "main"]);
     f.scan(&es, ScanPhase::Boundary, 20, None);
-    let p = es.git_preview(10, false);
+    let p = es.git_preview(10, false, &[]);
     assert!(
         p.flagged
             .iter()

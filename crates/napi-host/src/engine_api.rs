@@ -262,17 +262,22 @@ impl BindingEngineSession {
     }
 
     /// What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
-    /// is), changing nothing.
+    /// is), changing nothing. `ancestors`: the session's fork chain, as for its restore (a
+    /// session that is itself a fork leaves git as it is, and the report says so).
     #[napi(ts_return_type = "Promise<BindingGitReport | BindingRefusal>")]
     pub fn git_preview(
         &self,
         target_seq: f64,
         keep_git: Option<bool>,
+        ancestors: Option<Vec<BindingChainLink>>,
     ) -> AsyncTask<Job<Step<crate::types::BindingGitReport>>> {
         let s = self.session.clone();
         step(move || {
             let seq = seq_from_js(target_seq, "targetSeq")?;
-            Ok(s.git_preview(seq, keep_git.unwrap_or(false)).into())
+            Ok(
+                s.git_preview(seq, keep_git.unwrap_or(false), &chain(ancestors)?)
+                    .into(),
+            )
         })
     }
 
@@ -319,6 +324,7 @@ impl BindingEngineSession {
             Ok(BindingRewindFiles {
                 outcome,
                 not_recorded: r.not_recorded.map(Into::into),
+                git: r.git.map(Into::into),
             })
         })
     }

@@ -212,7 +212,7 @@ pub struct BindingRewindRestore {
     pub keep_git: Option<bool>,
 }
 
-/// What the git half of a rewind will do (`gitPreview`) or did (`gitReport`).
+/// What the git half of a rewind will do (`gitPreview`) or did (`gitReport`, `restoreFiles`).
 #[napi(object)]
 #[derive(Debug, Clone)]
 pub struct BindingGitReport {
@@ -268,6 +268,9 @@ pub struct BindingRewindFiles {
     pub outcome: BindingRestoreOutcome,
     /// Why the history entry could not be finished, if so (the next reconcile settles it).
     pub not_recorded: Option<BindingFault>,
+    /// What the rewind did to the workspace's git repository (its git step, git kept at the
+    /// user's choice, or left as it is for a fork); absent when git did not change.
+    pub git: Option<BindingGitReport>,
 }
 
 /// What this session may do with one history entry now (`entryActions`).
