@@ -46,19 +46,7 @@ fn fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
     scan(&s, ScanPhase::After, 1, Some("c2"));
     drop(s);
     // DSH's session log: two typed messages.
-    let dir = home.join("sessions").join("--ws--").join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut text = format!(
-        "{{\"type\":\"session\",\"version\":0,\"id\":\"s1\",\"createdAt\":1795977964371,\"cwd\":{}}}\n",
-        serde_json::to_string(&ws.to_string_lossy()).unwrap()
-    );
-    for (seq, m) in ["make a branch", "check out v1"].iter().enumerate() {
-        text.push_str(&format!(
-            "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":{},\"data\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{m}\"}}],\"source\":{{\"kind\":\"user\"}},\"role\":\"user\",\"id\":\"m{seq}\"}},\"surfaceOp\":\"append\"}}\n",
-            1795977964372u64 + seq as u64
-        ));
-    }
-    std::fs::write(dir.join("session.jsonl"), text).unwrap();
+    write_log(&home, &ws, "s1", "", &["make a branch", "check out v1"]);
     (tmp, home, ws)
 }
 
@@ -270,6 +258,24 @@ fn undo_killed_at_its_git_seam_then_continued_leaves_git_and_files_exact() {
     );
 }
 
+/// Writes DSH's log of session `id` in `ws`: its header (plus `header_extra`, e.g. the fork's
+/// parent), then one typed message per entry of `messages`, at seqs 0, 1, …
+fn write_log(home: &Path, ws: &Path, id: &str, header_extra: &str, messages: &[&str]) {
+    let dir = home.join("sessions").join("--ws--").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = format!(
+        "{{\"type\":\"session\",\"version\":0,\"id\":\"{id}\",\"createdAt\":1795977964371,\"cwd\":{}{header_extra}}}\n",
+        serde_json::to_string(&ws.to_string_lossy()).unwrap()
+    );
+    for (seq, m) in messages.iter().enumerate() {
+        text.push_str(&format!(
+            "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":{},\"data\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{m}\"}}],\"source\":{{\"kind\":\"user\"}},\"role\":\"user\",\"id\":\"{id}-{seq}\"}},\"surfaceOp\":\"append\"}}\n",
+            1795977964372u64 + seq as u64
+        ));
+    }
+    std::fs::write(dir.join("session.jsonl"), text).unwrap();
+}
+
 /// A session that is itself a fork leaves git as it is on a rewind (its git states before the
 /// fork are its parent's): the preview and the restore say so — neither offers `--keep-git` nor
 /// names a change of HEAD — and HEAD stays where it is, the files coming back alone.
@@ -288,27 +294,18 @@ fn a_fork_leaves_git_and_its_preview_and_restore_say_so() {
     scan(&c, ScanPhase::Boundary, 3, None);
     drop(c);
     drop(store);
-    let dir = home.join("sessions").join("--ws--").join("child");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut text = format!(
-        "{{\"type\":\"session\",\"version\":0,\"id\":\"child\",\"createdAt\":1795977964371,\"cwd\":{},\"parentSession\":\"s1\",\"seedLength\":2}}\n",
-        serde_json::to_string(&ws.to_string_lossy()).unwrap()
+    write_log(
+        &home,
+        &ws,
+        "child",
+        ",\"parentSession\":\"s1\",\"seedLength\":2",
+        &[
+            "make a branch",
+            "check out v1",
+            "back to the branch",
+            "more",
+        ],
     );
-    for (seq, m) in [
-        "make a branch",
-        "check out v1",
-        "back to the branch",
-        "more",
-    ]
-    .iter()
-    .enumerate()
-    {
-        text.push_str(&format!(
-            "{{\"type\":\"user/message\",\"seq\":{seq},\"time\":{},\"data\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{m}\"}}],\"source\":{{\"kind\":\"user\"}},\"role\":\"user\",\"id\":\"c{seq}\"}},\"surfaceOp\":\"append\"}}\n",
-            1795977964372u64 + seq as u64
-        ));
-    }
-    std::fs::write(dir.join("session.jsonl"), text).unwrap();
     let fork_line = "Git: left as it is: this session is a fork";
 
     let (code, text) = run(&home, &["preview", "child", "@2"]);
