@@ -97,7 +97,8 @@ export declare class BindingEngineSession {
   /**
    * What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
    * is), changing nothing. `ancestors`: the session's fork chain, as for its restore (a
-   * session that is itself a fork leaves git as it is, and the report says so).
+   * fork's rewind to a message from before the fork leaves git as it is, and the report says
+   * so).
    */
   gitPreview(targetSeq: number, keepGit?: boolean | undefined | null, ancestors?: Array<BindingChainLink> | undefined | null): Promise<BindingGitReport | BindingRefusal>
   /**

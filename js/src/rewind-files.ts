@@ -19,7 +19,7 @@ import { type RewindDeps, resyncObservations } from './host-steps.ts'
 
 /**
  * What a rewind to `targetSeq` would do to the workspace's git repository (see docs/git.md); the
- * engine decides, a session that is itself a fork (`ancestors`) included. `undefined` when the
+ * engine decides, a fork's rewind to before the fork (`ancestors`) included. `undefined` when the
  * engine cannot say (never throws: the preview goes on without it).
  */
 async function gitPreview(deps: Pick<RewindDeps, 'engine' | 'state' | 'logger'>, agent: HostAgent, targetSeq: number, ancestors: ChainLink[], keepGit = false): Promise<Addon.BindingGitReport | undefined> {

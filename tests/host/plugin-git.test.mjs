@@ -233,7 +233,7 @@ test('a stash pushed in one turn and popped in the next: a rewind brings the sta
   git(ws, 'fsck', '--no-progress')
 })
 
-test('a fork rewind brings git back with the files; a rewind inside the fork leaves git and says so', async (t) => {
+test('a fork rewind brings git back with the files; inside the fork, a rewind to its own message restores git, one to before the fork leaves it and says so', async (t) => {
   const host = await bootWithPlugin({
     shell: true,
     script: [...twoTurns(), turn(bash('git switch -q -c in-child'), text('child one done'))],
@@ -254,12 +254,23 @@ test('a fork rewind brings git back with the files; a rewind inside the fork lea
   const child = host.ctx.agents.get(m[1])
   await host.sendUser(child, 'child one')
   assert.equal(head(ws), 'in-child')
+  // 'one' is the parent's message, from before the fork: git would be left as it is.
+  const before = await rpc(host, 'preview', { sessionId: child.id, seq: humanSeq(child, 'one') })
+  assert.match(before.json.value.git.summary, /left as it is: that message is from before this session was forked/, JSON.stringify(before.json.value.git))
+  assert.equal(before.json.value.git.changes, false)
+  // 'child one' is the fork's own: git comes back with the files, from the fork's own states.
   const childOne = humanSeq(child, 'child one')
   const preview = await rpc(host, 'preview', { sessionId: child.id, seq: childOne })
-  assert.match(preview.json.value.git.summary, /left as it is: this session is a fork/, JSON.stringify(preview.json.value.git))
+  assert.match(preview.json.value.git.summary, /HEAD: in-child @ [0-9a-f]+ → agent-work/, JSON.stringify(preview.json.value.git))
   const r = await host.runCommand(child, `/rewind @${childOne}`)
   assert.equal(r.result.kind, 'success', r.result.text)
-  assert.match(r.result.text, /Git: left as it is: this session is a fork/)
-  assert.equal(head(ws), 'in-child', 'git is left as it is')
+  assert.match(r.result.text, /Git: HEAD: in-child @ [0-9a-f]+ → agent-work/)
+  assert.equal(head(ws), 'agent-work', 'git is back as it was at the fork\'s message')
   assert.equal(git(ws, 'rev-parse', 'HEAD'), agentWork)
+  assert.equal(status(ws), '')
+  // Back to before the fork: the files alone, and the report says why git stayed.
+  const back = await host.runCommand(child, `/rewind @${humanSeq(child, 'one')}`)
+  assert.equal(back.result.kind, 'success', back.result.text)
+  assert.match(back.result.text, /Git: left as it is: that message is from before this session was forked/)
+  assert.equal(head(ws), 'agent-work', 'git is left as it is')
 })

@@ -276,11 +276,12 @@ fn write_log(home: &Path, ws: &Path, id: &str, header_extra: &str, messages: &[&
     std::fs::write(dir.join("session.jsonl"), text).unwrap();
 }
 
-/// A session that is itself a fork leaves git as it is on a rewind (its git states before the
-/// fork are its parent's): the preview and the restore say so — neither offers `--keep-git` nor
-/// names a change of HEAD — and HEAD stays where it is, the files coming back alone.
+/// A fork's rewind to one of its own messages restores git from the fork's own states; to a
+/// message from before the fork it leaves git as it is (the git states there are the parent's),
+/// and the preview and the restore say so — without offering `--keep-git` or naming a change of
+/// HEAD that would not happen.
 #[test]
-fn a_fork_leaves_git_and_its_preview_and_restore_say_so() {
+fn a_fork_restores_git_to_its_own_messages_and_leaves_it_before_the_fork() {
     let (_tmp, home, ws) = fixture();
     // DSH's fork of s1 after both its messages; the child's own turn @2 switches to the agent's
     // branch (from the detached v1) and edits a file, with its own git states recorded.
@@ -306,32 +307,55 @@ fn a_fork_leaves_git_and_its_preview_and_restore_say_so() {
             "more",
         ],
     );
-    let fork_line = "Git: left as it is: this session is a fork";
+    let fork_line = "Git: left as it is: that message is from before this session was forked";
 
-    let (code, text) = run(&home, &["preview", "child", "@2"]);
+    // @1 is the parent's message: git is left as it is.
+    let (code, text) = run(&home, &["preview", "child", "@1"]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains(fork_line), "{text}");
     assert!(!text.contains("--keep-git"), "{text}");
     assert!(!text.contains("Git: HEAD"), "{text}");
 
-    let (code, text) = run(&home, &["--json", "restore", "child", "@2"]);
+    // @2 is the fork's own: git comes back with the files, from the fork's own states.
+    let agent = git(&ws, &["rev-parse", "agent-work"]);
+    let (code, text) = run(&home, &["preview", "child", "@2"]);
     assert_eq!(code, 0, "{text}");
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(
-        v["git"]["summary"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("left as it is: this session is a fork")),
-        "{v}"
+        text.contains(&format!(
+            "Git: HEAD: agent-work @ {} → detached at v1",
+            &agent[..7]
+        )),
+        "{text}"
     );
-    // The files as at @2: the detached v1's.
+    assert!(text.contains("--keep-git"), "{text}");
+    let (code, text) = run(&home, &["restore", "child", "@2"]);
+    assert_eq!(code, 0, "{text}");
     assert_eq!(
         std::fs::read_to_string(ws.join("f1.txt")).unwrap(),
         "v1 1\n"
     );
     assert!(!ws.join("agent.txt").exists());
+    assert_eq!(git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]), "HEAD");
+    assert_eq!(
+        git(&ws, &["status", "--porcelain"]),
+        "",
+        "files and git agree"
+    );
+
+    // Back to @1: the files come back alone, and the report says why git stayed.
+    let (code, text) = run(&home, &["--json", "restore", "child", "@1"]);
+    assert_eq!(code, 0, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        v["git"]["summary"]
+            .as_str()
+            .is_some_and(|s| s
+                .starts_with("left as it is: that message is from before this session was forked")),
+        "{v}"
+    );
     assert_eq!(
         git(&ws, &["rev-parse", "--abbrev-ref", "HEAD"]),
-        "agent-work",
+        "HEAD",
         "HEAD left where it is"
     );
 }

@@ -111,13 +111,23 @@ fn stored_lookup(files: &Session) -> impl Fn(&str) -> Option<Vec<u8>> + '_ {
     }
 }
 
+/// Whether a rewind to `target_seq` of a session whose fork chain is `ancestors` (nearest parent
+/// first) goes back to a message from before the fork: the session's git states before the
+/// fork are its parent's, which it does not read, so git is left as it is. A rewind to one of
+/// the fork's own messages restores git from the fork's own states, as any rewind does.
+pub fn rewinds_before_fork(target_seq: u64, ancestors: &[snapshot_store::ChainLink]) -> bool {
+    ancestors
+        .first()
+        .is_some_and(|parent| target_seq <= parent.max_anchor)
+}
+
 impl GitReport {
-    /// A rewind of a session that is itself a fork leaves git as it is: the git states before
-    /// the fork are its parent's, which this session does not read; the files alone come back.
-    /// The preview, the dialog and the report say so with this.
-    pub fn of_fork() -> Self {
-        let why = "left as it is: this session is a fork, and the git states before the fork \
-                   are its parent's"
+    /// A rewind of a fork to a message from before the fork leaves git as it is
+    /// ([`rewinds_before_fork`]); the files alone come back. The preview, the dialog and the
+    /// report say so with this.
+    pub fn before_fork() -> Self {
+        let why = "left as it is: that message is from before this session was forked, and the \
+                   git states before the fork are its parent's"
             .to_owned();
         GitReport {
             summary: why.clone(),
@@ -202,16 +212,16 @@ impl EngineSession {
 
     /// What the git half of a rewind to `target_seq` would do, changing nothing (for the
     /// preview); `keep_git`: the user keeps git as it is. `ancestors`: the session's fork
-    /// chain, as for its restore — a session that is itself a fork leaves git as it is
-    /// ([`GitReport::of_fork`]).
+    /// chain, as for its restore — a rewind of a fork to a message from before the fork leaves
+    /// git as it is ([`GitReport::before_fork`]).
     pub fn git_preview(
         &self,
         target_seq: u64,
         keep_git: bool,
         ancestors: &[snapshot_store::ChainLink],
     ) -> GitReport {
-        if !ancestors.is_empty() {
-            return GitReport::of_fork();
+        if rewinds_before_fork(target_seq, ancestors) {
+            return GitReport::before_fork();
         }
         let (Ok(cwd), Ok(files)) = (self.files_usable(), self.files_of(&self.id)) else {
             return GitReport::default();
@@ -230,7 +240,7 @@ impl EngineSession {
     /// The git half of [`EngineSession::prepare_restore`]: plans it and writes its journal
     /// (`planned`) for `op_id`, nothing changed in the repository; an operation in progress
     /// refuses the rewind here, before anything changed ([`ErrorCode::GitInProgress`]).
-    /// `keep_git` (also set for a session that is itself a fork): git is left as it is, no journal.
+    /// `keep_git` (also set for a fork's rewind to before the fork): git is left as it is, no journal.
     pub(crate) fn prepare_git(
         &self,
         op_id: &str,

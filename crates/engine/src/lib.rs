@@ -45,7 +45,7 @@ pub use engine::{
     Clock, CrashSeam, Engine, EngineOptions, HISTORY_DIR, LOCKS_KEPT_FOR, SNAPSHOTS_DIR,
 };
 pub use error::EngineError;
-pub use git::{GIT_OP_VERSION, GitOp, GitOpState, GitReport};
+pub use git::{GIT_OP_VERSION, GitOp, GitOpState, GitReport, rewinds_before_fork};
 pub use preview::{
     Origin, PREVIEW_COUNT_BUDGET, PREVIEW_COUNT_FILES, Preview, PreviewFile, action_name, diff_of,
     plan_of, planned_under, preview_of, select,

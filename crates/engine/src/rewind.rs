@@ -42,7 +42,8 @@ pub struct RestoreRequest {
     /// Paths the host knows the scan does not cover (a refused scan's scope), for the record.
     pub not_covered: Vec<(String, String)>,
     /// Leave the workspace's git repository as it is (HEAD, index, branches): the files
-    /// alone are restored. A session with ancestors (itself a fork) always does.
+    /// alone are restored. A fork's rewind to a message from before the fork always does
+    /// ([`crate::git::rewinds_before_fork`]).
     pub keep_git: bool,
 }
 
@@ -60,16 +61,17 @@ pub struct Restored {
     /// Why the history entry could not be finished, if so (the next reconcile settles it).
     pub not_recorded: Option<EngineError>,
     /// What the rewind did to the workspace's git repository: its git step's report, git kept
-    /// at the user's choice, or left as it is for a fork; `None` when git did not change.
+    /// at the user's choice, or left as it is for a fork's rewind to before the fork; `None`
+    /// when git did not change.
     pub git: Option<crate::GitReport>,
 }
 
 impl RestoreRequest {
     /// Whether this rewind leaves the workspace's git repository as it is: kept at the user's
-    /// choice, or the session is itself a fork (its git states before the fork are its
-    /// parent's).
+    /// choice, or a fork's rewind to a message from before the fork (its git states there are
+    /// its parent's).
     pub fn leaves_git(&self) -> bool {
-        self.keep_git || !self.ancestors.is_empty()
+        self.keep_git || crate::git::rewinds_before_fork(self.target_seq, &self.ancestors)
     }
 }
 
@@ -247,8 +249,8 @@ impl EngineSession {
         }
         // After the files, in the same crash order: the git step has its own journal.
         self.run_git(&req.op_id, req.target_seq, req.leaves_git());
-        let git = if !req.ancestors.is_empty() {
-            Some(crate::GitReport::of_fork())
+        let git = if crate::git::rewinds_before_fork(req.target_seq, &req.ancestors) {
+            Some(crate::GitReport::before_fork())
         } else if req.keep_git {
             Some(crate::GitReport::kept_by_choice())
         } else {

@@ -226,37 +226,52 @@ fn keep_git_restores_the_files_alone() {
     );
 }
 
-/// A session that is itself a fork leaves git as it is (its git states before the fork are its
-/// parent's): the engine's preview and the restore's report say so, for the host and the CLI alike.
+/// A fork's rewind to a message from before the fork leaves git as it is (the git states there
+/// are its parent's): the engine's preview and the restore's report say so, for the host and the
+/// CLI alike. A rewind to one of the fork's own messages restores git from its own states.
 #[test]
-fn a_session_that_is_a_fork_leaves_git_and_its_preview_and_report_say_so() {
+fn a_fork_leaves_git_before_the_fork_and_restores_it_after() {
     let f = Fixture::new();
     let es = f.session();
     two_turns(&f, &es);
-    // The fork's parent is a session with nothing stored: the chain adds no record.
-    let chain = vec![ChainLink {
+    // The fork's parent is a session with nothing stored: the chain adds no record. Forked after
+    // message 25, message 20 is from before the fork.
+    let before = vec![ChainLink {
         session_id: "parent".into(),
-        max_anchor: 0,
+        max_anchor: 25,
     }];
     assert!(
         es.git_preview(20, false, &[]).changes,
         "without the chain git would change"
     );
-    let p = es.git_preview(20, false, &chain);
-    assert_eq!(p, GitReport::of_fork());
+    let p = es.git_preview(20, false, &before);
+    assert_eq!(p, GitReport::before_fork());
     assert!(
-        !p.changes && p.summary.contains("this session is a fork"),
+        !p.changes && p.summary.contains("from before this session was forked"),
         "{p:?}"
     );
-    assert_eq!(es.git_preview(20, true, &chain), GitReport::of_fork());
-
+    assert_eq!(es.git_preview(20, true, &before), GitReport::before_fork());
     let r = f
-        .rewind_with(&es, "op-f", 20, false, chain)
+        .rewind_with(&es, "op-f", 20, false, before)
         .expect("rewind");
-    assert_eq!(r.git, Some(GitReport::of_fork()));
+    assert_eq!(r.git, Some(GitReport::before_fork()));
     assert_eq!(f.head(), "HEAD", "HEAD left detached");
     assert!(es.git_report("s1", "op-f").is_none(), "no git journal");
     assert!(!f.status().is_empty(), "the files came back, git did not");
+
+    // Forked after message 5: messages 10 and 20 are the fork's own, and git comes back.
+    let after = vec![ChainLink {
+        session_id: "parent".into(),
+        max_anchor: 5,
+    }];
+    assert!(es.git_preview(10, false, &after).changes);
+    let r = f
+        .rewind_with(&es, "op-a", 10, false, after)
+        .expect("rewind");
+    let g = r.git.expect("a git report");
+    assert!(g.changes && g.error.is_none(), "{g:?}");
+    assert_eq!(f.head(), "main");
+    assert_eq!(f.status(), "", "files and git agree");
 }
 
 #[test]

@@ -263,7 +263,8 @@ impl BindingEngineSession {
 
     /// What the git half of a rewind to `targetSeq` would do (`keepGit`: git kept as it
     /// is), changing nothing. `ancestors`: the session's fork chain, as for its restore (a
-    /// session that is itself a fork leaves git as it is, and the report says so).
+    /// fork's rewind to a message from before the fork leaves git as it is, and the report says
+    /// so).
     #[napi(ts_return_type = "Promise<BindingGitReport | BindingRefusal>")]
     pub fn git_preview(
         &self,
