@@ -32,11 +32,21 @@ rc=0
 set +e
 for contract in "${contracts[@]}"; do
   echo "test-host: the suite with the plugin on the $contract session contract" >&2
-  DSH_REWIND_CONTRACT=$contract TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}"
-  r=$?
+  DSH_REWIND_CONTRACT=$contract TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}" \
+    2>&1 | tee "$TEST_TMP/run-$contract.log"
+  r=${PIPESTATUS[0]}
   [ "$r" = 0 ] || rc=$r
 done
 set -e
+# A failure in the first run scrolls far out of view behind the second: repeat every run's
+# failing tests (the runner's own summary) last, so the end of the output names them.
+for contract in "${contracts[@]}"; do
+  log="$TEST_TMP/run-$contract.log"
+  if grep -q '^✖ failing tests:' "$log" 2>/dev/null; then
+    echo "test-host: failing on the $contract session contract:" >&2
+    sed -n '/^✖ failing tests:/,$p' "$log" | head -n 200 >&2
+  fi
+done
 if [ "$rc" = 0 ] && [ "${REWIND_KEEP_TMP:-0}" != 1 ]; then
   rm -rf "$TEST_TMP"
 else
