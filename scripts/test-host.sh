@@ -35,18 +35,42 @@ for contract in "${contracts[@]}"; do
   DSH_REWIND_CONTRACT=$contract TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${files[@]}" \
     2>&1 | tee "$TEST_TMP/run-$contract.log"
   r=${PIPESTATUS[0]}
+  if [ "$r" != 0 ] && [ "${REWIND_NO_RERUN:-0}" != 1 ]; then
+    # The files of the failing tests run once more, whole. A test that passes then is still
+    # named as flaky at the end of the output (and in $TEST_TMP/flaky.txt); one that fails
+    # again, or a failure no test file is named for, fails the run.
+    mapfile -t failed < <(sed -n '/^✖ failing tests:/,$p' "$TEST_TMP/run-$contract.log" \
+      | sed -n 's/^test at \([^:]*\.test\.mjs\):.*/\1/p' | sort -u)
+    if [ ${#failed[@]} -gt 0 ]; then
+      echo "test-host: rerunning on the $contract session contract: ${failed[*]}" >&2
+      DSH_REWIND_CONTRACT=$contract TMPDIR=$TEST_TMP "$NODE24" --test --test-reporter=spec "$@" "${failed[@]}" \
+        2>&1 | tee "$TEST_TMP/rerun-$contract.log"
+      if [ "${PIPESTATUS[0]}" = 0 ]; then
+        r=0
+        { echo "on the $contract session contract, failed once and passed when rerun:"
+          sed -n '/^✖ failing tests:/,$p' "$TEST_TMP/run-$contract.log" | grep '^✖ ' | grep -v '^✖ failing tests:'
+        } >> "$TEST_TMP/flaky.txt"
+      fi
+    fi
+  fi
   [ "$r" = 0 ] || rc=$r
 done
 set -e
 # A failure in the first run scrolls far out of view behind the second: repeat every run's
 # failing tests (the runner's own summary) last, so the end of the output names them.
 for contract in "${contracts[@]}"; do
-  log="$TEST_TMP/run-$contract.log"
-  if grep -q '^✖ failing tests:' "$log" 2>/dev/null; then
-    echo "test-host: failing on the $contract session contract:" >&2
-    sed -n '/^✖ failing tests:/,$p' "$log" | head -n 200 >&2
-  fi
+  for log in "$TEST_TMP/run-$contract.log" "$TEST_TMP/rerun-$contract.log"; do
+    if grep -q '^✖ failing tests:' "$log" 2>/dev/null; then
+      echo "test-host: failing on the $contract session contract ($(basename "$log" .log)):" >&2
+      sed -n '/^✖ failing tests:/,$p' "$log" | head -n 200 >&2
+    fi
+  done
 done
+if [ -s "$TEST_TMP/flaky.txt" ]; then
+  echo "test-host: FLAKY — these tests failed once and passed when their files were rerun:" >&2
+  cat "$TEST_TMP/flaky.txt" >&2
+  cp "$TEST_TMP/flaky.txt" "$CARGO_TARGET_DIR/host-tests-flaky.txt" 2>/dev/null || true
+fi
 if [ "$rc" = 0 ] && [ "${REWIND_KEEP_TMP:-0}" != 1 ]; then
   rm -rf "$TEST_TMP"
 else
