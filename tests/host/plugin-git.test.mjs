@@ -233,6 +233,36 @@ test('a stash pushed in one turn and popped in the next: a rewind brings the sta
   git(ws, 'fsck', '--no-progress')
 })
 
+test('a stash entry the agent dropped and git gc then pruned: the rewind leaves the stash list as it is and says why, the files come back', async (t) => {
+  const host = await bootWithPlugin({
+    shell: true,
+    script: [turn(bash('git stash drop -q && echo agent > src/f3.txt'), text('dropped'))],
+  })
+  t.after(() => host.dispose())
+  const ws = host.workspace
+  await seedRepo(ws)
+  await put(join(ws, 'src/f9.txt'), 'mine\n')
+  git(ws, 'stash', 'push', '-q', '-m', 'by-hand')
+  const entry = git(ws, 'rev-parse', 'refs/stash')
+  const agent = await host.createAgent('git-stash-pruned')
+  await host.sendUser(agent, 'drop it')
+  assert.equal(git(ws, 'stash', 'list'), '', 'dropped')
+  git(ws, 'reflog', 'expire', '--expire-unreachable=now', '--all')
+  git(ws, 'gc', '-q', '--prune=now')
+  assert.throws(() => git(ws, 'cat-file', '-e', entry), 'the entry\'s commit is pruned')
+
+  const seq = humanSeq(agent, 'drop it')
+  const preview = await rpc(host, 'preview', { sessionId: agent.id, seq })
+  const flagged = preview.json.value.git?.flagged ?? []
+  assert.ok(flagged.some(f => /1 commit git has since pruned/.test(f)), JSON.stringify(preview.json.value.git))
+  const r = await host.runCommand(agent, `/rewind @${seq}`)
+  assert.equal(r.result.kind, 'success', r.result.text)
+  assert.match(r.result.text, /stash list of that point names 1 commit git has since pruned: left as is/)
+  assert.equal(git(ws, 'stash', 'list'), '', 'no entry naming a missing commit was written back')
+  assert.equal(await readFile(join(ws, 'src/f3.txt'), 'utf8'), 'v2 3\n', 'the files came back')
+  git(ws, 'fsck', '--no-progress')
+})
+
 test('a fork rewind brings git back with the files; inside the fork, a rewind to its own message restores git, one to before the fork leaves it and says so', async (t) => {
   const host = await bootWithPlugin({
     shell: true,

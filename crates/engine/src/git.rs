@@ -145,6 +145,21 @@ impl GitReport {
     }
 }
 
+/// How many of a stash list's `commits` the repository whose common directory is `common_dir`
+/// no longer holds (an entry dropped, then pruned by `git gc`). A commit that cannot be looked
+/// up counts as gone: such a list is left, never written back naming what may not be there.
+fn stash_commits_gone(common_dir: &Path, commits: &[String]) -> usize {
+    let odb = git_state::Odb::open(common_dir);
+    commits
+        .iter()
+        .filter(|c| {
+            let mut oid = [0u8; 20];
+            hex::decode_to_slice(c.as_str(), &mut oid).is_err()
+                || !matches!(odb.contains(&oid), Ok(true))
+        })
+        .count()
+}
+
 fn report_of(plan: &GitPlan) -> GitReport {
     GitReport {
         summary: plan.summary(),
@@ -199,10 +214,18 @@ impl EngineSession {
             .as_ref()
             .and_then(|s| s.to.as_ref())
             .is_some_and(|l| files.git_blob(GitBlobKind::Stash, &l.id).is_none());
-        if stash_missing {
+        let gone = match plan.stash.as_ref().and_then(|s| s.to.as_ref()) {
+            Some(l) if !stash_missing => stash_commits_gone(&read.common_dir, &l.commits),
+            _ => 0,
+        };
+        if stash_missing || gone > 0 {
             plan.stash = None;
             plan.keep.retain(|(k, _)| !k.starts_with("stash/"));
-            plan.flagged.push(git_state::Flag::StashNotStored);
+            plan.flagged.push(if stash_missing {
+                git_state::Flag::StashNotStored
+            } else {
+                git_state::Flag::StashCommitsGone { count: gone }
+            });
         }
         Prepared {
             plan: Some(plan),
@@ -254,7 +277,7 @@ impl EngineSession {
             return Ok(());
         }
         let p = self.plan_git(&files, cwd, target_seq);
-        let Some(plan) = p.plan.filter(|p| !p.is_empty()) else {
+        let Some(plan) = p.plan.filter(worth_a_journal) else {
             return Ok(());
         };
         if let Some(r) = &plan.refusal {
@@ -286,7 +309,8 @@ impl EngineSession {
             Some(_) => return,
             None => {
                 let p = self.plan_git(&files, cwd, target_seq);
-                let Some(plan) = p.plan.filter(|p| !p.is_empty() && p.refusal.is_none()) else {
+                let Some(plan) = p.plan.filter(|p| worth_a_journal(p) && p.refusal.is_none())
+                else {
                     return;
                 };
                 let op = GitOp::planned(op_id, plan);
@@ -427,6 +451,13 @@ fn mark(files: &Session, phase: ScanPhase, call: &str) {
     let mut req = ScanRequest::new(phase, anchor);
     req.call_id = Some(call.to_owned());
     let _ = files.record_git(&req);
+}
+
+/// Whether a planned git step is journaled: it changes something, or it leaves something the
+/// rewind would have moved (flagged), which the report read back from the journal then names —
+/// a stash list left because its commits were pruned, a branch moved by hand.
+fn worth_a_journal(plan: &GitPlan) -> bool {
+    !plan.is_empty() || !plan.flagged.is_empty()
 }
 
 fn write_op(files: &Session, op: &GitOp) -> Result<(), ()> {

@@ -274,6 +274,71 @@ fn a_fork_leaves_git_before_the_fork_and_restores_it_after() {
     assert_eq!(f.status(), "", "files and git agree");
 }
 
+/// Stash list at message 10: one entry, made by hand. The agent drops it in turn 10 and `git gc`
+/// prunes its commit (`prune`; without it the entry is still there when the rewind runs).
+fn dropped_stash(prune: bool) -> (Fixture, EngineSession, String) {
+    let f = Fixture::new();
+    let es = f.session();
+    f.scan(&es, ScanPhase::Boundary, 1, None);
+    std::fs::write(f.ws.join("f0.txt"), "stashed by hand\n").expect("write");
+    git(&f.ws, &["stash", "push", "-q"]);
+    let entry = git(&f.ws, &["rev-parse", "stash@{0}"]);
+    f.scan(&es, ScanPhase::Boundary, 10, None);
+    f.call(&es, 10, "c1", |d| {
+        git(d, &["stash", "drop", "-q"]);
+    });
+    if prune {
+        git(
+            &f.ws,
+            &["reflog", "expire", "--expire-unreachable=now", "--all"],
+        );
+        git(&f.ws, &["gc", "-q", "--prune=now"]);
+        let gone = Command::new("git")
+            .args(["cat-file", "-e", entry.trim()])
+            .current_dir(&f.ws)
+            .status()
+            .expect("git cat-file");
+        assert!(!gone.success(), "the dropped entry's commit is pruned");
+    }
+    (f, es, entry)
+}
+
+#[test]
+fn a_stash_entry_whose_commit_was_pruned_leaves_the_stash_list_and_says_why() {
+    // Not pruned: the rewind puts the entry back.
+    let (f, es, entry) = dropped_stash(false);
+    let r = f.rewind(&es, "op-s", 10, false).expect("rewind");
+    let g = r.git.expect("a git report");
+    assert!(g.flagged.is_empty() && g.error.is_none(), "{g:?}");
+    assert_eq!(git(&f.ws, &["rev-parse", "stash@{0}"]), entry);
+
+    // Pruned: the stash list is left empty rather than naming a commit git no longer has, and
+    // the preview and the report say why.
+    let (f, es, _) = dropped_stash(true);
+    let p = es.git_preview(10, false, &[]);
+    assert!(
+        p.flagged
+            .iter()
+            .any(|m| m.contains("1 commit git has since pruned")),
+        "{p:?}"
+    );
+    let r = f.rewind(&es, "op-p", 10, false).expect("rewind");
+    let g = r.git.expect("a git report");
+    assert!(g.error.is_none(), "{g:?}");
+    assert!(
+        g.flagged
+            .iter()
+            .any(|m| m.contains("1 commit git has since pruned")),
+        "{g:?}"
+    );
+    assert_eq!(
+        git(&f.ws, &["stash", "list"]),
+        "",
+        "the stash list is left as it was"
+    );
+    assert!(!f.ws.join(".git/logs/refs/stash").exists());
+}
+
 #[test]
 fn a_commit_by_hand_after_the_agents_keeps_its_branch_and_is_flagged() {
     let f = Fixture::new();

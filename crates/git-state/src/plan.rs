@@ -161,6 +161,12 @@ pub enum Flag {
     IndexLeft,
     /// The stored bytes of the stash list to restore are missing: the stash list is left.
     StashNotStored,
+    /// Entries of the stash list to restore name commits the repository no longer holds
+    /// (`git gc` pruned them after they were dropped): the stash list is left.
+    StashCommitsGone {
+        /// How many of its entries do.
+        count: usize,
+    },
 }
 
 impl Flag {
@@ -188,6 +194,10 @@ impl Flag {
             Flag::StashNotStored => {
                 "the stash list of that point was not stored: left as is".into()
             }
+            Flag::StashCommitsGone { count } => format!(
+                "the stash list of that point names {count} commit{} git has since pruned: left as is",
+                if *count == 1 { "" } else { "s" }
+            ),
         }
     }
 }

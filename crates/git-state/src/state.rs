@@ -196,6 +196,8 @@ pub struct Read {
     pub packed_bytes: Option<Arc<Vec<u8>>>,
     /// The stash list's bytes (`logs/refs/stash`), when it has entries.
     pub stash_bytes: Option<Vec<u8>>,
+    /// The repository's common directory (its object store is under it).
+    pub common_dir: std::path::PathBuf,
 }
 
 /// The stat of a file that tells a rewritten file (git replaces `packed-refs` by rename).
@@ -359,6 +361,7 @@ impl Handles {
             index_bytes,
             packed_bytes,
             stash_bytes,
+            common_dir: self.repo.common_dir.clone(),
         })
     }
 
