@@ -145,21 +145,6 @@ impl GitReport {
     }
 }
 
-/// How many of a stash list's `commits` the repository whose common directory is `common_dir`
-/// no longer holds (an entry dropped, then pruned by `git gc`). A commit that cannot be looked
-/// up counts as gone: such a list is left, never written back naming what may not be there.
-fn stash_commits_gone(common_dir: &Path, commits: &[String]) -> usize {
-    let odb = git_state::Odb::open(common_dir);
-    commits
-        .iter()
-        .filter(|c| {
-            let mut oid = [0u8; 20];
-            hex::decode_to_slice(c.as_str(), &mut oid).is_err()
-                || !matches!(odb.contains(&oid), Ok(true))
-        })
-        .count()
-}
-
 fn report_of(plan: &GitPlan) -> GitReport {
     GitReport {
         summary: plan.summary(),
@@ -209,23 +194,23 @@ impl EngineSession {
             .as_ref()
             .is_some_and(|i| files.git_blob(GitBlobKind::Index, &i.id).is_some());
         let mut plan = plan_git_restore(&read.state, target, &agent_moves(&points, t), stored);
-        let stash_missing = plan
+        // A stash list to write back that is not stored, or that names a commit git has
+        // pruned since, is left as it is (never written back naming what may not be there).
+        let stash_left = plan
             .stash
             .as_ref()
             .and_then(|s| s.to.as_ref())
-            .is_some_and(|l| files.git_blob(GitBlobKind::Stash, &l.id).is_none());
-        let gone = match plan.stash.as_ref().and_then(|s| s.to.as_ref()) {
-            Some(l) if !stash_missing => stash_commits_gone(&read.common_dir, &l.commits),
-            _ => 0,
-        };
-        if stash_missing || gone > 0 {
+            .and_then(|l| {
+                if files.git_blob(GitBlobKind::Stash, &l.id).is_none() {
+                    return Some(git_state::Flag::StashNotStored);
+                }
+                let count = l.commits_gone(&read.common_dir);
+                (count > 0).then_some(git_state::Flag::StashCommitsGone { count })
+            });
+        if let Some(flag) = stash_left {
             plan.stash = None;
             plan.keep.retain(|(k, _)| !k.starts_with("stash/"));
-            plan.flagged.push(if stash_missing {
-                git_state::Flag::StashNotStored
-            } else {
-                git_state::Flag::StashCommitsGone { count: gone }
-            });
+            plan.flagged.push(flag);
         }
         Prepared {
             plan: Some(plan),

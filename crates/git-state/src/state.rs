@@ -143,6 +143,21 @@ impl StashLog {
             commits,
         })
     }
+
+    /// How many of its commits the repository whose common directory is `common_dir` no
+    /// longer holds (an entry dropped, then pruned by `git gc`). A commit that cannot be
+    /// looked up counts as gone.
+    pub fn commits_gone(&self, common_dir: &Path) -> usize {
+        let odb = crate::odb::Odb::open(common_dir);
+        self.commits
+            .iter()
+            .filter(|c| {
+                let mut oid = [0u8; 20];
+                hex::decode_to_slice(c.as_str(), &mut oid).is_err()
+                    || !matches!(odb.contains(&oid), Ok(true))
+            })
+            .count()
+    }
 }
 
 /// The state of a workspace's repository at one point.
@@ -197,7 +212,7 @@ pub struct Read {
     /// The stash list's bytes (`logs/refs/stash`), when it has entries.
     pub stash_bytes: Option<Vec<u8>>,
     /// The repository's common directory (its object store is under it).
-    pub common_dir: std::path::PathBuf,
+    pub common_dir: PathBuf,
 }
 
 /// The stat of a file that tells a rewritten file (git replaces `packed-refs` by rename).
