@@ -29,6 +29,8 @@ TEST_TMP=$(mktemp -d -t rewind-host-tests-XXXXXX)
 # a test double, not a real newer host). DSH_REWIND_CONTRACT=rc.8|newer runs one of them only.
 contracts=(${DSH_REWIND_CONTRACT:-rc.8 newer})
 rc=0
+# The runner's own summary of a run's failing tests (spec reporter), from its log.
+failing() { sed -n '/^✖ failing tests:/,$p' "$1" 2>/dev/null; }
 set +e
 for contract in "${contracts[@]}"; do
   echo "test-host: the suite with the plugin on the $contract session contract" >&2
@@ -39,7 +41,7 @@ for contract in "${contracts[@]}"; do
     # The files of the failing tests run once more, whole. A test that passes then is still
     # named as flaky at the end of the output (and in $TEST_TMP/flaky.txt); one that fails
     # again, or a failure no test file is named for, fails the run.
-    mapfile -t failed < <(sed -n '/^✖ failing tests:/,$p' "$TEST_TMP/run-$contract.log" \
+    mapfile -t failed < <(failing "$TEST_TMP/run-$contract.log" \
       | sed -n 's/^test at \([^:]*\.test\.mjs\):.*/\1/p' | sort -u)
     if [ ${#failed[@]} -gt 0 ]; then
       echo "test-host: rerunning on the $contract session contract: ${failed[*]}" >&2
@@ -48,7 +50,7 @@ for contract in "${contracts[@]}"; do
       if [ "${PIPESTATUS[0]}" = 0 ]; then
         r=0
         { echo "on the $contract session contract, failed once and passed when rerun:"
-          sed -n '/^✖ failing tests:/,$p' "$TEST_TMP/run-$contract.log" | grep '^✖ ' | grep -v '^✖ failing tests:'
+          failing "$TEST_TMP/run-$contract.log" | grep '^✖ ' | grep -v '^✖ failing tests:'
         } >> "$TEST_TMP/flaky.txt"
       fi
     fi
@@ -60,9 +62,10 @@ set -e
 # failing tests (the runner's own summary) last, so the end of the output names them.
 for contract in "${contracts[@]}"; do
   for log in "$TEST_TMP/run-$contract.log" "$TEST_TMP/rerun-$contract.log"; do
-    if grep -q '^✖ failing tests:' "$log" 2>/dev/null; then
+    summary=$(failing "$log")
+    if [ -n "$summary" ]; then
       echo "test-host: failing on the $contract session contract ($(basename "$log" .log)):" >&2
-      sed -n '/^✖ failing tests:/,$p' "$log" | head -n 200 >&2
+      head -n 200 <<<"$summary" >&2
     fi
   done
 done
